@@ -1,0 +1,212 @@
+//! The C API's types and constants, as the header shows them.
+//!
+//! Structs start with `struct_size` (the caller sets it to `sizeof`, so later versions can append
+//! fields), are laid out 8-4-2-1 with explicit padding so the natural layout equals LabVIEW's packed
+//! one, and their sizes are asserted here and in the C harness.
+#![allow(non_camel_case_types)]
+
+use std::ffi::c_char;
+
+/// ABI major version; bumps on any incompatible change of a signature or struct.
+pub const NVCAM_ABI_VERSION: i32 = 1;
+
+/// `flags` of `nvcam_camera_options`: return from open at once; the camera connects (and retries)
+/// in the background. Without it, open waits for the first connection and fails with its reason.
+pub const NVCAM_OPEN_ASYNC: u32 = 1;
+/// Restart a file source when it ends.
+pub const NVCAM_OPEN_LOOP: u32 = 2;
+/// Never skip or drop a frame: the worker waits until the host has taken the previous one and a
+/// slot is free. For files and tests; a live camera would fall behind.
+pub const NVCAM_OPEN_LOSSLESS: u32 = 4;
+/// Read files and the test source as fast as they decode instead of at their frame rate.
+pub const NVCAM_OPEN_NO_PACING: u32 = 8;
+/// Invalidate the camera's frame handles on every reconnect (by default they stay valid: their
+/// pixels live in the camera's pool, not in the decoder).
+pub const NVCAM_OPEN_RELEASE_CLONES_ON_RECONNECT: u32 = 16;
+pub(crate) const NVCAM_OPEN_ALL: u32 = 31;
+
+/// `device` of `nvcam_camera_options`: decode on the CPU into host memory.
+pub const NVCAM_DEVICE_CPU: i32 = -1;
+
+/// `decoder` of `nvcam_camera_options`: the best available (direct NVDEC, FFmpeg's CUDA hwaccel,
+/// then software).
+pub const NVCAM_DECODER_AUTO: u32 = 0;
+/// Direct NVDEC only (fails where it is not available).
+pub const NVCAM_DECODER_NVDEC: u32 = 1;
+/// FFmpeg's CUDA hwaccel only.
+pub const NVCAM_DECODER_FFMPEG_HW: u32 = 2;
+/// FFmpeg's software decoder (frames are uploaded when `device` is a GPU).
+pub const NVCAM_DECODER_SOFTWARE: u32 = 3;
+
+/// `state` of `nvcam_camera_stats`.
+pub const NVCAM_STATE_CONNECTING: u32 = 0;
+pub const NVCAM_STATE_STREAMING: u32 = 1;
+/// No packet for `stall_timeout_ms`; a reconnect follows.
+pub const NVCAM_STATE_STALLED: u32 = 2;
+/// Waiting `next_retry_ms` before attempt `reconnect_attempt`.
+pub const NVCAM_STATE_RECONNECTING: u32 = 3;
+pub const NVCAM_STATE_CLOSED: u32 = 4;
+/// A permanent failure (bad URL, credentials, option, codec); no retries until
+/// `nvcam_camera_reconnect`. `last_error_code` and `nvcam_camera_last_error` say why.
+pub const NVCAM_STATE_FAILED: u32 = 5;
+/// A file source reached its end (without `NVCAM_OPEN_LOOP`).
+pub const NVCAM_STATE_ENDED: u32 = 6;
+
+/// `memory` of `nvcam_frame_info`: plane pointers are host addresses.
+pub const NVCAM_MEMORY_HOST: u32 = 0;
+/// Plane pointers are CUDA device addresses (`CUdeviceptr`) on `device`.
+pub const NVCAM_MEMORY_DEVICE: u32 = 1;
+
+/// `format` of `nvcam_frame_info`: NV12 (Y plane, then interleaved UV at half height).
+pub const NVCAM_FORMAT_NV12: u32 = 0;
+
+/// Log levels for `nvcam_log_init`, the callback and `nvcam_log_pop`.
+pub const NVCAM_LOG_OFF: i32 = 0;
+pub const NVCAM_LOG_ERROR: i32 = 1;
+pub const NVCAM_LOG_WARN: i32 = 2;
+pub const NVCAM_LOG_INFO: i32 = 3;
+pub const NVCAM_LOG_DEBUG: i32 = 4;
+pub const NVCAM_LOG_TRACE: i32 = 5;
+
+/// Library settings for `nvcam_init`; NULL means defaults. Zero in any field means its default.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct nvcam_config {
+    /// `sizeof(nvcam_config)`.
+    pub struct_size: u32,
+    /// Reserved, 0.
+    pub flags: u32,
+    /// Most hardware decode sessions nvcam opens per GPU; further cameras decode in software and
+    /// upload (0 = no cap).
+    pub max_hw_decoders_per_device: u32,
+    /// A retired GPU buffer is freed only after its fence events completed and at least this many
+    /// milliseconds passed (0 = 100).
+    pub gpu_free_min_age_ms: u32,
+    pub reserved: [u64; 6],
+}
+
+/// Per-camera settings for `nvcam_camera_open`; NULL means defaults. Fill with
+/// `nvcam_camera_options_init`, or zero it and set `struct_size`: zero means "default" everywhere.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct nvcam_camera_options {
+    /// `sizeof(nvcam_camera_options)`.
+    pub struct_size: u32,
+    /// `NVCAM_OPEN_*` bits.
+    pub flags: u32,
+    /// Frames the camera's pool holds (frames the host holds + 1 in flight); 0 = 4, at least 2.
+    pub pool_slots: u32,
+    /// GPU ordinal, or `NVCAM_DEVICE_CPU`. With no usable GPU the camera decodes on the CPU and
+    /// says so in its stats and log.
+    pub device: i32,
+    /// `NVCAM_DECODER_*`.
+    pub decoder: u32,
+    /// Bound on connecting and probing the source; 0 = 5000.
+    pub open_timeout_ms: u32,
+    /// No packet for this long counts as a stall and reconnects; 0 = 5000.
+    pub stall_timeout_ms: u32,
+    /// First reconnect delay; doubles each failed attempt (±25 % jitter); 0 = 250.
+    pub reconnect_min_ms: u32,
+    /// Cap on the reconnect delay; 0 = 10000.
+    pub reconnect_max_ms: u32,
+    /// Software decoder threads; 0 = FFmpeg's choice.
+    pub decode_threads: u32,
+    /// FFmpeg demuxer/protocol options, `"key=value;key=value"` (e.g.
+    /// `"rtsp_transport=udp;buffer_size=1048576"`), or NULL. An option FFmpeg does not consume
+    /// fails the open with `NVCAM_E_BAD_OPTION`. RTSP defaults to `rtsp_transport=tcp`.
+    pub ffmpeg_options: *const c_char,
+    pub reserved: [u64; 4],
+}
+
+/// A camera's counters and state (`nvcam_camera_stats`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct nvcam_camera_stats {
+    /// `sizeof(nvcam_camera_stats)`.
+    pub struct_size: u32,
+    /// `NVCAM_STATE_*`.
+    pub state: u32,
+    /// Pictures out of the decoder.
+    pub frames_decoded: u64,
+    /// Frames handed out by `nvcam_camera_get_frame`.
+    pub frames_delivered: u64,
+    /// Decoded frames dropped because every pool slot was held (the host holds too many).
+    pub frames_dropped: u64,
+    /// Frames replaced by a newer one before the host asked (the host polls slower than the camera).
+    pub frames_skipped: u64,
+    /// Reconnects so far (automatic and manual).
+    pub reconnects: u64,
+    pub pool_slots_total: u32,
+    /// Slots held by frames the host holds, or by the frame waiting to be taken.
+    pub pool_slots_in_use: u32,
+    /// Bytes of the current pool plus old pools that held frames keep alive.
+    pub bytes_held: u64,
+    /// Frames per second decoded, over the last second.
+    pub fps: f64,
+    pub width: u32,
+    pub height: u32,
+    /// Failed attempts since the last frame.
+    pub reconnect_attempt: u32,
+    /// Delay before the next attempt, while `NVCAM_STATE_RECONNECTING`.
+    pub next_retry_ms: u32,
+    /// Resolution or codec changes seen across reconnects.
+    pub stream_changes: u32,
+    /// `NVCAM_MEMORY_*` of the current pool.
+    pub memory: u32,
+    /// GPU ordinal of the current pool, -1 for host memory.
+    pub device: i32,
+    /// `NVCAM_DECODER_*` actually in use (`NVCAM_DECODER_SOFTWARE` after a fall-back).
+    pub decoder: u32,
+    /// Status code of the camera's last error, 0 if none.
+    pub last_error_code: i32,
+    pub _pad0: u32,
+    /// Frame handles of this camera the host holds now.
+    pub live_handles: u64,
+    pub reserved: [u64; 4],
+}
+
+/// What a frame is and where its pixels are (`nvcam_frame_info`). Pointers stay valid while the
+/// frame handle (or any clone of it) is held.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct nvcam_frame_info {
+    /// `sizeof(nvcam_frame_info)`.
+    pub struct_size: u32,
+    pub width: u32,
+    pub height: u32,
+    /// `NVCAM_FORMAT_*` (always NV12 for now).
+    pub format: u32,
+    /// `NVCAM_MEMORY_*`.
+    pub memory: u32,
+    /// CUDA device ordinal of the pointers, -1 for host memory.
+    pub device: i32,
+    /// Bytes between rows, the same for both planes.
+    pub pitch: u64,
+    /// Y plane (host address or CUdeviceptr).
+    pub y_ptr: u64,
+    /// Interleaved UV plane, `(height + 1) / 2` rows.
+    pub uv_ptr: u64,
+    /// Bytes `nvcam_frame_copy_nv12` needs with `dst_pitch` 0 (tightly packed).
+    pub nv12_size: u64,
+    /// Per-camera decode counter from 1; gaps are skipped or dropped frames.
+    pub seq: u64,
+    /// Stream timestamp in microseconds; INT64_MIN if the stream has none.
+    pub pts_us: i64,
+    /// Wall clock when the frame was decoded, nanoseconds since 1970-01-01 UTC.
+    pub wallclock_ns: u64,
+    /// The camera handle that produced the frame.
+    pub camera: u64,
+    pub reserved: [u64; 4],
+}
+
+/// The log callback: called from any thread, never with nvcam's locks held; `message` is UTF-8
+/// and valid only during the call.
+pub type nvcam_log_fn = Option<unsafe extern "C" fn(level: i32, message: *const c_char, user: *mut std::ffi::c_void)>;
+
+const _: () = assert!(std::mem::size_of::<nvcam_config>() == 64);
+const _: () = assert!(std::mem::size_of::<nvcam_camera_options>() == 80);
+const _: () = assert!(std::mem::size_of::<nvcam_camera_stats>() == 152);
+const _: () = assert!(std::mem::size_of::<nvcam_frame_info>() == 120);
+const _: () = assert!(std::mem::offset_of!(nvcam_camera_options, ffmpeg_options) == 40);
+const _: () = assert!(std::mem::offset_of!(nvcam_camera_stats, fps) == 64);
+const _: () = assert!(std::mem::offset_of!(nvcam_frame_info, pitch) == 24);

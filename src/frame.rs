@@ -1,0 +1,63 @@
+//! A decoded frame: a leased pool slot plus what the host needs to know about it.
+//!
+//! Frames are immutable and shared (`Arc<Frame>`): every handle the host holds (the one from
+//! `get_frame` and each clone) is one table entry holding one `Arc`. The slot returns to its pool
+//! when the last of them is released, whichever order that happens in.
+
+use crate::pool::{Geometry, Lease, MemoryKind};
+use crate::status::*;
+
+pub struct Frame {
+    lease: Lease,
+    /// Camera handle that produced it (the registry's owner key).
+    pub owner: u64,
+    /// Per-camera decode counter, from 1; gaps show skipped or dropped frames.
+    pub seq: u64,
+    /// Stream timestamp in microseconds (the stream's own clock), or i64::MIN if unknown.
+    pub pts_us: i64,
+    /// Wall clock when the frame left the decoder, nanoseconds since the Unix epoch.
+    pub wallclock_ns: u64,
+}
+
+impl Frame {
+    pub fn new(lease: Lease, owner: u64, seq: u64, pts_us: i64, wallclock_ns: u64) -> Frame {
+        Frame { lease, owner, seq, pts_us, wallclock_ns }
+    }
+    pub fn geom(&self) -> &Geometry {
+        &self.lease.pool().geom
+    }
+    pub fn memory(&self) -> MemoryKind {
+        self.lease.pool().storage().kind()
+    }
+    pub fn device(&self) -> i32 {
+        self.lease.pool().storage().device()
+    }
+    pub fn y_addr(&self) -> u64 {
+        self.lease.addr()
+    }
+    pub fn uv_addr(&self) -> u64 {
+        self.lease.addr() + self.geom().uv_offset() as u64
+    }
+    pub fn pool_id(&self) -> u64 {
+        self.lease.pool().id
+    }
+    pub fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    /// Copies the NV12 image into a host buffer, rows `dst_pitch` apart (0 = packed).
+    pub fn copy_nv12(&self, dst: &mut [u8], dst_pitch: usize) -> Result<()> {
+        let g = *self.geom();
+        if dst_pitch != 0 && dst_pitch < g.row_bytes() {
+            return Err(Error::arg(format!("dst_pitch {dst_pitch} < row width {}", g.row_bytes())));
+        }
+        let need = g.packed_size(dst_pitch);
+        if dst.len() < need {
+            return Err(Error::new(
+                NVCAM_E_BUFFER_TOO_SMALL,
+                format!("destination holds {} bytes, this {}x{} NV12 frame needs {need}", dst.len(), g.width, g.height),
+            ));
+        }
+        self.lease.pool().storage().download(self.lease.index(), &g, dst, dst_pitch)
+    }
+}

@@ -1,0 +1,136 @@
+//! Library lifetime: init, the camera table, shutdown, and the pin that keeps our code mapped.
+//!
+//! The handle tables are process-wide statics that are never reset: shutdown removes every entry
+//! (bumping its generation), so a handle from before a shutdown stays stale after a re-init rather
+//! than aliasing a new object.
+
+use crate::camera::{Camera, Options};
+use crate::handle::{Kind, Table};
+use crate::registry;
+use crate::status::*;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+static CAMERAS: Table<Arc<Camera>> = Table::new(Kind::Camera);
+static INITIALIZED: AtomicBool = AtomicBool::new(false);
+/// Serializes init and shutdown against each other.
+static LIFECYCLE: Mutex<()> = Mutex::new(());
+/// Camera workers that did not exit within their close timeout; shutdown joins them.
+static LINGERING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
+
+/// Library-wide settings from `nvcam_init`.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    pub flags: u32,
+    pub max_hw_decoders_per_device: u32,
+    pub gpu_free_min_age_ms: u32,
+}
+
+pub fn init(cfg: Config) -> Result<()> {
+    let _g = LIFECYCLE.lock();
+    crate::pin::pin_self();
+    crate::logging::ensure_installed();
+    if INITIALIZED.load(Ordering::Acquire) {
+        log::info!("nvcam_init: already initialized");
+        return Ok(());
+    }
+    ffmpeg_next::init().map_err(|e| Error::ffmpeg("av_register", e))?;
+    unsafe { ffmpeg_next::ffi::av_log_set_level(ffmpeg_next::ffi::AV_LOG_ERROR) };
+    crate::backend::init(&cfg);
+    INITIALIZED.store(true, Ordering::Release);
+    log::info!("nvcam {} initialized (flags 0x{:x})", env!("CARGO_PKG_VERSION"), cfg.flags);
+    Ok(())
+}
+
+pub fn require_init() -> Result<()> {
+    if INITIALIZED.load(Ordering::Acquire) {
+        Ok(())
+    } else {
+        Err(Error::new(NVCAM_E_NOT_INITIALIZED, "call nvcam_init first"))
+    }
+}
+
+pub fn open_camera(url: &str, opts: Options) -> Result<u64> {
+    require_init()?;
+    let cam = Camera::open(url, opts)?;
+    let h = CAMERAS.insert(cam.clone())?;
+    if let Err(e) = cam.start(h) {
+        let _ = CAMERAS.remove(h);
+        return Err(e);
+    }
+    log::info!("camera 0x{h:016x} opened: {}", crate::input::redact(url));
+    Ok(h)
+}
+
+pub fn camera(h: u64) -> Result<Arc<Camera>> {
+    CAMERAS.get(h)
+}
+
+/// Removes the handle first (so no new call can reach the camera), then closes it.
+pub fn close_camera(h: u64, timeout: Duration) -> Result<()> {
+    let cam = CAMERAS.remove(h)?;
+    if cam.close(timeout) {
+        Ok(())
+    } else {
+        Err(Error::timeout(format!(
+            "camera closed, but its worker did not exit within {} ms; it finishes on its own",
+            timeout.as_millis()
+        )))
+    }
+}
+
+pub fn adopt_lingering(w: JoinHandle<()>) {
+    LINGERING.lock().push(w);
+}
+
+/// Closes every camera, invalidates every frame handle, joins every thread, frees all memory.
+/// Returns the number of frame handles the host had leaked.
+pub fn shutdown(timeout: Duration) -> Result<usize> {
+    let _g = LIFECYCLE.lock();
+    if !INITIALIZED.swap(false, Ordering::AcqRel) {
+        return Err(Error::new(NVCAM_E_NOT_INITIALIZED, "nvcam_shutdown without nvcam_init"));
+    }
+    let end = Instant::now() + timeout;
+    let cams = CAMERAS.remove_where(|_| true);
+    // Stop them all first, so their closes overlap instead of adding up.
+    for c in &cams {
+        c.shared.irq.stop();
+    }
+    let mut all_closed = true;
+    for c in &cams {
+        all_closed &= c.close(end.saturating_duration_since(Instant::now()));
+    }
+    drop(cams);
+    let leaked = registry::force_release_all();
+    if leaked > 0 {
+        log::warn!("nvcam_shutdown: the host leaked {leaked} frame handle(s); all released");
+    }
+    let lingering: Vec<_> = LINGERING.lock().drain(..).collect();
+    for w in lingering {
+        // JoinHandle has no timed join: poll is_finished within what is left of the timeout.
+        while !w.is_finished() && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if w.is_finished() {
+            let _ = w.join();
+        } else {
+            all_closed = false;
+            LINGERING.lock().push(w);
+        }
+    }
+    crate::backend::shutdown(end.saturating_duration_since(Instant::now()));
+    crate::logging::clear_callback();
+    log::info!("nvcam shut down ({leaked} leaked handle(s) released)");
+    if all_closed {
+        Ok(leaked)
+    } else {
+        Err(Error::timeout(format!("shutdown: some camera threads still running after {} ms", timeout.as_millis())))
+    }
+}
+
+pub fn live_cameras() -> usize {
+    CAMERAS.live()
+}

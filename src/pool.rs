@@ -1,0 +1,284 @@
+//! The per-camera frame pool: a fixed number of NV12 slots, allocated once per resolution.
+//!
+//! A slot is handed out as a [`Lease`]; while any frame (and so any clone) holds the lease, the slot
+//! is not on the free list and can never be written. Dropping the last reference returns it. The
+//! pool itself is shared by its leases, so when a camera switches resolution and drops its pool, the
+//! old slots live on until their last clone is released, then the storage goes with the pool.
+//!
+//! Where the bytes live is the [`Storage`]'s business (host memory here, device memory on the GPU
+//! path); the lifetime rules are the same for both.
+
+use crate::status::*;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Where a frame's pixels are. Values are part of the C API (`nvcam_frame_info.memory`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum MemoryKind {
+    Host = 0,
+    Device = 1,
+}
+
+/// The layout of one NV12 image in a slot: Y rows then interleaved UV rows, all at one pitch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    pub width: u32,
+    pub height: u32,
+    pub pitch: usize,
+}
+
+impl Geometry {
+    /// Row alignment of pool slots: 256 bytes suits both CPU SIMD and CUDA's pitched copies.
+    pub const ALIGN: usize = 256;
+
+    pub fn nv12(width: u32, height: u32) -> Geometry {
+        let row = Self::row_bytes_for(width);
+        Geometry { width, height, pitch: row.div_ceil(Self::ALIGN) * Self::ALIGN }
+    }
+    fn row_bytes_for(width: u32) -> usize {
+        (width as usize).div_ceil(2) * 2
+    }
+    /// Bytes of one row of the UV plane (the widest row; Y rows are `width` bytes).
+    pub fn row_bytes(&self) -> usize {
+        Self::row_bytes_for(self.width)
+    }
+    pub fn y_rows(&self) -> usize {
+        self.height as usize
+    }
+    pub fn uv_rows(&self) -> usize {
+        (self.height as usize).div_ceil(2)
+    }
+    pub fn uv_offset(&self) -> usize {
+        self.pitch * self.y_rows()
+    }
+    pub fn slot_bytes(&self) -> usize {
+        self.pitch * (self.y_rows() + self.uv_rows())
+    }
+    /// Bytes a caller buffer needs at `dst_pitch` (0 = tightly packed).
+    pub fn packed_size(&self, dst_pitch: usize) -> usize {
+        let p = if dst_pitch == 0 { self.row_bytes() } else { dst_pitch };
+        p * (self.y_rows() + self.uv_rows())
+    }
+}
+
+/// Slot memory of one pool. Implementations own the bytes and free them on drop (the GPU one
+/// through its deferred-free queue).
+pub trait Storage: Send + Sync {
+    fn kind(&self) -> MemoryKind;
+    /// CUDA device ordinal, or -1 for host memory.
+    fn device(&self) -> i32;
+    /// Address (host or device) of slot `i`'s first byte.
+    fn slot_addr(&self, i: usize) -> u64;
+    /// Total bytes this storage holds.
+    fn bytes(&self) -> u64;
+    /// Whether every asynchronous use of slot `i` has completed, so it may be written again.
+    fn reusable(&self, _i: usize) -> bool {
+        true
+    }
+    /// Copies slot `i` (NV12 at `geom`) into a host buffer of `dst_pitch` rows.
+    fn download(&self, i: usize, geom: &Geometry, dst: &mut [u8], dst_pitch: usize) -> Result<()>;
+}
+
+/// Host slots: one allocation, written only through an exclusive [`Lease`].
+pub struct HostStorage {
+    base: *mut u8,
+    slot_bytes: usize,
+    slots: usize,
+}
+
+// SAFETY: the bytes are shared between the writer (holding the only lease of a slot) and readers
+// (holding frames of other slots); a slot is never written while any frame references it.
+unsafe impl Send for HostStorage {}
+unsafe impl Sync for HostStorage {}
+
+impl HostStorage {
+    pub fn new(geom: &Geometry, slots: usize) -> Result<HostStorage> {
+        let slot_bytes = geom.slot_bytes();
+        let total = slot_bytes.checked_mul(slots).ok_or_else(|| Error::arg("pool too large"))?;
+        let mut v: Vec<u8> = Vec::new();
+        v.try_reserve_exact(total)
+            .map_err(|_| Error::new(NVCAM_E_OUT_OF_MEMORY, format!("cannot allocate {total} bytes for a pool")))?;
+        v.resize(total, 0);
+        let base = Box::into_raw(v.into_boxed_slice()) as *mut u8;
+        Ok(HostStorage { base, slot_bytes, slots })
+    }
+    fn slot(&self, i: usize) -> *mut u8 {
+        assert!(i < self.slots);
+        unsafe { self.base.add(i * self.slot_bytes) }
+    }
+}
+
+impl Drop for HostStorage {
+    fn drop(&mut self) {
+        let len = self.slot_bytes * self.slots;
+        unsafe { drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.base, len))) };
+    }
+}
+
+impl Storage for HostStorage {
+    fn kind(&self) -> MemoryKind {
+        MemoryKind::Host
+    }
+    fn device(&self) -> i32 {
+        -1
+    }
+    fn slot_addr(&self, i: usize) -> u64 {
+        self.slot(i) as u64
+    }
+    fn bytes(&self) -> u64 {
+        (self.slot_bytes * self.slots) as u64
+    }
+    fn download(&self, i: usize, geom: &Geometry, dst: &mut [u8], dst_pitch: usize) -> Result<()> {
+        let src = unsafe { std::slice::from_raw_parts(self.slot(i), self.slot_bytes) };
+        copy_planes(src, geom, dst, dst_pitch);
+        Ok(())
+    }
+}
+
+/// Copies NV12 rows from a pitched slot image into `dst` at `dst_pitch` (0 = packed).
+pub fn copy_planes(src: &[u8], geom: &Geometry, dst: &mut [u8], dst_pitch: usize) {
+    let dp = if dst_pitch == 0 { geom.row_bytes() } else { dst_pitch };
+    let rows = geom.y_rows() + geom.uv_rows();
+    for r in 0..rows {
+        let n = if r < geom.y_rows() { geom.width as usize } else { geom.row_bytes() };
+        dst[r * dp..r * dp + n].copy_from_slice(&src[r * geom.pitch..r * geom.pitch + n]);
+    }
+}
+
+static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A camera's slots at one resolution.
+pub struct Pool {
+    pub id: u64,
+    pub geom: Geometry,
+    storage: Box<dyn Storage>,
+    free: Mutex<Vec<usize>>,
+    slots: usize,
+    in_use: AtomicUsize,
+}
+
+impl Pool {
+    pub fn new(geom: Geometry, slots: usize, storage: Box<dyn Storage>) -> Arc<Pool> {
+        Arc::new(Pool {
+            id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
+            geom,
+            storage,
+            free: Mutex::new((0..slots).rev().collect()),
+            slots,
+            in_use: AtomicUsize::new(0),
+        })
+    }
+
+    pub fn host(geom: Geometry, slots: usize) -> Result<Arc<Pool>> {
+        Ok(Pool::new(geom, slots, Box::new(HostStorage::new(&geom, slots)?)))
+    }
+
+    /// An exclusive lease on a free slot whose previous uses have all completed, or `None` when
+    /// every slot is held (the caller drops the new frame and counts it).
+    pub fn acquire(self: &Arc<Self>) -> Option<Lease> {
+        let mut free = self.free.lock();
+        let pos = free.iter().rposition(|&i| self.storage.reusable(i))?;
+        let index = free.remove(pos);
+        self.in_use.fetch_add(1, Ordering::Relaxed);
+        Some(Lease { pool: self.clone(), index })
+    }
+
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+    pub fn in_use(&self) -> usize {
+        self.in_use.load(Ordering::Relaxed)
+    }
+    pub fn bytes(&self) -> u64 {
+        self.storage.bytes()
+    }
+    pub fn storage(&self) -> &dyn Storage {
+        &*self.storage
+    }
+}
+
+/// One slot, held. Exclusive while only the writer has it (`&mut`); shared once wrapped in a frame.
+/// Dropping it puts the slot back on the free list.
+pub struct Lease {
+    pool: Arc<Pool>,
+    index: usize,
+}
+
+impl Lease {
+    pub fn pool(&self) -> &Arc<Pool> {
+        &self.pool
+    }
+    pub fn index(&self) -> usize {
+        self.index
+    }
+    pub fn addr(&self) -> u64 {
+        self.pool.storage.slot_addr(self.index)
+    }
+    /// The slot's bytes for writing, host pools only. `&mut self` makes the writer exclusive: once
+    /// the lease is inside a shared frame nobody can get here again.
+    pub fn host_bytes_mut(&mut self) -> Option<&mut [u8]> {
+        if self.pool.storage.kind() != MemoryKind::Host {
+            return None;
+        }
+        let n = self.pool.geom.slot_bytes();
+        Some(unsafe { std::slice::from_raw_parts_mut(self.addr() as *mut u8, n) })
+    }
+    /// Host pools only: the slot's bytes for reading.
+    pub fn host_bytes(&self) -> Option<&[u8]> {
+        if self.pool.storage.kind() != MemoryKind::Host {
+            return None;
+        }
+        Some(unsafe { std::slice::from_raw_parts(self.addr() as *const u8, self.pool.geom.slot_bytes()) })
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.pool.in_use.fetch_sub(1, Ordering::Relaxed);
+        self.pool.free.lock().push(self.index);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn held_slot_is_never_handed_out_again() {
+        let pool = Pool::host(Geometry::nv12(64, 48), 3).unwrap();
+        let a = pool.acquire().unwrap();
+        let b = pool.acquire().unwrap();
+        let c = pool.acquire().unwrap();
+        assert!(pool.acquire().is_none(), "exhausted pool must refuse, not overwrite");
+        let held = b.index();
+        drop(a);
+        let d = pool.acquire().unwrap();
+        assert_ne!(d.index(), held);
+        assert_ne!(d.index(), c.index());
+        assert_eq!(pool.in_use(), 3);
+    }
+
+    #[test]
+    fn pool_outlives_its_camera_while_leased() {
+        let pool = Pool::host(Geometry::nv12(32, 32), 2).unwrap();
+        let weak = Arc::downgrade(&pool);
+        let mut l = pool.acquire().unwrap();
+        l.host_bytes_mut().unwrap()[0] = 42;
+        drop(pool);
+        assert!(weak.upgrade().is_some());
+        assert_eq!(l.host_bytes().unwrap()[0], 42);
+        drop(l);
+        assert!(weak.upgrade().is_none(), "last lease frees the pool");
+    }
+
+    #[test]
+    fn odd_sizes_round_chroma_up() {
+        let g = Geometry::nv12(33, 17);
+        assert_eq!(g.row_bytes(), 34);
+        assert_eq!(g.uv_rows(), 9);
+        assert_eq!(g.packed_size(0), 34 * 26);
+        assert_eq!(g.pitch % Geometry::ALIGN, 0);
+    }
+}

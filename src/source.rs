@@ -1,0 +1,128 @@
+//! What a camera URL means, and the FFmpeg option string.
+//!
+//! Checked synchronously in `nvcam_camera_open`, so an empty, garbled or unknown-scheme URL is an
+//! immediate error with a clear text rather than a thread that retries forever.
+
+use crate::status::*;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Source {
+    /// FFmpeg's lavfi `testsrc2`, paced to its frame rate: frames with no camera and no file.
+    TestSrc { width: u32, height: u32, fps: u32 },
+    /// A network stream (RTSP, RTMP, HTTP, UDP, TCP…): live, reconnected when it drops.
+    Network(String),
+    /// A file: replayed at its own frame rate unless told otherwise, looped on request.
+    File(String),
+}
+
+impl Source {
+    pub fn is_live(&self) -> bool {
+        !matches!(self, Source::File(_))
+    }
+    pub fn is_rtsp(&self) -> bool {
+        matches!(self, Source::Network(u) if u.starts_with("rtsp://") || u.starts_with("rtsps://"))
+    }
+    /// The string handed to avformat_open_input, and the input format to force (lavfi for testsrc).
+    pub fn ffmpeg_target(&self) -> (String, Option<&'static str>) {
+        match self {
+            Source::TestSrc { width, height, fps } => {
+                (format!("testsrc2=size={width}x{height}:rate={fps}"), Some("lavfi"))
+            }
+            Source::Network(u) | Source::File(u) => (u.clone(), None),
+        }
+    }
+}
+
+const NETWORK_SCHEMES: &[&str] = &["rtsp", "rtsps", "rtmp", "rtmps", "http", "https", "udp", "tcp", "rtp", "srt"];
+
+/// Parses a camera URL: `testsrc://WxH@FPS`, a network URL, `file://PATH` or a plain path.
+pub fn parse(url: &str) -> Result<Source> {
+    let url = url.trim();
+    if url.is_empty() {
+        return Err(Error::arg("camera URL is empty"));
+    }
+    if url.chars().any(|c| c.is_control()) {
+        return Err(Error::arg("camera URL contains control characters"));
+    }
+    if let Some(rest) = url.strip_prefix("testsrc://") {
+        return parse_testsrc(rest);
+    }
+    if let Some(path) = url.strip_prefix("file://") {
+        return Ok(Source::File(path.to_string()));
+    }
+    match url.find("://") {
+        Some(i) => {
+            let scheme = url[..i].to_ascii_lowercase();
+            if NETWORK_SCHEMES.contains(&scheme.as_str()) {
+                if url.len() == i + 3 {
+                    return Err(Error::arg(format!("camera URL '{url}' has no host")));
+                }
+                Ok(Source::Network(url.to_string()))
+            } else {
+                Err(Error::new(
+                    NVCAM_E_UNSUPPORTED,
+                    format!("unknown URL scheme '{scheme}' (supported: testsrc, file, {})", NETWORK_SCHEMES.join(", ")),
+                ))
+            }
+        }
+        None => Ok(Source::File(url.to_string())),
+    }
+}
+
+fn parse_testsrc(rest: &str) -> Result<Source> {
+    let bad = || Error::arg(format!("testsrc URL must look like testsrc://1280x720@30, got 'testsrc://{rest}'"));
+    if rest.is_empty() {
+        return Ok(Source::TestSrc { width: 1280, height: 720, fps: 30 });
+    }
+    let (size, fps) = match rest.split_once('@') {
+        Some((s, f)) => (s, f.parse::<u32>().map_err(|_| bad())?),
+        None => (rest, 30),
+    };
+    let (w, h) = size.split_once('x').ok_or_else(bad)?;
+    let (width, height) = (w.parse::<u32>().map_err(|_| bad())?, h.parse::<u32>().map_err(|_| bad())?);
+    if !(16..=8192).contains(&width) || !(16..=8192).contains(&height) || !(1..=240).contains(&fps) {
+        return Err(Error::arg(format!("testsrc size {width}x{height}@{fps} out of range (16..8192, 1..240 fps)")));
+    }
+    Ok(Source::TestSrc { width, height, fps })
+}
+
+/// Parses FFmpeg options written `key=value;key=value` (`&` or newlines also separate pairs).
+pub fn parse_options(s: &str) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for part in s.split([';', '&', '\n']).map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| Error::new(NVCAM_E_BAD_OPTION, format!("FFmpeg option '{part}' is not key=value")))?;
+        let k = k.trim();
+        if k.is_empty() {
+            return Err(Error::new(NVCAM_E_BAD_OPTION, format!("FFmpeg option '{part}' has no key")));
+        }
+        out.push((k.to_string(), v.trim().to_string()));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_or_fail_with_a_reason() {
+        assert_eq!(parse("testsrc://640x480@25").unwrap(), Source::TestSrc { width: 640, height: 480, fps: 25 });
+        assert_eq!(parse("testsrc://").unwrap(), Source::TestSrc { width: 1280, height: 720, fps: 30 });
+        assert!(parse("rtsp://127.0.0.1:8554/cam").unwrap().is_rtsp());
+        assert_eq!(parse("/tmp/a.mp4").unwrap(), Source::File("/tmp/a.mp4".into()));
+        assert_eq!(parse("").unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
+        assert_eq!(parse("gopher://x").unwrap_err().code, NVCAM_E_UNSUPPORTED);
+        assert_eq!(parse("rtsp://").unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
+        assert_eq!(parse("testsrc://axb").unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
+        assert_eq!(parse("testsrc://1x1@30").unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
+    }
+
+    #[test]
+    fn options_split_on_semicolons() {
+        let o = parse_options("rtsp_transport=tcp; timeout=5000000;").unwrap();
+        assert_eq!(o, vec![("rtsp_transport".into(), "tcp".into()), ("timeout".into(), "5000000".into())]);
+        assert_eq!(parse_options("novalue").unwrap_err().code, NVCAM_E_BAD_OPTION);
+    }
+}
