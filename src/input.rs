@@ -207,7 +207,7 @@ pub fn redact(url: &str) -> String {
     if let Some(i) = url.find("://") {
         let rest = &url[i + 3..];
         let host_end = rest.find('/').unwrap_or(rest.len());
-        if let Some(at) = rest[..host_end].rfind('@') {
+        if let Some(at) = rest[..host_end].rfind('@').filter(|&at| rest[..at].contains(':')) {
             let user = rest[..at].split(':').next().unwrap_or("");
             return format!("{}://{}:***@{}", &url[..i], user, &rest[at + 1..]);
         }
@@ -273,5 +273,6 @@ mod tests {
     fn passwords_never_reach_logs() {
         assert_eq!(redact("rtsp://admin:secret@10.0.0.1/s"), "rtsp://admin:***@10.0.0.1/s");
         assert_eq!(redact("rtsp://10.0.0.1/a@b"), "rtsp://10.0.0.1/a@b");
+        assert_eq!(redact("testsrc://1280x720@30"), "testsrc://1280x720@30");
     }
 }

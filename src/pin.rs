@@ -49,8 +49,13 @@ mod imp {
             if dladdr(pin as *const c_void, &mut info) == 0 || info.dli_fname.is_null() {
                 return false;
             }
-            // Linked into an executable, this finds the executable itself: harmless.
-            !dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE).is_null()
+            if !dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE).is_null() {
+                return true;
+            }
+            // Linked statically into the executable (the rlib): nothing can unload us.
+            let me = std::ffi::CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned();
+            let exe = std::env::current_exe().ok().and_then(|p| p.canonicalize().ok());
+            exe.is_some() && exe == std::fs::canonicalize(me).ok()
         }
     }
 }
