@@ -12,6 +12,7 @@ pub mod camera;
 pub mod decode;
 pub mod ffi;
 pub mod frame;
+pub mod gpu;
 pub mod handle;
 pub mod input;
 pub mod library;

@@ -1,0 +1,2 @@
+//! The GPU path.
+pub mod nvcuvid;
