@@ -204,7 +204,7 @@ pub struct nvcam_frame_info {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct nvcam_gpu_stats {
-    /// `sizeof(nvcam_gpu_stats)`.
+    /// `sizeof(nvcam_gpu_stats_t)`.
     pub struct_size: u32,
     /// The device asked for (-1 = all).
     pub device: i32,

@@ -561,11 +561,10 @@ fn wait_for_kick(sh: &Shared) {
 
 fn make_decoder(sh: &Shared, input: &input::Input) -> Result<Box<dyn Decoder>> {
     let stream = input.stream();
-    let threads = if sh.opts.decode_threads == 0 { 0 } else { sh.opts.decode_threads };
     if let Some(d) = crate::backend::make_decoder(&sh.opts, &stream, &sh.backend)? {
         return Ok(d);
     }
-    Ok(Box::new(SoftwareDecoder::new(&stream, threads)?))
+    Ok(Box::new(SoftwareDecoder::new(&stream, sh.opts.decode_threads)?))
 }
 
 /// One connection: open, decode until it ends, fails, stalls or is stopped.
@@ -596,7 +595,6 @@ fn session(
     sh.set_state(state::STREAMING);
     sh.gate.set_playing(true);
 
-    let tb = input.stream().time_base();
     let paced = o.flags & flags::NO_PACING == 0 && !matches!(sh.source, Source::Network(_));
     let mut clock: Option<(Instant, i64)> = None;
     let mut seq = sh.counters.decoded.load(Ordering::Relaxed);
@@ -611,18 +609,12 @@ fn session(
         }
         if !eof {
             match input.read_video(o.stall_timeout) {
-                Ok(Read::Packet(p)) => {
-                    let _ = tb;
-                    dec.send_packet(&p)?
-                }
+                Ok(Read::Packet(p)) => dec.send_packet(&p)?,
                 Ok(Read::Eof) => {
                     dec.send_eof()?;
                     eof = true;
                 }
-                Err(e) if sh.irq.kicked() => {
-                    let _ = e;
-                    return Ok(SessionEnd::Kicked);
-                }
+                Err(_) if sh.irq.kicked() => return Ok(SessionEnd::Kicked),
                 Err(e) if e.code == NVCAM_E_CLOSED => return Ok(SessionEnd::Stop),
                 Err(e) => return Err(e),
             }

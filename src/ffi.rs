@@ -275,7 +275,14 @@ pub unsafe extern "C" fn nvcam_camera_get_frame(cam: u64, timeout_ms: u32, frame
         let out_frame = out(frame, "frame")?;
         let c = library::camera(cam)?;
         let f = c.get_frame(Duration::from_millis(timeout_ms as u64))?;
-        *out_frame = registry::publish(f)?;
+        let h = registry::publish(f)?;
+        // A close that ran between taking the frame and registering it has already force-released
+        // the camera's handles; this one must not outlive it.
+        if c.shared.state() == crate::camera::state::CLOSED {
+            let _ = registry::release(h);
+            return Err(Error::new(NVCAM_E_CLOSED, "camera closed while the frame was handed out"));
+        }
+        *out_frame = h;
         Ok(())
     })
 }

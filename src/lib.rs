@@ -26,4 +26,29 @@ pub mod status;
 
 pub use api::*;
 pub use ffi::*;
-pub use status::*;
+// Status codes only: `status::Result`/`Error` stay internal so a host's own names don't clash.
+pub use status::{
+    NVCAM_OK,
+    NVCAM_E_NULL_POINTER,
+    NVCAM_E_INVALID_ARGUMENT,
+    NVCAM_E_BUFFER_TOO_SMALL,
+    NVCAM_E_STRUCT_SIZE,
+    NVCAM_E_NOT_INITIALIZED,
+    NVCAM_E_NULL_HANDLE,
+    NVCAM_E_INVALID_HANDLE,
+    NVCAM_E_WRONG_HANDLE_TYPE,
+    NVCAM_E_STALE_HANDLE,
+    NVCAM_E_CLOSED,
+    NVCAM_E_TIMEOUT,
+    NVCAM_E_IO,
+    NVCAM_E_AUTH,
+    NVCAM_E_UNSUPPORTED,
+    NVCAM_E_FFMPEG,
+    NVCAM_E_CUDA,
+    NVCAM_E_BAD_OPTION,
+    NVCAM_E_FAILED,
+    NVCAM_E_OUT_OF_MEMORY,
+    NVCAM_E_NO_DEVICE,
+    NVCAM_E_PANIC,
+    NVCAM_E_INTERNAL,
+};

@@ -158,6 +158,13 @@ pub fn copy_planes(src: &[u8], geom: &Geometry, dst: &mut [u8], dst_pitch: usize
 }
 
 static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
+static LIVE_POOLS: AtomicUsize = AtomicUsize::new(0);
+static LIVE_POOL_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Pools alive in the process and the bytes they hold (for stats and leak tests).
+pub fn live_pools() -> (usize, u64) {
+    (LIVE_POOLS.load(Ordering::Relaxed), LIVE_POOL_BYTES.load(Ordering::Relaxed))
+}
 
 /// A camera's slots at one resolution.
 pub struct Pool {
@@ -171,6 +178,8 @@ pub struct Pool {
 
 impl Pool {
     pub fn new(geom: Geometry, slots: usize, storage: Box<dyn Storage>) -> Arc<Pool> {
+        LIVE_POOLS.fetch_add(1, Ordering::Relaxed);
+        LIVE_POOL_BYTES.fetch_add(storage.bytes(), Ordering::Relaxed);
         Arc::new(Pool {
             id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
             geom,
@@ -206,6 +215,13 @@ impl Pool {
     }
     pub fn storage(&self) -> &dyn Storage {
         &*self.storage
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        LIVE_POOLS.fetch_sub(1, Ordering::Relaxed);
+        LIVE_POOL_BYTES.fetch_sub(self.storage.bytes(), Ordering::Relaxed);
     }
 }
 

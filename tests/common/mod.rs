@@ -1,0 +1,187 @@
+//! Shared by the integration tests: clips encoded by the real ffmpeg CLI, reference decodes, and
+//! thin wrappers over the C API that turn status codes into `Result`s with the library's message.
+#![allow(dead_code)]
+
+use nvcam::*;
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+pub fn init() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| unsafe {
+        assert_eq!(nvcam_log_init(std::ptr::null(), NVCAM_LOG_INFO), NVCAM_OK);
+    });
+    assert_eq!(unsafe { nvcam_init(std::ptr::null()) }, NVCAM_OK);
+}
+
+/// The calling thread's last error text.
+pub fn last_error() -> String {
+    let mut buf = vec![0u8; 2048];
+    unsafe { nvcam_last_error(buf.as_mut_ptr() as *mut _, buf.len() as i32) };
+    cstr(&buf)
+}
+
+pub fn cstr(buf: &[u8]) -> String {
+    String::from_utf8_lossy(&buf[..buf.iter().position(|&b| b == 0).unwrap_or(buf.len())]).into_owned()
+}
+
+/// `Err((code, message))` for a failed call.
+pub fn ok(code: i32) -> Result<(), (i32, String)> {
+    if code == NVCAM_OK {
+        Ok(())
+    } else {
+        Err((code, last_error()))
+    }
+}
+
+pub fn options(flags: u32) -> nvcam_camera_options {
+    let mut o: nvcam_camera_options = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { nvcam_camera_options_init(&mut o) }, NVCAM_OK);
+    o.flags = flags;
+    o.device = NVCAM_DEVICE_CPU;
+    o
+}
+
+pub fn open(url: &str, o: &nvcam_camera_options) -> Result<u64, (i32, String)> {
+    let c = CString::new(url).unwrap();
+    let mut cam = 0;
+    ok(unsafe { nvcam_camera_open(c.as_ptr(), o, &mut cam) })?;
+    Ok(cam)
+}
+
+pub fn get_frame(cam: u64, timeout_ms: u32) -> Result<u64, (i32, String)> {
+    let mut f = 0;
+    ok(unsafe { nvcam_camera_get_frame(cam, timeout_ms, &mut f) })?;
+    Ok(f)
+}
+
+pub fn info(frame: u64) -> Result<nvcam_frame_info, (i32, String)> {
+    let mut i: nvcam_frame_info = unsafe { std::mem::zeroed() };
+    i.struct_size = std::mem::size_of::<nvcam_frame_info>() as u32;
+    ok(unsafe { nvcam_frame_info(frame, &mut i) })?;
+    Ok(i)
+}
+
+/// The frame's NV12 image, packed (`width` bytes a row, chroma rows after luma rows).
+pub fn pixels(frame: u64) -> Result<Vec<u8>, (i32, String)> {
+    let i = info(frame)?;
+    let mut v = vec![0u8; i.nv12_size as usize];
+    ok(unsafe { nvcam_frame_copy_nv12(frame, v.as_mut_ptr(), 0, v.len() as u64) })?;
+    Ok(v)
+}
+
+pub fn stats(cam: u64) -> nvcam_camera_stats {
+    let mut s: nvcam_camera_stats = unsafe { std::mem::zeroed() };
+    s.struct_size = std::mem::size_of::<nvcam_camera_stats>() as u32;
+    assert_eq!(unsafe { nvcam_camera_stats(cam, &mut s) }, NVCAM_OK, "{}", last_error());
+    s
+}
+
+pub fn clone(frame: u64) -> Result<u64, (i32, String)> {
+    let mut c = 0;
+    ok(unsafe { nvcam_frame_clone(frame, &mut c) })?;
+    Ok(c)
+}
+
+pub fn release(frame: u64) -> Result<(), (i32, String)> {
+    ok(nvcam_frame_release(frame))
+}
+
+pub fn close(cam: u64, timeout_ms: u32) -> Result<(), (i32, String)> {
+    ok(nvcam_camera_close(cam, timeout_ms))
+}
+
+pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    f()
+}
+
+/// A 64-bit FNV-1a hash, to name frames in assertion messages without a hashing crate.
+pub fn fnv(bytes: &[u8]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for &b in bytes {
+        h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+
+fn fixtures_dir() -> PathBuf {
+    let d = match std::env::var_os("BUNDLE_WITH") {
+        Some(w) => PathBuf::from(w).join("fixtures"),
+        None => PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fixtures"),
+    };
+    std::fs::create_dir_all(&d).ok();
+    d
+}
+
+/// A clip encoded once by the ffmpeg CLI from its lavfi test source (cached between test runs).
+/// `codec` is an ffmpeg encoder name (libx264, libx265, mjpeg); `extra` more encoder arguments;
+/// the container follows the name's extension.
+pub fn clip(name: &str, size: &str, frames: u32, codec: &str, extra: &[&str]) -> PathBuf {
+    let path = fixtures_dir().join(name);
+    if path.exists() {
+        return path;
+    }
+    let tmp = path.with_file_name(format!("part-{name}"));
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i"])
+        // rgb24 first: testsrc2 in a 4:2:0 format would round odd sizes down to even.
+        .arg(format!("testsrc2=size={size}:rate=30,format=rgb24"))
+        .args(["-frames:v", &frames.to_string(), "-pix_fmt", "yuv420p", "-c:v", codec])
+        .args(extra)
+        .arg(&tmp);
+    let out = cmd.output().expect("ffmpeg CLI (apt install ffmpeg)");
+    assert!(out.status.success(), "ffmpeg encode failed: {}", String::from_utf8_lossy(&out.stderr));
+    std::fs::rename(&tmp, &path).unwrap();
+    path
+}
+
+/// FFmpeg's own decode of `clip` as NV12 frames in nvcam's packed layout (the reference the
+/// library must match). FFmpeg packs Y rows at `width` bytes; nvcam uses one pitch for both planes
+/// (the even chroma row width), so odd widths get one pad byte per Y row here.
+pub fn reference_nv12(clip: &Path, width: usize, height: usize) -> Vec<Vec<u8>> {
+    let out = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-i"])
+        .arg(clip)
+        .args(["-f", "rawvideo", "-pix_fmt", "nv12", "-"])
+        .output()
+        .expect("ffmpeg CLI");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let row = width.div_ceil(2) * 2;
+    let (y_bytes, uv_bytes) = (width * height, row * height.div_ceil(2));
+    let frame = y_bytes + uv_bytes;
+    assert_eq!(out.stdout.len() % frame, 0, "raw NV12 output is whole frames");
+    out.stdout
+        .chunks(frame)
+        .map(|f| {
+            let mut v = vec![0u8; row * (height + height.div_ceil(2))];
+            for r in 0..height {
+                v[r * row..r * row + width].copy_from_slice(&f[r * width..(r + 1) * width]);
+            }
+            v[row * height..].copy_from_slice(&f[y_bytes..]);
+            v
+        })
+        .collect()
+}
+
+/// Threads of this process whose name starts with `prefix` (camera workers are `nvcam-cam-*`).
+pub fn threads_named(prefix: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|t| {
+                    std::fs::read_to_string(t.path().join("comm")).map(|c| c.starts_with(prefix)).unwrap_or(false)
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}

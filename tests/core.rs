@@ -1,0 +1,419 @@
+//! Lifetime and content tests of the CPU path, through the C API as a host calls it. Each test is
+//! named for the failure it prevents. (Shutdown tests live in tests/shutdown.rs: shutting the
+//! library down would pull cameras out from under the tests running in parallel here.)
+
+mod common;
+use common::*;
+use nvcam::*;
+use std::time::{Duration, Instant};
+
+const FAST: u32 = NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING;
+
+/// Every frame, decoded and converted by the library, equals FFmpeg's own decode byte for byte.
+fn assert_matches_ffmpeg(clip: &std::path::Path, w: usize, h: usize, frames: usize) {
+    init();
+    let reference = reference_nv12(clip, w, h);
+    assert_eq!(reference.len(), frames, "reference decode frame count");
+    let cam = open(clip.to_str().unwrap(), &options(FAST)).unwrap();
+    let mut seen = 0;
+    while seen < frames {
+        let f = get_frame(cam, 5000).unwrap_or_else(|e| panic!("frame {seen}: {e:?}"));
+        let i = info(f).unwrap();
+        assert_eq!((i.width as usize, i.height as usize), (w, h));
+        assert_eq!(i.seq as usize, seen + 1, "lossless mode must deliver every frame in order");
+        let px = pixels(f).unwrap();
+        assert!(
+            px == reference[seen],
+            "frame {seen}: nvcam {:016x} != ffmpeg {:016x}",
+            fnv(&px),
+            fnv(&reference[seen])
+        );
+        release(f).unwrap();
+        seen += 1;
+    }
+    assert!(wait_until(Duration::from_secs(5), || stats(cam).state == NVCAM_STATE_ENDED));
+    let s = stats(cam);
+    assert_eq!((s.frames_decoded, s.frames_delivered, s.frames_dropped), (frames as u64, frames as u64, 0));
+    close(cam, 2000).unwrap();
+}
+
+#[test]
+fn h264_frames_match_ffmpeg_decode() {
+    // B-frames on: decode order differs from display order.
+    let c = clip("h264_bframes_320x240.mp4", "320x240", 45, "libx264", &["-bf", "3", "-g", "15"]);
+    assert_matches_ffmpeg(&c, 320, 240, 45);
+}
+
+#[test]
+fn hevc_frames_match_ffmpeg_decode() {
+    let c = clip("hevc_352x288.mp4", "352x288", 30, "libx265", &["-x265-params", "log-level=error"]);
+    assert_matches_ffmpeg(&c, 352, 288, 30);
+}
+
+#[test]
+fn odd_size_frames_match_ffmpeg_decode() {
+    // 4:2:0 at an odd size: chroma rows and columns round up.
+    let c = clip("ffv1_161x97.mkv", "161x97", 10, "ffv1", &[]);
+    assert_matches_ffmpeg(&c, 161, 97, 10);
+}
+
+#[test]
+fn double_release_returns_error() {
+    init();
+    let cam = open("testsrc://64x48@30", &options(0)).unwrap();
+    let f = get_frame(cam, 5000).unwrap();
+    let c = clone(f).unwrap();
+    assert_ne!(f, c, "a clone is a new handle");
+    release(f).unwrap();
+    assert_eq!(release(f).unwrap_err().0, NVCAM_E_STALE_HANDLE);
+    // The clone is unaffected by the original's (double) release.
+    assert!(pixels(c).is_ok());
+    release(c).unwrap();
+    assert_eq!(release(c).unwrap_err().0, NVCAM_E_STALE_HANDLE);
+    assert_eq!(info(c).unwrap_err().0, NVCAM_E_STALE_HANDLE);
+    close(cam, 2000).unwrap();
+}
+
+#[test]
+fn foreign_and_wrong_type_handles_are_errors() {
+    init();
+    let cam = open("testsrc://64x48@30", &options(0)).unwrap();
+    for bogus in [1u64, 0xdead_beef, u64::MAX, cam ^ 0x1] {
+        assert!(release(bogus).is_err());
+        assert!(info(bogus).is_err());
+    }
+    assert_eq!(release(0).unwrap_err().0, NVCAM_E_NULL_HANDLE);
+    assert_eq!(release(cam).unwrap_err().0, NVCAM_E_WRONG_HANDLE_TYPE);
+    let f = get_frame(cam, 5000).unwrap();
+    assert_eq!(close(f, 100).unwrap_err().0, NVCAM_E_WRONG_HANDLE_TYPE);
+    release(f).unwrap();
+    close(cam, 2000).unwrap();
+    assert_eq!(close(cam, 100).unwrap_err().0, NVCAM_E_STALE_HANDLE);
+}
+
+#[test]
+fn held_slot_never_overwritten() {
+    init();
+    let mut o = options(NVCAM_OPEN_NO_PACING);
+    o.pool_slots = 3;
+    let cam = open("testsrc://160x120@30", &o).unwrap();
+    // Hold two frames (all slots but the one the worker writes into).
+    let a = get_frame(cam, 5000).unwrap();
+    let b = get_frame(cam, 5000).unwrap();
+    let (pa, pb) = (pixels(a).unwrap(), pixels(b).unwrap());
+    let (sa, sb) = (info(a).unwrap().seq, info(b).unwrap().seq);
+    assert!(sb > sa);
+    // Keep consuming for a while: the worker cycles through the one free slot only.
+    let end = Instant::now() + Duration::from_millis(700);
+    let mut taken = 0;
+    while Instant::now() < end {
+        if let Ok(f) = get_frame(cam, 500) {
+            assert_ne!(info(f).unwrap().y_ptr, info(a).unwrap().y_ptr, "a held slot was handed out again");
+            assert_ne!(info(f).unwrap().y_ptr, info(b).unwrap().y_ptr, "a held slot was handed out again");
+            release(f).unwrap();
+            taken += 1;
+        }
+    }
+    assert!(taken > 5, "frames kept flowing through the free slot ({taken})");
+    assert_eq!(pixels(a).unwrap(), pa, "held frame A changed");
+    assert_eq!(pixels(b).unwrap(), pb, "held frame B changed");
+    assert_eq!((info(a).unwrap().seq, info(b).unwrap().seq), (sa, sb));
+    // Now hold every slot: the newest frames are dropped and counted, nothing is overwritten.
+    let c = get_frame(cam, 5000).unwrap();
+    let dropped0 = stats(cam).frames_dropped;
+    assert!(wait_until(Duration::from_secs(3), || stats(cam).frames_dropped > dropped0 + 3));
+    let s = stats(cam);
+    assert_eq!((s.pool_slots_in_use, s.pool_slots_total), (3, 3));
+    assert_eq!(pixels(a).unwrap(), pa);
+    for h in [a, b, c] {
+        release(h).unwrap();
+    }
+    close(cam, 2000).unwrap();
+}
+
+#[test]
+fn get_frame_returns_newest_and_counts_skipped() {
+    init();
+    let cam = open("testsrc://64x48@60", &options(0)).unwrap();
+    let f1 = get_frame(cam, 5000).unwrap();
+    let s1 = info(f1).unwrap().seq;
+    release(f1).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let f2 = get_frame(cam, 5000).unwrap();
+    let s2 = info(f2).unwrap().seq;
+    assert!(s2 > s1 + 10, "a slow host gets the newest frame, not a backlog ({s1} -> {s2})");
+    let s = stats(cam);
+    assert!(s.frames_skipped >= s2 - s1 - 2, "skipped frames are counted: {} for a gap of {}", s.frames_skipped, s2 - s1);
+    assert_eq!(s.frames_delivered, 2);
+    release(f2).unwrap();
+    close(cam, 2000).unwrap();
+}
+
+#[test]
+fn reconnect_while_clone_held_keeps_pixels() {
+    init();
+    let cam = open("testsrc://128x96@30", &options(0)).unwrap();
+    let f = get_frame(cam, 5000).unwrap();
+    let held = clone(f).unwrap();
+    release(f).unwrap();
+    let before = pixels(held).unwrap();
+    let seq = info(held).unwrap().seq;
+    for i in 0..5 {
+        assert_eq!(nvcam_camera_reconnect(cam), NVCAM_OK);
+        assert!(wait_until(Duration::from_secs(5), || stats(cam).reconnects >= i + 1), "reconnect {i} happened");
+        let g = get_frame(cam, 5000).unwrap_or_else(|e| panic!("frames resume after reconnect {i}: {e:?}"));
+        release(g).unwrap();
+        assert_eq!(pixels(held).unwrap(), before, "clone changed across reconnect {i}");
+    }
+    assert_eq!(info(held).unwrap().seq, seq);
+    assert_eq!(stats(cam).reconnects, 5);
+    release(held).unwrap();
+    close(cam, 2000).unwrap();
+}
+
+#[test]
+fn release_clones_on_reconnect_flag_invalidates_them() {
+    init();
+    let cam = open("testsrc://64x48@30", &options(NVCAM_OPEN_RELEASE_CLONES_ON_RECONNECT)).unwrap();
+    let f = get_frame(cam, 5000).unwrap();
+    assert_eq!(nvcam_camera_reconnect(cam), NVCAM_OK);
+    assert!(wait_until(Duration::from_secs(5), || info(f).is_err()));
+    assert_eq!(release(f).unwrap_err().0, NVCAM_E_STALE_HANDLE);
+    close(cam, 2000).unwrap();
+}
+
+#[test]
+fn close_with_leaked_clones_frees_all() {
+    init();
+    let cam = open("testsrc://320x240@30", &options(0)).unwrap();
+    let mut leaked = Vec::new();
+    for _ in 0..3 {
+        let f = get_frame(cam, 5000).unwrap();
+        for _ in 0..20 {
+            leaked.push(clone(f).unwrap());
+        }
+        leaked.push(f);
+    }
+    let mut n = 0u32;
+    let mut total = 0u64;
+    assert_eq!(unsafe { nvcam_registry_stats(cam, &mut n, &mut total) }, NVCAM_OK);
+    assert_eq!(n, 63);
+    let pool_bytes = stats(cam).bytes_held;
+    assert!(pool_bytes > 0);
+    close(cam, 2000).unwrap();
+    for h in &leaked {
+        assert_eq!(info(*h).unwrap_err().0, NVCAM_E_STALE_HANDLE);
+        assert_eq!(release(*h).unwrap_err().0, NVCAM_E_STALE_HANDLE);
+    }
+    assert_eq!(unsafe { nvcam_registry_stats(cam, &mut n, std::ptr::null_mut()) }, NVCAM_OK);
+    assert_eq!(n, 0, "no handle of the closed camera survives");
+}
+
+#[test]
+fn force_release_owner_invalidates_only_that_camera() {
+    init();
+    let a = open("testsrc://64x48@30", &options(0)).unwrap();
+    let b = open("testsrc://64x48@30", &options(0)).unwrap();
+    let fa = get_frame(a, 5000).unwrap();
+    let ca = clone(fa).unwrap();
+    let fb = get_frame(b, 5000).unwrap();
+    let mut released = 0u32;
+    assert_eq!(unsafe { nvcam_registry_force_release_owner(a, &mut released) }, NVCAM_OK);
+    assert_eq!(released, 2);
+    assert_eq!(info(fa).unwrap_err().0, NVCAM_E_STALE_HANDLE);
+    assert_eq!(info(ca).unwrap_err().0, NVCAM_E_STALE_HANDLE);
+    assert!(info(fb).is_ok(), "another camera's frames are untouched");
+    // The camera itself keeps streaming.
+    let again = get_frame(a, 5000).unwrap();
+    release(again).unwrap();
+    release(fb).unwrap();
+    close(a, 2000).unwrap();
+    close(b, 2000).unwrap();
+}
+
+#[test]
+fn close_returns_within_timeout_on_hung_source() {
+    init();
+    // A server that accepts TCP and never says a word.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let hold = std::thread::spawn(move || {
+        let conns: Vec<_> = l.incoming().take(1).collect();
+        std::thread::sleep(Duration::from_secs(6));
+        drop(conns);
+    });
+    let mut o = options(NVCAM_OPEN_ASYNC);
+    o.open_timeout_ms = 20_000;
+    let cam = open(&format!("rtsp://127.0.0.1:{port}/hung"), &o).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(stats(cam).state, NVCAM_STATE_CONNECTING);
+    let t0 = Instant::now();
+    let r = close(cam, 500);
+    let took = t0.elapsed();
+    assert!(took < Duration::from_millis(800), "close took {took:?}");
+    assert!(r.is_ok(), "the interrupt callback ends the hung open at once: {r:?}");
+    drop(hold);
+}
+
+#[test]
+fn unconsumed_ffmpeg_option_is_an_error() {
+    init();
+    let opt = std::ffi::CString::new("no_such_option=1;probesize=32768").unwrap();
+    let mut o = options(0);
+    o.ffmpeg_options = opt.as_ptr();
+    let (code, msg) = open("testsrc://64x48@30", &o).unwrap_err();
+    assert_eq!(code, NVCAM_E_BAD_OPTION, "{msg}");
+    assert!(msg.contains("no_such_option") && !msg.contains("probesize"), "{msg}");
+    let bad = std::ffi::CString::new("novalue").unwrap();
+    o.ffmpeg_options = bad.as_ptr();
+    assert_eq!(open("testsrc://64x48@30", &o).unwrap_err().0, NVCAM_E_BAD_OPTION);
+}
+
+#[test]
+fn file_source_ends_or_loops() {
+    init();
+    let c = clip("h264_short_96x64.mp4", "96x64", 5, "libx264", &[]);
+    let cam = open(c.to_str().unwrap(), &options(NVCAM_OPEN_NO_PACING)).unwrap();
+    assert!(wait_until(Duration::from_secs(5), || stats(cam).state == NVCAM_STATE_ENDED));
+    // The last frame is still there to take; after it, the end is reported, not a timeout.
+    if let Ok(f) = get_frame(cam, 100) {
+        release(f).unwrap();
+    }
+    let (code, msg) = get_frame(cam, 100).unwrap_err();
+    assert_eq!(code, NVCAM_E_IO, "{msg}");
+    close(cam, 2000).unwrap();
+
+    let cam = open(c.to_str().unwrap(), &options(NVCAM_OPEN_LOOP | FAST)).unwrap();
+    for _ in 0..12 {
+        let f = get_frame(cam, 5000).unwrap();
+        release(f).unwrap();
+    }
+    assert!(stats(cam).frames_decoded >= 12, "a looped 5-frame file keeps delivering");
+    close(cam, 2000).unwrap();
+}
+
+#[test]
+fn missing_file_fails_open_with_reason() {
+    init();
+    let before = threads_named("nvcam-cam");
+    let (code, msg) = open("/nonexistent/clip.mp4", &options(0)).unwrap_err();
+    assert_eq!(code, NVCAM_E_IO, "{msg}");
+    assert!(msg.contains("/nonexistent/clip.mp4"), "{msg}");
+    assert!(wait_until(Duration::from_secs(2), || threads_named("nvcam-cam") <= before), "no thread left behind");
+}
+
+#[test]
+fn frame_info_describes_host_nv12() {
+    init();
+    let cam = open("testsrc://200x100@30", &options(0)).unwrap();
+    let f = get_frame(cam, 5000).unwrap();
+    let i = info(f).unwrap();
+    assert_eq!((i.width, i.height, i.format, i.memory, i.device), (200, 100, NVCAM_FORMAT_NV12, NVCAM_MEMORY_HOST, -1));
+    assert!(i.pitch >= 200 && i.uv_ptr == i.y_ptr + i.pitch * 100);
+    assert_eq!(i.nv12_size, 200 * 150);
+    assert_eq!(i.camera, cam);
+    let now_ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    assert!(i.wallclock_ns <= now_ns && now_ns - i.wallclock_ns < 5_000_000_000);
+    // Pitched copy: rows land `dst_pitch` apart; too small a buffer is refused, not overrun.
+    let mut buf = vec![0xAAu8; 256 * 150];
+    assert_eq!(unsafe { nvcam_frame_copy_nv12(f, buf.as_mut_ptr(), 256, buf.len() as u64) }, NVCAM_OK);
+    let packed = pixels(f).unwrap();
+    assert_eq!(&buf[256..456], &packed[200..400]);
+    assert_eq!(buf[200], 0xAA, "padding between rows untouched");
+    assert_eq!(unsafe { nvcam_frame_copy_nv12(f, buf.as_mut_ptr(), 0, 100) }, NVCAM_E_BUFFER_TOO_SMALL);
+    assert_eq!(unsafe { nvcam_frame_copy_nv12(f, buf.as_mut_ptr(), 100, buf.len() as u64) }, NVCAM_E_INVALID_ARGUMENT);
+    // The host memory really is readable at the pointer the info gives (what a C host does).
+    let y = unsafe { std::slice::from_raw_parts(i.y_ptr as *const u8, 200) };
+    assert_eq!(y, &packed[..200]);
+    release(f).unwrap();
+    close(cam, 2000).unwrap();
+}
+
+#[test]
+fn errors_are_reported_per_thread_and_per_camera() {
+    init();
+    let cam = open("testsrc://64x48@30", &options(0)).unwrap();
+    let (code, msg) = get_frame(cam, 0).map(|f| { release(f).unwrap(); (0, String::new()) }).unwrap_or_else(|e| e);
+    if code != 0 {
+        assert_eq!(code, NVCAM_E_TIMEOUT);
+        assert!(msg.contains("no new frame"), "{msg}");
+        // Another thread (LabVIEW hops threads) still finds it on the camera.
+        let t = std::thread::spawn(move || {
+            let mut buf = vec![0u8; 512];
+            assert_eq!(unsafe { nvcam_camera_last_error(cam, buf.as_mut_ptr() as *mut _, 512) }, NVCAM_OK);
+            cstr(&buf)
+        });
+        assert!(t.join().unwrap().contains("NVCAM_E_TIMEOUT"));
+    }
+    // A successful call clears the thread's last error.
+    let f = get_frame(cam, 5000).unwrap();
+    assert_eq!(last_error(), "");
+    release(f).unwrap();
+    // Truncation is reported, the text still NUL-terminated.
+    let mut small = [0xffu8; 8];
+    assert_eq!(unsafe { nvcam_status_text(NVCAM_E_STALE_HANDLE, small.as_mut_ptr() as *mut _, 8) }, NVCAM_E_BUFFER_TOO_SMALL);
+    assert_eq!(small[7], 0);
+    close(cam, 2000).unwrap();
+}
+
+#[test]
+fn log_queue_and_callback_receive_messages() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    unsafe extern "C" fn cb(_level: i32, msg: *const std::ffi::c_char, _user: *mut std::ffi::c_void) {
+        if !std::ffi::CStr::from_ptr(msg).to_string_lossy().is_empty() {
+            CALLS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    init();
+    assert_eq!(unsafe { nvcam_log_set_callback(Some(cb), std::ptr::null_mut(), NVCAM_LOG_WARN) }, NVCAM_OK);
+    // A failing call logs a warning.
+    assert!(open("gopher://nowhere", &options(0)).is_err());
+    assert!(CALLS.load(Ordering::Relaxed) > 0);
+    let (mut level, mut len) = (0i32, 0i32);
+    let mut buf = vec![0u8; 1024];
+    let mut found = false;
+    loop {
+        assert_eq!(unsafe { nvcam_log_pop(&mut level, buf.as_mut_ptr() as *mut _, 1024, &mut len) }, NVCAM_OK);
+        if len == 0 {
+            break;
+        }
+        found |= cstr(&buf).contains("gopher");
+    }
+    assert!(found, "the failure is in the polled queue");
+    assert_eq!(unsafe { nvcam_log_set_callback(None, std::ptr::null_mut(), NVCAM_LOG_OFF) }, NVCAM_OK);
+}
+
+#[test]
+fn resolution_change_makes_new_pool_and_old_clones_keep_pixels() {
+    init();
+    // A file whose second half is another size: the stream changes mid-way, as a camera's does
+    // across a reconnect.
+    // MPEG-TS carries SPS/PPS in-band, so the decoder sees the new size in the bitstream.
+    let a = clip("size_a_96x64.ts", "96x64", 3, "libx264", &["-g", "1"]);
+    let list = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fixtures").join("concat.txt");
+    let b = clip("size_b_128x96.ts", "128x96", 3, "libx264", &["-g", "1"]);
+    // The concat demuxer switches between files of different sizes in one input.
+    std::fs::write(&list, format!("ffconcat version 1.0\nfile '{}'\nfile '{}'\n", a.display(), b.display())).unwrap();
+    let safe = std::ffi::CString::new("safe=0").unwrap(); // absolute paths in the list
+    let mut o = options(FAST);
+    o.ffmpeg_options = safe.as_ptr();
+    let cam = open(list.to_str().unwrap(), &o).unwrap();
+    let first = get_frame(cam, 5000).unwrap();
+    let px = pixels(first).unwrap();
+    assert_eq!(info(first).unwrap().width, 96);
+    let mut sizes = vec![];
+    for _ in 0..5 {
+        let f = get_frame(cam, 5000).unwrap();
+        sizes.push(info(f).unwrap().width);
+        release(f).unwrap();
+    }
+    assert_eq!(sizes, vec![96, 96, 128, 128, 128]);
+    assert_eq!(pixels(first).unwrap(), px, "old-size frame kept its pixels");
+    let s = stats(cam);
+    assert_eq!((s.width, s.height), (128, 96));
+    assert!(s.stream_changes >= 1);
+    assert!(s.bytes_held > 0);
+    release(first).unwrap();
+    close(cam, 2000).unwrap();
+}
