@@ -284,7 +284,7 @@ typedef struct {
    */
   uint32_t gpu_free_min_age_ms;
   uint64_t reserved[6];
-} nvcam_config;
+} nvcam_config_t;
 
 /**
  * Per-camera settings for `nvcam_camera_open`; NULL means defaults. Fill with
@@ -339,7 +339,7 @@ typedef struct {
    */
   const char *ffmpeg_options;
   uint64_t reserved[4];
-} nvcam_camera_options;
+} nvcam_camera_options_t;
 
 /**
  * A camera's counters and state (`nvcam_camera_stats`).
@@ -422,7 +422,7 @@ typedef struct {
    */
   uint64_t live_handles;
   uint64_t reserved[4];
-} nvcam_camera_stats;
+} nvcam_camera_stats_t;
 
 /**
  * What a frame is and where its pixels are (`nvcam_frame_info`). Pointers stay valid while the
@@ -480,13 +480,94 @@ typedef struct {
    */
   uint64_t camera;
   uint64_t reserved[4];
-} nvcam_frame_info;
+} nvcam_frame_info_t;
 
 /**
  * The log callback: called from any thread, never with nvcam's locks held; `message` is UTF-8
  * and valid only during the call.
  */
 typedef void (*nvcam_log_fn)(int32_t level, const char *message, void *user);
+
+/**
+ * Process-wide GPU counters (`nvcam_gpu_stats`), for one device or summed over all (`device`
+ * -1). Counts are since the process started; gauges (`bytes_*`, `*_decoders`, `contexts`) are now.
+ */
+typedef struct {
+  /**
+   * `sizeof(nvcam_gpu_stats_t)`.
+   */
+  uint32_t struct_size;
+  /**
+   * The device asked for (-1 = all).
+   */
+  int32_t device;
+  /**
+   * CUDA devices visible (0 without a driver or GPU: every camera decodes on the CPU).
+   */
+  uint32_t device_count;
+  /**
+   * Device contexts nvcam holds now (retained on first use, released by `nvcam_shutdown`).
+   */
+  uint32_t contexts;
+  /**
+   * Hardware (NVDEC) decode sessions open now.
+   */
+  uint32_t hw_decoders;
+  /**
+   * Cameras decoding in software and uploading to a GPU pool now.
+   */
+  uint32_t upload_decoders;
+  /**
+   * Device allocations made (one per pool: slots are allocated once per resolution).
+   */
+  uint64_t device_allocs;
+  /**
+   * Device buffers freed (by the deferred queue).
+   */
+  uint64_t device_frees;
+  /**
+   * Pinned host staging buffers allocated (downloads, uploads).
+   */
+  uint64_t pinned_allocs;
+  uint64_t pinned_frees;
+  /**
+   * Blocking waits nvcam performed (an event or one stream; never the whole device): teardown,
+   * host downloads, staging reuse. Zero per frame in steady state.
+   */
+  uint64_t syncs;
+  /**
+   * Frames whose copy had not finished when the host took them (get_frame then waited on
+   * that frame's event alone).
+   */
+  uint64_t ready_waits;
+  /**
+   * Cameras that asked for hardware decoding (AUTO) and got software + upload (cap reached,
+   * NVDEC could not open a session or would not take the stream).
+   */
+  uint64_t hw_fallbacks;
+  /**
+   * Frames copied into GPU pools.
+   */
+  uint64_t frames_copied;
+  /**
+   * Device bytes in live pools (all cameras).
+   */
+  uint64_t bytes_in_pools;
+  /**
+   * Bytes (device and pinned) retired and waiting in the deferred-free queue.
+   */
+  uint64_t bytes_deferred;
+  /**
+   * Buffers waiting in the deferred-free queue.
+   */
+  uint64_t deferred_buffers;
+  /**
+   * Free and total device memory (cuMemGetInfo) of the device(s) nvcam holds a context on.
+   */
+  uint64_t mem_free;
+  uint64_t mem_total;
+  uint64_t reserved[4];
+} nvcam_gpu_stats_t;
 
 #ifdef __cplusplus
 extern "C" {
@@ -506,7 +587,7 @@ int32_t nvcam_version_string(char *buf, int32_t len);
  * Initializes the library (NULL = defaults). Calling it again while initialized is a no-op;
  * after `nvcam_shutdown` it initializes afresh. Pins the library in the process on first call.
  */
-int32_t nvcam_init(const nvcam_config *config);
+int32_t nvcam_init(const nvcam_config_t *config);
 
 /**
  * Closes every camera, invalidates every frame handle (leaked ones included, and counted in the
@@ -533,7 +614,7 @@ int32_t nvcam_camera_last_error(uint64_t cam, char *buf, int32_t len);
 /**
  * Fills `opts` with the defaults (and sets its `struct_size`).
  */
-int32_t nvcam_camera_options_init(nvcam_camera_options *opts);
+int32_t nvcam_camera_options_init(nvcam_camera_options_t *opts);
 
 /**
  * Opens a camera: `url` is `rtsp://…`, another FFmpeg URL, a file path, or `testsrc://WxH@FPS`
@@ -541,7 +622,7 @@ int32_t nvcam_camera_options_init(nvcam_camera_options *opts);
  * with the reason it could not be: `NVCAM_E_IO`, `NVCAM_E_TIMEOUT`, `NVCAM_E_AUTH`,
  * `NVCAM_E_BAD_OPTION`, `NVCAM_E_UNSUPPORTED`), leaving nothing behind on failure.
  */
-int32_t nvcam_camera_open(const char *url, const nvcam_camera_options *options, uint64_t *cam);
+int32_t nvcam_camera_open(const char *url, const nvcam_camera_options_t *options, uint64_t *cam);
 
 /**
  * Closes a camera: stops it, waits up to `timeout_ms` for in-flight work, invalidates every frame
@@ -568,7 +649,7 @@ int32_t nvcam_camera_get_frame(uint64_t cam, uint32_t timeout_ms, uint64_t *fram
 /**
  * Fills `stats` (set its `struct_size` first).
  */
-int32_t nvcam_camera_stats(uint64_t cam, nvcam_camera_stats *stats);
+int32_t nvcam_camera_stats(uint64_t cam, nvcam_camera_stats_t *stats);
 
 /**
  * A new handle to the same frame; the pixels stay valid (and their slot unwritten) until every
@@ -584,7 +665,7 @@ int32_t nvcam_frame_release(uint64_t frame);
 /**
  * Fills `info` (set its `struct_size` first).
  */
-int32_t nvcam_frame_info(uint64_t frame, nvcam_frame_info *info);
+int32_t nvcam_frame_info(uint64_t frame, nvcam_frame_info_t *info);
 
 /**
  * Copies the frame as NV12 into a host buffer: Y rows then UV rows, `dst_pitch` bytes apart
@@ -625,6 +706,21 @@ int32_t nvcam_log_set_callback(nvcam_log_fn callback, void *user, int32_t min_le
  */
 int32_t nvcam_log_pop(int32_t *level, char *buf, int32_t len, int32_t *msg_len);
 
+/**
+ * Fills `stats` (set its `struct_size` first) with the GPU counters of `device`, or summed over
+ * all devices for -1. Callable before `nvcam_init` and without a GPU (`device_count` 0; a
+ * device ordinal then is `NVCAM_E_NO_DEVICE`).
+ */
+int32_t nvcam_gpu_stats(int32_t device, nvcam_gpu_stats_t *stats);
+
+/**
+ * Frees GPU buffers in the deferred-free queue whose fence events have completed and that were
+ * retired at least `min_age_ms` ago (0 = all whose events completed). Never waits: events are
+ * queried. Workers do this on their own with `gpu_free_min_age_ms`; call it to return memory
+ * sooner, e.g. after closing cameras.
+ */
+int32_t nvcam_gpu_drain(uint32_t min_age_ms);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus
@@ -632,8 +728,9 @@ int32_t nvcam_log_pop(int32_t *level, char *buf, int32_t len, int32_t *msg_len);
 #endif  /* NVCAM_H */
 
 #if UINTPTR_MAX == 0xffffffffffffffffu
-NVCAM_STATIC_ASSERT(sizeof(nvcam_config) == 64, "nvcam_config layout");
-NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_options) == 80, "nvcam_camera_options layout");
-NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_stats) == 152, "nvcam_camera_stats layout");
-NVCAM_STATIC_ASSERT(sizeof(nvcam_frame_info) == 120, "nvcam_frame_info layout");
+NVCAM_STATIC_ASSERT(sizeof(nvcam_config_t) == 64, "nvcam_config_t layout");
+NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_options_t) == 80, "nvcam_camera_options_t layout");
+NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_stats_t) == 152, "nvcam_camera_stats_t layout");
+NVCAM_STATIC_ASSERT(sizeof(nvcam_frame_info_t) == 120, "nvcam_frame_info_t layout");
+NVCAM_STATIC_ASSERT(sizeof(nvcam_gpu_stats_t) == 160, "nvcam_gpu_stats_t layout");
 #endif

@@ -1,0 +1,183 @@
+//! C programs against the cdylib, compiled and run inside `cargo test`:
+//!
+//! * `tests/c/harness.c`, linked to `libnvcam` with `-lnvcam`: every contract of `include/nvcam.h`
+//!   from a C host (layouts, versions, status texts, NULL pointers, struct_size, made-up, stale and
+//!   wrong-type handles, calls before init, frames, copies, clones, registry, logging, last error,
+//!   stats, close, shutdown, re-init).
+//! * `tests/c/dlopen_stress.c`, which loads the library with `dlopen` and resolves every export by
+//!   name: 3 cameras, 70 leaked clones, 4 threads for 2 s, shutdown with everything leaked, every
+//!   leaked handle afterwards, re-init, `dlclose`, a second `dlopen`.
+//!
+//! `cargo test` builds the cdylib into `<profile>/deps/` (not `<profile>/`), next to this test's
+//! executable, so the profile directory comes from `current_exe()` and `--release` and `--target`
+//! both work. The C compiler is the one the `cc` crate picks for this target (`CC` is honoured).
+#![cfg(target_os = "linux")]
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn manifest_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `<target>/<profile>/deps`, where this test binary and the fresh `libnvcam.so` live.
+fn deps_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let deps = exe.parent().expect("test binary has a parent directory").to_path_buf();
+    assert_eq!(deps.file_name().and_then(|n| n.to_str()), Some("deps"), "test binary is not in <profile>/deps: {exe:?}");
+    deps
+}
+
+fn cdylib() -> PathBuf {
+    let so = deps_dir().join("libnvcam.so");
+    assert!(
+        so.is_file(),
+        "{} was not built; `cargo test` builds it because the crate has crate-type [\"cdylib\", \"rlib\"]",
+        so.display()
+    );
+    so
+}
+
+/// Compiles `tests/c/<name>.c` into CARGO_TARGET_TMPDIR with the target's C compiler; warnings are
+/// errors, so the header must compile cleanly as C11.
+fn compile(name: &str, link_nvcam: bool) -> PathBuf {
+    let target = env!("NVCAM_TARGET");
+    let src = manifest_dir().join("tests/c").join(format!("{name}.c"));
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("nvcam-{name}"));
+    let deps = deps_dir();
+    let mut cmd = cc::Build::new()
+        .target(target)
+        .host(target)
+        .opt_level(1)
+        .debug(true)
+        .cargo_metadata(false)
+        .get_compiler()
+        .to_command();
+    cmd.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-pthread"])
+        .arg("-I")
+        .arg(manifest_dir().join("include"))
+        .arg(&src)
+        .arg("-o")
+        .arg(&out);
+    if link_nvcam {
+        cdylib();
+        cmd.arg("-L").arg(&deps).arg("-lnvcam").arg(format!("-Wl,-rpath,{}", deps.display()));
+    }
+    cmd.arg("-ldl");
+    let o = cmd.output().unwrap_or_else(|e| panic!("cannot run the C compiler {cmd:?}: {e}"));
+    assert!(
+        o.status.success(),
+        "compiling {} failed ({}):\n{cmd:?}\n{}{}",
+        src.display(),
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+/// Runs `exe` with `args` for at most `limit`, stdout and stderr interleaved into one log; returns
+/// whether it exited 0 and everything it printed.
+fn run(exe: &Path, args: &[&std::ffi::OsStr], limit: Duration) -> (bool, String) {
+    let log_path = exe.with_extension("log");
+    let log = File::create(&log_path).expect("create log");
+    let mut child = Command::new(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("dup log"))
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", exe.display()));
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break Some(s);
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut text = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let ok = match status {
+        Some(s) => {
+            text.push_str(&format!("[{} exited: {s}, after {:.1} s]\n", exe.display(), t0.elapsed().as_secs_f64()));
+            s.success()
+        }
+        None => {
+            text.push_str(&format!("[{} KILLED: still running after {} s]\n", exe.display(), limit.as_secs()));
+            false
+        }
+    };
+    (ok, text)
+}
+
+/// The functions `include/nvcam.h` declares.
+fn header_functions() -> BTreeSet<String> {
+    let h = std::fs::read_to_string(manifest_dir().join("include/nvcam.h")).expect("read include/nvcam.h");
+    let set: BTreeSet<String> = h
+        .lines()
+        .filter_map(|l| l.strip_prefix("int32_t "))
+        .filter_map(|l| l.split_once('(').map(|(name, _)| name.trim().to_string()))
+        .filter(|n| n.starts_with("nvcam_"))
+        .collect();
+    assert!(set.len() >= 20, "found only {} functions in the header: {set:?}", set.len());
+    set
+}
+
+/// The `nvcam_*` functions the cdylib exports, by `nm -D` (None if nm is not installed).
+fn exported_functions(so: &Path) -> Option<BTreeSet<String>> {
+    let o = Command::new("nm").args(["-D", "--defined-only"]).arg(so).output().ok()?;
+    if !o.status.success() {
+        return None;
+    }
+    Some(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace().rev();
+                let name = f.next()?;
+                let kind = f.next()?;
+                (kind == "T" && name.starts_with("nvcam_")).then(|| name.to_string())
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn c_harness_checks_every_contract() {
+    let exe = compile("harness", true);
+    let (ok, out) = run(&exe, &[], Duration::from_secs(120));
+    println!("{out}");
+    assert!(ok, "tests/c/harness.c failed:\n{out}");
+    assert!(out.contains("c harness: ") && out.contains("all checks passed"), "no summary line:\n{out}");
+}
+
+#[test]
+fn dlopen_leak_70_clones_and_threads() {
+    // The C program resolves a fixed list by name; it must be the header's whole list, and the
+    // library must export nothing the header does not declare.
+    let header = header_functions();
+    let src = std::fs::read_to_string(manifest_dir().join("tests/c/dlopen_stress.c")).unwrap();
+    let listed: BTreeSet<String> = src
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("X(").and_then(|r| r.split(')').next()).map(str::to_string))
+        .collect();
+    assert_eq!(listed, header, "NVCAM_SYMBOLS in tests/c/dlopen_stress.c differs from include/nvcam.h");
+    let so = cdylib();
+    match exported_functions(&so) {
+        Some(exported) => assert_eq!(exported, header, "the cdylib's nvcam_* exports differ from the header"),
+        None => println!("nm not available: export list not compared"),
+    }
+
+    let exe = compile("dlopen_stress", false);
+    let (ok, out) = run(&exe, &[so.as_os_str()], Duration::from_secs(120));
+    println!("{out}");
+    assert!(ok, "tests/c/dlopen_stress.c failed:\n{out}");
+    assert!(out.contains("dlopen stress: ") && out.contains("all checks passed"), "no summary line:\n{out}");
+}
