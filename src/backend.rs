@@ -61,12 +61,6 @@ pub fn make_decoder(opts: &Options, stream: &ff::format::stream::Stream<'_>, slo
             return Ok(None);
         }
     };
-    if opts.decoder == NVCAM_DECODER_NVDEC {
-        return Err(Error::new(
-            NVCAM_E_UNSUPPORTED,
-            "the direct NVDEC backend is not part of this build; use NVCAM_DECODER_AUTO or NVCAM_DECODER_FFMPEG_HW",
-        ));
-    }
     gpu::make_decoder(&cam, opts, stream).map(Some)
 }
 

@@ -618,6 +618,10 @@ fn session(
                 Err(e) if e.code == NVCAM_E_CLOSED => return Ok(SessionEnd::Stop),
                 Err(e) => return Err(e),
             }
+            if let Some(w) = dec.take_warning() {
+                // The decoder met an error and recovered by itself: report it, keep streaming.
+                sh.set_error(&w);
+            }
         }
         let mut got_any = false;
         while let Some(pic) = dec.receive()? {
@@ -714,7 +718,17 @@ fn deliver(sh: &Arc<Shared>, dec: &mut dyn Decoder, pic: crate::decode::Picture,
             }
         }
     };
-    dec.write_into(&mut lease)?;
+    if let Err(e) = dec.write_into(&mut lease) {
+        return match dec.take_warning() {
+            // The decoder recovered (e.g. recreated its hardware session): this frame is lost.
+            Some(w) => {
+                sh.set_error(&w);
+                sh.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            None => Err(e),
+        };
+    }
     let frame = Arc::new(Frame::new(lease, sh.handle.load(Ordering::Acquire), seq, pic.pts_us, now_ns()));
     let replaced = {
         let mut l = sh.latest.lock();

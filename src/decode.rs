@@ -41,6 +41,12 @@ pub trait Decoder: Send {
     fn reset(&mut self) -> bool {
         false
     }
+    /// An error the decoder met and recovered from by itself (for example by recreating its
+    /// hardware session), for the camera to report; taken once. After a failed `write_into`, a
+    /// pending warning means "recovered, this one frame is dropped" rather than a failed session.
+    fn take_warning(&mut self) -> Option<crate::status::Error> {
+        None
+    }
 }
 
 /// FFmpeg's software decoder; converts whatever it outputs to NV12 with swscale, straight into the

@@ -6,8 +6,9 @@
 //! - [`pool`]: the device storage behind a camera's pool (pitched, allocated once per resolution,
 //!   per-slot events).
 //! - [`deferred`]: the deferred-free queue (events completed + minimum age).
-//! - [`hwdec`], [`upload`]: the two decoders that write device pools; [`GpuDecoder`] chooses and
-//!   falls back between them.
+//! - [`nvdec`] (with [`nvcuvid`], libnvcuvid loaded at run time), [`hwdec`], [`upload`]: the
+//!   decoders that write device pools (direct NVDEC, FFmpeg's CUDA hwaccel, software + upload);
+//!   [`GpuDecoder`] chooses and falls back between them.
 //! - [`stats`]: process-wide counters for `nvcam_gpu_stats`.
 //!
 //! Without libcuda (or a GPU) nothing here runs: [`probe`] says why once and cameras decode on
@@ -17,6 +18,7 @@ pub mod context;
 pub mod deferred;
 pub mod hwdec;
 pub mod nvcuvid;
+pub mod nvdec;
 pub mod pool;
 pub mod stats;
 pub mod upload;
@@ -168,8 +170,11 @@ impl Drop for HwTicket {
 }
 
 enum Inner {
+    Nv(nvdec::NvDecoder),
     Hw(hwdec::HwDecoder),
     Up(upload::UploadDecoder),
+    /// Only between dropping a failed decoder and making the next (its session goes back first).
+    Empty,
 }
 
 /// The GPU camera's decoder: NVDEC, or software plus upload, with the fall back between them
@@ -182,20 +187,43 @@ pub struct GpuDecoder {
 
 impl GpuDecoder {
     fn fall_back(&mut self, why: &Error) -> Result<()> {
-        let (params, tb, threads) = self.fallback.take().expect("checked");
-        let dev = self.cam.stream.dev.ordinal;
-        log::warn!("GPU {dev}: {}; decoding in software and uploading to the GPU instead", why.msg);
-        stats::of(dev).hw_fallbacks.fetch_add(1, Ordering::Relaxed);
+        let (params, tb, threads) = self.fallback.clone().expect("checked");
+        let dev = self.cam.stream.dev.clone();
+        let from_nvdec = matches!(self.inner, Inner::Nv(_));
+        // The failed decoder goes first, so its session and its ticket are free again.
+        self.inner = Inner::Empty;
+        if from_nvdec {
+            log::warn!("GPU {}: direct NVDEC: {}; trying FFmpeg's CUDA hwaccel", dev.ordinal, why.msg);
+            match HwTicket::take(&dev).map(|t| hwdec::HwDecoder::new(&self.cam, &params, tb, t)) {
+                Some(Ok(h)) => {
+                    self.inner = Inner::Hw(h);
+                    return Ok(());
+                }
+                Some(Err(e)) => log::warn!("GPU {}: FFmpeg CUDA hwaccel: {}", dev.ordinal, e.msg),
+                None => {}
+            }
+        } else {
+            log::warn!("GPU {}: {}; decoding in software and uploading to the GPU instead", dev.ordinal, why.msg);
+        }
+        self.fallback = None;
+        stats::of(dev.ordinal).hw_fallbacks.fetch_add(1, Ordering::Relaxed);
         self.inner = Inner::Up(upload::UploadDecoder::new(&self.cam, params, tb, threads)?);
         Ok(())
     }
     fn can_fall_back(&self) -> bool {
-        matches!(&self.inner, Inner::Hw(h) if h.hw_failed()) && self.fallback.is_some()
+        self.fallback.is_some()
+            && match &self.inner {
+                Inner::Nv(n) => n.hw_failed(),
+                Inner::Hw(h) => h.hw_failed(),
+                _ => false,
+            }
     }
-    fn inner(&mut self) -> &mut dyn Decoder {
+    fn inner(&mut self) -> Result<&mut dyn Decoder> {
         match &mut self.inner {
-            Inner::Hw(h) => h,
-            Inner::Up(u) => u,
+            Inner::Nv(n) => Ok(n),
+            Inner::Hw(h) => Ok(h),
+            Inner::Up(u) => Ok(u),
+            Inner::Empty => Err(Error::internal("no decoder after a failed fall back")),
         }
     }
 }
@@ -203,26 +231,28 @@ impl GpuDecoder {
 impl Decoder for GpuDecoder {
     fn name(&self) -> &'static str {
         match &self.inner {
+            Inner::Nv(n) => n.name(),
             Inner::Hw(h) => h.name(),
             Inner::Up(u) => u.name(),
+            Inner::Empty => "none",
         }
     }
     fn send_packet(&mut self, pkt: &ff::Packet) -> Result<()> {
-        match self.inner().send_packet(pkt) {
+        match self.inner()?.send_packet(pkt) {
             Err(e) if self.can_fall_back() => {
                 self.fall_back(&e)?;
-                self.inner().send_packet(pkt)
+                self.inner()?.send_packet(pkt)
             }
             r => r,
         }
     }
     fn send_eof(&mut self) -> Result<()> {
-        self.inner().send_eof()
+        self.inner()?.send_eof()
     }
     fn receive(&mut self) -> Result<Option<Picture>> {
-        match self.inner().receive() {
+        match self.inner()?.receive() {
             Err(e) if self.can_fall_back() => {
-                // The packets NVDEC turned down are gone; software picks up at the next keyframe.
+                // The packets NVDEC turned down are gone; the next decoder picks up at the next keyframe.
                 self.fall_back(&e)?;
                 Ok(None)
             }
@@ -230,7 +260,7 @@ impl Decoder for GpuDecoder {
         }
     }
     fn write_into(&mut self, lease: &mut Lease) -> Result<()> {
-        self.inner().write_into(lease)
+        self.inner()?.write_into(lease)
     }
     fn new_pool(&self, geom: Geometry, slots: usize) -> Result<Arc<Pool>> {
         new_pool(&self.cam, geom, slots)
@@ -239,46 +269,66 @@ impl Decoder for GpuDecoder {
         self.cam.stream.dev.ordinal
     }
     fn reset(&mut self) -> bool {
-        self.inner().reset()
+        self.inner().map(|d| d.reset()).unwrap_or(false)
+    }
+    fn take_warning(&mut self) -> Option<Error> {
+        self.inner().ok().and_then(|d| d.take_warning())
     }
 }
 
-/// A decoder writing `cam`'s device pools, by policy: SOFTWARE uploads; FFMPEG_HW is NVDEC or an
-/// error; AUTO is NVDEC while the per-device cap allows and NVDEC takes the stream, else software
-/// plus upload (logged, and counted in `hw_fallbacks`).
+/// A decoder writing `cam`'s device pools, by policy: SOFTWARE uploads; NVDEC is direct NVDEC or
+/// an error; FFMPEG_HW is FFmpeg's CUDA hwaccel or an error; AUTO prefers direct NVDEC where
+/// libnvcuvid loads and cuvidGetDecoderCaps supports the codec, then FFmpeg's CUDA hwaccel, while
+/// the per-device cap allows, else software plus upload (logged, and counted in `hw_fallbacks`).
+/// Stats name the decoder in use.
 pub fn make_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::Stream<'_>) -> Result<Box<dyn Decoder>> {
     let params = stream.parameters().clone();
     let tb = stream.time_base();
     let threads = opts.decode_threads;
     let dev = &cam.stream.dev;
     let upload = |params| -> Result<Box<dyn Decoder>> { Ok(Box::new(upload::UploadDecoder::new(cam, params, tb, threads)?)) };
+    let cap_reached = || {
+        Error::new(
+            NVCAM_E_NO_DEVICE,
+            format!("GPU {}: all {} hardware decoder(s) allowed per device are in use", dev.ordinal, MAX_HW_PER_DEVICE.load(Ordering::Relaxed)),
+        )
+    };
     match opts.decoder {
         NVCAM_DECODER_SOFTWARE => upload(params),
+        NVCAM_DECODER_NVDEC => {
+            let t = HwTicket::take(dev).ok_or_else(cap_reached)?;
+            let n = nvdec::NvDecoder::new(cam, &params, tb, t)?;
+            Ok(Box::new(GpuDecoder { inner: Inner::Nv(n), cam: cam.clone(), fallback: None }))
+        }
         NVCAM_DECODER_FFMPEG_HW => {
-            let t = HwTicket::take(dev).ok_or_else(|| {
-                Error::new(
-                    NVCAM_E_NO_DEVICE,
-                    format!("GPU {}: all {} hardware decoder(s) allowed per device are in use", dev.ordinal, MAX_HW_PER_DEVICE.load(Ordering::Relaxed)),
-                )
-            })?;
+            let t = HwTicket::take(dev).ok_or_else(cap_reached)?;
             let h = hwdec::HwDecoder::new(cam, &params, tb, t)?;
             Ok(Box::new(GpuDecoder { inner: Inner::Hw(h), cam: cam.clone(), fallback: None }))
         }
         _ => {
-            let why = match HwTicket::take(dev) {
-                None => format!("hardware decoder cap ({} per device) reached", MAX_HW_PER_DEVICE.load(Ordering::Relaxed)),
-                Some(t) => match hwdec::HwDecoder::new(cam, &params, tb, t) {
-                    Ok(h) => {
-                        return Ok(Box::new(GpuDecoder {
-                            inner: Inner::Hw(h),
-                            cam: cam.clone(),
-                            fallback: Some((params, tb, threads)),
-                        }))
+            let fallback = Some((params.clone(), tb, threads));
+            let mut why = Vec::new();
+            match HwTicket::take(dev) {
+                None => why.push(format!("hardware decoder cap ({} per device) reached", MAX_HW_PER_DEVICE.load(Ordering::Relaxed))),
+                Some(t) => {
+                    match nvdec::supports(dev, &params) {
+                        Ok(_) => match nvdec::NvDecoder::new(cam, &params, tb, t) {
+                            Ok(n) => return Ok(Box::new(GpuDecoder { inner: Inner::Nv(n), cam: cam.clone(), fallback })),
+                            Err(e) => why.push(format!("direct NVDEC: {}", e.msg)),
+                        },
+                        Err(w) => {
+                            drop(t);
+                            log::info!("GPU {}: direct NVDEC not used ({w}); trying FFmpeg's CUDA hwaccel", dev.ordinal);
+                        }
                     }
-                    Err(e) => e.msg,
-                },
-            };
-            log::warn!("GPU {}: {why}; decoding in software and uploading to the GPU", dev.ordinal);
+                    match HwTicket::take(dev).map(|t| hwdec::HwDecoder::new(cam, &params, tb, t)) {
+                        Some(Ok(h)) => return Ok(Box::new(GpuDecoder { inner: Inner::Hw(h), cam: cam.clone(), fallback })),
+                        Some(Err(e)) => why.push(format!("FFmpeg CUDA hwaccel: {}", e.msg)),
+                        None => why.push("hardware decoder cap reached".into()),
+                    }
+                }
+            }
+            log::warn!("GPU {}: {}; decoding in software and uploading to the GPU", dev.ordinal, why.join("; "));
             stats::of(dev.ordinal).hw_fallbacks.fetch_add(1, Ordering::Relaxed);
             upload(params)
         }
