@@ -129,6 +129,15 @@ fn gpu_options(flags: u32, decoder: u32) -> nvcam_camera_options {
     o
 }
 
+/// The hardware decoder AUTO picks: direct NVDEC where libnvcuvid loads, else FFmpeg's hwaccel.
+fn auto_hw_decoder() -> u32 {
+    if nvcam::gpu::nvcuvid::available() {
+        NVCAM_DECODER_NVDEC
+    } else {
+        NVCAM_DECODER_FFMPEG_HW
+    }
+}
+
 fn gpu_stats(device: i32) -> nvcam_gpu_stats {
     let mut s = nvcam_gpu_stats { struct_size: std::mem::size_of::<nvcam_gpu_stats>() as u32, ..Default::default() };
     assert_eq!(unsafe { nvcam_gpu_stats(device, &mut s) }, NVCAM_OK, "{}", last_error());
@@ -530,7 +539,7 @@ fn zero_allocs_per_frame_steady_state() {
         assert_eq!(s1.pinned_allocs, s0.pinned_allocs, "pinned allocations in steady state");
         assert_eq!(s1.device_frees, s0.device_frees);
         assert_eq!(s1.syncs, s0.syncs, "blocking waits in steady state");
-        assert_eq!(st.decoder, if decoder == NVCAM_DECODER_AUTO { NVCAM_DECODER_FFMPEG_HW } else { NVCAM_DECODER_SOFTWARE });
+        assert_eq!(st.decoder, if decoder == NVCAM_DECODER_AUTO { auto_hw_decoder() } else { NVCAM_DECODER_SOFTWARE });
         close(cam, 5000).unwrap();
     }
 }
@@ -551,7 +560,7 @@ fn hw_session_cap_falls_back_to_software() {
         }
     }
     let decoders: Vec<u32> = cams.iter().map(|&c| stats(c).decoder).collect();
-    let hw = decoders.iter().filter(|&&d| d == NVCAM_DECODER_FFMPEG_HW).count();
+    let hw = decoders.iter().filter(|&&d| d == auto_hw_decoder()).count();
     let sw = decoders.iter().filter(|&&d| d == NVCAM_DECODER_SOFTWARE).count();
     assert_eq!((hw, sw), (2, 2), "decoders {decoders:?}");
     let g = gpu_stats(0);

@@ -1,0 +1,362 @@
+//! The direct NVDEC backend (`NVCAM_DECODER_NVDEC`), on a machine with an NVIDIA GPU (through
+//! ../shared/gpu/bundle).
+//!
+//! Each test needs a GPU: without one it returns early with a note (CI has none); with
+//! `REQUIRE_GPU=1` (set by the bundle's run.sh) a missing GPU fails it. Tests run one at a time
+//! (library init/shutdown and the backend's test knobs are process-wide).
+//!
+//! Clips are encoded here with Debian's ffmpeg (`cargo test --release --test gpu_nvdec --
+//! --ignored make_nvdec_fixtures`) and carried under `$BUNDLE_WITH/fixtures`; references are
+//! FFmpeg's software decode (the bundle's `ffmpeg-nvdec` there, `ffmpeg` here).
+
+mod common;
+use common::*;
+use nvcam::gpu::nvdec::{self, testing::Knobs};
+use nvcam::*;
+use parking_lot::{Mutex, MutexGuard};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn gpu_usable() -> bool {
+    use cudarc::driver::sys;
+    static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *USABLE.get_or_init(|| unsafe {
+        if !sys::is_culib_present() || sys::cuInit(0) != sys::CUresult::CUDA_SUCCESS {
+            return false;
+        }
+        let mut n = 0;
+        sys::cuDeviceGetCount(&mut n) == sys::CUresult::CUDA_SUCCESS && n > 0
+    })
+}
+
+/// True if the test can run; false (with a note) to skip. Panics under REQUIRE_GPU=1.
+fn need_gpu(test: &str) -> bool {
+    if gpu_usable() && nvcam::gpu::nvcuvid::available() {
+        return true;
+    }
+    if std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        panic!(
+            "{test}: REQUIRE_GPU=1 but there is no usable GPU with NVDEC (libcuda/device: {}, libnvcuvid: {:?})",
+            gpu_usable(),
+            nvcam::gpu::nvcuvid::lib().err()
+        );
+    }
+    println!("{test}: no GPU with NVDEC here; not run (REQUIRE_GPU=1 makes this a failure)");
+    false
+}
+
+struct Session {
+    _serial: MutexGuard<'static, ()>,
+}
+
+impl Session {
+    fn new() -> Session {
+        let g = SERIAL.lock();
+        nvdec::testing::clear();
+        let cfg = nvcam_config { struct_size: std::mem::size_of::<nvcam_config>() as u32, ..Default::default() };
+        unsafe {
+            nvcam_log_init(c"-".as_ptr(), NVCAM_LOG_INFO);
+            assert_eq!(nvcam_init(&cfg), NVCAM_OK, "{}", last_error());
+        }
+        Session { _serial: g }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        nvdec::testing::clear();
+        let r = nvcam_shutdown(20_000);
+        if !std::thread::panicking() {
+            assert_eq!(r, NVCAM_OK, "shutdown: {}", last_error());
+        }
+    }
+}
+
+fn gpu_options(flags: u32, decoder: u32) -> nvcam_camera_options {
+    let mut o = options(flags);
+    o.device = 0;
+    o.decoder = decoder;
+    o
+}
+
+const FAST: u32 = NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING;
+
+fn x264(bframes: bool) -> Vec<&'static str> {
+    let mut v = vec!["-preset", "veryfast", "-g", "24"];
+    v.extend(if bframes { ["-bf", "3"] } else { ["-bf", "0"] });
+    v
+}
+
+fn x265() -> Vec<&'static str> {
+    vec!["-preset", "ultrafast", "-g", "24", "-x265-params", "log-level=error"]
+}
+
+struct Clip {
+    name: &'static str,
+    w: usize,
+    h: usize,
+    frames: u32,
+    codec: &'static str,
+    extra: Vec<&'static str>,
+}
+
+impl Clip {
+    fn path(&self) -> PathBuf {
+        clip(self.name, &format!("{}x{}", self.w, self.h), self.frames, self.codec, &self.extra)
+    }
+}
+
+fn content_clips() -> Vec<Clip> {
+    vec![
+        Clip { name: "gpu-h264-1920x1080.mp4", w: 1920, h: 1080, frames: 48, codec: "libx264", extra: vec!["-preset", "veryfast", "-g", "24", "-bf", "2"] },
+        Clip { name: "nvdec-h264-nob-1920x1080.mp4", w: 1920, h: 1080, frames: 40, codec: "libx264", extra: x264(false) },
+        Clip { name: "gpu-hevc-1920x1080.mp4", w: 1920, h: 1080, frames: 48, codec: "libx265", extra: x265() },
+        Clip { name: "gpu-h264-3840x2160.mp4", w: 3840, h: 2160, frames: 24, codec: "libx264", extra: vec!["-preset", "veryfast", "-g", "24", "-bf", "2"] },
+        Clip { name: "gpu-hevc-3840x2160.mp4", w: 3840, h: 2160, frames: 24, codec: "libx265", extra: x265() },
+        // Odd sizes: coded 1280x720, cropped to 718 rows (both codecs).
+        Clip { name: "nvdec-h264-1280x718.mp4", w: 1280, h: 718, frames: 40, codec: "libx264", extra: x264(true) },
+        Clip { name: "nvdec-hevc-1280x718.mkv", w: 1280, h: 718, frames: 40, codec: "libx265", extra: x265() },
+        // 1920x1088: coded and displayed the same (no crop), HEVC.
+        Clip { name: "nvdec-hevc-1920x1088.mp4", w: 1920, h: 1088, frames: 30, codec: "libx265", extra: x265() },
+        // Annex B already (MPEG-TS): no bitstream filter on this path.
+        Clip { name: "nvdec-h264-640x360.ts", w: 640, h: 360, frames: 40, codec: "libx264", extra: x264(true) },
+    ]
+}
+
+/// FFmpeg's software decode of `clip`, as packed NV12 frames.
+fn reference_frames(clip: &Path, w: usize, h: usize) -> Vec<Vec<u8>> {
+    let bin = if Command::new("ffmpeg-nvdec").arg("-version").output().is_ok() { "ffmpeg-nvdec" } else { "ffmpeg" };
+    let out = Command::new(bin)
+        .args(["-hide_banner", "-loglevel", "error", "-i"])
+        .arg(clip)
+        .args(["-f", "rawvideo", "-pix_fmt", "nv12", "-"])
+        .output()
+        .expect("ffmpeg");
+    assert!(out.status.success(), "{bin}: {}", String::from_utf8_lossy(&out.stderr));
+    let n = w * h + w * h.div_ceil(2);
+    assert_eq!(out.stdout.len() % n, 0, "{}: whole frames", clip.display());
+    out.stdout.chunks(n).map(|c| c.to_vec()).collect()
+}
+
+fn first_diff(a: &[u8], b: &[u8]) -> Option<usize> {
+    a.iter().zip(b).position(|(x, y)| x != y).or(if a.len() != b.len() { Some(a.len().min(b.len())) } else { None })
+}
+
+/// Opens `path` with direct NVDEC (lossless, unpaced) and checks `reference.len()` frames
+/// against `reference`, starting at `offset` within it; returns the camera.
+fn expect_frames(cam: u64, name: &str, reference: &[Vec<u8>], w: usize, h: usize, seq0: u64) {
+    for (k, want) in reference.iter().enumerate() {
+        let f = get_frame(cam, 20_000).unwrap_or_else(|e| panic!("{name}: frame {k}: {e:?}"));
+        let i = info(f).unwrap();
+        assert_eq!((i.memory, i.device, i.width as usize, i.height as usize), (NVCAM_MEMORY_DEVICE, 0, w, h), "{name}: frame {k}");
+        assert_eq!(i.seq, seq0 + k as u64 + 1, "{name}: lossless camera skipped a frame");
+        let got = pixels(f).unwrap();
+        if let Some(at) = first_diff(&got, want) {
+            panic!(
+                "{name}: frame {k} differs from FFmpeg's software decode at byte {at} of {} (row {}) (fnv {:x} vs {:x})",
+                want.len(),
+                at / w,
+                fnv(&got),
+                fnv(want)
+            );
+        }
+        release(f).unwrap();
+    }
+}
+
+fn hazards() -> u64 {
+    nvdec::counters().surface_hazards.load(Ordering::Relaxed)
+}
+
+#[test]
+fn nvdec_direct_matches_software_decode() {
+    if !need_gpu("nvdec_direct_matches_software_decode") {
+        return;
+    }
+    let _s = Session::new();
+    let h0 = hazards();
+    for c in content_clips() {
+        let path = c.path();
+        let reference = reference_frames(&path, c.w, c.h);
+        assert_eq!(reference.len(), c.frames as usize, "{}: reference frame count", c.name);
+        let cam = open(path.to_str().unwrap(), &gpu_options(FAST, NVCAM_DECODER_NVDEC)).unwrap_or_else(|e| panic!("{}: open: {e:?}", c.name));
+        expect_frames(cam, c.name, &reference, c.w, c.h, 0);
+        assert!(wait_until(Duration::from_secs(10), || stats(cam).state == NVCAM_STATE_ENDED), "{}: did not end", c.name);
+        let st = stats(cam);
+        assert_eq!(st.decoder, NVCAM_DECODER_NVDEC, "{}: not decoded by direct NVDEC", c.name);
+        assert_eq!((st.frames_decoded, st.frames_dropped), (c.frames as u64, 0), "{}", c.name);
+        println!("{}: {} frames equal to FFmpeg's software decode (direct NVDEC, device pool)", c.name, reference.len());
+        close(cam, 5000).unwrap();
+    }
+    assert_eq!(hazards(), h0, "a picture's surface was reused before it was written");
+}
+
+/// The ordering argument of `src/gpu/nvdec.rs` under stress: one output surface (each map reuses
+/// the surface the previous frame was just unmapped from) and a host function that stalls the
+/// camera's stream 4 ms before each map, so every unmap and the next map happen while the copy
+/// out of that surface has not run yet. Each frame must still equal the software decode, and the
+/// host must have found copies unfinished (ready waits), which shows the stream did lag.
+#[test]
+fn nvdec_unmap_before_copy_runs_keeps_frames_exact() {
+    if !need_gpu("nvdec_unmap_before_copy_runs_keeps_frames_exact") {
+        return;
+    }
+    let _s = Session::new();
+    let c = Clip { name: "nvdec-h264-704x480.mp4", w: 704, h: 480, frames: 60, codec: "libx264", extra: x264(true) };
+    let path = c.path();
+    let reference = reference_frames(&path, c.w, c.h);
+    nvdec::testing::set(Knobs { coded_width: 704, output_surfaces: 1, stream_delay_us: 4000, fail_decode_at: 0 });
+    let g0 = gpu_stats();
+    let h0 = hazards();
+    let cam = open(path.to_str().unwrap(), &gpu_options(FAST, NVCAM_DECODER_NVDEC)).unwrap();
+    expect_frames(cam, c.name, &reference, c.w, c.h, 0);
+    let g1 = gpu_stats();
+    let waits = g1.ready_waits - g0.ready_waits;
+    println!("{}: {} frames exact with 1 output surface and a 4 ms stream stall before each map; the host waited for {waits} unfinished copies", c.name, reference.len());
+    assert!(waits >= reference.len() as u64 / 2, "the stream did not lag (only {waits} ready waits): the test proved nothing");
+    assert_eq!(hazards(), h0);
+    close(cam, 5000).unwrap();
+}
+
+fn gpu_stats() -> nvcam_gpu_stats {
+    let mut s = nvcam_gpu_stats { struct_size: std::mem::size_of::<nvcam_gpu_stats>() as u32, ..Default::default() };
+    assert_eq!(unsafe { nvcam_gpu_stats(0, &mut s) }, NVCAM_OK, "{}", last_error());
+    s
+}
+
+/// A stream whose size changes mid-way (MPEG-TS parts joined byte for byte: 640x360 → 320x240 →
+/// 640x360): the decoder is reconfigured in place, pictures queued across the change are kept,
+/// and every frame equals the software decode of its part.
+#[test]
+fn nvdec_resolution_change_reconfigures_and_keeps_every_frame() {
+    if !need_gpu("nvdec_resolution_change_reconfigures_and_keeps_every_frame") {
+        return;
+    }
+    let _s = Session::new();
+    let parts = [
+        Clip { name: "nvdec-part-a-640x360.ts", w: 640, h: 360, frames: 20, codec: "libx264", extra: x264(true) },
+        Clip { name: "nvdec-part-b-320x240.ts", w: 320, h: 240, frames: 20, codec: "libx264", extra: x264(true) },
+        Clip { name: "nvdec-part-c-640x360.ts", w: 640, h: 360, frames: 20, codec: "libx264", extra: x264(true) },
+    ];
+    let joined = parts[0].path().with_file_name("nvdec-parts-abc.ts");
+    let mut bytes = Vec::new();
+    for p in &parts {
+        bytes.extend(std::fs::read(p.path()).unwrap());
+    }
+    std::fs::write(&joined, bytes).unwrap();
+    let c = nvdec::counters();
+    let (r0, h0, d0) = (c.reconfigures.load(Ordering::Relaxed), hazards(), c.decoders_created.load(Ordering::Relaxed));
+    let cam = open(joined.to_str().unwrap(), &gpu_options(FAST, NVCAM_DECODER_NVDEC)).unwrap();
+    let mut seq = 0;
+    for p in &parts {
+        let reference = reference_frames(&p.path(), p.w, p.h);
+        expect_frames(cam, p.name, &reference, p.w, p.h, seq);
+        seq += reference.len() as u64;
+    }
+    let (r1, d1) = (c.reconfigures.load(Ordering::Relaxed), c.decoders_created.load(Ordering::Relaxed));
+    println!(
+        "3 parts, 2 size changes: {seq} frames exact; reconfigures +{}, decoders created +{}, pictures parked across a change {}",
+        r1 - r0,
+        d1 - d0,
+        c.parked.load(Ordering::Relaxed)
+    );
+    assert_eq!(hazards(), h0);
+    assert!(r1 - r0 >= 1, "no reconfigure happened");
+    let st = stats(cam);
+    assert_eq!((st.width, st.height, st.frames_dropped), (640, 360, 0));
+    assert!(st.stream_changes >= 2);
+    close(cam, 5000).unwrap();
+}
+
+/// A decode failure on one camera (injected where the engine's error would surface) is reported
+/// for that camera, which recreates its decoder and keeps streaming; a camera beside it decodes
+/// every frame exactly and sees no error.
+#[test]
+fn nvdec_error_on_one_camera_recovers_and_spares_the_others() {
+    if !need_gpu("nvdec_error_on_one_camera_recovers_and_spares_the_others") {
+        return;
+    }
+    let _s = Session::new();
+    let bad = Clip { name: "nvdec-h264-480x272.mp4", w: 480, h: 272, frames: 60, codec: "libx264", extra: x264(true) };
+    let good = Clip { name: "nvdec-h264-1280x718.mp4", w: 1280, h: 718, frames: 40, codec: "libx264", extra: x264(true) };
+    // 480 wide: the injected fault hits only the first camera's decoder.
+    nvdec::testing::set(Knobs { coded_width: 480, output_surfaces: 0, stream_delay_us: 0, fail_decode_at: 30 });
+    let rec0 = nvdec::counters().recoveries.load(Ordering::Relaxed);
+    let cam_bad = open(bad.path().to_str().unwrap(), &gpu_options(NVCAM_OPEN_LOOP | NVCAM_OPEN_NO_PACING, NVCAM_DECODER_NVDEC)).unwrap();
+    let reference = reference_frames(&good.path(), good.w, good.h);
+    let cam_good = open(good.path().to_str().unwrap(), &gpu_options(FAST, NVCAM_DECODER_NVDEC)).unwrap();
+    expect_frames(cam_good, good.name, &reference, good.w, good.h, 0);
+    assert!(
+        wait_until(Duration::from_secs(10), || nvdec::counters().recoveries.load(Ordering::Relaxed) > rec0),
+        "the injected fault did not trigger a recovery"
+    );
+    let n0 = stats(cam_bad).frames_decoded;
+    assert!(wait_until(Duration::from_secs(10), || stats(cam_bad).frames_decoded > n0 + 60), "the failed camera did not resume");
+    let sb = stats(cam_bad);
+    assert_eq!(sb.state, NVCAM_STATE_STREAMING);
+    assert_eq!(sb.decoder, NVCAM_DECODER_NVDEC);
+    assert_eq!(sb.reconnects, 0, "recovered in place, not by reconnecting");
+    let mut buf = vec![0u8; 2048];
+    unsafe { nvcam_camera_last_error(cam_bad, buf.as_mut_ptr() as *mut _, buf.len() as i32) };
+    let msg = cstr(&buf);
+    assert!(msg.contains("NVDEC decoder recreated"), "the failed camera's last error: {msg:?}");
+    let sg = stats(cam_good);
+    assert_eq!((sg.last_error_code, sg.frames_dropped), (0, 0), "the other camera saw an error");
+    println!("camera 1: {msg}; resumed ({} frames since); camera 2: {} frames exact, no error", sb.frames_decoded - n0, reference.len());
+    close(cam_bad, 5000).unwrap();
+    close(cam_good, 5000).unwrap();
+}
+
+/// AUTO takes direct NVDEC where it can and says so. A codec direct NVDEC does not take (MPEG-4
+/// part 2) is refused by the NVDEC policy at open, and AUTO moves on to FFmpeg's CUDA hwaccel
+/// (or, failing that, software + upload), into the same device pool.
+#[test]
+fn auto_prefers_direct_nvdec_and_stats_name_it() {
+    if !need_gpu("auto_prefers_direct_nvdec_and_stats_name_it") {
+        return;
+    }
+    let _s = Session::new();
+    let h264 = clip("nvdec-h264-640x360.ts", "640x360", 40, "libx264", &x264(true));
+    let cam = open(h264.to_str().unwrap(), &gpu_options(NVCAM_OPEN_LOOP | NVCAM_OPEN_NO_PACING, NVCAM_DECODER_AUTO)).unwrap();
+    release(get_frame(cam, 10_000).unwrap()).unwrap();
+    assert_eq!(stats(cam).decoder, NVCAM_DECODER_NVDEC);
+    close(cam, 5000).unwrap();
+    let mp4v = clip("nvdec-mpeg4-320x240.mp4", "320x240", 20, "mpeg4", &[]);
+    let e = open(mp4v.to_str().unwrap(), &gpu_options(FAST, NVCAM_DECODER_NVDEC)).unwrap_err();
+    assert_eq!(e.0, NVCAM_E_UNSUPPORTED, "{e:?}");
+    let cam = open(mp4v.to_str().unwrap(), &gpu_options(FAST, NVCAM_DECODER_AUTO)).unwrap();
+    let f = get_frame(cam, 10_000).unwrap();
+    assert_eq!(info(f).unwrap().memory, NVCAM_MEMORY_DEVICE);
+    release(f).unwrap();
+    let d = stats(cam).decoder;
+    assert!(d == NVCAM_DECODER_FFMPEG_HW || d == NVCAM_DECODER_SOFTWARE, "{d}");
+    close(cam, 5000).unwrap();
+    println!(
+        "AUTO: H.264 -> nvdec; MPEG-4 part 2 -> NVDEC policy refuses ({}), AUTO picks {}",
+        e.1,
+        if d == NVCAM_DECODER_FFMPEG_HW { "ffmpeg-cuda" } else { "software + upload" }
+    );
+}
+
+/// Encodes every clip these tests and `examples/nvdec_bench.rs` use, here where libx264/libx265
+/// exist; the bundle carries them to the GPU machine.
+#[test]
+#[ignore]
+fn make_nvdec_fixtures() {
+    for c in content_clips() {
+        c.path();
+    }
+    clip("nvdec-h264-704x480.mp4", "704x480", 60, "libx264", &x264(true));
+    for (n, s) in [("nvdec-part-a-640x360.ts", "640x360"), ("nvdec-part-b-320x240.ts", "320x240"), ("nvdec-part-c-640x360.ts", "640x360")] {
+        clip(n, s, 20, "libx264", &x264(true));
+    }
+    clip("nvdec-h264-480x272.mp4", "480x272", 60, "libx264", &x264(true));
+    clip("nvdec-mpeg4-320x240.mp4", "320x240", 20, "mpeg4", &[]);
+    // Benchmark clips: 1080p30, H.264 at 4 Mbit/s and HEVC at 2 Mbit/s (the issue's), 10 s each.
+    clip("bench-h264-1920x1080.mp4", "1920x1080", 300, "libx264", &["-preset", "veryfast", "-b:v", "4M", "-g", "60", "-bf", "2"]);
+    clip("bench-hevc-1920x1080.mp4", "1920x1080", 300, "libx265", &["-preset", "fast", "-b:v", "2M", "-g", "60", "-x265-params", "log-level=error"]);
+}
