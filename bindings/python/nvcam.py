@@ -459,14 +459,15 @@ def log_pop():
         return level.value, buf.value.decode("utf-8", "replace")
 
 
-def log_drain():
-    """Every queued log message, oldest first."""
+def log_drain(limit=10000):
+    """The queued log messages, oldest first (at most ``limit``: busy cameras keep logging)."""
     out = []
-    while True:
+    while len(out) < limit:
         m = log_pop()
         if m is None:
-            return out
+            break
         out.append(m)
+    return out
 
 
 _callback_lock = threading.Lock()
