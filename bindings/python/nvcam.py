@@ -339,6 +339,7 @@ _PROTOTYPES = {
     "nvcam_camera_last_error": (_I32, [c_uint64, _BUF, c_int32]),
     "nvcam_camera_options_init": (_I32, [POINTER(CameraOptions)]),
     "nvcam_camera_open": (_I32, [c_char_p, POINTER(CameraOptions), _P_U64]),
+    "nvcam_camera_open_ex": (_I32, [c_char_p, c_char_p, POINTER(CameraOptions), _P_U64]),
     "nvcam_camera_close": (_I32, [c_uint64, c_uint32]),
     "nvcam_camera_reconnect": (_I32, [c_uint64]),
     "nvcam_camera_get_frame": (_I32, [c_uint64, c_uint32, _P_U64]),
@@ -451,8 +452,9 @@ def log_pop():
         buf = create_string_buffer(size)
         rc = lib.nvcam_log_pop(byref(level), buf, size, byref(n))
         if rc == E_BUFFER_TOO_SMALL:
-            # The message was popped and truncated; keep what fits rather than lose it.
-            return level.value, buf.value.decode("utf-8", "replace")
+            # The message stays queued; n says how long it is. Grow and ask again.
+            size = n.value + 1
+            continue
         _check(rc, "nvcam_log_pop")
         if n.value == 0:
             return None
