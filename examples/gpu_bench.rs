@@ -71,18 +71,32 @@ fn main() {
     }
     let url = CString::new(clip.clone()).unwrap();
     println!("clip: {clip}; {seconds} s per run after warm-up");
+    let open = |flags: u32| {
+        let mut o: nvcam_camera_options = unsafe { std::mem::zeroed() };
+        unsafe { nvcam_camera_options_init(&mut o) };
+        o.device = device;
+        o.decoder = decoder;
+        o.flags = flags;
+        let mut cam = 0;
+        assert_eq!(unsafe { nvcam_camera_open(url.as_ptr(), &o, &mut cam) }, NVCAM_OK, "open");
+        cam
+    };
+    // The library's context (retained on first use, kept until shutdown) is not per camera:
+    // create it first with one short-lived camera and measure it on its own.
+    let before_ctx = mem_free();
+    let c = open(NVCAM_OPEN_LOOP);
+    let mut f = 0;
+    assert_eq!(unsafe { nvcam_camera_get_frame(c, 10_000, &mut f) }, NVCAM_OK);
+    nvcam_frame_release(f);
+    nvcam_camera_close(c, 5000);
+    std::thread::sleep(Duration::from_millis(200));
+    nvcam_gpu_drain(0);
+    println!("library context on device {device}: {:.1} MiB (once per GPU, not per camera)", (before_ctx - mem_free()) as f64 / (1 << 20) as f64);
     for &n in &counts {
         let mem0 = mem_free();
         let mut cams = Vec::new();
         for _ in 0..n {
-            let mut o: nvcam_camera_options = unsafe { std::mem::zeroed() };
-            unsafe { nvcam_camera_options_init(&mut o) };
-            o.device = device;
-            o.decoder = decoder;
-            o.flags = NVCAM_OPEN_LOOP | NVCAM_OPEN_NO_PACING;
-            let mut cam = 0;
-            assert_eq!(unsafe { nvcam_camera_open(url.as_ptr(), &o, &mut cam) }, NVCAM_OK, "open");
-            cams.push(cam);
+            cams.push(open(NVCAM_OPEN_LOOP | NVCAM_OPEN_NO_PACING));
         }
         let stop = Arc::new(AtomicBool::new(false));
         let hosts: Vec<_> = cams

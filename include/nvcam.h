@@ -94,7 +94,8 @@
 #define NVCAM_STATE_STREAMING 1
 
 /**
- * No packet for `stall_timeout_ms`; a reconnect follows.
+ * Connected, but no packet for half of `stall_timeout_ms`; at `stall_timeout_ms` the camera
+ * drops the connection and reconnects (it stays stalled until that attempt starts).
  */
 #define NVCAM_STATE_STALLED 2
 
@@ -370,7 +371,8 @@ typedef struct {
    */
   uint64_t frames_skipped;
   /**
-   * Reconnects so far (automatic and manual).
+   * Reconnects so far: connections lost and manual reconnects (failed attempts in between
+   * are counted by `reconnect_attempt`).
    */
   uint64_t reconnects;
   uint32_t pool_slots_total;
@@ -625,6 +627,13 @@ int32_t nvcam_camera_options_init(nvcam_camera_options_t *opts);
 int32_t nvcam_camera_open(const char *url, const nvcam_camera_options_t *options, uint64_t *cam);
 
 /**
+ * `nvcam_camera_open` with the FFmpeg options as a separate string (NULL or "" = none), which
+ * overrides `options->ffmpeg_options`. For hosts that cannot put a string pointer into a struct,
+ * like LabVIEW.
+ */
+int32_t nvcam_camera_open_ex(const char *url, const char *ffmpeg_options, const nvcam_camera_options_t *options, uint64_t *cam);
+
+/**
  * Closes a camera: stops it, waits up to `timeout_ms` for in-flight work, invalidates every frame
  * handle it has outstanding, then stops its thread. The handle is released even when the thread
  * outlives the timeout (`NVCAM_E_TIMEOUT`; it exits on its own).
@@ -701,8 +710,10 @@ int32_t nvcam_log_set_callback(nvcam_log_fn callback, void *user, int32_t min_le
 
 /**
  * Pops the oldest queued log message (for hosts that poll, like LabVIEW): `*level` gets its
- * level, `buf` its text, `*msg_len` its length in bytes, 0 when the queue is empty. The queue
- * keeps the newest 1024 messages at the `nvcam_log_init` level (default warnings).
+ * level, `buf` its text, `*msg_len` its length in bytes, 0 when the queue is empty. A message that
+ * does not fit in `len` bytes (with its NUL) stays queued: the call returns
+ * `NVCAM_E_BUFFER_TOO_SMALL` with `*msg_len` set, so the host can grow its buffer and call again.
+ * The queue keeps the newest 1024 messages at the `nvcam_log_init` level (default warnings).
  */
 int32_t nvcam_log_pop(int32_t *level, char *buf, int32_t len, int32_t *msg_len);
 

@@ -20,12 +20,12 @@ check)
   ;;
 suite)
   step "suite: $gpu_test"
-  timeout 300 "$gpu_test" --include-ignored --test-threads 1 2>&1 | tee "$out/suite.log" | grep -E "^test |test result|panicked|RESULT|frames equal|reconnects|leaked|decoder [0-9]|cap 2" ; rc=$((rc | ${PIPESTATUS[0]}))
+  timeout 300 "$gpu_test" --include-ignored --test-threads 1 --nocapture 2>&1 | tee "$out/suite.log" | grep -E "^test |test result|panicked|frames equal|reconnects|leaked|decoder [0-9]|cap 2|no CUDA error" ; rc=$((rc | ${PIPESTATUS[0]}))
   ;;
 bench)
   step "bench: nvcam"
   clip=$fix/bench-h264-1920x1080.mp4
-  timeout 150 "$b"/bin/gpu_bench "$clip" --seconds 8 --cams 1,16 2>&1 | tee "$out/bench.log" | grep -E "RESULT|device|clip|panicked|error" ; rc=$((rc | ${PIPESTATUS[0]}))
+  timeout 150 "$b"/bin/gpu_bench "$clip" --seconds 8 --cams 1,16 2>&1 | tee "$out/bench.log" | grep -E "RESULT|device|clip|context|panicked|error" ; rc=$((rc | ${PIPESTATUS[0]}))
   step "bench: ffmpeg-nvdec (same clip, -stream_loop 9: 3000 frames per process)"
   for n in 1 16; do
     t0=$(date +%s.%N)
@@ -34,7 +34,7 @@ bench)
     done
     wait
     t1=$(date +%s.%N)
-    python3 -c "n=$n; dt=$t1-$t0; print(f'RESULT ffmpeg-nvdec procs={n} fps={n*3000/dt:.0} per_process={3000/dt:.0} wall={dt:.2f}s')" | tee -a "$out/bench.log"
+    python3 -c "n=$n; dt=$t1-$t0; print(f'RESULT ffmpeg-nvdec procs={n} fps={n*3000/dt:.0f} per_process={3000/dt:.0f} wall={dt:.2f}s')" | tee -a "$out/bench.log"
   done
   ;;
 memcheck)

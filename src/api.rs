@@ -41,7 +41,8 @@ pub const NVCAM_DECODER_SOFTWARE: u32 = 3;
 /// `state` of `nvcam_camera_stats`.
 pub const NVCAM_STATE_CONNECTING: u32 = 0;
 pub const NVCAM_STATE_STREAMING: u32 = 1;
-/// No packet for `stall_timeout_ms`; a reconnect follows.
+/// Connected, but no packet for half of `stall_timeout_ms`; at `stall_timeout_ms` the camera
+/// drops the connection and reconnects (it stays stalled until that attempt starts).
 pub const NVCAM_STATE_STALLED: u32 = 2;
 /// Waiting `next_retry_ms` before attempt `reconnect_attempt`.
 pub const NVCAM_STATE_RECONNECTING: u32 = 3;
@@ -134,7 +135,8 @@ pub struct nvcam_camera_stats {
     pub frames_dropped: u64,
     /// Frames replaced by a newer one before the host asked (the host polls slower than the camera).
     pub frames_skipped: u64,
-    /// Reconnects so far (automatic and manual).
+    /// Reconnects so far: connections lost and manual reconnects (failed attempts in between
+    /// are counted by `reconnect_attempt`).
     pub reconnects: u64,
     pub pool_slots_total: u32,
     /// Slots held by frames the host holds, or by the frame waiting to be taken.

@@ -169,6 +169,9 @@ pub struct Shared {
     size: AtomicU64,
     codec: Mutex<String>,
     exited: (Mutex<bool>, Condvar),
+    /// When the worker last read a packet, in ms after `born` (for the stalled state).
+    born: Instant,
+    last_packet_ms: AtomicU64,
     /// Backend state that outlives connections (the camera's GPU stream).
     pub backend: crate::backend::CameraSlot,
 }
@@ -176,6 +179,22 @@ pub struct Shared {
 impl Shared {
     pub fn state(&self) -> u32 {
         self.state.load(Ordering::Acquire)
+    }
+    /// The state as the host sees it: a streaming network camera that has had no packet for half
+    /// its stall timeout shows as stalled while it still waits (the reconnect comes at the
+    /// timeout). Files and the test source pause on purpose (pacing, lossless waits for the host).
+    pub fn visible_state(&self) -> u32 {
+        let s = self.state();
+        if s == state::STREAMING && matches!(self.source, Source::Network(_)) && self.opts.flags & flags::LOSSLESS == 0 {
+            let quiet = (self.born.elapsed().as_millis() as u64).saturating_sub(self.last_packet_ms.load(Ordering::Relaxed));
+            if quiet >= (self.opts.stall_timeout.as_millis() as u64 / 2).max(100) {
+                return state::STALLED;
+            }
+        }
+        s
+    }
+    fn note_packet(&self) {
+        self.last_packet_ms.store(self.born.elapsed().as_millis() as u64, Ordering::Relaxed);
     }
     fn set_state(&self, s: u32) {
         let old = self.state.swap(s, Ordering::AcqRel);
@@ -269,6 +288,11 @@ impl Camera {
         if source.is_rtsp() && !opts.ffmpeg.iter().any(|(k, _)| k == "rtsp_transport") {
             opts.ffmpeg.push(("rtsp_transport".into(), "tcp".into()));
         }
+        // Probing a live stream's frame rate reads ~20 frames (0.7 s at 30 fps) before the first
+        // frame comes out, on every reconnect; nothing here needs it (network streams are not paced).
+        if matches!(source, Source::Network(_)) && !opts.ffmpeg.iter().any(|(k, _)| k == "fpsprobesize") {
+            opts.ffmpeg.push(("fpsprobesize".into(), "0".into()));
+        }
         let shared = Arc::new(Shared {
             handle: AtomicU64::new(0),
             url: url.to_string(),
@@ -288,6 +312,8 @@ impl Camera {
             size: AtomicU64::new(0),
             codec: Mutex::new(String::new()),
             exited: (Mutex::new(false), Condvar::new()),
+            born: Instant::now(),
+            last_packet_ms: AtomicU64::new(0),
             backend: Default::default(),
         });
         Ok(Arc::new(Camera { shared, worker: Mutex::new(None) }))
@@ -384,7 +410,7 @@ impl Camera {
         };
         crate::api::nvcam_camera_stats {
             struct_size: std::mem::size_of::<crate::api::nvcam_camera_stats>() as u32,
-            state: sh.state(),
+            state: sh.visible_state(),
             frames_decoded: c.decoded.load(Ordering::Relaxed),
             frames_delivered: c.delivered.load(Ordering::Relaxed),
             frames_dropped: c.dropped.load(Ordering::Relaxed),
@@ -486,19 +512,27 @@ fn is_permanent(e: &Error) -> bool {
 fn worker_main(sh: &Arc<Shared>, mut first: Option<std::sync::mpsc::Sender<Result<()>>>) {
     let mut attempt: u32 = 0;
     let mut ever_connected = false;
+    // Whether the last session had connected: its end (a drop) starts a reconnect.
+    let mut connected = false;
+    let mut first_try = true;
     loop {
         if sh.irq.stopping() {
             break;
         }
-        sh.irq.take_kick();
-        sh.set_state(if ever_connected { state::RECONNECTING } else { state::CONNECTING });
-        if ever_connected {
+        let kicked = sh.irq.take_kick();
+        // `reconnects` counts drops and manual requests, not the failed attempts in between
+        // (those are `reconnect_attempt`).
+        if !first_try && (connected || kicked) {
             sh.counters.reconnects.fetch_add(1, Ordering::Relaxed);
-            if sh.opts.flags & flags::RELEASE_CLONES_ON_RECONNECT != 0 {
-                registry::force_release_owner(sh.handle.load(Ordering::Acquire));
-            }
         }
-        let r = session(sh, &mut first, &mut attempt, &mut ever_connected);
+        first_try = false;
+        sh.set_state(if ever_connected { state::RECONNECTING } else { state::CONNECTING });
+        if ever_connected && sh.opts.flags & flags::RELEASE_CLONES_ON_RECONNECT != 0 {
+            registry::force_release_owner(sh.handle.load(Ordering::Acquire));
+        }
+        connected = false;
+        let r = session(sh, &mut first, &mut attempt, &mut connected);
+        ever_connected |= connected;
         if let Some(tx) = first.take() {
             // The first open failed: open() reports it and closes; no retry storm.
             let _ = tx.send(r.as_ref().map(|_| ()).map_err(Clone::clone));
@@ -523,10 +557,8 @@ fn worker_main(sh: &Arc<Shared>, mut first: Option<std::sync::mpsc::Sender<Resul
                 }
             }
             Err(e) if e.code == NVCAM_E_CLOSED => break,
+            Err(_) if sh.irq.kicked() => {}
             Err(e) => {
-                if e.code == NVCAM_E_TIMEOUT && ever_connected {
-                    sh.set_state(state::STALLED);
-                }
                 sh.set_error(&e);
                 if is_permanent(&e) {
                     sh.set_state(state::FAILED);
@@ -546,8 +578,11 @@ fn worker_main(sh: &Arc<Shared>, mut first: Option<std::sync::mpsc::Sender<Resul
         attempt = attempt.saturating_add(1);
         sh.counters.attempt.store(attempt, Ordering::Relaxed);
         sh.counters.next_retry_ms.store(d.as_millis() as u32, Ordering::Relaxed);
-        sh.set_state(state::RECONNECTING);
+        if sh.state() != state::STALLED {
+            sh.set_state(state::RECONNECTING);
+        }
         sh.sleep_interruptible(d);
+        sh.counters.next_retry_ms.store(0, Ordering::Relaxed);
     }
     sh.gate.set_playing(false);
 }
@@ -572,7 +607,7 @@ fn session(
     sh: &Arc<Shared>,
     first: &mut Option<std::sync::mpsc::Sender<Result<()>>>,
     attempt: &mut u32,
-    ever_connected: &mut bool,
+    connected: &mut bool,
 ) -> Result<SessionEnd> {
     let o = &sh.opts;
     let mut input = input::open(&sh.source, &o.ffmpeg, &sh.irq, o.open_timeout)?;
@@ -581,8 +616,16 @@ fn session(
     {
         let mut c = sh.codec.lock();
         if !c.is_empty() && *c != codec {
-            log::info!("camera {}: codec changed {} -> {codec}", input::redact(&sh.url), *c);
+            log::info!(
+                "camera {}: codec changed {} -> {codec}; new pool, the old one lives until its last clone is released",
+                input::redact(&sh.url),
+                *c
+            );
             sh.counters.stream_changes.fetch_add(1, Ordering::Relaxed);
+            // Another decoder may write another kind of memory: the next frame makes a new pool.
+            if let Some(old) = sh.pool.lock().take() {
+                sh.old_pools.lock().push(Arc::downgrade(&old));
+            }
         }
         *c = codec;
     }
@@ -591,7 +634,8 @@ fn session(
     if let Some(tx) = first.take() {
         let _ = tx.send(Ok(()));
     }
-    *ever_connected = true;
+    *connected = true;
+    sh.note_packet();
     sh.set_state(state::STREAMING);
     sh.gate.set_playing(true);
 
@@ -609,14 +653,22 @@ fn session(
         }
         if !eof {
             match input.read_video(o.stall_timeout) {
-                Ok(Read::Packet(p)) => dec.send_packet(&p)?,
+                Ok(Read::Packet(p)) => {
+                    sh.note_packet();
+                    dec.send_packet(&p)?
+                }
                 Ok(Read::Eof) => {
                     dec.send_eof()?;
                     eof = true;
                 }
                 Err(_) if sh.irq.kicked() => return Ok(SessionEnd::Kicked),
                 Err(e) if e.code == NVCAM_E_CLOSED => return Ok(SessionEnd::Stop),
-                Err(e) => return Err(e),
+                Err(e) => {
+                    if e.code == NVCAM_E_TIMEOUT {
+                        sh.set_state(state::STALLED);
+                    }
+                    return Err(e);
+                }
             }
             if let Some(w) = dec.take_warning() {
                 // The decoder met an error and recovered by itself: report it, keep streaming.
@@ -630,6 +682,7 @@ fn session(
             sh.counters.decoded.store(seq, Ordering::Relaxed);
             *attempt = 0;
             sh.counters.attempt.store(0, Ordering::Relaxed);
+            sh.counters.next_retry_ms.store(0, Ordering::Relaxed);
             if paced && pic.pts_us != i64::MIN {
                 let (t0, p0) = *clock.get_or_insert((Instant::now(), pic.pts_us));
                 let due = t0 + Duration::from_micros((pic.pts_us - p0).max(0) as u64);

@@ -15,10 +15,23 @@ thread_local! {
     static LAST_ERROR: RefCell<Option<Error>> = const { RefCell::new(None) };
 }
 
+/// What a call concerns, so its error is also kept where a host that hops threads finds it.
+#[derive(Clone, Copy)]
+enum Ctx {
+    /// Library-level call: the error goes to the thread's last error and the log.
+    Lib,
+    /// A call on a camera: also recorded as that camera's last error.
+    Camera(u64),
+    /// A call on a frame: also recorded on the frame's camera, while the frame is still valid.
+    Frame(u64),
+    /// The log calls themselves: never logged, or a failing poll would refill the queue it drains.
+    Quiet,
+}
+
 /// Runs an export's body: catches panics, records and logs errors, returns the status code.
-/// `cam` names the camera the call concerns (0 for none), so its last error is kept per camera
-/// too: LabVIEW may run the next call on another thread.
-fn boundary(name: &str, cam: u64, body: impl FnOnce() -> Result<()>) -> i32 {
+/// LabVIEW may run the next call on another thread, so errors on a camera or frame are kept on
+/// the camera too (`nvcam_camera_last_error`).
+fn boundary(name: &str, ctx: Ctx, body: impl FnOnce() -> Result<()>) -> i32 {
     LAST_ERROR.with(|e| *e.borrow_mut() = None);
     let r = match catch_unwind(AssertUnwindSafe(body)) {
         Ok(r) => r,
@@ -35,15 +48,18 @@ fn boundary(name: &str, cam: u64, body: impl FnOnce() -> Result<()>) -> i32 {
         Ok(()) => NVCAM_OK,
         Err(e) => {
             let e = Error::new(e.code, format!("{name}: {}", e.msg));
-            if e.code == NVCAM_E_TIMEOUT {
-                log::debug!("{e}");
-            } else {
-                log::warn!("{e}");
+            match ctx {
+                Ctx::Quiet => {}
+                _ if e.code == NVCAM_E_TIMEOUT => log::debug!("{e}"),
+                _ => log::warn!("{e}"),
             }
-            if cam != 0 {
-                if let Ok(c) = library::camera(cam) {
-                    c.shared.note_api_error(&e);
-                }
+            let cam = match ctx {
+                Ctx::Camera(c) => Some(c),
+                Ctx::Frame(f) => registry::get(f).ok().map(|f| f.owner),
+                Ctx::Lib | Ctx::Quiet => None,
+            };
+            if let Some(c) = cam.and_then(|c| library::camera(c).ok()) {
+                c.shared.note_api_error(&e);
             }
             let code = e.code;
             LAST_ERROR.with(|l| *l.borrow_mut() = Some(e));
@@ -119,7 +135,7 @@ pub extern "C" fn nvcam_abi_version() -> i32 {
 /// Writes the library version ("nvcam 0.1.0 (abi 1)") into `buf` of `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_version_string(buf: *mut c_char, len: i32) -> i32 {
-    boundary("nvcam_version_string", 0, || {
+    boundary("nvcam_version_string", Ctx::Lib, || {
         write_text(buf, len, &format!("nvcam {} (abi {NVCAM_ABI_VERSION})", env!("CARGO_PKG_VERSION")))
     })
 }
@@ -128,7 +144,7 @@ pub unsafe extern "C" fn nvcam_version_string(buf: *mut c_char, len: i32) -> i32
 /// after `nvcam_shutdown` it initializes afresh. Pins the library in the process on first call.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_init(config: *const nvcam_config) -> i32 {
-    boundary("nvcam_init", 0, || {
+    boundary("nvcam_init", Ctx::Lib, || {
         let c = sized(config, "config")?.copied().unwrap_or_default();
         library::init(library::Config {
             flags: c.flags,
@@ -143,13 +159,13 @@ pub unsafe extern "C" fn nvcam_init(config: *const nvcam_config) -> i32 {
 /// `NVCAM_E_STALE_HANDLE` afterwards. `NVCAM_E_TIMEOUT` if a thread was still running at the end.
 #[no_mangle]
 pub extern "C" fn nvcam_shutdown(timeout_ms: u32) -> i32 {
-    boundary("nvcam_shutdown", 0, || library::shutdown(Duration::from_millis(timeout_ms as u64)).map(|_| ()))
+    boundary("nvcam_shutdown", Ctx::Lib, || library::shutdown(Duration::from_millis(timeout_ms as u64)).map(|_| ()))
 }
 
 /// Writes "NAME: description" of a status code into `buf`.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_status_text(code: i32, buf: *mut c_char, len: i32) -> i32 {
-    boundary("nvcam_status_text", 0, || {
+    boundary("nvcam_status_text", Ctx::Quiet, || {
         let text = match describe(code) {
             Some((n, d)) => format!("{n}: {d}"),
             None => format!("unknown status {code}"),
@@ -172,7 +188,7 @@ pub unsafe extern "C" fn nvcam_last_error(buf: *mut c_char, len: i32) -> i32 {
 /// The camera's last error, from its worker (connection, decode) or from a call on it.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_camera_last_error(cam: u64, buf: *mut c_char, len: i32) -> i32 {
-    boundary("nvcam_camera_last_error", 0, || {
+    boundary("nvcam_camera_last_error", Ctx::Quiet, || {
         let c = library::camera(cam)?;
         write_text(buf, len, &c.shared.last_error().map(|e| e.to_string()).unwrap_or_default())
     })
@@ -181,7 +197,7 @@ pub unsafe extern "C" fn nvcam_camera_last_error(cam: u64, buf: *mut c_char, len
 /// Fills `opts` with the defaults (and sets its `struct_size`).
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_camera_options_init(opts: *mut nvcam_camera_options) -> i32 {
-    boundary("nvcam_camera_options_init", 0, || {
+    boundary("nvcam_camera_options_init", Ctx::Lib, || {
         let o = out(opts, "opts")?;
         *o = nvcam_camera_options {
             struct_size: std::mem::size_of::<nvcam_camera_options>() as u32,
@@ -240,10 +256,32 @@ unsafe fn options_from(p: *const nvcam_camera_options) -> Result<Options> {
 /// `NVCAM_E_BAD_OPTION`, `NVCAM_E_UNSUPPORTED`), leaving nothing behind on failure.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_camera_open(url: *const c_char, options: *const nvcam_camera_options, cam: *mut u64) -> i32 {
-    boundary("nvcam_camera_open", 0, || {
+    boundary("nvcam_camera_open", Ctx::Lib, || {
         let out_cam = out(cam, "cam")?;
         let url = c_str(url, "url")?;
         let opts = options_from(options)?;
+        *out_cam = library::open_camera(url, opts)?;
+        Ok(())
+    })
+}
+
+/// `nvcam_camera_open` with the FFmpeg options as a separate string (NULL or "" = none), which
+/// overrides `options->ffmpeg_options`. For hosts that cannot put a string pointer into a struct,
+/// like LabVIEW.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_camera_open_ex(
+    url: *const c_char,
+    ffmpeg_options: *const c_char,
+    options: *const nvcam_camera_options,
+    cam: *mut u64,
+) -> i32 {
+    boundary("nvcam_camera_open_ex", Ctx::Lib, || {
+        let out_cam = out(cam, "cam")?;
+        let url = c_str(url, "url")?;
+        let mut opts = options_from(options)?;
+        if !ffmpeg_options.is_null() {
+            opts.ffmpeg = crate::source::parse_options(c_str(ffmpeg_options, "ffmpeg_options")?)?;
+        }
         *out_cam = library::open_camera(url, opts)?;
         Ok(())
     })
@@ -254,7 +292,7 @@ pub unsafe extern "C" fn nvcam_camera_open(url: *const c_char, options: *const n
 /// outlives the timeout (`NVCAM_E_TIMEOUT`; it exits on its own).
 #[no_mangle]
 pub extern "C" fn nvcam_camera_close(cam: u64, timeout_ms: u32) -> i32 {
-    boundary("nvcam_camera_close", 0, || library::close_camera(cam, Duration::from_millis(timeout_ms as u64)))
+    boundary("nvcam_camera_close", Ctx::Lib, || library::close_camera(cam, Duration::from_millis(timeout_ms as u64)))
 }
 
 /// Drops the current connection and reconnects at once, in any state (also after a failure).
@@ -262,7 +300,7 @@ pub extern "C" fn nvcam_camera_close(cam: u64, timeout_ms: u32) -> i32 {
 /// `NVCAM_OPEN_RELEASE_CLONES_ON_RECONNECT`.
 #[no_mangle]
 pub extern "C" fn nvcam_camera_reconnect(cam: u64) -> i32 {
-    boundary("nvcam_camera_reconnect", cam, || library::camera(cam)?.reconnect())
+    boundary("nvcam_camera_reconnect", Ctx::Camera(cam), || library::camera(cam)?.reconnect())
 }
 
 /// Waits up to `timeout_ms` for the newest frame not yet handed out and returns a new frame handle
@@ -271,7 +309,7 @@ pub extern "C" fn nvcam_camera_reconnect(cam: u64) -> i32 {
 /// will.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_camera_get_frame(cam: u64, timeout_ms: u32, frame: *mut u64) -> i32 {
-    boundary("nvcam_camera_get_frame", cam, || {
+    boundary("nvcam_camera_get_frame", Ctx::Camera(cam), || {
         let out_frame = out(frame, "frame")?;
         let c = library::camera(cam)?;
         let f = c.get_frame(Duration::from_millis(timeout_ms as u64))?;
@@ -290,7 +328,7 @@ pub unsafe extern "C" fn nvcam_camera_get_frame(cam: u64, timeout_ms: u32, frame
 /// Fills `stats` (set its `struct_size` first).
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_camera_stats(cam: u64, stats: *mut nvcam_camera_stats) -> i32 {
-    boundary("nvcam_camera_stats", cam, || {
+    boundary("nvcam_camera_stats", Ctx::Camera(cam), || {
         let s = sized_out(stats, "stats")?;
         let size = s.struct_size;
         *s = library::camera(cam)?.stats(cam);
@@ -303,7 +341,7 @@ pub unsafe extern "C" fn nvcam_camera_stats(cam: u64, stats: *mut nvcam_camera_s
 /// handle to them is released.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_frame_clone(frame: u64, clone: *mut u64) -> i32 {
-    boundary("nvcam_frame_clone", 0, || {
+    boundary("nvcam_frame_clone", Ctx::Frame(frame), || {
         let out_clone = out(clone, "clone")?;
         *out_clone = registry::clone(frame)?;
         Ok(())
@@ -313,13 +351,13 @@ pub unsafe extern "C" fn nvcam_frame_clone(frame: u64, clone: *mut u64) -> i32 {
 /// Releases one frame handle. A second release of the same handle is `NVCAM_E_STALE_HANDLE`.
 #[no_mangle]
 pub extern "C" fn nvcam_frame_release(frame: u64) -> i32 {
-    boundary("nvcam_frame_release", 0, || registry::release(frame))
+    boundary("nvcam_frame_release", Ctx::Frame(frame), || registry::release(frame))
 }
 
 /// Fills `info` (set its `struct_size` first).
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_frame_info(frame: u64, info: *mut nvcam_frame_info) -> i32 {
-    boundary("nvcam_frame_info", 0, || {
+    boundary("nvcam_frame_info", Ctx::Frame(frame), || {
         let i = sized_out(info, "info")?;
         let size = i.struct_size;
         let f = registry::get(frame)?;
@@ -350,7 +388,7 @@ pub unsafe extern "C" fn nvcam_frame_info(frame: u64, info: *mut nvcam_frame_inf
 /// pass an initialized U8 array as an Array Data Pointer and its size).
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_frame_copy_nv12(frame: u64, dst: *mut u8, dst_pitch: u64, dst_size: u64) -> i32 {
-    boundary("nvcam_frame_copy_nv12", 0, || {
+    boundary("nvcam_frame_copy_nv12", Ctx::Frame(frame), || {
         if dst.is_null() {
             return Err(Error::null("dst"));
         }
@@ -365,7 +403,7 @@ pub unsafe extern "C" fn nvcam_frame_copy_nv12(frame: u64, dst: *mut u8, dst_pit
 /// progress still uses it. Works on a closed camera's handle value too.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_registry_force_release_owner(cam: u64, released: *mut u32) -> i32 {
-    boundary("nvcam_registry_force_release_owner", 0, || {
+    boundary("nvcam_registry_force_release_owner", Ctx::Lib, || {
         crate::handle::decode(cam, crate::handle::Kind::Camera)?;
         let n = registry::force_release_owner(cam) as u32;
         if let Some(r) = released.as_mut() {
@@ -379,7 +417,7 @@ pub unsafe extern "C" fn nvcam_registry_force_release_owner(cam: u64, released: 
 /// `*total`. Either pointer may be NULL.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_registry_stats(cam: u64, for_camera: *mut u32, total: *mut u64) -> i32 {
-    boundary("nvcam_registry_stats", 0, || {
+    boundary("nvcam_registry_stats", Ctx::Lib, || {
         if cam != 0 {
             crate::handle::decode(cam, crate::handle::Kind::Camera)?;
         }
@@ -398,7 +436,7 @@ pub unsafe extern "C" fn nvcam_registry_stats(cam: u64, for_camera: *mut u32, to
 /// queue (NULL or ""), at `level` (`NVCAM_LOG_*`). Callable before `nvcam_init`.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_log_init(path: *const c_char, level: i32) -> i32 {
-    boundary("nvcam_log_init", 0, || {
+    boundary("nvcam_log_init", Ctx::Lib, || {
         let path = if path.is_null() { "" } else { c_str(path, "path")? };
         let lvl = logging::filter_from(level).ok_or_else(|| Error::arg(format!("log level {level} (0..5)")))?;
         logging::init(path, lvl).map_err(|m| Error::new(NVCAM_E_IO, m))
@@ -409,7 +447,7 @@ pub unsafe extern "C" fn nvcam_log_init(path: *const c_char, level: i32) -> i32 
 /// severe. Called from any thread, never with nvcam's locks held; cleared by `nvcam_shutdown`.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_log_set_callback(callback: nvcam_log_fn, user: *mut c_void, min_level: i32) -> i32 {
-    boundary("nvcam_log_set_callback", 0, || {
+    boundary("nvcam_log_set_callback", Ctx::Lib, || {
         let lvl = logging::filter_from(min_level).ok_or_else(|| Error::arg(format!("log level {min_level} (0..5)")))?;
         logging::set_callback(callback, user, lvl);
         Ok(())
@@ -417,27 +455,35 @@ pub unsafe extern "C" fn nvcam_log_set_callback(callback: nvcam_log_fn, user: *m
 }
 
 /// Pops the oldest queued log message (for hosts that poll, like LabVIEW): `*level` gets its
-/// level, `buf` its text, `*msg_len` its length in bytes, 0 when the queue is empty. The queue
-/// keeps the newest 1024 messages at the `nvcam_log_init` level (default warnings).
+/// level, `buf` its text, `*msg_len` its length in bytes, 0 when the queue is empty. A message that
+/// does not fit in `len` bytes (with its NUL) stays queued: the call returns
+/// `NVCAM_E_BUFFER_TOO_SMALL` with `*msg_len` set, so the host can grow its buffer and call again.
+/// The queue keeps the newest 1024 messages at the `nvcam_log_init` level (default warnings).
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_log_pop(level: *mut i32, buf: *mut c_char, len: i32, msg_len: *mut i32) -> i32 {
-    boundary("nvcam_log_pop", 0, || {
+    boundary("nvcam_log_pop", Ctx::Quiet, || {
         let lvl = out(level, "level")?;
         let n = out(msg_len, "msg_len")?;
         if buf.is_null() {
             return Err(Error::null("buf"));
         }
         logging::ensure_installed();
-        match logging::pop() {
-            Some((l, m)) => {
+        match logging::pop_if_fits(len.max(0) as usize) {
+            Ok(Some((l, m))) => {
                 *lvl = l;
                 *n = m.len() as i32;
                 write_text(buf, len, &m)
             }
-            None => {
+            Ok(None) => {
                 *lvl = 0;
                 *n = 0;
                 write_text(buf, len, "")
+            }
+            Err((l, needed)) => {
+                *lvl = l;
+                *n = needed as i32;
+                let _ = write_text(buf, len, "");
+                Err(Error::new(NVCAM_E_BUFFER_TOO_SMALL, format!("the next log message needs {} bytes", needed + 1)))
             }
         }
     })
@@ -448,7 +494,7 @@ pub unsafe extern "C" fn nvcam_log_pop(level: *mut i32, buf: *mut c_char, len: i
 /// device ordinal then is `NVCAM_E_NO_DEVICE`).
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_gpu_stats(device: i32, stats: *mut nvcam_gpu_stats) -> i32 {
-    boundary("nvcam_gpu_stats", 0, || {
+    boundary("nvcam_gpu_stats", Ctx::Lib, || {
         let s = sized_out(stats, "stats")?;
         let size = s.struct_size;
         *s = crate::gpu::gpu_stats(device)?;
@@ -463,7 +509,7 @@ pub unsafe extern "C" fn nvcam_gpu_stats(device: i32, stats: *mut nvcam_gpu_stat
 /// sooner, e.g. after closing cameras.
 #[no_mangle]
 pub extern "C" fn nvcam_gpu_drain(min_age_ms: u32) -> i32 {
-    boundary("nvcam_gpu_drain", 0, || {
+    boundary("nvcam_gpu_drain", Ctx::Lib, || {
         crate::gpu::deferred::drain(Duration::from_millis(min_age_ms as u64));
         Ok(())
     })

@@ -91,6 +91,19 @@ pub struct Input {
     pub ctx: ff::format::context::Input,
     pub irq: Arc<Interrupt>,
     pub video_index: usize,
+    /// A read whose deadline passed still returned a packet (FFmpeg flushes its parser on the
+    /// error): the stall is reported by the next read, without waiting a second stall period.
+    stalled: Option<Error>,
+}
+
+/// Bound on closing an input (RTSP sends TEARDOWN to a server that may be hung).
+const CLOSE_TIMEOUT: Duration = Duration::from_millis(1000);
+
+impl Drop for Input {
+    fn drop(&mut self) {
+        // Runs before the fields drop: the context closes under this deadline.
+        self.irq.arm(CLOSE_TIMEOUT);
+    }
 }
 
 static DEVICES: std::sync::Once = std::sync::Once::new();
@@ -158,7 +171,7 @@ pub fn open(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, timeo
             .best(ff::media::Type::Video)
             .map(|s| s.index())
             .ok_or_else(|| Error::new(NVCAM_E_UNSUPPORTED, format!("'{target}' has no video stream")))?;
-        Ok(Input { ctx, irq: irq.clone(), video_index })
+        Ok(Input { ctx, irq: irq.clone(), video_index, stalled: None })
     }
 }
 
@@ -180,6 +193,9 @@ unsafe fn dict_keys(d: *mut ffi::AVDictionary) -> Vec<String> {
 fn open_error(target: &str, r: c_int, irq: &Interrupt, timeout: Duration) -> Error {
     if irq.stopping() {
         return Error::new(NVCAM_E_CLOSED, "open aborted: camera closing");
+    }
+    if irq.kicked() {
+        return Error::new(NVCAM_E_IO, "open aborted: reconnect requested");
     }
     if irq.fired() {
         return Error::timeout(format!("timeout after {} ms opening '{}'", timeout.as_millis(), redact(target)));
@@ -237,13 +253,20 @@ pub enum Read {
 impl Input {
     /// Reads the next packet of the video stream, waiting at most `stall`.
     pub fn read_video(&mut self, stall: Duration) -> Result<Read> {
+        if let Some(e) = self.stalled.take() {
+            return Err(e);
+        }
         loop {
             let mut pkt = ff::Packet::empty();
             self.irq.arm(stall);
             let r = pkt.read(&mut self.ctx);
             self.irq.disarm();
+            if r.is_ok() && self.irq.fired() && !self.irq.stopping() && !self.irq.kicked() {
+                self.stalled = Some(Error::timeout(format!("stalled: no packet for {} ms", stall.as_millis())));
+            }
             match r {
                 Ok(()) if pkt.stream() == self.video_index => return Ok(Read::Packet(pkt)),
+                Ok(()) if self.stalled.is_some() => return Err(self.stalled.take().unwrap()),
                 Ok(()) => continue,
                 Err(ff::Error::Eof) => return Ok(Read::Eof),
                 Err(_) if self.irq.stopping() => return Err(Error::new(NVCAM_E_CLOSED, "read aborted: camera closing")),

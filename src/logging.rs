@@ -154,9 +154,15 @@ pub fn ensure_installed() {
     install();
 }
 
-/// Pops the oldest queued message.
-pub fn pop() -> Option<(i32, String)> {
-    SINKS.lock().queue.pop_front()
+/// Pops the oldest queued message if it fits in `cap` bytes with its NUL; otherwise leaves it
+/// queued and returns its level and length.
+pub fn pop_if_fits(cap: usize) -> Result<Option<(i32, String)>, (i32, usize)> {
+    let mut s = SINKS.lock();
+    match s.queue.front() {
+        None => Ok(None),
+        Some((l, m)) if m.len() >= cap => Err((*l, m.len())),
+        Some(_) => Ok(s.queue.pop_front()),
+    }
 }
 
 pub fn dropped() -> u64 {

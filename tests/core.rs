@@ -417,3 +417,25 @@ fn resolution_change_makes_new_pool_and_old_clones_keep_pixels() {
     release(first).unwrap();
     close(cam, 2000).unwrap();
 }
+
+#[test]
+fn open_ex_takes_ffmpeg_options_as_their_own_string() {
+    init();
+    let url = std::ffi::CString::new("testsrc://64x48@30").unwrap();
+    let bad = std::ffi::CString::new("no_such_option=1").unwrap();
+    let good = std::ffi::CString::new("probesize=32768").unwrap();
+    let o = options(0);
+    let mut cam = 0u64;
+    assert_eq!(unsafe { nvcam_camera_open_ex(url.as_ptr(), bad.as_ptr(), &o, &mut cam) }, NVCAM_E_BAD_OPTION);
+    assert!(last_error().contains("no_such_option"));
+    assert_eq!(unsafe { nvcam_camera_open_ex(url.as_ptr(), good.as_ptr(), &o, &mut cam) }, NVCAM_OK);
+    let f = get_frame(cam, 5000).unwrap();
+    // A failed frame call is recorded on the frame's camera too (LabVIEW reads it from any thread).
+    let mut tiny = [0u8; 4];
+    assert_eq!(unsafe { nvcam_frame_copy_nv12(f, tiny.as_mut_ptr(), 0, 4) }, NVCAM_E_BUFFER_TOO_SMALL);
+    let mut buf = vec![0u8; 512];
+    assert_eq!(unsafe { nvcam_camera_last_error(cam, buf.as_mut_ptr() as *mut _, 512) }, NVCAM_OK);
+    assert!(cstr(&buf).contains("nvcam_frame_copy_nv12"), "{}", cstr(&buf));
+    release(f).unwrap();
+    close(cam, 2000).unwrap();
+}

@@ -31,6 +31,7 @@
     X(nvcam_camera_last_error)                                                                     \
     X(nvcam_camera_options_init)                                                                   \
     X(nvcam_camera_open)                                                                           \
+    X(nvcam_camera_open_ex)                                                                        \
     X(nvcam_camera_close)                                                                          \
     X(nvcam_camera_reconnect)                                                                      \
     X(nvcam_camera_get_frame)                                                                      \

@@ -1,0 +1,319 @@
+// Header-only C++17 RAII wrapper over the nvcam C API (include/nvcam.h), for a library linked at
+// build time (-lnvcam). Every failed call throws nvcam::Error with the status code and the
+// library's message; destructors never throw (they release quietly: a handle already made stale
+// by a close or a shutdown is not an error there).
+//
+//   nvcam::Library lib;                                   // nvcam_init ... nvcam_shutdown
+//   auto cam = nvcam::Camera::open("testsrc://640x480@30", nvcam::Camera::Options().device(NVCAM_DEVICE_CPU));
+//   nvcam::Frame f = cam.get_frame(1000);                 // move-only; f.clone() for a 2nd handle
+//   std::vector<uint8_t> nv12 = f.copy_nv12();
+//
+// Frames and cameras are move-only: a handle is released exactly once, by whoever owns it last.
+// Objects are thread-compatible (one object, one thread at a time); the library itself is
+// thread-safe, so different objects may be used from different threads.
+#pragma once
+
+#include "nvcam.h"
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace nvcam {
+
+/// A failed nvcam call: code() is the NVCAM_E_* status, what() the library's message.
+class Error : public std::runtime_error {
+public:
+    Error(int32_t code, std::string name, const std::string& message)
+        : std::runtime_error(message), code_(code), name_(std::move(name)) {}
+    int32_t code() const noexcept { return code_; }
+    /// "NVCAM_E_STALE_HANDLE" etc.
+    const std::string& name() const noexcept { return name_; }
+
+private:
+    int32_t code_;
+    std::string name_;
+};
+
+namespace detail {
+
+inline std::string text(int32_t (*fn)(char*, int32_t)) {
+    std::vector<char> buf(4096);
+    while (fn(buf.data(), int32_t(buf.size())) == NVCAM_E_BUFFER_TOO_SMALL && buf.size() < (1u << 20))
+        buf.resize(buf.size() * 4);
+    return std::string(buf.data());
+}
+
+inline std::string status_text(int32_t code) {
+    std::vector<char> buf(512);
+    nvcam_status_text(code, buf.data(), int32_t(buf.size()));
+    return std::string(buf.data());
+}
+
+/// Builds the exception for a failed call; must run right after it, on the same thread
+/// (nvcam_last_error is per thread and any nvcam call resets it).
+[[noreturn]] inline void fail(int32_t code, const char* call) {
+    std::string msg = text(nvcam_last_error);
+    std::string st = status_text(code);
+    std::string name = st.substr(0, st.find(':'));
+    if (msg.empty()) msg = std::string(call) + ": " + st;
+    throw Error(code, name, msg);
+}
+
+inline void check(int32_t code, const char* call) {
+    if (code != NVCAM_OK) fail(code, call);
+}
+
+}  // namespace detail
+
+/// "NAME: description" of a status code.
+inline std::string status_text(int32_t code) { return detail::status_text(code); }
+
+/// The loaded library's version string.
+inline std::string version() {
+    std::vector<char> buf(256);
+    detail::check(nvcam_version_string(buf.data(), int32_t(buf.size())), "nvcam_version_string");
+    return std::string(buf.data());
+}
+
+/// Log to a file, to stderr ("-"), or only to the callback and the poll queue ("").
+inline void log_init(const std::string& path, int32_t level) {
+    detail::check(nvcam_log_init(path.c_str(), level), "nvcam_log_init");
+}
+
+struct LogMessage {
+    int32_t level;
+    std::string text;
+};
+
+/// The oldest queued log message, or nullopt when the queue is empty.
+inline std::optional<LogMessage> log_pop() {
+    std::vector<char> buf(4096);
+    int32_t level = 0, n = 0;
+    int32_t rc = nvcam_log_pop(&level, buf.data(), int32_t(buf.size()), &n);
+    if (rc != NVCAM_OK && rc != NVCAM_E_BUFFER_TOO_SMALL) detail::fail(rc, "nvcam_log_pop");
+    if (n == 0) return std::nullopt;
+    return LogMessage{level, std::string(buf.data())};
+}
+
+/// nvcam_init on construction, nvcam_shutdown on destruction (or shutdown()). Shutdown closes every
+/// camera and makes every handle stale, so let cameras and frames go out of scope first.
+class Library {
+public:
+    explicit Library(const nvcam_config_t* config = nullptr) {
+        detail::check(nvcam_init(config), "nvcam_init");
+        up_ = true;
+    }
+    ~Library() {
+        if (up_) nvcam_shutdown(5000);
+    }
+    Library(const Library&) = delete;
+    Library& operator=(const Library&) = delete;
+    Library(Library&& o) noexcept : up_(std::exchange(o.up_, false)) {}
+    Library& operator=(Library&& o) noexcept {
+        if (this != &o) {
+            if (up_) nvcam_shutdown(5000);
+            up_ = std::exchange(o.up_, false);
+        }
+        return *this;
+    }
+    /// Throws NVCAM_E_TIMEOUT if a thread was still running at the end.
+    void shutdown(uint32_t timeout_ms = 5000) {
+        up_ = false;
+        detail::check(nvcam_shutdown(timeout_ms), "nvcam_shutdown");
+    }
+
+private:
+    bool up_ = false;
+};
+
+/// One frame handle. Move-only; clone() makes a second handle to the same pixels.
+class Frame {
+public:
+    Frame() noexcept = default;
+    explicit Frame(uint64_t handle) noexcept : h_(handle) {}
+    ~Frame() { reset(); }
+    Frame(const Frame&) = delete;
+    Frame& operator=(const Frame&) = delete;
+    Frame(Frame&& o) noexcept : h_(std::exchange(o.h_, 0)) {}
+    Frame& operator=(Frame&& o) noexcept {
+        if (this != &o) {
+            reset();
+            h_ = std::exchange(o.h_, 0);
+        }
+        return *this;
+    }
+
+    uint64_t handle() const noexcept { return h_; }
+    explicit operator bool() const noexcept { return h_ != 0; }
+
+    nvcam_frame_info_t info() const {
+        nvcam_frame_info_t i{};
+        i.struct_size = sizeof i;
+        detail::check(nvcam_frame_info(h_, &i), "nvcam_frame_info");
+        return i;
+    }
+
+    /// Copies into dst (dst_pitch 0 = packed: Y rows then UV rows, width rounded up to even).
+    void copy_nv12(uint8_t* dst, uint64_t dst_pitch, uint64_t dst_size) const {
+        detail::check(nvcam_frame_copy_nv12(h_, dst, dst_pitch, dst_size), "nvcam_frame_copy_nv12");
+    }
+
+    /// The packed NV12 pixels (nv12_size bytes).
+    std::vector<uint8_t> copy_nv12() const {
+        std::vector<uint8_t> v(size_t(info().nv12_size));
+        copy_nv12(v.data(), 0, v.size());
+        return v;
+    }
+
+    /// A new handle to the same pixels; both must be released (destroyed).
+    Frame clone() const {
+        uint64_t c = 0;
+        detail::check(nvcam_frame_clone(h_, &c), "nvcam_frame_clone");
+        return Frame(c);
+    }
+
+    /// Releases the handle now and throws if the library refuses (stale, wrong type...).
+    void release() {
+        uint64_t h = std::exchange(h_, 0);
+        detail::check(nvcam_frame_release(h), "nvcam_frame_release");
+    }
+
+    /// Gives up ownership without releasing (the caller now owns the raw handle).
+    uint64_t detach() noexcept { return std::exchange(h_, 0); }
+
+private:
+    void reset() noexcept {
+        if (h_) nvcam_frame_release(std::exchange(h_, 0));
+    }
+    uint64_t h_ = 0;
+};
+
+/// An open camera. Move-only; closes on destruction.
+class Camera {
+public:
+    /// nvcam_camera_options with the library's defaults and chainable setters.
+    class Options {
+    public:
+        Options() {
+            detail::check(nvcam_camera_options_init(&o_), "nvcam_camera_options_init");
+        }
+        Options& flags(uint32_t v) { o_.flags = v; return *this; }
+        Options& device(int32_t v) { o_.device = v; return *this; }
+        Options& pool_slots(uint32_t v) { o_.pool_slots = v; return *this; }
+        Options& decoder(uint32_t v) { o_.decoder = v; return *this; }
+        Options& open_timeout_ms(uint32_t v) { o_.open_timeout_ms = v; return *this; }
+        Options& stall_timeout_ms(uint32_t v) { o_.stall_timeout_ms = v; return *this; }
+        Options& reconnect_ms(uint32_t min, uint32_t max) {
+            o_.reconnect_min_ms = min;
+            o_.reconnect_max_ms = max;
+            return *this;
+        }
+        Options& decode_threads(uint32_t v) { o_.decode_threads = v; return *this; }
+        /// "key=value;key=value" FFmpeg demuxer/protocol options.
+        Options& ffmpeg_options(std::string v) { ffmpeg_ = std::move(v); return *this; }
+
+        /// The C struct; valid while this Options lives and is not modified.
+        const nvcam_camera_options_t* get() {
+            o_.ffmpeg_options = ffmpeg_.empty() ? nullptr : ffmpeg_.c_str();
+            return &o_;
+        }
+
+    private:
+        nvcam_camera_options_t o_{};
+        std::string ffmpeg_;
+    };
+
+    Camera() noexcept = default;
+    explicit Camera(uint64_t handle) noexcept : h_(handle) {}
+    ~Camera() { reset(); }
+    Camera(const Camera&) = delete;
+    Camera& operator=(const Camera&) = delete;
+    Camera(Camera&& o) noexcept : h_(std::exchange(o.h_, 0)) {}
+    Camera& operator=(Camera&& o) noexcept {
+        if (this != &o) {
+            reset();
+            h_ = std::exchange(o.h_, 0);
+        }
+        return *this;
+    }
+
+    static Camera open(const std::string& url, Options options = Options()) {
+        uint64_t h = 0;
+        detail::check(nvcam_camera_open(url.c_str(), options.get(), &h), "nvcam_camera_open");
+        return Camera(h);
+    }
+
+    uint64_t handle() const noexcept { return h_; }
+    explicit operator bool() const noexcept { return h_ != 0; }
+
+    /// The newest frame not yet handed out; throws NVCAM_E_TIMEOUT if none came in time.
+    Frame get_frame(uint32_t timeout_ms) {
+        uint64_t f = 0;
+        detail::check(nvcam_camera_get_frame(h_, timeout_ms, &f), "nvcam_camera_get_frame");
+        return Frame(f);
+    }
+
+    /// Like get_frame, but nullopt on a timeout (other failures still throw).
+    std::optional<Frame> try_get_frame(uint32_t timeout_ms) {
+        uint64_t f = 0;
+        int32_t rc = nvcam_camera_get_frame(h_, timeout_ms, &f);
+        if (rc == NVCAM_E_TIMEOUT) return std::nullopt;
+        detail::check(rc, "nvcam_camera_get_frame");
+        return Frame(f);
+    }
+
+    nvcam_camera_stats_t stats() const {
+        nvcam_camera_stats_t s{};
+        s.struct_size = sizeof s;
+        detail::check(nvcam_camera_stats(h_, &s), "nvcam_camera_stats");
+        return s;
+    }
+
+    /// The camera's last error ("" if none), from its worker or a call on it.
+    std::string last_error() const {
+        std::vector<char> buf(4096);
+        detail::check(nvcam_camera_last_error(h_, buf.data(), int32_t(buf.size())), "nvcam_camera_last_error");
+        return std::string(buf.data());
+    }
+
+    void reconnect() { detail::check(nvcam_camera_reconnect(h_), "nvcam_camera_reconnect"); }
+
+    /// Invalidates every frame handle of this camera; returns how many.
+    uint32_t force_release_frames() {
+        uint32_t n = 0;
+        detail::check(nvcam_registry_force_release_owner(h_, &n), "nvcam_registry_force_release_owner");
+        return n;
+    }
+
+    /// Closes now and throws on failure (NVCAM_E_TIMEOUT: closed, but its thread outlived the wait).
+    void close(uint32_t timeout_ms = 5000) {
+        uint64_t h = std::exchange(h_, 0);
+        detail::check(nvcam_camera_close(h, timeout_ms), "nvcam_camera_close");
+    }
+
+private:
+    void reset() noexcept {
+        if (h_) nvcam_camera_close(std::exchange(h_, 0), 5000);
+    }
+    uint64_t h_ = 0;
+};
+
+/// NVCAM_STATE_* as text.
+inline const char* state_name(uint32_t state) noexcept {
+    switch (state) {
+        case NVCAM_STATE_CONNECTING: return "CONNECTING";
+        case NVCAM_STATE_STREAMING: return "STREAMING";
+        case NVCAM_STATE_STALLED: return "STALLED";
+        case NVCAM_STATE_RECONNECTING: return "RECONNECTING";
+        case NVCAM_STATE_CLOSED: return "CLOSED";
+        case NVCAM_STATE_FAILED: return "FAILED";
+        case NVCAM_STATE_ENDED: return "ENDED";
+        default: return "?";
+    }
+}
+
+}  // namespace nvcam

@@ -1,0 +1,827 @@
+"""ctypes binding for nvcam (no compiled extension).
+
+The C API lives in ``include/nvcam.h``; this module declares every function with its exact argument
+and result types, mirrors the four structs (their sizes are checked against the C sizes when the
+module loads), turns every non-zero status into :class:`NvcamError`, and adds a small Pythonic
+layer::
+
+    import nvcam
+    with nvcam.Library(), nvcam.Camera.open("testsrc://640x480@30", device=nvcam.DEVICE_CPU) as cam:
+        with cam.get_frame(1000) as frame:
+            print(frame.info.width, frame.info.height, frame.info.seq)
+            pixels = frame.to_numpy_nv12()   # numpy array if numpy is installed, else bytes
+        print(cam.stats())
+
+Finding the library (first hit wins): the ``NVCAM_LIB`` environment variable (a file path); a
+``libnvcam.so`` / ``nvcam.dll`` / ``libnvcam.dylib`` next to this file; ``target/release`` then
+``target/debug`` under the repository root (two levels up from this file); finally the bare name on
+the loader's search path.
+
+Calls run with the GIL released (ctypes.CDLL), so a thread blocked in :meth:`Camera.get_frame` does
+not stop other Python threads. ``nvcam_last_error`` is per OS thread, which is exactly what ctypes
+gives us: the message is read on the thread that made the failing call, right after it.
+"""
+
+import ctypes
+import os
+import sys
+import threading
+from ctypes import (
+    CFUNCTYPE,
+    POINTER,
+    Structure,
+    byref,
+    c_char,
+    c_char_p,
+    c_double,
+    c_int32,
+    c_int64,
+    c_uint8,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+    create_string_buffer,
+    sizeof,
+)
+
+try:  # optional: Frame.to_numpy_nv12 returns bytes without it
+    import numpy as _np
+except ImportError:  # pragma: no cover - depends on the environment
+    _np = None
+
+__all__ = [
+    "NvcamError",
+    "Library",
+    "Camera",
+    "Frame",
+    "FrameInfo",
+    "CameraOptions",
+    "CameraStats",
+    "Config",
+    "lib",
+    "library_path",
+    "version",
+    "abi_version",
+    "status_text",
+    "log_init",
+    "log_pop",
+    "set_log_callback",
+]
+
+# --------------------------------------------------------------------------------------------
+# Constants (mirrors of include/nvcam.h)
+# --------------------------------------------------------------------------------------------
+
+ABI_VERSION = 1
+
+OPEN_ASYNC = 1
+OPEN_LOOP = 2
+OPEN_LOSSLESS = 4
+OPEN_NO_PACING = 8
+OPEN_RELEASE_CLONES_ON_RECONNECT = 16
+
+DEVICE_CPU = -1
+
+DECODER_AUTO = 0
+DECODER_NVDEC = 1
+DECODER_FFMPEG_HW = 2
+DECODER_SOFTWARE = 3
+
+STATE_CONNECTING = 0
+STATE_STREAMING = 1
+STATE_STALLED = 2
+STATE_RECONNECTING = 3
+STATE_CLOSED = 4
+STATE_FAILED = 5
+STATE_ENDED = 6
+STATE_NAMES = {
+    STATE_CONNECTING: "CONNECTING",
+    STATE_STREAMING: "STREAMING",
+    STATE_STALLED: "STALLED",
+    STATE_RECONNECTING: "RECONNECTING",
+    STATE_CLOSED: "CLOSED",
+    STATE_FAILED: "FAILED",
+    STATE_ENDED: "ENDED",
+}
+
+MEMORY_HOST = 0
+MEMORY_DEVICE = 1
+
+FORMAT_NV12 = 0
+
+LOG_OFF = 0
+LOG_ERROR = 1
+LOG_WARN = 2
+LOG_INFO = 3
+LOG_DEBUG = 4
+LOG_TRACE = 5
+
+OK = 0
+E_NULL_POINTER = -8001
+E_INVALID_ARGUMENT = -8002
+E_BUFFER_TOO_SMALL = -8003
+E_STRUCT_SIZE = -8004
+E_NOT_INITIALIZED = -8005
+E_NULL_HANDLE = -8010
+E_INVALID_HANDLE = -8011
+E_WRONG_HANDLE_TYPE = -8012
+E_STALE_HANDLE = -8013
+E_CLOSED = -8014
+E_TIMEOUT = -8020
+E_IO = -8021
+E_AUTH = -8022
+E_UNSUPPORTED = -8023
+E_FFMPEG = -8024
+E_CUDA = -8025
+E_BAD_OPTION = -8026
+E_FAILED = -8027
+E_OUT_OF_MEMORY = -8030
+E_NO_DEVICE = -8031
+E_PANIC = -8040
+E_INTERNAL = -8041
+
+#: code -> "NVCAM_E_..." name, as the header spells it.
+STATUS_NAMES = {
+    value: "NVCAM_" + name
+    for name, value in list(globals().items())
+    if (name == "OK" or name.startswith("E_")) and isinstance(value, int)
+}
+
+# --------------------------------------------------------------------------------------------
+# Structs
+# --------------------------------------------------------------------------------------------
+
+
+class _Sized(Structure):
+    """A struct whose first field is ``struct_size``; it is set on construction."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.struct_size = sizeof(self)
+
+    def to_dict(self):
+        out = {}
+        for name, ctype in self._fields_:
+            if name in ("struct_size", "reserved") or name.startswith("_pad"):
+                continue
+            out[name] = getattr(self, name)
+        return out
+
+    def __repr__(self):
+        fields = ", ".join("%s=%r" % kv for kv in self.to_dict().items())
+        return "%s(%s)" % (type(self).__name__, fields)
+
+
+class Config(_Sized):
+    """``nvcam_config``: library settings for :class:`Library` (zero = default everywhere)."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("flags", c_uint32),
+        ("max_hw_decoders_per_device", c_uint32),
+        ("gpu_free_min_age_ms", c_uint32),
+        ("reserved", c_uint64 * 6),
+    ]
+
+
+class CameraOptions(_Sized):
+    """``nvcam_camera_options``; :meth:`Camera.open` fills one from keyword arguments."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("flags", c_uint32),
+        ("pool_slots", c_uint32),
+        ("device", c_int32),
+        ("decoder", c_uint32),
+        ("open_timeout_ms", c_uint32),
+        ("stall_timeout_ms", c_uint32),
+        ("reconnect_min_ms", c_uint32),
+        ("reconnect_max_ms", c_uint32),
+        ("decode_threads", c_uint32),
+        ("ffmpeg_options", c_char_p),
+        ("reserved", c_uint64 * 4),
+    ]
+
+
+class CameraStats(_Sized):
+    """``nvcam_camera_stats``."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("state", c_uint32),
+        ("frames_decoded", c_uint64),
+        ("frames_delivered", c_uint64),
+        ("frames_dropped", c_uint64),
+        ("frames_skipped", c_uint64),
+        ("reconnects", c_uint64),
+        ("pool_slots_total", c_uint32),
+        ("pool_slots_in_use", c_uint32),
+        ("bytes_held", c_uint64),
+        ("fps", c_double),
+        ("width", c_uint32),
+        ("height", c_uint32),
+        ("reconnect_attempt", c_uint32),
+        ("next_retry_ms", c_uint32),
+        ("stream_changes", c_uint32),
+        ("memory", c_uint32),
+        ("device", c_int32),
+        ("decoder", c_uint32),
+        ("last_error_code", c_int32),
+        ("_pad0", c_uint32),
+        ("live_handles", c_uint64),
+        ("reserved", c_uint64 * 4),
+    ]
+
+
+class FrameInfo(_Sized):
+    """``nvcam_frame_info``. ``y_ptr``/``uv_ptr`` are addresses (host or CUDA device, see
+    ``memory``), valid only while the frame handle (or a clone of it) is held."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("width", c_uint32),
+        ("height", c_uint32),
+        ("format", c_uint32),
+        ("memory", c_uint32),
+        ("device", c_int32),
+        ("pitch", c_uint64),
+        ("y_ptr", c_uint64),
+        ("uv_ptr", c_uint64),
+        ("nv12_size", c_uint64),
+        ("seq", c_uint64),
+        ("pts_us", c_int64),
+        ("wallclock_ns", c_uint64),
+        ("camera", c_uint64),
+        ("reserved", c_uint64 * 4),
+    ]
+
+    @property
+    def row_bytes(self):
+        """Bytes per row of a packed copy (``dst_pitch`` 0): the width rounded up to even."""
+        return (self.width + 1) // 2 * 2
+
+    @property
+    def rows(self):
+        """Rows of a packed NV12 copy: ``height`` luma rows, then ``(height + 1) // 2`` chroma rows."""
+        return self.height + (self.height + 1) // 2
+
+
+class GpuStats(_Sized):
+    """``nvcam_gpu_stats``: GPU counters of one device, or summed over all (``device`` -1)."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("device", c_int32),
+        ("device_count", c_uint32),
+        ("contexts", c_uint32),
+        ("hw_decoders", c_uint32),
+        ("upload_decoders", c_uint32),
+        ("device_allocs", c_uint64),
+        ("device_frees", c_uint64),
+        ("pinned_allocs", c_uint64),
+        ("pinned_frees", c_uint64),
+        ("syncs", c_uint64),
+        ("ready_waits", c_uint64),
+        ("hw_fallbacks", c_uint64),
+        ("frames_copied", c_uint64),
+        ("bytes_in_pools", c_uint64),
+        ("bytes_deferred", c_uint64),
+        ("deferred_buffers", c_uint64),
+        ("mem_free", c_uint64),
+        ("mem_total", c_uint64),
+        ("reserved", c_uint64 * 4),
+    ]
+
+
+# The C sizes (include/nvcam.h asserts the same numbers with _Static_assert on 64-bit targets).
+C_SIZES = {Config: 64, CameraOptions: 80, CameraStats: 152, FrameInfo: 120, GpuStats: 160}
+if sizeof(c_void_p) == 8:
+    for _t, _n in C_SIZES.items():
+        assert sizeof(_t) == _n, "%s is %d bytes, the C struct %d" % (_t.__name__, sizeof(_t), _n)
+
+LOG_FN = CFUNCTYPE(None, c_int32, c_char_p, c_void_p)
+
+# --------------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------------
+
+if sys.platform.startswith("win"):
+    _LIB_NAMES = ["nvcam.dll"]
+elif sys.platform == "darwin":
+    _LIB_NAMES = ["libnvcam.dylib"]
+else:
+    _LIB_NAMES = ["libnvcam.so"]
+
+
+def _candidates():
+    env = os.environ.get("NVCAM_LIB")
+    if env:
+        yield env
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    for n in _LIB_NAMES:
+        yield os.path.join(here, n)
+    root = os.path.dirname(os.path.dirname(here))
+    for profile in ("release", "debug"):
+        for n in _LIB_NAMES:
+            yield os.path.join(root, "target", profile, n)
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if os.environ.get("NVCAM_LIB") or os.path.isfile(path):
+            try:
+                return ctypes.CDLL(path), path
+            except OSError as e:
+                tried.append("%s (%s)" % (path, e))
+                if os.environ.get("NVCAM_LIB"):
+                    raise ImportError("NVCAM_LIB=%s could not be loaded: %s" % (path, e))
+        else:
+            tried.append("%s (not found)" % path)
+    for n in _LIB_NAMES:  # the loader's search path
+        try:
+            return ctypes.CDLL(n), n
+        except OSError as e:
+            tried.append("%s (%s)" % (n, e))
+    raise ImportError("nvcam library not found; set NVCAM_LIB. Tried: " + "; ".join(tried))
+
+
+lib, library_path = _load()
+
+_I32 = c_int32
+_P_U64 = POINTER(c_uint64)
+_P_U32 = POINTER(c_uint32)
+_P_I32 = POINTER(c_int32)
+_BUF = POINTER(c_char)  # caller-owned text buffers (c_char_p would be an immutable bytes object)
+
+# name: (restype, argtypes). Every function returns int32_t (a status code), except as noted.
+_PROTOTYPES = {
+    "nvcam_abi_version": (_I32, []),
+    "nvcam_version_string": (_I32, [_BUF, c_int32]),
+    "nvcam_init": (_I32, [POINTER(Config)]),
+    "nvcam_shutdown": (_I32, [c_uint32]),
+    "nvcam_status_text": (_I32, [c_int32, _BUF, c_int32]),
+    "nvcam_last_error": (_I32, [_BUF, c_int32]),
+    "nvcam_camera_last_error": (_I32, [c_uint64, _BUF, c_int32]),
+    "nvcam_camera_options_init": (_I32, [POINTER(CameraOptions)]),
+    "nvcam_camera_open": (_I32, [c_char_p, POINTER(CameraOptions), _P_U64]),
+    "nvcam_camera_open_ex": (_I32, [c_char_p, c_char_p, POINTER(CameraOptions), _P_U64]),
+    "nvcam_camera_close": (_I32, [c_uint64, c_uint32]),
+    "nvcam_camera_reconnect": (_I32, [c_uint64]),
+    "nvcam_camera_get_frame": (_I32, [c_uint64, c_uint32, _P_U64]),
+    "nvcam_camera_stats": (_I32, [c_uint64, POINTER(CameraStats)]),
+    "nvcam_frame_clone": (_I32, [c_uint64, _P_U64]),
+    "nvcam_frame_release": (_I32, [c_uint64]),
+    "nvcam_frame_info": (_I32, [c_uint64, POINTER(FrameInfo)]),
+    "nvcam_frame_copy_nv12": (_I32, [c_uint64, c_void_p, c_uint64, c_uint64]),
+    "nvcam_registry_force_release_owner": (_I32, [c_uint64, _P_U32]),
+    "nvcam_registry_stats": (_I32, [c_uint64, _P_U32, _P_U64]),
+    "nvcam_log_init": (_I32, [c_char_p, c_int32]),
+    "nvcam_log_set_callback": (_I32, [LOG_FN, c_void_p, c_int32]),
+    "nvcam_log_pop": (_I32, [_P_I32, _BUF, c_int32, _P_I32]),
+    "nvcam_gpu_stats": (_I32, [c_int32, POINTER(GpuStats)]),
+    "nvcam_gpu_drain": (_I32, [c_uint32]),
+}
+
+for _name, (_res, _args) in _PROTOTYPES.items():
+    _f = getattr(lib, _name)  # AttributeError here means the library is older than this binding
+    _f.restype = _res
+    _f.argtypes = _args
+
+if lib.nvcam_abi_version() != ABI_VERSION:
+    raise ImportError(
+        "%s has ABI version %d, this binding expects %d" % (library_path, lib.nvcam_abi_version(), ABI_VERSION)
+    )
+
+# --------------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------------
+
+_TEXT_LEN = 4096
+
+
+def _text(fn, *args):
+    """Calls a ``(…, char *buf, int32_t len)`` function, growing the buffer if it was too small."""
+    n = _TEXT_LEN
+    while True:
+        buf = create_string_buffer(n)
+        rc = fn(*args, buf, n)
+        if rc == E_BUFFER_TOO_SMALL and n < (1 << 20):
+            n *= 4
+            continue
+        return rc, buf.value.decode("utf-8", "replace")
+
+
+def status_text(code):
+    """``"NAME: description"`` of a status code (``nvcam_status_text``)."""
+    return _text(lib.nvcam_status_text, int(code))[1]
+
+
+class NvcamError(Exception):
+    """A failed nvcam call: ``code`` (negative, -8999..-8000), ``name`` (``NVCAM_E_…``) and
+    ``message`` (the library's text for this failure, from ``nvcam_last_error``)."""
+
+    def __init__(self, code, name, message):
+        super().__init__(code, name, message)
+        self.code = code
+        self.name = name
+        self.message = message
+
+    def __str__(self):
+        if self.message.startswith(self.name + ":"):  # the library's text already names the code
+            return "%s (%d)" % (self.message, self.code)
+        return "%s (%d): %s" % (self.name, self.code, self.message)
+
+
+def _error(code, call=None):
+    # Read the thread's last error first: any other nvcam call (status_text included) clears it.
+    msg = _text(lib.nvcam_last_error)[1]
+    name = STATUS_NAMES.get(code)
+    if name is None:
+        name = status_text(code).split(":", 1)[0]
+    if not msg:
+        msg = status_text(code)
+        if call:
+            msg = "%s: %s" % (call, msg)
+    return NvcamError(code, name, msg)
+
+
+def _check(code, call=None):
+    if code != OK:
+        raise _error(code, call)
+
+
+# --------------------------------------------------------------------------------------------
+# Library-wide functions
+# --------------------------------------------------------------------------------------------
+
+
+def abi_version():
+    return lib.nvcam_abi_version()
+
+
+def version():
+    """The loaded library's version string, e.g. ``"nvcam 0.1.0 (abi 1)"``."""
+    rc, text = _text(lib.nvcam_version_string)
+    _check(rc, "nvcam_version_string")
+    return text
+
+
+def log_init(path=None, level=LOG_WARN):
+    """Log to a file, to stderr (``"-"``), or only to the callback and the poll queue (None)."""
+    _check(lib.nvcam_log_init(path.encode() if path else None, level), "nvcam_log_init")
+
+
+def log_pop():
+    """The oldest queued log message as ``(level, text)``, or None when the queue is empty."""
+    level, n = c_int32(0), c_int32(0)
+    size = _TEXT_LEN
+    while True:
+        buf = create_string_buffer(size)
+        rc = lib.nvcam_log_pop(byref(level), buf, size, byref(n))
+        if rc == E_BUFFER_TOO_SMALL:
+            # The message stays queued; n says how long it is. Grow and ask again.
+            size = n.value + 1
+            continue
+        _check(rc, "nvcam_log_pop")
+        if n.value == 0:
+            return None
+        return level.value, buf.value.decode("utf-8", "replace")
+
+
+def log_drain(limit=10000):
+    """The queued log messages, oldest first (at most ``limit``: busy cameras keep logging)."""
+    out = []
+    while len(out) < limit:
+        m = log_pop()
+        if m is None:
+            break
+        out.append(m)
+    return out
+
+
+_callback_lock = threading.Lock()
+_callback_keepalive = None
+# Every trampoline ever installed stays alive: a worker thread may be inside the old callback when
+# nvcam_log_set_callback replaces it (the library calls it without holding its locks).
+_callback_graveyard = []
+
+
+def set_log_callback(fn, min_level=LOG_WARN):
+    """Calls ``fn(level, text)`` for every message at ``min_level`` or more severe, from any thread
+    (nvcam's worker threads included). ``None`` clears it. Exceptions in ``fn`` are swallowed: they
+    cannot cross the C boundary. Prefer :func:`log_pop` where polling is easy."""
+    global _callback_keepalive
+    with _callback_lock:
+        if fn is None:
+            _check(lib.nvcam_log_set_callback(LOG_FN(), None, min_level), "nvcam_log_set_callback")
+            _callback_keepalive = None
+            return
+
+        def trampoline(level, message, _user):
+            try:
+                fn(level, message.decode("utf-8", "replace") if message else "")
+            except Exception:  # noqa: BLE001 - nothing may propagate into C
+                pass
+
+        cb = LOG_FN(trampoline)
+        _callback_graveyard.append(cb)  # the C side keeps the pointer: so must we
+        _check(lib.nvcam_log_set_callback(cb, None, min_level), "nvcam_log_set_callback")
+        _callback_keepalive = cb
+
+
+def _clear_callback_at_exit():
+    # Worker threads must not call into a finalizing interpreter.
+    if _callback_keepalive is not None:
+        try:
+            lib.nvcam_log_set_callback(LOG_FN(), None, LOG_OFF)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+import atexit  # noqa: E402
+
+atexit.register(_clear_callback_at_exit)
+
+
+def registry_stats(camera=0):
+    """``(handles of camera, handles of all cameras)`` the host holds now."""
+    cam = camera.handle if isinstance(camera, Camera) else int(camera)
+    per, total = c_uint32(0), c_uint64(0)
+    _check(lib.nvcam_registry_stats(cam, byref(per), byref(total)), "nvcam_registry_stats")
+    return per.value, total.value
+
+
+# --------------------------------------------------------------------------------------------
+# Pythonic layer
+# --------------------------------------------------------------------------------------------
+
+
+def gpu_stats(device=-1):
+    """GPU counters as a dict (``device`` -1: all devices; works without a GPU: device_count 0)."""
+    s = GpuStats()
+    _check(lib.nvcam_gpu_stats(device, byref(s)), "nvcam_gpu_stats")
+    return s.to_dict()
+
+
+def gpu_drain(min_age_ms=0):
+    """Frees deferred GPU buffers whose events completed and that are at least this old."""
+    _check(lib.nvcam_gpu_drain(min_age_ms), "nvcam_gpu_drain")
+
+
+class Library:
+    """``nvcam_init`` on construction, ``nvcam_shutdown`` on :meth:`shutdown` or leaving a ``with``
+    block. Shutdown closes every camera and makes every handle stale (``NVCAM_E_STALE_HANDLE``)."""
+
+    def __init__(self, config=None, log_level=None, log_path=None, **config_fields):
+        if log_level is not None or log_path is not None:
+            log_init(log_path, LOG_WARN if log_level is None else log_level)
+        if config is None and config_fields:
+            config = Config(**config_fields)
+        _check(lib.nvcam_init(byref(config) if config is not None else None), "nvcam_init")
+        self._up = True
+
+    def shutdown(self, timeout_ms=5000):
+        """Raises ``NVCAM_E_TIMEOUT`` if a thread was still running at the end."""
+        self._up = False
+        _check(lib.nvcam_shutdown(timeout_ms), "nvcam_shutdown")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._up:
+            self.shutdown()
+        return False
+
+    @staticmethod
+    def version():
+        return version()
+
+
+class Frame:
+    """One frame handle. Release it (or leave its ``with`` block) as soon as you are done: while
+    held, its pool slot cannot be reused. :meth:`release` always calls the library, so a second
+    release raises ``NVCAM_E_STALE_HANDLE`` (-8013); garbage collection releases a frame nobody
+    released, quietly."""
+
+    __slots__ = ("handle", "_released", "_info", "_camera")
+
+    def __init__(self, handle, camera=None):
+        self.handle = int(handle)
+        self._released = False
+        self._info = None
+        # Keeps the Camera object (whose garbage collection closes it) alive while its frames are.
+        self._camera = camera
+
+    @property
+    def info(self):
+        """The frame's :class:`FrameInfo` (read once, then cached: it never changes)."""
+        if self._info is None:
+            i = FrameInfo()
+            _check(lib.nvcam_frame_info(self.handle, byref(i)), "nvcam_frame_info")
+            self._info = i
+        return self._info
+
+    def copy_nv12(self, dst_pitch=0):
+        """The pixels as packed NV12 ``bytes`` (``dst_pitch`` 0: rows of ``info.row_bytes``)."""
+        info = self.info
+        pitch = dst_pitch or info.row_bytes
+        size = pitch * info.rows
+        buf = (c_uint8 * size)()
+        _check(lib.nvcam_frame_copy_nv12(self.handle, buf, dst_pitch, size), "nvcam_frame_copy_nv12")
+        return bytes(buf)
+
+    def copy_nv12_into(self, buffer, dst_pitch=0):
+        """Copies into a writable buffer (bytearray, numpy array, memoryview) of at least
+        ``pitch * info.rows`` bytes; no allocation per frame."""
+        mv = memoryview(buffer).cast("B")
+        if mv.readonly:
+            raise ValueError("buffer is read-only")
+        addr = ctypes.addressof((c_char * len(mv)).from_buffer(mv)) if len(mv) else None
+        _check(lib.nvcam_frame_copy_nv12(self.handle, addr, dst_pitch, len(mv)), "nvcam_frame_copy_nv12")
+
+    def to_numpy_nv12(self):
+        """A copy of the pixels: with numpy a ``uint8`` array of shape ``(rows, row_bytes)`` (luma
+        rows ``[:height, :width]``, interleaved UV rows ``[height:]``); without numpy, ``bytes``."""
+        if _np is None:
+            return self.copy_nv12()
+        info = self.info
+        a = _np.empty((info.rows, info.row_bytes), dtype=_np.uint8)
+        self.copy_nv12_into(a)
+        return a
+
+    def to_numpy_y(self):
+        """The luma plane as a ``(height, width)`` uint8 array (numpy required)."""
+        if _np is None:
+            raise RuntimeError("numpy is not installed")
+        info = self.info
+        return self.to_numpy_nv12()[: info.height, : info.width]
+
+    def clone(self):
+        """A new handle to the same pixels (release both)."""
+        out = c_uint64(0)
+        _check(lib.nvcam_frame_clone(self.handle, byref(out)), "nvcam_frame_clone")
+        return Frame(out.value, self._camera)
+
+    def release(self):
+        """Releases this handle; calling it again raises ``NvcamError`` with ``NVCAM_E_STALE_HANDLE``."""
+        self._released = True
+        _check(lib.nvcam_frame_release(self.handle), "nvcam_frame_release")
+
+    @property
+    def released(self):
+        return self._released
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if not self._released:
+            self._released = True
+            code = lib.nvcam_frame_release(self.handle)
+            # Shutdown or a camera close may have invalidated it already: not an error here.
+            if code not in (OK, E_STALE_HANDLE) and exc[0] is None:
+                raise _error(code, "nvcam_frame_release")
+        return False
+
+    def __del__(self):
+        try:
+            if not self._released and not sys.is_finalizing():
+                self._released = True
+                lib.nvcam_frame_release(self.handle)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def __repr__(self):
+        return "Frame(0x%016x%s)" % (self.handle, ", released" if self._released else "")
+
+
+class Camera:
+    """An open camera. Use :meth:`open`; close with :meth:`close` or a ``with`` block."""
+
+    def __init__(self, handle):
+        self.handle = int(handle)
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        url,
+        device=DEVICE_CPU,
+        flags=0,
+        ffmpeg_options=None,
+        pool_slots=4,
+        decoder=DECODER_AUTO,
+        open_timeout_ms=0,
+        stall_timeout_ms=0,
+        reconnect_min_ms=0,
+        reconnect_max_ms=0,
+        decode_threads=0,
+    ):
+        """Opens ``url`` (``rtsp://…``, another FFmpeg URL, a file path, ``testsrc://WxH@FPS``).
+        Zero timeouts mean the library's defaults. ``ffmpeg_options`` is ``"k=v;k=v"`` or a dict."""
+        o = CameraOptions()
+        _check(lib.nvcam_camera_options_init(byref(o)), "nvcam_camera_options_init")
+        o.flags = flags
+        o.device = device
+        o.pool_slots = pool_slots
+        o.decoder = decoder
+        o.open_timeout_ms = open_timeout_ms
+        o.stall_timeout_ms = stall_timeout_ms
+        o.reconnect_min_ms = reconnect_min_ms
+        o.reconnect_max_ms = reconnect_max_ms
+        o.decode_threads = decode_threads
+        if isinstance(ffmpeg_options, dict):
+            ffmpeg_options = ";".join("%s=%s" % kv for kv in ffmpeg_options.items())
+        opts_bytes = ffmpeg_options.encode() if ffmpeg_options else None
+        o.ffmpeg_options = opts_bytes  # kept alive by opts_bytes until the call returns
+        out = c_uint64(0)
+        _check(lib.nvcam_camera_open(str(url).encode(), byref(o), byref(out)), "nvcam_camera_open")
+        return cls(out.value)
+
+    def get_frame(self, timeout_ms=1000):
+        """The newest frame not yet handed out; raises ``NVCAM_E_TIMEOUT`` if none came in time."""
+        out = c_uint64(0)
+        _check(lib.nvcam_camera_get_frame(self.handle, timeout_ms, byref(out)), "nvcam_camera_get_frame")
+        return Frame(out.value, self)
+
+    def try_get_frame(self, timeout_ms=1000):
+        """Like :meth:`get_frame`, but None on a timeout."""
+        try:
+            return self.get_frame(timeout_ms)
+        except NvcamError as e:
+            if e.code == E_TIMEOUT:
+                return None
+            raise
+
+    def stats_struct(self):
+        s = CameraStats()
+        _check(lib.nvcam_camera_stats(self.handle, byref(s)), "nvcam_camera_stats")
+        return s
+
+    def stats(self):
+        """The camera's counters and state as a dict (``state_name`` added)."""
+        d = self.stats_struct().to_dict()
+        d["state_name"] = STATE_NAMES.get(d["state"], str(d["state"]))
+        return d
+
+    def last_error(self):
+        """The camera's last error text ("" if none), from its worker or from a call on it."""
+        rc, text = _text(lib.nvcam_camera_last_error, self.handle)
+        _check(rc, "nvcam_camera_last_error")
+        return text
+
+    def reconnect(self):
+        _check(lib.nvcam_camera_reconnect(self.handle), "nvcam_camera_reconnect")
+
+    def force_release_frames(self):
+        """Invalidates every frame handle of this camera; returns how many."""
+        n = c_uint32(0)
+        _check(lib.nvcam_registry_force_release_owner(self.handle, byref(n)), "nvcam_registry_force_release_owner")
+        return n.value
+
+    def close(self, timeout_ms=5000):
+        """Closes the camera and invalidates its frames. A second close raises
+        ``NVCAM_E_STALE_HANDLE`` like any call on a closed camera."""
+        self._closed = True
+        _check(lib.nvcam_camera_close(self.handle, timeout_ms), "nvcam_camera_close")
+
+    @property
+    def closed(self):
+        return self._closed
+
+    def __iter__(self):
+        """Frames forever (1 s timeout each, retried); stops when the camera fails, ends or closes."""
+        while True:
+            try:
+                yield self.get_frame(1000)
+            except NvcamError as e:
+                if e.code == E_TIMEOUT:
+                    continue
+                if e.code in (E_FAILED, E_CLOSED, E_STALE_HANDLE):
+                    return
+                raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if not self._closed:
+            self._closed = True
+            code = lib.nvcam_camera_close(self.handle, 5000)
+            if code not in (OK, E_STALE_HANDLE) and exc[0] is None:
+                raise _error(code, "nvcam_camera_close")
+        return False
+
+    def __del__(self):
+        try:
+            if not self._closed and not sys.is_finalizing():
+                self._closed = True
+                lib.nvcam_camera_close(self.handle, 1000)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def __repr__(self):
+        return "Camera(0x%016x%s)" % (self.handle, ", closed" if self._closed else "")

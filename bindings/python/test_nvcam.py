@@ -1,0 +1,291 @@
+"""Tests of the ctypes binding against the real library (stdlib unittest only).
+
+    NVCAM_LIB=target/release/libnvcam.so python3 bindings/python/test_nvcam.py
+
+`cargo test --test bindings` runs this with NVCAM_LIB pointing at the cdylib it just built.
+Every camera here is the built-in test pattern on the CPU, so no network and no GPU are needed.
+"""
+
+import ctypes
+import os
+import re
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import nvcam  # noqa: E402
+
+URL = "testsrc://64x48@30"
+
+
+def open_cam(url=URL, **kw):
+    kw.setdefault("device", nvcam.DEVICE_CPU)
+    return nvcam.Camera.open(url, **kw)
+
+
+class NvcamTest(unittest.TestCase):
+    def setUp(self):
+        nvcam.Library()  # a no-op while initialized; re-initializes after the shutdown test
+
+    def assertNvcamError(self, code, fn, *args, **kw):
+        with self.assertRaises(nvcam.NvcamError) as cm:
+            fn(*args, **kw)
+        e = cm.exception
+        self.assertEqual(e.code, code, str(e))
+        self.assertEqual(e.name, nvcam.STATUS_NAMES[code])
+        self.assertTrue(e.message, "an error carries the library's message")
+        self.assertIn(e.name, str(e))
+        return e
+
+    def test_struct_sizes_match_c(self):
+        self.assertEqual(ctypes.sizeof(nvcam.Config), 64)
+        self.assertEqual(ctypes.sizeof(nvcam.CameraOptions), 80)
+        self.assertEqual(ctypes.sizeof(nvcam.CameraStats), 152)
+        self.assertEqual(ctypes.sizeof(nvcam.FrameInfo), 120)
+        for t in (nvcam.Config, nvcam.CameraOptions, nvcam.CameraStats, nvcam.FrameInfo):
+            self.assertEqual(t().struct_size, ctypes.sizeof(t), t.__name__)
+        # The library's own defaults come back with the same struct_size.
+        o = nvcam.CameraOptions()
+        o.struct_size = 0
+        self.assertEqual(nvcam.lib.nvcam_camera_options_init(ctypes.byref(o)), nvcam.OK)
+        self.assertEqual(o.struct_size, 80)
+
+    def test_binding_matches_the_header(self):
+        header = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include", "nvcam.h")
+        if not os.path.isfile(header):
+            self.skipTest("include/nvcam.h not found (installed binding)")
+        text = open(header).read()
+        # Every exported function is declared, and nothing else.
+        functions = set(re.findall(r"^int32_t (nvcam_\w+)\(", text, re.M))
+        self.assertEqual(functions, set(nvcam._PROTOTYPES))
+        # Every numeric #define has the same value here.
+        defines = re.findall(r"^#define NVCAM_(\w+) (-?\d+)$", text, re.M)
+        self.assertGreater(len(defines), 40)
+        for name, value in defines:
+            self.assertEqual(getattr(nvcam, name), int(value), name)
+        # Every struct has the same fields in the same order.
+        structs = {
+            "nvcam_config_t": nvcam.Config,
+            "nvcam_camera_options_t": nvcam.CameraOptions,
+            "nvcam_camera_stats_t": nvcam.CameraStats,
+            "nvcam_frame_info_t": nvcam.FrameInfo,
+            "nvcam_gpu_stats_t": nvcam.GpuStats,
+        }
+        for body, cname in re.findall(r"typedef struct \{(.*?)\} (\w+);", text, re.S):
+            body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+            fields = re.findall(r"^\s+[\w\s\*]+?\**(\w+)(?:\[\d+\])?;", body, re.M)
+            self.assertIn(cname, structs)
+            self.assertEqual(fields, [f[0] for f in structs[cname]._fields_], cname)
+
+    def test_gpu_stats_answer_with_or_without_a_gpu(self):
+        s = nvcam.gpu_stats(-1)
+        self.assertEqual(s["struct_size"], 160)
+        self.assertGreaterEqual(s["device_count"], 0)
+        nvcam.gpu_drain(0)
+
+    def test_version_and_status_text(self):
+        self.assertEqual(nvcam.abi_version(), nvcam.ABI_VERSION)
+        self.assertTrue(nvcam.version().startswith("nvcam "), nvcam.version())
+        for code, name in nvcam.STATUS_NAMES.items():
+            self.assertTrue(nvcam.status_text(code).startswith(name + ":"), (code, name))
+        self.assertIn("unknown", nvcam.status_text(-8999))
+
+    def test_open_testsrc_and_get_frames(self):
+        with open_cam() as cam:
+            seqs = []
+            for _ in range(5):
+                with cam.get_frame(2000) as f:
+                    i = f.info
+                    self.assertEqual((i.width, i.height), (64, 48))
+                    self.assertEqual(i.format, nvcam.FORMAT_NV12)
+                    self.assertEqual(i.memory, nvcam.MEMORY_HOST)
+                    self.assertEqual(i.device, -1)
+                    self.assertEqual(i.nv12_size, 64 * 48 * 3 // 2)
+                    self.assertEqual(i.camera, cam.handle)
+                    self.assertGreaterEqual(i.pitch, 64)
+                    self.assertNotEqual(i.y_ptr, 0)
+                    self.assertEqual(i.uv_ptr - i.y_ptr, i.pitch * 48)
+                    px = f.to_numpy_nv12()
+                    if nvcam._np is None:
+                        self.assertIsInstance(px, bytes)
+                        self.assertEqual(len(px), i.nv12_size)
+                    else:
+                        self.assertEqual(px.shape, (72, 64))
+                    # The luma plane read in place equals the packed copy's first rows.
+                    raw = ctypes.string_at(i.y_ptr, 64)
+                    self.assertEqual(bytes(f.copy_nv12()[:64]), raw)
+                    seqs.append(i.seq)
+            self.assertEqual(seqs, sorted(seqs))
+            self.assertEqual(len(set(seqs)), 5, "every get_frame hands out a new frame")
+            s = cam.stats()
+            self.assertEqual(s["state"], nvcam.STATE_STREAMING)
+            self.assertEqual(s["state_name"], "STREAMING")
+            self.assertEqual((s["width"], s["height"]), (64, 48))
+            self.assertEqual(s["frames_delivered"], 5)
+            self.assertGreaterEqual(s["frames_decoded"], 5)
+            self.assertEqual(s["device"], -1)
+            self.assertEqual(s["live_handles"], 0)
+            self.assertEqual(s["pool_slots_total"], 4)
+            self.assertNotIn("reserved", s)
+            self.assertEqual(cam.last_error(), "")
+
+    def test_copy_into_caller_buffer_with_pitch(self):
+        with open_cam() as cam, cam.get_frame(2000) as f:
+            packed = f.copy_nv12()
+            buf = bytearray(80 * 72)
+            f.copy_nv12_into(buf, dst_pitch=80)
+            for row in range(72):
+                self.assertEqual(buf[row * 80 : row * 80 + 64], packed[row * 64 : row * 64 + 64])
+            e = self.assertNvcamError(nvcam.E_BUFFER_TOO_SMALL, f.copy_nv12_into, bytearray(100))
+            self.assertIn("nvcam_frame_copy_nv12", e.message)
+
+    def test_clone_outlives_original(self):
+        with open_cam() as cam:
+            f = cam.get_frame(2000)
+            c = f.clone()
+            self.assertNotEqual(c.handle, f.handle)
+            self.assertEqual(nvcam.registry_stats(cam), (2, nvcam.registry_stats()[1]))
+            self.assertEqual(cam.stats()["live_handles"], 2)
+            before = f.copy_nv12()
+            seq = f.info.seq
+            f.release()
+            for _ in range(6):  # more frames than the pool has slots: the clone's slot is kept
+                cam.get_frame(2000).release()
+            self.assertEqual(c.info.seq, seq)
+            self.assertEqual(c.copy_nv12(), before)
+            c.release()
+            self.assertEqual(nvcam.registry_stats(cam)[0], 0)
+
+    def test_double_release_raises_stale_handle(self):
+        with open_cam() as cam:
+            f = cam.get_frame(2000)
+            f.release()
+            e = self.assertNvcamError(-8013, f.release)
+            self.assertEqual(e.name, "NVCAM_E_STALE_HANDLE")
+            self.assertIn("nvcam_frame_release", e.message)
+            self.assertNvcamError(nvcam.E_STALE_HANDLE, lambda: f.info)
+            self.assertNvcamError(nvcam.E_STALE_HANDLE, f.clone)
+            with f:  # leaving a with block after an explicit release is not an error
+                pass
+            # The camera is unharmed.
+            cam.get_frame(2000).release()
+
+    def test_bad_handles_raise_never_crash(self):
+        with open_cam() as cam:
+            self.assertNvcamError(nvcam.E_NULL_HANDLE, nvcam.Frame(0).release)
+            self.assertNvcamError(nvcam.E_INVALID_HANDLE, nvcam.Frame(0x1234).release)
+            self.assertNvcamError(nvcam.E_WRONG_HANDLE_TYPE, nvcam.Frame(cam.handle).release)
+            with cam.get_frame(2000) as f:
+                not_a_camera = nvcam.Camera(f.handle)
+                not_a_camera._closed = True  # keep its __del__ from closing a frame handle
+                self.assertNvcamError(nvcam.E_WRONG_HANDLE_TYPE, not_a_camera.stats)
+                # A NULL out-pointer is an error code too.
+                rc = nvcam.lib.nvcam_frame_info(f.handle, None)
+                self.assertEqual(rc, nvcam.E_NULL_POINTER)
+                # So is a struct_size too small for the struct.
+                i = nvcam.FrameInfo()
+                i.struct_size = 16
+                self.assertEqual(nvcam.lib.nvcam_frame_info(f.handle, ctypes.byref(i)), nvcam.E_STRUCT_SIZE)
+
+    def test_bad_url_raises_with_message(self):
+        e = self.assertNvcamError(nvcam.E_UNSUPPORTED, open_cam, "nosuch://camera")
+        self.assertIn("scheme", e.message)
+        e = self.assertNvcamError(nvcam.E_INVALID_ARGUMENT, open_cam, "testsrc://axb")
+        self.assertIn("testsrc", e.message)
+        e = self.assertNvcamError(nvcam.E_IO, open_cam, "/no/such/file.mp4")
+        self.assertIn("file.mp4", e.message)
+        e = self.assertNvcamError(nvcam.E_INVALID_ARGUMENT, open_cam, URL, device=-7)
+        self.assertIn("device", e.message)
+        self.assertEqual(nvcam.registry_stats()[1], 0, "a failed open leaves nothing behind")
+
+    def test_failed_call_is_in_the_log_queue(self):
+        nvcam.log_drain()
+        with self.assertRaises(nvcam.NvcamError):
+            open_cam("nosuch://camera")
+        msgs = nvcam.log_drain()
+        self.assertTrue(
+            any(lvl <= nvcam.LOG_WARN and "nosuch" in text for lvl, text in msgs),
+            msgs,
+        )
+        self.assertIsNone(nvcam.log_pop())
+
+    def test_timeout_and_try_get_frame(self):
+        with open_cam("testsrc://64x48@1") as cam:
+            cam.get_frame(3000).release()
+            t = time.monotonic()
+            e = self.assertNvcamError(nvcam.E_TIMEOUT, cam.get_frame, 50)
+            self.assertLess(time.monotonic() - t, 0.9)
+            self.assertIn("nvcam_camera_get_frame", e.message)
+            self.assertIsNone(cam.try_get_frame(10))
+
+    def test_reconnect_keeps_frames(self):
+        with open_cam() as cam:
+            f = cam.get_frame(2000)
+            px = f.copy_nv12()
+            cam.reconnect()
+            g = cam.get_frame(3000)
+            self.assertEqual(f.copy_nv12(), px)
+            f.release()
+            g.release()
+            deadline = time.monotonic() + 5
+            while cam.stats()["reconnects"] < 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.assertGreaterEqual(cam.stats()["reconnects"], 1)
+            cam.get_frame(3000).release()
+
+    def test_close_invalidates_frames_and_camera(self):
+        cam = open_cam()
+        f = cam.get_frame(2000)
+        cam.close()
+        self.assertNvcamError(nvcam.E_STALE_HANDLE, f.release)
+        self.assertNvcamError(nvcam.E_STALE_HANDLE, cam.stats)
+        self.assertNvcamError(nvcam.E_STALE_HANDLE, cam.close)
+        with cam:  # leaving a with block on a closed camera is fine
+            pass
+
+    def test_frame_keeps_its_camera_open(self):
+        f = open_cam().get_frame(2000)  # the Camera object is unreferenced but for the frame
+        self.assertEqual(len(f.copy_nv12()), f.info.nv12_size)
+        c = f.clone()
+        f.release()
+        self.assertEqual(len(c.copy_nv12()), c.info.nv12_size)
+        cam = c._camera
+        c.release()
+        cam.close()
+
+    def test_iterate_camera(self):
+        with open_cam() as cam:
+            seen = 0
+            for f in cam:
+                with f:
+                    seen += 1
+                if seen == 3:
+                    break
+            self.assertEqual(seen, 3)
+
+    def test_zz_shutdown_invalidates_handles(self):
+        # Named to run last; setUp re-initializes for any test that comes after anyway.
+        lib = nvcam.Library()
+        cam = open_cam()
+        f = cam.get_frame(2000)
+        c = f.clone()
+        lib.shutdown()
+        self.assertNvcamError(nvcam.E_STALE_HANDLE, f.release)
+        self.assertNvcamError(nvcam.E_STALE_HANDLE, c.release)
+        with self.assertRaises(nvcam.NvcamError) as cm:
+            cam.stats()
+        self.assertIn(cm.exception.code, (nvcam.E_STALE_HANDLE, nvcam.E_NOT_INITIALIZED))
+        self.assertNvcamError(nvcam.E_NOT_INITIALIZED, open_cam)
+        with nvcam.Library():  # a fresh session: old handles stay stale
+            self.assertNvcamError(nvcam.E_STALE_HANDLE, f.release)
+            with self.assertRaises(nvcam.NvcamError):
+                cam.stats()
+            with open_cam() as cam2, cam2.get_frame(2000):
+                pass
+        cam._closed = True
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

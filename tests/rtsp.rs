@@ -1,0 +1,756 @@
+//! Cameras against a real RTSP server on loopback (issue 3): reconnect storms, hung and silent
+//! servers, stream changes, many cameras, bad URLs, authentication, UDP.
+//!
+//! The tests call the library through its exported C functions, as a host does, and decode on
+//! the CPU. They run one at a time (a lock), so CPU-bound measurements do not disturb each other
+//! and thread counts are exact. The server is `tests/support/rtsp_server.py` (GStreamer).
+
+use nvcam::*;
+use std::ffi::{c_char, CString};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+#[path = "support/rtsp.rs"]
+mod rtsp;
+use rtsp::{RtspServer, SilentServer, Stream};
+
+// ---------------------------------------------------------------------------------------------
+// Host-side helpers (only the C API).
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// One test at a time; the library initialized.
+fn serial() -> MutexGuard<'static, ()> {
+    let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    assert_eq!(unsafe { nvcam_init(std::ptr::null()) }, NVCAM_OK);
+    g
+}
+
+fn text(buf: &[u8]) -> String {
+    String::from_utf8_lossy(&buf[..buf.iter().position(|&b| b == 0).unwrap_or(buf.len())]).into_owned()
+}
+
+/// The calling thread's last error text.
+fn last_error() -> String {
+    let mut b = vec![0u8; 2048];
+    unsafe { nvcam_last_error(b.as_mut_ptr() as *mut c_char, b.len() as i32) };
+    text(&b)
+}
+
+/// The camera's last error text (from its worker or a call on it).
+fn cam_error(cam: u64) -> String {
+    let mut b = vec![0u8; 2048];
+    unsafe { nvcam_camera_last_error(cam, b.as_mut_ptr() as *mut c_char, b.len() as i32) };
+    text(&b)
+}
+
+/// Camera options as a host sets them: defaults, CPU decoding, and the given timeouts.
+struct Opts {
+    o: nvcam_camera_options,
+    _ffmpeg: Option<CString>,
+}
+
+impl Opts {
+    fn new() -> Opts {
+        let mut o: nvcam_camera_options = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { nvcam_camera_options_init(&mut o) }, NVCAM_OK);
+        o.device = NVCAM_DEVICE_CPU;
+        o.open_timeout_ms = 3000;
+        o.stall_timeout_ms = 3000;
+        o.reconnect_min_ms = 100;
+        o.reconnect_max_ms = 1000;
+        Opts { o, _ffmpeg: None }
+    }
+    fn ffmpeg(mut self, s: &str) -> Opts {
+        let c = CString::new(s).unwrap();
+        self.o.ffmpeg_options = c.as_ptr();
+        self._ffmpeg = Some(c);
+        self
+    }
+    fn with(mut self, f: impl FnOnce(&mut nvcam_camera_options)) -> Opts {
+        f(&mut self.o);
+        self
+    }
+}
+
+/// Opens a camera; on failure, the code and the thread's error text.
+fn open_bytes(url: &[u8], o: &Opts) -> Result<u64, (i32, String)> {
+    let c = CString::new(url).unwrap();
+    let mut cam = 0u64;
+    let r = unsafe { nvcam_camera_open(c.as_ptr(), &o.o, &mut cam) };
+    if r == NVCAM_OK {
+        assert_ne!(cam, 0);
+        Ok(cam)
+    } else {
+        assert_eq!(cam, 0, "a failed open must not hand out a handle");
+        Err((r, last_error()))
+    }
+}
+
+fn open(url: &str, o: &Opts) -> Result<u64, (i32, String)> {
+    open_bytes(url.as_bytes(), o)
+}
+
+fn stats(cam: u64) -> nvcam_camera_stats {
+    let mut s = nvcam_camera_stats { struct_size: std::mem::size_of::<nvcam_camera_stats>() as u32, ..Default::default() };
+    assert_eq!(unsafe { nvcam_camera_stats(cam, &mut s) }, NVCAM_OK, "{}", last_error());
+    s
+}
+
+fn state_name(s: u32) -> &'static str {
+    ["connecting", "streaming", "stalled", "reconnecting", "closed", "failed", "ended"].get(s as usize).copied().unwrap_or("?")
+}
+
+fn get_frame(cam: u64, ms: u32) -> Result<u64, (i32, String)> {
+    let mut f = 0u64;
+    match unsafe { nvcam_camera_get_frame(cam, ms, &mut f) } {
+        NVCAM_OK => Ok(f),
+        e => Err((e, last_error())),
+    }
+}
+
+fn info(f: u64) -> nvcam_frame_info {
+    let mut i = nvcam_frame_info { struct_size: std::mem::size_of::<nvcam_frame_info>() as u32, ..Default::default() };
+    assert_eq!(unsafe { nvcam_frame_info(f, &mut i) }, NVCAM_OK, "{}", last_error());
+    i
+}
+
+/// FNV-1a of the frame's NV12 pixels (copied out through the API).
+fn pixel_hash(f: u64) -> u64 {
+    let i = info(f);
+    let mut buf = vec![0u8; i.nv12_size as usize];
+    assert_eq!(unsafe { nvcam_frame_copy_nv12(f, buf.as_mut_ptr(), 0, buf.len() as u64) }, NVCAM_OK, "{}", last_error());
+    buf.iter().fold(0xcbf29ce484222325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+}
+
+fn clone(f: u64) -> u64 {
+    let mut c = 0u64;
+    assert_eq!(unsafe { nvcam_frame_clone(f, &mut c) }, NVCAM_OK, "{}", last_error());
+    c
+}
+
+fn release(f: u64) {
+    assert_eq!(nvcam_frame_release(f), NVCAM_OK, "{}", last_error());
+}
+
+/// Closes and returns (code, how long it took).
+fn close(cam: u64, ms: u32) -> (i32, Duration) {
+    let t = Instant::now();
+    let r = nvcam_camera_close(cam, ms);
+    (r, t.elapsed())
+}
+
+/// Polls `f` every 5 ms until it holds or `d` passes.
+fn wait_until(d: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + d;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Threads of this process whose name starts with "nvcam-" (threads FFmpeg starts inherit the
+/// name of the camera thread that created them).
+fn nvcam_threads() -> Vec<String> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        if let Ok(n) = std::fs::read_to_string(e.path().join("comm")) {
+            if n.starts_with("nvcam-") {
+                v.push(n.trim().to_string());
+            }
+        }
+    }
+    v
+}
+
+/// Waits (bounded) for camera threads to be gone, and returns whatever is left.
+fn threads_left() -> Vec<String> {
+    wait_until(Duration::from_secs(2), || nvcam_threads().is_empty());
+    nvcam_threads()
+}
+
+fn median(v: &[Duration]) -> Duration {
+    let mut s = v.to_vec();
+    s.sort();
+    s[s.len() / 2]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+
+/// Kill (or terminate) and restart the server 20 times while a consumer thread holds clones.
+/// After each restart frames resume within 2 s of the server being back; clones held across a
+/// restart still read their pixels; at the end every slot is free once the clones are released.
+#[test]
+fn server_restart_20_times_reconnects_each_time() {
+    let _g = serial();
+    let mut srv = RtspServer::start(Stream::default());
+    let o = Opts::new().with(|o| o.pool_slots = 8);
+    let cam = open(&srv.url(), &o).unwrap_or_else(|e| panic!("open: {e:?}"));
+
+    // The consumer: takes every frame; every 10th it clones and keeps (up to 3, oldest released
+    // first after checking its pixels did not change).
+    struct Seen {
+        last_seq: u64,
+        at: Instant,
+    }
+    let seen = Arc::new(Mutex::new(Seen { last_seq: 0, at: Instant::now() }));
+    let stop = Arc::new(AtomicBool::new(false));
+    let checked = Arc::new(AtomicU64::new(0));
+    let consumer = {
+        let (seen, stop, checked) = (seen.clone(), stop.clone(), checked.clone());
+        std::thread::spawn(move || -> Result<(), String> {
+            let mut held: std::collections::VecDeque<(u64, u64, u64)> = Default::default();
+            let mut n = 0u64;
+            while !stop.load(Ordering::Acquire) {
+                let f = match get_frame(cam, 100) {
+                    Ok(f) => f,
+                    Err((NVCAM_E_TIMEOUT, _)) => continue,
+                    Err(e) => return Err(format!("get_frame: {e:?}")),
+                };
+                let seq = info(f).seq;
+                *seen.lock().unwrap() = Seen { last_seq: seq, at: Instant::now() };
+                n += 1;
+                if n % 10 == 0 {
+                    let c = clone(f);
+                    held.push_back((c, pixel_hash(c), seq));
+                }
+                release(f);
+                while held.len() > 3 {
+                    let (c, h, s) = held.pop_front().unwrap();
+                    if pixel_hash(c) != h {
+                        return Err(format!("clone of frame {s} changed its pixels"));
+                    }
+                    checked.fetch_add(1, Ordering::Relaxed);
+                    release(c);
+                }
+            }
+            for (c, h, s) in held {
+                if pixel_hash(c) != h {
+                    return Err(format!("clone of frame {s} changed its pixels"));
+                }
+                checked.fetch_add(1, Ordering::Relaxed);
+                release(c);
+            }
+            Ok(())
+        })
+    };
+    assert!(wait_until(Duration::from_secs(5), || seen.lock().unwrap().last_seq > 0), "no first frame");
+
+    let mut latencies = Vec::new();
+    let mut detect = Vec::new();
+    let mut failures = Vec::new();
+    for i in 0..20 {
+        // Let the new session stream a little, so clones from it are held across the next drop.
+        let s0 = seen.lock().unwrap().last_seq;
+        assert!(wait_until(Duration::from_secs(3), || seen.lock().unwrap().last_seq >= s0 + 12), "restart {i}: not streaming");
+
+        let t_kill = Instant::now();
+        if i % 2 == 0 {
+            srv.kill();
+        } else {
+            srv.stop();
+        }
+        let noticed = wait_until(Duration::from_secs(5), || stats(cam).state != NVCAM_STATE_STREAMING);
+        assert!(noticed, "restart {i}: the camera did not notice the server going away");
+        detect.push(t_kill.elapsed());
+
+        if i % 5 == 4 {
+            // Stay down long enough for a few failed attempts: the state machine shows them.
+            std::thread::sleep(Duration::from_millis(900));
+            let s = stats(cam);
+            assert!(
+                matches!(s.state, NVCAM_STATE_RECONNECTING | NVCAM_STATE_CONNECTING),
+                "restart {i}: state {} while the server is down",
+                state_name(s.state)
+            );
+            assert!(s.reconnect_attempt >= 1, "restart {i}: attempt {}", s.reconnect_attempt);
+            let e = cam_error(cam);
+            assert!(e.contains("connection refused"), "restart {i}: last error '{e}'");
+        }
+
+        let mark = stats(cam).frames_decoded;
+        let back = srv.restart(None);
+        let resumed = wait_until(Duration::from_secs(5), || {
+            let s = seen.lock().unwrap();
+            s.last_seq > mark && s.at >= back
+        });
+        if !resumed {
+            failures.push(format!("restart {i}: no frame within 5 s (last error: {})", cam_error(cam)));
+            continue;
+        }
+        // The first frame after the restart: the consumer's clock says when it arrived.
+        let first = {
+            let s = seen.lock().unwrap();
+            s.at
+        };
+        let lat = first.saturating_duration_since(back);
+        latencies.push(lat);
+        if lat > Duration::from_secs(2) {
+            failures.push(format!("restart {i}: first frame {lat:?} after the server was back"));
+        }
+        let s = stats(cam);
+        assert_eq!(s.reconnect_attempt, 0, "restart {i}: a frame resets the backoff");
+    }
+    let s = stats(cam);
+    let mut sorted = latencies.clone();
+    sorted.sort();
+    println!(
+        "reconnect latency (server back -> first new frame) over {} restarts: median {:?}, worst {:?}; \
+         drop noticed after median {:?}, worst {:?}; reconnects {}; all {:?}",
+        latencies.len(),
+        median(&latencies),
+        sorted.last().copied().unwrap_or_default(),
+        median(&detect),
+        detect.iter().max().unwrap(),
+        s.reconnects,
+        sorted
+    );
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert!(s.reconnects >= 20, "reconnects {}", s.reconnects);
+
+    // Release everything: every handle and slot is free.
+    stop.store(true, Ordering::Release);
+    consumer.join().unwrap().unwrap();
+    assert!(checked.load(Ordering::Relaxed) >= 40, "only {} clones were checked", checked.load(Ordering::Relaxed));
+    srv.kill();
+    assert!(wait_until(Duration::from_secs(5), || stats(cam).state != NVCAM_STATE_STREAMING));
+    if let Ok(f) = get_frame(cam, 0) {
+        release(f); // the frame that waited to be taken
+    }
+    let s = stats(cam);
+    assert_eq!(s.live_handles, 0);
+    assert_eq!(s.pool_slots_in_use, 0, "slots still in use after every clone was released");
+    let (r, took) = close(cam, 2000);
+    assert_eq!(r, NVCAM_OK, "{}", last_error());
+    assert!(took < Duration::from_millis(2100));
+    assert_eq!(threads_left(), Vec::<String>::new());
+}
+
+/// A server that accepts TCP and never answers: a synchronous open fails with a timeout that
+/// says so within open_timeout + 0.5 s; an asynchronous camera keeps timing out in the
+/// background, and close returns within its timeout even while a connect attempt hangs.
+#[test]
+fn open_against_silent_server_times_out() {
+    let _g = serial();
+    let silent = SilentServer::start();
+    let o = Opts::new().with(|o| o.open_timeout_ms = 1500);
+
+    let t = Instant::now();
+    let e = open(&silent.url(), &o).expect_err("open against a silent server must fail");
+    let took = t.elapsed();
+    println!("sync open against a silent server: {e:?} after {took:?}");
+    assert_eq!(e.0, NVCAM_E_TIMEOUT, "{e:?}");
+    assert!(e.1.contains("timeout after 1500 ms"), "{}", e.1);
+    assert!(took >= Duration::from_millis(1400) && took <= Duration::from_millis(2000), "{took:?}");
+    assert!(silent.accepted.load(Ordering::Relaxed) >= 1);
+    assert_eq!(threads_left(), Vec::<String>::new(), "a failed open leaves no thread");
+
+    let oa = Opts::new().with(|o| {
+        o.open_timeout_ms = 1000;
+        o.flags = NVCAM_OPEN_ASYNC;
+    });
+    let t = Instant::now();
+    let cam = open(&silent.url(), &oa).expect("async open returns at once");
+    assert!(t.elapsed() < Duration::from_millis(300), "{:?}", t.elapsed());
+    let e = get_frame(cam, 1500).expect_err("no frame from a silent server");
+    assert_eq!(e.0, NVCAM_E_TIMEOUT);
+    assert!(wait_until(Duration::from_secs(2), || cam_error(cam).contains("timeout after 1000 ms")), "{}", cam_error(cam));
+    let s = stats(cam);
+    assert!(matches!(s.state, NVCAM_STATE_CONNECTING | NVCAM_STATE_RECONNECTING), "{}", state_name(s.state));
+    assert_eq!(s.last_error_code, NVCAM_E_TIMEOUT);
+    // Close in the middle of a hanging connect attempt.
+    assert!(wait_until(Duration::from_secs(3), || stats(cam).state == NVCAM_STATE_CONNECTING));
+    std::thread::sleep(Duration::from_millis(200));
+    let (r, took) = close(cam, 500);
+    assert_eq!(r, NVCAM_OK, "{}", last_error());
+    assert!(took < Duration::from_millis(600), "close took {took:?}");
+    assert_eq!(threads_left(), Vec::<String>::new());
+}
+
+/// The server hangs (SIGSTOP: the TCP connection stays up, nothing arrives) while the camera
+/// waits in a read: close returns within its timeout, and leaves no thread.
+#[test]
+fn close_during_hung_read_returns_in_time() {
+    let _g = serial();
+    let srv = RtspServer::start(Stream::default());
+    let o = Opts::new().with(|o| o.stall_timeout_ms = 10_000);
+    let cam = open(&srv.url(), &o).unwrap_or_else(|e| panic!("open: {e:?}"));
+    release(get_frame(cam, 3000).expect("a frame"));
+    srv.pause();
+    std::thread::sleep(Duration::from_millis(700));
+    let s = stats(cam);
+    assert!(
+        matches!(s.state, NVCAM_STATE_STREAMING | NVCAM_STATE_STALLED),
+        "{} (the read should still be waiting)",
+        state_name(s.state)
+    );
+    let (r, took) = close(cam, 1000);
+    println!("close during a hung read: {r} after {took:?}");
+    assert_eq!(r, NVCAM_OK, "{}", last_error());
+    assert!(took < Duration::from_millis(1100), "close took {took:?}");
+    assert_eq!(threads_left(), Vec::<String>::new());
+    srv.resume();
+}
+
+/// A hung server is a stall: after stall_timeout the camera says so, reconnects with backoff,
+/// and streams again once the server answers.
+#[test]
+fn stall_is_detected_and_recovers() {
+    let _g = serial();
+    let srv = RtspServer::start(Stream::default());
+    let o = Opts::new().with(|o| {
+        o.stall_timeout_ms = 1000;
+        o.open_timeout_ms = 1000;
+    });
+    let cam = open(&srv.url(), &o).unwrap_or_else(|e| panic!("open: {e:?}"));
+    release(get_frame(cam, 3000).expect("a frame"));
+    srv.pause();
+    let t = Instant::now();
+    // Half the stall timeout without a packet: stalled, still on the same connection.
+    assert!(wait_until(Duration::from_secs(2), || stats(cam).state == NVCAM_STATE_STALLED));
+    let shown = t.elapsed();
+    assert!(shown >= Duration::from_millis(400) && shown < Duration::from_millis(1000), "{shown:?}");
+    assert_eq!(stats(cam).reconnects, 0);
+    assert!(
+        wait_until(Duration::from_secs(3), || cam_error(cam).contains("no packet for 1000 ms")),
+        "after {:?}: {} / {}",
+        t.elapsed(),
+        state_name(stats(cam).state),
+        cam_error(cam)
+    );
+    let noticed = t.elapsed();
+    assert!(noticed >= Duration::from_millis(900) && noticed < Duration::from_millis(1800), "{noticed:?}");
+    // While paused the server still accepts connections (the kernel does): attempts time out.
+    assert!(wait_until(Duration::from_secs(4), || stats(cam).reconnect_attempt >= 2), "{:?}", stats(cam).reconnect_attempt);
+    let s = stats(cam);
+    assert_ne!(s.state, NVCAM_STATE_STREAMING);
+    srv.resume();
+    let f = get_frame(cam, 5000).unwrap_or_else(|e| panic!("no frame after the server resumed: {e:?}"));
+    release(f);
+    assert!(wait_until(Duration::from_secs(1), || stats(cam).state == NVCAM_STATE_STREAMING));
+    assert_eq!(stats(cam).reconnect_attempt, 0);
+    assert_eq!(close(cam, 2000).0, NVCAM_OK);
+}
+
+/// The server comes back at another size, then with another codec: new frames have the new
+/// size, clones of old frames keep theirs and their pixels, the stats count the changes.
+#[test]
+fn resolution_change_on_reconnect() {
+    let _g = serial();
+    let mut srv = RtspServer::start(Stream::default());
+    let o = Opts::new();
+    let cam = open(&srv.url(), &o).unwrap_or_else(|e| panic!("open: {e:?}"));
+    let f = get_frame(cam, 3000).expect("a frame");
+    let old = clone(f);
+    release(f);
+    let (oi, oh) = (info(old), pixel_hash(old));
+    assert_eq!((oi.width, oi.height), (320, 240));
+    let bytes_before = stats(cam).bytes_held;
+
+    srv.restart(Some(Stream::default().size(640, 360).pattern("smpte")));
+    let mut newf = 0;
+    assert!(
+        wait_until(Duration::from_secs(5), || match get_frame(cam, 100) {
+            Ok(f) if info(f).width == 640 => {
+                newf = f;
+                true
+            }
+            Ok(f) => {
+                release(f);
+                false
+            }
+            Err(_) => false,
+        }),
+        "no 640x360 frame: {}",
+        cam_error(cam)
+    );
+    let ni = info(newf);
+    assert_eq!((ni.width, ni.height), (640, 360));
+    assert_eq!(ni.camera, cam);
+    let s = stats(cam);
+    assert_eq!((s.width, s.height), (640, 360));
+    assert!(s.stream_changes >= 1, "stream_changes {}", s.stream_changes);
+    assert!(s.bytes_held > bytes_before, "the old pool lives while a clone holds it");
+    // The old clone: same size, same pixels.
+    let oi2 = info(old);
+    assert_eq!((oi2.width, oi2.height, oi2.y_ptr), (320, 240, oi.y_ptr));
+    assert_eq!(pixel_hash(old), oh);
+    release(old);
+    release(newf);
+    let held_after = stats(cam).bytes_held;
+    assert!(held_after < s.bytes_held, "the old pool is freed with its last clone");
+
+    // Same size, other codec: a new pool too (another decoder may write another kind of memory).
+    let f = get_frame(cam, 3000).expect("a frame");
+    let keep = clone(f);
+    release(f);
+    let kh = pixel_hash(keep);
+    srv.kill();
+    assert!(wait_until(Duration::from_secs(3), || stats(cam).state != NVCAM_STATE_STREAMING));
+    let s0 = stats(cam);
+    srv.restart(Some(Stream::default().size(640, 360).codec("h265")));
+    let mut f = 0;
+    assert!(
+        wait_until(Duration::from_secs(6), || match get_frame(cam, 100) {
+            Ok(x) if info(x).seq > s0.frames_decoded => {
+                f = x;
+                true
+            }
+            Ok(x) => {
+                release(x);
+                false
+            }
+            Err(_) => false,
+        }),
+        "no HEVC frame: {}",
+        cam_error(cam)
+    );
+    assert_eq!((info(f).width, info(f).height), (640, 360));
+    release(f);
+    let s1 = stats(cam);
+    assert_eq!(s1.stream_changes, s0.stream_changes + 1);
+    assert!(s1.bytes_held > s0.bytes_held, "old and new pool: {} vs {}\n{s0:?}\n{s1:?}", s1.bytes_held, s0.bytes_held);
+    assert_eq!(pixel_hash(keep), kh, "a clone of an H.264 frame keeps its pixels after the switch to HEVC");
+    release(keep);
+    assert!(stats(cam).bytes_held < s1.bytes_held);
+    println!("stream changes counted: {}", stats(cam).stream_changes);
+    assert_eq!(close(cam, 2000).0, NVCAM_OK);
+}
+
+/// 16 cameras on one server stream concurrently for 10 s: each decodes within 10 % of the
+/// source rate, and none drops a frame while its consumer keeps up.
+#[test]
+fn sixteen_cameras_one_server() {
+    let _g = serial();
+    let srv = RtspServer::start(Stream::default());
+    let o = Opts::new().with(|o| {
+        o.flags = NVCAM_OPEN_ASYNC;
+        o.open_timeout_ms = 5000;
+    });
+    let cams: Vec<u64> = (0..16).map(|_| open(&srv.url(), &o).unwrap_or_else(|e| panic!("open: {e:?}"))).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let consumers: Vec<_> = cams
+        .iter()
+        .map(|&cam| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Acquire) {
+                    if let Ok(f) = get_frame(cam, 200) {
+                        n += 1;
+                        release(f);
+                    }
+                }
+                n
+            })
+        })
+        .collect();
+    assert!(
+        wait_until(Duration::from_secs(20), || cams.iter().all(|&c| stats(c).frames_delivered > 0)),
+        "not every camera streams: {:?}",
+        cams.iter().map(|&c| (state_name(stats(c).state), cam_error(c))).collect::<Vec<_>>()
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let t0 = Instant::now();
+    let before: Vec<_> = cams.iter().map(|&c| stats(c)).collect();
+    std::thread::sleep(Duration::from_secs(10));
+    let after: Vec<_> = cams.iter().map(|&c| stats(c)).collect();
+    let secs = t0.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Release);
+    for c in consumers {
+        c.join().unwrap();
+    }
+    let mut report = Vec::new();
+    let mut bad = Vec::new();
+    for (i, (b, a)) in before.iter().zip(&after).enumerate() {
+        let fps = (a.frames_decoded - b.frames_decoded) as f64 / secs;
+        let dropped = a.frames_dropped - b.frames_dropped;
+        let skipped = a.frames_skipped - b.frames_skipped;
+        report.push(format!("{fps:.1}"));
+        if !(27.0..=33.0).contains(&fps) || dropped != 0 || a.reconnects != 0 {
+            bad.push(format!("camera {i}: {fps:.1} fps, {dropped} dropped, {skipped} skipped, {} reconnects", a.reconnects));
+        }
+    }
+    let skipped: u64 = before.iter().zip(&after).map(|(b, a)| a.frames_skipped - b.frames_skipped).sum();
+    println!("16 cameras, fps over {secs:.1} s: {}; skipped in all: {skipped}", report.join(" "));
+    for c in cams {
+        assert_eq!(close(c, 2000).0, NVCAM_OK, "{}", last_error());
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
+    assert_eq!(threads_left(), Vec::<String>::new());
+}
+
+/// Empty, garbage, unknown scheme, unreachable port, non-UTF-8: a clear code and text at once,
+/// no handle, and no thread left behind. A background camera on an unreachable port keeps
+/// retrying with a reason, and closes cleanly.
+#[test]
+fn bad_urls_fail_cleanly() {
+    let _g = serial();
+    assert_eq!(threads_left(), Vec::<String>::new());
+    let refused = format!("rtsp://127.0.0.1:{}/cam", rtsp::closed_port());
+    let cases: Vec<(Vec<u8>, i32, &str)> = vec![
+        (b"".to_vec(), NVCAM_E_INVALID_ARGUMENT, "empty"),
+        (b"   ".to_vec(), NVCAM_E_INVALID_ARGUMENT, "empty"),
+        (b"rtsp://".to_vec(), NVCAM_E_INVALID_ARGUMENT, "no host"),
+        (b"gopher://127.0.0.1/cam".to_vec(), NVCAM_E_UNSUPPORTED, "unknown URL scheme 'gopher'"),
+        (b"::not a url::".to_vec(), NVCAM_E_UNSUPPORTED, "Protocol not found"),
+        (b"rtsp:/127.0.0.1/cam".to_vec(), NVCAM_E_IO, "connection refused"),
+        (b"not a url at all".to_vec(), NVCAM_E_IO, "No such file or directory"),
+        (b"rtsp://127.0.0.1:99999/cam".to_vec(), NVCAM_E_IO, "cannot open"),
+        (refused.clone().into_bytes(), NVCAM_E_IO, "connection refused"),
+        (b"rtsp://127.0.0.1/\xff\xfe".to_vec(), NVCAM_E_INVALID_ARGUMENT, "not valid UTF-8"),
+        (b"rtsp://127.0.0.1/\x01cam".to_vec(), NVCAM_E_INVALID_ARGUMENT, "control characters"),
+    ];
+    let o = Opts::new();
+    for (url, code, words) in &cases {
+        let shown = String::from_utf8_lossy(url);
+        let t = Instant::now();
+        let e = open_bytes(url, &o).expect_err(&format!("'{shown}' must not open"));
+        let took = t.elapsed();
+        println!("{shown:?}: {} {} ({took:?})", e.0, e.1);
+        assert_eq!(e.0, *code, "'{shown}': {}", e.1);
+        assert!(e.1.contains(words), "'{shown}': '{}' does not say '{words}'", e.1);
+        assert!(took < Duration::from_secs(2), "'{shown}' took {took:?}");
+        assert_eq!(nvcam_threads(), Vec::<String>::new(), "'{shown}' left a thread");
+    }
+    // NULL URL.
+    let mut cam = 0u64;
+    assert_eq!(unsafe { nvcam_camera_open(std::ptr::null(), &o.o, &mut cam) }, NVCAM_E_NULL_POINTER);
+
+    // In the background, a refused connection is retried (it may come up), with its reason shown.
+    let oa = Opts::new().with(|o| o.flags = NVCAM_OPEN_ASYNC);
+    let cam = open(&refused, &oa).expect("async open");
+    assert!(wait_until(Duration::from_secs(3), || stats(cam).reconnect_attempt >= 2));
+    let s = stats(cam);
+    assert_eq!(s.state, NVCAM_STATE_RECONNECTING, "{}", state_name(s.state));
+    assert!(s.next_retry_ms > 0);
+    assert_eq!(s.last_error_code, NVCAM_E_IO);
+    assert!(cam_error(cam).contains("connection refused"), "{}", cam_error(cam));
+    let e = get_frame(cam, 200).expect_err("no frame");
+    assert_eq!(e.0, NVCAM_E_TIMEOUT);
+    assert!(e.1.contains("connection refused"), "get_frame's timeout says why: {}", e.1);
+    let (r, took) = close(cam, 1000);
+    assert_eq!(r, NVCAM_OK);
+    assert!(took < Duration::from_millis(1100));
+    assert_eq!(threads_left(), Vec::<String>::new());
+}
+
+/// Wrong credentials: 401 named in the error, the password never shown, no retry storm in the
+/// background (FAILED until a manual reconnect); right credentials stream.
+#[test]
+fn wrong_password_is_401_and_not_retried() {
+    let _g = serial();
+    let srv = RtspServer::start(Stream::default().auth("viewer:s3cret"));
+    let o = Opts::new();
+    let e = open(&srv.url_with_auth("viewer:wrongpw"), &o).expect_err("wrong password");
+    assert_eq!(e.0, NVCAM_E_AUTH, "{e:?}");
+    assert!(e.1.contains("401 Unauthorized"), "{}", e.1);
+    assert!(!e.1.contains("wrongpw"), "the password leaked: {}", e.1);
+    let e = open(&srv.url(), &o).expect_err("no credentials");
+    assert_eq!(e.0, NVCAM_E_AUTH, "{e:?}");
+
+    let oa = Opts::new().with(|o| o.flags = NVCAM_OPEN_ASYNC);
+    let cam = open(&srv.url_with_auth("viewer:wrongpw"), &oa).unwrap();
+    assert!(wait_until(Duration::from_secs(3), || stats(cam).state == NVCAM_STATE_FAILED), "{}", state_name(stats(cam).state));
+    std::thread::sleep(Duration::from_millis(700));
+    let s = stats(cam);
+    assert_eq!(s.state, NVCAM_STATE_FAILED);
+    assert_eq!(s.reconnects, 0, "a failed camera does not retry by itself");
+    assert_eq!(s.last_error_code, NVCAM_E_AUTH);
+    assert!(cam_error(cam).contains("401 Unauthorized"), "{}", cam_error(cam));
+    let e = get_frame(cam, 500).expect_err("failed");
+    assert_eq!(e.0, NVCAM_E_FAILED, "{e:?}");
+    // A manual reconnect works in the failed state (and fails again, once).
+    assert_eq!(nvcam_camera_reconnect(cam), NVCAM_OK);
+    assert!(wait_until(Duration::from_secs(3), || stats(cam).reconnects == 1 && stats(cam).state == NVCAM_STATE_FAILED));
+    assert_eq!(close(cam, 1000).0, NVCAM_OK);
+
+    let cam = open(&srv.url_with_auth("viewer:s3cret"), &o).unwrap_or_else(|e| panic!("right password: {e:?}"));
+    release(get_frame(cam, 3000).expect("a frame"));
+    assert_eq!(close(cam, 1000).0, NVCAM_OK);
+}
+
+/// RTSP over UDP, FFmpeg options passed through, a misspelled option refused by name, and a
+/// manual reconnect while streaming.
+#[test]
+fn udp_transport_and_ffmpeg_options() {
+    let _g = serial();
+    let srv = RtspServer::start(Stream::default());
+    let bad = Opts::new().ffmpeg("rtsp_transprot=udp");
+    let e = open(&srv.url(), &bad).expect_err("misspelled option");
+    assert_eq!(e.0, NVCAM_E_BAD_OPTION, "{e:?}");
+    assert!(e.1.contains("rtsp_transprot"), "{}", e.1);
+
+    let o = Opts::new().ffmpeg("rtsp_transport=udp;buffer_size=1048576;reorder_queue_size=64");
+    let cam = open(&srv.url(), &o).unwrap_or_else(|e| panic!("open over UDP: {e:?}"));
+    let mut n = 0;
+    let t = Instant::now();
+    while n < 30 && t.elapsed() < Duration::from_secs(5) {
+        if let Ok(f) = get_frame(cam, 500) {
+            n += 1;
+            release(f);
+        }
+    }
+    assert_eq!(n, 30, "frames over UDP: {}", cam_error(cam));
+    let before = stats(cam).frames_decoded;
+    assert_eq!(nvcam_camera_reconnect(cam), NVCAM_OK);
+    assert!(wait_until(Duration::from_secs(5), || stats(cam).reconnects == 1 && stats(cam).frames_decoded > before + 5));
+    assert_eq!(stats(cam).state, NVCAM_STATE_STREAMING);
+    assert_eq!(close(cam, 1000).0, NVCAM_OK);
+}
+
+/// CPU use of one 1080p30 H.264 camera decoding on the CPU, over 10 s (this process only: the
+/// server encodes in its own). Run with `cargo test --release --test rtsp -- --ignored`.
+#[test]
+#[ignore]
+fn cpu_per_1080p_camera() {
+    let _g = serial();
+    // NVCAM_CPU_STREAM=PATTERN:KBPS:CODEC:PRESET picks the content ("ball" is easy to decode,
+    // "snow" is noise at the full bit rate) and the encoder preset ("ultrafast" streams have no
+    // CABAC and no deblocking, unlike a camera's; "veryfast" has both).
+    let spec = std::env::var("NVCAM_CPU_STREAM").unwrap_or_else(|_| "ball:4096:h264:veryfast".into());
+    let mut it = spec.split(':');
+    let pattern: &'static str = Box::leak(it.next().unwrap_or("ball").to_string().into_boxed_str());
+    let kbps = it.next().and_then(|v| v.parse().ok()).unwrap_or(4096);
+    let codec = if it.next() == Some("h265") { "h265" } else { "h264" };
+    let preset: &'static str = Box::leak(it.next().unwrap_or("veryfast").to_string().into_boxed_str());
+    let srv = RtspServer::start(Stream::default().size(1920, 1080).pattern(pattern).bitrate(kbps).codec(codec).preset(preset));
+    let cam = open(&srv.url(), &Opts::new()).unwrap_or_else(|e| panic!("open: {e:?}"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let consumer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Acquire) {
+                if let Ok(f) = get_frame(cam, 200) {
+                    release(f);
+                }
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    let ticks = || {
+        let s = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let f: Vec<&str> = s[s.rfind(')').unwrap() + 2..].split(' ').collect();
+        f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap() // utime + stime
+    };
+    let hz = 100.0; // USER_HZ on Linux
+    let (c0, t0, s0) = (ticks(), Instant::now(), stats(cam));
+    std::thread::sleep(Duration::from_secs(10));
+    let (c1, secs, s1) = (ticks(), t0.elapsed().as_secs_f64(), stats(cam));
+    stop.store(true, Ordering::Release);
+    consumer.join().unwrap();
+    let cpu = (c1 - c0) as f64 / hz / secs * 100.0;
+    let fps = (s1.frames_decoded - s0.frames_decoded) as f64 / secs;
+    println!(
+        "one 1080p30 camera ({spec}) decoding on the CPU: {cpu:.0} % of one core, {fps:.1} fps decoded, {} cores here",
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
+    );
+    assert_eq!(close(cam, 2000).0, NVCAM_OK);
+}

@@ -1,0 +1,303 @@
+//! Test servers on loopback: a real RTSP server (GStreamer's gst-rtsp-server, driven by
+//! `rtsp_server.py` next to this file) that tests start, kill, pause and restart on the same port,
+//! and a silent TCP listener that accepts connections and never answers.
+//!
+//! Only 127.0.0.1 is ever used. The server dies with the thread that started it (PR_SET_PDEATHSIG)
+//! and with its `RtspServer` value, so a failing test leaves no process behind.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/rtsp_server.py");
+
+/// What the server streams.
+#[derive(Clone, Debug)]
+pub struct Stream {
+    /// "h264" or "h265".
+    pub codec: &'static str,
+    pub width: u32,
+    pub height: u32,
+    pub fps: u32,
+    /// A videotestsrc pattern ("ball" moves, so every frame differs).
+    pub pattern: &'static str,
+    /// "USER:PASS" to require basic authentication.
+    pub auth: Option<&'static str>,
+    /// Encoder bit rate, kbit/s.
+    pub bitrate: u32,
+    /// Encoder speed preset: "ultrafast" (cheap for the server; no CABAC, no deblocking, so also
+    /// cheap to decode) or a slower one whose streams decode like a real camera's.
+    pub preset: &'static str,
+}
+
+impl Default for Stream {
+    fn default() -> Self {
+        Stream { codec: "h264", width: 320, height: 240, fps: 30, pattern: "ball", auth: None, bitrate: 2048, preset: "ultrafast" }
+    }
+}
+
+impl Stream {
+    pub fn size(mut self, w: u32, h: u32) -> Self {
+        self.width = w;
+        self.height = h;
+        self
+    }
+    pub fn codec(mut self, c: &'static str) -> Self {
+        self.codec = c;
+        self
+    }
+    pub fn pattern(mut self, p: &'static str) -> Self {
+        self.pattern = p;
+        self
+    }
+    pub fn bitrate(mut self, kbps: u32) -> Self {
+        self.bitrate = kbps;
+        self
+    }
+    pub fn preset(mut self, p: &'static str) -> Self {
+        self.preset = p;
+        self
+    }
+    pub fn auth(mut self, a: &'static str) -> Self {
+        self.auth = Some(a);
+        self
+    }
+}
+
+/// The Python that has python3-gi (Debian binds it to /usr/bin/python3, not to a pyenv shim).
+fn python() -> String {
+    std::env::var("NVCAM_TEST_PYTHON").unwrap_or_else(|_| "/usr/bin/python3".into())
+}
+
+/// A running (or stopped, between restarts) RTSP server.
+pub struct RtspServer {
+    child: Option<Child>,
+    pub port: u16,
+    pub stream: Stream,
+    /// When the last (re)start printed READY.
+    pub ready_at: Instant,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl RtspServer {
+    /// Starts a server on a free port and waits until it listens.
+    pub fn start(stream: Stream) -> RtspServer {
+        let mut s = RtspServer { child: None, port: 0, stream, ready_at: Instant::now(), stderr: Default::default() };
+        s.spawn();
+        s
+    }
+
+    /// `rtsp://127.0.0.1:PORT/cam`, with credentials if given.
+    pub fn url(&self) -> String {
+        format!("rtsp://127.0.0.1:{}/cam", self.port)
+    }
+    pub fn url_with_auth(&self, user_pass: &str) -> String {
+        format!("rtsp://{user_pass}@127.0.0.1:{}/cam", self.port)
+    }
+
+    fn spawn(&mut self) {
+        let s = &self.stream;
+        let mut cmd = Command::new(python());
+        cmd.arg(SCRIPT)
+            .args(["--port", &self.port.to_string()])
+            .args(["--codec", s.codec])
+            .args(["--size", &format!("{}x{}", s.width, s.height)])
+            .args(["--fps", &s.fps.to_string()])
+            .args(["--pattern", s.pattern])
+            .args(["--bitrate", &s.bitrate.to_string()])
+            .args(["--preset", s.preset])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(a) = s.auth {
+            cmd.args(["--auth", a]);
+        }
+        // Retries cover a port still held by the previous instance (it is released on exit, but
+        // a SIGKILLed process may take a moment to be reaped).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let mut child = cmd.spawn().unwrap_or_else(|e| {
+                panic!("cannot start {} {SCRIPT}: {e} (install the packages in .ci/packages.txt)", python())
+            });
+            let stdout = child.stdout.take().unwrap();
+            let stderr = child.stderr.take().unwrap();
+            let err_buf = self.stderr.clone();
+            err_buf.lock().unwrap().clear();
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(stderr);
+                let mut chunk = [0u8; 4096];
+                while let Ok(n) = r.read(&mut chunk) {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut b = err_buf.lock().unwrap();
+                    b.push_str(&String::from_utf8_lossy(&chunk[..n]));
+                    let len = b.len();
+                    if len > 16_384 {
+                        let mut cut = len - 8192;
+                        while !b.is_char_boundary(cut) {
+                            cut += 1;
+                        }
+                        b.drain(..cut);
+                    }
+                }
+            });
+            let (tx, rx) = mpsc::channel();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    let _ = tx.send(line);
+                }
+            });
+            let ready = loop {
+                match rx.recv_timeout(Duration::from_secs(10)) {
+                    Ok(l) if l.starts_with("READY ") => break Some(l[6..].trim().parse::<u16>().expect("READY <port>")),
+                    Ok(_) => continue,
+                    Err(_) => break None,
+                }
+            };
+            match ready {
+                Some(port) => {
+                    self.ready_at = Instant::now();
+                    self.port = port;
+                    self.child = Some(child);
+                    return;
+                }
+                None => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    if Instant::now() > deadline {
+                        panic!(
+                            "RTSP server did not start on port {}: {}",
+                            self.port,
+                            self.stderr.lock().unwrap()
+                        );
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+    }
+
+    fn signal(&self, sig: &str) {
+        if let Some(c) = &self.child {
+            let st = Command::new("kill").args([sig, &c.id().to_string()]).status().expect("kill");
+            assert!(st.success(), "kill {sig} failed");
+        }
+    }
+
+    /// SIGKILL: connections drop at once, as when a camera loses power or the network.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM and wait (SIGKILL after 3 s).
+    pub fn stop(&mut self) {
+        if self.child.is_none() {
+            return;
+        }
+        self.signal("-CONT");
+        self.signal("-TERM");
+        let mut c = self.child.take().unwrap();
+        let end = Instant::now() + Duration::from_secs(3);
+        loop {
+            if let Ok(Some(_)) = c.try_wait() {
+                return;
+            }
+            if Instant::now() > end {
+                let _ = c.kill();
+                let _ = c.wait();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// SIGSTOP: connections stay open but nothing more arrives (a hung network or server).
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    /// Starts again on the same port, with `stream` (or the same stream as before); returns when
+    /// the server listens (also stored in `ready_at`).
+    pub fn restart(&mut self, stream: Option<Stream>) -> Instant {
+        self.kill();
+        if let Some(s) = stream {
+            self.stream = s;
+        }
+        self.spawn();
+        self.ready_at
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+}
+
+impl Drop for RtspServer {
+    fn drop(&mut self) {
+        self.resume();
+        self.kill();
+    }
+}
+
+/// A TCP listener on 127.0.0.1 that accepts every connection and never sends a byte.
+pub struct SilentServer {
+    pub port: u16,
+    pub accepted: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl SilentServer {
+    pub fn start() -> SilentServer {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        l.set_nonblocking(true).unwrap();
+        let port = l.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let (s2, a2) = (stop.clone(), accepted.clone());
+        let thread = std::thread::spawn(move || {
+            let mut held: Vec<TcpStream> = Vec::new();
+            while !s2.load(Ordering::Acquire) {
+                match l.accept() {
+                    Ok((c, _)) => {
+                        a2.fetch_add(1, Ordering::Relaxed);
+                        held.push(c);
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        SilentServer { port, accepted, stop, thread: Some(thread) }
+    }
+    pub fn url(&self) -> String {
+        format!("rtsp://127.0.0.1:{}/cam", self.port)
+    }
+}
+
+impl Drop for SilentServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A port on 127.0.0.1 that nothing listens on (bound, then released).
+pub fn closed_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
