@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The direct-NVDEC checks and benchmarks on the GPU machine, inside the bundle's environment:
+#   ../shared/gpu/bundle --with fixtures --with scripts          # here
+#   bash .gpu-bundle/run.sh bash .gpu-bundle/with/scripts/nvdec-device.sh STEP...   # there
+# Steps run in the order given, each under its own time limit and all under BUDGET_S seconds
+# (default 540), so a hang or a slow step still leaves the others' output. Logs go to $OUT.
+#   check          GPU, driver, libnvcuvid, fixtures
+#   nvdec-tests    tests/gpu_nvdec.rs (bit-exact, ordering, resolution change, recovery, AUTO)
+#   gpu-suite      tests/gpu.rs (the GPU issue's suite; AUTO now means direct NVDEC)
+#   memcheck-nvdec tests/gpu_nvdec.rs under compute-sanitizer --tool memcheck
+#   memcheck-gpu   tests/gpu.rs under compute-sanitizer --tool memcheck
+#   bench-h264     nvdec_bench on the 1080p H.264 4 Mbit/s clip (all backends, N = 1, 7, 16, 32, CLI)
+#   bench-hevc     the same on the 1080p HEVC 2 Mbit/s clip
+#   variants       direct NVDEC at N = 16, 32 with a context lock per decoder, and display delay 4
+set -u
+out=${OUT:-/tmp}
+b=$GPU_BUNDLE
+fix=$BUNDLE_WITH/fixtures
+nvdec_test=$(ls "$b"/tests/gpu_nvdec-* | head -1)
+gpu_test=$(ls "$b"/tests/gpu-* | head -1)
+deadline=$(( $(date +%s) + ${BUDGET_S:-540} ))
+rc=0
+left() { echo $(( deadline - $(date +%s) )); }
+# step NAME LIMIT_S CMD...: runs CMD under min(LIMIT_S, time left); skipped when under 15 s are left.
+step() {
+  local name=$1 lim=$2; shift 2
+  local l; l=$(left)
+  if [ "$l" -lt 15 ]; then echo; echo "##### $name: SKIPPED (budget spent)"; return 0; fi
+  [ "$lim" -gt "$l" ] && lim=$l
+  echo; echo "##### $name (limit ${lim}s, $(date +%T))"
+  local t0; t0=$(date +%s)
+  timeout "$lim" "$@"; local r=$?
+  echo "##### $name: exit $r after $(( $(date +%s) - t0 ))s"
+  [ $r -ne 0 ] && rc=1
+  return 0
+}
+summary() { grep -E "^test |test result|panicked|frames equal|frames exact|exact|resumed|AUTO:|ERROR SUMMARY|differs" "$@" | grep -v "\.\.\. ignored" ; }
+# bench "ENV..." ARGS...: one nvdec_bench run (as a command line for `step`), output kept in bench.log.
+bench() { local envs=$1; shift; echo "env $envs '$b/bin/nvdec_bench' $* --csv '$out/bench.csv' 2>>'$out/bench-stderr.log' | tee -a '$out/bench.log' | grep -E '^nvdec_bench|^RESULT|^\\|'; exit \${PIPESTATUS[0]}"; }
+for what in "$@"; do
+case "$what" in
+check)
+  step check 20 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,utilization.decoder --format=csv; ldconfig -p | grep -i nvcuvid; compute-sanitizer --version | tail -1; nproc; ls $fix | wc -l"
+  ;;
+nvdec-tests)
+  step nvdec-tests 150 bash -c "'$nvdec_test' --include-ignored --test-threads 1 > '$out/tests-nvdec.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|exact|resumed|AUTO:|differs|ERROR' '$out/tests-nvdec.log' | grep -v 'ignored\$'; exit \$r"
+  ;;
+gpu-suite)
+  step gpu-suite 180 bash -c "'$gpu_test' --include-ignored --test-threads 1 > '$out/tests-gpu.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|decoder [0-9]|reconnects|leaked|cap 2|frames equal' '$out/tests-gpu.log'; exit \$r"
+  ;;
+memcheck-nvdec)
+  step memcheck-nvdec 200 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck.log' '$nvdec_test' --include-ignored --test-threads 1 > '$out/memcheck-tests.log' 2>&1; r=\$?; grep -E '^test |test result' '$out/memcheck-tests.log' | grep -v 'ignored\$'; grep -E 'ERROR SUMMARY' '$out/memcheck.log' | sort | uniq -c; exit \$r"
+  ;;
+memcheck-gpu)
+  step memcheck-gpu 240 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-gpu.log' '$gpu_test' --include-ignored --test-threads 1 >> '$out/memcheck-tests.log' 2>&1; r=\$?; grep -E '^test |test result' '$out/memcheck-tests.log' | tail -12; grep -E 'ERROR SUMMARY' '$out/memcheck-gpu.log' | sort | uniq -c; cat '$out/memcheck-gpu.log' >> '$out/memcheck.log'; rm -f '$out/memcheck-gpu.log'; exit \$r"
+  ;;
+bench-h264)
+  step bench-h264 120 bash -c "$(bench "" "$fix/bench-h264-1920x1080.mp4" --label h264-1080p-4M --seconds "${SECONDS_WIN:-2.5}" --warmup 0.7)"
+  ;;
+bench-hevc)
+  step bench-hevc 120 bash -c "$(bench "" "$fix/bench-hevc-1920x1080.mp4" --label hevc-1080p-2M --seconds "${SECONDS_WIN:-2.5}" --warmup 0.7)"
+  ;;
+variants)
+  step ctxlock-per-decoder 30 bash -c "$(bench NVCAM_NVDEC_CTXLOCK=decoder "$fix/bench-h264-1920x1080.mp4" --label h264-ctxlock-per-decoder --backends nvdec --cams 16,32 --cli none --seconds 2.5 --warmup 0.7)"
+  step display-delay-4 20 bash -c "$(bench NVCAM_NVDEC_DISPLAY_DELAY=4 "$fix/bench-h264-1920x1080.mp4" --label h264-delay4 --backends nvdec --cams 16 --cli none --seconds 2.5 --warmup 0.7)"
+  ;;
+*) echo "unknown step $what"; rc=1 ;;
+esac
+done
+echo; echo "##### done, $(left)s of the budget left; exit $rc"
+exit $rc
