@@ -891,6 +891,8 @@ pub struct NvDecoder {
     timing: Timing,
     recoveries: VecDeque<Instant>,
     warning: Option<Error>,
+    decode_errors: u64,
+    last_decode_warning: Option<Instant>,
     _ticket: HwTicket,
 }
 
@@ -937,6 +939,8 @@ impl NvDecoder {
             timing: Timing::default(),
             recoveries: VecDeque::new(),
             warning: None,
+            decode_errors: 0,
+            last_decode_warning: None,
             _ticket: ticket,
         };
         me.new_parser()?;
@@ -1157,14 +1161,32 @@ impl Decoder for NvDecoder {
         let mut status = cu::cuvidDecodeStatus_Invalid;
         let r = copy_picture(self.lib, self.st.decoder, self.st.stream(), &self.cam, &d.info, &d.geom, lease, Some(&mut status), &mut self.timing);
         if status == cu::cuvidDecodeStatus_Error || status == cu::cuvidDecodeStatus_Error_Concealed {
+            // A corrupt bitstream: the picture is delivered as NVDEC decoded (and concealed) it,
+            // and the camera hears of it, at most every few seconds.
             COUNTERS.decode_errors.fetch_add(1, Ordering::Relaxed);
-            log::debug!("NVDEC reported a decode error (status {status}) for a picture; delivered as decoded");
+            self.decode_errors += 1;
+            if self.warning.is_none() && self.last_decode_warning.is_none_or(|t| t.elapsed() >= Duration::from_secs(5)) {
+                self.last_decode_warning = Some(Instant::now());
+                self.warning = Some(Error::new(
+                    NVCAM_E_IO,
+                    format!(
+                        "NVDEC reported a picture decoded with errors ({}; {} so far on this camera): corrupt or lost bitstream data",
+                        if status == cu::cuvidDecodeStatus_Error { "not concealed" } else { "concealed" },
+                        self.decode_errors
+                    ),
+                ));
+            }
         }
         self.timing.frames += 1;
         stats::of(s.dev.ordinal).frames_copied.fetch_add(1, Ordering::Relaxed);
         match r {
             Ok(()) => Ok(()),
-            Err(e) if e.code == NVCAM_E_INTERNAL => Err(e),
+            Err(e) if e.code == NVCAM_E_INTERNAL => {
+                // Not recovered: no warning may be pending, or the camera would take this for a
+                // recovered, dropped frame (Decoder::take_warning).
+                self.warning = None;
+                Err(e)
+            }
             Err(e) => {
                 drop(_g);
                 // The slot may hold a partial picture: an error with a warning pending tells the
