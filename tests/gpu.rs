@@ -274,8 +274,13 @@ fn foreign_context_survives_every_call() {
         for decoder in [NVCAM_DECODER_AUTO, NVCAM_DECODER_SOFTWARE] {
             o.decoder = decoder;
             let mut cam = 0;
-            assert_eq!(nvcam_camera_open(url.as_ptr(), &o, &mut cam), NVCAM_OK, "{}", last_error());
-            check("nvcam_camera_open (first use of the GPU: context retained, stream created)");
+            if decoder == NVCAM_DECODER_AUTO {
+                assert_eq!(nvcam_camera_open(url.as_ptr(), &o, &mut cam), NVCAM_OK, "{}", last_error());
+                check("nvcam_camera_open (first use of the GPU: context retained, stream created)");
+            } else {
+                assert_eq!(nvcam_camera_open_ex(url.as_ptr(), std::ptr::null(), &o, &mut cam), NVCAM_OK, "{}", last_error());
+                check("nvcam_camera_open_ex (software decode + upload)");
+            }
             cams.push(cam);
         }
         for &cam in &cams {
