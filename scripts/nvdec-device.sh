@@ -43,13 +43,16 @@ check)
   step check 20 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,utilization.decoder --format=csv; ldconfig -p | grep -i nvcuvid; compute-sanitizer --version | tail -1; nproc; ls $fix | wc -l"
   ;;
 nvdec-tests)
-  step nvdec-tests 150 bash -c "'$nvdec_test' --include-ignored --test-threads 1 > '$out/tests-nvdec.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|exact|resumed|AUTO:|differs|ERROR' '$out/tests-nvdec.log' | grep -v 'ignored\$'; exit \$r"
+  step nvdec-tests 150 bash -c "'$nvdec_test' --include-ignored --test-threads 1 --nocapture > '$out/tests-nvdec.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|exact|equal|unmapped|reconfigures|resumed|AUTO:|differs|ERROR' '$out/tests-nvdec.log' | grep -v 'ignored\$'; exit \$r"
+  ;;
+zero-allocs)
+  step zero-allocs 60 bash -c "'$gpu_test' --test-threads 1 --nocapture zero_allocs hw_session_cap > '$out/tests-gpu.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|decoder [0-9]|cap 2' '$out/tests-gpu.log'; exit \$r"
   ;;
 gpu-suite)
   step gpu-suite 180 bash -c "'$gpu_test' --include-ignored --test-threads 1 > '$out/tests-gpu.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|decoder [0-9]|reconnects|leaked|cap 2|frames equal' '$out/tests-gpu.log'; exit \$r"
   ;;
 memcheck-nvdec)
-  step memcheck-nvdec 200 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck.log' '$nvdec_test' --include-ignored --test-threads 1 > '$out/memcheck-tests.log' 2>&1; r=\$?; grep -E '^test |test result' '$out/memcheck-tests.log' | grep -v 'ignored\$'; grep -E 'ERROR SUMMARY' '$out/memcheck.log' | sort | uniq -c; exit \$r"
+  step memcheck-nvdec 200 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck.log' '$nvdec_test' --include-ignored --test-threads 1 --nocapture > '$out/memcheck-tests.log' 2>&1; r=\$?; grep -E '^test |test result|exact|equal|unmapped|resumed|AUTO:|reconfigures' '$out/memcheck-tests.log' | grep -v 'ignored\$'; grep -E 'ERROR SUMMARY' '$out/memcheck.log' | sort | uniq -c; exit \$r"
   ;;
 memcheck-gpu)
   step memcheck-gpu 240 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-gpu.log' '$gpu_test' --include-ignored --test-threads 1 >> '$out/memcheck-tests.log' 2>&1; r=\$?; grep -E '^test |test result' '$out/memcheck-tests.log' | tail -12; grep -E 'ERROR SUMMARY' '$out/memcheck-gpu.log' | sort | uniq -c; cat '$out/memcheck-gpu.log' >> '$out/memcheck.log'; rm -f '$out/memcheck-gpu.log'; exit \$r"

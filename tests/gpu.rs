@@ -541,7 +541,9 @@ fn zero_allocs_per_frame_steady_state() {
             s1.syncs - s0.syncs,
             s1.ready_waits - s0.ready_waits
         );
-        assert!(s1.frames_copied - s0.frames_copied >= n);
+        // The first frame taken may have been copied before s0 (the camera's pending frame): when
+        // the decoder, not this loop, is the bottleneck (direct NVDEC) that is exactly one short.
+        assert!(s1.frames_copied - s0.frames_copied >= n - 1);
         assert_eq!(s1.device_allocs, s0.device_allocs, "device allocations in steady state");
         assert_eq!(s1.pinned_allocs, s0.pinned_allocs, "pinned allocations in steady state");
         assert_eq!(s1.device_frees, s0.device_frees);

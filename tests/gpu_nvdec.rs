@@ -212,12 +212,24 @@ fn nvdec_unmap_before_copy_runs_keeps_frames_exact() {
     nvdec::testing::set(Knobs { coded_width: 704, output_surfaces: 1, stream_delay_us: 4000, fail_decode_at: 0 });
     let g0 = gpu_stats();
     let h0 = hazards();
+    let early = || nvdec::counters().unmapped_before_copy_ran.load(Ordering::Relaxed);
+    let e0 = early();
     let cam = open(path.to_str().unwrap(), &gpu_options(FAST, NVCAM_DECODER_NVDEC)).unwrap();
     expect_frames(cam, c.name, &reference, c.w, c.h, 0);
     let g1 = gpu_stats();
-    let waits = g1.ready_waits - g0.ready_waits;
-    println!("{}: {} frames exact with 1 output surface and a 4 ms stream stall before each map; the host waited for {waits} unfinished copies", c.name, reference.len());
-    assert!(waits >= reference.len() as u64 / 2, "the stream did not lag (only {waits} ready waits): the test proved nothing");
+    let (waits, unmapped_early) = (g1.ready_waits - g0.ready_waits, early() - e0);
+    println!(
+        "{}: {} frames exact with 1 output surface and a 4 ms stream stall before each map; {unmapped_early} unmapped before their copy ran; the host waited for {waits} unfinished copies",
+        c.name,
+        reference.len()
+    );
+    // The evidence that the hazard was really provoked: surfaces went back to the decoder (and,
+    // with one output surface, the next map reused them) while their copies were still queued.
+    assert!(
+        unmapped_early >= reference.len() as u64 / 2,
+        "only {unmapped_early} of {} frames were unmapped before their copy ran: the test proved nothing",
+        reference.len()
+    );
     assert_eq!(hazards(), h0);
     close(cam, 5000).unwrap();
 }

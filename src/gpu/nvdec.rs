@@ -61,7 +61,7 @@ use super::nvcuvid::{self as cu, Nvcuvid};
 use super::pool::DeviceStorage;
 use super::{stats, CamGpu, HwTicket};
 use crate::decode::{pts_us, Decoder, Picture};
-use crate::pool::{Geometry, Lease, Pool};
+use crate::pool::{Geometry, Lease, Pool, Storage as _};
 use crate::status::*;
 use ff::ffi;
 use ffmpeg_next as ff;
@@ -131,6 +131,9 @@ pub struct NvdecCounters {
     pub decode_errors: AtomicU64,
     /// Pictures moved to a side buffer because a reconfigure was about to drop their surfaces.
     pub parked: AtomicU64,
+    /// Frames whose output surface was unmapped while their copy out of it had not yet run
+    /// (checked only under the ordering test's stream stall knob: one event query per frame).
+    pub unmapped_before_copy_ran: AtomicU64,
     pub frames: AtomicU64,
     pub packets: AtomicU64,
     /// Nanoseconds spent in cuvidParseVideoData (bitstream filter included; the decode callback,
@@ -150,6 +153,7 @@ static COUNTERS: NvdecCounters = NvdecCounters {
     surface_hazards: AtomicU64::new(0),
     decode_errors: AtomicU64::new(0),
     parked: AtomicU64::new(0),
+    unmapped_before_copy_ran: AtomicU64::new(0),
     frames: AtomicU64::new(0),
     packets: AtomicU64::new(0),
     ns_parse: AtomicU64::new(0),
@@ -731,7 +735,7 @@ impl State {
         for d in self.queue.iter_mut().filter(|d| !d.stale && d.parked.is_none()) {
             let mut lease = pool.acquire().ok_or_else(|| Error::internal("side pool exhausted"))?;
             let mut t = Timing::default();
-            copy_picture(lib, dec, stream, &cam, &d.info, &d.geom, &mut lease, None, &mut t)?;
+            copy_picture(lib, dec, stream, &cam, &d.info, &d.geom, &mut lease, None, &mut t, false)?;
             d.parked = Some(lease);
             COUNTERS.parked.fetch_add(1, Ordering::Relaxed);
         }
@@ -819,6 +823,7 @@ fn copy_picture(
     lease: &mut Lease,
     status: Option<&mut cu::cuvidDecodeStatus>,
     t: &mut Timing,
+    probe_order: bool,
 ) -> Result<()> {
     let slot_geom = lease.pool().geom;
     if (slot_geom.width, slot_geom.height) != (g.width, g.height) {
@@ -871,6 +876,11 @@ fn copy_picture(
     let ur = unsafe { (lib.cuvidUnmapVideoFrame64)(dec, src) };
     t.unmap += ns(t2);
     r?;
+    if probe_order && !st.reusable(lease.index()) {
+        // The slot's event (recorded after the copy) is still pending: this surface is back with
+        // the decoder while the copy out of it has not run.
+        COUNTERS.unmapped_before_copy_ran.fetch_add(1, Ordering::Relaxed);
+    }
     cu_ck("cuvidUnmapVideoFrame64", ur)
 }
 
@@ -1159,7 +1169,8 @@ impl Decoder for NvDecoder {
         }
         let _g = s.dev.push()?;
         let mut status = cu::cuvidDecodeStatus_Invalid;
-        let r = copy_picture(self.lib, self.st.decoder, self.st.stream(), &self.cam, &d.info, &d.geom, lease, Some(&mut status), &mut self.timing);
+        let probe = self.st.knobs.is_some_and(|k| k.stream_delay_us > 0);
+        let r = copy_picture(self.lib, self.st.decoder, self.st.stream(), &self.cam, &d.info, &d.geom, lease, Some(&mut status), &mut self.timing, probe);
         if status == cu::cuvidDecodeStatus_Error || status == cu::cuvidDecodeStatus_Error_Concealed {
             // A corrupt bitstream: the picture is delivered as NVDEC decoded (and concealed) it,
             // and the camera hears of it, at most every few seconds.
