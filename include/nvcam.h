@@ -490,6 +490,87 @@ typedef struct {
  */
 typedef void (*nvcam_log_fn)(int32_t level, const char *message, void *user);
 
+/**
+ * Process-wide GPU counters (`nvcam_gpu_stats`), for one device or summed over all (`device`
+ * -1). Counts are since the process started; gauges (`bytes_*`, `*_decoders`, `contexts`) are now.
+ */
+typedef struct {
+  /**
+   * `sizeof(nvcam_gpu_stats_t)`.
+   */
+  uint32_t struct_size;
+  /**
+   * The device asked for (-1 = all).
+   */
+  int32_t device;
+  /**
+   * CUDA devices visible (0 without a driver or GPU: every camera decodes on the CPU).
+   */
+  uint32_t device_count;
+  /**
+   * Device contexts nvcam holds now (retained on first use, released by `nvcam_shutdown`).
+   */
+  uint32_t contexts;
+  /**
+   * Hardware (NVDEC) decode sessions open now.
+   */
+  uint32_t hw_decoders;
+  /**
+   * Cameras decoding in software and uploading to a GPU pool now.
+   */
+  uint32_t upload_decoders;
+  /**
+   * Device allocations made (one per pool: slots are allocated once per resolution).
+   */
+  uint64_t device_allocs;
+  /**
+   * Device buffers freed (by the deferred queue).
+   */
+  uint64_t device_frees;
+  /**
+   * Pinned host staging buffers allocated (downloads, uploads).
+   */
+  uint64_t pinned_allocs;
+  uint64_t pinned_frees;
+  /**
+   * Blocking waits nvcam performed (an event or one stream; never the whole device): teardown,
+   * host downloads, staging reuse. Zero per frame in steady state.
+   */
+  uint64_t syncs;
+  /**
+   * Frames whose copy had not finished when the host took them (get_frame then waited on
+   * that frame's event alone).
+   */
+  uint64_t ready_waits;
+  /**
+   * Cameras that asked for hardware decoding (AUTO) and got software + upload (cap reached,
+   * NVDEC could not open a session or would not take the stream).
+   */
+  uint64_t hw_fallbacks;
+  /**
+   * Frames copied into GPU pools.
+   */
+  uint64_t frames_copied;
+  /**
+   * Device bytes in live pools (all cameras).
+   */
+  uint64_t bytes_in_pools;
+  /**
+   * Bytes (device and pinned) retired and waiting in the deferred-free queue.
+   */
+  uint64_t bytes_deferred;
+  /**
+   * Buffers waiting in the deferred-free queue.
+   */
+  uint64_t deferred_buffers;
+  /**
+   * Free and total device memory (cuMemGetInfo) of the device(s) nvcam holds a context on.
+   */
+  uint64_t mem_free;
+  uint64_t mem_total;
+  uint64_t reserved[4];
+} nvcam_gpu_stats_t;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -636,6 +717,21 @@ int32_t nvcam_log_set_callback(nvcam_log_fn callback, void *user, int32_t min_le
  */
 int32_t nvcam_log_pop(int32_t *level, char *buf, int32_t len, int32_t *msg_len);
 
+/**
+ * Fills `stats` (set its `struct_size` first) with the GPU counters of `device`, or summed over
+ * all devices for -1. Callable before `nvcam_init` and without a GPU (`device_count` 0; a
+ * device ordinal then is `NVCAM_E_NO_DEVICE`).
+ */
+int32_t nvcam_gpu_stats(int32_t device, nvcam_gpu_stats_t *stats);
+
+/**
+ * Frees GPU buffers in the deferred-free queue whose fence events have completed and that were
+ * retired at least `min_age_ms` ago (0 = all whose events completed). Never waits: events are
+ * queried. Workers do this on their own with `gpu_free_min_age_ms`; call it to return memory
+ * sooner, e.g. after closing cameras.
+ */
+int32_t nvcam_gpu_drain(uint32_t min_age_ms);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus
@@ -647,4 +743,5 @@ NVCAM_STATIC_ASSERT(sizeof(nvcam_config_t) == 64, "nvcam_config_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_options_t) == 80, "nvcam_camera_options_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_stats_t) == 152, "nvcam_camera_stats_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_frame_info_t) == 120, "nvcam_frame_info_t layout");
+NVCAM_STATIC_ASSERT(sizeof(nvcam_gpu_stats_t) == 160, "nvcam_gpu_stats_t layout");
 #endif

@@ -201,6 +201,53 @@ pub struct nvcam_frame_info {
     pub reserved: [u64; 4],
 }
 
+/// Process-wide GPU counters (`nvcam_gpu_stats`), for one device or summed over all (`device`
+/// -1). Counts are since the process started; gauges (`bytes_*`, `*_decoders`, `contexts`) are now.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct nvcam_gpu_stats {
+    /// `sizeof(nvcam_gpu_stats_t)`.
+    pub struct_size: u32,
+    /// The device asked for (-1 = all).
+    pub device: i32,
+    /// CUDA devices visible (0 without a driver or GPU: every camera decodes on the CPU).
+    pub device_count: u32,
+    /// Device contexts nvcam holds now (retained on first use, released by `nvcam_shutdown`).
+    pub contexts: u32,
+    /// Hardware (NVDEC) decode sessions open now.
+    pub hw_decoders: u32,
+    /// Cameras decoding in software and uploading to a GPU pool now.
+    pub upload_decoders: u32,
+    /// Device allocations made (one per pool: slots are allocated once per resolution).
+    pub device_allocs: u64,
+    /// Device buffers freed (by the deferred queue).
+    pub device_frees: u64,
+    /// Pinned host staging buffers allocated (downloads, uploads).
+    pub pinned_allocs: u64,
+    pub pinned_frees: u64,
+    /// Blocking waits nvcam performed (an event or one stream; never the whole device): teardown,
+    /// host downloads, staging reuse. Zero per frame in steady state.
+    pub syncs: u64,
+    /// Frames whose copy had not finished when the host took them (get_frame then waited on
+    /// that frame's event alone).
+    pub ready_waits: u64,
+    /// Cameras that asked for hardware decoding (AUTO) and got software + upload (cap reached,
+    /// NVDEC could not open a session or would not take the stream).
+    pub hw_fallbacks: u64,
+    /// Frames copied into GPU pools.
+    pub frames_copied: u64,
+    /// Device bytes in live pools (all cameras).
+    pub bytes_in_pools: u64,
+    /// Bytes (device and pinned) retired and waiting in the deferred-free queue.
+    pub bytes_deferred: u64,
+    /// Buffers waiting in the deferred-free queue.
+    pub deferred_buffers: u64,
+    /// Free and total device memory (cuMemGetInfo) of the device(s) nvcam holds a context on.
+    pub mem_free: u64,
+    pub mem_total: u64,
+    pub reserved: [u64; 4],
+}
+
 /// The log callback: called from any thread, never with nvcam's locks held; `message` is UTF-8
 /// and valid only during the call.
 pub type nvcam_log_fn = Option<unsafe extern "C" fn(level: i32, message: *const c_char, user: *mut std::ffi::c_void)>;
@@ -209,6 +256,8 @@ const _: () = assert!(std::mem::size_of::<nvcam_config>() == 64);
 const _: () = assert!(std::mem::size_of::<nvcam_camera_options>() == 80);
 const _: () = assert!(std::mem::size_of::<nvcam_camera_stats>() == 152);
 const _: () = assert!(std::mem::size_of::<nvcam_frame_info>() == 120);
+const _: () = assert!(std::mem::size_of::<nvcam_gpu_stats>() == 160);
+const _: () = assert!(std::mem::offset_of!(nvcam_gpu_stats, device_allocs) == 24);
 const _: () = assert!(std::mem::offset_of!(nvcam_camera_options, ffmpeg_options) == 40);
 const _: () = assert!(std::mem::offset_of!(nvcam_camera_stats, fps) == 64);
 const _: () = assert!(std::mem::offset_of!(nvcam_frame_info, pitch) == 24);

@@ -175,6 +175,8 @@ pub struct Shared {
     /// When the worker last read a packet, in ms after `born` (for the stalled state).
     born: Instant,
     last_packet_ms: AtomicU64,
+    /// Backend state that outlives connections (the camera's GPU stream).
+    pub backend: crate::backend::CameraSlot,
 }
 
 impl Shared {
@@ -321,6 +323,7 @@ impl Camera {
             exited: (Mutex::new(false), Condvar::new()),
             born: Instant::now(),
             last_packet_ms: AtomicU64::new(0),
+            backend: Default::default(),
         });
         Ok(Arc::new(Camera { shared, worker: Mutex::new(None) }))
     }
@@ -379,6 +382,10 @@ impl Camera {
             if let Some(f) = l.frame.take() {
                 sh.counters.delivered.fetch_add(1, Ordering::Relaxed);
                 sh.latest_cv.notify_all(); // a lossless worker waits for this
+                drop(l);
+                // A device frame is published as soon as its copy is enqueued; the host gets it
+                // once that copy is done (almost always already), so it can read it anywhere.
+                f.lease().pool().storage().wait_ready(f.lease().index())?;
                 return Ok(f);
             }
             match sh.state() {
@@ -458,6 +465,11 @@ impl Camera {
         registry::force_release_owner(sh.handle.load(Ordering::Acquire));
         let pending = sh.latest.lock().frame.take();
         drop(pending);
+        // Retire the pool (device memory goes to the deferred queue, fenced by its events) before
+        // the worker closes the decoder on its way out.
+        if drained {
+            *sh.pool.lock() = None;
+        }
         sh.set_state(state::CLOSED);
         sh.wake_worker();
         let exited = sh.wait_exited(end.saturating_duration_since(Instant::now()));
@@ -593,7 +605,7 @@ fn wait_for_kick(sh: &Shared) {
 
 fn make_decoder(sh: &Shared, input: &input::Input) -> Result<Box<dyn Decoder>> {
     let stream = input.stream();
-    if let Some(d) = crate::backend::make_decoder(&sh.opts, &stream)? {
+    if let Some(d) = crate::backend::make_decoder(&sh.opts, &stream, &sh.backend)? {
         return Ok(d);
     }
     Ok(Box::new(SoftwareDecoder::new(&stream, sh.opts.decode_threads)?))
@@ -627,6 +639,7 @@ fn session(
         *c = codec;
     }
     *sh.decoder_name.lock() = dec.name();
+    let mut dec_name = dec.name();
     if let Some(tx) = first.take() {
         let _ = tx.send(Ok(()));
     }
@@ -689,6 +702,11 @@ fn session(
             }
             let Some(_in_flight) = sh.gate.enter() else { return Ok(SessionEnd::Stop) };
             deliver(sh, &mut *dec, pic, seq)?;
+            if dec.name() != dec_name {
+                // A GPU decoder fell back to software + upload.
+                dec_name = dec.name();
+                *sh.decoder_name.lock() = dec_name;
+            }
             fps_window.1 += 1;
             let el = fps_window.0.elapsed();
             if el >= Duration::from_secs(1) {
@@ -696,10 +714,13 @@ fn session(
                 fps_window = (Instant::now(), 0);
             }
         }
+        crate::backend::maintain();
         if eof && !got_any {
             if !sh.source.is_live() && o.flags & flags::LOOP != 0 {
                 input.rewind()?;
-                dec = make_decoder(sh, &input)?;
+                if !dec.reset() {
+                    dec = make_decoder(sh, &input)?;
+                }
                 clock = None;
                 eof = false;
                 continue;
@@ -715,7 +736,10 @@ fn deliver(sh: &Arc<Shared>, dec: &mut dyn Decoder, pic: crate::decode::Picture,
     let pool = {
         let mut cur = sh.pool.lock();
         match cur.as_ref() {
-            Some(p) if p.geom == geom => p.clone(),
+            // Same size in the memory this decoder writes (a device pool picks its own pitch).
+            Some(p) if (p.geom.width, p.geom.height) == (pic.width, pic.height) && p.storage().device() == dec.pool_device() => {
+                p.clone()
+            }
             old => {
                 if let Some(o) = old {
                     log::info!(

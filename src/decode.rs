@@ -28,8 +28,19 @@ pub trait Decoder: Send {
     fn receive(&mut self) -> Result<Option<Picture>>;
     /// Writes the picture last received, as NV12, into `lease`'s slot.
     fn write_into(&mut self, lease: &mut Lease) -> Result<()>;
-    /// A pool of `slots` slots at `geom` in the memory this decoder writes.
+    /// A pool of `slots` slots of `geom`'s size in the memory this decoder writes (the storage
+    /// may choose another pitch).
     fn new_pool(&self, geom: Geometry, slots: usize) -> Result<Arc<Pool>>;
+    /// The device ordinal of the pools this decoder writes (-1: host memory), so a camera whose
+    /// decoder changed kind gets a new pool.
+    fn pool_device(&self) -> i32 {
+        -1
+    }
+    /// Makes the decoder ready for a rewound stream after end of file (keeping its sessions and
+    /// buffers). False if it cannot, and the caller makes a new one.
+    fn reset(&mut self) -> bool {
+        false
+    }
 }
 
 /// FFmpeg's software decoder; converts whatever it outputs to NV12 with swscale, straight into the
@@ -46,7 +57,10 @@ unsafe impl Send for SoftwareDecoder {}
 
 impl SoftwareDecoder {
     pub fn new(stream: &ff::format::stream::Stream<'_>, threads: usize) -> Result<SoftwareDecoder> {
-        let params = stream.parameters();
+        Self::from_parameters(stream.parameters(), stream.time_base(), threads)
+    }
+
+    pub fn from_parameters(params: ff::codec::Parameters, time_base: ff::Rational, threads: usize) -> Result<SoftwareDecoder> {
         let id = params.id();
         if ff::decoder::find(id).is_none() {
             return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("codec {id:?} not supported on this path (no FFmpeg decoder)")));
@@ -54,7 +68,45 @@ impl SoftwareDecoder {
         let mut ctx = ff::codec::Context::from_parameters(params).map_err(|e| Error::ffmpeg("avcodec_parameters_to_context", e))?;
         ctx.set_threading(ff::codec::threading::Config { kind: ff::codec::threading::Type::Frame, count: threads, ..Default::default() });
         let dec = ctx.decoder().video().map_err(|e| Error::ffmpeg("avcodec_open2", e))?;
-        Ok(SoftwareDecoder { dec, frame: ff::frame::Video::empty(), time_base: stream.time_base(), sws: std::ptr::null_mut() })
+        Ok(SoftwareDecoder { dec, frame: ff::frame::Video::empty(), time_base, sws: std::ptr::null_mut() })
+    }
+
+    /// Converts the picture last received to NV12 at `g` (Y rows, then UV rows, at `g.pitch`)
+    /// into `dst`, which holds at least `g.slot_bytes()`.
+    pub fn convert_into(&mut self, dst: &mut [u8], g: &Geometry) -> Result<()> {
+        let (w, h) = (self.frame.width() as i32, self.frame.height() as i32);
+        if (w as u32, h as u32) != (g.width, g.height) {
+            return Err(Error::internal("picture and slot sizes differ"));
+        }
+        if dst.len() < g.slot_bytes() {
+            return Err(Error::internal("conversion target too small"));
+        }
+        let f = unsafe { &*self.frame.as_ptr() };
+        unsafe {
+            self.sws = ffi::sws_getCachedContext(
+                self.sws, w, h, std::mem::transmute::<i32, ffi::AVPixelFormat>(f.format),
+                w, h, ffi::AVPixelFormat::AV_PIX_FMT_NV12,
+                ffi::SWS_POINT as i32, std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null(),
+            );
+            if self.sws.is_null() {
+                return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("no conversion from pixel format {} to NV12", f.format)));
+            }
+            let dst_planes = [dst.as_mut_ptr(), dst.as_mut_ptr().add(g.uv_offset()), std::ptr::null_mut(), std::ptr::null_mut()];
+            let dst_strides = [g.pitch as i32, g.pitch as i32, 0, 0];
+            let r = ffi::sws_scale(
+                self.sws, f.data.as_ptr() as *const *const u8, f.linesize.as_ptr(), 0, h,
+                dst_planes.as_ptr(), dst_strides.as_ptr(),
+            );
+            if r < 0 {
+                return Err(Error::ffmpeg("sws_scale", ff::Error::from(r)));
+            }
+        }
+        Ok(())
+    }
+
+    /// avcodec_flush_buffers: back to a clean state after end of file, same codec session.
+    pub fn flush(&mut self) {
+        self.dec.flush();
     }
 }
 
@@ -107,32 +159,8 @@ impl Decoder for SoftwareDecoder {
     }
     fn write_into(&mut self, lease: &mut Lease) -> Result<()> {
         let g = lease.pool().geom;
-        let (w, h) = (self.frame.width() as i32, self.frame.height() as i32);
-        if (w as u32, h as u32) != (g.width, g.height) {
-            return Err(Error::internal("picture and slot sizes differ"));
-        }
         let dst = lease.host_bytes_mut().ok_or_else(|| Error::internal("software decoder needs a host pool"))?;
-        let f = unsafe { &*self.frame.as_ptr() };
-        unsafe {
-            self.sws = ffi::sws_getCachedContext(
-                self.sws, w, h, std::mem::transmute::<i32, ffi::AVPixelFormat>(f.format),
-                w, h, ffi::AVPixelFormat::AV_PIX_FMT_NV12,
-                ffi::SWS_POINT as i32, std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null(),
-            );
-            if self.sws.is_null() {
-                return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("no conversion from pixel format {} to NV12", f.format)));
-            }
-            let dst_planes = [dst.as_mut_ptr(), dst.as_mut_ptr().add(g.uv_offset()), std::ptr::null_mut(), std::ptr::null_mut()];
-            let dst_strides = [g.pitch as i32, g.pitch as i32, 0, 0];
-            let r = ffi::sws_scale(
-                self.sws, f.data.as_ptr() as *const *const u8, f.linesize.as_ptr(), 0, h,
-                dst_planes.as_ptr(), dst_strides.as_ptr(),
-            );
-            if r < 0 {
-                return Err(Error::ffmpeg("sws_scale", ff::Error::from(r)));
-            }
-        }
-        Ok(())
+        self.convert_into(dst, &g)
     }
     fn new_pool(&self, geom: Geometry, slots: usize) -> Result<Arc<Pool>> {
         Pool::host(geom, slots)

@@ -4,7 +4,8 @@
 //! Layout: `ffi` is the whole exported surface (thin, unsafe, checked); under it, safe Rust:
 //! `library` (init/shutdown), `camera` (worker and state machine), `input` (FFmpeg I/O with our own
 //! deadlines), `decode`/`backend` (decoder seam and choice), `pool` and `frame` (slots and leases),
-//! `registry` (clone handles per camera), `handle` (generational handle tables), `logging`.
+//! `registry` (clone handles per camera), `handle` (generational handle tables), `logging`, and
+//! `gpu` (device contexts, NVDEC and upload decoders, device pools, the deferred-free queue).
 
 pub mod api;
 pub mod backend;
@@ -12,6 +13,7 @@ pub mod camera;
 pub mod decode;
 pub mod ffi;
 pub mod frame;
+pub mod gpu;
 pub mod handle;
 pub mod input;
 pub mod library;

@@ -77,8 +77,15 @@ pub trait Storage: Send + Sync {
     fn reusable(&self, _i: usize) -> bool {
         true
     }
+    /// Returns once slot `i`'s last write has completed, so a frame handed to the host is
+    /// readable at once from any stream or context (host memory: always).
+    fn wait_ready(&self, _i: usize) -> Result<()> {
+        Ok(())
+    }
     /// Copies slot `i` (NV12 at `geom`) into a host buffer of `dst_pitch` rows.
     fn download(&self, i: usize, geom: &Geometry, dst: &mut [u8], dst_pitch: usize) -> Result<()>;
+    /// The concrete storage, for the decoder that writes it.
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 /// Host slots: one allocation, written only through an exclusive [`Lease`].
@@ -134,6 +141,9 @@ impl Storage for HostStorage {
         let src = unsafe { std::slice::from_raw_parts(self.slot(i), self.slot_bytes) };
         copy_planes(src, geom, dst, dst_pitch);
         Ok(())
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 

@@ -266,8 +266,35 @@ class FrameInfo(_Sized):
         return self.height + (self.height + 1) // 2
 
 
+class GpuStats(_Sized):
+    """``nvcam_gpu_stats``: GPU counters of one device, or summed over all (``device`` -1)."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("device", c_int32),
+        ("device_count", c_uint32),
+        ("contexts", c_uint32),
+        ("hw_decoders", c_uint32),
+        ("upload_decoders", c_uint32),
+        ("device_allocs", c_uint64),
+        ("device_frees", c_uint64),
+        ("pinned_allocs", c_uint64),
+        ("pinned_frees", c_uint64),
+        ("syncs", c_uint64),
+        ("ready_waits", c_uint64),
+        ("hw_fallbacks", c_uint64),
+        ("frames_copied", c_uint64),
+        ("bytes_in_pools", c_uint64),
+        ("bytes_deferred", c_uint64),
+        ("deferred_buffers", c_uint64),
+        ("mem_free", c_uint64),
+        ("mem_total", c_uint64),
+        ("reserved", c_uint64 * 4),
+    ]
+
+
 # The C sizes (include/nvcam.h asserts the same numbers with _Static_assert on 64-bit targets).
-C_SIZES = {Config: 64, CameraOptions: 80, CameraStats: 152, FrameInfo: 120}
+C_SIZES = {Config: 64, CameraOptions: 80, CameraStats: 152, FrameInfo: 120, GpuStats: 160}
 if sizeof(c_void_p) == 8:
     for _t, _n in C_SIZES.items():
         assert sizeof(_t) == _n, "%s is %d bytes, the C struct %d" % (_t.__name__, sizeof(_t), _n)
@@ -353,6 +380,8 @@ _PROTOTYPES = {
     "nvcam_log_init": (_I32, [c_char_p, c_int32]),
     "nvcam_log_set_callback": (_I32, [LOG_FN, c_void_p, c_int32]),
     "nvcam_log_pop": (_I32, [_P_I32, _BUF, c_int32, _P_I32]),
+    "nvcam_gpu_stats": (_I32, [c_int32, POINTER(GpuStats)]),
+    "nvcam_gpu_drain": (_I32, [c_uint32]),
 }
 
 for _name, (_res, _args) in _PROTOTYPES.items():
@@ -527,6 +556,18 @@ def registry_stats(camera=0):
 # --------------------------------------------------------------------------------------------
 # Pythonic layer
 # --------------------------------------------------------------------------------------------
+
+
+def gpu_stats(device=-1):
+    """GPU counters as a dict (``device`` -1: all devices; works without a GPU: device_count 0)."""
+    s = GpuStats()
+    _check(lib.nvcam_gpu_stats(device, byref(s)), "nvcam_gpu_stats")
+    return s.to_dict()
+
+
+def gpu_drain(min_age_ms=0):
+    """Frees deferred GPU buffers whose events completed and that are at least this old."""
+    _check(lib.nvcam_gpu_drain(min_age_ms), "nvcam_gpu_drain")
 
 
 class Library:

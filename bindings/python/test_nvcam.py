@@ -71,12 +71,19 @@ class NvcamTest(unittest.TestCase):
             "nvcam_camera_options_t": nvcam.CameraOptions,
             "nvcam_camera_stats_t": nvcam.CameraStats,
             "nvcam_frame_info_t": nvcam.FrameInfo,
+            "nvcam_gpu_stats_t": nvcam.GpuStats,
         }
         for body, cname in re.findall(r"typedef struct \{(.*?)\} (\w+);", text, re.S):
             body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
             fields = re.findall(r"^\s+[\w\s\*]+?\**(\w+)(?:\[\d+\])?;", body, re.M)
             self.assertIn(cname, structs)
             self.assertEqual(fields, [f[0] for f in structs[cname]._fields_], cname)
+
+    def test_gpu_stats_answer_with_or_without_a_gpu(self):
+        s = nvcam.gpu_stats(-1)
+        self.assertEqual(s["device"], -1)
+        self.assertGreaterEqual(s["device_count"], 0)
+        nvcam.gpu_drain(0)
 
     def test_version_and_status_text(self):
         self.assertEqual(nvcam.abi_version(), nvcam.ABI_VERSION)

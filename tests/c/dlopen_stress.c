@@ -44,7 +44,9 @@
     X(nvcam_registry_stats)                                                                        \
     X(nvcam_log_init)                                                                              \
     X(nvcam_log_set_callback)                                                                      \
-    X(nvcam_log_pop)
+    X(nvcam_log_pop)                                                                               \
+    X(nvcam_gpu_stats)                                                                             \
+    X(nvcam_gpu_drain)
 
 /* Function pointers typed from the header's prototypes (nothing here links against the library). */
 static struct {

@@ -1,0 +1,161 @@
+//! The deferred-free queue: GPU and pinned buffers that nothing of ours references any more, but
+//! that a copy may still be using. Each entry is freed only when (a) every fence event recorded
+//! after its last use has completed and (b) it has waited a minimum age (`gpu_free_min_age_ms`,
+//! default 100 ms: a margin for hosts that released a clone a moment before their own kernel on
+//! it finished). Worker threads drain it as they go and `nvcam_gpu_drain` on request, both by
+//! querying events only; close and shutdown drain by waiting on those events, never on the device.
+
+use super::context::{ck, Device, Event};
+use super::stats;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use cudarc::driver::sys;
+
+pub enum Buf {
+    Device(sys::CUdeviceptr),
+    Host(*mut u8),
+}
+
+struct Entry {
+    dev: Arc<Device>,
+    buf: Buf,
+    bytes: u64,
+    fences: Vec<Event>,
+    at: Instant,
+}
+
+// SAFETY: the pointers are owned by the entry and only freed once.
+unsafe impl Send for Entry {}
+
+static QUEUE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+static LEN: AtomicUsize = AtomicUsize::new(0);
+static MIN_AGE_MS: AtomicU32 = AtomicU32::new(100);
+static LAST_MAINTAIN_MS: AtomicU64 = AtomicU64::new(0);
+static EPOCH: once_cell::sync::Lazy<Instant> = once_cell::sync::Lazy::new(Instant::now);
+
+pub fn set_min_age(ms: u32) {
+    MIN_AGE_MS.store(ms, Ordering::Relaxed);
+}
+
+pub fn min_age() -> Duration {
+    Duration::from_millis(MIN_AGE_MS.load(Ordering::Relaxed) as u64)
+}
+
+/// Buffers waiting.
+pub fn len() -> usize {
+    LEN.load(Ordering::Relaxed)
+}
+
+/// Hands a buffer over; it is freed once `fences` completed and it is old enough.
+pub fn retire(dev: Arc<Device>, buf: Buf, bytes: u64, fences: Vec<Event>) {
+    let c = stats::of(dev.ordinal);
+    c.bytes_deferred.fetch_add(bytes as i64, Ordering::Relaxed);
+    c.deferred_buffers.fetch_add(1, Ordering::Relaxed);
+    QUEUE.lock().push(Entry { dev, buf, bytes, fences, at: Instant::now() });
+    LEN.fetch_add(1, Ordering::Relaxed);
+}
+
+fn fences_done(e: &Entry) -> bool {
+    // A query that fails (a broken context) counts as done: nothing will ever complete it.
+    e.fences.iter().all(|f| f.query().unwrap_or(true))
+}
+
+fn free(e: Entry) {
+    let c = stats::of(e.dev.ordinal);
+    match e.dev.push() {
+        Ok(_g) => match e.buf {
+            Buf::Device(p) => {
+                if ck("cuMemFree", unsafe { sys::cuMemFree_v2(p) }).is_ok() {
+                    c.device_frees.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Buf::Host(p) => {
+                if ck("cuMemFreeHost", unsafe { sys::cuMemFreeHost(p as *mut std::ffi::c_void) }).is_ok() {
+                    c.pinned_frees.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        },
+        Err(err) => log::error!("deferred free skipped: {err}"),
+    }
+    c.bytes_deferred.fetch_sub(e.bytes as i64, Ordering::Relaxed);
+    c.deferred_buffers.fetch_sub(1, Ordering::Relaxed);
+    drop(e.fences);
+    drop(e.dev);
+}
+
+/// Frees every entry whose fences completed and that is at least `min_age` old; never waits.
+/// Returns how many were freed.
+pub fn drain(min_age: Duration) -> usize {
+    if LEN.load(Ordering::Relaxed) == 0 {
+        return 0;
+    }
+    let ready: Vec<Entry> = {
+        let mut q = QUEUE.lock();
+        let mut ready = Vec::new();
+        let mut i = 0;
+        while i < q.len() {
+            if q[i].at.elapsed() >= min_age && fences_done(&q[i]) {
+                ready.push(q.swap_remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        LEN.fetch_sub(ready.len(), Ordering::Relaxed);
+        ready
+    };
+    let n = ready.len();
+    for e in ready {
+        free(e);
+    }
+    n
+}
+
+/// The workers' call: a non-blocking drain with the configured minimum age, at most every 20 ms.
+pub fn maintain() {
+    if LEN.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let now = EPOCH.elapsed().as_millis() as u64;
+    let last = LAST_MAINTAIN_MS.load(Ordering::Relaxed);
+    if now.saturating_sub(last) < 20
+        || LAST_MAINTAIN_MS.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_err()
+    {
+        return;
+    }
+    drain(min_age());
+}
+
+/// Teardown: frees every entry (whatever its age) once its fences completed, waiting for them
+/// until `deadline`. Entries still pending at the deadline stay queued. Returns whether the queue
+/// is empty.
+pub fn drain_wait(deadline: Instant) -> bool {
+    let all: Vec<Entry> = {
+        let mut q = QUEUE.lock();
+        LEN.fetch_sub(q.len(), Ordering::Relaxed);
+        std::mem::take(&mut *q)
+    };
+    let mut left = Vec::new();
+    for e in all {
+        let mut done = fences_done(&e);
+        while !done && Instant::now() < deadline {
+            // Bounded wait on these events only (never the device): poll, since
+            // cuEventSynchronize cannot time out.
+            std::thread::sleep(Duration::from_micros(200));
+            done = fences_done(&e);
+        }
+        if done {
+            free(e);
+        } else {
+            left.push(e);
+        }
+    }
+    let empty = left.is_empty();
+    if !empty {
+        log::warn!("{} GPU buffer(s) still fenced by unfinished work at the deadline; kept for later", left.len());
+        LEN.fetch_add(left.len(), Ordering::Relaxed);
+        QUEUE.lock().extend(left);
+    }
+    empty
+}

@@ -1,0 +1,356 @@
+//! FFmpeg's CUDA hwaccel (NVDEC) running in *our* context and on the camera's stream.
+//!
+//! The AVHWDeviceContext wraps the library's CUcontext and the camera's non-blocking stream
+//! (FFmpeg never creates, flags or destroys a context of its own, and NVDEC's post-processing
+//! runs on our stream). A decoded frame is a mapped NVDEC surface: it is copied into the leased
+//! pool slot with cuMemcpy2DAsync on the same stream, an event is recorded, and the AVFrame (and
+//! so the surface) is held until that event has completed, found by querying, never by waiting
+//! on the hot path, then unreffed. `extra_hw_frames` covers exactly what is held.
+
+use super::context::{Copy2D, Event, Mem};
+use super::pool::DeviceStorage;
+use super::{stats, CamGpu, HwTicket};
+use crate::decode::{pts_us, Decoder, Picture};
+use crate::pool::{Geometry, Lease, Pool};
+use crate::status::*;
+use ff::ffi;
+use ffmpeg_next as ff;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Arc;
+
+/// Copied-out frames whose copies may still run; beyond this the oldest is waited for (counted).
+const MAX_PENDING: usize = 2;
+/// Surfaces FFmpeg adds to the DPB for what we hold: the pending ones plus the picture received
+/// and not yet written.
+const EXTRA_HW_FRAMES: i32 = MAX_PENDING as i32 + 1;
+
+/// What `get_format` saw; read after each call into the decoder.
+#[derive(Default)]
+struct FmtState {
+    /// get_format was offered no CUDA format (FFmpeg's hwaccel init failed: session limit, out of
+    /// memory, unsupported profile or size) or a software format we cannot copy as NV12.
+    refused: AtomicBool,
+    no_cuda: AtomicBool,
+    sw_format: AtomicI32,
+}
+
+fn is_nv12_compatible(f: ffi::AVPixelFormat) -> bool {
+    use ffi::AVPixelFormat::*;
+    matches!(f, AV_PIX_FMT_YUV420P | AV_PIX_FMT_YUVJ420P | AV_PIX_FMT_NV12)
+}
+
+/// Picks CUDA when it is offered for an 8-bit 4:2:0 stream; otherwise notes why and refuses, so
+/// that FFmpeg's silent fall back to its software decoder inside a "hardware" decoder can never
+/// happen: the camera falls back itself, with a reason, to software decode plus upload.
+unsafe extern "C" fn get_format_cuda(ctx: *mut ffi::AVCodecContext, fmts: *const ffi::AVPixelFormat) -> ffi::AVPixelFormat {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut has_cuda = false;
+        let mut p = fmts;
+        while !p.is_null() && *p != ffi::AVPixelFormat::AV_PIX_FMT_NONE {
+            has_cuda |= *p == ffi::AVPixelFormat::AV_PIX_FMT_CUDA;
+            p = p.add(1);
+        }
+        let sw = (*ctx).sw_pix_fmt;
+        if has_cuda && is_nv12_compatible(sw) {
+            return ffi::AVPixelFormat::AV_PIX_FMT_CUDA;
+        }
+        if let Some(st) = ((*ctx).opaque as *const FmtState).as_ref() {
+            st.no_cuda.store(!has_cuda, Ordering::Relaxed);
+            st.sw_format.store(sw as i32, Ordering::Relaxed);
+            st.refused.store(true, Ordering::Release);
+        }
+        ffi::AVPixelFormat::AV_PIX_FMT_NONE
+    }))
+    .unwrap_or(ffi::AVPixelFormat::AV_PIX_FMT_NONE)
+}
+
+/// Our reference on the AVHWDeviceContext.
+struct HwDevRef(*mut ffi::AVBufferRef);
+unsafe impl Send for HwDevRef {}
+impl Drop for HwDevRef {
+    fn drop(&mut self) {
+        unsafe { ffi::av_buffer_unref(&mut self.0) };
+    }
+}
+
+/// Whether FFmpeg has a CUDA hwaccel (hw_device_ctx method) for this codec.
+pub fn codec_has_cuda(id: ff::codec::Id) -> bool {
+    let Some(codec) = ff::decoder::find(id) else { return false };
+    unsafe {
+        let mut i = 0;
+        loop {
+            let cfg = ffi::avcodec_get_hw_config(codec.as_ptr(), i);
+            if cfg.is_null() {
+                return false;
+            }
+            if (*cfg).device_type == ffi::AVHWDeviceType::AV_HWDEVICE_TYPE_CUDA
+                && (*cfg).methods & ffi::AV_CODEC_HW_CONFIG_METHOD_HW_DEVICE_CTX as i32 != 0
+            {
+                return true;
+            }
+            i += 1;
+        }
+    }
+}
+
+pub struct HwDecoder {
+    cam: Arc<CamGpu>,
+    dec: Option<ff::decoder::Video>,
+    /// The picture last received, until written (or replaced by the next receive).
+    frame: ff::frame::Video,
+    has_frame: bool,
+    /// Copied-out frames and the events after their copies, oldest first.
+    pending: VecDeque<(ff::frame::Video, Event)>,
+    spare_frames: Vec<ff::frame::Video>,
+    spare_events: Vec<Event>,
+    time_base: ff::Rational,
+    fmt: Box<FmtState>,
+    codec: String,
+    hw_dev: Option<HwDevRef>,
+    _ticket: HwTicket,
+}
+
+impl HwDecoder {
+    pub fn new(cam: &Arc<CamGpu>, params: &ff::codec::Parameters, time_base: ff::Rational, ticket: HwTicket) -> Result<HwDecoder> {
+        let id = params.id();
+        let codec = format!("{id:?}").to_lowercase();
+        if !codec_has_cuda(id) {
+            return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("FFmpeg has no CUDA hwaccel for {codec}")));
+        }
+        let dev = &cam.stream.dev;
+        let _g = dev.push()?;
+        let hw_dev = unsafe {
+            let r = ffi::av_hwdevice_ctx_alloc(ffi::AVHWDeviceType::AV_HWDEVICE_TYPE_CUDA);
+            if r.is_null() {
+                return Err(Error::new(NVCAM_E_OUT_OF_MEMORY, "av_hwdevice_ctx_alloc(CUDA) failed"));
+            }
+            let hw_dev = HwDevRef(r);
+            let devctx = (*r).data as *mut ffi::AVHWDeviceContext;
+            let cu = (*devctx).hwctx as *mut ffi::AVCUDADeviceContext;
+            (*cu).cuda_ctx = dev.cu_ctx() as ffi::CUcontext;
+            (*cu).stream = cam.stream.raw() as ffi::CUstream;
+            let e = ffi::av_hwdevice_ctx_init(r);
+            if e < 0 {
+                let err = Error::ffmpeg("av_hwdevice_ctx_init(CUDA, our context)", ff::Error::from(e));
+                log::warn!("{err}");
+                return Err(err);
+            }
+            hw_dev
+        };
+        let fmt = Box::new(FmtState::default());
+        let mut ctx = ff::codec::Context::from_parameters(params.clone()).map_err(|e| Error::ffmpeg("avcodec_parameters_to_context", e))?;
+        unsafe {
+            let p = ctx.as_mut_ptr();
+            (*p).hw_device_ctx = ffi::av_buffer_ref(hw_dev.0);
+            if (*p).hw_device_ctx.is_null() {
+                return Err(Error::new(NVCAM_E_OUT_OF_MEMORY, "av_buffer_ref failed"));
+            }
+            (*p).get_format = Some(get_format_cuda);
+            (*p).opaque = &*fmt as *const FmtState as *mut std::ffi::c_void;
+            (*p).extra_hw_frames = EXTRA_HW_FRAMES;
+            // Frame threads only add surfaces with NVDEC.
+            (*p).thread_count = 1;
+        }
+        let dec = ctx.decoder().video().map_err(|e| {
+            let err = Error::ffmpeg("avcodec_open2 (CUDA hwaccel)", e);
+            log::warn!("{err}");
+            err
+        })?;
+        stats::of(dev.ordinal).hw_decoders.fetch_add(1, Ordering::Relaxed);
+        log::info!("GPU {}: FFmpeg CUDA hwaccel decoder for {codec} (our context, camera stream)", dev.ordinal);
+        Ok(HwDecoder {
+            cam: cam.clone(),
+            dec: Some(dec),
+            frame: ff::frame::Video::empty(),
+            has_frame: false,
+            pending: VecDeque::new(),
+            spare_frames: Vec::new(),
+            spare_events: Vec::new(),
+            time_base,
+            fmt,
+            codec,
+            hw_dev: Some(hw_dev),
+            _ticket: ticket,
+        })
+    }
+
+    fn dec(&mut self) -> &mut ff::decoder::Video {
+        self.dec.as_mut().expect("decoder lives until drop")
+    }
+
+    /// Whether NVDEC could not take this stream (so the camera may fall back to software).
+    pub fn hw_failed(&self) -> bool {
+        self.fmt.refused.load(Ordering::Acquire)
+    }
+
+    fn refusal(&self) -> Error {
+        let sw = self.fmt.sw_format.load(Ordering::Relaxed);
+        let why = if self.fmt.no_cuda.load(Ordering::Relaxed) {
+            "NVDEC could not start a session (FFmpeg's hwaccel init failed: session limit, out of memory, or unsupported profile/size; see FFmpeg's log)".to_string()
+        } else {
+            format!("stream's pixel format {sw} is not 8-bit 4:2:0; NVDEC would not output NV12")
+        };
+        Error::new(NVCAM_E_UNSUPPORTED, format!("{} on GPU {}: {why}", self.codec, self.cam.stream.dev.ordinal))
+    }
+
+    fn check_refused(&self) -> Result<()> {
+        if self.hw_failed() {
+            Err(self.refusal())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Unrefs held frames whose copies have completed (queried). Waits for the oldest only if
+    /// more than MAX_PENDING are held, which means the GPU is far behind (counted as a sync).
+    fn reap(&mut self) -> Result<()> {
+        while let Some((_, ev)) = self.pending.front() {
+            if !ev.query()? {
+                if self.pending.len() <= MAX_PENDING {
+                    break;
+                }
+                ev.synchronize()?;
+            }
+            let (mut f, ev) = self.pending.pop_front().expect("front exists");
+            let _g = self.cam.stream.dev.push()?;
+            unsafe { ffi::av_frame_unref(f.as_mut_ptr()) }; // releases the NVDEC surface
+            self.spare_frames.push(f);
+            self.spare_events.push(ev);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for HwDecoder {
+    fn drop(&mut self) {
+        // Teardown: wait for our own copies (events only), then release the surfaces, then the
+        // NVDEC session, all inside our context.
+        let _g = self.cam.stream.dev.push();
+        for (f, ev) in self.pending.drain(..) {
+            if !ev.query().unwrap_or(true) {
+                let _ = ev.synchronize();
+            }
+            drop(f);
+        }
+        unsafe { ffi::av_frame_unref(self.frame.as_mut_ptr()) };
+        self.spare_frames.clear();
+        drop(self.dec.take());
+        drop(self.hw_dev.take());
+        stats::of(self.cam.stream.dev.ordinal).hw_decoders.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Decoder for HwDecoder {
+    fn name(&self) -> &'static str {
+        "ffmpeg-cuda"
+    }
+    fn send_packet(&mut self, pkt: &ff::Packet) -> Result<()> {
+        self.reap()?;
+        let r = self.dec().send_packet(pkt);
+        self.check_refused()?;
+        match r {
+            Ok(()) => Ok(()),
+            Err(ff::Error::InvalidData) => {
+                log::debug!("decoder skipped a corrupt packet");
+                Ok(())
+            }
+            Err(e) => Err(Error::ffmpeg("avcodec_send_packet (CUDA hwaccel)", e)),
+        }
+    }
+    fn send_eof(&mut self) -> Result<()> {
+        self.dec().send_eof().map_err(|e| Error::ffmpeg("avcodec_send_packet(NULL)", e))
+    }
+    fn receive(&mut self) -> Result<Option<Picture>> {
+        self.reap()?;
+        // receive_frame unrefs a picture that was received but never written (dropped).
+        let mut f = std::mem::replace(&mut self.frame, ff::frame::Video::empty());
+        let r = self.dec().receive_frame(&mut f);
+        self.frame = f;
+        self.has_frame = false;
+        self.check_refused()?;
+        match r {
+            Ok(()) => {
+                let fmt = unsafe { (*self.frame.as_ptr()).format };
+                if fmt != ffi::AVPixelFormat::AV_PIX_FMT_CUDA as i32 {
+                    self.fmt.refused.store(true, Ordering::Release);
+                    return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("hardware decoder returned a software frame (format {fmt})")));
+                }
+                self.has_frame = true;
+                Ok(Some(Picture {
+                    width: self.frame.width(),
+                    height: self.frame.height(),
+                    pts_us: pts_us(self.frame.timestamp(), self.time_base),
+                }))
+            }
+            Err(ff::Error::Eof) => Ok(None),
+            Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => Ok(None),
+            Err(ff::Error::InvalidData) => Ok(None),
+            Err(e) => Err(Error::ffmpeg("avcodec_receive_frame (CUDA hwaccel)", e)),
+        }
+    }
+    fn write_into(&mut self, lease: &mut Lease) -> Result<()> {
+        if !self.has_frame {
+            return Err(Error::internal("write_into without a received picture"));
+        }
+        let g = lease.pool().geom;
+        let (w, h) = (self.frame.width(), self.frame.height());
+        if (w, h) != (g.width, g.height) {
+            return Err(Error::internal("picture and slot sizes differ"));
+        }
+        let st = lease
+            .pool()
+            .storage()
+            .as_any()
+            .downcast_ref::<DeviceStorage>()
+            .ok_or_else(|| Error::internal("hardware decoder needs a device pool"))?;
+        let s = &self.cam.stream;
+        if st.dev().ordinal != s.dev.ordinal {
+            return Err(Error::internal("pool and decoder on different GPUs"));
+        }
+        let (src_y, pitch_y, src_uv, pitch_uv) = unsafe {
+            let f = &*self.frame.as_ptr();
+            (f.data[0] as u64, f.linesize[0] as usize, f.data[1] as u64, f.linesize[1] as usize)
+        };
+        if src_y == 0 || src_uv == 0 {
+            return Err(Error::internal("CUDA frame without planes"));
+        }
+        let dst = lease.addr();
+        Copy2D { src: Mem::Device(src_y), src_pitch: pitch_y, dst: Mem::Device(dst), dst_pitch: g.pitch, width_bytes: g.width as usize, rows: g.y_rows() }
+            .enqueue(s)?;
+        Copy2D {
+            src: Mem::Device(src_uv),
+            src_pitch: pitch_uv,
+            dst: Mem::Device(dst + g.uv_offset() as u64),
+            dst_pitch: g.pitch,
+            width_bytes: g.row_bytes(),
+            rows: g.uv_rows(),
+        }
+        .enqueue(s)?;
+        st.record_write(lease.index(), s)?;
+        let ev = match self.spare_events.pop() {
+            Some(e) => e,
+            None => Event::new(&s.dev)?,
+        };
+        ev.record(s)?;
+        let shell = self.spare_frames.pop().unwrap_or_else(ff::frame::Video::empty);
+        let held = std::mem::replace(&mut self.frame, shell);
+        self.has_frame = false;
+        self.pending.push_back((held, ev));
+        stats::of(s.dev.ordinal).frames_copied.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+    fn new_pool(&self, geom: Geometry, slots: usize) -> Result<Arc<Pool>> {
+        super::new_pool(&self.cam, geom, slots)
+    }
+    fn pool_device(&self) -> i32 {
+        self.cam.stream.dev.ordinal
+    }
+    fn reset(&mut self) -> bool {
+        // Held surfaces keep their own references; they are reaped as their copies complete.
+        unsafe { ffi::av_frame_unref(self.frame.as_mut_ptr()) };
+        self.has_frame = false;
+        self.dec().flush();
+        true
+    }
+}

@@ -1,0 +1,76 @@
+//! Process-wide GPU counters, per device, for `nvcam_gpu_stats`. Plain relaxed atomics: each is a
+//! monotonic count or a gauge, read as a snapshot.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+/// Devices with their own counters; higher ordinals share the last row.
+pub const MAX_DEVICES: usize = 16;
+
+#[derive(Default)]
+pub struct DevCounters {
+    pub device_allocs: AtomicU64,
+    pub device_frees: AtomicU64,
+    pub pinned_allocs: AtomicU64,
+    pub pinned_frees: AtomicU64,
+    pub syncs: AtomicU64,
+    pub ready_waits: AtomicU64,
+    pub hw_fallbacks: AtomicU64,
+    pub frames_copied: AtomicU64,
+    pub bytes_in_pools: AtomicI64,
+    pub bytes_deferred: AtomicI64,
+    pub deferred_buffers: AtomicI64,
+    pub hw_decoders: AtomicI64,
+    pub upload_decoders: AtomicI64,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const ZERO: DevCounters = DevCounters {
+    device_allocs: AtomicU64::new(0),
+    device_frees: AtomicU64::new(0),
+    pinned_allocs: AtomicU64::new(0),
+    pinned_frees: AtomicU64::new(0),
+    syncs: AtomicU64::new(0),
+    ready_waits: AtomicU64::new(0),
+    hw_fallbacks: AtomicU64::new(0),
+    frames_copied: AtomicU64::new(0),
+    bytes_in_pools: AtomicI64::new(0),
+    bytes_deferred: AtomicI64::new(0),
+    deferred_buffers: AtomicI64::new(0),
+    hw_decoders: AtomicI64::new(0),
+    upload_decoders: AtomicI64::new(0),
+};
+
+static COUNTERS: [DevCounters; MAX_DEVICES] = [ZERO; MAX_DEVICES];
+
+pub fn of(device: i32) -> &'static DevCounters {
+    &COUNTERS[(device.max(0) as usize).min(MAX_DEVICES - 1)]
+}
+
+pub fn count_sync(device: i32) {
+    of(device).syncs.fetch_add(1, Ordering::Relaxed);
+}
+pub fn count_pinned_alloc(device: i32) {
+    of(device).pinned_allocs.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Sums of one device's counters, or of all (`device` < 0), into the C struct's counter fields.
+pub fn fill(device: i32, out: &mut crate::api::nvcam_gpu_stats) {
+    let rows: Vec<&DevCounters> = if device < 0 { COUNTERS.iter().collect() } else { vec![of(device)] };
+    let r = Ordering::Relaxed;
+    let pos = |v: i64| v.max(0) as u64;
+    for c in rows {
+        out.device_allocs += c.device_allocs.load(r);
+        out.device_frees += c.device_frees.load(r);
+        out.pinned_allocs += c.pinned_allocs.load(r);
+        out.pinned_frees += c.pinned_frees.load(r);
+        out.syncs += c.syncs.load(r);
+        out.ready_waits += c.ready_waits.load(r);
+        out.hw_fallbacks += c.hw_fallbacks.load(r);
+        out.frames_copied += c.frames_copied.load(r);
+        out.bytes_in_pools += pos(c.bytes_in_pools.load(r));
+        out.bytes_deferred += pos(c.bytes_deferred.load(r));
+        out.deferred_buffers += pos(c.deferred_buffers.load(r));
+        out.hw_decoders += pos(c.hw_decoders.load(r)) as u32;
+        out.upload_decoders += pos(c.upload_decoders.load(r)) as u32;
+    }
+}

@@ -1,0 +1,108 @@
+//! Software decode plus upload into the camera's GPU pool: the fall-back when NVDEC cannot take
+//! a camera (session cap, session limit, out of memory, unsupported codec or format) and the
+//! `NVCAM_DECODER_SOFTWARE` policy on a GPU. Frames land in the same device pool, so a host sees
+//! the same device pointers and lifetimes whichever decoder made them.
+//!
+//! FFmpeg decodes on the CPU; swscale writes NV12 at the slot's pitch into one of a few pinned
+//! staging buffers (allocated once per resolution); one cuMemcpy2DAsync uploads it on the camera's
+//! stream, and the staging buffer is reused only once its event has completed.
+
+use super::context::{Copy2D, Mem, PinnedBuf};
+use super::pool::DeviceStorage;
+use super::{stats, CamGpu};
+use crate::decode::{Decoder, Picture, SoftwareDecoder};
+use crate::pool::{Geometry, Lease, Pool};
+use crate::status::*;
+use ffmpeg_next as ff;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Staging buffers per camera: enough that the CPU never waits for an upload in practice.
+const STAGING: usize = 3;
+
+pub struct UploadDecoder {
+    sw: SoftwareDecoder,
+    cam: Arc<CamGpu>,
+    ring: Vec<PinnedBuf>,
+    ring_geom: Option<Geometry>,
+    next: usize,
+}
+
+impl UploadDecoder {
+    pub fn new(cam: &Arc<CamGpu>, params: ff::codec::Parameters, time_base: ff::Rational, threads: usize) -> Result<UploadDecoder> {
+        let sw = SoftwareDecoder::from_parameters(params, time_base, threads)?;
+        stats::of(cam.stream.dev.ordinal).upload_decoders.fetch_add(1, Ordering::Relaxed);
+        Ok(UploadDecoder { sw, cam: cam.clone(), ring: Vec::new(), ring_geom: None, next: 0 })
+    }
+}
+
+impl Drop for UploadDecoder {
+    fn drop(&mut self) {
+        // Each staging buffer retires to the deferred queue fenced by its last upload.
+        self.ring.clear();
+        stats::of(self.cam.stream.dev.ordinal).upload_decoders.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Decoder for UploadDecoder {
+    fn name(&self) -> &'static str {
+        "ffmpeg-sw+upload"
+    }
+    fn send_packet(&mut self, pkt: &ff::Packet) -> Result<()> {
+        self.sw.send_packet(pkt)
+    }
+    fn send_eof(&mut self) -> Result<()> {
+        self.sw.send_eof()
+    }
+    fn receive(&mut self) -> Result<Option<Picture>> {
+        self.sw.receive()
+    }
+    fn write_into(&mut self, lease: &mut Lease) -> Result<()> {
+        let g = lease.pool().geom;
+        let st = lease
+            .pool()
+            .storage()
+            .as_any()
+            .downcast_ref::<DeviceStorage>()
+            .ok_or_else(|| Error::internal("upload decoder needs a device pool"))?;
+        let s = &self.cam.stream;
+        if self.ring_geom != Some(g) {
+            self.ring.clear();
+            for _ in 0..STAGING {
+                self.ring.push(PinnedBuf::new(&s.dev, g.slot_bytes())?);
+            }
+            self.ring_geom = Some(g);
+            self.next = 0;
+        }
+        let buf = &self.ring[self.next];
+        if !buf.done().query()? {
+            buf.done().synchronize()?; // the GPU is STAGING uploads behind (counted)
+        }
+        // SAFETY: the buffer's last upload has completed and only this decoder touches it.
+        self.sw.convert_into(unsafe { buf.as_mut_slice() }, &g)?;
+        Copy2D {
+            src: Mem::Host(buf.ptr()),
+            src_pitch: g.pitch,
+            dst: Mem::Device(lease.addr()),
+            dst_pitch: g.pitch,
+            width_bytes: g.row_bytes(),
+            rows: g.y_rows() + g.uv_rows(),
+        }
+        .enqueue(s)?;
+        buf.done().record(s)?;
+        st.record_write(lease.index(), s)?;
+        self.next = (self.next + 1) % STAGING;
+        stats::of(s.dev.ordinal).frames_copied.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+    fn new_pool(&self, geom: Geometry, slots: usize) -> Result<Arc<Pool>> {
+        super::new_pool(&self.cam, geom, slots)
+    }
+    fn pool_device(&self) -> i32 {
+        self.cam.stream.dev.ordinal
+    }
+    fn reset(&mut self) -> bool {
+        self.sw.flush();
+        true
+    }
+}

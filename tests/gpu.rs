@@ -1,0 +1,616 @@
+//! The GPU path, on a machine with an NVIDIA GPU (through ../shared/gpu/bundle).
+//!
+//! Each test needs a GPU. Without one it returns early with a note, so CI (no GPU) passes; with
+//! `REQUIRE_GPU=1` (set by the bundle's run.sh on the GPU machine) a missing GPU is a failure.
+//! The tests share the library's global state (init, shutdown), so they run one at a time.
+//!
+//! Clips come from `common::clip` (encoded here with Debian's ffmpeg; on the GPU machine they are
+//! carried in the bundle under `$BUNDLE_WITH/fixtures`).
+
+mod common;
+use common::*;
+use cudarc::driver::sys;
+use nvcam::*;
+use parking_lot::{Mutex, MutexGuard};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const MIB: i64 = 1 << 20;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn gpu_usable() -> bool {
+    static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *USABLE.get_or_init(|| unsafe {
+        if !sys::is_culib_present() || sys::cuInit(0) != sys::CUresult::CUDA_SUCCESS {
+            return false;
+        }
+        let mut n = 0;
+        sys::cuDeviceGetCount(&mut n) == sys::CUresult::CUDA_SUCCESS && n > 0
+    })
+}
+
+/// True if the test can run; false (with a note) to skip. Panics under REQUIRE_GPU=1.
+fn need_gpu(test: &str) -> bool {
+    if gpu_usable() {
+        return true;
+    }
+    if std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        panic!("{test}: REQUIRE_GPU=1 but there is no usable GPU (libcuda or a device is missing)");
+    }
+    println!("{test}: no GPU here; not run (REQUIRE_GPU=1 makes this a failure)");
+    false
+}
+
+fn ck(what: &str, r: sys::CUresult) {
+    assert_eq!(r, sys::CUresult::CUDA_SUCCESS, "{what}");
+}
+
+/// A context of the test's own (the "host's"), current on the calling thread until dropped.
+struct HostCtx(sys::CUcontext);
+
+impl HostCtx {
+    fn new() -> HostCtx {
+        unsafe {
+            ck("cuInit", sys::cuInit(0));
+            let mut dev = 0;
+            ck("cuDeviceGet", sys::cuDeviceGet(&mut dev, 0));
+            let mut params = sys::CUctxCreateParams {
+                execAffinityParams: std::ptr::null_mut(),
+                numExecAffinityParams: 0,
+                cigParams: std::ptr::null_mut(),
+            };
+            let mut c = std::ptr::null_mut();
+            ck("cuCtxCreate", sys::cuCtxCreate_v4(&mut c, &mut params, 0, dev));
+            HostCtx(c)
+        }
+    }
+}
+
+impl Drop for HostCtx {
+    fn drop(&mut self) {
+        unsafe { sys::cuCtxDestroy_v2(self.0) };
+    }
+}
+
+fn current_ctx() -> sys::CUcontext {
+    let mut c = std::ptr::null_mut();
+    ck("cuCtxGetCurrent", unsafe { sys::cuCtxGetCurrent(&mut c) });
+    c
+}
+
+/// Free device memory, device-wide (needs a current context).
+fn mem_free() -> i64 {
+    let (mut free, mut total) = (0usize, 0usize);
+    ck("cuMemGetInfo", unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) });
+    free as i64
+}
+
+/// One library session: init with `cfg`, shutdown on drop; tests run one at a time.
+struct Session {
+    _serial: MutexGuard<'static, ()>,
+}
+
+fn config(max_hw: u32) -> nvcam_config {
+    nvcam_config {
+        struct_size: std::mem::size_of::<nvcam_config>() as u32,
+        max_hw_decoders_per_device: max_hw,
+        ..Default::default()
+    }
+}
+
+impl Session {
+    fn new(cfg: nvcam_config) -> Session {
+        let g = SERIAL.lock();
+        unsafe {
+            nvcam_log_init(c"-".as_ptr(), NVCAM_LOG_INFO);
+            assert_eq!(nvcam_init(&cfg), NVCAM_OK, "{}", last_error());
+        }
+        Session { _serial: g }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let r = nvcam_shutdown(20_000);
+        if !std::thread::panicking() {
+            assert_eq!(r, NVCAM_OK, "shutdown: {}", last_error());
+        }
+    }
+}
+
+fn gpu_options(flags: u32, decoder: u32) -> nvcam_camera_options {
+    let mut o = options(flags);
+    o.device = 0;
+    o.decoder = decoder;
+    o
+}
+
+fn gpu_stats(device: i32) -> nvcam_gpu_stats {
+    let mut s = nvcam_gpu_stats { struct_size: std::mem::size_of::<nvcam_gpu_stats>() as u32, ..Default::default() };
+    assert_eq!(unsafe { nvcam_gpu_stats(device, &mut s) }, NVCAM_OK, "{}", last_error());
+    s
+}
+
+fn x264() -> Vec<&'static str> {
+    vec!["-preset", "veryfast", "-g", "24", "-bf", "2"]
+}
+
+fn x265() -> Vec<&'static str> {
+    vec!["-preset", "ultrafast", "-g", "24", "-x265-params", "log-level=error"]
+}
+
+/// A small H.264 clip for the reconnect tests.
+fn small_clip() -> PathBuf {
+    clip("gpu-h264-640x360.mp4", "640x360", 60, "libx264", &x264())
+}
+
+/// FFmpeg's software decode of `clip` as packed NV12 frames (nvcam's packed layout), from the
+/// bundle's ffmpeg-nvdec on the GPU machine or Debian's ffmpeg here.
+fn reference_frames(clip: &Path, w: usize, h: usize) -> Vec<Vec<u8>> {
+    let bin = if Command::new("ffmpeg-nvdec").arg("-version").output().is_ok() { "ffmpeg-nvdec" } else { "ffmpeg" };
+    let out = Command::new(bin)
+        .args(["-hide_banner", "-loglevel", "error", "-i"])
+        .arg(clip)
+        .args(["-f", "rawvideo", "-pix_fmt", "nv12", "-"])
+        .output()
+        .expect("ffmpeg");
+    assert!(out.status.success(), "{bin}: {}", String::from_utf8_lossy(&out.stderr));
+    let n = w * h + w * h / 2;
+    assert_eq!(out.stdout.len() % n, 0);
+    out.stdout.chunks(n).map(|c| c.to_vec()).collect()
+}
+
+/// Reads a device frame's NV12 bytes straight from its device pointers (the host's context must
+/// be current), packed.
+fn read_device_frame(i: &nvcam_frame_info) -> Vec<u8> {
+    let (w, h, p) = (i.width as usize, i.height as usize, i.pitch as usize);
+    let rows = h + h.div_ceil(2);
+    let mut raw = vec![0u8; p * rows];
+    assert_eq!(i.uv_ptr, i.y_ptr + (p * h) as u64, "UV plane follows Y at one pitch");
+    ck("cuMemcpyDtoH(frame)", unsafe { sys::cuMemcpyDtoH_v2(raw.as_mut_ptr() as *mut _, i.y_ptr, raw.len()) });
+    let mut out = Vec::with_capacity(w * rows);
+    for r in 0..rows {
+        out.extend_from_slice(&raw[r * p..r * p + w]);
+    }
+    out
+}
+
+fn first_diff(a: &[u8], b: &[u8]) -> Option<usize> {
+    a.iter().zip(b).position(|(x, y)| x != y).or(if a.len() != b.len() { Some(a.len().min(b.len())) } else { None })
+}
+
+#[test]
+fn nvdec_matches_software_decode() {
+    if !need_gpu("nvdec_matches_software_decode") {
+        return;
+    }
+    let clips = [
+        ("gpu-h264-1920x1080.mp4", 1920, 1080, 48, "libx264"),
+        ("gpu-hevc-1920x1080.mp4", 1920, 1080, 48, "libx265"),
+        ("gpu-h264-3840x2160.mp4", 3840, 2160, 24, "libx264"),
+        ("gpu-hevc-3840x2160.mp4", 3840, 2160, 24, "libx265"),
+    ];
+    let _s = Session::new(config(0));
+    let host = HostCtx::new();
+    for (name, w, h, n, codec) in clips {
+        let extra = if codec == "libx264" { x264() } else { x265() };
+        let path = clip(name, &format!("{w}x{h}"), n, codec, &extra);
+        let reference = reference_frames(&path, w, h);
+        assert_eq!(reference.len(), n as usize, "{name}: reference frame count");
+        let cam = open(path.to_str().unwrap(), &gpu_options(NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING, NVCAM_DECODER_FFMPEG_HW))
+            .unwrap_or_else(|e| panic!("{name}: open: {e:?}"));
+        for (k, want) in reference.iter().enumerate() {
+            let f = get_frame(cam, 20_000).unwrap_or_else(|e| panic!("{name}: frame {k}: {e:?}"));
+            let i = info(f).unwrap();
+            assert_eq!((i.memory, i.device, i.width, i.height), (NVCAM_MEMORY_DEVICE, 0, w as u32, h as u32), "{name}");
+            assert_eq!(i.seq, k as u64 + 1, "{name}: lossless camera skipped a frame");
+            let got = pixels(f).unwrap();
+            if let Some(at) = first_diff(&got, want) {
+                panic!("{name}: frame {k} differs from FFmpeg's software decode at byte {at} (fnv {:x} vs {:x})", fnv(&got), fnv(want));
+            }
+            if k == 0 || k == reference.len() - 1 {
+                // Straight through the device pointers, from the host's own context.
+                assert_eq!(current_ctx(), host.0);
+                assert!(read_device_frame(&i) == *want, "{name}: frame {k} via y_ptr differs");
+            }
+            release(f).unwrap();
+        }
+        let st = stats(cam);
+        assert_eq!(st.decoder, NVCAM_DECODER_FFMPEG_HW, "{name}: not decoded by NVDEC");
+        assert_eq!(st.memory, NVCAM_MEMORY_DEVICE);
+        println!("{name}: {} frames equal to FFmpeg's software decode (NVDEC, device pool)", reference.len());
+        close(cam, 5000).unwrap();
+    }
+}
+
+#[test]
+fn foreign_context_survives_every_call() {
+    if !need_gpu("foreign_context_survives_every_call") {
+        return;
+    }
+    let _serial = SERIAL.lock();
+    let host = HostCtx::new();
+    let mine = host.0;
+    let check = |what: &str| assert_eq!(current_ctx(), mine, "{what} changed the calling thread's CUDA context");
+    check("cuCtxCreate");
+    let clip = small_clip();
+    let url = std::ffi::CString::new(clip.to_str().unwrap()).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let bp = buf.as_mut_ptr() as *mut std::ffi::c_char;
+    unsafe {
+        assert_eq!(nvcam_log_init(c"-".as_ptr(), NVCAM_LOG_INFO), NVCAM_OK);
+        check("nvcam_log_init");
+        nvcam_log_set_callback(None, std::ptr::null_mut(), NVCAM_LOG_ERROR);
+        check("nvcam_log_set_callback");
+        nvcam_abi_version();
+        nvcam_version_string(bp, 4096);
+        check("nvcam_version_string");
+        nvcam_status_text(NVCAM_E_CUDA, bp, 4096);
+        check("nvcam_status_text");
+        let mut gs = nvcam_gpu_stats { struct_size: std::mem::size_of::<nvcam_gpu_stats>() as u32, ..Default::default() };
+        assert_eq!(nvcam_gpu_stats(-1, &mut gs), NVCAM_OK);
+        check("nvcam_gpu_stats before init");
+        let cfg = config(0);
+        assert_eq!(nvcam_init(&cfg), NVCAM_OK, "{}", last_error());
+        check("nvcam_init");
+        let mut o = options(0);
+        assert_eq!(nvcam_camera_options_init(&mut o), NVCAM_OK);
+        check("nvcam_camera_options_init");
+        o.flags = NVCAM_OPEN_LOOP | NVCAM_OPEN_NO_PACING;
+        let mut cams = Vec::new();
+        for decoder in [NVCAM_DECODER_AUTO, NVCAM_DECODER_SOFTWARE] {
+            o.decoder = decoder;
+            let mut cam = 0;
+            if decoder == NVCAM_DECODER_AUTO {
+                assert_eq!(nvcam_camera_open(url.as_ptr(), &o, &mut cam), NVCAM_OK, "{}", last_error());
+                check("nvcam_camera_open (first use of the GPU: context retained, stream created)");
+            } else {
+                assert_eq!(nvcam_camera_open_ex(url.as_ptr(), std::ptr::null(), &o, &mut cam), NVCAM_OK, "{}", last_error());
+                check("nvcam_camera_open_ex (software decode + upload)");
+            }
+            cams.push(cam);
+        }
+        for &cam in &cams {
+            let mut f = 0;
+            assert_eq!(nvcam_camera_get_frame(cam, 10_000, &mut f), NVCAM_OK, "{}", last_error());
+            check("nvcam_camera_get_frame");
+            let mut i = nvcam_frame_info { struct_size: std::mem::size_of::<nvcam_frame_info>() as u32, ..Default::default() };
+            assert_eq!(nvcam_frame_info(f, &mut i), NVCAM_OK);
+            check("nvcam_frame_info");
+            assert_eq!(i.memory, NVCAM_MEMORY_DEVICE);
+            let via_ptr = read_device_frame(&i);
+            let mut c = 0;
+            assert_eq!(nvcam_frame_clone(f, &mut c), NVCAM_OK);
+            check("nvcam_frame_clone");
+            let mut px = vec![0u8; i.nv12_size as usize];
+            assert_eq!(nvcam_frame_copy_nv12(c, px.as_mut_ptr(), 0, px.len() as u64), NVCAM_OK, "{}", last_error());
+            check("nvcam_frame_copy_nv12 (device download)");
+            assert!(px == via_ptr, "download equals the bytes at y_ptr");
+            let mut st = nvcam_camera_stats { struct_size: std::mem::size_of::<nvcam_camera_stats>() as u32, ..Default::default() };
+            assert_eq!(nvcam_camera_stats(cam, &mut st), NVCAM_OK);
+            check("nvcam_camera_stats");
+            let (mut n, mut t) = (0u32, 0u64);
+            nvcam_registry_stats(cam, &mut n, &mut t);
+            check("nvcam_registry_stats");
+            nvcam_camera_last_error(cam, bp, 4096);
+            check("nvcam_camera_last_error");
+            nvcam_last_error(bp, 4096);
+            check("nvcam_last_error");
+            let (mut lvl, mut len) = (0, 0);
+            nvcam_log_pop(&mut lvl, bp, 4096, &mut len);
+            check("nvcam_log_pop");
+            assert_eq!(nvcam_gpu_stats(0, &mut gs), NVCAM_OK);
+            check("nvcam_gpu_stats(0) (cuMemGetInfo)");
+            assert_eq!(nvcam_camera_reconnect(cam), NVCAM_OK);
+            check("nvcam_camera_reconnect");
+            let mut f2 = 0;
+            assert_eq!(nvcam_camera_get_frame(cam, 10_000, &mut f2), NVCAM_OK, "{}", last_error());
+            check("nvcam_camera_get_frame after reconnect");
+            assert_eq!(nvcam_frame_release(f), NVCAM_OK);
+            check("nvcam_frame_release");
+            let mut released = 0;
+            assert_eq!(nvcam_registry_force_release_owner(cam, &mut released), NVCAM_OK);
+            check("nvcam_registry_force_release_owner");
+            assert_eq!(released, 2);
+            assert_eq!(nvcam_frame_release(c), NVCAM_E_STALE_HANDLE);
+            assert_eq!(nvcam_gpu_drain(0), NVCAM_OK);
+            check("nvcam_gpu_drain");
+        }
+        // One closed (its pool retired to the deferred queue), one left for shutdown.
+        assert_eq!(nvcam_camera_close(cams[0], 5000), NVCAM_OK);
+        check("nvcam_camera_close");
+        assert_eq!(nvcam_gpu_drain(0), NVCAM_OK);
+        check("nvcam_gpu_drain after close");
+        assert_eq!(nvcam_shutdown(10_000), NVCAM_OK, "{}", last_error());
+        check("nvcam_shutdown (deferred frees, contexts released)");
+        assert_eq!(nvcam_gpu_stats(-1, &mut gs), NVCAM_OK);
+        check("nvcam_gpu_stats after shutdown");
+        assert_eq!((gs.contexts, gs.bytes_in_pools, gs.bytes_deferred), (0, 0, 0), "{gs:?}");
+    }
+    drop(host);
+}
+
+#[test]
+fn reconnect_while_kernel_reads_clone() {
+    if !need_gpu("reconnect_while_kernel_reads_clone") {
+        return;
+    }
+    let _s = Session::new(config(0));
+    let cam = open(small_clip().to_str().unwrap(), &gpu_options(NVCAM_OPEN_LOOP | NVCAM_OPEN_NO_PACING, NVCAM_DECODER_AUTO)).unwrap();
+    let f = get_frame(cam, 10_000).unwrap();
+    let held = clone(f).unwrap();
+    release(f).unwrap();
+    let i = info(held).unwrap();
+    assert_eq!(i.memory, NVCAM_MEMORY_DEVICE);
+    let bytes = (i.pitch * (i.height as u64 + (i.height as u64).div_ceil(2))) as usize;
+    let stop = Arc::new(AtomicBool::new(false));
+    let reads = Arc::new(AtomicU64::new(0));
+    let consumer = {
+        let (stop, reads) = (stop.clone(), reads.clone());
+        let ptr = i.y_ptr;
+        std::thread::spawn(move || -> Result<(), String> {
+            // The consumer: its own context and stream, copying the held clone again and again.
+            let _ctx = HostCtx::new();
+            let mut s = std::ptr::null_mut();
+            ck("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut s, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32) });
+            let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
+            ck("cuMemHostAlloc", unsafe { sys::cuMemHostAlloc(&mut host, bytes, 0) });
+            let mut dev_copy = 0;
+            ck("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut dev_copy, bytes) });
+            let mut first: Option<Vec<u8>> = None;
+            let mut result = Ok(());
+            while !stop.load(Ordering::Acquire) {
+                let r = unsafe {
+                    let r1 = sys::cuMemcpyDtoDAsync_v2(dev_copy, ptr, bytes, s);
+                    let r2 = sys::cuMemcpyDtoHAsync_v2(host, ptr, bytes, s);
+                    let r3 = sys::cuStreamSynchronize(s);
+                    [r1, r2, r3]
+                };
+                if let Some(bad) = r.iter().find(|r| **r != sys::CUresult::CUDA_SUCCESS) {
+                    result = Err(format!("CUDA error while reading the clone: {bad:?}"));
+                    break;
+                }
+                let now = unsafe { std::slice::from_raw_parts(host as *const u8, bytes) };
+                match &first {
+                    None => first = Some(now.to_vec()),
+                    Some(v) if v.as_slice() != now => {
+                        result = Err(format!("the held clone's bytes changed (read {})", reads.load(Ordering::Relaxed)));
+                        break;
+                    }
+                    _ => {}
+                }
+                reads.fetch_add(1, Ordering::Relaxed);
+            }
+            unsafe {
+                sys::cuMemFree_v2(dev_copy);
+                sys::cuMemFreeHost(host);
+                sys::cuStreamDestroy_v2(s);
+            }
+            result
+        })
+    };
+    let before = stats(cam).reconnects;
+    for k in 0..50u64 {
+        assert_eq!(nvcam_camera_reconnect(cam), NVCAM_OK);
+        assert!(wait_until(Duration::from_secs(10), || stats(cam).reconnects > before + k), "reconnect {k} did not happen");
+        let f = get_frame(cam, 10_000).unwrap_or_else(|e| panic!("no frame after reconnect {k}: {e:?}"));
+        release(f).unwrap();
+    }
+    stop.store(true, Ordering::Release);
+    consumer.join().unwrap().unwrap();
+    let n = reads.load(Ordering::Relaxed);
+    assert!(n > 50, "the consumer read the clone only {n} times");
+    assert_eq!(info(held).unwrap().y_ptr, i.y_ptr);
+    release(held).unwrap();
+    println!("50 reconnects while a consumer read the held clone {n} times: no CUDA error, bytes unchanged");
+    close(cam, 5000).unwrap();
+}
+
+#[test]
+fn shutdown_with_70_leaked_clones() {
+    if !need_gpu("shutdown_with_70_leaked_clones") {
+        return;
+    }
+    let serial = SERIAL.lock();
+    let host = HostCtx::new();
+    let before = mem_free();
+    unsafe {
+        nvcam_log_init(c"-".as_ptr(), NVCAM_LOG_INFO);
+        assert_eq!(nvcam_init(&config(0)), NVCAM_OK);
+    }
+    let clip = small_clip();
+    let cams: Vec<u64> = [NVCAM_DECODER_AUTO, NVCAM_DECODER_AUTO, NVCAM_DECODER_SOFTWARE]
+        .iter()
+        .map(|&d| open(clip.to_str().unwrap(), &gpu_options(NVCAM_OPEN_LOOP, d)).unwrap())
+        .collect();
+    let mut leaked = Vec::new();
+    'outer: for _ in 0..3 {
+        for &c in &cams {
+            let f = get_frame(c, 10_000).unwrap();
+            assert_eq!(info(f).unwrap().memory, NVCAM_MEMORY_DEVICE);
+            leaked.push(f);
+            while leaked.len() % 8 != 0 && leaked.len() < 70 {
+                leaked.push(clone(f).unwrap());
+            }
+            if leaked.len() == 70 {
+                break 'outer;
+            }
+        }
+    }
+    assert_eq!(leaked.len(), 70);
+    let during = gpu_stats(0);
+    assert!(during.bytes_in_pools > 0 && during.contexts == 1, "{during:?}");
+    let t0 = Instant::now();
+    assert_eq!(nvcam_shutdown(10_000), NVCAM_OK, "{}", last_error());
+    println!("shutdown with 70 leaked clones took {:?}", t0.elapsed());
+    let after = mem_free();
+    assert_eq!(current_ctx(), host.0);
+    assert!(before - after <= MIB, "device memory did not return: {} bytes more in use than before init", before - after);
+    for &h in &leaked {
+        assert_eq!(info(h).unwrap_err().0, NVCAM_E_STALE_HANDLE);
+        assert_eq!(nvcam_frame_release(h), NVCAM_E_STALE_HANDLE);
+    }
+    for &c in &cams {
+        let mut s = nvcam_camera_stats { struct_size: std::mem::size_of::<nvcam_camera_stats>() as u32, ..Default::default() };
+        assert_eq!(unsafe { nvcam_camera_stats(c, &mut s) }, NVCAM_E_STALE_HANDLE);
+    }
+    let g = gpu_stats(-1);
+    assert_eq!((g.contexts, g.bytes_in_pools, g.bytes_deferred, g.deferred_buffers, g.hw_decoders, g.upload_decoders), (0, 0, 0, 0, 0, 0), "{g:?}");
+    println!("70 leaked clones: shutdown freed everything (free memory {} MiB before init, {} MiB after)", before / MIB, after / MIB);
+    drop(host);
+    drop(serial);
+}
+
+#[test]
+fn vram_flat_over_200_reconnects() {
+    if !need_gpu("vram_flat_over_200_reconnects") {
+        return;
+    }
+    let _s = Session::new(config(0));
+    let _host = HostCtx::new();
+    let cam = open(small_clip().to_str().unwrap(), &gpu_options(NVCAM_OPEN_LOOP | NVCAM_OPEN_NO_PACING, NVCAM_DECODER_AUTO)).unwrap();
+    let cycle = |n: u64| {
+        let base = stats(cam).reconnects;
+        for k in 0..n {
+            assert_eq!(nvcam_camera_reconnect(cam), NVCAM_OK);
+            assert!(wait_until(Duration::from_secs(10), || stats(cam).reconnects > base + k));
+            release(get_frame(cam, 10_000).unwrap()).unwrap();
+        }
+    };
+    cycle(5);
+    assert_eq!(nvcam_gpu_drain(0), NVCAM_OK);
+    let (s0, m0) = (gpu_stats(0), mem_free());
+    cycle(200);
+    assert_eq!(nvcam_gpu_drain(0), NVCAM_OK);
+    let (s1, m1) = (gpu_stats(0), mem_free());
+    println!(
+        "200 reconnects: free memory {} -> {} MiB; device allocs {} -> {}, pool bytes {} -> {}",
+        m0 / MIB, m1 / MIB, s0.device_allocs, s1.device_allocs, s0.bytes_in_pools, s1.bytes_in_pools
+    );
+    assert_eq!(s1.device_allocs, s0.device_allocs, "a reconnect at the same resolution allocated device memory");
+    assert_eq!(s1.bytes_in_pools, s0.bytes_in_pools);
+    // Growth is what would betray a leak. (Under compute-sanitizer, free memory rose by ~22 MiB
+    // over the run: the sanitizer's own bookkeeping; without it both directions stay within 8 MiB.)
+    assert!(m0 - m1 <= 8 * MIB, "device memory in use grew by {} bytes over 200 reconnects", m0 - m1);
+    assert_eq!(stats(cam).memory, NVCAM_MEMORY_DEVICE);
+    close(cam, 5000).unwrap();
+}
+
+#[test]
+fn zero_allocs_per_frame_steady_state() {
+    if !need_gpu("zero_allocs_per_frame_steady_state") {
+        return;
+    }
+    let _s = Session::new(config(0));
+    let clip = clip("gpu-h264-1920x1080.mp4", "1920x1080", 48, "libx264", &x264());
+    for decoder in [NVCAM_DECODER_AUTO, NVCAM_DECODER_SOFTWARE] {
+        let cam = open(clip.to_str().unwrap(), &gpu_options(NVCAM_OPEN_LOOP | NVCAM_OPEN_NO_PACING, decoder)).unwrap();
+        for _ in 0..30 {
+            release(get_frame(cam, 10_000).unwrap()).unwrap();
+        }
+        let s0 = gpu_stats(0);
+        let n = 300;
+        for _ in 0..n {
+            let f = get_frame(cam, 10_000).unwrap();
+            info(f).unwrap();
+            release(f).unwrap();
+        }
+        let s1 = gpu_stats(0);
+        let st = stats(cam);
+        println!(
+            "decoder {}: {} frames copied, {} loops of the clip: device allocs +{}, pinned allocs +{}, frees +{}, syncs +{}, ready waits +{}",
+            st.decoder,
+            s1.frames_copied - s0.frames_copied,
+            (s1.frames_copied - s0.frames_copied) / 48,
+            s1.device_allocs - s0.device_allocs,
+            s1.pinned_allocs - s0.pinned_allocs,
+            s1.device_frees - s0.device_frees,
+            s1.syncs - s0.syncs,
+            s1.ready_waits - s0.ready_waits
+        );
+        assert!(s1.frames_copied - s0.frames_copied >= n);
+        assert_eq!(s1.device_allocs, s0.device_allocs, "device allocations in steady state");
+        assert_eq!(s1.pinned_allocs, s0.pinned_allocs, "pinned allocations in steady state");
+        assert_eq!(s1.device_frees, s0.device_frees);
+        assert_eq!(s1.syncs, s0.syncs, "blocking waits in steady state");
+        assert_eq!(st.decoder, if decoder == NVCAM_DECODER_AUTO { NVCAM_DECODER_FFMPEG_HW } else { NVCAM_DECODER_SOFTWARE });
+        close(cam, 5000).unwrap();
+    }
+}
+
+#[test]
+fn hw_session_cap_falls_back_to_software() {
+    if !need_gpu("hw_session_cap_falls_back_to_software") {
+        return;
+    }
+    let _s = Session::new(config(2));
+    let clip = clip("gpu-h264-1920x1080.mp4", "1920x1080", 48, "libx264", &x264());
+    let cams: Vec<u64> = (0..4).map(|_| open(clip.to_str().unwrap(), &gpu_options(NVCAM_OPEN_LOOP, NVCAM_DECODER_AUTO)).unwrap()).collect();
+    for &c in &cams {
+        for _ in 0..5 {
+            let f = get_frame(c, 10_000).unwrap();
+            assert_eq!(info(f).unwrap().memory, NVCAM_MEMORY_DEVICE);
+            release(f).unwrap();
+        }
+    }
+    let decoders: Vec<u32> = cams.iter().map(|&c| stats(c).decoder).collect();
+    let hw = decoders.iter().filter(|&&d| d == NVCAM_DECODER_FFMPEG_HW).count();
+    let sw = decoders.iter().filter(|&&d| d == NVCAM_DECODER_SOFTWARE).count();
+    assert_eq!((hw, sw), (2, 2), "decoders {decoders:?}");
+    let g = gpu_stats(0);
+    assert_eq!((g.hw_decoders, g.upload_decoders), (2, 2), "{g:?}");
+    assert!(g.hw_fallbacks >= 2);
+    for &c in &cams {
+        let st = stats(c);
+        assert!(st.state == NVCAM_STATE_STREAMING && st.frames_decoded >= 5, "{st:?}");
+        close(c, 5000).unwrap();
+    }
+    println!("cap 2, 4 cameras: 2 NVDEC, 2 software + upload, all streaming into device pools");
+}
+
+/// The CPU path of a GPU request, where there is no GPU (CI): the camera decodes on the CPU,
+/// an explicit hardware policy is an error, and the GPU calls answer sensibly.
+#[test]
+fn gpu_request_without_gpu_decodes_on_cpu() {
+    if gpu_usable() {
+        println!("gpu_request_without_gpu_decodes_on_cpu: a GPU is present; this is the no-GPU test");
+        return;
+    }
+    let _s = Session::new(config(0));
+    let mut g = nvcam_gpu_stats { struct_size: std::mem::size_of::<nvcam_gpu_stats>() as u32, ..Default::default() };
+    assert_eq!(unsafe { nvcam_gpu_stats(-1, &mut g) }, NVCAM_OK);
+    assert_eq!((g.device_count, g.contexts), (0, 0));
+    assert_eq!(unsafe { nvcam_gpu_stats(0, &mut g) }, NVCAM_E_NO_DEVICE);
+    g.struct_size = 8;
+    assert_eq!(unsafe { nvcam_gpu_stats(-1, &mut g) }, NVCAM_E_STRUCT_SIZE);
+    assert_eq!(unsafe { nvcam_gpu_stats(-1, std::ptr::null_mut()) }, NVCAM_E_NULL_POINTER);
+    assert_eq!(nvcam_gpu_drain(0), NVCAM_OK);
+    let cam = open("testsrc://64x48@30", &gpu_options(0, NVCAM_DECODER_AUTO)).unwrap();
+    let f = get_frame(cam, 5000).unwrap();
+    let i = info(f).unwrap();
+    assert_eq!((i.memory, i.device), (NVCAM_MEMORY_HOST, -1));
+    release(f).unwrap();
+    assert_eq!(stats(cam).decoder, NVCAM_DECODER_SOFTWARE);
+    close(cam, 2000).unwrap();
+    let e = open("testsrc://64x48@30", &gpu_options(0, NVCAM_DECODER_FFMPEG_HW)).unwrap_err();
+    assert_eq!(e.0, NVCAM_E_NO_DEVICE, "{e:?}");
+}
+
+/// Encodes every clip the GPU tests and `examples/gpu_bench.rs` use, here where libx264/libx265
+/// exist (`cargo test --release --test gpu -- --ignored make_gpu_fixtures`); the bundle carries
+/// them to the GPU machine, where this finds them in place.
+#[test]
+#[ignore]
+fn make_gpu_fixtures() {
+    small_clip();
+    clip("gpu-h264-1920x1080.mp4", "1920x1080", 48, "libx264", &x264());
+    clip("gpu-hevc-1920x1080.mp4", "1920x1080", 48, "libx265", &x265());
+    clip("gpu-h264-3840x2160.mp4", "3840x2160", 24, "libx264", &x264());
+    clip("gpu-hevc-3840x2160.mp4", "3840x2160", 24, "libx265", &x265());
+    // The benchmark clip: 1080p30 H.264 at 4 Mbit/s with B-frames, as the CPU bench's.
+    clip("bench-h264-1920x1080.mp4", "1920x1080", 300, "libx264", &["-preset", "veryfast", "-b:v", "4M", "-g", "60", "-bf", "2"]);
+}
