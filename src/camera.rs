@@ -163,6 +163,9 @@ pub struct Shared {
     pub irq: Arc<Interrupt>,
     pub counters: Counters,
     last_error: Mutex<Option<Error>>,
+    /// The worker's last error alone: why the camera is not streaming. Texts built from it
+    /// (get_frame's timeout, the failed state) never nest an earlier call's error.
+    cause: Mutex<Option<Error>>,
     pool: Mutex<Option<Arc<Pool>>>,
     old_pools: Mutex<Vec<Weak<Pool>>>,
     decoder_name: Mutex<&'static str>,
@@ -206,6 +209,11 @@ impl Shared {
     fn set_error(&self, e: &Error) {
         log::warn!("camera {}: {e}", input::redact(&self.url));
         *self.last_error.lock() = Some(e.clone());
+        *self.cause.lock() = Some(e.clone());
+    }
+    /// The worker's last error (connection, stream, decode), not a call's.
+    pub fn cause(&self) -> Option<Error> {
+        self.cause.lock().clone()
     }
     /// Records an error a call on this camera returned (already logged by the boundary).
     pub fn note_api_error(&self, e: &Error) {
@@ -306,6 +314,7 @@ impl Camera {
             irq: Interrupt::new(),
             counters: Counters::default(),
             last_error: Mutex::new(None),
+            cause: Mutex::new(None),
             pool: Mutex::new(None),
             old_pools: Mutex::new(Vec::new()),
             decoder_name: Mutex::new("none"),
@@ -382,14 +391,14 @@ impl Camera {
             match sh.state() {
                 state::CLOSED => return Err(Error::new(NVCAM_E_CLOSED, "camera is closed")),
                 state::FAILED => {
-                    let e = sh.last_error().unwrap_or_else(|| Error::new(NVCAM_E_FAILED, "camera failed"));
+                    let e = sh.cause().unwrap_or_else(|| Error::new(NVCAM_E_FAILED, "camera failed"));
                     return Err(Error::new(NVCAM_E_FAILED, format!("camera failed: {}", e.msg)));
                 }
                 state::ENDED => return Err(Error::new(NVCAM_E_IO, "end of file (open with NVCAM_OPEN_LOOP to repeat)")),
                 _ => {}
             }
             if sh.latest_cv.wait_until(&mut l, end).timed_out() && l.frame.is_none() {
-                let why = match sh.last_error() {
+                let why = match sh.cause() {
                     Some(e) if sh.state() != state::STREAMING => format!(" (camera {}: {})", state::name(sh.state()), e.msg),
                     _ => String::new(),
                 };

@@ -57,6 +57,7 @@ pub fn parse(url: &str) -> Result<Source> {
                 if url.len() == i + 3 {
                     return Err(Error::arg(format!("camera URL '{url}' has no host")));
                 }
+                check_port(url, &url[i + 3..])?;
                 Ok(Source::Network(url.to_string()))
             } else {
                 Err(Error::new(
@@ -66,6 +67,26 @@ pub fn parse(url: &str) -> Result<Source> {
             }
         }
         None => Ok(Source::File(url.to_string())),
+    }
+}
+
+/// A port in the URL's authority must be 1..65535 (FFmpeg only says "Invalid argument").
+fn check_port(url: &str, rest: &str) -> Result<()> {
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let hostport = authority.rsplit_once('@').map(|(_, h)| h).unwrap_or(authority);
+    let port = match hostport.strip_prefix('[') {
+        Some(v6) => match v6.split_once(']') {
+            Some((_, after)) => after.strip_prefix(':'),
+            None => return Err(Error::arg(format!("camera URL '{}' has an unclosed '['", crate::input::redact(url)))),
+        },
+        None => hostport.rsplit_once(':').map(|(_, p)| p),
+    };
+    match port {
+        Some(p) if p.parse::<u16>().map_or(true, |n| n == 0) => Err(Error::arg(format!(
+            "camera URL '{}' has an invalid port '{p}' (1..65535)",
+            crate::input::redact(url)
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -117,6 +138,15 @@ mod tests {
         assert_eq!(parse("rtsp://").unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
         assert_eq!(parse("testsrc://axb").unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
         assert_eq!(parse("testsrc://1x1@30").unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
+        assert!(parse("rtsp://127.0.0.1:99999/cam").unwrap_err().msg.contains("invalid port '99999'"));
+        assert!(parse("rtsp://127.0.0.1:/cam").unwrap_err().msg.contains("invalid port ''"));
+        let e = parse("rtsp://admin:pw@10.0.0.1:0/cam").unwrap_err().msg;
+        assert!(e.contains("invalid port '0'") && !e.contains("pw@"), "{e}");
+        assert!(parse("rtsp://admin:pw@10.0.0.1:554/cam?x=1:2").is_ok());
+        assert!(parse("rtsp://[::1]:8554/cam").is_ok());
+        assert!(parse("rtsp://[::1]/cam").is_ok());
+        assert!(parse("udp://@:1234?fifo_size=100").is_ok());
+        assert!(parse("rtsp://[::1:8554/cam").is_err());
     }
 
     #[test]

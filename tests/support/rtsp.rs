@@ -243,6 +243,16 @@ impl RtspServer {
     pub fn is_running(&self) -> bool {
         self.child.is_some()
     }
+
+    /// Whether the server process is still alive, and if not how it ended and what it printed.
+    pub fn health(&mut self) -> Result<(), String> {
+        match self.child.as_mut().map(|c| c.try_wait()) {
+            None => Err("not started".into()),
+            Some(Ok(None)) => Ok(()),
+            Some(Ok(Some(st))) => Err(format!("server exited ({st}); stderr: {}", self.stderr.lock().unwrap())),
+            Some(Err(e)) => Err(format!("cannot wait for the server: {e}")),
+        }
+    }
 }
 
 impl Drop for RtspServer {
