@@ -177,8 +177,11 @@ pub unsafe extern "C" fn nvcam_status_text(code: i32, buf: *mut c_char, len: i32
 /// The last error of the calling thread's previous nvcam call ("" if it succeeded).
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_last_error(buf: *mut c_char, len: i32) -> i32 {
-    let text = LAST_ERROR.with(|e| e.borrow().as_ref().map(|e| e.to_string()).unwrap_or_default());
-    match catch_unwind(|| write_text(buf, len, &text)) {
+    // Not through `boundary`: that would clear the very error being read.
+    match catch_unwind(|| {
+        let text = LAST_ERROR.with(|e| e.borrow().as_ref().map(|e| e.to_string()).unwrap_or_default());
+        write_text(buf, len, &text)
+    }) {
         Ok(Ok(())) => NVCAM_OK,
         Ok(Err(e)) => e.code,
         Err(_) => NVCAM_E_PANIC,
