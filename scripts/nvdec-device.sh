@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The direct-NVDEC checks and benchmarks on the GPU machine, inside the bundle's environment:
-#   ../shared/gpu/bundle --with fixtures --with scripts          # here
+#   bash scripts/gpu-bundle.sh --with fixtures --with scripts     # here (the shared bundle, fixed)
 #   bash .gpu-bundle/run.sh bash .gpu-bundle/with/scripts/nvdec-device.sh STEP...   # there
+# The fixture encoders (make_*) are skipped there: the clips travel in the bundle, and the GPU
+# machine's ffmpeg has no encoders.
 # Steps run in the order given, each under its own time limit and all under BUDGET_S seconds
 # (default 540), so a hang or a slow step still leaves the others' output. Logs go to $OUT.
 #   check          GPU, driver, libnvcuvid, fixtures
@@ -43,19 +45,19 @@ check)
   step check 20 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,utilization.decoder --format=csv; ldconfig -p | grep -i nvcuvid; compute-sanitizer --version | tail -1; nproc; ls $fix | wc -l"
   ;;
 nvdec-tests)
-  step nvdec-tests 150 bash -c "'$nvdec_test' --include-ignored --test-threads 1 --nocapture > '$out/tests-nvdec.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|exact|equal|unmapped|reconfigures|resumed|AUTO:|differs|ERROR' '$out/tests-nvdec.log' | grep -v 'ignored\$'; exit \$r"
+  step nvdec-tests 150 bash -c "'$nvdec_test' --include-ignored --skip make_ --test-threads 1 --nocapture > '$out/tests-nvdec.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|exact|equal|unmapped|reconfigures|resumed|AUTO:|differs|ERROR' '$out/tests-nvdec.log' | grep -v 'ignored\$'; exit \$r"
   ;;
 zero-allocs)
   step zero-allocs 60 bash -c "'$gpu_test' --test-threads 1 --nocapture zero_allocs hw_session_cap > '$out/tests-gpu.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|decoder [0-9]|cap 2' '$out/tests-gpu.log'; exit \$r"
   ;;
 gpu-suite)
-  step gpu-suite 180 bash -c "'$gpu_test' --include-ignored --test-threads 1 > '$out/tests-gpu.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|decoder [0-9]|reconnects|leaked|cap 2|frames equal' '$out/tests-gpu.log'; exit \$r"
+  step gpu-suite 180 bash -c "'$gpu_test' --include-ignored --skip make_ --test-threads 1 > '$out/tests-gpu.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|decoder [0-9]|reconnects|leaked|cap 2|frames equal' '$out/tests-gpu.log'; exit \$r"
   ;;
 memcheck-nvdec)
-  step memcheck-nvdec 200 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck.log' '$nvdec_test' --include-ignored --test-threads 1 --nocapture > '$out/memcheck-tests.log' 2>&1; r=\$?; grep -E '^test |test result|exact|equal|unmapped|resumed|AUTO:|reconfigures' '$out/memcheck-tests.log' | grep -v 'ignored\$'; grep -E 'ERROR SUMMARY' '$out/memcheck.log' | sort | uniq -c; exit \$r"
+  step memcheck-nvdec 200 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck.log' '$nvdec_test' --include-ignored --skip make_ --test-threads 1 --nocapture > '$out/memcheck-tests.log' 2>&1; r=\$?; grep -E '^test |test result|exact|equal|unmapped|resumed|AUTO:|reconfigures' '$out/memcheck-tests.log' | grep -v 'ignored\$'; grep -E 'ERROR SUMMARY' '$out/memcheck.log' | sort | uniq -c; exit \$r"
   ;;
 memcheck-gpu)
-  step memcheck-gpu 240 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-gpu.log' '$gpu_test' --include-ignored --test-threads 1 >> '$out/memcheck-tests.log' 2>&1; r=\$?; grep -E '^test |test result' '$out/memcheck-tests.log' | tail -12; grep -E 'ERROR SUMMARY' '$out/memcheck-gpu.log' | sort | uniq -c; cat '$out/memcheck-gpu.log' >> '$out/memcheck.log'; rm -f '$out/memcheck-gpu.log'; exit \$r"
+  step memcheck-gpu 240 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-gpu.log' '$gpu_test' --include-ignored --skip make_ --test-threads 1 >> '$out/memcheck-tests.log' 2>&1; r=\$?; grep -E '^test |test result' '$out/memcheck-tests.log' | tail -12; grep -E 'ERROR SUMMARY' '$out/memcheck-gpu.log' | sort | uniq -c; cat '$out/memcheck-gpu.log' >> '$out/memcheck.log'; rm -f '$out/memcheck-gpu.log'; exit \$r"
   ;;
 bench-h264)
   step bench-h264 120 bash -c "$(bench "" "$fix/bench-h264-1920x1080.mp4" --label h264-1080p-4M --seconds "${SECONDS_WIN:-2.5}" --warmup 0.7)"

@@ -122,6 +122,23 @@ impl Drop for SoftwareDecoder {
     }
 }
 
+/// What `avcodec_receive_frame` returned, for a [`Decoder::receive`]: the picture in `frame`
+/// (`Some`), none ready yet or the end (`None`, also for a corrupt picture FFmpeg skipped), or a
+/// real failure of `call`.
+pub fn received(
+    r: std::result::Result<(), ff::Error>,
+    frame: &ff::frame::Video,
+    time_base: ff::Rational,
+    call: &str,
+) -> Result<Option<Picture>> {
+    match r {
+        Ok(()) => Ok(Some(Picture { width: frame.width(), height: frame.height(), pts_us: pts_us(frame.timestamp(), time_base) })),
+        Err(ff::Error::Eof) | Err(ff::Error::InvalidData) => Ok(None),
+        Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => Ok(None),
+        Err(e) => Err(Error::ffmpeg(call, e)),
+    }
+}
+
 /// Stream timestamp → microseconds.
 pub fn pts_us(pts: Option<i64>, tb: ff::Rational) -> i64 {
     match pts {
@@ -151,17 +168,8 @@ impl Decoder for SoftwareDecoder {
         self.dec.send_eof().map_err(|e| Error::ffmpeg("avcodec_send_packet(NULL)", e))
     }
     fn receive(&mut self) -> Result<Option<Picture>> {
-        match self.dec.receive_frame(&mut self.frame) {
-            Ok(()) => Ok(Some(Picture {
-                width: self.frame.width(),
-                height: self.frame.height(),
-                pts_us: pts_us(self.frame.timestamp(), self.time_base),
-            })),
-            Err(ff::Error::Eof) => Ok(None),
-            Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => Ok(None),
-            Err(ff::Error::InvalidData) => Ok(None),
-            Err(e) => Err(Error::ffmpeg("avcodec_receive_frame", e)),
-        }
+        let r = self.dec.receive_frame(&mut self.frame);
+        received(r, &self.frame, self.time_base, "avcodec_receive_frame")
     }
     fn write_into(&mut self, lease: &mut Lease) -> Result<()> {
         let g = lease.pool().geom;

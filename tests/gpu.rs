@@ -22,27 +22,9 @@ const MIB: i64 = 1 << 20;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn gpu_usable() -> bool {
-    static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *USABLE.get_or_init(|| unsafe {
-        if !sys::is_culib_present() || sys::cuInit(0) != sys::CUresult::CUDA_SUCCESS {
-            return false;
-        }
-        let mut n = 0;
-        sys::cuDeviceGetCount(&mut n) == sys::CUresult::CUDA_SUCCESS && n > 0
-    })
-}
-
 /// True if the test can run; false (with a note) to skip. Panics under REQUIRE_GPU=1.
 fn need_gpu(test: &str) -> bool {
-    if gpu_usable() {
-        return true;
-    }
-    if std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1") {
-        panic!("{test}: REQUIRE_GPU=1 but there is no usable GPU (libcuda or a device is missing)");
-    }
-    println!("{test}: no GPU here; not run (REQUIRE_GPU=1 makes this a failure)");
-    false
+    common::need_gpu(test, gpu_usable(), "usable GPU (libcuda and a device)")
 }
 
 fn ck(what: &str, r: sys::CUresult) {

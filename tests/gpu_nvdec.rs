@@ -21,32 +21,10 @@ use std::time::Duration;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn gpu_usable() -> bool {
-    use cudarc::driver::sys;
-    static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *USABLE.get_or_init(|| unsafe {
-        if !sys::is_culib_present() || sys::cuInit(0) != sys::CUresult::CUDA_SUCCESS {
-            return false;
-        }
-        let mut n = 0;
-        sys::cuDeviceGetCount(&mut n) == sys::CUresult::CUDA_SUCCESS && n > 0
-    })
-}
-
 /// True if the test can run; false (with a note) to skip. Panics under REQUIRE_GPU=1.
 fn need_gpu(test: &str) -> bool {
-    if gpu_usable() && nvcam::gpu::nvcuvid::available() {
-        return true;
-    }
-    if std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1") {
-        panic!(
-            "{test}: REQUIRE_GPU=1 but there is no usable GPU with NVDEC (libcuda/device: {}, libnvcuvid: {:?})",
-            gpu_usable(),
-            nvcam::gpu::nvcuvid::lib().err()
-        );
-    }
-    println!("{test}: no GPU with NVDEC here; not run (REQUIRE_GPU=1 makes this a failure)");
-    false
+    let what = format!("GPU with NVDEC (libcuda/device: {}, libnvcuvid: {:?})", gpu_usable(), nvcam::gpu::nvcuvid::lib().err());
+    common::need_gpu(test, gpu_usable() && nvcam::gpu::nvcuvid::available(), &what)
 }
 
 struct Session {

@@ -8,9 +8,8 @@
 //! on the hot path, then unreffed. `extra_hw_frames` covers exactly what is held.
 
 use super::context::{Copy2D, Event, Mem};
-use super::pool::DeviceStorage;
 use super::{stats, CamGpu, HwTicket};
-use crate::decode::{pts_us, Decoder, Picture};
+use crate::decode::{received, Decoder, Picture};
 use crate::pool::{Geometry, Lease, Pool};
 use crate::status::*;
 use ff::ffi;
@@ -269,45 +268,24 @@ impl Decoder for HwDecoder {
         self.frame = f;
         self.has_frame = false;
         self.check_refused()?;
-        match r {
-            Ok(()) => {
-                let fmt = unsafe { (*self.frame.as_ptr()).format };
-                if fmt != ffi::AVPixelFormat::AV_PIX_FMT_CUDA as i32 {
-                    self.fmt.refused.store(true, Ordering::Release);
-                    return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("hardware decoder returned a software frame (format {fmt})")));
-                }
-                self.has_frame = true;
-                Ok(Some(Picture {
-                    width: self.frame.width(),
-                    height: self.frame.height(),
-                    pts_us: pts_us(self.frame.timestamp(), self.time_base),
-                }))
-            }
-            Err(ff::Error::Eof) => Ok(None),
-            Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => Ok(None),
-            Err(ff::Error::InvalidData) => Ok(None),
-            Err(e) => Err(Error::ffmpeg("avcodec_receive_frame (CUDA hwaccel)", e)),
+        let Some(pic) = received(r, &self.frame, self.time_base, "avcodec_receive_frame (CUDA hwaccel)")? else {
+            return Ok(None);
+        };
+        let fmt = unsafe { (*self.frame.as_ptr()).format };
+        if fmt != ffi::AVPixelFormat::AV_PIX_FMT_CUDA as i32 {
+            self.fmt.refused.store(true, Ordering::Release);
+            return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("hardware decoder returned a software frame (format {fmt})")));
         }
+        self.has_frame = true;
+        Ok(Some(pic))
     }
     fn write_into(&mut self, lease: &mut Lease) -> Result<()> {
         if !self.has_frame {
             return Err(Error::internal("write_into without a received picture"));
         }
         let g = lease.pool().geom;
-        let (w, h) = (self.frame.width(), self.frame.height());
-        if (w, h) != (g.width, g.height) {
-            return Err(Error::internal("picture and slot sizes differ"));
-        }
-        let st = lease
-            .pool()
-            .storage()
-            .as_any()
-            .downcast_ref::<DeviceStorage>()
-            .ok_or_else(|| Error::internal("hardware decoder needs a device pool"))?;
         let s = &self.cam.stream;
-        if st.dev().ordinal != s.dev.ordinal {
-            return Err(Error::internal("pool and decoder on different GPUs"));
-        }
+        let st = super::pool::target(lease, s, Some((self.frame.width(), self.frame.height())))?;
         let (src_y, pitch_y, src_uv, pitch_uv) = unsafe {
             let f = &*self.frame.as_ptr();
             (f.data[0] as u64, f.linesize[0] as usize, f.data[1] as u64, f.linesize[1] as usize)

@@ -826,19 +826,8 @@ fn copy_picture(
     probe_order: bool,
 ) -> Result<()> {
     let slot_geom = lease.pool().geom;
-    if (slot_geom.width, slot_geom.height) != (g.width, g.height) {
-        return Err(Error::internal("picture and slot sizes differ"));
-    }
-    let st = lease
-        .pool()
-        .storage()
-        .as_any()
-        .downcast_ref::<DeviceStorage>()
-        .ok_or_else(|| Error::internal("direct NVDEC needs a device pool"))?;
     let s = &cam.stream;
-    if st.dev().ordinal != s.dev.ordinal {
-        return Err(Error::internal("pool and decoder on different GPUs"));
-    }
+    let st = super::pool::target(lease, s, Some((g.width, g.height)))?;
     let t0 = Instant::now();
     let mut pp = cu::proc_params(info, stream);
     let (mut src, mut pitch) = (0u64, 0u32);
@@ -1149,7 +1138,7 @@ impl Decoder for NvDecoder {
             // Copied aside at a resolution change: one device-to-device copy from there.
             let (src, sg) = (parked.addr(), parked.pool().geom);
             let g = lease.pool().geom;
-            let st = lease.pool().storage().as_any().downcast_ref::<DeviceStorage>().ok_or_else(|| Error::internal("direct NVDEC needs a device pool"))?;
+            let st = super::pool::target(lease, s, None)?;
             Copy2D { src: Mem::Device(src), src_pitch: sg.pitch, dst: Mem::Device(lease.addr()), dst_pitch: g.pitch, width_bytes: g.width as usize, rows: g.y_rows() + g.uv_rows() }
                 .enqueue(s)?;
             st.record_write(lease.index(), s)?;

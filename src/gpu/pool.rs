@@ -8,12 +8,31 @@
 
 use super::context::{ck, Copy2D, Device, Event, Mem, PinnedBuf, Stream};
 use super::{deferred, stats};
-use crate::pool::{copy_planes, Geometry, MemoryKind, Storage};
+use crate::pool::{copy_planes, Geometry, Lease, MemoryKind, Storage};
 use crate::status::*;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+/// The device storage a GPU decoder writes `lease` into, checked to live on `stream`'s GPU and
+/// (with `size`) to have the picture's size: the one check every GPU decoder makes before a copy.
+pub fn target<'a>(lease: &'a Lease, stream: &Stream, size: Option<(u32, u32)>) -> Result<&'a DeviceStorage> {
+    let g = lease.pool().geom;
+    if size.is_some_and(|wh| wh != (g.width, g.height)) {
+        return Err(Error::internal("picture and slot sizes differ"));
+    }
+    let st = lease
+        .pool()
+        .storage()
+        .as_any()
+        .downcast_ref::<DeviceStorage>()
+        .ok_or_else(|| Error::internal("a GPU decoder needs a device pool"))?;
+    if st.dev().ordinal != stream.dev.ordinal {
+        return Err(Error::internal("pool and decoder on different GPUs"));
+    }
+    Ok(st)
+}
 
 pub struct DeviceStorage {
     stream: Arc<Stream>,

@@ -8,7 +8,6 @@
 //! stream, and the staging buffer is reused only once its event has completed.
 
 use super::context::{Copy2D, Mem, PinnedBuf};
-use super::pool::DeviceStorage;
 use super::{stats, CamGpu};
 use crate::decode::{Decoder, Picture, SoftwareDecoder};
 use crate::pool::{Geometry, Lease, Pool};
@@ -59,13 +58,8 @@ impl Decoder for UploadDecoder {
     }
     fn write_into(&mut self, lease: &mut Lease) -> Result<()> {
         let g = lease.pool().geom;
-        let st = lease
-            .pool()
-            .storage()
-            .as_any()
-            .downcast_ref::<DeviceStorage>()
-            .ok_or_else(|| Error::internal("upload decoder needs a device pool"))?;
         let s = &self.cam.stream;
+        let st = super::pool::target(lease, s, None)?;
         if self.ring_geom != Some(g) {
             self.ring.clear();
             for _ in 0..STAGING {

@@ -173,6 +173,33 @@ pub fn reference_nv12(clip: &Path, width: usize, height: usize) -> Vec<Vec<u8>> 
         .collect()
 }
 
+/// Whether libcuda loads and shows at least one device.
+pub fn gpu_usable() -> bool {
+    use cudarc::driver::sys;
+    static USABLE: OnceLock<bool> = OnceLock::new();
+    *USABLE.get_or_init(|| unsafe {
+        if !sys::is_culib_present() || sys::cuInit(0) != sys::CUresult::CUDA_SUCCESS {
+            return false;
+        }
+        let mut n = 0;
+        sys::cuDeviceGetCount(&mut n) == sys::CUresult::CUDA_SUCCESS && n > 0
+    })
+}
+
+/// Whether a GPU test can run (`have` says what it needs is there): false with a note where it
+/// is not, so CI (no GPU) passes; a panic under `REQUIRE_GPU=1` (the GPU machine), where a missing
+/// GPU is a failure, never a skip.
+pub fn need_gpu(test: &str, have: bool, what: &str) -> bool {
+    if have {
+        return true;
+    }
+    if std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        panic!("{test}: REQUIRE_GPU=1 but {what} is missing");
+    }
+    println!("{test}: no {what} here; not run (REQUIRE_GPU=1 makes this a failure)");
+    false
+}
+
 /// Threads of this process whose name starts with `prefix` (camera workers are `nvcam-cam-*`).
 pub fn threads_named(prefix: &str) -> usize {
     std::fs::read_dir("/proc/self/task")
