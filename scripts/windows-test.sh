@@ -172,6 +172,14 @@ if grep -q '^ok' "$cdir/cpp_example.log"; then  # the checks of tests/bindings.r
     || { failed+=(cpp_example_output); echo "FAILED: the C++ example's output lacks what tests/bindings.rs checks"; cat "$cdir/cpp_example.txt"; }
 fi
 
+# A file path with non-ASCII characters, passed as UTF-8 (the API's encoding): FFmpeg on Windows
+# converts it to UTF-16 for _wsopen.
+step "a UTF-8 file path with non-ASCII characters"
+upath="$cdir/Kamera-ümlaut-日本.mp4"
+cp "$out/fixtures/h264_short_96x64.mp4" "$upath"
+c_host utf8_path "snapshot of frame" "$root/scripts/wine-run.sh" "target/$T/release/examples/nvcam_view.exe" "$upath" \
+  --seconds 1 --device -1 --png "$cdir/utf8.png"
+
 # --- RTSP through Wine: Linux GStreamer server on 127.0.0.1, Windows nvcam under Wine ---
 step "RTSP: the Linux GStreamer server (tests/support/rtsp_server.py) streamed by nvcam_view.exe under Wine"
 view="target/$T/release/examples/nvcam_view.exe"
