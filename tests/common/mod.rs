@@ -267,6 +267,9 @@ pub fn threads_named(prefix: &str) -> usize {
     const TH32CS_SNAPTHREAD: u32 = 0x4;
     const THREAD_QUERY_LIMITED_INFORMATION: u32 = 0x0800;
     let mut n = 0;
+    // SAFETY: Win32 calls with the documented argument types; the entry's size field is set before
+    // Thread32First, every handle opened here is closed, and the description GetThreadDescription
+    // allocates is a NUL-terminated UTF-16 string read up to its NUL and freed with LocalFree.
     unsafe {
         let snap = CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0);
         if snap as isize == -1 {
