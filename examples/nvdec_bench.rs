@@ -121,7 +121,7 @@ struct Snap {
 }
 
 fn snap(cams: &[u64]) -> Snap {
-    let c = nvcam::gpu::nvdec::counters();
+    let c = nvcam::diag::nvdec_counters();
     let r = Ordering::Relaxed;
     Snap {
         frames: cams.iter().map(|&c| cam_stats(c).frames_decoded).sum(),

@@ -9,7 +9,7 @@ use std::sync::Once;
 
 static PIN: Once = Once::new();
 
-pub fn pin_self() {
+pub(crate) fn pin_self() {
     PIN.call_once(|| {
         if imp::pin() {
             log::debug!("nvcam pinned in the process");
@@ -38,7 +38,7 @@ mod imp {
     const RTLD_NOLOAD: c_int = 4;
     const RTLD_NODELETE: c_int = 0x1000;
 
-    pub fn pin() -> bool {
+    pub(super) fn pin() -> bool {
         unsafe {
             let mut info = DlInfo {
                 dli_fname: std::ptr::null(),

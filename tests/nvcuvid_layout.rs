@@ -29,7 +29,7 @@ fn nvcuvid_structs_match_nvidia_headers() {
     let out = Command::new(&exe).output().expect("run the layout program");
     assert!(out.status.success());
     let c = String::from_utf8(out.stdout).unwrap();
-    let rust = nvcam::gpu::nvcuvid::layout_report();
+    let rust = nvcam::diag::nvcuvid_layout_report();
     for (a, b) in c.lines().zip(rust.lines()) {
         assert_eq!(a, b, "C header (left) and Rust declaration (right) differ");
     }

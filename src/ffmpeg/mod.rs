@@ -1,0 +1,5 @@
+//! Small owners of FFmpeg objects that the rest of the crate uses through safe methods: an option
+//! dictionary that reports what FFmpeg left unused, and the Annex B bitstream filter.
+
+pub(crate) mod annexb;
+pub(crate) mod dict;
