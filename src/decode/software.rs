@@ -52,7 +52,7 @@ impl SoftwareDecoder {
             ffi::sws_getCachedContext(
                 self.sws, w, h, std::mem::transmute::<i32, ffi::AVPixelFormat>(f.format),
                 w, h, ffi::AVPixelFormat::AV_PIX_FMT_NV12,
-                ffi::SWS_POINT as i32, std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null(),
+                ffi::SWS_POINT, std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null(),
             )
         };
         if self.sws.is_null() {

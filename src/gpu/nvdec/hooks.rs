@@ -5,7 +5,7 @@
 
 /// What a test asks of the decoders of one coded width.
 #[derive(Clone, Copy, Debug, Default)]
-#[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
+#[cfg_attr(not(feature = "test-hooks"), allow(dead_code, unreachable_pub))]
 pub struct Knobs {
     /// Applies to decoders of streams with this coded width.
     pub coded_width: u32,
