@@ -1,7 +1,6 @@
 //! Delivery: a decoded picture goes into a free slot of the camera's pool (a new pool when the
 //! size or memory changed) and becomes the camera's newest frame.
 
-use super::session::report;
 use super::shared::Shared;
 use crate::decode::{Decoder, Picture};
 use crate::frame::Frame;
@@ -60,7 +59,7 @@ pub(super) fn deliver(sh: &Arc<Shared>, dec: &mut dyn Decoder, pools: &Pools, pi
             }
         }
     };
-    if report(sh, dec.write_into(&mut lease)?) {
+    if sh.report(dec.write_into(&mut lease)?) {
         return Ok(()); // the decoder recovered; this picture is lost (counted)
     }
     let frame = Arc::new(Frame::new(lease, sh.handle(), seq, pic.pts_us, now_ns()));

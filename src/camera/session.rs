@@ -3,12 +3,11 @@
 
 use super::deliver::deliver;
 use super::shared::{CameraState, Shared};
-use super::worker::FirstOpen;
-use crate::decode::Outcome;
 use crate::input::{self, Read};
 use crate::select::{self, Chosen};
 use crate::status::*;
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,21 +17,8 @@ pub(super) enum SessionEnd {
     Kicked,
 }
 
-/// Reports what a decoder call met besides success; true if a frame was lost to it.
-pub(super) fn report(sh: &Shared, o: Outcome) -> bool {
-    match o {
-        Outcome::Clean => false,
-        Outcome::Reported(w) => {
-            sh.set_error(&w);
-            false
-        }
-        Outcome::Dropped(w) => {
-            sh.set_error(&w);
-            sh.counters.dropped.fetch_add(1, Ordering::Relaxed);
-            true
-        }
-    }
-}
+/// The first session's result goes back to a synchronous open.
+pub(super) type FirstOpen = Option<Sender<Result<()>>>;
 
 /// A new codec starts a new pool: another decoder may write another kind of memory.
 fn note_codec(sh: &Shared, input: &input::Input) {
@@ -113,7 +99,7 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
             match input.read_video(o.stall_timeout) {
                 Ok(Read::Packet(p)) => {
                     sh.note_packet();
-                    report(sh, dec.send_packet(&p)?);
+                    sh.report(dec.send_packet(&p)?);
                 }
                 Ok(Read::Eof) => {
                     dec.send_eof()?;

@@ -2,7 +2,7 @@
 //! in-flight gate, counters, errors, and the pools that frames still use.
 
 use crate::config::Options;
-use crate::decode::DecoderKind;
+use crate::decode::{DecoderKind, Outcome};
 use crate::frame::Frame;
 use crate::input::Interrupt;
 use crate::pool::{MemoryKind, Pool};
@@ -255,6 +255,22 @@ impl Shared {
         let mut er = self.errors.lock();
         er.last = Some(e.clone());
         er.cause = Some(e.clone());
+    }
+
+    /// Reports what a decoder call met besides success; true if a frame was lost to it.
+    pub(super) fn report(&self, o: Outcome) -> bool {
+        match o {
+            Outcome::Clean => false,
+            Outcome::Reported(w) => {
+                self.set_error(&w);
+                false
+            }
+            Outcome::Dropped(w) => {
+                self.set_error(&w);
+                self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+        }
     }
 
     /// The worker's last error, not a call's.

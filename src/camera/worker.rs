@@ -1,18 +1,14 @@
 //! The camera's thread: the supervisor that runs one session after another, with the reconnect
 //! schedule between them, until the camera closes or fails for good.
 
-use super::session::{session, SessionEnd};
+use super::session::{session, FirstOpen, SessionEnd};
 use super::shared::{CameraState, Shared};
 use crate::config::Options;
 use crate::registry;
 use crate::status::*;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The first session's result goes back to a synchronous open.
-pub(super) type FirstOpen = Option<Sender<Result<()>>>;
 
 /// The delay before reconnect attempt `attempt` (from 0): doubling from `reconnect_min` up to
 /// `reconnect_max`, with ±25 % jitter so cameras that dropped together do not reconnect in
