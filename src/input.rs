@@ -117,7 +117,11 @@ pub(crate) fn open(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>
     DEVICES.call_once(|| unsafe { ffi::avdevice_register_all() });
     let (target, fmt_name) = src.ffmpeg_target();
     let c_target = CString::new(target.clone()).map_err(|_| Error::arg("URL contains a NUL byte"))?;
-    let mut dict = Dict::from_pairs(opts)?;
+    let mut pairs = opts.to_vec();
+    if !opts.iter().any(|(k, _)| k == "protocol_whitelist") {
+        pairs.push(("protocol_whitelist".into(), src.protocol_whitelist().into()));
+    }
+    let mut dict = Dict::from_pairs(&pairs)?;
     let fmt = match fmt_name {
         Some(n) => {
             // SAFETY: a NUL-terminated name; returns a static format description or null.

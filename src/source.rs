@@ -22,6 +22,18 @@ impl Source {
     pub(crate) fn is_rtsp(&self) -> bool {
         matches!(self, Source::Network(u) if u.starts_with("rtsp://") || u.starts_with("rtsps://"))
     }
+    /// FFmpeg's `protocol_whitelist` for this source: only protocols whose reads FFmpeg's
+    /// interrupt callback can cut short, so every open, read and close stays bounded by our
+    /// deadlines (`pipe:` and `fd:` block in read() where no callback reaches them).
+    pub(crate) fn protocol_whitelist(&self) -> &'static str {
+        const NETWORK: &str = "file,tcp,udp,rtp,srtp,rtsp,tls,http,https,httpproxy,rtmp,rtmps,rtmpt,rtmpts,srt,crypto,data";
+        match self {
+            // FFmpeg also takes `rtsp:/host/…` and the like without `//`: those open the network.
+            Source::File(p) if ffmpeg_scheme(p).is_some() => NETWORK,
+            Source::TestSrc { .. } | Source::File(_) => "file",
+            Source::Network(_) => NETWORK,
+        }
+    }
     /// The string handed to avformat_open_input, and the input format to force (lavfi for testsrc).
     pub(crate) fn ffmpeg_target(&self) -> (String, Option<&'static std::ffi::CStr>) {
         match self {
@@ -66,8 +78,33 @@ pub(crate) fn parse(url: &str) -> Result<Source> {
                 ))
             }
         }
-        None => Ok(Source::File(url.to_string())),
+        None => file(url),
     }
+}
+
+/// The protocol FFmpeg would read from `name:rest` (`pipe:0`, `rtsp:/host`); None for plain
+/// paths and DOS drive letters.
+fn ffmpeg_scheme(path: &str) -> Option<&str> {
+    let (scheme, _) = path.split_once(':')?;
+    let protocol_like = scheme.len() >= 2 && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "_+.-".contains(c));
+    (protocol_like && scheme != "file").then_some(scheme)
+}
+
+/// Protocols whose reads block where FFmpeg's interrupt callback cannot reach them.
+const UNINTERRUPTIBLE: &[&str] = &["pipe", "fd"];
+
+/// A path without `://`. FFmpeg reads `name:rest` as protocol `name` when one exists; those that
+/// cannot be interrupted are refused here, the rest are bounded by the protocol whitelist.
+fn file(path: &str) -> Result<Source> {
+    if let Some(scheme) = ffmpeg_scheme(path) {
+        if UNINTERRUPTIBLE.contains(&scheme.to_ascii_lowercase().as_str()) {
+            return Err(Error::new(
+                NVCAM_E_UNSUPPORTED,
+                format!("'{scheme}:' inputs are not supported: their reads cannot be interrupted, so open and stall timeouts could not be kept (use a file path or a network URL)"),
+            ));
+        }
+    }
+    Ok(Source::File(path.strip_prefix("file:").unwrap_or(path).to_string()))
 }
 
 /// A port in the URL's authority must be 1..65535 (FFmpeg only says "Invalid argument").
@@ -160,6 +197,10 @@ mod tests {
         assert!(parse("rtsp://[::1]/cam").is_ok());
         assert!(parse("udp://@:1234?fifo_size=100").is_ok());
         assert!(parse("rtsp://[::1:8554/cam").is_err());
+        assert_eq!(parse("pipe:0").unwrap_err().code, NVCAM_E_UNSUPPORTED);
+        assert_eq!(parse("fd:3").unwrap_err().code, NVCAM_E_UNSUPPORTED);
+        assert_eq!(parse("C:\\clips\\a.mp4").unwrap(), Source::File("C:\\clips\\a.mp4".into()));
+        assert_eq!(parse("file:/tmp/a.mp4").unwrap(), Source::File("/tmp/a.mp4".into()));
     }
 
     #[test]

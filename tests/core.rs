@@ -302,6 +302,22 @@ fn missing_file_fails_open_with_reason() {
     assert!(wait_until(Duration::from_secs(2), || threads_named("nvcam-cam") <= before), "no thread left behind");
 }
 
+/// `pipe:` reads block outside FFmpeg's interrupt callback: an open would ignore its timeout and
+/// leave the camera thread stuck in read() past close and shutdown. Refused at once instead.
+#[test]
+fn pipe_url_is_refused_not_left_blocking() {
+    init();
+    let before = threads_named("nvcam-cam");
+    for url in ["pipe:0", "fd:0"] {
+        let t0 = std::time::Instant::now();
+        let (code, msg) = open(url, &options(0)).unwrap_err();
+        assert_eq!(code, NVCAM_E_UNSUPPORTED, "{url}: {msg}");
+        assert!(msg.contains("cannot be interrupted"), "{msg}");
+        assert!(t0.elapsed() < Duration::from_millis(500), "{url} refused at once");
+    }
+    assert!(wait_until(Duration::from_secs(2), || threads_named("nvcam-cam") <= before), "no thread left behind");
+}
+
 #[test]
 fn frame_info_describes_host_nv12() {
     init();
