@@ -117,6 +117,7 @@ pub(crate) fn open(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>
     DEVICES.call_once(|| unsafe { ffi::avdevice_register_all() });
     let (target, fmt_name) = src.ffmpeg_target();
     let c_target = CString::new(target.clone()).map_err(|_| Error::arg("URL contains a NUL byte"))?;
+    crate::ffmpeg::optcheck::check_values(opts)?;
     let mut pairs = opts.to_vec();
     if !opts.iter().any(|(k, _)| k == "protocol_whitelist") {
         pairs.push(("protocol_whitelist".into(), src.protocol_whitelist().into()));

@@ -269,6 +269,31 @@ fn unconsumed_ffmpeg_option_is_an_error() {
     assert_eq!(open("testsrc://64x48@30", &o).unwrap_err().0, NVCAM_E_BAD_OPTION);
 }
 
+/// A bad value for an option FFmpeg knows ("probesize=banana") used to fail the open as
+/// NVCAM_E_IO "Invalid argument", and an async camera retried it forever. It is a configuration
+/// error: named, permanent, never retried.
+#[test]
+fn bad_option_value_fails_once_and_is_not_retried() {
+    init();
+    for bad in ["probesize=banana", "probesize=", "probesize=1", "rtsp_transport=pigeon"] {
+        let opt = std::ffi::CString::new(bad).unwrap();
+        let mut o = options(0);
+        o.ffmpeg_options = opt.as_ptr();
+        let (code, msg) = open("testsrc://64x48@30", &o).unwrap_err();
+        assert_eq!(code, NVCAM_E_BAD_OPTION, "{bad}: {msg}");
+        assert!(msg.contains(bad.split('=').next().unwrap()), "{bad}: {msg}");
+    }
+    let opt = std::ffi::CString::new("probesize=banana").unwrap();
+    let mut o = options(NVCAM_OPEN_ASYNC);
+    o.ffmpeg_options = opt.as_ptr();
+    let cam = open("testsrc://64x48@30", &o).unwrap();
+    assert!(wait_until(Duration::from_secs(3), || stats(cam).state == NVCAM_STATE_FAILED), "async camera fails for good");
+    std::thread::sleep(Duration::from_millis(600));
+    let s = stats(cam);
+    assert_eq!((s.state, s.reconnect_attempt, s.last_error_code), (NVCAM_STATE_FAILED, 0, NVCAM_E_BAD_OPTION), "not retried");
+    close(cam, 2000).unwrap();
+}
+
 #[test]
 fn file_source_ends_or_loops() {
     init();
