@@ -57,6 +57,17 @@ fn odd_size_frames_match_ffmpeg_decode() {
     assert_matches_ffmpeg(&c, 161, 97, 10);
 }
 
+/// 4:4:4 and 4:2:2 sources (MJPEG cameras) had their chroma point-sampled into NV12: up to 144
+/// off in U/V against FFmpeg's own conversion on every frame of its test pattern. Now every frame
+/// equals `ffmpeg -pix_fmt nv12` (the same swscale filter).
+#[test]
+fn mjpeg_444_and_422_chroma_matches_ffmpeg_conversion() {
+    let c = clip("mjpeg444_321x241.avi", "321x241", 6, "mjpeg", &["-pix_fmt", "yuvj444p", "-q:v", "3"]);
+    assert_matches_ffmpeg(&c, 321, 241, 6);
+    let c = clip("mjpeg422_320x240.avi", "320x240", 6, "mjpeg", &["-pix_fmt", "yuvj422p", "-q:v", "3"]);
+    assert_matches_ffmpeg(&c, 320, 240, 6);
+}
+
 #[test]
 fn double_release_returns_error() {
     init();

@@ -35,7 +35,9 @@ impl SoftwareDecoder {
     }
 
     /// Converts the picture last received to NV12 at `g` (Y rows, then UV rows, at `g.pitch`)
-    /// into `dst`, which holds at least `g.slot_bytes()`.
+    /// into `dst`, which holds at least `g.slot_bytes()`. 4:2:0 input is only interleaved; 4:2:2
+    /// and 4:4:4 chroma (MJPEG cameras) is filtered with swscale's bicubic, the filter of
+    /// FFmpeg's own `-pix_fmt nv12`, so frames equal FFmpeg's conversion byte for byte.
     pub(crate) fn convert_into(&mut self, dst: &mut [u8], g: &Geometry) -> Result<()> {
         let (w, h) = (self.frame.width() as i32, self.frame.height() as i32);
         if (w as u32, h as u32) != (g.width, g.height) {
@@ -52,7 +54,7 @@ impl SoftwareDecoder {
             ffi::sws_getCachedContext(
                 self.sws, w, h, std::mem::transmute::<i32, ffi::AVPixelFormat>(f.format),
                 w, h, ffi::AVPixelFormat::AV_PIX_FMT_NV12,
-                ffi::SWS_POINT, std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null(),
+                ffi::SWS_BICUBIC, std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null(),
             )
         };
         if self.sws.is_null() {
