@@ -646,7 +646,7 @@ fn worker(sh: Arc<Shared>, id: usize, seed: u64, end: Instant, max_calls: u64) {
     let mut n = 0u64;
     while !sh.stop.load(Ordering::Relaxed) {
         n += 1;
-        if n % 256 == 0 && (Instant::now() >= end || sh.calls.load(Ordering::Relaxed) >= max_calls) {
+        if n.is_multiple_of(256) && (Instant::now() >= end || sh.calls.load(Ordering::Relaxed) >= max_calls) {
             sh.stop.store(true, Ordering::Relaxed);
             break;
         }
@@ -750,13 +750,11 @@ fn c_api_fuzz_keeps_every_status_documented_and_leaves_nothing_behind() {
     let stale = |when: &str| {
         for &(h, is_cam) in &issued {
             let code = if is_cam {
-                let mut s: nvcam_camera_stats = Default::default();
-                s.struct_size = std::mem::size_of::<nvcam_camera_stats>() as u32;
+                let mut s = nvcam_camera_stats { struct_size: std::mem::size_of::<nvcam_camera_stats>() as u32, ..Default::default() };
                 // SAFETY (test): a live, sized struct.
                 unsafe { nvcam_camera_stats(h, &mut s) }
             } else {
-                let mut i: nvcam_frame_info = Default::default();
-                i.struct_size = std::mem::size_of::<nvcam_frame_info>() as u32;
+                let mut i = nvcam_frame_info { struct_size: std::mem::size_of::<nvcam_frame_info>() as u32, ..Default::default() };
                 // SAFETY (test): a live, sized struct.
                 unsafe { nvcam_frame_info(h, &mut i) }
             };
