@@ -158,6 +158,9 @@ struct Shared {
     opens_ok: AtomicU64,
     frames_got: AtomicU64,
     cycles: AtomicU64,
+    /// Copies of a live frame: into a real buffer (OK), and overflowing pitches refused.
+    copies_ok: AtomicU64,
+    pitch_refused: AtomicU64,
     last_fn: Vec<Mutex<&'static str>>,
     live_cams: AtomicUsize,
 }
@@ -432,6 +435,9 @@ fn op_copy(sh: &Shared, r: &mut Rng) {
                 "{name}: dst_pitch {pitch:#x} with a {}-byte buffer returned {code}",
                 g.len
             );
+            if code == NVCAM_E_INVALID_ARGUMENT {
+                sh.pitch_refused.fetch_add(1, Ordering::Relaxed);
+            }
             if pitch >= 1 << 61 {
                 assert!(
                     !matches!(code, NVCAM_E_BUFFER_TOO_SMALL),
@@ -446,7 +452,9 @@ fn op_copy(sh: &Shared, r: &mut Rng) {
             let pitch = *r.pick(&[0u64, 0, 1, 31, 63, 64, 65, 100, 333]);
             let mut g = Guarded::new(len, r.below(8) as usize);
             // SAFETY (test): `dst` is writable for `len` bytes.
-            sh.check(name, unsafe { nvcam_frame_copy_nv12(frame, g.ptr(), pitch, len as u64) });
+            if sh.check(name, unsafe { nvcam_frame_copy_nv12(frame, g.ptr(), pitch, len as u64) }) == NVCAM_OK {
+                sh.copies_ok.fetch_add(1, Ordering::Relaxed);
+            }
             sh.guard(name, &g);
         }
     }
@@ -703,6 +711,8 @@ fn c_api_fuzz_keeps_every_status_documented_and_leaves_nothing_behind() {
         opens_ok: AtomicU64::new(0),
         frames_got: AtomicU64::new(0),
         cycles: AtomicU64::new(0),
+        copies_ok: AtomicU64::new(0),
+        pitch_refused: AtomicU64::new(0),
         last_fn: (0..threads).map(|_| Mutex::new("cheap")).collect(),
         live_cams: AtomicUsize::new(0),
     });
@@ -771,13 +781,16 @@ fn c_api_fuzz_keeps_every_status_documented_and_leaves_nothing_behind() {
     let v = sh.violations.lock().unwrap();
     let g = sh.guard_failures.lock().unwrap();
     println!(
-        "fuzz_api: {calls} calls in {:.1} s ({:.0} calls/s), seed {seed:#x}, {threads} threads; real opens {} ({} OK), frames {}, \
+        "fuzz_api: {calls} calls in {:.1} s ({:.0} calls/s), seed {seed:#x}, {threads} threads; real opens {} ({} OK), frames {}, copies {} OK, \
+         overflowing pitches refused {}, \
          init/shutdown cycles {}, handles issued {}, log callbacks {}, RSS warm {:.1} MiB -> end {:.1} MiB",
         elapsed.as_secs_f64(),
         calls as f64 / elapsed.as_secs_f64(),
         sh.opens.load(Ordering::Relaxed),
         sh.opens_ok.load(Ordering::Relaxed),
         sh.frames_got.load(Ordering::Relaxed),
+        sh.copies_ok.load(Ordering::Relaxed),
+        sh.pitch_refused.load(Ordering::Relaxed),
         sh.cycles.load(Ordering::Relaxed),
         issued.len(),
         CALLBACKS.load(Ordering::Relaxed),
