@@ -439,8 +439,16 @@ fn op_copy(sh: &Shared, r: &mut Rng) {
                 sh.pitch_refused.fetch_add(1, Ordering::Relaxed);
             }
             if pitch >= 1 << 61 {
+                // Only the handle checks come before the size check.
                 assert!(
-                    !matches!(code, NVCAM_E_BUFFER_TOO_SMALL),
+                    matches!(
+                        code,
+                        NVCAM_E_INVALID_ARGUMENT
+                            | NVCAM_E_NULL_HANDLE
+                            | NVCAM_E_INVALID_HANDLE
+                            | NVCAM_E_WRONG_HANDLE_TYPE
+                            | NVCAM_E_STALE_HANDLE
+                    ),
                     "{name}: dst_pitch {pitch:#x} (overflowing) must be NVCAM_E_INVALID_ARGUMENT, got {code}"
                 );
             }

@@ -87,9 +87,7 @@ fn pick(i: &mut In, v: &[u64]) -> u64 {
 
 /// A buffer of `len` bytes with guards, at offset `mis` (0..7) from 8-byte alignment.
 fn guarded(len: usize, mis: usize) -> (Vec<u64>, usize) {
-    let mut v = vec![0xa5a5_a5a5_a5a5_a5a5u64; (2 * GUARD + len + mis).div_ceil(8) + 1];
-    let _ = &mut v;
-    (v, GUARD + mis)
+    (vec![0xa5a5_a5a5_a5a5_a5a5u64; (2 * GUARD + len + mis).div_ceil(8) + 1], GUARD + mis)
 }
 
 fn intact(v: &[u64], off: usize, len: usize) -> bool {
@@ -236,8 +234,7 @@ fuzz_target!(|data: &[u8]| {
                     check("nvcam_shutdown", nvcam_shutdown(5000));
                     st.cams.clear();
                     st.frames.clear();
-                    let mut c = nvcam_config { struct_size: i.u8() as u32, flags: i.u8() as u32, ..Default::default() };
-                    let _ = &mut c;
+                    let c = nvcam_config { struct_size: i.u8() as u32, flags: i.u8() as u32, ..Default::default() };
                     // SAFETY: a live struct.
                     check("nvcam_init", unsafe { nvcam_init(&c) });
                     // SAFETY: NULL = defaults.
