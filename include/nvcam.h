@@ -577,11 +577,15 @@ extern "C" {
 
 /**
  * The ABI major version of the loaded library (compare with `NVCAM_ABI_VERSION` from the header).
+ *
+ * Returns: the ABI major (`NVCAM_ABI_VERSION`), not a status code.
  */
 int32_t nvcam_abi_version(void);
 
 /**
  * Writes the library version ("nvcam 0.1.0 (abi 1)") into `buf` of `len` bytes.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_PANIC
  *
  * # Safety
  * `buf` is NULL or writable for `len` bytes.
@@ -593,6 +597,8 @@ int32_t nvcam_version_string(char *buf, int32_t len);
  * while initialized is a no-op; after `nvcam_shutdown` it initializes afresh. Pins the library in
  * the process on first call.
  *
+ * Returns: NVCAM_OK, NVCAM_E_STRUCT_SIZE, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_FFMPEG, NVCAM_E_PANIC
+ *
  * # Safety
  * `config` is NULL or points to an `nvcam_config_t` whose `struct_size` bytes are readable.
  */
@@ -602,11 +608,15 @@ int32_t nvcam_init(const nvcam_config_t *config);
  * Closes every camera, invalidates every frame handle (leaked ones included, and counted in the
  * log), joins every thread and frees all memory, within `timeout_ms`. Old handles return
  * `NVCAM_E_STALE_HANDLE` afterwards. `NVCAM_E_TIMEOUT` if a thread was still running at the end.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NOT_INITIALIZED, NVCAM_E_TIMEOUT, NVCAM_E_PANIC
  */
 int32_t nvcam_shutdown(uint32_t timeout_ms);
 
 /**
  * Writes "NAME: description" of a status code into `buf`.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_PANIC
  *
  * # Safety
  * `buf` is NULL or writable for `len` bytes.
@@ -616,6 +626,8 @@ int32_t nvcam_status_text(int32_t code, char *buf, int32_t len);
 /**
  * The last error of the calling thread's previous nvcam call ("" if it succeeded).
  *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_PANIC
+ *
  * # Safety
  * `buf` is NULL or writable for `len` bytes.
  */
@@ -623,6 +635,8 @@ int32_t nvcam_last_error(char *buf, int32_t len);
 
 /**
  * Fills `opts` with the defaults (and sets its `struct_size`).
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_PANIC
  *
  * # Safety
  * `opts` is NULL or writable for `sizeof(nvcam_camera_options_t)` bytes.
@@ -634,6 +648,8 @@ int32_t nvcam_camera_options_init(nvcam_camera_options_t *opts);
  * (a built-in test pattern), UTF-8. Without `NVCAM_OPEN_ASYNC` it returns once the source is
  * open (or with the reason it could not be: `NVCAM_E_IO`, `NVCAM_E_TIMEOUT`, `NVCAM_E_AUTH`,
  * `NVCAM_E_BAD_OPTION`, `NVCAM_E_UNSUPPORTED`), leaving nothing behind on failure.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
  *
  * # Safety
  * `url` is NULL or a NUL-terminated string; `options` is NULL or a readable
@@ -647,6 +663,8 @@ int32_t nvcam_camera_open(const char *url, const nvcam_camera_options_t *options
  * overrides `options->ffmpeg_options`. For hosts that cannot put a string pointer into a struct,
  * like LabVIEW.
  *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ *
  * # Safety
  * As `nvcam_camera_open`; `ffmpeg_options` is NULL or a NUL-terminated string.
  */
@@ -656,6 +674,8 @@ int32_t nvcam_camera_open_ex(const char *url, const char *ffmpeg_options, const 
  * Closes a camera: stops it, waits up to `timeout_ms` for in-flight work, invalidates every frame
  * handle it has outstanding, then stops its thread. The handle is released even when the thread
  * outlives the timeout (`NVCAM_E_TIMEOUT`; it exits on its own).
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_TIMEOUT, NVCAM_E_PANIC
  */
 int32_t nvcam_camera_close(uint64_t cam, uint32_t timeout_ms);
 
@@ -663,6 +683,8 @@ int32_t nvcam_camera_close(uint64_t cam, uint32_t timeout_ms);
  * Drops the current connection and reconnects at once, in any state (also after a failure).
  * Frame handles stay valid unless the camera was opened with
  * `NVCAM_OPEN_RELEASE_CLONES_ON_RECONNECT`.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_PANIC
  */
 int32_t nvcam_camera_reconnect(uint64_t cam);
 
@@ -670,7 +692,10 @@ int32_t nvcam_camera_reconnect(uint64_t cam);
  * Waits up to `timeout_ms` for the newest frame not yet handed out and returns a new frame handle
  * in `*frame` (release it with `nvcam_frame_release`). Frames the host was too slow to take are
  * skipped and counted. `NVCAM_E_TIMEOUT` if none came; `NVCAM_E_FAILED`/`NVCAM_E_CLOSED` if none
- * will. The longest wait is `timeout_ms` (there is no infinite wait).
+ * will. The longest wait is `timeout_ms` (there is no infinite wait: 0 returns at once, and
+ * `UINT32_MAX` is about 49.7 days, a finite wait like any other).
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_TIMEOUT, NVCAM_E_CLOSED, NVCAM_E_FAILED, NVCAM_E_IO, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_UNSUPPORTED, NVCAM_E_PANIC
  *
  * # Safety
  * `frame` is NULL or writable for a `uint64_t`.
@@ -680,6 +705,8 @@ int32_t nvcam_camera_get_frame(uint64_t cam, uint32_t timeout_ms, uint64_t *fram
 /**
  * Fills `stats` (set its `struct_size` first).
  *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
+ *
  * # Safety
  * `stats` is NULL or a writable `nvcam_camera_stats_t` whose `struct_size` is set.
  */
@@ -687,6 +714,8 @@ int32_t nvcam_camera_stats(uint64_t cam, nvcam_camera_stats_t *stats);
 
 /**
  * The camera's last error, from its worker (connection, decode) or from a call on it.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_PANIC
  *
  * # Safety
  * `buf` is NULL or writable for `len` bytes.
@@ -697,6 +726,8 @@ int32_t nvcam_camera_last_error(uint64_t cam, char *buf, int32_t len);
  * A new handle to the same frame; the pixels stay valid (and their slot unwritten) until every
  * handle to them is released.
  *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_PANIC
+ *
  * # Safety
  * `clone` is NULL or writable for a `uint64_t`.
  */
@@ -704,11 +735,15 @@ int32_t nvcam_frame_clone(uint64_t frame, uint64_t *clone);
 
 /**
  * Releases one frame handle. A second release of the same handle is `NVCAM_E_STALE_HANDLE`.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
  */
 int32_t nvcam_frame_release(uint64_t frame);
 
 /**
  * Fills `info` (set its `struct_size` first).
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
  *
  * # Safety
  * `info` is NULL or a writable `nvcam_frame_info_t` whose `struct_size` is set.
@@ -721,6 +756,8 @@ int32_t nvcam_frame_info(uint64_t frame, nvcam_frame_info_t *info);
  * pass an initialized U8 array as an Array Data Pointer and its size). Nothing is written unless
  * the whole image fits in `dst_size` bytes.
  *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_UNSUPPORTED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ *
  * # Safety
  * `dst` is NULL or writable for `dst_size` bytes.
  */
@@ -731,6 +768,8 @@ int32_t nvcam_frame_copy_nv12(uint64_t frame, uint8_t *dst, uint64_t dst_pitch, 
  * writes how many into `*released` (may be NULL). The memory returns to the pool once no call in
  * progress still uses it. Works on a closed camera's handle value too.
  *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_PANIC
+ *
  * # Safety
  * `released` is NULL or writable for a `uint32_t`.
  */
@@ -739,6 +778,8 @@ int32_t nvcam_registry_force_release_owner(uint64_t cam, uint32_t *released);
 /**
  * Live frame handles: of camera `cam` into `*for_camera` (cam 0 = none), of all cameras into
  * `*total`. Either pointer may be NULL.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_PANIC
  *
  * # Safety
  * `for_camera` is NULL or writable for a `uint32_t`; `total` is NULL or writable for a
@@ -750,6 +791,8 @@ int32_t nvcam_registry_stats(uint64_t cam, uint32_t *for_camera, uint64_t *total
  * Sends the log to a file (`path`, UTF-8), to stderr (`"-"`), or only to the callback and the
  * poll queue (NULL or ""), at `level` (`NVCAM_LOG_*`). Callable before `nvcam_init`.
  *
+ * Returns: NVCAM_OK, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_IO, NVCAM_E_PANIC
+ *
  * # Safety
  * `path` is NULL or a NUL-terminated string.
  */
@@ -758,6 +801,8 @@ int32_t nvcam_log_init(const char *path, int32_t level);
 /**
  * Sets (or with NULL clears) a callback that receives every message at `min_level` or more
  * severe. Called from any thread, never with nvcam's locks held; cleared by `nvcam_shutdown`.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_PANIC
  *
  * # Safety
  * `callback` is NULL or a function that may be called from any thread with `user` until it is
@@ -772,6 +817,8 @@ int32_t nvcam_log_set_callback(nvcam_log_fn callback, void *user, int32_t min_le
  * `NVCAM_E_BUFFER_TOO_SMALL` with `*msg_len` set, so the host can grow its buffer and call again.
  * The queue keeps the newest 1024 messages at the `nvcam_log_init` level (default warnings).
  *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_PANIC
+ *
  * # Safety
  * `level` and `msg_len` are NULL or writable for an `int32_t`; `buf` is NULL or writable for
  * `len` bytes.
@@ -783,6 +830,8 @@ int32_t nvcam_log_pop(int32_t *level, char *buf, int32_t len, int32_t *msg_len);
  * all devices for -1. Callable before `nvcam_init` and without a GPU (`device_count` 0; a
  * device ordinal then is `NVCAM_E_NO_DEVICE`).
  *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_NO_DEVICE, NVCAM_E_PANIC
+ *
  * # Safety
  * `stats` is NULL or a writable `nvcam_gpu_stats_t` whose `struct_size` is set.
  */
@@ -793,6 +842,8 @@ int32_t nvcam_gpu_stats(int32_t device, nvcam_gpu_stats_t *stats);
  * retired at least `min_age_ms` ago (0 = all whose events completed). Never waits: events are
  * queried. Workers do this on their own with `gpu_free_min_age_ms`; call it to return memory
  * sooner, e.g. after closing cameras.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_PANIC
  */
 int32_t nvcam_gpu_drain(uint32_t min_age_ms);
 

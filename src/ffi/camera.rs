@@ -9,6 +9,8 @@ use std::time::Duration;
 
 /// Fills `opts` with the defaults (and sets its `struct_size`).
 ///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_PANIC
+///
 /// # Safety
 /// `opts` is NULL or writable for `sizeof(nvcam_camera_options_t)` bytes.
 #[no_mangle]
@@ -46,6 +48,8 @@ unsafe fn read_options(options: *const nvcam_camera_options, ffmpeg: *const c_ch
 /// open (or with the reason it could not be: `NVCAM_E_IO`, `NVCAM_E_TIMEOUT`, `NVCAM_E_AUTH`,
 /// `NVCAM_E_BAD_OPTION`, `NVCAM_E_UNSUPPORTED`), leaving nothing behind on failure.
 ///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+///
 /// # Safety
 /// `url` is NULL or a NUL-terminated string; `options` is NULL or a readable
 /// `nvcam_camera_options_t` (its `ffmpeg_options` NULL or a NUL-terminated string); `cam` is NULL
@@ -63,6 +67,8 @@ pub unsafe extern "C" fn nvcam_camera_open(url: *const c_char, options: *const n
 /// `nvcam_camera_open` with the FFmpeg options as a separate string (NULL or "" = none), which
 /// overrides `options->ffmpeg_options`. For hosts that cannot put a string pointer into a struct,
 /// like LabVIEW.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
 ///
 /// # Safety
 /// As `nvcam_camera_open`; `ffmpeg_options` is NULL or a NUL-terminated string.
@@ -84,6 +90,8 @@ pub unsafe extern "C" fn nvcam_camera_open_ex(
 /// Closes a camera: stops it, waits up to `timeout_ms` for in-flight work, invalidates every frame
 /// handle it has outstanding, then stops its thread. The handle is released even when the thread
 /// outlives the timeout (`NVCAM_E_TIMEOUT`; it exits on its own).
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_TIMEOUT, NVCAM_E_PANIC
 #[no_mangle]
 pub extern "C" fn nvcam_camera_close(cam: u64, timeout_ms: u32) -> i32 {
     boundary("nvcam_camera_close", Ctx::Lib, || library::close_camera(cam, Duration::from_millis(timeout_ms as u64)))
@@ -92,6 +100,8 @@ pub extern "C" fn nvcam_camera_close(cam: u64, timeout_ms: u32) -> i32 {
 /// Drops the current connection and reconnects at once, in any state (also after a failure).
 /// Frame handles stay valid unless the camera was opened with
 /// `NVCAM_OPEN_RELEASE_CLONES_ON_RECONNECT`.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_PANIC
 #[no_mangle]
 pub extern "C" fn nvcam_camera_reconnect(cam: u64) -> i32 {
     boundary("nvcam_camera_reconnect", Ctx::Camera(cam), || library::camera(cam)?.reconnect())
@@ -100,7 +110,10 @@ pub extern "C" fn nvcam_camera_reconnect(cam: u64) -> i32 {
 /// Waits up to `timeout_ms` for the newest frame not yet handed out and returns a new frame handle
 /// in `*frame` (release it with `nvcam_frame_release`). Frames the host was too slow to take are
 /// skipped and counted. `NVCAM_E_TIMEOUT` if none came; `NVCAM_E_FAILED`/`NVCAM_E_CLOSED` if none
-/// will. The longest wait is `timeout_ms` (there is no infinite wait).
+/// will. The longest wait is `timeout_ms` (there is no infinite wait: 0 returns at once, and
+/// `UINT32_MAX` is about 49.7 days, a finite wait like any other).
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_TIMEOUT, NVCAM_E_CLOSED, NVCAM_E_FAILED, NVCAM_E_IO, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_UNSUPPORTED, NVCAM_E_PANIC
 ///
 /// # Safety
 /// `frame` is NULL or writable for a `uint64_t`.
@@ -116,6 +129,8 @@ pub unsafe extern "C" fn nvcam_camera_get_frame(cam: u64, timeout_ms: u32, frame
 
 /// Fills `stats` (set its `struct_size` first).
 ///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
+///
 /// # Safety
 /// `stats` is NULL or a writable `nvcam_camera_stats_t` whose `struct_size` is set.
 #[no_mangle]
@@ -130,6 +145,8 @@ pub unsafe extern "C" fn nvcam_camera_stats(cam: u64, stats: *mut nvcam_camera_s
 }
 
 /// The camera's last error, from its worker (connection, decode) or from a call on it.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_PANIC
 ///
 /// # Safety
 /// `buf` is NULL or writable for `len` bytes.

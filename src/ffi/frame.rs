@@ -8,6 +8,8 @@ use crate::registry;
 /// A new handle to the same frame; the pixels stay valid (and their slot unwritten) until every
 /// handle to them is released.
 ///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_PANIC
+///
 /// # Safety
 /// `clone` is NULL or writable for a `uint64_t`.
 #[no_mangle]
@@ -21,12 +23,16 @@ pub unsafe extern "C" fn nvcam_frame_clone(frame: u64, clone: *mut u64) -> i32 {
 }
 
 /// Releases one frame handle. A second release of the same handle is `NVCAM_E_STALE_HANDLE`.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
 #[no_mangle]
 pub extern "C" fn nvcam_frame_release(frame: u64) -> i32 {
     boundary("nvcam_frame_release", Ctx::Frame(frame), || registry::release(frame))
 }
 
 /// Fills `info` (set its `struct_size` first).
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
 ///
 /// # Safety
 /// `info` is NULL or a writable `nvcam_frame_info_t` whose `struct_size` is set.
@@ -46,6 +52,8 @@ pub unsafe extern "C" fn nvcam_frame_info(frame: u64, info: *mut nvcam_frame_inf
 /// pass an initialized U8 array as an Array Data Pointer and its size). Nothing is written unless
 /// the whole image fits in `dst_size` bytes.
 ///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_UNSUPPORTED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+///
 /// # Safety
 /// `dst` is NULL or writable for `dst_size` bytes.
 #[no_mangle]
@@ -61,6 +69,8 @@ pub unsafe extern "C" fn nvcam_frame_copy_nv12(frame: u64, dst: *mut u8, dst_pit
 /// Invalidates every frame handle that camera `cam` has outstanding (its clones included) and
 /// writes how many into `*released` (may be NULL). The memory returns to the pool once no call in
 /// progress still uses it. Works on a closed camera's handle value too.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_PANIC
 ///
 /// # Safety
 /// `released` is NULL or writable for a `uint32_t`.
@@ -79,6 +89,8 @@ pub unsafe extern "C" fn nvcam_registry_force_release_owner(cam: u64, released: 
 
 /// Live frame handles: of camera `cam` into `*for_camera` (cam 0 = none), of all cameras into
 /// `*total`. Either pointer may be NULL.
+///
+/// Returns: NVCAM_OK, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_PANIC
 ///
 /// # Safety
 /// `for_camera` is NULL or writable for a `uint32_t`; `total` is NULL or writable for a

@@ -8,12 +8,16 @@ use std::panic::catch_unwind;
 use std::time::Duration;
 
 /// The ABI major version of the loaded library (compare with `NVCAM_ABI_VERSION` from the header).
+///
+/// Returns: the ABI major (`NVCAM_ABI_VERSION`), not a status code.
 #[no_mangle]
 pub extern "C" fn nvcam_abi_version() -> i32 {
     NVCAM_ABI_VERSION
 }
 
 /// Writes the library version ("nvcam 0.1.0 (abi 1)") into `buf` of `len` bytes.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_PANIC
 ///
 /// # Safety
 /// `buf` is NULL or writable for `len` bytes.
@@ -30,6 +34,8 @@ pub unsafe extern "C" fn nvcam_version_string(buf: *mut c_char, len: i32) -> i32
 /// while initialized is a no-op; after `nvcam_shutdown` it initializes afresh. Pins the library in
 /// the process on first call.
 ///
+/// Returns: NVCAM_OK, NVCAM_E_STRUCT_SIZE, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_FFMPEG, NVCAM_E_PANIC
+///
 /// # Safety
 /// `config` is NULL or points to an `nvcam_config_t` whose `struct_size` bytes are readable.
 #[no_mangle]
@@ -44,6 +50,8 @@ pub unsafe extern "C" fn nvcam_init(config: *const nvcam_config) -> i32 {
 /// Closes every camera, invalidates every frame handle (leaked ones included, and counted in the
 /// log), joins every thread and frees all memory, within `timeout_ms`. Old handles return
 /// `NVCAM_E_STALE_HANDLE` afterwards. `NVCAM_E_TIMEOUT` if a thread was still running at the end.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NOT_INITIALIZED, NVCAM_E_TIMEOUT, NVCAM_E_PANIC
 #[no_mangle]
 pub extern "C" fn nvcam_shutdown(timeout_ms: u32) -> i32 {
     boundary("nvcam_shutdown", Ctx::Lib, || {
@@ -52,6 +60,8 @@ pub extern "C" fn nvcam_shutdown(timeout_ms: u32) -> i32 {
 }
 
 /// Writes "NAME: description" of a status code into `buf`.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_PANIC
 ///
 /// # Safety
 /// `buf` is NULL or writable for `len` bytes.
@@ -68,6 +78,8 @@ pub unsafe extern "C" fn nvcam_status_text(code: i32, buf: *mut c_char, len: i32
 }
 
 /// The last error of the calling thread's previous nvcam call ("" if it succeeded).
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_PANIC
 ///
 /// # Safety
 /// `buf` is NULL or writable for `len` bytes.

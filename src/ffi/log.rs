@@ -9,6 +9,8 @@ use std::ffi::{c_char, c_void};
 /// Sends the log to a file (`path`, UTF-8), to stderr (`"-"`), or only to the callback and the
 /// poll queue (NULL or ""), at `level` (`NVCAM_LOG_*`). Callable before `nvcam_init`.
 ///
+/// Returns: NVCAM_OK, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_IO, NVCAM_E_PANIC
+///
 /// # Safety
 /// `path` is NULL or a NUL-terminated string.
 #[no_mangle]
@@ -22,6 +24,8 @@ pub unsafe extern "C" fn nvcam_log_init(path: *const c_char, level: i32) -> i32 
 
 /// Sets (or with NULL clears) a callback that receives every message at `min_level` or more
 /// severe. Called from any thread, never with nvcam's locks held; cleared by `nvcam_shutdown`.
+///
+/// Returns: NVCAM_OK, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_PANIC
 ///
 /// # Safety
 /// `callback` is NULL or a function that may be called from any thread with `user` until it is
@@ -48,6 +52,8 @@ pub unsafe extern "C" fn nvcam_log_set_callback(callback: nvcam_log_fn, user: *m
 /// does not fit in `len` bytes (with its NUL) stays queued: the call returns
 /// `NVCAM_E_BUFFER_TOO_SMALL` with `*msg_len` set, so the host can grow its buffer and call again.
 /// The queue keeps the newest 1024 messages at the `nvcam_log_init` level (default warnings).
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_PANIC
 ///
 /// # Safety
 /// `level` and `msg_len` are NULL or writable for an `int32_t`; `buf` is NULL or writable for
