@@ -50,7 +50,14 @@ pub(crate) fn open_camera(url: &str, opts: Options) -> Result<u64> {
     require_init()?;
     let cam = Camera::new(url, opts)?;
     let h = CAMERAS.insert(cam.clone())?;
-    if let Err(e) = cam.start(h) {
+    // A shutdown that ran between the check above and the insert has already emptied the table
+    // (it clears INITIALIZED first): this camera must not outlive it.
+    let started = if INITIALIZED.load(Ordering::SeqCst) {
+        cam.start(h)
+    } else {
+        Err(Error::new(NVCAM_E_NOT_INITIALIZED, "nvcam_shutdown ran while the camera was being opened"))
+    };
+    if let Err(e) = started {
         let _ = CAMERAS.remove(h);
         adopt(cam.close(Duration::from_millis(2000)));
         return Err(e);
@@ -104,7 +111,7 @@ pub(crate) fn close_camera(h: u64, timeout: Duration) -> Result<()> {
 /// Returns the number of frame handles the host had leaked.
 pub(crate) fn shutdown(timeout: Duration) -> Result<usize> {
     let _g = LIFECYCLE.lock();
-    if !INITIALIZED.swap(false, Ordering::AcqRel) {
+    if !INITIALIZED.swap(false, Ordering::SeqCst) {
         return Err(Error::new(NVCAM_E_NOT_INITIALIZED, "nvcam_shutdown without nvcam_init"));
     }
     let end = Instant::now() + timeout;
