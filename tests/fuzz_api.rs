@@ -689,9 +689,37 @@ fn worker(sh: Arc<Shared>, id: usize, seed: u64, end: Instant, max_calls: u64) {
     }
 }
 
+#[cfg(not(windows))]
 fn rss_bytes() -> u64 {
     let s = std::fs::read_to_string("/proc/self/statm").unwrap();
     s.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 4096
+}
+
+#[cfg(windows)]
+fn rss_bytes() -> u64 {
+    #[repr(C)]
+    #[derive(Default)]
+    struct Counters {
+        cb: u32,
+        page_fault_count: u32,
+        peak_working_set: usize,
+        working_set: usize,
+        quota_peak_paged_pool: usize,
+        quota_paged_pool: usize,
+        quota_peak_non_paged_pool: usize,
+        quota_non_paged_pool: usize,
+        pagefile: usize,
+        peak_pagefile: usize,
+    }
+    extern "system" {
+        fn GetCurrentProcess() -> *mut std::ffi::c_void;
+        fn K32GetProcessMemoryInfo(process: *mut std::ffi::c_void, counters: *mut Counters, cb: u32) -> i32;
+    }
+    let mut c = Counters { cb: std::mem::size_of::<Counters>() as u32, ..Default::default() };
+    // SAFETY: the pseudo-handle of this process and a struct of the size we declare.
+    let ok = unsafe { K32GetProcessMemoryInfo(GetCurrentProcess(), &mut c, c.cb) };
+    assert!(ok != 0, "K32GetProcessMemoryInfo failed");
+    c.working_set as u64
 }
 
 #[test]

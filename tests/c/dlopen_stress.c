@@ -10,7 +10,49 @@
 #define _GNU_SOURCE
 #include "nvcam.h"
 
+#ifdef _WIN32
+/* Windows: the same four calls on LoadLibraryEx/GetProcAddress/FreeLibrary, the way LabVIEW loads a
+ * DLL there (LOAD_WITH_ALTERED_SEARCH_PATH: the FFmpeg DLLs are found next to nvcam.dll). Built
+ * with mingw-w64 and run under Wine by scripts/windows-test.sh. */
+#include <stdio.h>
+#include <string.h>
+#include <windows.h>
+#define RTLD_NOW 0
+#define RTLD_LOCAL 0
+static void *dlopen(const char *path, int flags) {
+    (void)flags;
+    return (void *)LoadLibraryExA(path, NULL, LOAD_WITH_ALTERED_SEARCH_PATH);
+}
+static void *dlsym(void *lib, const char *name) {
+    FARPROC f = GetProcAddress((HMODULE)lib, name);
+    void *p;
+    memcpy(&p, &f, sizeof p);
+    return p;
+}
+static int dlclose(void *lib) { return FreeLibrary((HMODULE)lib) ? 0 : -1; }
+/* Whether the module that holds `fn` is still mapped (nvcam pins itself with GetModuleHandleEx). */
+static int still_loaded(const char *path, void *fn) {
+    HMODULE h;
+    (void)path;
+    return GetModuleHandleExA(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                              (LPCSTR)fn, &h) != 0;
+}
+static const char *dlerror(void) {
+    static char buf[64];
+    snprintf(buf, sizeof buf, "Windows error %lu", (unsigned long)GetLastError());
+    return buf;
+}
+#else
 #include <dlfcn.h>
+#include <stddef.h>
+/* Whether the library is still mapped (nvcam pins itself with RTLD_NODELETE). */
+static int still_loaded(const char *path, void *fn) {
+    (void)fn;
+    void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    if (h) dlclose(h);
+    return h != NULL;
+}
+#endif
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -390,7 +432,10 @@ int main(int argc, char **argv) {
     expect_stale_frame(f);
     expect_stale_camera(cam);
 
+    void *init_fn;
+    memcpy(&init_fn, &A.nvcam_init, sizeof init_fn);
     EXPECT(dlclose(lib), 0);
+    CHECK(still_loaded(argv[1], init_fn), "the library was unloaded by its last dlclose: the self-pin did not hold");
 
     /* a host that loads the library again (nvcam pins itself, so it is the same image) */
     lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);

@@ -131,6 +131,11 @@ pub fn clip(name: &str, size: &str, frames: u32, codec: &str, extra: &[&str]) ->
     if path.exists() {
         return path;
     }
+    if cfg!(windows) {
+        // Under Wine the Linux ffmpeg CLI cannot be run (nor has Windows an encoder here):
+        // scripts/windows-test.sh makes the clips on Linux first, in the same folder.
+        panic!("{} is missing: the Windows tests use the clips the Linux tests make (scripts/windows-test.sh)", path.display());
+    }
     let tmp = path.with_file_name(format!("part-{name}"));
     let mut cmd = Command::new("ffmpeg");
     cmd.args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i"])
@@ -149,18 +154,12 @@ pub fn clip(name: &str, size: &str, frames: u32, codec: &str, extra: &[&str]) ->
 /// library must match). FFmpeg packs Y rows at `width` bytes; nvcam uses one pitch for both planes
 /// (the even chroma row width), so odd widths get one pad byte per Y row here.
 pub fn reference_nv12(clip: &Path, width: usize, height: usize) -> Vec<Vec<u8>> {
-    let out = Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-i"])
-        .arg(clip)
-        .args(["-f", "rawvideo", "-pix_fmt", "nv12", "-"])
-        .output()
-        .expect("ffmpeg CLI");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let raw = reference_raw(clip);
     let row = width.div_ceil(2) * 2;
     let (y_bytes, uv_bytes) = (width * height, row * height.div_ceil(2));
     let frame = y_bytes + uv_bytes;
-    assert_eq!(out.stdout.len() % frame, 0, "raw NV12 output is whole frames");
-    out.stdout
+    assert_eq!(raw.len() % frame, 0, "raw NV12 output is whole frames");
+    raw
         .chunks(frame)
         .map(|f| {
             let mut v = vec![0u8; row * (height + height.div_ceil(2))];
@@ -171,6 +170,31 @@ pub fn reference_nv12(clip: &Path, width: usize, height: usize) -> Vec<Vec<u8>> 
             v
         })
         .collect()
+}
+
+/// The ffmpeg CLI's raw NV12 decode of `clip`, kept beside it as `<clip>.nv12` (remade when the
+/// clip is newer), so the Windows tests under Wine, which cannot run the Linux CLI, compare with
+/// the same reference the Linux run made.
+fn reference_raw(clip: &Path) -> Vec<u8> {
+    let cache = PathBuf::from(format!("{}.nv12", clip.display()));
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if mtime(&cache).is_some() && mtime(&cache) >= mtime(clip) {
+        return std::fs::read(&cache).expect("read the cached reference decode");
+    }
+    if cfg!(windows) {
+        panic!("{} is missing: the Windows tests use the reference decodes the Linux tests make (scripts/windows-test.sh)", cache.display());
+    }
+    let out = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-i"])
+        .arg(clip)
+        .args(["-f", "rawvideo", "-pix_fmt", "nv12", "-"])
+        .output()
+        .expect("ffmpeg CLI");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let tmp = cache.with_extension(format!("part-{}", std::process::id()));
+    std::fs::write(&tmp, &out.stdout).expect("write the reference decode");
+    std::fs::rename(&tmp, &cache).expect("keep the reference decode");
+    out.stdout
 }
 
 /// Whether libcuda loads and shows at least one device.
@@ -201,6 +225,7 @@ pub fn need_gpu(test: &str, have: bool, what: &str) -> bool {
 }
 
 /// Threads of this process whose name starts with `prefix` (camera workers are `nvcam-cam-*`).
+#[cfg(not(windows))]
 pub fn threads_named(prefix: &str) -> usize {
     std::fs::read_dir("/proc/self/task")
         .map(|d| {
@@ -211,4 +236,63 @@ pub fn threads_named(prefix: &str) -> usize {
                 .count()
         })
         .unwrap_or(0)
+}
+
+/// Windows (and Wine): the process's threads from a Toolhelp snapshot, named by
+/// GetThreadDescription (Rust's std names its threads with SetThreadDescription).
+#[cfg(windows)]
+pub fn threads_named(prefix: &str) -> usize {
+    use std::ffi::c_void;
+    #[repr(C)]
+    struct ThreadEntry32 {
+        size: u32,
+        usage: u32,
+        thread_id: u32,
+        owner_process_id: u32,
+        base_pri: i32,
+        delta_pri: i32,
+        flags: u32,
+    }
+    #[link(name = "kernel32")]
+    extern "system" {
+        fn CreateToolhelp32Snapshot(flags: u32, pid: u32) -> *mut c_void;
+        fn Thread32First(snap: *mut c_void, e: *mut ThreadEntry32) -> i32;
+        fn Thread32Next(snap: *mut c_void, e: *mut ThreadEntry32) -> i32;
+        fn OpenThread(access: u32, inherit: i32, tid: u32) -> *mut c_void;
+        fn GetThreadDescription(thread: *mut c_void, desc: *mut *mut u16) -> i32;
+        fn LocalFree(mem: *mut c_void) -> *mut c_void;
+        fn CloseHandle(h: *mut c_void) -> i32;
+        fn GetCurrentProcessId() -> u32;
+    }
+    const TH32CS_SNAPTHREAD: u32 = 0x4;
+    const THREAD_QUERY_LIMITED_INFORMATION: u32 = 0x0800;
+    let mut n = 0;
+    unsafe {
+        let snap = CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0);
+        if snap as isize == -1 {
+            return 0;
+        }
+        let me = GetCurrentProcessId();
+        let mut e: ThreadEntry32 = std::mem::zeroed();
+        e.size = std::mem::size_of::<ThreadEntry32>() as u32;
+        let mut more = Thread32First(snap, &mut e) != 0;
+        while more {
+            if e.owner_process_id == me {
+                let h = OpenThread(THREAD_QUERY_LIMITED_INFORMATION, 0, e.thread_id);
+                if !h.is_null() {
+                    let mut desc: *mut u16 = std::ptr::null_mut();
+                    if GetThreadDescription(h, &mut desc) >= 0 && !desc.is_null() {
+                        let len = (0..).take_while(|&i| *desc.add(i) != 0).count();
+                        let name = String::from_utf16_lossy(std::slice::from_raw_parts(desc, len));
+                        n += name.starts_with(prefix) as usize;
+                        LocalFree(desc as *mut c_void);
+                    }
+                    CloseHandle(h);
+                }
+            }
+            more = Thread32Next(snap, &mut e) != 0;
+        }
+        CloseHandle(snap);
+    }
+    n
 }

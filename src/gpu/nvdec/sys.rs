@@ -1,4 +1,5 @@
-//! Run-time bindings to NVIDIA's video decoder library, `libnvcuvid.so.1` (the driver ships it).
+//! Run-time bindings to NVIDIA's video decoder library, `libnvcuvid.so.1` (`nvcuvid.dll` on
+//! Windows; the driver ships it).
 //!
 //! Nothing links against it: the library is opened with `dlopen` the first time a direct-NVDEC
 //! decoder is asked for, so the crate still loads and runs its CPU path on machines without an
@@ -286,24 +287,33 @@ pub struct CUVIDRECONFIGUREDECODERINFO {
     pub reserved2: [c_uint; 11],
 }
 
-// Layouts, from tests/c/nvcuvid_layout.c compiled against /usr/include/ffnvcodec (x86-64 Linux).
-const _: () = assert!(size_of::<c_ulong>() == 8 && size_of::<c_long>() == 8);
+// Layouts, from tests/c/nvcuvid_layout.c compiled against /usr/include/ffnvcodec: x86-64 Linux
+// (LP64, `unsigned long` is 8 bytes) and Windows x64 (LLP64, 4 bytes; x86_64-w64-mingw32-gcc, run
+// under Wine). Only the structs with `unsigned long` fields differ: `lp64(linux, windows)`.
+const fn lp64(linux: usize, windows: usize) -> usize {
+    if cfg!(windows) {
+        windows
+    } else {
+        linux
+    }
+}
+const _: () = assert!(size_of::<c_ulong>() == lp64(8, 4) && size_of::<c_long>() == lp64(8, 4));
 const _: () = assert!(size_of::<CUVIDDECODECAPS>() == 88);
 const _: () = assert!(offset_of!(CUVIDDECODECAPS, bIsSupported) == 24);
 const _: () = assert!(offset_of!(CUVIDDECODECAPS, nMaxWidth) == 28);
 const _: () = assert!(offset_of!(CUVIDDECODECAPS, nMinWidth) == 40);
 const _: () = assert!(offset_of!(CUVIDDECODECAPS, bIsHistogramSupported) == 44);
 const _: () = assert!(offset_of!(CUVIDDECODECAPS, reserved3) == 48);
-const _: () = assert!(size_of::<CUVIDDECODECREATEINFO>() == 176);
-const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, CodecType) == 24);
-const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, ulCreationFlags) == 32);
-const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, display_area) == 80);
-const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, OutputFormat) == 88);
-const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, ulTargetWidth) == 96);
-const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, vidLock) == 120);
-const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, target_rect) == 128);
-const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, enableHistogram) == 136);
-const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, Reserved2) == 144);
+const _: () = assert!(size_of::<CUVIDDECODECREATEINFO>() == lp64(176, 112));
+const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, CodecType) == lp64(24, 12));
+const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, ulCreationFlags) == lp64(32, 20));
+const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, display_area) == lp64(80, 44));
+const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, OutputFormat) == lp64(88, 52));
+const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, ulTargetWidth) == lp64(96, 60));
+const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, vidLock) == lp64(120, 72));
+const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, target_rect) == lp64(128, 80));
+const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, enableHistogram) == lp64(136, 88));
+const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, Reserved2) == lp64(144, 92));
 const _: () = assert!(size_of::<CUVIDEOFORMAT>() == 64);
 const _: () = assert!(offset_of!(CUVIDEOFORMAT, frame_rate) == 4);
 const _: () = assert!(offset_of!(CUVIDEOFORMAT, progressive_sequence) == 12);
@@ -316,9 +326,9 @@ const _: () = assert!(offset_of!(CUVIDEOFORMAT, video_signal_description) == 56)
 const _: () = assert!(offset_of!(CUVIDEOFORMAT, seqhdr_data_length) == 60);
 const _: () = assert!(size_of::<CUVIDPARSERDISPINFO>() == 24);
 const _: () = assert!(offset_of!(CUVIDPARSERDISPINFO, timestamp) == 16);
-const _: () = assert!(size_of::<CUVIDSOURCEDATAPACKET>() == 32);
-const _: () = assert!(offset_of!(CUVIDSOURCEDATAPACKET, payload) == 16);
-const _: () = assert!(offset_of!(CUVIDSOURCEDATAPACKET, timestamp) == 24);
+const _: () = assert!(size_of::<CUVIDSOURCEDATAPACKET>() == lp64(32, 24));
+const _: () = assert!(offset_of!(CUVIDSOURCEDATAPACKET, payload) == lp64(16, 8));
+const _: () = assert!(offset_of!(CUVIDSOURCEDATAPACKET, timestamp) == lp64(24, 16));
 const _: () = assert!(size_of::<CUVIDPARSERPARAMS>() == 136);
 const _: () = assert!(offset_of!(CUVIDPARSERPARAMS, ulMaxDisplayDelay) == 16);
 const _: () = assert!(offset_of!(CUVIDPARSERPARAMS, uReserved1) == 24);
@@ -428,7 +438,7 @@ pub fn layout_report() -> String {
     s
 }
 
-/// The entry points we use, resolved once from `libnvcuvid.so.1`. The library stays loaded for
+/// The entry points we use, resolved once from [`LIBRARY`]. The library stays loaded for
 /// the life of the process (decoders and parsers may outlive any one owner).
 pub struct Nvcuvid {
     pub cuvidGetDecoderCaps: unsafe extern "C" fn(*mut CUVIDDECODECAPS) -> CUresult,
@@ -448,8 +458,12 @@ pub struct Nvcuvid {
     _lib: libloading::Library,
 }
 
-/// The library's file name; the dynamic loader searches the usual paths.
+/// The library's file name; the dynamic loader searches the usual paths (on Windows the driver
+/// installs `nvcuvid.dll` in System32).
+#[cfg(not(windows))]
 pub(crate) const LIBRARY: &str = "libnvcuvid.so.1";
+#[cfg(windows)]
+pub(crate) const LIBRARY: &str = "nvcuvid.dll";
 
 impl Nvcuvid {
     /// Opens `path` and resolves every entry point; any failure is a message, not a panic.
@@ -531,8 +545,9 @@ mod tests {
 
     #[test]
     fn a_library_without_the_symbols_is_an_error() {
-        // libc is always there and has none of NVDEC's entry points.
-        let e = Nvcuvid::open("libc.so.6").err().expect("libc is not libnvcuvid");
+        // libc (kernel32 on Windows) is always there and has none of NVDEC's entry points.
+        let other = if cfg!(windows) { "kernel32.dll" } else { "libc.so.6" };
+        let e = Nvcuvid::open(other).err().expect("libc is not libnvcuvid");
         assert!(e.contains("has no cuvid"), "{e}");
     }
 

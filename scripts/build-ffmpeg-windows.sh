@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Cross-builds FFmpeg 5.1 for Windows x64 as DLLs with mingw-w64, with only what nvcam uses, LGPL.
+#
+#   bash scripts/build-ffmpeg-windows.sh        # prints the prefix: target/ffmpeg-windows
+#
+# The source is Debian 12's own FFmpeg source package (`apt-get source ffmpeg`, the version the Linux
+# build links against, Debian's patches applied); this script adds `deb-src` to
+# /etc/apt/sources.list.d/debian.sources when apt has no source entries. The NVDEC hwaccels use the
+# ffnvcodec headers of Debian's libffmpeg-nvenc-dev, copied into a private include folder (the cross
+# compiler must not see /usr/include). Nothing is linked against the NVIDIA driver: FFmpeg loads
+# nvcuda.dll and nvcuvid.dll at run time.
+#
+# Result (the prefix, target/ffmpeg-windows/): bin/*.dll (avcodec-59, avdevice-59, avfilter-8,
+# avformat-59, avutil-57, swscale-6), lib/lib*.dll.a (mingw import libraries), bin/*.lib (MSVC import
+# libraries, where the toolchain made them), include/, lib/pkgconfig/, share/licenses/ffmpeg/ (the
+# LGPL text) and BUILD-INFO.txt (version and configure line). A stamp keyed by this script's content
+# makes a second run a no-op; change the script (or delete the prefix) to rebuild.
+#
+# Needs: mingw-w64, nasm, dpkg-dev, libffmpeg-nvenc-dev (see .ci/packages.txt). Uses -j2 unless
+# JOBS is set. About 3-4 minutes on 2 cores.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+prefix="$root/target/ffmpeg-windows"
+work="$root/target/ffmpeg-windows-build"
+jobs=${JOBS:-2}
+cross=x86_64-w64-mingw32-
+key=$(sha256sum "$0" | cut -c1-16)
+stamp="$prefix/.stamp-$key"
+
+if [ -f "$stamp" ]; then
+  echo "$prefix"
+  exit 0
+fi
+
+die() { echo "build-ffmpeg-windows: $*" >&2; exit 1; }
+for tool in ${cross}gcc ${cross}ar ${cross}nm ${cross}dlltool nasm dpkg-source pkg-config; do
+  command -v "$tool" >/dev/null || die "$tool not found (apt-get install mingw-w64 nasm dpkg-dev)"
+done
+[ -f /usr/include/ffnvcodec/dynlink_cuviddec.h ] || die "/usr/include/ffnvcodec missing (apt-get install libffmpeg-nvenc-dev)"
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+
+# --- source: Debian 12's ffmpeg source package (kept in $work/src for the next rebuild) ---
+mkdir -p "$work/src"; cd "$work/src"
+srcdir=$(find "$work/src" -maxdepth 1 -mindepth 1 -type d -name 'ffmpeg-*' | head -n1)
+if [ -z "$srcdir" ] || [ ! -f "$srcdir/configure" ]; then
+  rm -rf "$work/src"/*
+  has_src() { grep -rqsE '^(Types:.*deb-src|deb-src )' /etc/apt/sources.list /etc/apt/sources.list.d/; }
+  if ! has_src; then
+    list=/etc/apt/sources.list.d/debian.sources
+    [ -f "$list" ] || die "apt has no deb-src entries and there is no $list to add them to"
+    echo "build-ffmpeg-windows: adding deb-src to $list" >&2
+    $SUDO sed -i 's/^Types: deb$/Types: deb deb-src/' "$list"
+    $SUDO apt-get update -qq
+  fi
+  apt-get source -qq --only-source ffmpeg 2>&1 | grep -v 'unsandboxed' >&2 || true
+  srcdir=$(find "$work/src" -maxdepth 1 -mindepth 1 -type d -name 'ffmpeg-*' | head -n1)
+  [ -n "$srcdir" ] && [ -f "$srcdir/configure" ] || die "apt-get source ffmpeg gave no source tree in $work/src"
+fi
+version=$(cat "$srcdir/RELEASE" 2>/dev/null || basename "$srcdir")
+case "$version" in 5.1*) ;; *) die "expected FFmpeg 5.1 (the Linux build's version), got $version" ;; esac
+
+# --- ffnvcodec headers, private to this build (configure finds them through pkg-config) ---
+rm -rf "$work/include" "$work/pkgconfig" "$work/build"
+mkdir -p "$work/include" "$work/pkgconfig" "$work/build"
+cp -r /usr/include/ffnvcodec "$work/include/"
+ffnv_version=$(sed -n 's/^Version: *//p' /usr/share/pkgconfig/ffnvcodec.pc)
+printf 'prefix=%s\nincludedir=${prefix}/include\n\nName: ffnvcodec\nDescription: ffnvcodec headers (private copy)\nVersion: %s\nCflags: -I${includedir}\n' \
+  "$work" "$ffnv_version" >"$work/pkgconfig/ffnvcodec.pc"
+# Only the private .pc files: none of the host's libraries may leak into the cross build.
+export PKG_CONFIG_LIBDIR="$work/pkgconfig" PKG_CONFIG_PATH=""
+
+# --- configure: only what nvcam uses ---
+join() { local IFS=,; echo "$*"; }
+protocols=(file pipe tcp udp rtp http https httpproxy tls rtmp rtmps)
+demuxers=(mov matroska mpegts h264 hevc mjpeg mpjpeg avi flv live_flv rtsp rtp sdp concat)
+decoders=(h264 hevc mjpeg ffv1 mpeg4 mpeg2video vp8 vp9 av1 rawvideo)
+hwaccels=(h264_nvdec hevc_nvdec mjpeg_nvdec mpeg4_nvdec mpeg2_nvdec vp8_nvdec vp9_nvdec av1_nvdec)
+parsers=(h264 hevc mjpeg mpeg4video mpegvideo vp8 vp9 av1)
+bsfs=(h264_mp4toannexb hevc_mp4toannexb)
+filters=(testsrc testsrc2 format scale null)
+conf=(
+  --prefix="$prefix"
+  --enable-cross-compile --target-os=mingw32 --arch=x86_64 --cross-prefix=$cross
+  --pkg-config=pkg-config
+  --enable-shared --disable-static
+  --disable-programs --disable-doc --disable-debug --disable-autodetect
+  --disable-everything --disable-swresample --disable-postproc
+  --enable-network --enable-w32threads --enable-schannel
+  --enable-ffnvcodec --enable-cuda --enable-nvdec
+  --enable-protocol="$(join "${protocols[@]}")"
+  --enable-demuxer="$(join "${demuxers[@]}")"
+  --enable-decoder="$(join "${decoders[@]}")"
+  --enable-hwaccel="$(join "${hwaccels[@]}")"
+  --enable-parser="$(join "${parsers[@]}")"
+  --enable-bsf="$(join "${bsfs[@]}")"
+  --enable-filter="$(join "${filters[@]}")"
+  --enable-indev=lavfi
+  --extra-cflags="-I$work/include"
+)
+cd "$work/build"
+echo "build-ffmpeg-windows: configuring FFmpeg $version" >&2
+"$srcdir/configure" "${conf[@]}" >configure.log 2>&1 || { tail -n 30 configure.log ffbuild/config.log >&2 || true; die "configure failed"; }
+# configure silently drops what it cannot build; these must be there.
+for want in CONFIG_NVDEC CONFIG_CUDA CONFIG_H264_NVDEC_HWACCEL CONFIG_HEVC_NVDEC_HWACCEL CONFIG_LAVFI_INDEV \
+            CONFIG_TESTSRC2_FILTER CONFIG_RTSP_DEMUXER CONFIG_HTTPS_PROTOCOL CONFIG_SCHANNEL \
+            CONFIG_H264_MP4TOANNEXB_BSF CONFIG_HEVC_MP4TOANNEXB_BSF CONFIG_SWSCALE; do
+  grep -qs "^#define $want 1" config.h config_components.h || die "configure did not enable $want (see $work/build/configure.log)"
+done
+grep -q '^#define CONFIG_GPL 0' config.h || die "this build must be LGPL"
+echo "build-ffmpeg-windows: make -j$jobs" >&2
+make -j"$jobs" >make.log 2>&1 || { tail -n 40 make.log >&2; die "make failed"; }
+rm -rf "$prefix"
+make install >install.log 2>&1 || { tail -n 40 install.log >&2; die "make install failed"; }
+
+# --- licence and build record (FFmpeg's example sources are no part of a runtime) ---
+rm -rf "$prefix/share/ffmpeg"
+mkdir -p "$prefix/share/licenses/ffmpeg"
+cp "$srcdir/COPYING.LGPLv2.1" "$srcdir/LICENSE.md" "$prefix/share/licenses/ffmpeg/"
+{
+  echo "FFmpeg $version (Debian source package $(basename "$srcdir")), cross-built for Windows x64 with"
+  echo "$(${cross}gcc --version | head -n1), LGPL v2.1 or later (no --enable-gpl, no --enable-nonfree)."
+  echo "Built by nvcam's scripts/build-ffmpeg-windows.sh. Source: Debian's 'ffmpeg' source package"
+  echo "(https://sources.debian.org/src/ffmpeg/) or https://ffmpeg.org/releases/ffmpeg-${version}.tar.xz."
+  echo
+  echo "configure ${conf[*]}" | sed "s#$work#<build>#g; s#$prefix#<prefix>#g"
+} >"$prefix/BUILD-INFO.txt"
+cp "$prefix/BUILD-INFO.txt" "$prefix/share/licenses/ffmpeg/"
+
+cd "$root"; rm -rf "$work/build"
+touch "$stamp"
+echo "build-ffmpeg-windows: FFmpeg $version installed in $prefix" >&2
+echo "$prefix"

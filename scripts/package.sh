@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Release packages, from Linux:
+#
+#   bash scripts/package.sh            # both
+#   bash scripts/package.sh windows    # dist/nvcam-<version>-windows-x64.zip
+#   bash scripts/package.sh linux      # dist/nvcam-<version>-linux-x64.tar.gz
+#
+# Windows: nvcam.dll (cross-built with mingw-w64), the FFmpeg 5.1 DLLs it imports (built by
+# scripts/build-ffmpeg-windows.sh, LGPL, with their licence and build record), include/nvcam.h,
+# import libraries (nvcam.def, nvcam.lib for MSVC made by dlltool, libnvcam.dll.a for mingw), the
+# LabVIEW folder and a README. Linux: libnvcam.so and nvcam.so (LabVIEW's `nvcam.*` wildcard name)
+# beside it, the header, the LabVIEW folder and a README. Binaries are stripped of debug info.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+what=${1:-all}
+case "$what" in all|windows|linux) ;; *) echo "usage: $0 [all|windows|linux]" >&2; exit 2 ;; esac
+die() { echo "package: $*" >&2; exit 1; }
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
+[ -n "$version" ] || die "no version in Cargo.toml"
+mkdir -p dist
+stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
+abi=$(sed -n 's/^#define NVCAM_ABI_VERSION \([0-9]*\).*/\1/p' include/nvcam.h)
+
+windows() {
+  local T=x86_64-pc-windows-gnu name="nvcam-$version-windows-x64"
+  local d="$stage/$name"
+  for tool in x86_64-w64-mingw32-strip x86_64-w64-mingw32-dlltool x86_64-w64-mingw32-objdump x86_64-w64-mingw32-gcc; do
+    command -v "$tool" >/dev/null || die "$tool not found (apt-get install mingw-w64)"
+  done
+  bash scripts/build-ffmpeg-windows.sh >/dev/null
+  cargo build --release --target "$T" --lib
+  local dll="target/$T/release/nvcam.dll" ff="target/ffmpeg-windows"
+  mkdir -p "$d/include" "$d/lib" "$d/licenses/FFmpeg"
+  x86_64-w64-mingw32-strip --strip-debug -o "$d/nvcam.dll" "$dll"
+  # The FFmpeg DLLs nvcam.dll imports, and the ones those import (avdevice needs avfilter).
+  local need=() next=(nvcam.dll) seen=" "
+  while [ ${#next[@]} -gt 0 ]; do
+    local cur=${next[0]}; next=("${next[@]:1}")
+    local f="$d/$cur"; [ -f "$f" ] || f="$ff/bin/$cur"
+    for dep in $(x86_64-w64-mingw32-objdump -p "$f" | sed -n 's/^\s*DLL Name: //p'); do
+      if [ -f "$ff/bin/$dep" ] && [[ "$seen" != *" $dep "* ]]; then
+        seen+="$dep "; need+=("$dep"); next+=("$dep")
+      fi
+    done
+  done
+  [ ${#need[@]} -ge 4 ] || die "nvcam.dll imports too few FFmpeg DLLs: ${need[*]}"
+  for dep in "${need[@]}"; do cp "$ff/bin/$dep" "$d/"; done
+  cp "$ff/share/licenses/ffmpeg/"* "$d/licenses/FFmpeg/"
+  cp include/nvcam.h "$d/include/"
+  cp -r labview-example "$d/labview"
+  # Import libraries: a .def from the DLL's own export table, a .lib for MSVC (dlltool writes the
+  # same short-import format FFmpeg's own .lib files use), and a mingw .dll.a.
+  {
+    echo "LIBRARY nvcam.dll"
+    echo "EXPORTS"
+    x86_64-w64-mingw32-objdump -p "$d/nvcam.dll" | sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' \
+      | sed -nE 's/^\s*\[ *[0-9]+\] (.*)$/    \1/p'
+  } >"$d/lib/nvcam.def"
+  local n; n=$(grep -c '^    nvcam_' "$d/lib/nvcam.def")
+  [ "$n" -ge 20 ] || die "only $n exports in nvcam.def"
+  x86_64-w64-mingw32-dlltool -m i386:x86-64 -d "$d/lib/nvcam.def" -D nvcam.dll -l "$d/lib/nvcam.lib"
+  cp "target/$T/release/libnvcam.dll.a" "$d/lib/"
+  # The .lib must link: a C program against it (GNU ld reads the same COFF import format as link.exe).
+  x86_64-w64-mingw32-gcc -std=c11 -I "$d/include" tests/c/harness.c "$d/lib/nvcam.lib" -static -pthread \
+    -o "$stage/link-check.exe" || die "linking tests/c/harness.c against nvcam.lib failed"
+  x86_64-w64-mingw32-objdump -p "$stage/link-check.exe" | grep -q 'DLL Name: nvcam.dll' || die "link check: no import of nvcam.dll"
+  local ffv; ffv=$(head -n1 "$ff/BUILD-INFO.txt" | awk '{print $2}')
+  sed -e "s/@VERSION@/$version/g" -e "s/@ABI@/$abi/g" -e "s/@FFMPEG@/$ffv/g" -e "s/@NEXPORTS@/$n/g" \
+      -e "s/@FFDLLS@/$(printf '%s, ' "${need[@]}" | sed 's/, $//')/" >"$d/README.md" <<'EOF'
+# nvcam @VERSION@ for Windows x64
+
+Camera frames (RTSP, files, a test source) decoded by FFmpeg on the CPU or on NVIDIA GPUs, for
+LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@). Project: see the nvcam README.
+
+## What is in this folder
+
+| file | what |
+|---|---|
+| `nvcam.dll` | the library: @NEXPORTS@ `nvcam_*` functions, C calling convention, x64 |
+| @FFDLLS@ | FFmpeg @FFMPEG@ (LGPL v2.1+), the DLLs `nvcam.dll` imports |
+| `include/nvcam.h` | the C header (every function, struct and status code is documented there) |
+| `lib/nvcam.lib` | import library for MSVC (`link ... nvcam.lib`), made by mingw-w64's dlltool |
+| `lib/nvcam.def` | the export list; `lib /def:lib\nvcam.def /machine:x64 /out:nvcam.lib` remakes the .lib with MSVC's own tool |
+| `lib/libnvcam.dll.a` | import library for mingw-w64 (gcc/clang) |
+| `labview/` | how to call every function from LabVIEW (Call Library Function Nodes), and `nvcam-errors.txt` |
+| `licenses/FFmpeg/` | FFmpeg's licence (LGPL v2.1), its terms and how these DLLs were configured and built |
+
+## Install
+
+Keep `nvcam.dll` and the FFmpeg DLLs **in one folder**. LabVIEW loads a Call Library Function
+Node's DLL with `LoadLibraryEx(..., LOAD_WITH_ALTERED_SEARCH_PATH)` (NI KB kA00Z0000019XgCSAU),
+so Windows finds the FFmpeg DLLs next to `nvcam.dll`. Other hosts: load it the same way, or put the
+folder on `PATH`, or link with `nvcam.lib` and put the DLLs next to your `.exe`. For LabVIEW read
+`labview/README.md` (64-bit LabVIEW; library name `nvcam.dll`; copy `nvcam-errors.txt` to
+`<LabVIEW>\user.lib\errors\`).
+
+## What the target machine needs
+
+- 64-bit Windows 10 or later (the Rust standard library in nvcam.dll needs Windows 10 APIs).
+- For the CPU path: nothing else. No Visual C++ runtime (the DLLs use the msvcrt.dll that every
+  Windows has), no FFmpeg install, no CUDA toolkit.
+- For the GPU path: only the NVIDIA display driver. nvcam links against nothing of NVIDIA's: it loads
+  `nvcuda.dll` (CUDA driver API) and `nvcuvid.dll` (NVDEC) at run time, both of which the driver
+  installs; no CUDA toolkit or CUDA runtime DLL is used. Without them the camera decodes on the CPU
+  and says so in its stats and log.
+- Oldest driver: nvcam uses the CUDA driver API through cudarc (with its CUDA 13.0 bindings,
+  resolving each function at run time) and the NVDEC API at the level of NVIDIA Video Codec SDK
+  headers 11.1; the functions it calls exist in every driver that supports NVDEC with those
+  headers. NVIDIA documents Video Codec SDK 11.1 as needing driver 470 or newer (Windows: 471.41 or
+  newer). This package was not run on a Windows GPU: the minimum driver is what the APIs require,
+  not a tested value. The CPU path was tested under Wine.
+
+## Paths and URLs
+
+Every string argument is UTF-8. A file path or URL that contains non-ASCII characters must be
+passed as UTF-8 bytes; LabVIEW strings are in the system code page (ANSI), so convert them first
+or keep paths ASCII. ASCII-only paths and URLs work from every host as they are.
+
+## Licences
+
+nvcam is MIT OR Apache-2.0. The FFmpeg DLLs are LGPL v2.1 or later, built from Debian 12's FFmpeg
+@FFMPEG@ source package without GPL or non-free parts (`licenses/FFmpeg/BUILD-INFO.txt` has the
+exact configure line); you may replace them with your own build of the same FFmpeg version and
+options.
+EOF
+  rm -f "dist/$name.zip"
+  (cd "$stage" && python3 - "$name" "$root/dist/$name.zip" <<'PY'
+import os, sys, zipfile
+name, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+    for base, dirs, files in os.walk(name):
+        dirs.sort()
+        for f in sorted(files):
+            z.write(os.path.join(base, f))
+PY
+  )
+  echo "dist/$name.zip ($(du -h "dist/$name.zip" | cut -f1))"
+}
+
+linux() {
+  local name="nvcam-$version-linux-x64"
+  local d="$stage/$name"
+  cargo build --release --lib
+  mkdir -p "$d/include"
+  strip --strip-debug -o "$d/libnvcam.so" target/release/libnvcam.so
+  ln -s libnvcam.so "$d/nvcam.so"
+  cp include/nvcam.h "$d/include/"
+  cp -r labview-example "$d/labview"
+  local ffdeps; ffdeps=$(readelf -d "$d/libnvcam.so" | sed -n 's/.*Shared library: \[\(lib\(av\|sw\)[^]]*\)\]/\1/p' | tr '\n' ' ')
+  sed -e "s/@VERSION@/$version/g" -e "s/@ABI@/$abi/g" -e "s/@FFDEPS@/$ffdeps/" >"$d/README.md" <<'EOF'
+# nvcam @VERSION@ for Linux x86-64
+
+Camera frames (RTSP, files, a test source) decoded by FFmpeg on the CPU or on NVIDIA GPUs, for
+LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@).
+
+| file | what |
+|---|---|
+| `libnvcam.so` | the library (`dlopen` it, or link with `-L. -lnvcam`) |
+| `nvcam.so` | a link to `libnvcam.so`, so LabVIEW's library name `nvcam.*` (which becomes `nvcam.dll` on Windows and `nvcam.so` on Linux) works on both with the same VIs |
+| `include/nvcam.h` | the C header |
+| `labview/` | how to call every function from LabVIEW, and `nvcam-errors.txt` |
+
+## What the machine needs
+
+- FFmpeg 5.1's shared libraries, which the library links against: @FFDEPS@(Debian 12:
+  `apt-get install libavcodec59 libavformat59 libavdevice59 libswscale6 libavutil57`; other
+  distributions need the same sonames).
+- For the GPU path, only the NVIDIA driver: `libcuda.so.1` and `libnvcuvid.so.1` are loaded at run
+  time; no CUDA toolkit or runtime. Without them the camera decodes on the CPU.
+
+Strings (URLs, paths) are UTF-8.
+EOF
+  rm -f "dist/$name.tar.gz"
+  tar -C "$stage" --owner=0 --group=0 --sort=name -czf "dist/$name.tar.gz" "$name"
+  echo "dist/$name.tar.gz ($(du -h "dist/$name.tar.gz" | cut -f1))"
+}
+
+case "$what" in
+  all) windows; linux ;;
+  windows) windows ;;
+  linux) linux ;;
+esac

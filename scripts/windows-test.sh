@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# The Windows step: cross-builds nvcam.dll from Linux and runs its tests under Wine.
+#
+#   bash scripts/windows-test.sh
+#
+# 1. FFmpeg 5.1 for Windows (scripts/build-ffmpeg-windows.sh; cached in target/ffmpeg-windows).
+# 2. `cargo build/test --release --target x86_64-pc-windows-gnu` (mingw-w64), then the DLL's
+#    exports against include/nvcam.h.
+# 3. The clips and reference decodes the file tests compare with, made on Linux by the Linux `core`
+#    tests (the ffmpeg CLI with x264/x265; Wine cannot run Linux programs for a Windows test).
+# 4. Every Rust test executable under Wine (scripts/wine-run.sh is cargo's runner), CPU path; the
+#    tests listed in SKIP below do not run, each with its reason printed.
+# 5. tests/c/harness.c and tests/c/dlopen_stress.c (LoadLibrary/GetProcAddress/FreeLibrary) and the
+#    C++ wrapper's example, built with mingw-w64 and run under Wine.
+# 6. RTSP across Wine: the GStreamer server of the RTSP tests, on Linux loopback, streamed by the
+#    Windows example program (nvcam_view.exe) under Wine; and an open of a closed port.
+#
+# Exits non-zero if anything failed or could not run, including a missing wine64 or mingw-w64.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+T=x86_64-pc-windows-gnu
+out="$root/target/$T/tmp"
+die() { echo "windows-test: FAILED: $*" >&2; exit 1; }
+step() { echo; echo "== windows-test: $*"; }
+t_start=$(date +%s)
+
+# --- tools: missing ones fail the step, they never skip it ---
+wine=${NVCAM_WINE64:-/usr/lib/wine/wine64}
+[ -x "$wine" ] || die "wine64 not found at $wine (apt-get install wine64)"
+# The Python with GStreamer's bindings (python3-gi), as tests/support/rtsp.rs uses it.
+py=${NVCAM_TEST_PYTHON:-/usr/bin/python3}
+[ -x "$py" ] || die "$py not found (python3-gi, see .ci/packages.txt)"
+for tool in x86_64-w64-mingw32-gcc x86_64-w64-mingw32-g++ x86_64-w64-mingw32-objdump cargo rustc; do
+  command -v "$tool" >/dev/null || die "$tool not found (see .ci/packages.txt)"
+done
+if command -v rustup >/dev/null; then
+  rustup target add "$T" >/dev/null 2>&1 || die "rustup target add $T failed"
+fi
+ls "$(rustc --print target-libdir --target "$T")"/libstd-*.rlib >/dev/null 2>&1 \
+  || die "Rust's standard library for $T is not installed (rustup target add $T)"
+
+step "FFmpeg 5.1 for Windows (cached in target/ffmpeg-windows)"
+bash scripts/build-ffmpeg-windows.sh
+. scripts/windows-env.sh
+
+step "cross-build: cargo build --release --target $T"
+cargo build --release --target "$T" --lib --example nvcam_view
+cargo test --release --features test-hooks --target "$T" --no-run
+dll="target/$T/release/nvcam.dll"
+[ -f "$dll" ] || die "$dll was not built"
+if [ -d .git ] || [ -f .git ]; then
+  git diff --quiet -- include/nvcam.h || die "the cross-build regenerated include/nvcam.h differently (git diff include/nvcam.h)"
+fi
+
+step "exports of nvcam.dll against include/nvcam.h"
+header=$(sed -nE 's/^[a-z0-9_]+ (nvcam_[a-z0-9_]+)\(.*/\1/p' include/nvcam.h | sort -u)
+exports=$(x86_64-w64-mingw32-objdump -p "$dll" | sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' \
+  | sed -nE 's/^\s*\[ *[0-9]+\] (.*)$/\1/p' | sort -u)
+[ "$(echo "$header" | wc -l)" -ge 20 ] || die "found too few functions in include/nvcam.h"
+if [ "$header" != "$exports" ]; then
+  diff <(echo "$header") <(echo "$exports") >&2 || true
+  die "nvcam.dll's exports (right) differ from the header's functions (left)"
+fi
+echo "nvcam.dll exports exactly the header's $(echo "$exports" | wc -l) functions"
+echo "imports: $(x86_64-w64-mingw32-objdump -p "$dll" | sed -n 's/^\s*DLL Name: //p' | sort -fu | tr '\n' ' ')"
+
+step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core)"
+cargo test --release --features test-hooks --test core -- --quiet
+mkdir -p "$out"
+[ -L "$out/fixtures" ] || rm -rf "$out/fixtures"
+ln -sfn ../../tmp/fixtures "$out/fixtures"
+
+step "Wine prefix (target/wine)"
+"$root/scripts/wine-run.sh" wineboot --init >/dev/null 2>&1 || die "wineboot failed"
+
+step "NVIDIA's NVDEC headers as mingw lays them out (tests/c/nvcuvid_layout.c under Wine)"
+x86_64-w64-mingw32-gcc -I/usr/include/ffnvcodec tests/c/nvcuvid_layout.c -o "$out/nvcuvid_layout.exe" \
+  || die "compiling tests/c/nvcuvid_layout.c with mingw failed (libffmpeg-nvenc-dev installed?)"
+"$root/scripts/wine-run.sh" "$out/nvcuvid_layout.exe" >"$out/nvcuvid_layout-c.txt" || die "nvcuvid_layout.exe failed under Wine"
+export NVCAM_NVCUVID_LAYOUT_C="$out/nvcuvid_layout-c.txt"
+grep -q '^CUVIDDECODECREATEINFO 112' "$NVCAM_NVCUVID_LAYOUT_C" || die "unexpected LLP64 layout: $(head -n 8 "$NVCAM_NVCUVID_LAYOUT_C")"
+
+# --- the Rust tests under Wine ---
+# Tests that cannot run under Wine, by test binary, and why. Each must name one existing test (the
+# list is checked), each is printed when it is left out, and the README lists them.
+SKIP=(
+  "api committed_header_matches_generated|runs git, a Linux program (Wine starts Linux programs without a waitable handle or exit code); this script does the same git diff on Linux above"
+  "bindings python_binding_suite_passes|Python ctypes suite: needs a Windows Python (the Linux python3 cannot load a Windows DLL)"
+  "bindings cpp_wrapper_compiles_and_runs|runs the Linux c++; this script builds the same example with x86_64-w64-mingw32-g++ and runs it under Wine below"
+  "rtsp *|every test starts, SIGSTOPs, restarts and kills the Linux GStreamer server it talks to: a Windows process under Wine cannot manage Linux processes (Rust's Command gets 'Invalid handle'); RTSP through Wine is checked below with the same server"
+)
+failed=()
+summary=()
+list_tests() { # binary selector -> test names
+  cargo test -q --release --features test-hooks --target "$T" "$@" -- --list --format terse 2>/dev/null | sed -n 's/: test$//p'
+}
+run_bin() { # name, cargo selector...
+  local name=$1; shift
+  local args=() n_skip=0 all=""
+  if printf '%s\n' "${SKIP[@]}" | grep -q "^$name "; then all=$(list_tests "$@"); fi
+  for s in "${SKIP[@]}"; do
+    local key=${s%%|*} why=${s#*|}
+    [ "${key%% *}" = "$name" ] || continue
+    local test=${key#* }
+    if [ "$test" = "*" ]; then
+      while read -r t; do [ -n "$t" ] && { args+=(--skip "$t"); n_skip=$((n_skip + 1)); }; done <<<"$all"
+      echo "SKIPPED under Wine: all $(echo "$all" | grep -c .) tests of tests/$name.rs: $why"
+    else
+      grep -qx "$test" <<<"$all" || die "SKIP names $name::$test, which does not exist (update the list)"
+      args+=(--skip "$test"); n_skip=$((n_skip + 1))
+      echo "SKIPPED under Wine: $name::$test: $why"
+    fi
+  done
+  local log="$out/wine-test-$name.log" rc=0
+  echo "-- $name under Wine"
+  timeout 900 cargo test --release --features test-hooks --target "$T" "$@" -- --exact --show-output "${args[@]}" >"$log" 2>&1 || rc=$?
+  grep -E '^test |^test result|panicked|not run' "$log" | grep -v ' \.\.\. ok$' || true
+  local res; res=$(grep '^test result:' "$log" | tail -n1)
+  local gpu_not_run; gpu_not_run=$(grep -c 'not run (REQUIRE_GPU=1' "$log" || true)
+  local p f i
+  p=$(sed -nE 's/.* ([0-9]+) passed.*/\1/p' <<<"$res"); f=$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$res")
+  i=$(sed -nE 's/.* ([0-9]+) ignored.*/\1/p' <<<"$res")
+  if [ "$rc" != 0 ] || [ -z "$res" ]; then
+    failed+=("$name"); tail -n 40 "$log"
+  fi
+  summary+=("$(printf '%-16s %6s %6s %7s %8s %14s   %s' "$name" "${p:-?}" "${f:-?}" "${i:-?}" "$n_skip" "$gpu_not_run" "$([ "$rc" = 0 ] && echo ok || echo "FAILED (rc $rc)")")")
+}
+
+# The fuzzer runs its full length on Linux; under Wine a shorter run covers the Windows build.
+export NVCAM_FUZZ_SECONDS=${NVCAM_FUZZ_SECONDS:-20}
+step "Rust tests under Wine (cargo test --release --target $T; runner scripts/wine-run.sh)"
+run_bin lib --lib
+for f in tests/*.rs; do
+  t=$(basename "$f" .rs)
+  run_bin "$t" --test "$t"
+done
+
+# --- C and C++ hosts built with mingw-w64 ---
+cdir="$out/c"
+rm -rf "$cdir"; mkdir -p "$cdir"
+cp "$dll" "$cdir/"
+implib="target/$T/release/libnvcam.dll.a"
+c_host() { # name, expected-summary, command...
+  local name=$1 want=$2; shift 2
+  local rc=0
+  echo "-- $name"
+  timeout 180 "$@" >"$cdir/$name.log" 2>&1 || rc=$?
+  tail -n 3 "$cdir/$name.log"
+  if [ "$rc" != 0 ] || ! grep -q "$want" "$cdir/$name.log"; then
+    failed+=("$name"); echo "FAILED: $name (exit $rc); log: $cdir/$name.log"; tail -n 30 "$cdir/$name.log"
+    summary+=("$(printf '%-16s %s' "$name" "FAILED (rc $rc)")")
+  else
+    summary+=("$(printf '%-16s %s' "$name" "ok: $(grep -m1 "$want" "$cdir/$name.log" | tr -d '\r')")")
+  fi
+}
+step "C harness and dlopen stress (LoadLibrary/GetProcAddress/FreeLibrary), built with mingw-w64, under Wine"
+cflags=(-std=c11 -Wall -Wextra -Werror -pthread -O1 -g -I include -static)
+x86_64-w64-mingw32-gcc "${cflags[@]}" tests/c/harness.c "$implib" -o "$cdir/harness.exe" || die "compiling tests/c/harness.c with mingw failed"
+x86_64-w64-mingw32-gcc "${cflags[@]}" tests/c/dlopen_stress.c -o "$cdir/dlopen_stress.exe" || die "compiling tests/c/dlopen_stress.c with mingw failed"
+x86_64-w64-mingw32-g++ -std=c++17 -Wall -Wextra -pedantic -Werror -I include -I bindings/cpp bindings/cpp/example.cpp "$implib" \
+  -static -o "$cdir/nvcam_cpp_example.exe" || die "compiling bindings/cpp/example.cpp with mingw failed"
+winpath() { local p=${1//\//\\}; echo "Z:$p"; }
+c_host c_harness "all checks passed" "$root/scripts/wine-run.sh" "$cdir/harness.exe"
+# The release zip's layout: nvcam.dll with the FFmpeg DLLs beside it, in a folder of its own and not
+# on the DLL path; LoadLibraryEx(LOAD_WITH_ALTERED_SEARCH_PATH), as LabVIEW does, must find them there.
+mkdir -p "$cdir/pkg"; cp "$dll" target/ffmpeg-windows/bin/*.dll "$cdir/pkg/"
+c_host dlopen_stress "all checks passed" env NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/wine-run.sh" "$cdir/dlopen_stress.exe" "$(winpath "$cdir/pkg/nvcam.dll")"
+c_host cpp_example "^ok" "$root/scripts/wine-run.sh" "$cdir/nvcam_cpp_example.exe" "testsrc://320x240@30" 10
+if grep -q '^ok' "$cdir/cpp_example.log"; then  # the checks of tests/bindings.rs's cpp_wrapper_compiles_and_runs
+  tr -d '\r' <"$cdir/cpp_example.log" >"$cdir/cpp_example.txt"
+  [ "$(grep -c '^frame ' "$cdir/cpp_example.txt")" = 10 ] && grep -q 'second release: NVCAM_E_STALE_HANDLE (-8013)' "$cdir/cpp_example.txt" \
+    && grep -q 'stats: state=STREAMING' "$cdir/cpp_example.txt" && grep -q 'delivered=10 ' "$cdir/cpp_example.txt" \
+    || { failed+=(cpp_example_output); echo "FAILED: the C++ example's output lacks what tests/bindings.rs checks"; cat "$cdir/cpp_example.txt"; }
+fi
+
+# A file path with non-ASCII characters, passed as UTF-8 (the API's encoding): FFmpeg on Windows
+# converts it to UTF-16 for _wsopen.
+step "a UTF-8 file path with non-ASCII characters"
+upath="$cdir/Kamera-ümlaut-日本.mp4"
+cp "$out/fixtures/h264_short_96x64.mp4" "$upath"
+c_host utf8_path "snapshot of frame" "$root/scripts/wine-run.sh" "target/$T/release/examples/nvcam_view.exe" "$upath" \
+  --seconds 1 --device -1 --png "$cdir/utf8.png"
+
+# --- RTSP through Wine: Linux GStreamer server on 127.0.0.1, Windows nvcam under Wine ---
+step "RTSP: the Linux GStreamer server (tests/support/rtsp_server.py) streamed by nvcam_view.exe under Wine"
+view="target/$T/release/examples/nvcam_view.exe"
+rtsp_check() { # codec
+  local codec=$1 port="" pid rc=0
+  "$py" tests/support/rtsp_server.py --codec "$codec" --size 320x240 --fps 30 >"$cdir/rtsp-server-$codec.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do
+    port=$(sed -n 's/^READY //p' "$cdir/rtsp-server-$codec.log")
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  if [ -z "$port" ]; then
+    kill "$pid" 2>/dev/null || true
+    failed+=("rtsp_$codec"); echo "FAILED: the RTSP server did not start:"; cat "$cdir/rtsp-server-$codec.log"
+    summary+=("$(printf '%-16s %s' "rtsp_$codec" "FAILED (server did not start)")")
+    return
+  fi
+  timeout 60 "$root/scripts/wine-run.sh" "$view" "rtsp://127.0.0.1:$port/cam" --seconds 4 --device -1 \
+    --png "$cdir/rtsp-$codec.png" >"$cdir/rtsp-$codec.log" 2>&1 || rc=$?
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  tr -d '\r' <"$cdir/rtsp-$codec.log" | grep -E '^t=|snapshot' | tail -n 2
+  local last; last=$(tr -d '\r' <"$cdir/rtsp-$codec.log" | grep '^t=' | tail -n1)
+  if [ "$rc" = 0 ] && grep -q 'state=streaming 320x240' <<<"$last" && grep -q snapshot "$cdir/rtsp-$codec.log"; then
+    summary+=("$(printf '%-16s %s' "rtsp_$codec" "ok: $(sed -E 's/.*(fps=[0-9.]+ decoded=[0-9]+).*/\1/' <<<"$last") from rtsp://127.0.0.1:$port")")
+  else
+    failed+=("rtsp_$codec"); echo "FAILED: rtsp_$codec (exit $rc)"; tail -n 30 "$cdir/rtsp-$codec.log"
+    summary+=("$(printf '%-16s %s' "rtsp_$codec" "FAILED (rc $rc)")")
+  fi
+}
+rtsp_check h264
+rtsp_check h265
+# A refused connection must fail the open, not hang. On Linux FFmpeg reports "connection refused" at
+# once; FFmpeg 5.1 on Windows waits for its connect with select() on the write set only, where
+# Winsock never reports a failed connect, so there (and under Wine) it ends as a timeout after
+# open_timeout_ms (5 s by default). Either is accepted; the summary shows which.
+free_port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+rc=0
+timeout 60 "$root/scripts/wine-run.sh" "$view" "rtsp://127.0.0.1:$free_port/cam" --seconds 1 --device -1 >"$cdir/rtsp-refused.log" 2>&1 || rc=$?
+msg=$(grep -m1 'nvcam_camera_open failed' "$cdir/rtsp-refused.log" | tr -d '\r' || true)
+if [ "$rc" = 1 ] && grep -qiE 'refused|NVCAM_E_TIMEOUT: .*timeout after 5000 ms' <<<"$msg"; then
+  summary+=("$(printf '%-16s %s' "rtsp_closed_port" "ok: ${msg#*failed: }")")
+else
+  failed+=(rtsp_closed_port); echo "FAILED: opening a closed port (exit $rc) did not fail as expected:"; cat "$cdir/rtsp-refused.log"
+  summary+=("$(printf '%-16s %s' "rtsp_closed_port" "FAILED (rc $rc)")")
+fi
+
+step "summary ($(($(date +%s) - t_start)) s)"
+printf '%-16s %6s %6s %7s %8s %14s   %s\n' "test binary" passed failed ignored skipped "GPU: not run" result
+for l in "${summary[@]}"; do echo "$l"; done
+echo "(skipped: left out under Wine, reasons above; 'GPU: not run': no NVIDIA GPU under Wine, the test printed so and returned, as on Linux CI; c_harness.rs is Linux-only, its C programs run as c_harness/dlopen_stress)"
+if [ ${#failed[@]} -gt 0 ]; then
+  die "${failed[*]}"
+fi
+echo "windows-test: all passed"
