@@ -18,7 +18,7 @@ fn nvcuvid_structs_match_nvidia_headers() {
     let f = std::env::var("NVCAM_NVCUVID_LAYOUT_C")
         .expect("NVCAM_NVCUVID_LAYOUT_C is not set: run the Windows tests with scripts/windows-test.sh");
     let c = std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("read {f}: {e}")).replace('\r', "");
-    let rust = nvcam::gpu::nvcuvid::layout_report();
+    let rust = nvcam::diag::nvcuvid_layout_report();
     for (a, b) in c.lines().zip(rust.lines()) {
         assert_eq!(a, b, "C header as mingw lays it out (left) and Rust declaration (right) differ");
     }
