@@ -121,7 +121,7 @@ struct Snap {
 }
 
 fn snap(cams: &[u64]) -> Snap {
-    let c = nvcam::gpu::nvdec::counters();
+    let c = nvcam::diag::nvdec_counters();
     let r = Ordering::Relaxed;
     Snap {
         frames: cams.iter().map(|&c| cam_stats(c).frames_decoded).sum(),
@@ -167,7 +167,9 @@ fn run_nvcam(clip: &str, backend: &str, n: usize, warmup: f64, seconds: f64, smi
         std::thread::sleep(Duration::from_millis(20));
     }
     let mut row = Row { backend: format!("nvcam {backend}"), n, fps: 0.0, util: None, cpu_cores: None, notes: String::new() };
-    if err.is_none() {
+    if let Some(e) = &err {
+        row.notes = format!("error: {e}");
+    } else {
         std::thread::sleep(Duration::from_secs_f64(warmup));
         let (s0, c0, t0) = (snap(&cams), cpu_seconds(), Instant::now());
         std::thread::sleep(Duration::from_secs_f64(seconds));
@@ -196,8 +198,6 @@ fn run_nvcam(clip: &str, backend: &str, n: usize, warmup: f64, seconds: f64, smi
                 us(s0.ns_unmap, s1.ns_unmap, fr)
             );
         }
-    } else {
-        row.notes = format!("error: {}", err.unwrap());
     }
     for c in cams {
         nvcam_camera_close(c, 10_000);

@@ -5,7 +5,7 @@
 # Packs what the GPU tests, examples and benchmarks need into .gpu-bundle/ at the project root, for a
 # machine that has an NVIDIA GPU and driver but no Rust toolchain and no FFmpeg libraries.
 #
-#   ../shared/gpu/bundle [--debug] [--benches] [--with PATH]... [-- EXTRA CARGO ARGS]
+#   scripts/gpu-bundle.sh [--debug] [--benches] [--with PATH]... [-- EXTRA CARGO ARGS]
 #
 # Then, on the GPU machine, from the project root (the bundle must travel with the working tree):
 #   bash .gpu-bundle/run.sh                 # every test executable, ignored tests included
@@ -15,9 +15,11 @@
 # project's shared libraries, FFmpeg 5.1 built with NVDEC/CUVID (same sonames and ABI as Debian 12's
 # libav*), a static ffmpeg CLI with NVDEC for side-by-side baselines, and each --with PATH.
 set -euo pipefail
-here=/work/shared/gpu
 root=$(git rev-parse --show-toplevel)
 cd "$root"
+# FFmpeg with NVDEC for the GPU machine: ../shared/gpu beside the checkout, or NVCAM_GPU_SHARED.
+here=${NVCAM_GPU_SHARED:-$(cd "$root/.." && pwd)/shared/gpu}
+[ -d "$here/ffmpeg/lib" ] || { echo "bundle: no FFmpeg build at $here/ffmpeg (set NVCAM_GPU_SHARED)" >&2; exit 2; }
 profile=release; benches=0; withs=(); extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -29,7 +31,8 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-flag=(); [ "$profile" = release ] && flag=(--release)
+# The GPU tests drive the NVDEC fault hooks.
+flag=(--features test-hooks); [ "$profile" = release ] && flag+=(--release)
 out="$root/.gpu-bundle"
 mkdir -p "$root/.git/info" 2>/dev/null || true
 true

@@ -46,7 +46,7 @@ bash scripts/build-ffmpeg-windows.sh
 
 step "cross-build: cargo build --release --target $T"
 cargo build --release --target "$T" --lib --example nvcam_view
-cargo test --release --target "$T" --no-run
+cargo test --release --features test-hooks --target "$T" --no-run
 dll="target/$T/release/nvcam.dll"
 [ -f "$dll" ] || die "$dll was not built"
 if [ -d .git ] || [ -f .git ]; then
@@ -66,7 +66,7 @@ echo "nvcam.dll exports exactly the header's $(echo "$exports" | wc -l) function
 echo "imports: $(x86_64-w64-mingw32-objdump -p "$dll" | sed -n 's/^\s*DLL Name: //p' | sort -fu | tr '\n' ' ')"
 
 step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core)"
-cargo test --release --test core -- --quiet
+cargo test --release --features test-hooks --test core -- --quiet
 mkdir -p "$out"
 [ -L "$out/fixtures" ] || rm -rf "$out/fixtures"
 ln -sfn ../../tmp/fixtures "$out/fixtures"
@@ -93,7 +93,7 @@ SKIP=(
 failed=()
 summary=()
 list_tests() { # binary selector -> test names
-  cargo test -q --release --target "$T" "$@" -- --list --format terse 2>/dev/null | sed -n 's/: test$//p'
+  cargo test -q --release --features test-hooks --target "$T" "$@" -- --list --format terse 2>/dev/null | sed -n 's/: test$//p'
 }
 run_bin() { # name, cargo selector...
   local name=$1; shift
@@ -114,7 +114,7 @@ run_bin() { # name, cargo selector...
   done
   local log="$out/wine-test-$name.log" rc=0
   echo "-- $name under Wine"
-  timeout 900 cargo test --release --target "$T" "$@" -- --exact --show-output "${args[@]}" >"$log" 2>&1 || rc=$?
+  timeout 900 cargo test --release --features test-hooks --target "$T" "$@" -- --exact --show-output "${args[@]}" >"$log" 2>&1 || rc=$?
   grep -E '^test |^test result|panicked|not run' "$log" | grep -v ' \.\.\. ok$' || true
   local res; res=$(grep '^test result:' "$log" | tail -n1)
   local gpu_not_run; gpu_not_run=$(grep -c 'not run (REQUIRE_GPU=1' "$log" || true)
@@ -127,6 +127,8 @@ run_bin() { # name, cargo selector...
   summary+=("$(printf '%-16s %6s %6s %7s %8s %14s   %s' "$name" "${p:-?}" "${f:-?}" "${i:-?}" "$n_skip" "$gpu_not_run" "$([ "$rc" = 0 ] && echo ok || echo "FAILED (rc $rc)")")")
 }
 
+# The fuzzer runs its full length on Linux; under Wine a shorter run covers the Windows build.
+export NVCAM_FUZZ_SECONDS=${NVCAM_FUZZ_SECONDS:-20}
 step "Rust tests under Wine (cargo test --release --target $T; runner scripts/wine-run.sh)"
 run_bin lib --lib
 for f in tests/*.rs; do

@@ -7,7 +7,7 @@
 use crate::pool::{Geometry, Lease, MemoryKind};
 use crate::status::*;
 
-pub struct Frame {
+pub(crate) struct Frame {
     lease: Lease,
     /// Camera handle that produced it (the registry's owner key).
     pub owner: u64,
@@ -20,38 +20,39 @@ pub struct Frame {
 }
 
 impl Frame {
-    pub fn new(lease: Lease, owner: u64, seq: u64, pts_us: i64, wallclock_ns: u64) -> Frame {
+    pub(crate) fn new(lease: Lease, owner: u64, seq: u64, pts_us: i64, wallclock_ns: u64) -> Frame {
         Frame { lease, owner, seq, pts_us, wallclock_ns }
     }
-    pub fn geom(&self) -> &Geometry {
+    pub(crate) fn geom(&self) -> &Geometry {
         &self.lease.pool().geom
     }
-    pub fn memory(&self) -> MemoryKind {
+    pub(crate) fn memory(&self) -> MemoryKind {
         self.lease.pool().storage().kind()
     }
-    pub fn device(&self) -> i32 {
+    pub(crate) fn device(&self) -> i32 {
         self.lease.pool().storage().device()
     }
-    pub fn y_addr(&self) -> u64 {
+    pub(crate) fn y_addr(&self) -> u64 {
         self.lease.addr()
     }
-    pub fn uv_addr(&self) -> u64 {
+    pub(crate) fn uv_addr(&self) -> u64 {
         self.lease.addr() + self.geom().uv_offset() as u64
     }
-    pub fn pool_id(&self) -> u64 {
-        self.lease.pool().id
-    }
-    pub fn lease(&self) -> &Lease {
-        &self.lease
+    /// Returns once the copy that wrote this frame has completed (device frames are published
+    /// as soon as the copy is enqueued), so the host can read it from any stream or context.
+    pub(crate) fn wait_ready(&self) -> Result<()> {
+        self.lease.pool().storage().wait_ready(self.lease.index())
     }
 
     /// Copies the NV12 image into a host buffer, rows `dst_pitch` apart (0 = packed).
-    pub fn copy_nv12(&self, dst: &mut [u8], dst_pitch: usize) -> Result<()> {
+    pub(crate) fn copy_nv12(&self, dst: &mut [u8], dst_pitch: usize) -> Result<()> {
         let g = *self.geom();
         if dst_pitch != 0 && dst_pitch < g.row_bytes() {
             return Err(Error::arg(format!("dst_pitch {dst_pitch} < row width {}", g.row_bytes())));
         }
-        let need = g.packed_size(dst_pitch);
+        let need = g
+            .packed_size(dst_pitch)
+            .ok_or_else(|| Error::arg(format!("dst_pitch {dst_pitch}: the image size overflows")))?;
         if dst.len() < need {
             return Err(Error::new(
                 NVCAM_E_BUFFER_TOO_SMALL,

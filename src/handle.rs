@@ -9,12 +9,11 @@
 
 use crate::status::*;
 use parking_lot::Mutex;
-use std::sync::Arc;
 
 /// What a handle names. The numbers are part of the handle bits, not of the C API.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-pub enum Kind {
+pub(crate) enum Kind {
     Camera = 1,
     Frame = 2,
 }
@@ -57,13 +56,13 @@ static SALT: once_cell::sync::Lazy<u8> = once_cell::sync::Lazy::new(load_salt);
 
 /// The decoded fields of a handle, before any table lookup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Parts {
+pub(crate) struct Parts {
     pub kind: Kind,
     pub generation: u32,
     pub index: u32,
 }
 
-pub fn encode(kind: Kind, generation: u32, index: u32) -> u64 {
+pub(crate) fn encode(kind: Kind, generation: u32, index: u32) -> u64 {
     ((kind as u64) << TAG_SHIFT)
         | ((*SALT as u64) << SALT_SHIFT)
         | (((generation as u64) & GEN_MASK) << INDEX_BITS)
@@ -71,7 +70,7 @@ pub fn encode(kind: Kind, generation: u32, index: u32) -> u64 {
 }
 
 /// Checks the bits that need no table: zero, bit 63, salt, tag.
-pub fn decode(h: u64, want: Kind) -> Result<Parts> {
+pub(crate) fn decode(h: u64, want: Kind) -> Result<Parts> {
     if h == 0 {
         return Err(Error::new(NVCAM_E_NULL_HANDLE, "handle is 0"));
     }
@@ -106,18 +105,18 @@ struct Inner<T> {
 }
 
 /// A table of live objects of one kind, addressed by generational handles.
-pub struct Table<T> {
+pub(crate) struct Table<T> {
     kind: Kind,
     inner: Mutex<Inner<T>>,
 }
 
 impl<T: Clone> Table<T> {
-    pub const fn new(kind: Kind) -> Self {
+    pub(crate) const fn new(kind: Kind) -> Self {
         Table { kind, inner: Mutex::new(Inner { slots: Vec::new(), free: Vec::new(), live: 0 }) }
     }
 
     /// Stores `value` and returns its new handle.
-    pub fn insert(&self, value: T) -> Result<u64> {
+    pub(crate) fn insert(&self, value: T) -> Result<u64> {
         let mut g = self.inner.lock();
         let index = match g.free.pop() {
             Some(i) => i,
@@ -150,13 +149,13 @@ impl<T: Clone> Table<T> {
     }
 
     /// A clone of the object behind `h`; the lock is held only for the lookup.
-    pub fn get(&self, h: u64) -> Result<T> {
+    pub(crate) fn get(&self, h: u64) -> Result<T> {
         let mut g = self.inner.lock();
         Ok(self.check(&mut g, h)?.value.clone().expect("checked"))
     }
 
     /// Removes `h` (its generation moves on, so the same value is now stale) and returns the object.
-    pub fn remove(&self, h: u64) -> Result<T> {
+    pub(crate) fn remove(&self, h: u64) -> Result<T> {
         let mut g = self.inner.lock();
         let p = decode(h, self.kind)?;
         self.check(&mut g, h)?;
@@ -176,7 +175,7 @@ impl<T: Clone> Table<T> {
 
     /// Removes every entry for which `pred` holds and returns them; their handles turn stale.
     /// The values are returned (not dropped) so the caller drops them outside the table lock.
-    pub fn remove_where(&self, mut pred: impl FnMut(&T) -> bool) -> Vec<T> {
+    pub(crate) fn remove_where(&self, mut pred: impl FnMut(&T) -> bool) -> Vec<T> {
         let mut g = self.inner.lock();
         let hits: Vec<u32> = g
             .slots
@@ -189,7 +188,7 @@ impl<T: Clone> Table<T> {
     }
 
     /// A snapshot of the live values with their handles.
-    pub fn entries(&self) -> Vec<(u64, T)> {
+    pub(crate) fn entries(&self) -> Vec<(u64, T)> {
         let g = self.inner.lock();
         g.slots
             .iter()
@@ -198,13 +197,11 @@ impl<T: Clone> Table<T> {
             .collect()
     }
 
-    pub fn live(&self) -> usize {
+    pub(crate) fn live(&self) -> usize {
         self.inner.lock().live
     }
 }
 
-/// Handles to shared objects are stored as `Arc`s; a convenience alias.
-pub type ArcTable<T> = Table<Arc<T>>;
 
 #[cfg(test)]
 mod tests {

@@ -5,17 +5,18 @@
 //! at most the deadline, and `close` never waits on the network. FFmpeg 5.1 reports an interrupted
 //! open as "Invalid data" rather than a timeout, so [`Interrupt::fired`] tells timeouts apart.
 
-use crate::source::Source;
+use crate::source::{redact, Source};
 use crate::status::*;
 use ffmpeg_next as ff;
 use ff::ffi;
-use std::ffi::{c_int, c_void, CStr, CString};
+use crate::ffmpeg::dict::Dict;
+use std::ffi::{c_int, c_void, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Deadline and stop flag read by FFmpeg's interrupt callback.
-pub struct Interrupt {
+pub(crate) struct Interrupt {
     base: Instant,
     /// Milliseconds after `base`; u64::MAX = no deadline.
     deadline_ms: AtomicU64,
@@ -26,7 +27,7 @@ pub struct Interrupt {
 }
 
 impl Interrupt {
-    pub fn new() -> Arc<Interrupt> {
+    pub(crate) fn new() -> Arc<Interrupt> {
         Arc::new(Interrupt {
             base: Instant::now(),
             deadline_ms: AtomicU64::new(u64::MAX),
@@ -36,31 +37,31 @@ impl Interrupt {
         })
     }
     /// Starts a new bounded wait of `d`.
-    pub fn arm(&self, d: Duration) {
+    pub(crate) fn arm(&self, d: Duration) {
         let at = self.base.elapsed() + d;
         self.fired.store(false, Ordering::Relaxed);
         self.deadline_ms.store(at.as_millis() as u64, Ordering::Release);
     }
-    pub fn disarm(&self) {
+    pub(crate) fn disarm(&self) {
         self.deadline_ms.store(u64::MAX, Ordering::Release);
     }
     /// Whether the last wait ended because its deadline passed (not because of an error).
-    pub fn fired(&self) -> bool {
+    pub(crate) fn fired(&self) -> bool {
         self.fired.load(Ordering::Acquire)
     }
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.stop.store(true, Ordering::Release);
     }
-    pub fn stopping(&self) -> bool {
+    pub(crate) fn stopping(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }
-    pub fn kick(&self) {
+    pub(crate) fn kick(&self) {
         self.kick.store(true, Ordering::Release);
     }
-    pub fn take_kick(&self) -> bool {
+    pub(crate) fn take_kick(&self) -> bool {
         self.kick.swap(false, Ordering::AcqRel)
     }
-    pub fn kicked(&self) -> bool {
+    pub(crate) fn kicked(&self) -> bool {
         self.kick.load(Ordering::Acquire)
     }
     fn should_abort(&self) -> bool {
@@ -79,6 +80,8 @@ impl Interrupt {
 extern "C" fn interrupt_cb(opaque: *mut c_void) -> c_int {
     // Never unwind into FFmpeg: a panic here would abort the host.
     std::panic::catch_unwind(|| {
+        // SAFETY: `opaque` is the Interrupt that `open` stored, kept alive by the Input that owns
+        // the format context calling us.
         let irq = unsafe { &*(opaque as *const Interrupt) };
         irq.should_abort() as c_int
     })
@@ -87,7 +90,7 @@ extern "C" fn interrupt_cb(opaque: *mut c_void) -> c_int {
 
 /// An open FFmpeg input. Field order matters: the format context is closed before the interrupt
 /// state its callback points at is released.
-pub struct Input {
+pub(crate) struct Input {
     pub ctx: ff::format::context::Input,
     pub irq: Arc<Interrupt>,
     pub video_index: usize,
@@ -109,84 +112,67 @@ impl Drop for Input {
 static DEVICES: std::sync::Once = std::sync::Once::new();
 
 /// Opens `src` with `opts` within `timeout`; every option must be consumed by FFmpeg.
-pub fn open(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, timeout: Duration) -> Result<Input> {
+pub(crate) fn open(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, timeout: Duration) -> Result<Input> {
+    // SAFETY: registers FFmpeg's static device list; idempotent, once per process.
     DEVICES.call_once(|| unsafe { ffi::avdevice_register_all() });
     let (target, fmt_name) = src.ffmpeg_target();
     let c_target = CString::new(target.clone()).map_err(|_| Error::arg("URL contains a NUL byte"))?;
-    let mut dict: *mut ffi::AVDictionary = std::ptr::null_mut();
-    for (k, v) in opts {
-        let (ck, cv) = (
-            CString::new(k.as_str()).map_err(|_| Error::arg("option contains NUL"))?,
-            CString::new(v.as_str()).map_err(|_| Error::arg("option contains NUL"))?,
-        );
-        unsafe { ffi::av_dict_set(&mut dict, ck.as_ptr(), cv.as_ptr(), 0) };
+    crate::ffmpeg::optcheck::check_values(opts)?;
+    let mut pairs = opts.to_vec();
+    if !opts.iter().any(|(k, _)| k == "protocol_whitelist") {
+        pairs.push(("protocol_whitelist".into(), src.protocol_whitelist().into()));
     }
+    let mut dict = Dict::from_pairs(&pairs)?;
     let fmt = match fmt_name {
         Some(n) => {
-            let cn = CString::new(n).unwrap();
-            let f = unsafe { ffi::av_find_input_format(cn.as_ptr()) };
+            // SAFETY: a NUL-terminated name; returns a static format description or null.
+            let f = unsafe { ffi::av_find_input_format(n.as_ptr()) };
             if f.is_null() {
-                unsafe { ffi::av_dict_free(&mut dict) };
-                return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("FFmpeg has no '{n}' input format")));
+                return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("FFmpeg has no {n:?} input format")));
             }
             f
         }
         None => std::ptr::null(),
     };
-    unsafe {
-        let mut ps = ffi::avformat_alloc_context();
-        if ps.is_null() {
-            ffi::av_dict_free(&mut dict);
-            return Err(Error::new(NVCAM_E_OUT_OF_MEMORY, "avformat_alloc_context"));
-        }
-        (*ps).interrupt_callback = ffi::AVIOInterruptCB {
-            callback: Some(interrupt_cb),
-            opaque: Arc::as_ptr(irq) as *mut c_void,
-        };
+    // SAFETY: allocation only; checked below.
+    let mut ps = unsafe { ffi::avformat_alloc_context() };
+    if ps.is_null() {
+        return Err(Error::new(NVCAM_E_OUT_OF_MEMORY, "avformat_alloc_context"));
+    }
+    // SAFETY: `ps` is a fresh context. The callback's opaque is the Interrupt, which the Input
+    // (holding an Arc to it) outlives the context it is stored in (field order of `Input`). On
+    // failure avformat_open_input frees `ps` itself.
+    let r = unsafe {
+        (*ps).interrupt_callback = ffi::AVIOInterruptCB { callback: Some(interrupt_cb), opaque: Arc::as_ptr(irq) as *mut c_void };
         irq.arm(timeout);
-        let r = ffi::avformat_open_input(&mut ps, c_target.as_ptr(), fmt as _, &mut dict);
-        let leftover = dict_keys(dict);
-        ffi::av_dict_free(&mut dict);
-        if r < 0 {
-            irq.disarm();
-            // avformat_open_input frees the context on failure.
-            return Err(open_error(&target, r, irq, timeout));
-        }
-        let mut ctx = ff::format::context::Input::wrap(ps);
-        if !leftover.is_empty() {
-            irq.disarm();
-            return Err(Error::new(
-                NVCAM_E_BAD_OPTION,
-                format!("FFmpeg did not use option(s) {} for '{target}' (misspelled, or not an option of this protocol/format)", leftover.join(", ")),
-            ));
-        }
-        let r = ffi::avformat_find_stream_info(ctx.as_mut_ptr(), std::ptr::null_mut());
-        if r < 0 {
-            irq.disarm();
-            return Err(open_error(&target, r, irq, timeout));
-        }
+        ffi::avformat_open_input(&mut ps, c_target.as_ptr(), fmt as _, dict.as_mut_ptr())
+    };
+    if r < 0 {
         irq.disarm();
-        let video_index = ctx
-            .streams()
-            .best(ff::media::Type::Video)
-            .map(|s| s.index())
-            .ok_or_else(|| Error::new(NVCAM_E_UNSUPPORTED, format!("'{target}' has no video stream")))?;
-        Ok(Input { ctx, irq: irq.clone(), video_index, stalled: None })
+        return Err(open_error(&target, r, irq, timeout));
     }
-}
-
-unsafe fn dict_keys(d: *mut ffi::AVDictionary) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut e: *mut ffi::AVDictionaryEntry = std::ptr::null_mut();
-    let empty = c"";
-    loop {
-        e = ffi::av_dict_get(d, empty.as_ptr(), e, ffi::AV_DICT_IGNORE_SUFFIX);
-        if e.is_null() {
-            break;
-        }
-        out.push(CStr::from_ptr((*e).key).to_string_lossy().into_owned());
+    // SAFETY: an opened context, owned from here by the wrapper (closed on drop).
+    let mut ctx = unsafe { ff::format::context::Input::wrap(ps) };
+    let leftover = dict.keys();
+    if !leftover.is_empty() {
+        irq.disarm();
+        return Err(Error::new(
+            NVCAM_E_BAD_OPTION,
+            format!("FFmpeg did not use option(s) {} for '{}' (misspelled, or not an option of this protocol/format)", leftover.join(", "), redact(&target)),
+        ));
     }
-    out
+    // SAFETY: an opened context; no options.
+    let r = unsafe { ffi::avformat_find_stream_info(ctx.as_mut_ptr(), std::ptr::null_mut()) };
+    irq.disarm();
+    if r < 0 {
+        return Err(open_error(&target, r, irq, timeout));
+    }
+    let video_index = ctx
+        .streams()
+        .best(ff::media::Type::Video)
+        .map(|s| s.index())
+        .ok_or_else(|| Error::new(NVCAM_E_UNSUPPORTED, format!("'{}' has no video stream", redact(&target))))?;
+    Ok(Input { ctx, irq: irq.clone(), video_index, stalled: None })
 }
 
 /// Turns an FFmpeg open failure into an error that names the cause.
@@ -218,41 +204,28 @@ fn open_error(target: &str, r: c_int, irq: &Interrupt, timeout: Duration) -> Err
     Error::new(code, format!("cannot open '{}': {text}", redact(target)))
 }
 
-/// A URL without its password, for logs and error texts.
-pub fn redact(url: &str) -> String {
-    if let Some(i) = url.find("://") {
-        let rest = &url[i + 3..];
-        let host_end = rest.find('/').unwrap_or(rest.len());
-        if let Some(at) = rest[..host_end].rfind('@').filter(|&at| rest[..at].contains(':')) {
-            let user = rest[..at].split(':').next().unwrap_or("");
-            return format!("{}://{}:***@{}", &url[..i], user, &rest[at + 1..]);
-        }
-    }
-    url.to_string()
-}
-
 /// errno values FFmpeg wraps (Linux numbering; FFmpeg uses the platform's own values).
 mod libc_errno {
-    pub const ENOENT: i32 = 2;
+    pub(super) const ENOENT: i32 = 2;
     #[cfg(not(windows))]
-    pub const ECONNREFUSED: i32 = 111;
+    pub(super) const ECONNREFUSED: i32 = 111;
     #[cfg(windows)]
     pub const ECONNREFUSED: i32 = 107;
     #[cfg(not(windows))]
-    pub const ETIMEDOUT: i32 = 110;
+    pub(super) const ETIMEDOUT: i32 = 110;
     #[cfg(windows)]
     pub const ETIMEDOUT: i32 = 138;
 }
 
 /// What a read produced.
-pub enum Read {
+pub(crate) enum Read {
     Packet(ff::Packet),
     Eof,
 }
 
 impl Input {
     /// Reads the next packet of the video stream, waiting at most `stall`.
-    pub fn read_video(&mut self, stall: Duration) -> Result<Read> {
+    pub(crate) fn read_video(&mut self, stall: Duration) -> Result<Read> {
         if let Some(e) = self.stalled.take() {
             return Err(e);
         }
@@ -279,23 +252,12 @@ impl Input {
         }
     }
 
-    pub fn stream(&self) -> ff::format::stream::Stream<'_> {
+    pub(crate) fn stream(&self) -> ff::format::stream::Stream<'_> {
         self.ctx.stream(self.video_index).expect("video stream exists")
     }
 
     /// Rewinds a file to its start (for looping).
-    pub fn rewind(&mut self) -> Result<()> {
+    pub(crate) fn rewind(&mut self) -> Result<()> {
         self.ctx.seek(0, ..).map_err(|e| Error::ffmpeg("av_seek_frame", e))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    #[test]
-    fn passwords_never_reach_logs() {
-        assert_eq!(redact("rtsp://admin:secret@10.0.0.1/s"), "rtsp://admin:***@10.0.0.1/s");
-        assert_eq!(redact("rtsp://10.0.0.1/a@b"), "rtsp://10.0.0.1/a@b");
-        assert_eq!(redact("testsrc://1280x720@30"), "testsrc://1280x720@30");
     }
 }

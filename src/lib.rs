@@ -1,31 +1,46 @@
 //! nvcam: camera frames decoded on NVIDIA GPUs (or the CPU), handed to C, C++, Python and
 //! LabVIEW hosts through a C ABI that a foreign caller cannot turn into a crash.
 //!
-//! Layout: `ffi` is the whole exported surface (thin, unsafe, checked); under it, safe Rust:
-//! `library` (init/shutdown), `camera` (worker and state machine), `input` (FFmpeg I/O with our own
-//! deadlines), `decode`/`backend` (decoder seam and choice), `pool` and `frame` (slots and leases),
-//! `registry` (clone handles per camera), `handle` (generational handle tables), `logging`, and
-//! `gpu` (device contexts, NVDEC and upload decoders, device pools, the deferred-free queue).
+//! Layers, each importing only from those below it:
+//!
+//! ```text
+//! ffi           the C surface: exports, #[repr(C)] types, conversions (the only unsafe boundary
+//!               with the host's pointers)
+//! library       init/shutdown, the camera table
+//! camera        worker, sessions, delivery
+//! select        which decoder a camera gets, and the fall-back order
+//! gpu, decode   device contexts/memory/decoders; the decoder seam and the software decoder
+//! input, source, ffmpeg   FFmpeg I/O under our deadlines; URLs; small FFmpeg owners
+//! registry, frame, pool, handle   frame handles, frames, slots and leases, generational tables
+//! config, logging, pin, status    options and defaults; log sinks; self-pin; codes and errors
+//! ```
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks, unreachable_pub)]
 
-pub mod api;
-pub mod backend;
-pub mod camera;
-pub mod decode;
+mod camera;
+mod config;
+mod decode;
 pub mod ffi;
-pub mod frame;
-pub mod gpu;
-pub mod handle;
-pub mod input;
-pub mod library;
-pub mod logging;
-pub mod pin;
-pub mod pool;
-pub mod registry;
-pub mod source;
+mod ffmpeg;
+mod frame;
+mod gpu;
+mod handle;
+mod input;
+mod library;
+mod logging;
+mod pin;
+mod pool;
+mod registry;
+mod select;
+mod source;
 pub mod status;
 
-pub use api::*;
-pub use ffi::*;
+pub use ffi::camera::*;
+pub use ffi::frame::*;
+pub use ffi::gpu::*;
+pub use ffi::library::*;
+pub use ffi::log::*;
+pub use ffi::types::*;
 // Status codes only: `status::Result`/`Error` stay internal so a host's own names don't clash.
 pub use status::{
     NVCAM_OK,
@@ -52,3 +67,17 @@ pub use status::{
     NVCAM_E_PANIC,
     NVCAM_E_INTERNAL,
 };
+
+/// What the integration tests and benchmarks read beside the C API: process-wide counters and
+/// the NVDEC bindings' self-checks. Not part of the C surface.
+#[doc(hidden)]
+pub mod diag {
+    pub use crate::gpu::nvdec::sys::{available as nvcuvid_available, layout_report as nvcuvid_layout_report, lib as nvcuvid_lib};
+    pub use crate::gpu::nvdec::{counters as nvdec_counters, NvdecCounters};
+    pub use crate::pool::live_pools;
+    /// NVDEC fault and delay hooks (the `test-hooks` feature).
+    #[cfg(feature = "test-hooks")]
+    pub mod hooks {
+        pub use crate::gpu::nvdec::hooks::{clear, set, Knobs};
+    }
+}

@@ -4,7 +4,8 @@
 //! (bumping its generation), so a handle from before a shutdown stays stale after a re-init rather
 //! than aliasing a new object.
 
-use crate::camera::{Camera, Options};
+use crate::camera::{Camera, CameraState, Closed};
+use crate::config::{Config, Options};
 use crate::handle::{Kind, Table};
 use crate::registry;
 use crate::status::*;
@@ -21,15 +22,7 @@ static LIFECYCLE: Mutex<()> = Mutex::new(());
 /// Camera workers that did not exit within their close timeout; shutdown joins them.
 static LINGERING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
 
-/// Library-wide settings from `nvcam_init`.
-#[derive(Clone, Debug, Default)]
-pub struct Config {
-    pub flags: u32,
-    pub max_hw_decoders_per_device: u32,
-    pub gpu_free_min_age_ms: u32,
-}
-
-pub fn init(cfg: Config) -> Result<()> {
+pub(crate) fn init(cfg: Config) -> Result<()> {
     let _g = LIFECYCLE.lock();
     crate::pin::pin_self();
     crate::logging::ensure_installed();
@@ -38,14 +31,14 @@ pub fn init(cfg: Config) -> Result<()> {
         return Ok(());
     }
     ffmpeg_next::init().map_err(|e| Error::ffmpeg("av_register", e))?;
-    unsafe { ffmpeg_next::ffi::av_log_set_level(ffmpeg_next::ffi::AV_LOG_ERROR) };
-    crate::backend::init(&cfg);
+    ffmpeg_next::util::log::set_level(ffmpeg_next::util::log::Level::Error);
+    crate::gpu::init(&cfg);
     INITIALIZED.store(true, Ordering::Release);
-    log::info!("nvcam {} initialized (flags 0x{:x})", env!("CARGO_PKG_VERSION"), cfg.flags);
+    log::info!("nvcam {} initialized ({cfg:?})", env!("CARGO_PKG_VERSION"));
     Ok(())
 }
 
-pub fn require_init() -> Result<()> {
+fn require_init() -> Result<()> {
     if INITIALIZED.load(Ordering::Acquire) {
         Ok(())
     } else {
@@ -53,26 +46,58 @@ pub fn require_init() -> Result<()> {
     }
 }
 
-pub fn open_camera(url: &str, opts: Options) -> Result<u64> {
+pub(crate) fn open_camera(url: &str, opts: Options) -> Result<u64> {
     require_init()?;
-    let cam = Camera::open(url, opts)?;
+    let cam = Camera::new(url, opts)?;
     let h = CAMERAS.insert(cam.clone())?;
-    if let Err(e) = cam.start(h) {
+    // A shutdown that ran between the check above and the insert has already emptied the table
+    // (it clears INITIALIZED first): this camera must not outlive it.
+    let started = if INITIALIZED.load(Ordering::SeqCst) {
+        cam.start(h)
+    } else {
+        Err(Error::new(NVCAM_E_NOT_INITIALIZED, "nvcam_shutdown ran while the camera was being opened"))
+    };
+    if let Err(e) = started {
         let _ = CAMERAS.remove(h);
+        adopt(cam.close(Duration::from_millis(2000)));
         return Err(e);
     }
-    log::info!("camera 0x{h:016x} opened: {}", crate::input::redact(url));
+    log::info!("camera 0x{h:016x} opened: {}", crate::source::redact(url));
     Ok(h)
 }
 
-pub fn camera(h: u64) -> Result<Arc<Camera>> {
+pub(crate) fn camera(h: u64) -> Result<Arc<Camera>> {
     CAMERAS.get(h)
 }
 
+/// Waits for camera `h`'s newest frame and hands it to the host as a new frame handle.
+pub(crate) fn get_frame(h: u64, timeout: Duration) -> Result<u64> {
+    let c = camera(h)?;
+    let f = c.get_frame(timeout)?;
+    let fh = registry::publish(f)?;
+    // A close that ran between taking the frame and registering it has already force-released
+    // the camera's handles; this one must not outlive it.
+    if c.state() == CameraState::Closed {
+        let _ = registry::release(fh);
+        return Err(Error::new(NVCAM_E_CLOSED, "camera closed while the frame was handed out"));
+    }
+    Ok(fh)
+}
+
+fn adopt(c: Closed) -> bool {
+    match c {
+        Closed::Done => true,
+        Closed::TimedOut(w) => {
+            LINGERING.lock().extend(w);
+            false
+        }
+    }
+}
+
 /// Removes the handle first (so no new call can reach the camera), then closes it.
-pub fn close_camera(h: u64, timeout: Duration) -> Result<()> {
+pub(crate) fn close_camera(h: u64, timeout: Duration) -> Result<()> {
     let cam = CAMERAS.remove(h)?;
-    if cam.close(timeout) {
+    if adopt(cam.close(timeout)) {
         Ok(())
     } else {
         Err(Error::timeout(format!(
@@ -82,15 +107,11 @@ pub fn close_camera(h: u64, timeout: Duration) -> Result<()> {
     }
 }
 
-pub fn adopt_lingering(w: JoinHandle<()>) {
-    LINGERING.lock().push(w);
-}
-
 /// Closes every camera, invalidates every frame handle, joins every thread, frees all memory.
 /// Returns the number of frame handles the host had leaked.
-pub fn shutdown(timeout: Duration) -> Result<usize> {
+pub(crate) fn shutdown(timeout: Duration) -> Result<usize> {
     let _g = LIFECYCLE.lock();
-    if !INITIALIZED.swap(false, Ordering::AcqRel) {
+    if !INITIALIZED.swap(false, Ordering::SeqCst) {
         return Err(Error::new(NVCAM_E_NOT_INITIALIZED, "nvcam_shutdown without nvcam_init"));
     }
     let end = Instant::now() + timeout;
@@ -99,11 +120,11 @@ pub fn shutdown(timeout: Duration) -> Result<usize> {
     let held = registry::live();
     // Stop them all first, so their closes overlap instead of adding up.
     for c in &cams {
-        c.shared.irq.stop();
+        c.stop();
     }
     let mut all_closed = true;
     for c in &cams {
-        all_closed &= c.close(end.saturating_duration_since(Instant::now()));
+        all_closed &= adopt(c.close(end.saturating_duration_since(Instant::now())));
     }
     drop(cams);
     // What the closes left (handles of no live camera) was counted in `held` already.
@@ -124,7 +145,7 @@ pub fn shutdown(timeout: Duration) -> Result<usize> {
             LINGERING.lock().push(w);
         }
     }
-    crate::backend::shutdown(end.saturating_duration_since(Instant::now()));
+    crate::gpu::shutdown(end.saturating_duration_since(Instant::now()));
     crate::logging::clear_callback();
     log::info!("nvcam shut down ({leaked} leaked handle(s) released)");
     if all_closed {
@@ -132,8 +153,4 @@ pub fn shutdown(timeout: Duration) -> Result<usize> {
     } else {
         Err(Error::timeout(format!("shutdown: some camera threads still running after {} ms", timeout.as_millis())))
     }
-}
-
-pub fn live_cameras() -> usize {
-    CAMERAS.live()
 }

@@ -8,15 +8,15 @@ use log::{Level, LevelFilter, Log, Metadata, Record};
 use parking_lot::Mutex;
 use simplelog::{Config, SharedLogger, WriteLogger};
 use std::collections::VecDeque;
-use std::ffi::{c_char, c_void, CString};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::ffi::{CStr, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
-/// `void (*)(int32_t level, const char* utf8_message, void* user)`; may be called from any thread.
-pub type LogCallback = Option<unsafe extern "C" fn(level: i32, message: *const c_char, user: *mut c_void)>;
+/// The host's callback, wrapped by `ffi` (the C function pointer and its user data live there).
+pub(crate) type Sink = Box<dyn Fn(Level, &CStr) + Send + Sync>;
 
 struct Callback {
-    f: unsafe extern "C" fn(i32, *const c_char, *mut c_void),
-    user: usize,
+    f: Arc<Sink>,
     min: LevelFilter,
 }
 
@@ -27,12 +27,11 @@ struct Sinks {
     stderr: bool,
     level: LevelFilter,
     callback: Option<Callback>,
-    queue: VecDeque<(i32, String)>,
+    queue: VecDeque<(Level, String)>,
 }
 
 static SINKS: Mutex<Sinks> =
     Mutex::new(Sinks { file: None, stderr: false, level: LevelFilter::Warn, callback: None, queue: VecDeque::new() });
-static DROPPED: AtomicU64 = AtomicU64::new(0);
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
@@ -42,23 +41,6 @@ thread_local! {
 
 struct Fanout;
 static FANOUT: Fanout = Fanout;
-
-/// LabVIEW-friendly level numbers: 1 error … 5 trace, 0 off.
-pub fn level_number(l: Level) -> i32 {
-    l as i32
-}
-
-pub fn filter_from(n: i32) -> Option<LevelFilter> {
-    Some(match n {
-        0 => LevelFilter::Off,
-        1 => LevelFilter::Error,
-        2 => LevelFilter::Warn,
-        3 => LevelFilter::Info,
-        4 => LevelFilter::Debug,
-        5 => LevelFilter::Trace,
-        _ => return None,
-    })
-}
 
 impl Log for Fanout {
     fn enabled(&self, m: &Metadata) -> bool {
@@ -80,20 +62,19 @@ impl Log for Fanout {
                 }
                 if s.queue.len() == QUEUE_CAP {
                     s.queue.pop_front();
-                    DROPPED.fetch_add(1, Ordering::Relaxed);
                 }
-                s.queue.push_back((level_number(r.level()), msg.clone()));
+                s.queue.push_back((r.level(), msg.clone()));
             }
-            s.callback.as_ref().filter(|c| r.level() <= c.min).map(|c| (c.f, c.user))
+            s.callback.as_ref().filter(|c| r.level() <= c.min).map(|c| c.f.clone())
         };
         // Never call the host with our lock held.
-        if let Some((f, user)) = cb {
+        if let Some(f) = cb {
             IN_CALLBACK.with(|busy| {
                 if busy.replace(true) {
                     return;
                 }
                 if let Ok(c) = CString::new(msg.replace('\0', " ")) {
-                    let _ = std::panic::catch_unwind(|| unsafe { f(level_number(r.level()), c.as_ptr(), user as *mut c_void) });
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(r.level(), &c)));
                 }
                 busy.set(false);
             });
@@ -122,7 +103,7 @@ fn recompute_max() {
 }
 
 /// Sets the file/stderr sinks and the level. `path` "" = no file, "-" = stderr.
-pub fn init(path: &str, level: LevelFilter) -> Result<(), String> {
+pub(crate) fn init(path: &str, level: LevelFilter) -> Result<(), String> {
     let file: Option<Box<dyn SharedLogger>> = match path {
         "" | "-" => None,
         p => {
@@ -144,19 +125,19 @@ pub fn init(path: &str, level: LevelFilter) -> Result<(), String> {
     Ok(())
 }
 
-pub fn set_callback(f: LogCallback, user: *mut c_void, min: LevelFilter) {
-    SINKS.lock().callback = f.map(|f| Callback { f, user: user as usize, min });
+pub(crate) fn set_callback(f: Option<Sink>, min: LevelFilter) {
+    SINKS.lock().callback = f.map(|f| Callback { f: Arc::new(f), min });
     install();
 }
 
 /// Makes sure the queue collects at least warnings from the first call on.
-pub fn ensure_installed() {
+pub(crate) fn ensure_installed() {
     install();
 }
 
 /// Pops the oldest queued message if it fits in `cap` bytes with its NUL; otherwise leaves it
 /// queued and returns its level and length.
-pub fn pop_if_fits(cap: usize) -> Result<Option<(i32, String)>, (i32, usize)> {
+pub(crate) fn pop_if_fits(cap: usize) -> Result<Option<(Level, String)>, (Level, usize)> {
     let mut s = SINKS.lock();
     match s.queue.front() {
         None => Ok(None),
@@ -165,12 +146,8 @@ pub fn pop_if_fits(cap: usize) -> Result<Option<(i32, String)>, (i32, usize)> {
     }
 }
 
-pub fn dropped() -> u64 {
-    DROPPED.load(Ordering::Relaxed)
-}
-
 /// Shutdown: the host's callback must not be called after `nvcam_shutdown` returns.
-pub fn clear_callback() {
+pub(crate) fn clear_callback() {
     SINKS.lock().callback = None;
     recompute_max();
 }

@@ -9,7 +9,7 @@ use std::sync::Once;
 
 static PIN: Once = Once::new();
 
-pub fn pin_self() {
+pub(crate) fn pin_self() {
     PIN.call_once(|| {
         if imp::pin() {
             log::debug!("nvcam pinned in the process");
@@ -38,7 +38,10 @@ mod imp {
     const RTLD_NOLOAD: c_int = 4;
     const RTLD_NODELETE: c_int = 0x1000;
 
-    pub fn pin() -> bool {
+    pub(super) fn pin() -> bool {
+        // SAFETY: dladdr fills `info` for an address inside this image; dlopen with NOLOAD only
+        // adds a reference to an image already loaded; CStr reads the NUL-terminated path dladdr
+        // returned, which stays valid while the image is loaded (it is: we are running in it).
         unsafe {
             let mut info = DlInfo {
                 dli_fname: std::ptr::null(),
@@ -71,6 +74,8 @@ mod imp {
     }
     pub fn pin() -> bool {
         let mut h = std::ptr::null_mut();
+        // SAFETY: FROM_ADDRESS takes an address inside this module (a function of ours); PIN adds
+        // a reference that is never released; `h` receives the handle.
         unsafe {
             GetModuleHandleExW(
                 GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_PIN,

@@ -13,17 +13,16 @@ use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Where a frame's pixels are. Values are part of the C API (`nvcam_frame_info.memory`).
+/// Where a frame's pixels are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum MemoryKind {
-    Host = 0,
-    Device = 1,
+pub(crate) enum MemoryKind {
+    Host,
+    Device,
 }
 
 /// The layout of one NV12 image in a slot: Y rows then interleaved UV rows, all at one pitch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Geometry {
+pub(crate) struct Geometry {
     pub width: u32,
     pub height: u32,
     pub pitch: usize,
@@ -31,9 +30,9 @@ pub struct Geometry {
 
 impl Geometry {
     /// Row alignment of pool slots: 256 bytes suits both CPU SIMD and CUDA's pitched copies.
-    pub const ALIGN: usize = 256;
+    pub(crate) const ALIGN: usize = 256;
 
-    pub fn nv12(width: u32, height: u32) -> Geometry {
+    pub(crate) fn nv12(width: u32, height: u32) -> Geometry {
         let row = Self::row_bytes_for(width);
         Geometry { width, height, pitch: row.div_ceil(Self::ALIGN) * Self::ALIGN }
     }
@@ -41,31 +40,32 @@ impl Geometry {
         (width as usize).div_ceil(2) * 2
     }
     /// Bytes of one row of the UV plane (the widest row; Y rows are `width` bytes).
-    pub fn row_bytes(&self) -> usize {
+    pub(crate) fn row_bytes(&self) -> usize {
         Self::row_bytes_for(self.width)
     }
-    pub fn y_rows(&self) -> usize {
+    pub(crate) fn y_rows(&self) -> usize {
         self.height as usize
     }
-    pub fn uv_rows(&self) -> usize {
+    pub(crate) fn uv_rows(&self) -> usize {
         (self.height as usize).div_ceil(2)
     }
-    pub fn uv_offset(&self) -> usize {
+    pub(crate) fn uv_offset(&self) -> usize {
         self.pitch * self.y_rows()
     }
-    pub fn slot_bytes(&self) -> usize {
+    pub(crate) fn slot_bytes(&self) -> usize {
         self.pitch * (self.y_rows() + self.uv_rows())
     }
-    /// Bytes a caller buffer needs at `dst_pitch` (0 = tightly packed).
-    pub fn packed_size(&self, dst_pitch: usize) -> usize {
+    /// Bytes a caller buffer needs at `dst_pitch` (0 = tightly packed); `None` if that does not
+    /// fit in a `usize` (a caller's absurd pitch must be refused, not wrap around).
+    pub(crate) fn packed_size(&self, dst_pitch: usize) -> Option<usize> {
         let p = if dst_pitch == 0 { self.row_bytes() } else { dst_pitch };
-        p * (self.y_rows() + self.uv_rows())
+        p.checked_mul(self.y_rows() + self.uv_rows())
     }
 }
 
 /// Slot memory of one pool. Implementations own the bytes and free them on drop (the GPU one
 /// through its deferred-free queue).
-pub trait Storage: Send + Sync {
+pub(crate) trait Storage: Send + Sync {
     fn kind(&self) -> MemoryKind;
     /// CUDA device ordinal, or -1 for host memory.
     fn device(&self) -> i32;
@@ -82,26 +82,31 @@ pub trait Storage: Send + Sync {
     fn wait_ready(&self, _i: usize) -> Result<()> {
         Ok(())
     }
-    /// Copies slot `i` (NV12 at `geom`) into a host buffer of `dst_pitch` rows.
+    /// Marks slot `i` as written by work just enqueued on the storage's own stream (device
+    /// memory: records the slot's event, so reuse and frees wait for that work; host: nothing).
+    fn mark_written(&self, _i: usize) -> Result<()> {
+        Ok(())
+    }
+    /// Copies slot `i` (NV12 at `geom`) into a host buffer of `dst_pitch` rows; `dst` holds
+    /// `geom.packed_size(dst_pitch)` bytes (checked by the caller).
     fn download(&self, i: usize, geom: &Geometry, dst: &mut [u8], dst_pitch: usize) -> Result<()>;
-    /// The concrete storage, for the decoder that writes it.
-    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 /// Host slots: one allocation, written only through an exclusive [`Lease`].
-pub struct HostStorage {
+pub(crate) struct HostStorage {
     base: *mut u8,
     slot_bytes: usize,
     slots: usize,
 }
 
+// SAFETY: the storage owns its allocation (freed once, on drop, from any thread).
+unsafe impl Send for HostStorage {}
 // SAFETY: the bytes are shared between the writer (holding the only lease of a slot) and readers
 // (holding frames of other slots); a slot is never written while any frame references it.
-unsafe impl Send for HostStorage {}
 unsafe impl Sync for HostStorage {}
 
 impl HostStorage {
-    pub fn new(geom: &Geometry, slots: usize) -> Result<HostStorage> {
+    pub(crate) fn new(geom: &Geometry, slots: usize) -> Result<HostStorage> {
         let slot_bytes = geom.slot_bytes();
         let total = slot_bytes.checked_mul(slots).ok_or_else(|| Error::arg("pool too large"))?;
         let mut v: Vec<u8> = Vec::new();
@@ -113,6 +118,7 @@ impl HostStorage {
     }
     fn slot(&self, i: usize) -> *mut u8 {
         assert!(i < self.slots);
+        // SAFETY: i < slots, so the offset stays inside the one allocation of slots * slot_bytes.
         unsafe { self.base.add(i * self.slot_bytes) }
     }
 }
@@ -120,6 +126,8 @@ impl HostStorage {
 impl Drop for HostStorage {
     fn drop(&mut self) {
         let len = self.slot_bytes * self.slots;
+        // SAFETY: `base` came from Box::into_raw of a boxed slice of exactly `len` bytes, and is
+        // freed once, here (no lease outlives the pool, which owns this storage).
         unsafe { drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.base, len))) };
     }
 }
@@ -138,17 +146,16 @@ impl Storage for HostStorage {
         (self.slot_bytes * self.slots) as u64
     }
     fn download(&self, i: usize, geom: &Geometry, dst: &mut [u8], dst_pitch: usize) -> Result<()> {
+        // SAFETY: slot i is inside our allocation; it is only read here, and it is written only
+        // through an exclusive lease, which no frame the caller holds can coexist with.
         let src = unsafe { std::slice::from_raw_parts(self.slot(i), self.slot_bytes) };
         copy_planes(src, geom, dst, dst_pitch);
         Ok(())
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 /// Copies NV12 rows from a pitched slot image into `dst` at `dst_pitch` (0 = packed).
-pub fn copy_planes(src: &[u8], geom: &Geometry, dst: &mut [u8], dst_pitch: usize) {
+pub(crate) fn copy_planes(src: &[u8], geom: &Geometry, dst: &mut [u8], dst_pitch: usize) {
     let dp = if dst_pitch == 0 { geom.row_bytes() } else { dst_pitch };
     let rows = geom.y_rows() + geom.uv_rows();
     for r in 0..rows {
@@ -157,7 +164,6 @@ pub fn copy_planes(src: &[u8], geom: &Geometry, dst: &mut [u8], dst_pitch: usize
     }
 }
 
-static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
 static LIVE_POOLS: AtomicUsize = AtomicUsize::new(0);
 static LIVE_POOL_BYTES: AtomicU64 = AtomicU64::new(0);
 
@@ -167,8 +173,7 @@ pub fn live_pools() -> (usize, u64) {
 }
 
 /// A camera's slots at one resolution.
-pub struct Pool {
-    pub id: u64,
+pub(crate) struct Pool {
     pub geom: Geometry,
     storage: Box<dyn Storage>,
     free: Mutex<Vec<usize>>,
@@ -177,11 +182,10 @@ pub struct Pool {
 }
 
 impl Pool {
-    pub fn new(geom: Geometry, slots: usize, storage: Box<dyn Storage>) -> Arc<Pool> {
+    pub(crate) fn new(geom: Geometry, slots: usize, storage: Box<dyn Storage>) -> Arc<Pool> {
         LIVE_POOLS.fetch_add(1, Ordering::Relaxed);
         LIVE_POOL_BYTES.fetch_add(storage.bytes(), Ordering::Relaxed);
         Arc::new(Pool {
-            id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
             geom,
             storage,
             free: Mutex::new((0..slots).rev().collect()),
@@ -190,13 +194,13 @@ impl Pool {
         })
     }
 
-    pub fn host(geom: Geometry, slots: usize) -> Result<Arc<Pool>> {
+    pub(crate) fn host(geom: Geometry, slots: usize) -> Result<Arc<Pool>> {
         Ok(Pool::new(geom, slots, Box::new(HostStorage::new(&geom, slots)?)))
     }
 
     /// An exclusive lease on a free slot whose previous uses have all completed, or `None` when
     /// every slot is held (the caller drops the new frame and counts it).
-    pub fn acquire(self: &Arc<Self>) -> Option<Lease> {
+    pub(crate) fn acquire(self: &Arc<Self>) -> Option<Lease> {
         let mut free = self.free.lock();
         let pos = free.iter().rposition(|&i| self.storage.reusable(i))?;
         let index = free.remove(pos);
@@ -204,16 +208,16 @@ impl Pool {
         Some(Lease { pool: self.clone(), index })
     }
 
-    pub fn slots(&self) -> usize {
+    pub(crate) fn slots(&self) -> usize {
         self.slots
     }
-    pub fn in_use(&self) -> usize {
+    pub(crate) fn in_use(&self) -> usize {
         self.in_use.load(Ordering::Relaxed)
     }
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.storage.bytes()
     }
-    pub fn storage(&self) -> &dyn Storage {
+    pub(crate) fn storage(&self) -> &dyn Storage {
         &*self.storage
     }
 }
@@ -227,35 +231,39 @@ impl Drop for Pool {
 
 /// One slot, held. Exclusive while only the writer has it (`&mut`); shared once wrapped in a frame.
 /// Dropping it puts the slot back on the free list.
-pub struct Lease {
+pub(crate) struct Lease {
     pool: Arc<Pool>,
     index: usize,
 }
 
 impl Lease {
-    pub fn pool(&self) -> &Arc<Pool> {
+    pub(crate) fn pool(&self) -> &Arc<Pool> {
         &self.pool
     }
-    pub fn index(&self) -> usize {
+    pub(crate) fn index(&self) -> usize {
         self.index
     }
-    pub fn addr(&self) -> u64 {
+    pub(crate) fn addr(&self) -> u64 {
         self.pool.storage.slot_addr(self.index)
     }
     /// The slot's bytes for writing, host pools only. `&mut self` makes the writer exclusive: once
     /// the lease is inside a shared frame nobody can get here again.
-    pub fn host_bytes_mut(&mut self) -> Option<&mut [u8]> {
+    pub(crate) fn host_bytes_mut(&mut self) -> Option<&mut [u8]> {
         if self.pool.storage.kind() != MemoryKind::Host {
             return None;
         }
         let n = self.pool.geom.slot_bytes();
+        // SAFETY: a host slot of `n` bytes, and `&mut self` on the only lease of it: no other
+        // reference to these bytes exists while the returned borrow lives.
         Some(unsafe { std::slice::from_raw_parts_mut(self.addr() as *mut u8, n) })
     }
     /// Host pools only: the slot's bytes for reading.
-    pub fn host_bytes(&self) -> Option<&[u8]> {
+    #[cfg(test)]
+    pub(crate) fn host_bytes(&self) -> Option<&[u8]> {
         if self.pool.storage.kind() != MemoryKind::Host {
             return None;
         }
+        // SAFETY: a host slot; shared reads only (writes need `&mut` on this lease).
         Some(unsafe { std::slice::from_raw_parts(self.addr() as *const u8, self.pool.geom.slot_bytes()) })
     }
 }
@@ -304,7 +312,8 @@ mod tests {
         let g = Geometry::nv12(33, 17);
         assert_eq!(g.row_bytes(), 34);
         assert_eq!(g.uv_rows(), 9);
-        assert_eq!(g.packed_size(0), 34 * 26);
+        assert_eq!(g.packed_size(0), Some(34 * 26));
+        assert_eq!(g.packed_size(1 << 62), None, "a pitch that wraps is refused");
         assert_eq!(g.pitch % Geometry::ALIGN, 0);
     }
 }

@@ -15,30 +15,30 @@ use std::sync::Arc;
 static FRAMES: Table<Arc<Frame>> = Table::new(Kind::Frame);
 
 /// Hands a frame to the host as a new handle.
-pub fn publish(frame: Arc<Frame>) -> Result<u64> {
+pub(crate) fn publish(frame: Arc<Frame>) -> Result<u64> {
     FRAMES.insert(frame)
 }
 
 /// The frame behind a handle, kept alive for the duration of the caller's use.
-pub fn get(h: u64) -> Result<Arc<Frame>> {
+pub(crate) fn get(h: u64) -> Result<Arc<Frame>> {
     FRAMES.get(h)
 }
 
 /// A new handle to the same pixels.
-pub fn clone(h: u64) -> Result<u64> {
+pub(crate) fn clone(h: u64) -> Result<u64> {
     let f = FRAMES.get(h)?;
     FRAMES.insert(f)
 }
 
 /// Releases one handle; the frame's slot returns to its pool when its last handle goes.
-pub fn release(h: u64) -> Result<()> {
+pub(crate) fn release(h: u64) -> Result<()> {
     let f = FRAMES.remove(h)?;
     drop(f); // outside the table lock
     Ok(())
 }
 
 /// Invalidates every handle whose frame came from camera `owner`; returns how many.
-pub fn force_release_owner(owner: u64) -> usize {
+pub(crate) fn force_release_owner(owner: u64) -> usize {
     let gone = FRAMES.remove_where(|f| f.owner == owner);
     let n = gone.len();
     if n > 0 {
@@ -48,12 +48,12 @@ pub fn force_release_owner(owner: u64) -> usize {
 }
 
 /// Invalidates every frame handle (shutdown); returns how many the host had leaked.
-pub fn force_release_all() -> usize {
+pub(crate) fn force_release_all() -> usize {
     FRAMES.remove_where(|_| true).len()
 }
 
 /// Live handles per owning camera.
-pub fn per_owner() -> BTreeMap<u64, u32> {
+pub(crate) fn per_owner() -> BTreeMap<u64, u32> {
     let mut m = BTreeMap::new();
     for (_, f) in FRAMES.entries() {
         *m.entry(f.owner).or_insert(0) += 1;
@@ -61,6 +61,6 @@ pub fn per_owner() -> BTreeMap<u64, u32> {
     m
 }
 
-pub fn live() -> usize {
+pub(crate) fn live() -> usize {
     FRAMES.live()
 }

@@ -6,7 +6,7 @@
 use crate::status::*;
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum Source {
+pub(crate) enum Source {
     /// FFmpeg's lavfi `testsrc2`, paced to its frame rate: frames with no camera and no file.
     TestSrc { width: u32, height: u32, fps: u32 },
     /// A network stream (RTSP, RTMP, HTTP, UDP, TCP…): live, reconnected when it drops.
@@ -16,17 +16,29 @@ pub enum Source {
 }
 
 impl Source {
-    pub fn is_live(&self) -> bool {
+    pub(crate) fn is_live(&self) -> bool {
         !matches!(self, Source::File(_))
     }
-    pub fn is_rtsp(&self) -> bool {
+    pub(crate) fn is_rtsp(&self) -> bool {
         matches!(self, Source::Network(u) if u.starts_with("rtsp://") || u.starts_with("rtsps://"))
     }
+    /// FFmpeg's `protocol_whitelist` for this source: only protocols whose reads FFmpeg's
+    /// interrupt callback can cut short, so every open, read and close stays bounded by our
+    /// deadlines (`pipe:` and `fd:` block in read() where no callback reaches them).
+    pub(crate) fn protocol_whitelist(&self) -> &'static str {
+        const NETWORK: &str = "file,tcp,udp,rtp,srtp,rtsp,tls,http,https,httpproxy,rtmp,rtmps,rtmpt,rtmpts,srt,crypto,data";
+        match self {
+            // FFmpeg also takes `rtsp:/host/…` and the like without `//`: those open the network.
+            Source::File(p) if ffmpeg_scheme(p).is_some() => NETWORK,
+            Source::TestSrc { .. } | Source::File(_) => "file",
+            Source::Network(_) => NETWORK,
+        }
+    }
     /// The string handed to avformat_open_input, and the input format to force (lavfi for testsrc).
-    pub fn ffmpeg_target(&self) -> (String, Option<&'static str>) {
+    pub(crate) fn ffmpeg_target(&self) -> (String, Option<&'static std::ffi::CStr>) {
         match self {
             Source::TestSrc { width, height, fps } => {
-                (format!("testsrc2=size={width}x{height}:rate={fps}"), Some("lavfi"))
+                (format!("testsrc2=size={width}x{height}:rate={fps}"), Some(c"lavfi"))
             }
             Source::Network(u) | Source::File(u) => (u.clone(), None),
         }
@@ -36,7 +48,7 @@ impl Source {
 const NETWORK_SCHEMES: &[&str] = &["rtsp", "rtsps", "rtmp", "rtmps", "http", "https", "udp", "tcp", "rtp", "srt"];
 
 /// Parses a camera URL: `testsrc://WxH@FPS`, a network URL, `file://PATH` or a plain path.
-pub fn parse(url: &str) -> Result<Source> {
+pub(crate) fn parse(url: &str) -> Result<Source> {
     let url = url.trim();
     if url.is_empty() {
         return Err(Error::arg("camera URL is empty"));
@@ -66,8 +78,33 @@ pub fn parse(url: &str) -> Result<Source> {
                 ))
             }
         }
-        None => Ok(Source::File(url.to_string())),
+        None => file(url),
     }
+}
+
+/// The protocol FFmpeg would read from `name:rest` (`pipe:0`, `rtsp:/host`); None for plain
+/// paths and DOS drive letters.
+fn ffmpeg_scheme(path: &str) -> Option<&str> {
+    let (scheme, _) = path.split_once(':')?;
+    let protocol_like = scheme.len() >= 2 && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "_+.-".contains(c));
+    (protocol_like && scheme != "file").then_some(scheme)
+}
+
+/// Protocols whose reads block where FFmpeg's interrupt callback cannot reach them.
+const UNINTERRUPTIBLE: &[&str] = &["pipe", "fd"];
+
+/// A path without `://`. FFmpeg reads `name:rest` as protocol `name` when one exists; those that
+/// cannot be interrupted are refused here, the rest are bounded by the protocol whitelist.
+fn file(path: &str) -> Result<Source> {
+    if let Some(scheme) = ffmpeg_scheme(path) {
+        if UNINTERRUPTIBLE.contains(&scheme.to_ascii_lowercase().as_str()) {
+            return Err(Error::new(
+                NVCAM_E_UNSUPPORTED,
+                format!("'{scheme}:' inputs are not supported: their reads cannot be interrupted, so open and stall timeouts could not be kept (use a file path or a network URL)"),
+            ));
+        }
+    }
+    Ok(Source::File(path.strip_prefix("file:").unwrap_or(path).to_string()))
 }
 
 /// A port in the URL's authority must be 1..65535 (FFmpeg only says "Invalid argument").
@@ -77,14 +114,14 @@ fn check_port(url: &str, rest: &str) -> Result<()> {
     let port = match hostport.strip_prefix('[') {
         Some(v6) => match v6.split_once(']') {
             Some((_, after)) => after.strip_prefix(':'),
-            None => return Err(Error::arg(format!("camera URL '{}' has an unclosed '['", crate::input::redact(url)))),
+            None => return Err(Error::arg(format!("camera URL '{}' has an unclosed '['", redact(url)))),
         },
         None => hostport.rsplit_once(':').map(|(_, p)| p),
     };
     match port {
         Some(p) if p.parse::<u16>().map_or(true, |n| n == 0) => Err(Error::arg(format!(
             "camera URL '{}' has an invalid port '{p}' (1..65535)",
-            crate::input::redact(url)
+            redact(url)
         ))),
         _ => Ok(()),
     }
@@ -108,7 +145,7 @@ fn parse_testsrc(rest: &str) -> Result<Source> {
 }
 
 /// Parses FFmpeg options written `key=value;key=value` (`&` or newlines also separate pairs).
-pub fn parse_options(s: &str) -> Result<Vec<(String, String)>> {
+pub(crate) fn parse_options(s: &str) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     for part in s.split([';', '&', '\n']).map(str::trim).filter(|p| !p.is_empty()) {
         let (k, v) = part
@@ -121,6 +158,19 @@ pub fn parse_options(s: &str) -> Result<Vec<(String, String)>> {
         out.push((k.to_string(), v.trim().to_string()));
     }
     Ok(out)
+}
+
+/// A URL without its password, for logs and error texts.
+pub(crate) fn redact(url: &str) -> String {
+    if let Some(i) = url.find("://") {
+        let rest = &url[i + 3..];
+        let host_end = rest.find('/').unwrap_or(rest.len());
+        if let Some(at) = rest[..host_end].rfind('@').filter(|&at| rest[..at].contains(':')) {
+            let user = rest[..at].split(':').next().unwrap_or("");
+            return format!("{}://{}:***@{}", &url[..i], user, &rest[at + 1..]);
+        }
+    }
+    url.to_string()
 }
 
 #[cfg(test)]
@@ -147,6 +197,17 @@ mod tests {
         assert!(parse("rtsp://[::1]/cam").is_ok());
         assert!(parse("udp://@:1234?fifo_size=100").is_ok());
         assert!(parse("rtsp://[::1:8554/cam").is_err());
+        assert_eq!(parse("pipe:0").unwrap_err().code, NVCAM_E_UNSUPPORTED);
+        assert_eq!(parse("fd:3").unwrap_err().code, NVCAM_E_UNSUPPORTED);
+        assert_eq!(parse("C:\\clips\\a.mp4").unwrap(), Source::File("C:\\clips\\a.mp4".into()));
+        assert_eq!(parse("file:/tmp/a.mp4").unwrap(), Source::File("/tmp/a.mp4".into()));
+    }
+
+    #[test]
+    fn passwords_never_reach_logs() {
+        assert_eq!(redact("rtsp://admin:secret@10.0.0.1/s"), "rtsp://admin:***@10.0.0.1/s");
+        assert_eq!(redact("rtsp://10.0.0.1/a@b"), "rtsp://10.0.0.1/a@b");
+        assert_eq!(redact("testsrc://1280x720@30"), "testsrc://1280x720@30");
     }
 
     #[test]

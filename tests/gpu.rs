@@ -113,7 +113,7 @@ fn gpu_options(flags: u32, decoder: u32) -> nvcam_camera_options {
 
 /// The hardware decoder AUTO picks: direct NVDEC where libnvcuvid loads, else FFmpeg's hwaccel.
 fn auto_hw_decoder() -> u32 {
-    if nvcam::gpu::nvcuvid::available() {
+    if nvcam::diag::nvcuvid_available() {
         NVCAM_DECODER_NVDEC
     } else {
         NVCAM_DECODER_FFMPEG_HW

@@ -11,7 +11,8 @@
 
 mod common;
 use common::*;
-use nvcam::gpu::nvdec::{self, testing::Knobs};
+use nvcam::diag::hooks::{self, Knobs};
+use nvcam::diag::nvdec_counters;
 use nvcam::*;
 use parking_lot::{Mutex, MutexGuard};
 use std::path::{Path, PathBuf};
@@ -23,8 +24,8 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 /// True if the test can run; false (with a note) to skip. Panics under REQUIRE_GPU=1.
 fn need_gpu(test: &str) -> bool {
-    let what = format!("GPU with NVDEC (libcuda/device: {}, libnvcuvid: {:?})", gpu_usable(), nvcam::gpu::nvcuvid::lib().err());
-    common::need_gpu(test, gpu_usable() && nvcam::gpu::nvcuvid::available(), &what)
+    let what = format!("GPU with NVDEC (libcuda/device: {}, libnvcuvid: {:?})", gpu_usable(), nvcam::diag::nvcuvid_lib().err());
+    common::need_gpu(test, gpu_usable() && nvcam::diag::nvcuvid_available(), &what)
 }
 
 struct Session {
@@ -34,7 +35,7 @@ struct Session {
 impl Session {
     fn new() -> Session {
         let g = SERIAL.lock();
-        nvdec::testing::clear();
+        hooks::clear();
         let cfg = nvcam_config { struct_size: std::mem::size_of::<nvcam_config>() as u32, ..Default::default() };
         unsafe {
             nvcam_log_init(c"-".as_ptr(), NVCAM_LOG_INFO);
@@ -46,7 +47,7 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        nvdec::testing::clear();
+        hooks::clear();
         let r = nvcam_shutdown(20_000);
         if !std::thread::panicking() {
             assert_eq!(r, NVCAM_OK, "shutdown: {}", last_error());
@@ -147,7 +148,7 @@ fn expect_frames(cam: u64, name: &str, reference: &[Vec<u8>], w: usize, h: usize
 }
 
 fn hazards() -> u64 {
-    nvdec::counters().surface_hazards.load(Ordering::Relaxed)
+    nvdec_counters().surface_hazards.load(Ordering::Relaxed)
 }
 
 #[test]
@@ -173,7 +174,7 @@ fn nvdec_direct_matches_software_decode() {
     assert_eq!(hazards(), h0, "a picture's surface was reused before it was written");
 }
 
-/// The ordering argument of `src/gpu/nvdec.rs` under stress: one output surface (each map reuses
+/// The ordering argument of `src/gpu/nvdec/mod.rs` under stress: one output surface (each map reuses
 /// the surface the previous frame was just unmapped from) and a host function that stalls the
 /// camera's stream 4 ms before each map, so every unmap and the next map happen while the copy
 /// out of that surface has not run yet. Each frame must still equal the software decode, and the
@@ -187,10 +188,10 @@ fn nvdec_unmap_before_copy_runs_keeps_frames_exact() {
     let c = Clip { name: "nvdec-h264-704x480.mp4", w: 704, h: 480, frames: 60, codec: "libx264", extra: x264(true) };
     let path = c.path();
     let reference = reference_frames(&path, c.w, c.h);
-    nvdec::testing::set(Knobs { coded_width: 704, output_surfaces: 1, stream_delay_us: 4000, fail_decode_at: 0 });
+    hooks::set(Knobs { coded_width: 704, output_surfaces: 1, stream_delay_us: 4000, fail_decode_at: 0 });
     let g0 = gpu_stats();
     let h0 = hazards();
-    let early = || nvdec::counters().unmapped_before_copy_ran.load(Ordering::Relaxed);
+    let early = || nvdec_counters().unmapped_before_copy_ran.load(Ordering::Relaxed);
     let e0 = early();
     let cam = open(path.to_str().unwrap(), &gpu_options(FAST, NVCAM_DECODER_NVDEC)).unwrap();
     expect_frames(cam, c.name, &reference, c.w, c.h, 0);
@@ -238,7 +239,7 @@ fn nvdec_resolution_change_reconfigures_and_keeps_every_frame() {
         bytes.extend(std::fs::read(p.path()).unwrap());
     }
     std::fs::write(&joined, bytes).unwrap();
-    let c = nvdec::counters();
+    let c = nvdec_counters();
     let (r0, h0, d0) = (c.reconfigures.load(Ordering::Relaxed), hazards(), c.decoders_created.load(Ordering::Relaxed));
     let cam = open(joined.to_str().unwrap(), &gpu_options(FAST, NVCAM_DECODER_NVDEC)).unwrap();
     let mut seq = 0;
@@ -274,14 +275,14 @@ fn nvdec_error_on_one_camera_recovers_and_spares_the_others() {
     let bad = Clip { name: "nvdec-h264-480x272.mp4", w: 480, h: 272, frames: 60, codec: "libx264", extra: x264(true) };
     let good = Clip { name: "nvdec-h264-1280x718.mp4", w: 1280, h: 718, frames: 40, codec: "libx264", extra: x264(true) };
     // 480 wide: the injected fault hits only the first camera's decoder.
-    nvdec::testing::set(Knobs { coded_width: 480, output_surfaces: 0, stream_delay_us: 0, fail_decode_at: 30 });
-    let rec0 = nvdec::counters().recoveries.load(Ordering::Relaxed);
+    hooks::set(Knobs { coded_width: 480, output_surfaces: 0, stream_delay_us: 0, fail_decode_at: 30 });
+    let rec0 = nvdec_counters().recoveries.load(Ordering::Relaxed);
     let cam_bad = open(bad.path().to_str().unwrap(), &gpu_options(NVCAM_OPEN_LOOP | NVCAM_OPEN_NO_PACING, NVCAM_DECODER_NVDEC)).unwrap();
     let reference = reference_frames(&good.path(), good.w, good.h);
     let cam_good = open(good.path().to_str().unwrap(), &gpu_options(FAST, NVCAM_DECODER_NVDEC)).unwrap();
     expect_frames(cam_good, good.name, &reference, good.w, good.h, 0);
     assert!(
-        wait_until(Duration::from_secs(10), || nvdec::counters().recoveries.load(Ordering::Relaxed) > rec0),
+        wait_until(Duration::from_secs(10), || nvdec_counters().recoveries.load(Ordering::Relaxed) > rec0),
         "the injected fault did not trigger a recovery"
     );
     let n0 = stats(cam_bad).frames_decoded;

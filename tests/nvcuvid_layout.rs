@@ -1,4 +1,4 @@
-//! The hand-written NVDEC struct layouts (src/gpu/nvcuvid.rs) against NVIDIA's headers: compiles
+//! The hand-written NVDEC struct layouts (src/gpu/nvdec/sys.rs) against NVIDIA's headers: compiles
 //! tests/c/nvcuvid_layout.c with the system C compiler and compares every size and offset. Where
 //! the headers are not installed (`apt-get install libffmpeg-nvenc-dev`) the test says so and
 //! passes: the same numbers are also compile-time assertions in the crate. On Windows the numbers
@@ -18,7 +18,7 @@ fn nvcuvid_structs_match_nvidia_headers() {
     let f = std::env::var("NVCAM_NVCUVID_LAYOUT_C")
         .expect("NVCAM_NVCUVID_LAYOUT_C is not set: run the Windows tests with scripts/windows-test.sh");
     let c = std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("read {f}: {e}")).replace('\r', "");
-    let rust = nvcam::gpu::nvcuvid::layout_report();
+    let rust = nvcam::diag::nvcuvid_layout_report();
     for (a, b) in c.lines().zip(rust.lines()) {
         assert_eq!(a, b, "C header as mingw lays it out (left) and Rust declaration (right) differ");
     }
@@ -50,7 +50,7 @@ fn nvcuvid_structs_match_nvidia_headers() {
     let out = Command::new(&exe).output().expect("run the layout program");
     assert!(out.status.success());
     let c = String::from_utf8(out.stdout).unwrap();
-    let rust = nvcam::gpu::nvcuvid::layout_report();
+    let rust = nvcam::diag::nvcuvid_layout_report();
     for (a, b) in c.lines().zip(rust.lines()) {
         assert_eq!(a, b, "C header (left) and Rust declaration (right) differ");
     }

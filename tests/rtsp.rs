@@ -242,7 +242,7 @@ fn server_restart_20_times_reconnects_each_time() {
                     }
                 }
                 n += 1;
-                if n % 5 == 0 {
+                if n.is_multiple_of(5) {
                     let c = clone(f);
                     held.push_back((c, pixel_hash(c), seq));
                 }

@@ -11,7 +11,7 @@ fn shutdown_with_leaked_clones_frees_all_and_old_handles_stay_stale() {
     assert_eq!(nvcam_shutdown(100), NVCAM_E_NOT_INITIALIZED, "shutdown before init is an error, not a crash");
     assert_eq!(open("testsrc://64x48@30", &options(0)).unwrap_err().0, NVCAM_E_NOT_INITIALIZED);
     init();
-    let (pools_before, _) = nvcam::pool::live_pools();
+    let (pools_before, _) = nvcam::diag::live_pools();
 
     let cams: Vec<u64> = (0..3).map(|_| open("testsrc://320x240@30", &options(0)).unwrap()).collect();
     // 3 frames per camera (pools have 4 slots), 8 handles each: 72 leaked handles.
@@ -27,14 +27,14 @@ fn shutdown_with_leaked_clones_frees_all_and_old_handles_stay_stale() {
     }
     assert_eq!(leaked.len(), 72);
     assert!(threads_named("nvcam-cam") >= 3);
-    assert!(nvcam::pool::live_pools().0 >= pools_before + 3);
+    assert!(nvcam::diag::live_pools().0 >= pools_before + 3);
 
     let t0 = Instant::now();
     assert_eq!(nvcam_shutdown(5000), NVCAM_OK, "{}", last_error());
     assert!(t0.elapsed() < Duration::from_secs(5));
 
     // Every byte is back: no pool survives its leaked clones past shutdown, no thread is left.
-    assert_eq!(nvcam::pool::live_pools(), (pools_before, 0));
+    assert_eq!(nvcam::diag::live_pools(), (pools_before, 0));
     assert_eq!(threads_named("nvcam-cam"), 0);
     for &h in &leaked {
         assert_eq!(info(h).unwrap_err().0, NVCAM_E_STALE_HANDLE);

@@ -9,7 +9,8 @@
 //!   driver and to retain and release the primary context, with the caller's context saved and put
 //!   back around both.
 //! - Streams are non-blocking; events never record timing; nothing here calls cuCtxSynchronize.
-//! - A failed call is returned at once with the call's name and CUDA's error name, and logged.
+//! - A failed call is returned at once with the call's name and CUDA's error name, and logged,
+//!   by the one checker [`ck`], for the driver API (through cudarc's `sys`) and NVDEC alike.
 
 use crate::status::*;
 use cudarc::driver::sys;
@@ -18,22 +19,77 @@ use std::marker::PhantomData;
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
-pub type CuResult = sys::CUresult;
+/// A `CUresult` as a number. NVDEC's entry points return it raw (a value a later driver adds must
+/// not become an invalid Rust enum); cudarc's typed results convert.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CuCode(pub u32);
 
-/// The error for a failed driver call: its name and CUDA's error name.
-pub fn cuda_error(call: &str, r: CuResult) -> Error {
-    use sys::CUresult as R;
-    let code = match r {
-        R::CUDA_ERROR_OUT_OF_MEMORY => NVCAM_E_OUT_OF_MEMORY,
-        R::CUDA_ERROR_NO_DEVICE | R::CUDA_ERROR_INVALID_DEVICE => NVCAM_E_NO_DEVICE,
-        _ => NVCAM_E_CUDA,
-    };
-    Error::new(code, format!("{call} failed: {r:?}"))
+impl From<sys::CUresult> for CuCode {
+    fn from(r: sys::CUresult) -> CuCode {
+        CuCode(r as u32)
+    }
 }
 
-/// Checks a driver call's result; a failure is logged here, where it happened, and returned.
-pub fn ck(call: &str, r: CuResult) -> Result<()> {
-    if r == sys::CUresult::CUDA_SUCCESS {
+impl From<u32> for CuCode {
+    fn from(r: u32) -> CuCode {
+        CuCode(r)
+    }
+}
+
+impl CuCode {
+    pub(crate) const SUCCESS: CuCode = CuCode(0);
+    pub(crate) const NOT_READY: CuCode = CuCode(600);
+
+    /// CUDA's name for the codes the library meets; others by number.
+    pub(crate) fn name(self) -> String {
+        let n = match self.0 {
+            0 => "CUDA_SUCCESS",
+            1 => "CUDA_ERROR_INVALID_VALUE",
+            2 => "CUDA_ERROR_OUT_OF_MEMORY",
+            3 => "CUDA_ERROR_NOT_INITIALIZED",
+            4 => "CUDA_ERROR_DEINITIALIZED",
+            100 => "CUDA_ERROR_NO_DEVICE",
+            101 => "CUDA_ERROR_INVALID_DEVICE",
+            200 => "CUDA_ERROR_INVALID_IMAGE",
+            201 => "CUDA_ERROR_INVALID_CONTEXT",
+            205 => "CUDA_ERROR_MAP_FAILED",
+            206 => "CUDA_ERROR_UNMAP_FAILED",
+            214 => "CUDA_ERROR_ECC_UNCORRECTABLE",
+            300 => "CUDA_ERROR_INVALID_SOURCE",
+            304 => "CUDA_ERROR_OPERATING_SYSTEM",
+            400 => "CUDA_ERROR_INVALID_HANDLE",
+            500 => "CUDA_ERROR_NOT_FOUND",
+            600 => "CUDA_ERROR_NOT_READY",
+            700 => "CUDA_ERROR_ILLEGAL_ADDRESS",
+            702 => "CUDA_ERROR_LAUNCH_TIMEOUT",
+            709 => "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+            719 => "CUDA_ERROR_LAUNCH_FAILED",
+            801 => "CUDA_ERROR_NOT_SUPPORTED",
+            802 => "CUDA_ERROR_SYSTEM_NOT_READY",
+            999 => "CUDA_ERROR_UNKNOWN",
+            n => return format!("CUresult {n}"),
+        };
+        n.to_string()
+    }
+}
+
+/// The error for a failed driver call: its name and CUDA's error name.
+pub(crate) fn cuda_error(call: &str, r: impl Into<CuCode>) -> Error {
+    let r = r.into();
+    let code = match r.0 {
+        2 => NVCAM_E_OUT_OF_MEMORY,
+        100 | 101 => NVCAM_E_NO_DEVICE,
+        801 => NVCAM_E_UNSUPPORTED,
+        _ => NVCAM_E_CUDA,
+    };
+    Error::new(code, format!("{call} failed: {}", r.name()))
+}
+
+/// Checks a driver or NVDEC call's result; a failure is logged here, where it happened, and
+/// returned.
+pub(crate) fn ck(call: &str, r: impl Into<CuCode>) -> Result<()> {
+    let r = r.into();
+    if r == CuCode::SUCCESS {
         Ok(())
     } else {
         let e = cuda_error(call, r);
@@ -43,8 +99,9 @@ pub fn ck(call: &str, r: CuResult) -> Result<()> {
 }
 
 /// The calling thread's current context (null if none).
-pub fn current_context() -> Result<sys::CUcontext> {
+fn current_context() -> Result<sys::CUcontext> {
     let mut c: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: writes one handle into `c`.
     ck("cuCtxGetCurrent", unsafe { sys::cuCtxGetCurrent(&mut c) })?;
     Ok(c)
 }
@@ -61,6 +118,7 @@ impl RestoreCurrent {
 
 impl Drop for RestoreCurrent {
     fn drop(&mut self) {
+        // SAFETY: restores the handle (or null) this thread had current when we saved it.
         let r = unsafe { sys::cuCtxSetCurrent(self.0) };
         if r != sys::CUresult::CUDA_SUCCESS {
             log::error!("cuCtxSetCurrent (restoring the caller's context) failed: {r:?}");
@@ -69,11 +127,9 @@ impl Drop for RestoreCurrent {
 }
 
 /// One GPU as the library uses it: its primary context, retained once for the library's life.
-pub struct Device {
+pub(crate) struct Device {
     pub ordinal: i32,
-    pub cu_device: sys::CUdevice,
     ctx: sys::CUcontext,
-    name: String,
     /// cudarc's handle on the retained primary context; released (with the caller's context
     /// restored) when the last `Arc<Device>` goes, after everything that used it.
     cudarc: Option<Arc<CudaContext>>,
@@ -83,21 +139,25 @@ pub struct Device {
 
 // SAFETY: a CUcontext is a handle the driver lets any thread push; the rest is plain data.
 unsafe impl Send for Device {}
+// SAFETY: as for Send; every use of the context goes through the driver's thread-safe calls.
 unsafe impl Sync for Device {}
 
 impl Device {
     /// Retains device `ordinal`'s primary context. Where the library is first to activate it,
     /// sets blocking-sync scheduling (cameras' threads then sleep instead of spinning when a wait
     /// is unavoidable); a context the host already made active keeps the host's flags.
-    pub fn open(ordinal: i32) -> Result<Device> {
+    pub(crate) fn open(ordinal: i32) -> Result<Device> {
         let mut dev: sys::CUdevice = 0;
+        // SAFETY: writes one device handle; `ordinal` was checked against the device count.
         ck("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut dev, ordinal) })?;
         let mut flags: std::ffi::c_uint = 0;
         let mut active: std::ffi::c_int = 0;
+        // SAFETY: a valid device; writes two integers.
         ck("cuDevicePrimaryCtxGetState", unsafe { sys::cuDevicePrimaryCtxGetState(dev, &mut flags, &mut active) })?;
         let want = sys::CUctx_flags::CU_CTX_SCHED_BLOCKING_SYNC as u32;
         let mask = sys::CUctx_flags::CU_CTX_SCHED_MASK as u32;
         if active == 0 {
+            // SAFETY: a valid device whose primary context is not active yet.
             ck("cuDevicePrimaryCtxSetFlags", unsafe { sys::cuDevicePrimaryCtxSetFlags_v2(dev, want) })?;
             log::info!("GPU {ordinal}: primary context set to blocking-sync scheduling");
         } else if flags & mask != want {
@@ -115,36 +175,38 @@ impl Device {
         };
         // cudarc's event tracking records and waits on events for every use of its slices, and
         // its first stream would synchronize the context: off, we order our own work.
+        // SAFETY: no cudarc slice or stream of this context exists yet (we never make any).
         unsafe { cudarc.disable_event_tracking() };
         let ctx = cudarc.cu_ctx();
         let mut buf = [0 as std::ffi::c_char; 128];
-        let name = if unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as i32, dev) } == sys::CUresult::CUDA_SUCCESS {
+        // SAFETY: writes at most `buf.len()` bytes, NUL-terminated, into `buf`.
+        let named = unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as i32, dev) } == sys::CUresult::CUDA_SUCCESS;
+        let name = if named {
+            // SAFETY: the driver NUL-terminated the name inside `buf`.
             unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
         } else {
             "?".into()
         };
         log::info!("GPU {ordinal} ({name}): primary context retained");
-        Ok(Device { ordinal, cu_device: dev, ctx, name, cudarc: Some(cudarc), hw_sessions: AtomicU32::new(0) })
+        Ok(Device { ordinal, ctx, cudarc: Some(cudarc), hw_sessions: AtomicU32::new(0) })
     }
 
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    pub fn cu_ctx(&self) -> sys::CUcontext {
+    pub(crate) fn cu_ctx(&self) -> sys::CUcontext {
         self.ctx
     }
 
     /// Makes this device's context current on the calling thread until the guard drops.
-    pub fn push(&self) -> Result<CtxGuard> {
+    pub(crate) fn push(&self) -> Result<CtxGuard> {
+        // SAFETY: our retained context, valid while `self` lives; the guard pops it.
         ck("cuCtxPushCurrent", unsafe { sys::cuCtxPushCurrent_v2(self.ctx) })?;
         Ok(CtxGuard { _not_send: PhantomData })
     }
 
     /// (free, total) bytes of device memory.
-    pub fn mem_info(&self) -> Result<(u64, u64)> {
+    pub(crate) fn mem_info(&self) -> Result<(u64, u64)> {
         let _g = self.push()?;
         let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: our context is current (guard); writes two sizes.
         ck("cuMemGetInfo", unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) })?;
         Ok((free as u64, total as u64))
     }
@@ -164,13 +226,15 @@ impl Drop for Device {
 }
 
 /// Pops the context pushed by [`Device::push`] when dropped; bound to its thread.
-pub struct CtxGuard {
+pub(crate) struct CtxGuard {
     _not_send: PhantomData<*mut ()>,
 }
 
 impl Drop for CtxGuard {
     fn drop(&mut self) {
         let mut popped: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: pops the context this guard's push made current on this thread (the guard is
+        // not Send, so this is that thread).
         let r = unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
         if r != sys::CUresult::CUDA_SUCCESS {
             log::error!("cuCtxPopCurrent failed: {r:?}");
@@ -179,30 +243,34 @@ impl Drop for CtxGuard {
 }
 
 /// A non-blocking stream (it never serializes with the legacy NULL stream or other cameras').
-pub struct Stream {
+pub(crate) struct Stream {
     pub dev: Arc<Device>,
     raw: sys::CUstream,
 }
 
+// SAFETY: a CUstream is a driver handle usable from any thread with its context pushed.
 unsafe impl Send for Stream {}
+// SAFETY: as for Send; enqueueing on one stream from several threads is allowed by the driver.
 unsafe impl Sync for Stream {}
 
 impl Stream {
-    pub fn new(dev: &Arc<Device>) -> Result<Stream> {
+    pub(crate) fn new(dev: &Arc<Device>) -> Result<Stream> {
         let _g = dev.push()?;
         let mut s: sys::CUstream = std::ptr::null_mut();
+        // SAFETY: our context is current (guard); writes one handle.
         ck("cuStreamCreate(NON_BLOCKING)", unsafe {
             sys::cuStreamCreate(&mut s, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32)
         })?;
         Ok(Stream { dev: dev.clone(), raw: s })
     }
-    pub fn raw(&self) -> sys::CUstream {
+    pub(crate) fn raw(&self) -> sys::CUstream {
         self.raw
     }
     /// Teardown only (close, shutdown): waits for this stream's work, never the device's.
-    pub fn synchronize(&self) -> Result<()> {
+    pub(crate) fn synchronize(&self) -> Result<()> {
         let _g = self.dev.push()?;
         super::stats::count_sync(self.dev.ordinal);
+        // SAFETY: our stream, context current (guard).
         ck("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(self.raw) })
     }
 }
@@ -211,49 +279,56 @@ impl Drop for Stream {
     fn drop(&mut self) {
         // cuStreamDestroy returns at once; the driver frees the stream after its work is done.
         if let Ok(_g) = self.dev.push() {
+            // SAFETY: our stream, destroyed once; nothing of ours enqueues on it any more.
             let _ = ck("cuStreamDestroy", unsafe { sys::cuStreamDestroy_v2(self.raw) });
         }
     }
 }
 
 /// An event without timing. Blocking-sync, so the rare wait on one sleeps instead of spinning.
-pub struct Event {
+pub(crate) struct Event {
     pub dev: Arc<Device>,
     raw: sys::CUevent,
 }
 
+// SAFETY: a CUevent is a driver handle usable from any thread with its context pushed.
 unsafe impl Send for Event {}
+// SAFETY: as for Send; record/query/synchronize are thread-safe driver calls.
 unsafe impl Sync for Event {}
 
 impl Event {
-    pub fn new(dev: &Arc<Device>) -> Result<Event> {
+    pub(crate) fn new(dev: &Arc<Device>) -> Result<Event> {
         let _g = dev.push()?;
         let mut e: sys::CUevent = std::ptr::null_mut();
         let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32 | sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32;
+        // SAFETY: our context is current (guard); writes one handle.
         ck("cuEventCreate", unsafe { sys::cuEventCreate(&mut e, flags) })?;
         Ok(Event { dev: dev.clone(), raw: e })
     }
-    pub fn raw(&self) -> sys::CUevent {
+    pub(crate) fn raw(&self) -> sys::CUevent {
         self.raw
     }
-    pub fn record(&self, s: &Stream) -> Result<()> {
+    pub(crate) fn record(&self, s: &Stream) -> Result<()> {
         let _g = self.dev.push()?;
+        // SAFETY: our event and a live stream of the same context, which is current (guard).
         ck("cuEventRecord", unsafe { sys::cuEventRecord(self.raw, s.raw) })
     }
     /// Whether the work recorded last has completed (an event never recorded has). Never waits.
-    pub fn query(&self) -> Result<bool> {
+    pub(crate) fn query(&self) -> Result<bool> {
         let _g = self.dev.push()?;
-        match unsafe { sys::cuEventQuery(self.raw) } {
-            sys::CUresult::CUDA_SUCCESS => Ok(true),
-            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+        // SAFETY: our event, context current (guard).
+        match CuCode::from(unsafe { sys::cuEventQuery(self.raw) }) {
+            CuCode::SUCCESS => Ok(true),
+            CuCode::NOT_READY => Ok(false),
             r => ck("cuEventQuery", r).map(|_| false),
         }
     }
     /// Waits for the recorded work (counted). Only where a wait is the point: teardown, a
     /// download the host asked for, or a frame handed out before its copy finished.
-    pub fn synchronize(&self) -> Result<()> {
+    pub(crate) fn synchronize(&self) -> Result<()> {
         let _g = self.dev.push()?;
         super::stats::count_sync(self.dev.ordinal);
+        // SAFETY: our event, context current (guard).
         ck("cuEventSynchronize", unsafe { sys::cuEventSynchronize(self.raw) })
     }
 }
@@ -262,13 +337,14 @@ impl Drop for Event {
     fn drop(&mut self) {
         // Safe while a record is pending: the driver releases the event once it completes.
         if let Ok(_g) = self.dev.push() {
+            // SAFETY: our event, destroyed once.
             let _ = ck("cuEventDestroy", unsafe { sys::cuEventDestroy_v2(self.raw) });
         }
     }
 }
 
 /// A 2D copy with every field written (a zeroed CUDA_MEMCPY2D is an invalid enum value).
-pub struct Copy2D {
+pub(crate) struct Copy2D {
     pub src: Mem,
     pub src_pitch: usize,
     pub dst: Mem,
@@ -279,14 +355,19 @@ pub struct Copy2D {
 
 /// One end of a copy.
 #[derive(Clone, Copy)]
-pub enum Mem {
+pub(crate) enum Mem {
     Device(sys::CUdeviceptr),
     Host(*mut u8),
 }
 
 impl Copy2D {
     /// Enqueues the copy on `s` (the caller holds a context guard or not; this pushes its own).
-    pub fn enqueue(&self, s: &Stream) -> Result<()> {
+    ///
+    /// # Safety
+    /// Both ends are valid for `rows` rows of `width_bytes` at their pitches (device addresses in
+    /// `s`'s context, or host memory the driver can read or write), and stay so until the copy has
+    /// run on `s`: the caller records an event after it that fences any reuse or free.
+    pub(crate) unsafe fn enqueue(&self, s: &Stream) -> Result<()> {
         use sys::CUmemorytype::{CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST};
         let (src_t, src_host, src_dev) = match self.src {
             Mem::Device(p) => (CU_MEMORYTYPE_DEVICE, std::ptr::null(), p),
@@ -315,56 +396,7 @@ impl Copy2D {
             Height: self.rows,
         };
         let _g = s.dev.push()?;
+        // SAFETY: every field of `c` is written; both ends are valid (this function's contract).
         ck("cuMemcpy2DAsync", unsafe { sys::cuMemcpy2DAsync_v2(&c, s.raw) })
-    }
-}
-
-/// Pinned host memory (page-locked, *not* write-combined: the CPU reads downloads back) with the
-/// event that fences its last copy. Dropping it hands both to the deferred-free queue.
-pub struct PinnedBuf {
-    pub dev: Arc<Device>,
-    ptr: *mut u8,
-    len: usize,
-    /// Recorded after each copy that reads or writes the buffer.
-    pub done: Option<Event>,
-}
-
-unsafe impl Send for PinnedBuf {}
-unsafe impl Sync for PinnedBuf {}
-
-impl PinnedBuf {
-    pub fn new(dev: &Arc<Device>, len: usize) -> Result<PinnedBuf> {
-        let done = Event::new(dev)?;
-        let _g = dev.push()?;
-        let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
-        ck("cuMemHostAlloc(PORTABLE)", unsafe { sys::cuMemHostAlloc(&mut p, len.max(1), sys::CU_MEMHOSTALLOC_PORTABLE) })?;
-        super::stats::count_pinned_alloc(dev.ordinal);
-        Ok(PinnedBuf { dev: dev.clone(), ptr: p as *mut u8, len, done: Some(done) })
-    }
-    pub fn ptr(&self) -> *mut u8 {
-        self.ptr
-    }
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-    pub fn done(&self) -> &Event {
-        self.done.as_ref().expect("event lives until drop")
-    }
-    /// # Safety
-    /// No GPU copy may be using the buffer (`done` completed), and no other reference to the
-    /// bytes may exist.
-    #[allow(clippy::mut_from_ref)]
-    pub unsafe fn as_mut_slice(&self) -> &mut [u8] {
-        std::slice::from_raw_parts_mut(self.ptr, self.len)
-    }
-}
-
-impl Drop for PinnedBuf {
-    fn drop(&mut self) {
-        let fences = self.done.take().into_iter().collect();
-        super::deferred::retire(self.dev.clone(), super::deferred::Buf::Host(self.ptr), self.len as u64, fences);
     }
 }

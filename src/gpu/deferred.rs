@@ -6,6 +6,7 @@
 //! querying events only; close and shutdown drain by waiting on those events, never on the device.
 
 use super::context::{ck, Device, Event};
+use crate::config::DEFAULTS;
 use super::stats;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use cudarc::driver::sys;
 
-pub enum Buf {
+pub(crate) enum Buf {
     Device(sys::CUdeviceptr),
     Host(*mut u8),
 }
@@ -26,30 +27,25 @@ struct Entry {
     at: Instant,
 }
 
-// SAFETY: the pointers are owned by the entry and only freed once.
+// SAFETY: the pointers are owned by the entry and freed once, from whichever thread drains it.
 unsafe impl Send for Entry {}
 
 static QUEUE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 static LEN: AtomicUsize = AtomicUsize::new(0);
-static MIN_AGE_MS: AtomicU32 = AtomicU32::new(100);
+static MIN_AGE_MS: AtomicU32 = AtomicU32::new(DEFAULTS.gpu_free_min_age_ms);
 static LAST_MAINTAIN_MS: AtomicU64 = AtomicU64::new(0);
 static EPOCH: once_cell::sync::Lazy<Instant> = once_cell::sync::Lazy::new(Instant::now);
 
-pub fn set_min_age(ms: u32) {
-    MIN_AGE_MS.store(ms, Ordering::Relaxed);
+pub(crate) fn set_min_age(d: Duration) {
+    MIN_AGE_MS.store(d.as_millis().min(u32::MAX as u128) as u32, Ordering::Relaxed);
 }
 
-pub fn min_age() -> Duration {
+pub(crate) fn min_age() -> Duration {
     Duration::from_millis(MIN_AGE_MS.load(Ordering::Relaxed) as u64)
 }
 
-/// Buffers waiting.
-pub fn len() -> usize {
-    LEN.load(Ordering::Relaxed)
-}
-
 /// Hands a buffer over; it is freed once `fences` completed and it is old enough.
-pub fn retire(dev: Arc<Device>, buf: Buf, bytes: u64, fences: Vec<Event>) {
+pub(crate) fn retire(dev: Arc<Device>, buf: Buf, bytes: u64, fences: Vec<Event>) {
     let c = stats::of(dev.ordinal);
     c.bytes_deferred.fetch_add(bytes as i64, Ordering::Relaxed);
     c.deferred_buffers.fetch_add(1, Ordering::Relaxed);
@@ -67,11 +63,13 @@ fn free(e: Entry) {
     match e.dev.push() {
         Ok(_g) => match e.buf {
             Buf::Device(p) => {
+                // SAFETY: our allocation, freed once; its fences completed (nothing reads it).
                 if ck("cuMemFree", unsafe { sys::cuMemFree_v2(p) }).is_ok() {
                     c.device_frees.fetch_add(1, Ordering::Relaxed);
                 }
             }
             Buf::Host(p) => {
+                // SAFETY: our pinned allocation, freed once; its fences completed.
                 if ck("cuMemFreeHost", unsafe { sys::cuMemFreeHost(p as *mut std::ffi::c_void) }).is_ok() {
                     c.pinned_frees.fetch_add(1, Ordering::Relaxed);
                 }
@@ -87,7 +85,7 @@ fn free(e: Entry) {
 
 /// Frees every entry whose fences completed and that is at least `min_age` old; never waits.
 /// Returns how many were freed.
-pub fn drain(min_age: Duration) -> usize {
+pub(crate) fn drain(min_age: Duration) -> usize {
     if LEN.load(Ordering::Relaxed) == 0 {
         return 0;
     }
@@ -113,13 +111,13 @@ pub fn drain(min_age: Duration) -> usize {
 }
 
 /// The workers' call: a non-blocking drain with the configured minimum age, at most every 20 ms.
-pub fn maintain() {
+pub(crate) fn maintain() {
     if LEN.load(Ordering::Relaxed) == 0 {
         return;
     }
     let now = EPOCH.elapsed().as_millis() as u64;
     let last = LAST_MAINTAIN_MS.load(Ordering::Relaxed);
-    if now.saturating_sub(last) < 20
+    if now.saturating_sub(last) < DEFAULTS.gpu_maintain_every_ms as u64
         || LAST_MAINTAIN_MS.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_err()
     {
         return;
@@ -130,7 +128,7 @@ pub fn maintain() {
 /// Teardown: frees every entry (whatever its age) once its fences completed, waiting for them
 /// until `deadline`. Entries still pending at the deadline stay queued. Returns whether the queue
 /// is empty.
-pub fn drain_wait(deadline: Instant) -> bool {
+pub(crate) fn drain_wait(deadline: Instant) -> bool {
     let all: Vec<Entry> = {
         let mut q = QUEUE.lock();
         LEN.fetch_sub(q.len(), Ordering::Relaxed);

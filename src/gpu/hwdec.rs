@@ -8,9 +8,10 @@
 //! on the hot path, then unreffed. `extra_hw_frames` covers exactly what is held.
 
 use super::context::{Copy2D, Event, Mem};
+use super::memory::device_slot;
 use super::{stats, CamGpu, HwTicket};
-use crate::decode::{received, Decoder, Picture};
-use crate::pool::{Geometry, Lease, Pool};
+use crate::decode::{received, Decoder, DecoderKind, Outcome, Picture};
+use crate::pool::Lease;
 use crate::status::*;
 use ff::ffi;
 use ffmpeg_next as ff;
@@ -42,19 +43,28 @@ fn is_nv12_compatible(f: ffi::AVPixelFormat) -> bool {
 /// Picks CUDA when it is offered for an 8-bit 4:2:0 stream; otherwise notes why and refuses, so
 /// that FFmpeg's silent fall back to its software decoder inside a "hardware" decoder can never
 /// happen: the camera falls back itself, with a reason, to software decode plus upload.
+///
+/// # Safety
+/// FFmpeg's `get_format` contract: `ctx` is the decoder's context, whose `opaque` we set to this
+/// decoder's `FmtState`; `fmts` is an AV_PIX_FMT_NONE-terminated list.
 unsafe extern "C" fn get_format_cuda(ctx: *mut ffi::AVCodecContext, fmts: *const ffi::AVPixelFormat) -> ffi::AVPixelFormat {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut has_cuda = false;
         let mut p = fmts;
-        while !p.is_null() && *p != ffi::AVPixelFormat::AV_PIX_FMT_NONE {
-            has_cuda |= *p == ffi::AVPixelFormat::AV_PIX_FMT_CUDA;
-            p = p.add(1);
+        // SAFETY: `fmts` is terminated by AV_PIX_FMT_NONE (FFmpeg's contract); we stop there.
+        while let Some(&f) = unsafe { p.as_ref() }.filter(|&&f| f != ffi::AVPixelFormat::AV_PIX_FMT_NONE) {
+            has_cuda |= f == ffi::AVPixelFormat::AV_PIX_FMT_CUDA;
+            // SAFETY: `f` was not the terminator, so the next element exists.
+            p = unsafe { p.add(1) };
         }
-        let sw = (*ctx).sw_pix_fmt;
+        // SAFETY: `ctx` is the decoder's live context (FFmpeg's contract).
+        let (sw, opaque) = unsafe { ((*ctx).sw_pix_fmt, (*ctx).opaque as *const FmtState) };
         if has_cuda && is_nv12_compatible(sw) {
             return ffi::AVPixelFormat::AV_PIX_FMT_CUDA;
         }
-        if let Some(st) = ((*ctx).opaque as *const FmtState).as_ref() {
+        // SAFETY: `opaque` is null or the FmtState boxed in the HwDecoder that owns this codec
+        // context, which outlives every call into it.
+        if let Some(st) = unsafe { opaque.as_ref() } {
             st.no_cuda.store(!has_cuda, Ordering::Relaxed);
             st.sw_format.store(sw as i32, Ordering::Relaxed);
             st.refused.store(true, Ordering::Release);
@@ -66,34 +76,30 @@ unsafe extern "C" fn get_format_cuda(ctx: *mut ffi::AVCodecContext, fmts: *const
 
 /// Our reference on the AVHWDeviceContext.
 struct HwDevRef(*mut ffi::AVBufferRef);
+// SAFETY: a reference-counted FFmpeg buffer we own; unreffed once, from any thread.
 unsafe impl Send for HwDevRef {}
 impl Drop for HwDevRef {
     fn drop(&mut self) {
+        // SAFETY: our reference (null-safe; av_buffer_unref nulls it).
         unsafe { ffi::av_buffer_unref(&mut self.0) };
     }
 }
 
 /// Whether FFmpeg has a CUDA hwaccel (hw_device_ctx method) for this codec.
-pub fn codec_has_cuda(id: ff::codec::Id) -> bool {
+fn codec_has_cuda(id: ff::codec::Id) -> bool {
     let Some(codec) = ff::decoder::find(id) else { return false };
-    unsafe {
-        let mut i = 0;
-        loop {
-            let cfg = ffi::avcodec_get_hw_config(codec.as_ptr(), i);
-            if cfg.is_null() {
-                return false;
-            }
-            if (*cfg).device_type == ffi::AVHWDeviceType::AV_HWDEVICE_TYPE_CUDA
-                && (*cfg).methods & ffi::AV_CODEC_HW_CONFIG_METHOD_HW_DEVICE_CTX as i32 != 0
-            {
-                return true;
-            }
-            i += 1;
-        }
-    }
+    (0..)
+        // SAFETY: a registered codec; returns a static config or null past the last index.
+        .map(|i| unsafe { ffi::avcodec_get_hw_config(codec.as_ptr(), i).as_ref() })
+        .take_while(Option::is_some)
+        .flatten()
+        .any(|cfg| {
+            cfg.device_type == ffi::AVHWDeviceType::AV_HWDEVICE_TYPE_CUDA
+                && cfg.methods & ffi::AV_CODEC_HW_CONFIG_METHOD_HW_DEVICE_CTX as i32 != 0
+        })
 }
 
-pub struct HwDecoder {
+pub(crate) struct HwDecoder {
     cam: Arc<CamGpu>,
     dec: Option<ff::decoder::Video>,
     /// The picture last received, until written (or replaced by the next receive).
@@ -111,7 +117,7 @@ pub struct HwDecoder {
 }
 
 impl HwDecoder {
-    pub fn new(cam: &Arc<CamGpu>, params: &ff::codec::Parameters, time_base: ff::Rational, ticket: HwTicket) -> Result<HwDecoder> {
+    pub(crate) fn new(cam: &Arc<CamGpu>, params: &ff::codec::Parameters, time_base: ff::Rational, ticket: HwTicket) -> Result<HwDecoder> {
         let id = params.id();
         let codec = format!("{id:?}").to_lowercase();
         if !codec_has_cuda(id) {
@@ -119,37 +125,43 @@ impl HwDecoder {
         }
         let dev = &cam.stream.dev;
         let _g = dev.push()?;
-        let hw_dev = unsafe {
-            let r = ffi::av_hwdevice_ctx_alloc(ffi::AVHWDeviceType::AV_HWDEVICE_TYPE_CUDA);
-            if r.is_null() {
-                return Err(Error::new(NVCAM_E_OUT_OF_MEMORY, "av_hwdevice_ctx_alloc(CUDA) failed"));
-            }
-            let hw_dev = HwDevRef(r);
+        // SAFETY: allocation only; checked below.
+        let r = unsafe { ffi::av_hwdevice_ctx_alloc(ffi::AVHWDeviceType::AV_HWDEVICE_TYPE_CUDA) };
+        if r.is_null() {
+            return Err(Error::new(NVCAM_E_OUT_OF_MEMORY, "av_hwdevice_ctx_alloc(CUDA) failed"));
+        }
+        let hw_dev = HwDevRef(r);
+        // SAFETY: a fresh CUDA device context, not initialized yet: its hwctx is an
+        // AVCUDADeviceContext whose context and stream we may set. Both are ours and outlive
+        // the decoder (it holds `cam`).
+        let e = unsafe {
             let devctx = (*r).data as *mut ffi::AVHWDeviceContext;
             let cu = (*devctx).hwctx as *mut ffi::AVCUDADeviceContext;
             (*cu).cuda_ctx = dev.cu_ctx() as ffi::CUcontext;
             (*cu).stream = cam.stream.raw() as ffi::CUstream;
-            let e = ffi::av_hwdevice_ctx_init(r);
-            if e < 0 {
-                let err = Error::ffmpeg("av_hwdevice_ctx_init(CUDA, our context)", ff::Error::from(e));
-                log::warn!("{err}");
-                return Err(err);
-            }
-            hw_dev
+            ffi::av_hwdevice_ctx_init(r)
         };
+        if e < 0 {
+            let err = Error::ffmpeg("av_hwdevice_ctx_init(CUDA, our context)", ff::Error::from(e));
+            log::warn!("{err}");
+            return Err(err);
+        }
         let fmt = Box::new(FmtState::default());
         let mut ctx = ff::codec::Context::from_parameters(params.clone()).map_err(|e| Error::ffmpeg("avcodec_parameters_to_context", e))?;
-        unsafe {
+        // SAFETY: an unopened codec context we own. `fmt` is boxed, so the opaque pointer stays
+        // valid while the decoder (which holds both) lives.
+        let hw_ref = unsafe {
             let p = ctx.as_mut_ptr();
             (*p).hw_device_ctx = ffi::av_buffer_ref(hw_dev.0);
-            if (*p).hw_device_ctx.is_null() {
-                return Err(Error::new(NVCAM_E_OUT_OF_MEMORY, "av_buffer_ref failed"));
-            }
             (*p).get_format = Some(get_format_cuda);
             (*p).opaque = &*fmt as *const FmtState as *mut std::ffi::c_void;
             (*p).extra_hw_frames = EXTRA_HW_FRAMES;
             // Frame threads only add surfaces with NVDEC.
             (*p).thread_count = 1;
+            (*p).hw_device_ctx
+        };
+        if hw_ref.is_null() {
+            return Err(Error::new(NVCAM_E_OUT_OF_MEMORY, "av_buffer_ref failed"));
         }
         let dec = ctx.decoder().video().map_err(|e| {
             let err = Error::ffmpeg("avcodec_open2 (CUDA hwaccel)", e);
@@ -179,7 +191,7 @@ impl HwDecoder {
     }
 
     /// Whether NVDEC could not take this stream (so the camera may fall back to software).
-    pub fn hw_failed(&self) -> bool {
+    pub(crate) fn hw_failed(&self) -> bool {
         self.fmt.refused.load(Ordering::Acquire)
     }
 
@@ -213,7 +225,8 @@ impl HwDecoder {
             }
             let (mut f, ev) = self.pending.pop_front().expect("front exists");
             let _g = self.cam.stream.dev.push()?;
-            unsafe { ffi::av_frame_unref(f.as_mut_ptr()) }; // releases the NVDEC surface
+            // SAFETY: our frame; its copy completed (event), so the NVDEC surface may go back.
+            unsafe { ffi::av_frame_unref(f.as_mut_ptr()) };
             self.spare_frames.push(f);
             self.spare_events.push(ev);
         }
@@ -232,6 +245,7 @@ impl Drop for HwDecoder {
             }
             drop(f);
         }
+        // SAFETY: our frame, never copied from (or its copies were waited for above).
         unsafe { ffi::av_frame_unref(self.frame.as_mut_ptr()) };
         self.spare_frames.clear();
         drop(self.dec.take());
@@ -241,18 +255,18 @@ impl Drop for HwDecoder {
 }
 
 impl Decoder for HwDecoder {
-    fn name(&self) -> &'static str {
-        "ffmpeg-cuda"
+    fn kind(&self) -> DecoderKind {
+        DecoderKind::FfmpegCuda
     }
-    fn send_packet(&mut self, pkt: &ff::Packet) -> Result<()> {
+    fn send_packet(&mut self, pkt: &ff::Packet) -> Result<Outcome> {
         self.reap()?;
         let r = self.dec().send_packet(pkt);
         self.check_refused()?;
         match r {
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(Outcome::Clean),
             Err(ff::Error::InvalidData) => {
                 log::debug!("decoder skipped a corrupt packet");
-                Ok(())
+                Ok(Outcome::Clean)
             }
             Err(e) => Err(Error::ffmpeg("avcodec_send_packet (CUDA hwaccel)", e)),
         }
@@ -271,6 +285,7 @@ impl Decoder for HwDecoder {
         let Some(pic) = received(r, &self.frame, self.time_base, "avcodec_receive_frame (CUDA hwaccel)")? else {
             return Ok(None);
         };
+        // SAFETY: our frame, just filled by the decoder.
         let fmt = unsafe { (*self.frame.as_ptr()).format };
         if fmt != ffi::AVPixelFormat::AV_PIX_FMT_CUDA as i32 {
             self.fmt.refused.store(true, Ordering::Release);
@@ -279,13 +294,14 @@ impl Decoder for HwDecoder {
         self.has_frame = true;
         Ok(Some(pic))
     }
-    fn write_into(&mut self, lease: &mut Lease) -> Result<()> {
+    fn write_into(&mut self, lease: &mut Lease) -> Result<Outcome> {
         if !self.has_frame {
             return Err(Error::internal("write_into without a received picture"));
         }
         let g = lease.pool().geom;
         let s = &self.cam.stream;
-        let st = super::pool::target(lease, s, Some((self.frame.width(), self.frame.height())))?;
+        let dst = device_slot(lease, s, Some((self.frame.width(), self.frame.height())))?;
+        // SAFETY: our frame, a decoded CUDA frame (checked in receive).
         let (src_y, pitch_y, src_uv, pitch_uv) = unsafe {
             let f = &*self.frame.as_ptr();
             (f.data[0] as u64, f.linesize[0] as usize, f.data[1] as u64, f.linesize[1] as usize)
@@ -293,19 +309,23 @@ impl Decoder for HwDecoder {
         if src_y == 0 || src_uv == 0 {
             return Err(Error::internal("CUDA frame without planes"));
         }
-        let dst = lease.addr();
-        Copy2D { src: Mem::Device(src_y), src_pitch: pitch_y, dst: Mem::Device(dst), dst_pitch: g.pitch, width_bytes: g.width as usize, rows: g.y_rows() }
+        // SAFETY: the source planes are the frame's NVDEC surface, which we hold (in `pending`)
+        // until the event recorded after these copies completes; the slot is ours (lease) and has
+        // the frame's size (checked).
+        unsafe {
+            Copy2D { src: Mem::Device(src_y), src_pitch: pitch_y, dst: Mem::Device(dst), dst_pitch: g.pitch, width_bytes: g.width as usize, rows: g.y_rows() }
+                .enqueue(s)?;
+            Copy2D {
+                src: Mem::Device(src_uv),
+                src_pitch: pitch_uv,
+                dst: Mem::Device(dst + g.uv_offset() as u64),
+                dst_pitch: g.pitch,
+                width_bytes: g.row_bytes(),
+                rows: g.uv_rows(),
+            }
             .enqueue(s)?;
-        Copy2D {
-            src: Mem::Device(src_uv),
-            src_pitch: pitch_uv,
-            dst: Mem::Device(dst + g.uv_offset() as u64),
-            dst_pitch: g.pitch,
-            width_bytes: g.row_bytes(),
-            rows: g.uv_rows(),
         }
-        .enqueue(s)?;
-        st.record_write(lease.index(), s)?;
+        lease.pool().storage().mark_written(lease.index())?;
         let ev = match self.spare_events.pop() {
             Some(e) => e,
             None => Event::new(&s.dev)?,
@@ -316,16 +336,11 @@ impl Decoder for HwDecoder {
         self.has_frame = false;
         self.pending.push_back((held, ev));
         stats::of(s.dev.ordinal).frames_copied.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    }
-    fn new_pool(&self, geom: Geometry, slots: usize) -> Result<Arc<Pool>> {
-        super::new_pool(&self.cam, geom, slots)
-    }
-    fn pool_device(&self) -> i32 {
-        self.cam.stream.dev.ordinal
+        Ok(Outcome::Clean)
     }
     fn reset(&mut self) -> bool {
         // Held surfaces keep their own references; they are reaped as their copies complete.
+        // SAFETY: our frame, not copied from (a written frame moved to `pending`).
         unsafe { ffi::av_frame_unref(self.frame.as_mut_ptr()) };
         self.has_frame = false;
         self.dec().flush();

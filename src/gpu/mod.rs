@@ -1,35 +1,31 @@
-//! The GPU path: decode with NVDEC (FFmpeg's CUDA hwaccel) or in software plus upload, into
-//! per-camera NV12 pools in device memory, with event-ordered lifetimes.
+//! The GPU path: per-camera NV12 pools in device memory with event-ordered lifetimes, and the
+//! decoders that write them (direct NVDEC, FFmpeg's CUDA hwaccel, software plus upload).
 //!
 //! - [`context`]: one primary context per device (via cudarc, loaded at run time), the push/pop
-//!   guard around every call, streams, events, pinned buffers.
-//! - [`pool`]: the device storage behind a camera's pool (pitched, allocated once per resolution,
-//!   per-slot events).
+//!   guard around every call, streams, events, 2D copies, the one CUDA result checker.
+//! - [`memory`]: the device storage behind a camera's pool (pitched, allocated once per
+//!   resolution, per-slot events) and pinned host buffers.
 //! - [`deferred`]: the deferred-free queue (events completed + minimum age).
-//! - [`nvdec`] (with [`nvcuvid`], libnvcuvid loaded at run time), [`hwdec`], [`upload`]: the
-//!   decoders that write device pools (direct NVDEC, FFmpeg's CUDA hwaccel, software + upload);
-//!   [`GpuDecoder`] chooses and falls back between them.
+//! - [`nvdec`] (libnvcuvid loaded at run time), [`hwdec`], [`upload`]: the decoders. Which one a
+//!   camera gets, and the fall-back between them, is decided in `crate::select`.
 //! - [`stats`]: process-wide counters for `nvcam_gpu_stats`.
 //!
 //! Without libcuda (or a GPU) nothing here runs: [`probe`] says why once and cameras decode on
 //! the CPU.
 
-pub mod context;
-pub mod deferred;
-pub mod hwdec;
-pub mod nvcuvid;
-pub mod nvdec;
-pub mod pool;
-pub mod stats;
-pub mod upload;
+pub(crate) mod context;
+pub(crate) mod deferred;
+pub(crate) mod hwdec;
+pub(crate) mod memory;
+pub(crate) mod nvdec;
+pub(crate) mod stats;
+pub(crate) mod upload;
 
-use crate::api::*;
-use crate::camera::Options;
-use crate::decode::{Decoder, Picture};
-use crate::pool::{Geometry, Lease, Pool};
+pub(crate) use stats::GpuStats;
+
+use crate::config::Config;
 use crate::status::*;
 use context::{Device, Stream};
-use ffmpeg_next as ff;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -42,12 +38,13 @@ static MAX_HW_PER_DEVICE: AtomicU32 = AtomicU32::new(0);
 /// Whether the CUDA driver is loadable and has devices: `Ok(count)` or the reason there is no GPU
 /// path. Checked once per process, before any other CUDA call (cudarc panics on a missing
 /// library). `NVCAM_DISABLE_GPU=1` forces the CPU path.
-pub fn probe() -> std::result::Result<i32, String> {
+pub(crate) fn probe() -> std::result::Result<i32, String> {
     PROBE
         .get_or_init(|| {
             if std::env::var("NVCAM_DISABLE_GPU").is_ok_and(|v| !v.is_empty() && v != "0") {
                 return Err("GPU path disabled by NVCAM_DISABLE_GPU".into());
             }
+            // SAFETY: cudarc's loader and three driver calls that write plain integers.
             std::panic::catch_unwind(|| unsafe {
                 use cudarc::driver::sys;
                 if !sys::is_culib_present() {
@@ -76,15 +73,15 @@ pub fn probe() -> std::result::Result<i32, String> {
 }
 
 /// Library init: settings, and one probe with its result in the log.
-pub fn init(cfg: &crate::library::Config) {
-    MAX_HW_PER_DEVICE.store(cfg.max_hw_decoders_per_device, Ordering::Relaxed);
-    deferred::set_min_age(if cfg.gpu_free_min_age_ms == 0 { 100 } else { cfg.gpu_free_min_age_ms });
+pub(crate) fn init(cfg: &Config) {
+    MAX_HW_PER_DEVICE.store(cfg.max_hw_decoders_per_device.unwrap_or(0), Ordering::Relaxed);
+    deferred::set_min_age(cfg.gpu_free_min_age);
     match probe() {
         Ok(n) => log::info!(
             "GPU path available: {n} device(s); hardware decoders per device: {}",
             match cfg.max_hw_decoders_per_device {
-                0 => "no cap".to_string(),
-                c => c.to_string(),
+                None => "no cap".to_string(),
+                Some(c) => c.to_string(),
             }
         ),
         Err(why) => log::info!("GPU path unavailable ({why}); cameras decode on the CPU"),
@@ -92,7 +89,7 @@ pub fn init(cfg: &crate::library::Config) {
 }
 
 /// The device's context, retained on first use.
-pub fn device(ordinal: i32) -> Result<Arc<Device>> {
+pub(crate) fn device(ordinal: i32) -> Result<Arc<Device>> {
     let n = probe().map_err(|why| Error::new(NVCAM_E_NO_DEVICE, why))?;
     if ordinal < 0 || ordinal >= n {
         return Err(Error::new(NVCAM_E_NO_DEVICE, format!("GPU {ordinal} does not exist ({n} found)")));
@@ -115,7 +112,7 @@ fn open_device(ordinal: i32) -> Option<Arc<Device>> {
 
 /// Library shutdown, after every camera closed and every frame was released: frees the deferred
 /// queue (waiting on its events only, until the deadline), then releases the contexts last.
-pub fn shutdown(timeout: Duration) {
+pub(crate) fn shutdown(timeout: Duration) {
     let deadline = Instant::now() + timeout;
     if !deferred::drain_wait(deadline) {
         log::warn!("nvcam_shutdown: GPU memory still in use by unfinished work; contexts kept until it is freed");
@@ -129,31 +126,43 @@ pub fn shutdown(timeout: Duration) {
     }
 }
 
+/// The workers' housekeeping: frees deferred GPU buffers that are ready (never waits).
+pub(crate) fn maintain() {
+    deferred::maintain();
+}
+
+/// `nvcam_gpu_drain`: frees what is ready and at least `min_age` old; never waits.
+pub(crate) fn drain(min_age: Duration) {
+    deferred::drain(min_age);
+}
+
 /// A camera's GPU resources that outlive its connections: the device and its stream.
-pub struct CamGpu {
+pub(crate) struct CamGpu {
     pub stream: Arc<Stream>,
 }
 
 impl CamGpu {
-    pub fn new(ordinal: i32) -> Result<CamGpu> {
+    pub(crate) fn new(ordinal: i32) -> Result<CamGpu> {
         let dev = device(ordinal)?;
         Ok(CamGpu { stream: Arc::new(Stream::new(&dev)?) })
     }
+    pub(crate) fn ordinal(&self) -> i32 {
+        self.stream.dev.ordinal
+    }
 }
 
-/// A device pool for `geom`'s size (the driver picks the pitch).
-pub fn new_pool(cam: &Arc<CamGpu>, geom: Geometry, slots: usize) -> Result<Arc<Pool>> {
-    let st = pool::DeviceStorage::new(&cam.stream, geom.width, geom.height, slots)?;
-    Ok(Pool::new(st.geom(), slots, Box::new(st)))
+/// The per-device cap on hardware decode sessions (0 = none), for messages.
+pub(crate) fn hw_cap() -> u32 {
+    MAX_HW_PER_DEVICE.load(Ordering::Relaxed)
 }
 
 /// One hardware decode session counted against `max_hw_decoders_per_device`.
-pub struct HwTicket {
+pub(crate) struct HwTicket {
     dev: Arc<Device>,
 }
 
 impl HwTicket {
-    pub fn take(dev: &Arc<Device>) -> Option<HwTicket> {
+    pub(crate) fn take(dev: &Arc<Device>) -> Option<HwTicket> {
         let cap = MAX_HW_PER_DEVICE.load(Ordering::Relaxed);
         let ok = dev
             .hw_sessions
@@ -169,175 +178,9 @@ impl Drop for HwTicket {
     }
 }
 
-enum Inner {
-    Nv(nvdec::NvDecoder),
-    Hw(hwdec::HwDecoder),
-    Up(upload::UploadDecoder),
-    /// Only between dropping a failed decoder and making the next (its session goes back first).
-    Empty,
-}
-
-/// The GPU camera's decoder: NVDEC, or software plus upload, with the fall back between them
-/// (AUTO policy only) when NVDEC turns the stream down at its first picture.
-pub struct GpuDecoder {
-    inner: Inner,
-    cam: Arc<CamGpu>,
-    fallback: Option<(ff::codec::Parameters, ff::Rational, usize)>,
-}
-
-impl GpuDecoder {
-    fn fall_back(&mut self, why: &Error) -> Result<()> {
-        let (params, tb, threads) = self.fallback.clone().expect("checked");
-        let dev = self.cam.stream.dev.clone();
-        let from_nvdec = matches!(self.inner, Inner::Nv(_));
-        // The failed decoder goes first, so its session and its ticket are free again.
-        self.inner = Inner::Empty;
-        if from_nvdec {
-            log::warn!("GPU {}: direct NVDEC: {}; trying FFmpeg's CUDA hwaccel", dev.ordinal, why.msg);
-            match HwTicket::take(&dev).map(|t| hwdec::HwDecoder::new(&self.cam, &params, tb, t)) {
-                Some(Ok(h)) => {
-                    self.inner = Inner::Hw(h);
-                    return Ok(());
-                }
-                Some(Err(e)) => log::warn!("GPU {}: FFmpeg CUDA hwaccel: {}", dev.ordinal, e.msg),
-                None => {}
-            }
-        } else {
-            log::warn!("GPU {}: {}; decoding in software and uploading to the GPU instead", dev.ordinal, why.msg);
-        }
-        self.fallback = None;
-        stats::of(dev.ordinal).hw_fallbacks.fetch_add(1, Ordering::Relaxed);
-        self.inner = Inner::Up(upload::UploadDecoder::new(&self.cam, params, tb, threads)?);
-        Ok(())
-    }
-    fn can_fall_back(&self) -> bool {
-        self.fallback.is_some()
-            && match &self.inner {
-                Inner::Nv(n) => n.hw_failed(),
-                Inner::Hw(h) => h.hw_failed(),
-                _ => false,
-            }
-    }
-    fn inner(&mut self) -> Result<&mut dyn Decoder> {
-        match &mut self.inner {
-            Inner::Nv(n) => Ok(n),
-            Inner::Hw(h) => Ok(h),
-            Inner::Up(u) => Ok(u),
-            Inner::Empty => Err(Error::internal("no decoder after a failed fall back")),
-        }
-    }
-}
-
-impl Decoder for GpuDecoder {
-    fn name(&self) -> &'static str {
-        match &self.inner {
-            Inner::Nv(n) => n.name(),
-            Inner::Hw(h) => h.name(),
-            Inner::Up(u) => u.name(),
-            Inner::Empty => "none",
-        }
-    }
-    fn send_packet(&mut self, pkt: &ff::Packet) -> Result<()> {
-        match self.inner()?.send_packet(pkt) {
-            Err(e) if self.can_fall_back() => {
-                self.fall_back(&e)?;
-                self.inner()?.send_packet(pkt)
-            }
-            r => r,
-        }
-    }
-    fn send_eof(&mut self) -> Result<()> {
-        self.inner()?.send_eof()
-    }
-    fn receive(&mut self) -> Result<Option<Picture>> {
-        match self.inner()?.receive() {
-            Err(e) if self.can_fall_back() => {
-                // The packets NVDEC turned down are gone; the next decoder picks up at the next keyframe.
-                self.fall_back(&e)?;
-                Ok(None)
-            }
-            r => r,
-        }
-    }
-    fn write_into(&mut self, lease: &mut Lease) -> Result<()> {
-        self.inner()?.write_into(lease)
-    }
-    fn new_pool(&self, geom: Geometry, slots: usize) -> Result<Arc<Pool>> {
-        new_pool(&self.cam, geom, slots)
-    }
-    fn pool_device(&self) -> i32 {
-        self.cam.stream.dev.ordinal
-    }
-    fn reset(&mut self) -> bool {
-        self.inner().map(|d| d.reset()).unwrap_or(false)
-    }
-    fn take_warning(&mut self) -> Option<Error> {
-        self.inner().ok().and_then(|d| d.take_warning())
-    }
-}
-
-/// A decoder writing `cam`'s device pools, by policy: SOFTWARE uploads; NVDEC is direct NVDEC or
-/// an error; FFMPEG_HW is FFmpeg's CUDA hwaccel or an error; AUTO prefers direct NVDEC where
-/// libnvcuvid loads and cuvidGetDecoderCaps supports the codec, then FFmpeg's CUDA hwaccel, while
-/// the per-device cap allows, else software plus upload (logged, and counted in `hw_fallbacks`).
-/// Stats name the decoder in use.
-pub fn make_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::Stream<'_>) -> Result<Box<dyn Decoder>> {
-    let params = stream.parameters().clone();
-    let tb = stream.time_base();
-    let threads = opts.decode_threads;
-    let dev = &cam.stream.dev;
-    let upload = |params| -> Result<Box<dyn Decoder>> { Ok(Box::new(upload::UploadDecoder::new(cam, params, tb, threads)?)) };
-    let cap_reached = || {
-        Error::new(
-            NVCAM_E_NO_DEVICE,
-            format!("GPU {}: all {} hardware decoder(s) allowed per device are in use", dev.ordinal, MAX_HW_PER_DEVICE.load(Ordering::Relaxed)),
-        )
-    };
-    match opts.decoder {
-        NVCAM_DECODER_SOFTWARE => upload(params),
-        NVCAM_DECODER_NVDEC => {
-            let t = HwTicket::take(dev).ok_or_else(cap_reached)?;
-            let n = nvdec::NvDecoder::new(cam, &params, tb, t)?;
-            Ok(Box::new(GpuDecoder { inner: Inner::Nv(n), cam: cam.clone(), fallback: None }))
-        }
-        NVCAM_DECODER_FFMPEG_HW => {
-            let t = HwTicket::take(dev).ok_or_else(cap_reached)?;
-            let h = hwdec::HwDecoder::new(cam, &params, tb, t)?;
-            Ok(Box::new(GpuDecoder { inner: Inner::Hw(h), cam: cam.clone(), fallback: None }))
-        }
-        _ => {
-            let fallback = Some((params.clone(), tb, threads));
-            let mut why = Vec::new();
-            match HwTicket::take(dev) {
-                None => why.push(format!("hardware decoder cap ({} per device) reached", MAX_HW_PER_DEVICE.load(Ordering::Relaxed))),
-                Some(t) => {
-                    match nvdec::supports(dev, &params) {
-                        Ok(_) => match nvdec::NvDecoder::new(cam, &params, tb, t) {
-                            Ok(n) => return Ok(Box::new(GpuDecoder { inner: Inner::Nv(n), cam: cam.clone(), fallback })),
-                            Err(e) => why.push(format!("direct NVDEC: {}", e.msg)),
-                        },
-                        Err(w) => {
-                            drop(t);
-                            log::info!("GPU {}: direct NVDEC not used ({w}); trying FFmpeg's CUDA hwaccel", dev.ordinal);
-                        }
-                    }
-                    match HwTicket::take(dev).map(|t| hwdec::HwDecoder::new(cam, &params, tb, t)) {
-                        Some(Ok(h)) => return Ok(Box::new(GpuDecoder { inner: Inner::Hw(h), cam: cam.clone(), fallback })),
-                        Some(Err(e)) => why.push(format!("FFmpeg CUDA hwaccel: {}", e.msg)),
-                        None => why.push("hardware decoder cap reached".into()),
-                    }
-                }
-            }
-            log::warn!("GPU {}: {}; decoding in software and uploading to the GPU", dev.ordinal, why.join("; "));
-            stats::of(dev.ordinal).hw_fallbacks.fetch_add(1, Ordering::Relaxed);
-            upload(params)
-        }
-    }
-}
-
 /// `nvcam_gpu_stats`: counters of one device or of all (`device` < 0), and its memory.
-pub fn gpu_stats(device: i32) -> Result<nvcam_gpu_stats> {
-    let mut s = nvcam_gpu_stats { struct_size: std::mem::size_of::<nvcam_gpu_stats>() as u32, device, ..Default::default() };
+pub(crate) fn gpu_stats(device: i32) -> Result<GpuStats> {
+    let mut s = GpuStats { device, ..Default::default() };
     let n = probe().unwrap_or(0);
     s.device_count = n as u32;
     if device >= n || device < -1 {

@@ -4,10 +4,10 @@
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 /// Devices with their own counters; higher ordinals share the last row.
-pub const MAX_DEVICES: usize = 16;
+pub(crate) const MAX_DEVICES: usize = 16;
 
 #[derive(Default)]
-pub struct DevCounters {
+pub(crate) struct DevCounters {
     pub device_allocs: AtomicU64,
     pub device_frees: AtomicU64,
     pub pinned_allocs: AtomicU64,
@@ -42,19 +42,44 @@ const ZERO: DevCounters = DevCounters {
 
 static COUNTERS: [DevCounters; MAX_DEVICES] = [ZERO; MAX_DEVICES];
 
-pub fn of(device: i32) -> &'static DevCounters {
+pub(crate) fn of(device: i32) -> &'static DevCounters {
     &COUNTERS[(device.max(0) as usize).min(MAX_DEVICES - 1)]
 }
 
-pub fn count_sync(device: i32) {
+pub(crate) fn count_sync(device: i32) {
     of(device).syncs.fetch_add(1, Ordering::Relaxed);
 }
-pub fn count_pinned_alloc(device: i32) {
+pub(crate) fn count_pinned_alloc(device: i32) {
     of(device).pinned_allocs.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Sums of one device's counters, or of all (`device` < 0), into the C struct's counter fields.
-pub fn fill(device: i32, out: &mut crate::api::nvcam_gpu_stats) {
+/// A snapshot of the GPU counters (one device, or summed over all), and the memory of the
+/// devices the library holds a context on.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct GpuStats {
+    /// The device asked for (-1 = all).
+    pub device: i32,
+    pub device_count: u32,
+    pub contexts: u32,
+    pub hw_decoders: u32,
+    pub upload_decoders: u32,
+    pub device_allocs: u64,
+    pub device_frees: u64,
+    pub pinned_allocs: u64,
+    pub pinned_frees: u64,
+    pub syncs: u64,
+    pub ready_waits: u64,
+    pub hw_fallbacks: u64,
+    pub frames_copied: u64,
+    pub bytes_in_pools: u64,
+    pub bytes_deferred: u64,
+    pub deferred_buffers: u64,
+    pub mem_free: u64,
+    pub mem_total: u64,
+}
+
+/// Sums of one device's counters, or of all (`device` < 0), into the snapshot's counter fields.
+pub(crate) fn fill(device: i32, out: &mut GpuStats) {
     let rows: Vec<&DevCounters> = if device < 0 { COUNTERS.iter().collect() } else { vec![of(device)] };
     let r = Ordering::Relaxed;
     let pos = |v: i64| v.max(0) as u64;

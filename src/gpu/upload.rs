@@ -7,10 +7,12 @@
 //! staging buffers (allocated once per resolution); one cuMemcpy2DAsync uploads it on the camera's
 //! stream, and the staging buffer is reused only once its event has completed.
 
-use super::context::{Copy2D, Mem, PinnedBuf};
+use super::context::{Copy2D, Mem};
+use super::memory::{device_slot, PinnedBuf};
 use super::{stats, CamGpu};
-use crate::decode::{Decoder, Picture, SoftwareDecoder};
-use crate::pool::{Geometry, Lease, Pool};
+use crate::decode::software::SoftwareDecoder;
+use crate::decode::{Decoder, DecoderKind, Outcome, Picture};
+use crate::pool::{Geometry, Lease};
 use crate::status::*;
 use ffmpeg_next as ff;
 use std::sync::atomic::Ordering;
@@ -19,7 +21,7 @@ use std::sync::Arc;
 /// Staging buffers per camera: enough that the CPU never waits for an upload in practice.
 const STAGING: usize = 3;
 
-pub struct UploadDecoder {
+pub(crate) struct UploadDecoder {
     sw: SoftwareDecoder,
     cam: Arc<CamGpu>,
     ring: Vec<PinnedBuf>,
@@ -28,7 +30,7 @@ pub struct UploadDecoder {
 }
 
 impl UploadDecoder {
-    pub fn new(cam: &Arc<CamGpu>, params: ff::codec::Parameters, time_base: ff::Rational, threads: usize) -> Result<UploadDecoder> {
+    pub(crate) fn new(cam: &Arc<CamGpu>, params: ff::codec::Parameters, time_base: ff::Rational, threads: usize) -> Result<UploadDecoder> {
         let sw = SoftwareDecoder::from_parameters(params, time_base, threads)?;
         stats::of(cam.stream.dev.ordinal).upload_decoders.fetch_add(1, Ordering::Relaxed);
         Ok(UploadDecoder { sw, cam: cam.clone(), ring: Vec::new(), ring_geom: None, next: 0 })
@@ -44,10 +46,10 @@ impl Drop for UploadDecoder {
 }
 
 impl Decoder for UploadDecoder {
-    fn name(&self) -> &'static str {
-        "ffmpeg-sw+upload"
+    fn kind(&self) -> DecoderKind {
+        DecoderKind::SoftwareUpload
     }
-    fn send_packet(&mut self, pkt: &ff::Packet) -> Result<()> {
+    fn send_packet(&mut self, pkt: &ff::Packet) -> Result<Outcome> {
         self.sw.send_packet(pkt)
     }
     fn send_eof(&mut self) -> Result<()> {
@@ -56,10 +58,10 @@ impl Decoder for UploadDecoder {
     fn receive(&mut self) -> Result<Option<Picture>> {
         self.sw.receive()
     }
-    fn write_into(&mut self, lease: &mut Lease) -> Result<()> {
+    fn write_into(&mut self, lease: &mut Lease) -> Result<Outcome> {
         let g = lease.pool().geom;
         let s = &self.cam.stream;
-        let st = super::pool::target(lease, s, None)?;
+        let dst = device_slot(lease, s, None)?;
         if self.ring_geom != Some(g) {
             self.ring.clear();
             for _ in 0..STAGING {
@@ -74,26 +76,18 @@ impl Decoder for UploadDecoder {
         }
         // SAFETY: the buffer's last upload has completed and only this decoder touches it.
         self.sw.convert_into(unsafe { buf.as_mut_slice() }, &g)?;
-        Copy2D {
-            src: Mem::Host(buf.ptr()),
-            src_pitch: g.pitch,
-            dst: Mem::Device(lease.addr()),
-            dst_pitch: g.pitch,
-            width_bytes: g.row_bytes(),
-            rows: g.y_rows() + g.uv_rows(),
+        // SAFETY: the staging buffer holds one slot image at `g.pitch`; the slot is ours (the
+        // lease) on this GPU. The buffer's event and the slot's event, recorded right after,
+        // fence its reuse and the slot's.
+        unsafe {
+            Copy2D { src: Mem::Host(buf.ptr()), src_pitch: g.pitch, dst: Mem::Device(dst), dst_pitch: g.pitch, width_bytes: g.row_bytes(), rows: g.y_rows() + g.uv_rows() }
+                .enqueue(s)?;
         }
-        .enqueue(s)?;
         buf.done().record(s)?;
-        st.record_write(lease.index(), s)?;
+        lease.pool().storage().mark_written(lease.index())?;
         self.next = (self.next + 1) % STAGING;
         stats::of(s.dev.ordinal).frames_copied.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    }
-    fn new_pool(&self, geom: Geometry, slots: usize) -> Result<Arc<Pool>> {
-        super::new_pool(&self.cam, geom, slots)
-    }
-    fn pool_device(&self) -> i32 {
-        self.cam.stream.dev.ordinal
+        Ok(Outcome::Clean)
     }
     fn reset(&mut self) -> bool {
         self.sw.flush();

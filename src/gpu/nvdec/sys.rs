@@ -15,70 +15,71 @@
 //!
 //! Return codes are kept as raw `u32` (`CUresult` values): a value the driver adds later must not
 //! become an invalid Rust enum.
-#![allow(non_snake_case, non_camel_case_types, non_upper_case_globals, clippy::upper_case_acronyms)]
+// The header's value sets are bound whole (unused values document what the driver may return).
+#![allow(non_snake_case, non_camel_case_types, non_upper_case_globals, clippy::upper_case_acronyms, dead_code)]
 
 use std::ffi::{c_int, c_long, c_short, c_uchar, c_uint, c_ulong, c_ushort, c_void};
 use std::mem::{offset_of, size_of};
 use std::sync::OnceLock;
 
 /// A `CUresult` as the driver returned it.
-pub type CUresult = u32;
-pub const CUDA_SUCCESS: CUresult = 0;
-pub type CUcontext = *mut c_void;
-pub type CUstream = *mut c_void;
-pub type CUdeviceptr = u64;
-pub type CUvideodecoder = *mut c_void;
-pub type CUvideoparser = *mut c_void;
-pub type CUvideoctxlock = *mut c_void;
-pub type CUvideotimestamp = i64;
+pub(crate) type CUresult = u32;
+pub(crate) const CUDA_SUCCESS: CUresult = 0;
+pub(crate) type CUcontext = *mut c_void;
+pub(crate) type CUstream = *mut c_void;
+pub(crate) type CUdeviceptr = u64;
+pub(crate) type CUvideodecoder = *mut c_void;
+pub(crate) type CUvideoparser = *mut c_void;
+pub(crate) type CUvideoctxlock = *mut c_void;
+pub(crate) type CUvideotimestamp = i64;
 
 /// `cudaVideoCodec`.
-pub type cudaVideoCodec = c_int;
-pub const cudaVideoCodec_MPEG1: cudaVideoCodec = 0;
-pub const cudaVideoCodec_MPEG2: cudaVideoCodec = 1;
-pub const cudaVideoCodec_MPEG4: cudaVideoCodec = 2;
-pub const cudaVideoCodec_VC1: cudaVideoCodec = 3;
-pub const cudaVideoCodec_H264: cudaVideoCodec = 4;
-pub const cudaVideoCodec_JPEG: cudaVideoCodec = 5;
-pub const cudaVideoCodec_HEVC: cudaVideoCodec = 8;
-pub const cudaVideoCodec_VP8: cudaVideoCodec = 9;
-pub const cudaVideoCodec_VP9: cudaVideoCodec = 10;
-pub const cudaVideoCodec_AV1: cudaVideoCodec = 11;
+pub(crate) type cudaVideoCodec = c_int;
+pub(crate) const cudaVideoCodec_MPEG1: cudaVideoCodec = 0;
+pub(crate) const cudaVideoCodec_MPEG2: cudaVideoCodec = 1;
+pub(crate) const cudaVideoCodec_MPEG4: cudaVideoCodec = 2;
+pub(crate) const cudaVideoCodec_VC1: cudaVideoCodec = 3;
+pub(crate) const cudaVideoCodec_H264: cudaVideoCodec = 4;
+pub(crate) const cudaVideoCodec_JPEG: cudaVideoCodec = 5;
+pub(crate) const cudaVideoCodec_HEVC: cudaVideoCodec = 8;
+pub(crate) const cudaVideoCodec_VP8: cudaVideoCodec = 9;
+pub(crate) const cudaVideoCodec_VP9: cudaVideoCodec = 10;
+pub(crate) const cudaVideoCodec_AV1: cudaVideoCodec = 11;
 
 /// `cudaVideoChromaFormat`.
-pub type cudaVideoChromaFormat = c_int;
-pub const cudaVideoChromaFormat_Monochrome: cudaVideoChromaFormat = 0;
-pub const cudaVideoChromaFormat_420: cudaVideoChromaFormat = 1;
-pub const cudaVideoChromaFormat_422: cudaVideoChromaFormat = 2;
-pub const cudaVideoChromaFormat_444: cudaVideoChromaFormat = 3;
+pub(crate) type cudaVideoChromaFormat = c_int;
+pub(crate) const cudaVideoChromaFormat_Monochrome: cudaVideoChromaFormat = 0;
+pub(crate) const cudaVideoChromaFormat_420: cudaVideoChromaFormat = 1;
+pub(crate) const cudaVideoChromaFormat_422: cudaVideoChromaFormat = 2;
+pub(crate) const cudaVideoChromaFormat_444: cudaVideoChromaFormat = 3;
 
 /// `cudaVideoSurfaceFormat`.
-pub type cudaVideoSurfaceFormat = c_int;
-pub const cudaVideoSurfaceFormat_NV12: cudaVideoSurfaceFormat = 0;
-pub const cudaVideoSurfaceFormat_P016: cudaVideoSurfaceFormat = 1;
+pub(crate) type cudaVideoSurfaceFormat = c_int;
+pub(crate) const cudaVideoSurfaceFormat_NV12: cudaVideoSurfaceFormat = 0;
+pub(crate) const cudaVideoSurfaceFormat_P016: cudaVideoSurfaceFormat = 1;
 
 /// `cudaVideoDeinterlaceMode`.
-pub type cudaVideoDeinterlaceMode = c_int;
-pub const cudaVideoDeinterlaceMode_Weave: cudaVideoDeinterlaceMode = 0;
+pub(crate) type cudaVideoDeinterlaceMode = c_int;
+pub(crate) const cudaVideoDeinterlaceMode_Weave: cudaVideoDeinterlaceMode = 0;
 
 /// `cudaVideoCreateFlags`.
-pub const cudaVideoCreate_Default: c_ulong = 0;
-pub const cudaVideoCreate_PreferCUVID: c_ulong = 4;
+pub(crate) const cudaVideoCreate_Default: c_ulong = 0;
+pub(crate) const cudaVideoCreate_PreferCUVID: c_ulong = 4;
 
 /// `cuvidDecodeStatus`.
-pub type cuvidDecodeStatus = c_int;
-pub const cuvidDecodeStatus_Invalid: cuvidDecodeStatus = 0;
-pub const cuvidDecodeStatus_InProgress: cuvidDecodeStatus = 1;
-pub const cuvidDecodeStatus_Success: cuvidDecodeStatus = 2;
-pub const cuvidDecodeStatus_Error: cuvidDecodeStatus = 8;
-pub const cuvidDecodeStatus_Error_Concealed: cuvidDecodeStatus = 9;
+pub(crate) type cuvidDecodeStatus = c_int;
+pub(crate) const cuvidDecodeStatus_Invalid: cuvidDecodeStatus = 0;
+pub(crate) const cuvidDecodeStatus_InProgress: cuvidDecodeStatus = 1;
+pub(crate) const cuvidDecodeStatus_Success: cuvidDecodeStatus = 2;
+pub(crate) const cuvidDecodeStatus_Error: cuvidDecodeStatus = 8;
+pub(crate) const cuvidDecodeStatus_Error_Concealed: cuvidDecodeStatus = 9;
 
 /// `CUvideopacketflags`.
-pub const CUVID_PKT_ENDOFSTREAM: c_ulong = 0x01;
-pub const CUVID_PKT_TIMESTAMP: c_ulong = 0x02;
-pub const CUVID_PKT_DISCONTINUITY: c_ulong = 0x04;
-pub const CUVID_PKT_ENDOFPICTURE: c_ulong = 0x08;
-pub const CUVID_PKT_NOTIFY_EOS: c_ulong = 0x10;
+pub(crate) const CUVID_PKT_ENDOFSTREAM: c_ulong = 0x01;
+pub(crate) const CUVID_PKT_TIMESTAMP: c_ulong = 0x02;
+pub(crate) const CUVID_PKT_DISCONTINUITY: c_ulong = 0x04;
+pub(crate) const CUVID_PKT_ENDOFPICTURE: c_ulong = 0x08;
+pub(crate) const CUVID_PKT_NOTIFY_EOS: c_ulong = 0x10;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -215,11 +216,11 @@ pub struct CUVIDPICPARAMS {
     pub CodecSpecific: [u64; 512],
 }
 
-pub type PFNVIDSEQUENCECALLBACK = Option<unsafe extern "C" fn(*mut c_void, *mut CUVIDEOFORMAT) -> c_int>;
-pub type PFNVIDDECODECALLBACK = Option<unsafe extern "C" fn(*mut c_void, *mut CUVIDPICPARAMS) -> c_int>;
-pub type PFNVIDDISPLAYCALLBACK = Option<unsafe extern "C" fn(*mut c_void, *mut CUVIDPARSERDISPINFO) -> c_int>;
+pub(crate) type PFNVIDSEQUENCECALLBACK = Option<unsafe extern "C" fn(*mut c_void, *mut CUVIDEOFORMAT) -> c_int>;
+pub(crate) type PFNVIDDECODECALLBACK = Option<unsafe extern "C" fn(*mut c_void, *mut CUVIDPICPARAMS) -> c_int>;
+pub(crate) type PFNVIDDISPLAYCALLBACK = Option<unsafe extern "C" fn(*mut c_void, *mut CUVIDPARSERDISPINFO) -> c_int>;
 /// AV1 operating-point callback; we leave it unset (the parser then picks point 0).
-pub type PFNVIDOPPOINTCALLBACK = Option<unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int>;
+pub(crate) type PFNVIDOPPOINTCALLBACK = Option<unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int>;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -460,9 +461,9 @@ pub struct Nvcuvid {
 /// The library's file name; the dynamic loader searches the usual paths (on Windows the driver
 /// installs `nvcuvid.dll` in System32).
 #[cfg(not(windows))]
-pub const LIBRARY: &str = "libnvcuvid.so.1";
+pub(crate) const LIBRARY: &str = "libnvcuvid.so.1";
 #[cfg(windows)]
-pub const LIBRARY: &str = "nvcuvid.dll";
+pub(crate) const LIBRARY: &str = "nvcuvid.dll";
 
 impl Nvcuvid {
     /// Opens `path` and resolves every entry point; any failure is a message, not a panic.
@@ -508,41 +509,9 @@ pub fn available() -> bool {
     lib().is_ok()
 }
 
-/// CUDA's name for a result code (the ones NVDEC returns; others by number).
-pub fn result_name(r: CUresult) -> String {
-    let n = match r {
-        0 => "CUDA_SUCCESS",
-        1 => "CUDA_ERROR_INVALID_VALUE",
-        2 => "CUDA_ERROR_OUT_OF_MEMORY",
-        3 => "CUDA_ERROR_NOT_INITIALIZED",
-        4 => "CUDA_ERROR_DEINITIALIZED",
-        100 => "CUDA_ERROR_NO_DEVICE",
-        101 => "CUDA_ERROR_INVALID_DEVICE",
-        200 => "CUDA_ERROR_INVALID_IMAGE",
-        201 => "CUDA_ERROR_INVALID_CONTEXT",
-        205 => "CUDA_ERROR_MAP_FAILED",
-        206 => "CUDA_ERROR_UNMAP_FAILED",
-        214 => "CUDA_ERROR_ECC_UNCORRECTABLE",
-        300 => "CUDA_ERROR_INVALID_SOURCE",
-        304 => "CUDA_ERROR_OPERATING_SYSTEM",
-        400 => "CUDA_ERROR_INVALID_HANDLE",
-        500 => "CUDA_ERROR_NOT_FOUND",
-        600 => "CUDA_ERROR_NOT_READY",
-        700 => "CUDA_ERROR_ILLEGAL_ADDRESS",
-        702 => "CUDA_ERROR_LAUNCH_TIMEOUT",
-        709 => "CUDA_ERROR_CONTEXT_IS_DESTROYED",
-        719 => "CUDA_ERROR_LAUNCH_FAILED",
-        801 => "CUDA_ERROR_NOT_SUPPORTED",
-        802 => "CUDA_ERROR_SYSTEM_NOT_READY",
-        999 => "CUDA_ERROR_UNKNOWN",
-        _ => return format!("CUresult {r}"),
-    };
-    n.to_string()
-}
-
 /// A zeroed `CUVIDPROCPARAMS` with the fields a map needs. (All-zero is a valid value of this
 /// struct: integers and nullable pointers only.)
-pub fn proc_params(disp: &CUVIDPARSERDISPINFO, stream: CUstream) -> CUVIDPROCPARAMS {
+pub(crate) fn proc_params(disp: &CUVIDPARSERDISPINFO, stream: CUstream) -> CUVIDPROCPARAMS {
     CUVIDPROCPARAMS {
         progressive_frame: disp.progressive_frame,
         second_field: disp.repeat_first_field + 1,

@@ -1,4 +1,4 @@
-//! The C API's types and constants, as the header shows them.
+//! The C API's types and constants, as the header shows them (the core never sees them).
 //!
 //! Structs start with `struct_size` (the caller sets it to `sizeof`, so later versions can append
 //! fields), are laid out 8-4-2-1 with explicit padding so the natural layout equals LabVIEW's packed

@@ -1,0 +1,76 @@
+//! Delivery: a decoded picture goes into a free slot of the camera's pool (a new pool when the
+//! size or memory changed) and becomes the camera's newest frame.
+
+use super::shared::Shared;
+use crate::decode::{Decoder, Picture};
+use crate::frame::Frame;
+use crate::pool::{Geometry, Pool};
+use crate::select::Pools;
+use crate::status::*;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+fn now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
+
+/// The pool for a picture of this size in the memory this session writes; a new one (the old
+/// one lives on while frames use it) when either changed.
+fn pool_for(sh: &Shared, pools: &Pools, pic: &Picture) -> Result<Arc<Pool>> {
+    let mut p = sh.pools.lock();
+    if let Some(cur) = p.current.as_ref().filter(|c| (c.geom.width, c.geom.height) == (pic.width, pic.height) && pools.holds(c)) {
+        return Ok(cur.clone());
+    }
+    if let Some(o) = p.current.as_ref() {
+        log::info!(
+            "camera {}: resolution {}x{} -> {}x{}; new pool, the old one lives until its last clone is released",
+            sh.name(), o.geom.width, o.geom.height, pic.width, pic.height
+        );
+        sh.counters.stream_changes.fetch_add(1, Ordering::Relaxed);
+    }
+    p.retire();
+    let new = pools.new_pool(Geometry::nv12(pic.width, pic.height), sh.opts.pool_slots)?;
+    sh.stream.lock().size = (pic.width, pic.height);
+    p.current = Some(new.clone());
+    Ok(new)
+}
+
+/// Copies a decoded picture into a free slot and publishes it as the camera's latest frame. A
+/// full pool drops the newest frame (counted), unless the camera is lossless.
+pub(super) fn deliver(sh: &Arc<Shared>, dec: &mut dyn Decoder, pools: &Pools, pic: Picture, seq: u64) -> Result<()> {
+    let pool = pool_for(sh, pools, &pic)?;
+    let lossless = sh.opts.flags.lossless;
+    let interrupted = || sh.irq.stopping() || sh.irq.kicked();
+    if lossless {
+        // Wait for the host to take the previous frame (bounded by stop and kick).
+        let mut m = sh.mailbox.lock();
+        while m.is_some() && !interrupted() {
+            sh.mailbox_cv.wait_for(&mut m, Duration::from_millis(50));
+        }
+    }
+    let mut lease = loop {
+        match pool.acquire() {
+            Some(l) => break l,
+            None if lossless && !interrupted() => std::thread::sleep(Duration::from_millis(2)),
+            None => {
+                sh.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+        }
+    };
+    if sh.report(dec.write_into(&mut lease)?) {
+        return Ok(()); // the decoder recovered; this picture is lost (counted)
+    }
+    let frame = Arc::new(Frame::new(lease, sh.handle(), seq, pic.pts_us, now_ns()));
+    let replaced = {
+        let mut m = sh.mailbox.lock();
+        let old = m.replace(frame);
+        sh.mailbox_cv.notify_all();
+        old
+    };
+    if replaced.is_some() {
+        sh.counters.skipped.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
+}

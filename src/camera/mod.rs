@@ -1,0 +1,256 @@
+//! A camera: one worker thread that demuxes, decodes, copies into the pool and publishes, and the
+//! calls the host makes on it (get a frame, stats, reconnect, close).
+//!
+//! - [`shared`]: what the worker and the calls share (state, mailbox, gate, counters, errors).
+//! - [`worker`]: the supervisor (sessions, reconnect schedule, permanent failures).
+//! - [`session`]: one connection (read, decode, pace).
+//! - [`deliver`]: pool switch, slot, publish.
+//!
+//! Ordering on close (the seed system's, which is what keeps a reconnect from pulling memory out
+//! from under a reader): stop playing → wait for in-flight work (bounded) → force-release the
+//! camera's clones → stop the worker, which tears the decoder down on its way out. The decoder never
+//! owns memory a frame points at (pixels are copied into the camera's pool), so automatic
+//! reconnects keep clones valid; `release_clones_on_reconnect` restores the seed's stricter rule.
+
+mod deliver;
+mod session;
+mod shared;
+mod worker;
+
+pub(crate) use shared::CameraState;
+
+use crate::config::Options;
+use crate::decode::DecoderKind;
+use crate::frame::Frame;
+use crate::pool::MemoryKind;
+use crate::registry;
+use crate::source::{self, Source};
+use crate::status::*;
+use parking_lot::Mutex;
+use shared::Shared;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// A snapshot of a camera's counters and state.
+#[derive(Clone, Debug)]
+pub(crate) struct Stats {
+    pub state: CameraState,
+    pub decoded: u64,
+    pub delivered: u64,
+    pub dropped: u64,
+    pub skipped: u64,
+    pub reconnects: u64,
+    pub slots_total: u32,
+    pub slots_in_use: u32,
+    pub bytes_held: u64,
+    pub fps: f64,
+    pub width: u32,
+    pub height: u32,
+    pub reconnect_attempt: u32,
+    pub next_retry_ms: u32,
+    pub stream_changes: u32,
+    /// The current pool's memory and device (-1 for host), if there is a pool yet.
+    pub memory: Option<(MemoryKind, i32)>,
+    pub decoder: Option<DecoderKind>,
+    /// Status code of the last error, 0 if none.
+    pub last_error_code: i32,
+    pub live_handles: u64,
+}
+
+/// How a close ended.
+pub(crate) enum Closed {
+    /// Drained and joined within the timeout.
+    Done,
+    /// Timed out; the worker (if it was still running) finishes on its own and is returned so
+    /// the library can join it at shutdown.
+    TimedOut(Option<JoinHandle<()>>),
+}
+
+/// A camera as the handle table holds it.
+pub(crate) struct Camera {
+    shared: Arc<Shared>,
+    worker: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Camera {
+    /// Validates the URL and fills in the defaults that depend on the source.
+    pub(crate) fn new(url: &str, mut opts: Options) -> Result<Arc<Camera>> {
+        let source = source::parse(url)?;
+        if source.is_rtsp() && !opts.has_ffmpeg_option("rtsp_transport") {
+            opts.ffmpeg.push(("rtsp_transport".into(), "tcp".into()));
+        }
+        // Probing a live stream's frame rate reads ~20 frames (0.7 s at 30 fps) before the first
+        // frame comes out, on every reconnect; nothing here needs it (network streams are not paced).
+        if matches!(source, Source::Network(_)) && !opts.has_ffmpeg_option("fpsprobesize") {
+            opts.ffmpeg.push(("fpsprobesize".into(), "0".into()));
+        }
+        Ok(Arc::new(Camera { shared: Arc::new(Shared::new(url, source, opts)), worker: Mutex::new(None) }))
+    }
+
+    /// Starts the worker once the camera has its handle (frames carry it as their owner) and
+    /// (unless `async_open`) waits for the first connection, so a bad URL or option fails here
+    /// with its reason. On failure the caller closes the camera, so no thread stays behind.
+    pub(crate) fn start(&self, handle: u64) -> Result<()> {
+        let sh = self.shared.clone();
+        sh.handle.store(handle, Ordering::Release);
+        let sync_open = !sh.opts.flags.async_open;
+        let (tx, rx) = std::sync::mpsc::channel::<Result<()>>();
+        let name = format!("nvcam-cam-{:x}", handle & 0xffffff);
+        let worker = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || {
+                let first = sync_open.then_some(tx);
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker::run(&sh, first)));
+                if r.is_err() {
+                    sh.set_error(&Error::new(NVCAM_E_PANIC, "camera worker panicked (see log)"));
+                    sh.set_state(CameraState::Failed);
+                }
+                sh.mark_exited();
+            })
+            .map_err(|e| Error::internal(format!("cannot start camera thread: {e}")))?;
+        *self.worker.lock() = Some(worker);
+        if !sync_open {
+            return Ok(());
+        }
+        // The worker bounds the open itself; the margin covers probing after the connect.
+        let wait = self.shared.opts.open_timeout * 2 + Duration::from_secs(1);
+        match rx.recv_timeout(wait) {
+            Ok(r) => r,
+            Err(_) => Err(Error::timeout(format!("timeout after {} ms opening '{}'", wait.as_millis(), self.shared.name()))),
+        }
+    }
+
+    pub(crate) fn state(&self) -> CameraState {
+        self.shared.state()
+    }
+
+    /// Waits for the newest frame not yet handed out.
+    pub(crate) fn get_frame(&self, timeout: Duration) -> Result<Arc<Frame>> {
+        let sh = &self.shared;
+        let end = Instant::now() + timeout;
+        let mut m = sh.mailbox.lock();
+        loop {
+            if let Some(f) = m.take() {
+                sh.counters.delivered.fetch_add(1, Ordering::Relaxed);
+                sh.mailbox_cv.notify_all(); // a lossless worker waits for this
+                drop(m);
+                // A device frame is published as soon as its copy is enqueued; the host gets it
+                // once that copy is done (almost always already), so it can read it anywhere.
+                f.wait_ready()?;
+                return Ok(f);
+            }
+            match sh.state() {
+                CameraState::Closed => return Err(Error::new(NVCAM_E_CLOSED, "camera is closed")),
+                CameraState::Failed => {
+                    let e = sh.cause().unwrap_or_else(|| Error::new(NVCAM_E_FAILED, "camera failed"));
+                    return Err(Error::new(NVCAM_E_FAILED, format!("camera failed: {}", e.msg)));
+                }
+                CameraState::Ended => return Err(Error::new(NVCAM_E_IO, "end of file (open with NVCAM_OPEN_LOOP to repeat)")),
+                _ => {}
+            }
+            if sh.mailbox_cv.wait_until(&mut m, end).timed_out() && m.is_none() {
+                let state = sh.state();
+                let why = match sh.cause() {
+                    Some(e) if state != CameraState::Streaming => format!(" (camera {}: {})", state.name(), e.msg),
+                    _ => String::new(),
+                };
+                return Err(Error::timeout(format!("no new frame within {} ms{why}", timeout.as_millis())));
+            }
+        }
+    }
+
+    /// A snapshot of the camera's counters.
+    pub(crate) fn stats(&self) -> Stats {
+        let sh = &self.shared;
+        let c = &sh.counters;
+        let r = Ordering::Relaxed;
+        let (slots_total, slots_in_use, bytes_held, memory) = sh.pool_usage();
+        let (decoder, (width, height)) = {
+            let s = sh.stream.lock();
+            (s.decoder, s.size)
+        };
+        Stats {
+            state: sh.visible_state(),
+            decoded: c.decoded.load(r),
+            delivered: c.delivered.load(r),
+            dropped: c.dropped.load(r),
+            skipped: c.skipped.load(r),
+            reconnects: c.reconnects.load(r),
+            slots_total,
+            slots_in_use,
+            bytes_held,
+            fps: c.fps_milli.load(r) as f64 / 1000.0,
+            width,
+            height,
+            reconnect_attempt: c.attempt.load(r),
+            next_retry_ms: c.next_retry_ms.load(r),
+            stream_changes: c.stream_changes.load(r),
+            memory,
+            decoder,
+            last_error_code: sh.last_error().map(|e| e.code).unwrap_or(0),
+            live_handles: registry::per_owner().get(&sh.handle()).copied().unwrap_or(0) as u64,
+        }
+    }
+
+    /// The camera's last error, from its worker or from a call on it.
+    pub(crate) fn last_error(&self) -> Option<Error> {
+        self.shared.last_error()
+    }
+
+    /// Records an error a call on this camera returned.
+    pub(crate) fn note_api_error(&self, e: &Error) {
+        self.shared.note_api_error(e)
+    }
+
+    /// Asks the worker to stop, without waiting (shutdown stops all cameras first, so their
+    /// closes overlap).
+    pub(crate) fn stop(&self) {
+        self.shared.irq.stop();
+    }
+
+    /// Aborts the current connection and reopens at once, in any state.
+    pub(crate) fn reconnect(&self) -> Result<()> {
+        let sh = &self.shared;
+        if sh.state() == CameraState::Closed {
+            return Err(Error::new(NVCAM_E_CLOSED, "camera is closed"));
+        }
+        sh.irq.kick();
+        sh.wake_worker();
+        Ok(())
+    }
+
+    /// Closes in the seed order within `timeout`.
+    pub(crate) fn close(&self, timeout: Duration) -> Closed {
+        let sh = &self.shared;
+        let end = Instant::now() + timeout;
+        sh.irq.stop();
+        let drained = sh.gate.stop_and_wait(timeout);
+        registry::force_release_owner(sh.handle());
+        let pending = sh.mailbox.lock().take();
+        drop(pending);
+        // Retire the pool (device memory goes to the deferred queue, fenced by its events) before
+        // the worker closes the decoder on its way out.
+        if drained {
+            sh.pools.lock().current = None;
+        }
+        sh.set_state(CameraState::Closed);
+        sh.wake_worker();
+        let exited = sh.wait_exited(end.saturating_duration_since(Instant::now()));
+        let worker = self.worker.lock().take();
+        let lingering = match worker {
+            Some(w) if exited => {
+                let _ = w.join();
+                None
+            }
+            w => w,
+        };
+        sh.pools.lock().current = None;
+        if drained && exited {
+            return Closed::Done;
+        }
+        log::warn!("camera {}: close timed out after {} ms; its worker finishes on its own", sh.name(), timeout.as_millis());
+        Closed::TimedOut(lingering)
+    }
+}

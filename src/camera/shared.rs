@@ -1,0 +1,370 @@
+//! What a camera's worker and the host's calls share: state, the mailbox of the newest frame, the
+//! in-flight gate, counters, errors, and the pools that frames still use.
+
+use crate::config::Options;
+use crate::decode::{DecoderKind, Outcome};
+use crate::frame::Frame;
+use crate::input::Interrupt;
+use crate::pool::{MemoryKind, Pool};
+use crate::select::CameraBackend;
+use crate::source::{redact, Source};
+use crate::status::*;
+use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// Where a camera is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CameraState {
+    Connecting,
+    Streaming,
+    /// Connected, but no packet for half the stall timeout (shown, not stored).
+    Stalled,
+    Reconnecting,
+    Closed,
+    /// A permanent failure; no retries until a manual reconnect.
+    Failed,
+    /// A file reached its end (without looping).
+    Ended,
+}
+
+impl CameraState {
+    const ALL: [CameraState; 7] = [
+        CameraState::Connecting,
+        CameraState::Streaming,
+        CameraState::Stalled,
+        CameraState::Reconnecting,
+        CameraState::Closed,
+        CameraState::Failed,
+        CameraState::Ended,
+    ];
+
+    fn from_u8(v: u8) -> CameraState {
+        Self::ALL[v as usize]
+    }
+
+    fn as_u8(self) -> u8 {
+        Self::ALL.iter().position(|&s| s == self).expect("listed") as u8
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            CameraState::Connecting => "connecting",
+            CameraState::Streaming => "streaming",
+            CameraState::Stalled => "stalled",
+            CameraState::Reconnecting => "reconnecting",
+            CameraState::Closed => "closed",
+            CameraState::Failed => "failed",
+            CameraState::Ended => "ended",
+        }
+    }
+}
+
+/// "Stop playing, then wait for whoever is inside": the worker takes an in-flight guard only
+/// while playing, atomically with that check, before it touches decoder memory or a slot.
+pub(super) struct Gate {
+    m: Mutex<(bool, u32)>,
+    cv: Condvar,
+}
+
+pub(super) struct InFlight<'a>(&'a Gate);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut g = self.0.m.lock();
+        g.1 -= 1;
+        if g.1 == 0 {
+            self.0.cv.notify_all();
+        }
+    }
+}
+
+impl Gate {
+    fn new() -> Gate {
+        Gate { m: Mutex::new((true, 0)), cv: Condvar::new() }
+    }
+    pub(super) fn enter(&self) -> Option<InFlight<'_>> {
+        let mut g = self.m.lock();
+        if !g.0 {
+            return None;
+        }
+        g.1 += 1;
+        Some(InFlight(self))
+    }
+    pub(super) fn set_playing(&self, on: bool) {
+        self.m.lock().0 = on;
+    }
+    /// Stops playing and waits up to `d` for in-flight work; false if it was still running.
+    pub(super) fn stop_and_wait(&self, d: Duration) -> bool {
+        let end = Instant::now() + d;
+        let mut g = self.m.lock();
+        g.0 = false;
+        while g.1 > 0 {
+            if self.cv.wait_until(&mut g, end).timed_out() {
+                return g.1 == 0;
+            }
+        }
+        true
+    }
+}
+
+/// Counters the worker updates and `stats` reads.
+#[derive(Default)]
+pub(super) struct Counters {
+    pub decoded: AtomicU64,
+    pub delivered: AtomicU64,
+    pub dropped: AtomicU64,
+    pub skipped: AtomicU64,
+    pub reconnects: AtomicU64,
+    pub attempt: AtomicU32,
+    pub next_retry_ms: AtomicU32,
+    pub stream_changes: AtomicU32,
+    /// fps × 1000, over the last second.
+    pub fps_milli: AtomicU64,
+}
+
+/// The camera's errors: the last of anything (worker or call), and the worker's own.
+#[derive(Default)]
+struct Errors {
+    last: Option<Error>,
+    /// Why the camera is not streaming. Texts built from it (get_frame's timeout, the failed
+    /// state) never nest an earlier call's error.
+    cause: Option<Error>,
+}
+
+/// What the current connection decodes.
+#[derive(Default)]
+pub(super) struct StreamInfo {
+    pub decoder: Option<DecoderKind>,
+    pub codec: String,
+    pub size: (u32, u32),
+}
+
+/// The current pool, and old pools that clones still keep alive (for stats).
+#[derive(Default)]
+pub(super) struct Pools {
+    pub current: Option<Arc<Pool>>,
+    pub old: Vec<Weak<Pool>>,
+}
+
+impl Pools {
+    /// Retires the current pool: it lives on while frames use it.
+    pub(super) fn retire(&mut self) {
+        if let Some(p) = self.current.take() {
+            self.old.push(Arc::downgrade(&p));
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    pub handle: AtomicU64,
+    pub url: String,
+    pub source: Source,
+    pub opts: Options,
+    state: AtomicU8,
+    pub(super) gate: Gate,
+    /// The newest frame not yet taken, and its condition (frame arrived, state changed, taken).
+    pub(super) mailbox: Mutex<Option<Arc<Frame>>>,
+    pub(super) mailbox_cv: Condvar,
+    /// Wakes the worker from a backoff sleep (close, manual reconnect).
+    wake: (Mutex<()>, Condvar),
+    pub irq: Arc<Interrupt>,
+    pub(super) counters: Counters,
+    errors: Mutex<Errors>,
+    pub(super) pools: Mutex<Pools>,
+    pub(super) stream: Mutex<StreamInfo>,
+    exited: (Mutex<bool>, Condvar),
+    /// When the worker last read a packet, in ms after `born` (for the stalled state).
+    born: Instant,
+    last_packet_ms: AtomicU64,
+    /// Backend state that outlives connections (the camera's GPU stream).
+    pub(super) backend: CameraBackend,
+}
+
+impl Shared {
+    pub(super) fn new(url: &str, source: Source, opts: Options) -> Shared {
+        Shared {
+            handle: AtomicU64::new(0),
+            url: url.to_string(),
+            source,
+            opts,
+            state: AtomicU8::new(CameraState::Connecting.as_u8()),
+            gate: Gate::new(),
+            mailbox: Mutex::new(None),
+            mailbox_cv: Condvar::new(),
+            wake: (Mutex::new(()), Condvar::new()),
+            irq: Interrupt::new(),
+            counters: Counters::default(),
+            errors: Mutex::new(Errors::default()),
+            pools: Mutex::new(Pools::default()),
+            stream: Mutex::new(StreamInfo::default()),
+            exited: (Mutex::new(false), Condvar::new()),
+            born: Instant::now(),
+            last_packet_ms: AtomicU64::new(0),
+            backend: CameraBackend::default(),
+        }
+    }
+
+    pub(super) fn handle(&self) -> u64 {
+        self.handle.load(Ordering::Acquire)
+    }
+
+    pub(super) fn name(&self) -> String {
+        redact(&self.url)
+    }
+
+    pub(crate) fn state(&self) -> CameraState {
+        CameraState::from_u8(self.state.load(Ordering::Acquire))
+    }
+
+    /// Whether the source is a live network stream (not a file, not the test source).
+    pub(super) fn is_network(&self) -> bool {
+        matches!(self.source, Source::Network(_))
+    }
+
+    /// The state as the host sees it: a streaming network camera that has had no packet for half
+    /// its stall timeout shows as stalled while it still waits (the reconnect comes at the
+    /// timeout). Files and the test source pause on purpose (pacing, lossless waits for the host).
+    pub(super) fn visible_state(&self) -> CameraState {
+        let s = self.state();
+        if s == CameraState::Streaming && self.is_network() && !self.opts.flags.lossless {
+            let quiet = (self.born.elapsed().as_millis() as u64).saturating_sub(self.last_packet_ms.load(Ordering::Relaxed));
+            if quiet >= (self.opts.stall_timeout.as_millis() as u64 / 2).max(100) {
+                return CameraState::Stalled;
+            }
+        }
+        s
+    }
+
+    pub(super) fn note_packet(&self) {
+        self.last_packet_ms.store(self.born.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    pub(super) fn set_state(&self, s: CameraState) {
+        let old = CameraState::from_u8(self.state.swap(s.as_u8(), Ordering::AcqRel));
+        if old != s {
+            log::debug!("camera {}: {} -> {}", self.name(), old.name(), s.name());
+            self.mailbox_cv.notify_all();
+        }
+    }
+
+    /// Records an error of the worker's (connection, stream, decode).
+    pub(super) fn set_error(&self, e: &Error) {
+        log::warn!("camera {}: {e}", self.name());
+        let mut er = self.errors.lock();
+        er.last = Some(e.clone());
+        er.cause = Some(e.clone());
+    }
+
+    /// Reports what a decoder call met besides success; true if a frame was lost to it.
+    pub(super) fn report(&self, o: Outcome) -> bool {
+        match o {
+            Outcome::Clean => false,
+            Outcome::Reported(w) => {
+                self.set_error(&w);
+                false
+            }
+            Outcome::Dropped(w) => {
+                self.set_error(&w);
+                self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+        }
+    }
+
+    /// The worker's last error, not a call's.
+    pub(super) fn cause(&self) -> Option<Error> {
+        self.errors.lock().cause.clone()
+    }
+
+    /// Records an error a call on this camera returned (already logged by the boundary).
+    pub(super) fn note_api_error(&self, e: &Error) {
+        self.errors.lock().last = Some(e.clone());
+    }
+
+    pub(super) fn last_error(&self) -> Option<Error> {
+        self.errors.lock().last.clone()
+    }
+
+    /// (slots total, slots in use, bytes held) across the current pool and old pools that clones
+    /// still keep alive, and the current pool's memory.
+    pub(super) fn pool_usage(&self) -> (u32, u32, u64, Option<(MemoryKind, i32)>) {
+        let mut pools = self.pools.lock();
+        let (mut total, mut used, mut bytes) = (0, 0, 0);
+        let memory = pools.current.as_ref().map(|p| {
+            total += p.slots();
+            used += p.in_use();
+            bytes += p.bytes();
+            (p.storage().kind(), p.storage().device())
+        });
+        pools.old.retain(|w| w.strong_count() > 0);
+        for p in pools.old.iter().filter_map(Weak::upgrade) {
+            used += p.in_use();
+            bytes += p.bytes();
+        }
+        (total as u32, used as u32, bytes, memory)
+    }
+
+    pub(super) fn mark_exited(&self) {
+        *self.exited.0.lock() = true;
+        self.exited.1.notify_all();
+        self.mailbox_cv.notify_all();
+    }
+
+    /// The worker's exit: waits up to `d`.
+    pub(super) fn wait_exited(&self, d: Duration) -> bool {
+        let end = Instant::now() + d;
+        let mut g = self.exited.0.lock();
+        while !*g {
+            if self.exited.1.wait_until(&mut g, end).timed_out() {
+                return *g;
+            }
+        }
+        true
+    }
+
+    /// Sleeps up to `d`, or until a stop or a manual reconnect.
+    pub(super) fn sleep_interruptible(&self, d: Duration) {
+        let end = Instant::now() + d;
+        let mut g = self.wake.0.lock();
+        while !self.irq.stopping() && !self.irq.kicked() {
+            if self.wake.1.wait_until(&mut g, end).timed_out() {
+                break;
+            }
+        }
+    }
+
+    pub(super) fn wake_worker(&self) {
+        let _g = self.wake.0.lock();
+        self.wake.1.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gate_refuses_after_stop_and_waits_for_inflight() {
+        let g = Arc::new(Gate::new());
+        let g2 = g.clone();
+        let t = std::thread::spawn(move || {
+            let _in = g2.enter().unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        let t0 = Instant::now();
+        assert!(g.stop_and_wait(Duration::from_secs(2)));
+        assert!(t0.elapsed() >= Duration::from_millis(50));
+        assert!(g.enter().is_none());
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn state_round_trips() {
+        for s in CameraState::ALL {
+            assert_eq!(CameraState::from_u8(s.as_u8()), s);
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! What a host can configure, as Rust types, and the one table of defaults.
+//!
+//! The C structs (`nvcam_config_t`, `nvcam_camera_options_t`) are converted to these in
+//! `ffi::convert`; a zero in a C field means "the default", and the default is read from
+//! [`DEFAULTS`] there and here, so `nvcam_camera_options_init`, a zeroed struct, a NULL pointer and
+//! `Options::default()` can never disagree (a test checks all four).
+
+use std::time::Duration;
+
+/// Every default, once. Times in milliseconds, as the C structs carry them.
+pub(crate) struct Defaults {
+    pub pool_slots: u32,
+    /// GPU ordinal; without a usable GPU the camera decodes on the CPU and says so.
+    pub device: i32,
+    pub open_timeout_ms: u32,
+    pub stall_timeout_ms: u32,
+    pub reconnect_min_ms: u32,
+    pub reconnect_max_ms: u32,
+    /// A retired GPU buffer is freed only after its events completed and this much time passed.
+    pub gpu_free_min_age_ms: u32,
+    /// How often camera workers look at the deferred-free queue (they never wait on it).
+    pub gpu_maintain_every_ms: u32,
+}
+
+pub(crate) const DEFAULTS: Defaults = Defaults {
+    pool_slots: 4,
+    device: 0,
+    open_timeout_ms: 5000,
+    stall_timeout_ms: 5000,
+    reconnect_min_ms: 250,
+    reconnect_max_ms: 10_000,
+    gpu_free_min_age_ms: 100,
+    gpu_maintain_every_ms: 20,
+};
+
+/// Bounds on `pool_slots`: one slot in flight plus at least one the host may hold.
+pub(crate) const POOL_SLOTS_MIN: u32 = 2;
+pub(crate) const POOL_SLOTS_MAX: u32 = 64;
+
+/// Which decoder a camera asks for. `Auto` takes the best that works here and says which.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum DecoderPolicy {
+    /// Direct NVDEC, then FFmpeg's CUDA hwaccel, then software (+ upload on a GPU).
+    #[default]
+    Auto,
+    /// Direct NVDEC or an error.
+    Nvdec,
+    /// FFmpeg's CUDA hwaccel or an error.
+    FfmpegHw,
+    /// FFmpeg's software decoder (uploaded when the camera is on a GPU).
+    Software,
+}
+
+impl DecoderPolicy {
+    /// Whether the host insisted on a hardware decoder (no quiet fall-back to the CPU).
+    pub(crate) fn requires_hardware(self) -> bool {
+        matches!(self, DecoderPolicy::Nvdec | DecoderPolicy::FfmpegHw)
+    }
+}
+
+/// Where a camera's frames live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// Decode on the CPU into host memory.
+    Cpu,
+    /// Decode on (or upload to) this CUDA device; frames are device memory.
+    Gpu(i32),
+}
+
+/// How a camera opens and runs (`NVCAM_OPEN_*` bits, as named switches).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OpenFlags {
+    /// Return from open at once; connect and retry in the background.
+    pub async_open: bool,
+    /// Restart a file when it ends.
+    pub loop_file: bool,
+    /// Never skip or drop a frame: wait for the host (files and tests).
+    pub lossless: bool,
+    /// Read files and the test source as fast as they decode.
+    pub no_pacing: bool,
+    /// Invalidate the camera's frame handles on every reconnect.
+    pub release_clones_on_reconnect: bool,
+}
+
+/// A camera's validated options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Options {
+    pub flags: OpenFlags,
+    pub pool_slots: usize,
+    pub placement: Placement,
+    pub decoder: DecoderPolicy,
+    pub open_timeout: Duration,
+    pub stall_timeout: Duration,
+    pub reconnect_min: Duration,
+    pub reconnect_max: Duration,
+    /// Software decoder threads; 0 = FFmpeg's choice.
+    pub decode_threads: usize,
+    /// FFmpeg demuxer/protocol options, in the order given.
+    pub ffmpeg: Vec<(String, String)>,
+}
+
+fn ms(v: u32) -> Duration {
+    Duration::from_millis(v as u64)
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        let d = &DEFAULTS;
+        Options {
+            flags: OpenFlags::default(),
+            pool_slots: d.pool_slots as usize,
+            placement: Placement::Gpu(d.device),
+            decoder: DecoderPolicy::Auto,
+            open_timeout: ms(d.open_timeout_ms),
+            stall_timeout: ms(d.stall_timeout_ms),
+            reconnect_min: ms(d.reconnect_min_ms),
+            reconnect_max: ms(d.reconnect_max_ms),
+            decode_threads: 0,
+            ffmpeg: Vec::new(),
+        }
+    }
+}
+
+impl Options {
+    /// Whether an FFmpeg option was given (so a default for it is not added).
+    pub(crate) fn has_ffmpeg_option(&self, key: &str) -> bool {
+        self.ffmpeg.iter().any(|(k, _)| k == key)
+    }
+}
+
+/// Library-wide settings from `nvcam_init`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Config {
+    /// Most hardware decode sessions per GPU (None = no cap); further cameras decode in software.
+    pub max_hw_decoders_per_device: Option<u32>,
+    pub gpu_free_min_age: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { max_hw_decoders_per_device: None, gpu_free_min_age: ms(DEFAULTS.gpu_free_min_age_ms) }
+    }
+}

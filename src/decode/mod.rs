@@ -1,0 +1,104 @@
+//! The decoder seam: what a camera's session needs from any decoder, and the FFmpeg software
+//! decoder behind it ([`software`]).
+//!
+//! A decoder turns packets into pictures and writes each picture as NV12 into a pool slot it is
+//! given. The camera knows nothing else about it, so the GPU backends (direct NVDEC, FFmpeg's
+//! CUDA hwaccel, software + upload) plug in here with their own memory and the same lifetime
+//! rules. What a call met besides success or failure (an error the decoder recovered from, a
+//! picture lost to it) comes back in its [`Outcome`], not through a side channel.
+
+pub(crate) mod software;
+
+use crate::pool::Lease;
+use crate::status::*;
+use ffmpeg_next as ff;
+
+/// Which decoder is running, for stats and logs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DecoderKind {
+    /// FFmpeg's software decoder into host memory.
+    Software,
+    /// FFmpeg's software decoder, uploaded into device memory.
+    SoftwareUpload,
+    /// FFmpeg's CUDA hwaccel (NVDEC through FFmpeg).
+    FfmpegCuda,
+    /// NVIDIA's parser and decoder, driven directly.
+    Nvdec,
+}
+
+impl DecoderKind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            DecoderKind::Software => "ffmpeg-sw",
+            DecoderKind::SoftwareUpload => "ffmpeg-sw+upload",
+            DecoderKind::FfmpegCuda => "ffmpeg-cuda",
+            DecoderKind::Nvdec => "nvdec",
+        }
+    }
+}
+
+/// A picture the decoder holds until `write_into` or the next `receive`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Picture {
+    pub width: u32,
+    pub height: u32,
+    /// Microseconds on the stream's clock, i64::MIN if the stream has none.
+    pub pts_us: i64,
+}
+
+/// What a successful call met on the way, for the camera to report.
+#[must_use]
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// Nothing to report.
+    Clean,
+    /// Done, with something the host should hear of (a picture decoded with errors, a decoder
+    /// recreated after an engine error): the camera's last error, and streaming goes on.
+    Reported(Error),
+    /// The decoder recovered from an error, and the picture (or packet) it was working on is
+    /// lost: the camera reports it and counts a dropped frame.
+    Dropped(Error),
+}
+
+pub(crate) trait Decoder: Send {
+    fn kind(&self) -> DecoderKind;
+    fn send_packet(&mut self, pkt: &ff::Packet) -> Result<Outcome>;
+    fn send_eof(&mut self) -> Result<()>;
+    /// The next decoded picture, if one is ready.
+    fn receive(&mut self) -> Result<Option<Picture>>;
+    /// Writes the picture last received, as NV12, into `lease`'s slot (which has its size).
+    fn write_into(&mut self, lease: &mut Lease) -> Result<Outcome>;
+    /// Makes the decoder ready for a rewound stream after end of file (keeping its sessions and
+    /// buffers). False if it cannot, and the caller makes a new one.
+    fn reset(&mut self) -> bool {
+        false
+    }
+}
+
+/// What `avcodec_receive_frame` returned, for a [`Decoder::receive`]: the picture in `frame`
+/// (`Some`), none ready yet or the end (`None`, also for a corrupt picture FFmpeg skipped), or a
+/// real failure of `call`.
+pub(crate) fn received(
+    r: std::result::Result<(), ff::Error>,
+    frame: &ff::frame::Video,
+    time_base: ff::Rational,
+    call: &str,
+) -> Result<Option<Picture>> {
+    match r {
+        Ok(()) => Ok(Some(Picture { width: frame.width(), height: frame.height(), pts_us: pts_us(frame.timestamp(), time_base) })),
+        Err(ff::Error::Eof) | Err(ff::Error::InvalidData) => Ok(None),
+        Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => Ok(None),
+        Err(e) => Err(Error::ffmpeg(call, e)),
+    }
+}
+
+/// Stream timestamp → microseconds.
+pub(crate) fn pts_us(pts: Option<i64>, tb: ff::Rational) -> i64 {
+    match pts {
+        Some(p) if tb.denominator() != 0 => {
+            (p as i128 * tb.numerator() as i128 * 1_000_000 / tb.denominator() as i128) as i64
+        }
+        _ => i64::MIN,
+    }
+}
+

@@ -1,0 +1,161 @@
+//! The camera object: options, open, close, reconnect, frames, stats, its last error.
+
+use super::types::*;
+use super::{boundary, c_str, convert, out, sized, sized_out, text_out, write_text, Ctx};
+use crate::library;
+use crate::status::*;
+use std::ffi::c_char;
+use std::time::Duration;
+
+/// Fills `opts` with the defaults (and sets its `struct_size`).
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_PANIC
+///
+/// # Safety
+/// `opts` is NULL or writable for `sizeof(nvcam_camera_options_t)` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_camera_options_init(opts: *mut nvcam_camera_options) -> i32 {
+    boundary("nvcam_camera_options_init", Ctx::Lib, || {
+        // SAFETY: forwarded from this function's contract.
+        *unsafe { out(opts, "opts") }? = convert::options_defaults();
+        Ok(())
+    })
+}
+
+/// Reads `options` (and its option string, unless `ffmpeg` overrides it).
+///
+/// # Safety
+/// `options` is NULL or a readable `nvcam_camera_options_t` whose `ffmpeg_options` is NULL or a
+/// NUL-terminated string; `ffmpeg` is NULL or a NUL-terminated string.
+unsafe fn read_options(options: *const nvcam_camera_options, ffmpeg: *const c_char) -> Result<crate::config::Options> {
+    // SAFETY: forwarded from this function's contract.
+    let c = unsafe { sized(options, "options") }?;
+    let text = if !ffmpeg.is_null() {
+        // SAFETY: non-null and NUL-terminated (contract).
+        Some(unsafe { c_str(ffmpeg, "ffmpeg_options") }?)
+    } else {
+        match c {
+            // SAFETY: non-null and NUL-terminated (contract).
+            Some(c) if !c.ffmpeg_options.is_null() => Some(unsafe { c_str(c.ffmpeg_options, "ffmpeg_options") }?),
+            _ => None,
+        }
+    };
+    convert::options_from(c, text)
+}
+
+/// Opens a camera: `url` is `rtsp://…`, another FFmpeg URL, a file path, or `testsrc://WxH@FPS`
+/// (a built-in test pattern), UTF-8. Without `NVCAM_OPEN_ASYNC` it returns once the source is
+/// open (or with the reason it could not be: `NVCAM_E_IO`, `NVCAM_E_TIMEOUT`, `NVCAM_E_AUTH`,
+/// `NVCAM_E_BAD_OPTION`, `NVCAM_E_UNSUPPORTED`), leaving nothing behind on failure.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+///
+/// # Safety
+/// `url` is NULL or a NUL-terminated string; `options` is NULL or a readable
+/// `nvcam_camera_options_t` (its `ffmpeg_options` NULL or a NUL-terminated string); `cam` is NULL
+/// or writable for a `uint64_t`.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_camera_open(url: *const c_char, options: *const nvcam_camera_options, cam: *mut u64) -> i32 {
+    boundary("nvcam_camera_open", Ctx::Lib, || {
+        // SAFETY: forwarded from this function's contract (all three).
+        let (out_cam, url, opts) = unsafe { (out(cam, "cam")?, c_str(url, "url")?, read_options(options, std::ptr::null())?) };
+        *out_cam = library::open_camera(url, opts)?;
+        Ok(())
+    })
+}
+
+/// `nvcam_camera_open` with the FFmpeg options as a separate string (NULL or "" = none), which
+/// overrides `options->ffmpeg_options`. For hosts that cannot put a string pointer into a struct,
+/// like LabVIEW.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+///
+/// # Safety
+/// As `nvcam_camera_open`; `ffmpeg_options` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_camera_open_ex(
+    url: *const c_char,
+    ffmpeg_options: *const c_char,
+    options: *const nvcam_camera_options,
+    cam: *mut u64,
+) -> i32 {
+    boundary("nvcam_camera_open_ex", Ctx::Lib, || {
+        // SAFETY: forwarded from this function's contract (all four).
+        let (out_cam, url, opts) = unsafe { (out(cam, "cam")?, c_str(url, "url")?, read_options(options, ffmpeg_options)?) };
+        *out_cam = library::open_camera(url, opts)?;
+        Ok(())
+    })
+}
+
+/// Closes a camera: stops it, waits up to `timeout_ms` for in-flight work, invalidates every frame
+/// handle it has outstanding, then stops its thread. The handle is released even when the thread
+/// outlives the timeout (`NVCAM_E_TIMEOUT`; it exits on its own).
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_TIMEOUT, NVCAM_E_PANIC
+#[no_mangle]
+pub extern "C" fn nvcam_camera_close(cam: u64, timeout_ms: u32) -> i32 {
+    boundary("nvcam_camera_close", Ctx::Lib, || library::close_camera(cam, Duration::from_millis(timeout_ms as u64)))
+}
+
+/// Drops the current connection and reconnects at once, in any state (also after a failure).
+/// Frame handles stay valid unless the camera was opened with
+/// `NVCAM_OPEN_RELEASE_CLONES_ON_RECONNECT`.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_PANIC
+#[no_mangle]
+pub extern "C" fn nvcam_camera_reconnect(cam: u64) -> i32 {
+    boundary("nvcam_camera_reconnect", Ctx::Camera(cam), || library::camera(cam)?.reconnect())
+}
+
+/// Waits up to `timeout_ms` for the newest frame not yet handed out and returns a new frame handle
+/// in `*frame` (release it with `nvcam_frame_release`). Frames the host was too slow to take are
+/// skipped and counted. `NVCAM_E_TIMEOUT` if none came; `NVCAM_E_FAILED`/`NVCAM_E_CLOSED` if none
+/// will. The longest wait is `timeout_ms` (there is no infinite wait: 0 returns at once, and
+/// `UINT32_MAX` is about 49.7 days, a finite wait like any other).
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_TIMEOUT, NVCAM_E_CLOSED, NVCAM_E_FAILED, NVCAM_E_IO, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_UNSUPPORTED, NVCAM_E_PANIC
+///
+/// # Safety
+/// `frame` is NULL or writable for a `uint64_t`.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_camera_get_frame(cam: u64, timeout_ms: u32, frame: *mut u64) -> i32 {
+    boundary("nvcam_camera_get_frame", Ctx::Camera(cam), || {
+        // SAFETY: forwarded from this function's contract.
+        let out_frame = unsafe { out(frame, "frame") }?;
+        *out_frame = library::get_frame(cam, Duration::from_millis(timeout_ms as u64))?;
+        Ok(())
+    })
+}
+
+/// Fills `stats` (set its `struct_size` first).
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
+///
+/// # Safety
+/// `stats` is NULL or a writable `nvcam_camera_stats_t` whose `struct_size` is set.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_camera_stats(cam: u64, stats: *mut nvcam_camera_stats) -> i32 {
+    boundary("nvcam_camera_stats", Ctx::Camera(cam), || {
+        // SAFETY: forwarded from this function's contract.
+        let s = unsafe { sized_out(stats, "stats") }?;
+        let snapshot = library::camera(cam)?.stats();
+        *s = convert::camera_stats(&snapshot, s.struct_size);
+        Ok(())
+    })
+}
+
+/// The camera's last error, from its worker (connection, decode) or from a call on it.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_PANIC
+///
+/// # Safety
+/// `buf` is NULL or writable for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_camera_last_error(cam: u64, buf: *mut c_char, len: i32) -> i32 {
+    boundary("nvcam_camera_last_error", Ctx::Quiet, || {
+        let c = library::camera(cam)?;
+        let text = c.last_error().map(|e| e.to_string()).unwrap_or_default();
+        // SAFETY: forwarded from this function's contract.
+        write_text(unsafe { text_out(buf, len) }?, &text)
+    })
+}

@@ -1,0 +1,289 @@
+//! The only place C structs and `NVCAM_*` values are built from, or read into, the core's Rust
+//! types. Everything below `ffi` speaks enums, switches and snapshots.
+
+use super::types::*;
+use crate::camera::{CameraState, Stats};
+use crate::config::{Config, DecoderPolicy, OpenFlags, Options, Placement, DEFAULTS, POOL_SLOTS_MAX, POOL_SLOTS_MIN};
+use crate::decode::DecoderKind;
+use crate::frame::Frame;
+use crate::gpu::GpuStats;
+use crate::pool::MemoryKind;
+use crate::status::*;
+use log::{Level, LevelFilter};
+use std::time::Duration;
+
+/// `nvcam_config_t.flags` bits that mean something (none yet: every bit is reserved).
+const CONFIG_FLAGS_KNOWN: u32 = 0;
+
+/// A zero in a C field means the default.
+fn or_default(v: u32, default: u32) -> u32 {
+    if v == 0 {
+        default
+    } else {
+        v
+    }
+}
+
+fn ms(v: u32, default: u32) -> Duration {
+    Duration::from_millis(or_default(v, default) as u64)
+}
+
+pub(crate) fn config_from(c: Option<&nvcam_config>) -> Result<Config> {
+    let Some(c) = c else { return Ok(Config::default()) };
+    if c.flags & !CONFIG_FLAGS_KNOWN != 0 {
+        return Err(Error::arg(format!("nvcam_config_t.flags 0x{:x}: reserved bits must be 0", c.flags)));
+    }
+    Ok(Config {
+        max_hw_decoders_per_device: (c.max_hw_decoders_per_device != 0).then_some(c.max_hw_decoders_per_device),
+        gpu_free_min_age: ms(c.gpu_free_min_age_ms, DEFAULTS.gpu_free_min_age_ms),
+    })
+}
+
+/// `nvcam_camera_options_init`'s values: the defaults, written out.
+pub(crate) fn options_defaults() -> nvcam_camera_options {
+    let d = &DEFAULTS;
+    nvcam_camera_options {
+        struct_size: std::mem::size_of::<nvcam_camera_options>() as u32,
+        flags: 0,
+        pool_slots: d.pool_slots,
+        device: d.device,
+        decoder: NVCAM_DECODER_AUTO,
+        open_timeout_ms: d.open_timeout_ms,
+        stall_timeout_ms: d.stall_timeout_ms,
+        reconnect_min_ms: d.reconnect_min_ms,
+        reconnect_max_ms: d.reconnect_max_ms,
+        decode_threads: 0,
+        ffmpeg_options: std::ptr::null(),
+        reserved: [0; 4],
+    }
+}
+
+fn open_flags(bits: u32) -> Result<OpenFlags> {
+    if bits & !NVCAM_OPEN_ALL != 0 {
+        return Err(Error::arg(format!("unknown flag bits 0x{:x}", bits & !NVCAM_OPEN_ALL)));
+    }
+    let on = |b: u32| bits & b != 0;
+    Ok(OpenFlags {
+        async_open: on(NVCAM_OPEN_ASYNC),
+        loop_file: on(NVCAM_OPEN_LOOP),
+        lossless: on(NVCAM_OPEN_LOSSLESS),
+        no_pacing: on(NVCAM_OPEN_NO_PACING),
+        release_clones_on_reconnect: on(NVCAM_OPEN_RELEASE_CLONES_ON_RECONNECT),
+    })
+}
+
+fn decoder_policy(v: u32) -> Result<DecoderPolicy> {
+    Ok(match v {
+        NVCAM_DECODER_AUTO => DecoderPolicy::Auto,
+        NVCAM_DECODER_NVDEC => DecoderPolicy::Nvdec,
+        NVCAM_DECODER_FFMPEG_HW => DecoderPolicy::FfmpegHw,
+        NVCAM_DECODER_SOFTWARE => DecoderPolicy::Software,
+        _ => return Err(Error::arg(format!("decoder {v} is not an NVCAM_DECODER_* value"))),
+    })
+}
+
+/// A camera's options from the C struct (`None`: NULL, all defaults). `ffmpeg` is the option
+/// string, already read from the caller's memory.
+pub(crate) fn options_from(c: Option<&nvcam_camera_options>, ffmpeg: Option<&str>) -> Result<Options> {
+    let mut o = Options::default();
+    if let Some(c) = c {
+        let d = &DEFAULTS;
+        if c.device < NVCAM_DEVICE_CPU {
+            return Err(Error::arg(format!("device {} (use -1 for the CPU or a GPU ordinal)", c.device)));
+        }
+        if c.pool_slots != 0 && !(POOL_SLOTS_MIN..=POOL_SLOTS_MAX).contains(&c.pool_slots) {
+            return Err(Error::arg(format!(
+                "pool_slots {} ({POOL_SLOTS_MIN}..{POOL_SLOTS_MAX}, 0 = {})",
+                c.pool_slots, d.pool_slots
+            )));
+        }
+        o.flags = open_flags(c.flags)?;
+        o.pool_slots = or_default(c.pool_slots, d.pool_slots) as usize;
+        o.placement = if c.device == NVCAM_DEVICE_CPU { Placement::Cpu } else { Placement::Gpu(c.device) };
+        o.decoder = decoder_policy(c.decoder)?;
+        o.open_timeout = ms(c.open_timeout_ms, d.open_timeout_ms);
+        o.stall_timeout = ms(c.stall_timeout_ms, d.stall_timeout_ms);
+        o.reconnect_min = ms(c.reconnect_min_ms, d.reconnect_min_ms);
+        o.reconnect_max = ms(c.reconnect_max_ms, d.reconnect_max_ms).max(o.reconnect_min);
+        o.decode_threads = c.decode_threads as usize;
+    }
+    if let Some(s) = ffmpeg {
+        o.ffmpeg = crate::source::parse_options(s)?;
+    }
+    Ok(o)
+}
+
+fn state(s: CameraState) -> u32 {
+    match s {
+        CameraState::Connecting => NVCAM_STATE_CONNECTING,
+        CameraState::Streaming => NVCAM_STATE_STREAMING,
+        CameraState::Stalled => NVCAM_STATE_STALLED,
+        CameraState::Reconnecting => NVCAM_STATE_RECONNECTING,
+        CameraState::Closed => NVCAM_STATE_CLOSED,
+        CameraState::Failed => NVCAM_STATE_FAILED,
+        CameraState::Ended => NVCAM_STATE_ENDED,
+    }
+}
+
+fn memory(m: MemoryKind) -> u32 {
+    match m {
+        MemoryKind::Host => NVCAM_MEMORY_HOST,
+        MemoryKind::Device => NVCAM_MEMORY_DEVICE,
+    }
+}
+
+/// The `NVCAM_DECODER_*` value a decoder in use reports (the policy that would pick it alone).
+fn decoder(d: Option<DecoderKind>) -> u32 {
+    match d {
+        Some(DecoderKind::Nvdec) => NVCAM_DECODER_NVDEC,
+        Some(DecoderKind::FfmpegCuda) => NVCAM_DECODER_FFMPEG_HW,
+        Some(DecoderKind::Software | DecoderKind::SoftwareUpload) | None => NVCAM_DECODER_SOFTWARE,
+    }
+}
+
+pub(crate) fn camera_stats(s: &Stats, struct_size: u32) -> nvcam_camera_stats {
+    let (mem, device) = s.memory.map(|(m, d)| (memory(m), d)).unwrap_or((NVCAM_MEMORY_HOST, NVCAM_DEVICE_CPU));
+    nvcam_camera_stats {
+        struct_size,
+        state: state(s.state),
+        frames_decoded: s.decoded,
+        frames_delivered: s.delivered,
+        frames_dropped: s.dropped,
+        frames_skipped: s.skipped,
+        reconnects: s.reconnects,
+        pool_slots_total: s.slots_total,
+        pool_slots_in_use: s.slots_in_use,
+        bytes_held: s.bytes_held,
+        fps: s.fps,
+        width: s.width,
+        height: s.height,
+        reconnect_attempt: s.reconnect_attempt,
+        next_retry_ms: s.next_retry_ms,
+        stream_changes: s.stream_changes,
+        memory: mem,
+        device,
+        decoder: decoder(s.decoder),
+        last_error_code: s.last_error_code,
+        _pad0: 0,
+        live_handles: s.live_handles,
+        reserved: [0; 4],
+    }
+}
+
+pub(crate) fn frame_info(f: &Frame, struct_size: u32) -> nvcam_frame_info {
+    let g = *f.geom();
+    nvcam_frame_info {
+        struct_size,
+        width: g.width,
+        height: g.height,
+        format: NVCAM_FORMAT_NV12,
+        memory: memory(f.memory()),
+        device: f.device(),
+        pitch: g.pitch as u64,
+        y_ptr: f.y_addr(),
+        uv_ptr: f.uv_addr(),
+        nv12_size: g.packed_size(0).unwrap_or(0) as u64,
+        seq: f.seq,
+        pts_us: f.pts_us,
+        wallclock_ns: f.wallclock_ns,
+        camera: f.owner,
+        reserved: [0; 4],
+    }
+}
+
+pub(crate) fn gpu_stats(s: &GpuStats, struct_size: u32) -> nvcam_gpu_stats {
+    nvcam_gpu_stats {
+        struct_size,
+        device: s.device,
+        device_count: s.device_count,
+        contexts: s.contexts,
+        hw_decoders: s.hw_decoders,
+        upload_decoders: s.upload_decoders,
+        device_allocs: s.device_allocs,
+        device_frees: s.device_frees,
+        pinned_allocs: s.pinned_allocs,
+        pinned_frees: s.pinned_frees,
+        syncs: s.syncs,
+        ready_waits: s.ready_waits,
+        hw_fallbacks: s.hw_fallbacks,
+        frames_copied: s.frames_copied,
+        bytes_in_pools: s.bytes_in_pools,
+        bytes_deferred: s.bytes_deferred,
+        deferred_buffers: s.deferred_buffers,
+        mem_free: s.mem_free,
+        mem_total: s.mem_total,
+        reserved: [0; 4],
+    }
+}
+
+/// `NVCAM_LOG_*` → a level filter.
+pub(crate) fn log_filter(n: i32) -> Result<LevelFilter> {
+    Ok(match n {
+        NVCAM_LOG_OFF => LevelFilter::Off,
+        NVCAM_LOG_ERROR => LevelFilter::Error,
+        NVCAM_LOG_WARN => LevelFilter::Warn,
+        NVCAM_LOG_INFO => LevelFilter::Info,
+        NVCAM_LOG_DEBUG => LevelFilter::Debug,
+        NVCAM_LOG_TRACE => LevelFilter::Trace,
+        _ => return Err(Error::arg(format!("log level {n} ({NVCAM_LOG_OFF}..{NVCAM_LOG_TRACE})"))),
+    })
+}
+
+/// A message's level → `NVCAM_LOG_*`.
+pub(crate) fn log_level(l: Level) -> i32 {
+    match l {
+        Level::Error => NVCAM_LOG_ERROR,
+        Level::Warn => NVCAM_LOG_WARN,
+        Level::Info => NVCAM_LOG_INFO,
+        Level::Debug => NVCAM_LOG_DEBUG,
+        Level::Trace => NVCAM_LOG_TRACE,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `nvcam_camera_options_init`, a zeroed struct, NULL and `Options::default()` are one thing.
+    #[test]
+    fn c_and_rust_defaults_agree() {
+        let init = options_defaults();
+        let zeroed = nvcam_camera_options {
+            struct_size: std::mem::size_of::<nvcam_camera_options>() as u32,
+            flags: 0,
+            pool_slots: 0,
+            device: 0,
+            decoder: 0,
+            open_timeout_ms: 0,
+            stall_timeout_ms: 0,
+            reconnect_min_ms: 0,
+            reconnect_max_ms: 0,
+            decode_threads: 0,
+            ffmpeg_options: std::ptr::null(),
+            reserved: [0; 4],
+        };
+        let d = Options::default();
+        assert_eq!(options_from(Some(&init), None).unwrap(), d);
+        assert_eq!(options_from(Some(&zeroed), None).unwrap(), d);
+        assert_eq!(options_from(None, None).unwrap(), d);
+        let zc = nvcam_config { struct_size: 64, ..Default::default() };
+        assert_eq!(config_from(Some(&zc)).unwrap(), Config::default());
+        assert_eq!(config_from(None).unwrap(), Config::default());
+    }
+
+    #[test]
+    fn reserved_config_flags_are_refused() {
+        let c = nvcam_config { struct_size: 64, flags: 0xdead_beef, ..Default::default() };
+        assert_eq!(config_from(Some(&c)).unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
+    }
+
+    #[test]
+    fn every_open_flag_bit_maps_to_one_switch() {
+        for bit in 0..5 {
+            let f = open_flags(1 << bit).unwrap();
+            let on = [f.async_open, f.loop_file, f.lossless, f.no_pacing, f.release_clones_on_reconnect];
+            assert_eq!(on.iter().filter(|&&b| b).count(), 1, "bit {bit}");
+        }
+        assert!(open_flags(NVCAM_OPEN_ALL + 1).is_err());
+    }
+}

@@ -1,0 +1,99 @@
+//! The library object: version, init, shutdown, status texts, the thread's last error.
+
+use super::types::*;
+use super::{boundary, convert, sized, text_out, write_text, Ctx};
+use crate::status::*;
+use std::ffi::c_char;
+use std::panic::catch_unwind;
+use std::time::Duration;
+
+/// The ABI major version of the loaded library (compare with `NVCAM_ABI_VERSION` from the header).
+///
+/// Returns: the ABI major (`NVCAM_ABI_VERSION`), not a status code.
+#[no_mangle]
+pub extern "C" fn nvcam_abi_version() -> i32 {
+    NVCAM_ABI_VERSION
+}
+
+/// Writes the library version ("nvcam 0.1.0 (abi 1)") into `buf` of `len` bytes.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_PANIC
+///
+/// # Safety
+/// `buf` is NULL or writable for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_version_string(buf: *mut c_char, len: i32) -> i32 {
+    boundary("nvcam_version_string", Ctx::Lib, || {
+        // SAFETY: forwarded from this function's contract.
+        let buf = unsafe { text_out(buf, len) }?;
+        write_text(buf, &format!("nvcam {} (abi {NVCAM_ABI_VERSION})", env!("CARGO_PKG_VERSION")))
+    })
+}
+
+/// Initializes the library (NULL = defaults; reserved `flags` bits must be 0). Calling it again
+/// while initialized is a no-op; after `nvcam_shutdown` it initializes afresh. Pins the library in
+/// the process on first call.
+///
+/// Returns: NVCAM_OK, NVCAM_E_STRUCT_SIZE, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_FFMPEG, NVCAM_E_PANIC
+///
+/// # Safety
+/// `config` is NULL or points to an `nvcam_config_t` whose `struct_size` bytes are readable.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_init(config: *const nvcam_config) -> i32 {
+    boundary("nvcam_init", Ctx::Lib, || {
+        // SAFETY: forwarded from this function's contract.
+        let c = unsafe { sized(config, "config") }?;
+        crate::library::init(convert::config_from(c)?)
+    })
+}
+
+/// Closes every camera, invalidates every frame handle (leaked ones included, and counted in the
+/// log), joins every thread and frees all memory, within `timeout_ms`. Old handles return
+/// `NVCAM_E_STALE_HANDLE` afterwards. `NVCAM_E_TIMEOUT` if a thread was still running at the end.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NOT_INITIALIZED, NVCAM_E_TIMEOUT, NVCAM_E_PANIC
+#[no_mangle]
+pub extern "C" fn nvcam_shutdown(timeout_ms: u32) -> i32 {
+    boundary("nvcam_shutdown", Ctx::Lib, || {
+        crate::library::shutdown(Duration::from_millis(timeout_ms as u64)).map(|_| ())
+    })
+}
+
+/// Writes "NAME: description" of a status code into `buf`.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_PANIC
+///
+/// # Safety
+/// `buf` is NULL or writable for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_status_text(code: i32, buf: *mut c_char, len: i32) -> i32 {
+    boundary("nvcam_status_text", Ctx::Quiet, || {
+        let text = match describe(code) {
+            Some((n, d)) => format!("{n}: {d}"),
+            None => format!("unknown status {code}"),
+        };
+        // SAFETY: forwarded from this function's contract.
+        write_text(unsafe { text_out(buf, len) }?, &text)
+    })
+}
+
+/// The last error of the calling thread's previous nvcam call ("" if it succeeded).
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_PANIC
+///
+/// # Safety
+/// `buf` is NULL or writable for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_last_error(buf: *mut c_char, len: i32) -> i32 {
+    // Not through `boundary`: that would clear the very error being read.
+    let r = catch_unwind(|| {
+        let text = super::last_error_text();
+        // SAFETY: forwarded from this function's contract.
+        write_text(unsafe { text_out(buf, len) }?, &text)
+    });
+    match r {
+        Ok(Ok(())) => NVCAM_OK,
+        Ok(Err(e)) => e.code,
+        Err(_) => NVCAM_E_PANIC,
+    }
+}

@@ -1,0 +1,211 @@
+//! GPU-side memory the library owns: a camera pool's device storage (one pitched allocation per
+//! resolution, a last-use event per slot, a pinned staging buffer for host downloads) and pinned
+//! host buffers. Neither frees anything itself: on drop each hands its memory to the
+//! deferred-free queue with the events that fence its last use.
+//!
+//! A slot is handed out again only when no frame holds it (the pool's lease rules) *and* its
+//! event has completed (`reusable`).
+
+use super::context::{ck, Copy2D, Device, Event, Mem, Stream};
+use super::{deferred, stats, CamGpu};
+use crate::pool::{copy_planes, Geometry, Lease, MemoryKind, Pool, Storage};
+use crate::status::*;
+use cudarc::driver::sys;
+use parking_lot::Mutex;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// A device pool of `slots` slots for `geom`'s size on the camera's GPU (the driver picks the
+/// pitch). Every GPU decoder's pools come from here.
+pub(crate) fn new_pool(cam: &CamGpu, geom: Geometry, slots: usize) -> Result<Arc<Pool>> {
+    let st = DeviceStorage::new(&cam.stream, geom.width, geom.height, slots)?;
+    Ok(Pool::new(st.geom, slots, Box::new(st)))
+}
+
+/// The device address of `lease`'s slot, after the one check every GPU decoder makes before a
+/// copy: the slot is device memory on `stream`'s GPU and (with `size`) has the picture's size.
+pub(crate) fn device_slot(lease: &Lease, stream: &Stream, size: Option<(u32, u32)>) -> Result<u64> {
+    let g = lease.pool().geom;
+    if size.is_some_and(|wh| wh != (g.width, g.height)) {
+        return Err(Error::internal("picture and slot sizes differ"));
+    }
+    let st = lease.pool().storage();
+    if st.kind() != MemoryKind::Device {
+        return Err(Error::internal("a GPU decoder needs a device pool"));
+    }
+    if st.device() != stream.dev.ordinal {
+        return Err(Error::internal("pool and decoder on different GPUs"));
+    }
+    Ok(lease.addr())
+}
+
+pub(crate) struct DeviceStorage {
+    /// The camera's stream: every write into a slot is enqueued on it.
+    stream: Arc<Stream>,
+    base: sys::CUdeviceptr,
+    geom: Geometry,
+    slot_bytes: usize,
+    slots: usize,
+    /// Recorded on the camera's stream after each write into the slot.
+    events: Vec<Event>,
+    /// Host downloads, one at a time per pool; allocated on the first.
+    staging: Mutex<Option<PinnedBuf>>,
+}
+
+impl DeviceStorage {
+    /// Allocates `slots` NV12 slots of `width`×`height` on the stream's device (once per
+    /// resolution). The pitch is the driver's choice.
+    fn new(stream: &Arc<Stream>, width: u32, height: u32, slots: usize) -> Result<DeviceStorage> {
+        let dev = &stream.dev;
+        let shape = Geometry::nv12(width, height);
+        let rows = shape.y_rows() + shape.uv_rows();
+        let events = (0..slots).map(|_| Event::new(dev)).collect::<Result<Vec<_>>>()?;
+        let (mut base, mut pitch) = (0 as sys::CUdeviceptr, 0usize);
+        {
+            let _g = dev.push()?;
+            // SAFETY: our context is current (guard); writes the allocation and its pitch.
+            let r = unsafe { sys::cuMemAllocPitch_v2(&mut base, &mut pitch, shape.row_bytes(), rows * slots, 16) };
+            ck("cuMemAllocPitch", r)
+                .map_err(|e| Error::new(e.code, format!("{} ({slots} slots of {width}x{height} NV12 on GPU {})", e.msg, dev.ordinal)))?;
+        }
+        let geom = Geometry { width, height, pitch };
+        let slot_bytes = pitch * rows;
+        let c = stats::of(dev.ordinal);
+        c.device_allocs.fetch_add(1, Ordering::Relaxed);
+        c.bytes_in_pools.fetch_add((slot_bytes * slots) as i64, Ordering::Relaxed);
+        log::debug!("GPU {}: pool of {slots} x {width}x{height} NV12, pitch {pitch}, {} bytes", dev.ordinal, slot_bytes * slots);
+        Ok(DeviceStorage { stream: stream.clone(), base, geom, slot_bytes, slots, events, staging: Mutex::new(None) })
+    }
+}
+
+impl Drop for DeviceStorage {
+    fn drop(&mut self) {
+        let dev = self.stream.dev.clone();
+        let bytes = (self.slot_bytes * self.slots) as u64;
+        stats::of(dev.ordinal).bytes_in_pools.fetch_sub(bytes as i64, Ordering::Relaxed);
+        let fences = std::mem::take(&mut self.events);
+        deferred::retire(dev, deferred::Buf::Device(self.base), bytes, fences);
+        // The staging buffer retires itself with its own fence.
+        drop(self.staging.lock().take());
+    }
+}
+
+impl Storage for DeviceStorage {
+    fn kind(&self) -> MemoryKind {
+        MemoryKind::Device
+    }
+    fn device(&self) -> i32 {
+        self.stream.dev.ordinal
+    }
+    fn slot_addr(&self, i: usize) -> u64 {
+        assert!(i < self.slots);
+        self.base + (i * self.slot_bytes) as u64
+    }
+    fn bytes(&self) -> u64 {
+        (self.slot_bytes * self.slots) as u64
+    }
+    fn reusable(&self, i: usize) -> bool {
+        // A failing query means a broken context; reuse cannot make that worse.
+        self.events[i].query().unwrap_or(true)
+    }
+    fn mark_written(&self, i: usize) -> Result<()> {
+        self.events[i].record(&self.stream)
+    }
+    fn wait_ready(&self, i: usize) -> Result<()> {
+        let e = &self.events[i];
+        if !e.query()? {
+            stats::of(self.device()).ready_waits.fetch_add(1, Ordering::Relaxed);
+            let _g = e.dev.push()?;
+            // SAFETY: our event, context current (guard).
+            ck("cuEventSynchronize(frame ready)", unsafe { sys::cuEventSynchronize(e.raw()) })?;
+        }
+        Ok(())
+    }
+    fn download(&self, i: usize, geom: &Geometry, dst: &mut [u8], dst_pitch: usize) -> Result<()> {
+        let packed = Geometry { pitch: geom.row_bytes(), ..*geom };
+        let need = packed.slot_bytes();
+        let mut st = self.staging.lock();
+        if st.as_ref().is_none_or(|b| b.len() < need) {
+            *st = Some(PinnedBuf::new(&self.stream.dev, need)?);
+        }
+        let buf = st.as_ref().expect("allocated above");
+        let src = self.slot_addr(i);
+        // SAFETY: the slot is ours and held by the caller's frame; the staging buffer holds
+        // `need` bytes (Y then UV, packed) and is only reused after the wait below. The copies
+        // are ordered after the slot's write on the same stream.
+        unsafe {
+            Copy2D { src: Mem::Device(src), src_pitch: self.geom.pitch, dst: Mem::Host(buf.ptr()), dst_pitch: packed.pitch, width_bytes: geom.width as usize, rows: geom.y_rows() }
+                .enqueue(&self.stream)?;
+            Copy2D {
+                src: Mem::Device(src + self.geom.uv_offset() as u64),
+                src_pitch: self.geom.pitch,
+                dst: Mem::Host(buf.ptr().add(packed.uv_offset())),
+                dst_pitch: packed.pitch,
+                width_bytes: geom.row_bytes(),
+                rows: geom.uv_rows(),
+            }
+            .enqueue(&self.stream)?;
+        }
+        buf.done().record(&self.stream)?;
+        // The host asked for the bytes: this wait is the point of the call (counted).
+        buf.done().synchronize()?;
+        // SAFETY: the copies into the buffer completed (waited above); the lock on `staging`
+        // makes this the only reference.
+        let bytes = unsafe { buf.as_mut_slice() };
+        copy_planes(&bytes[..need], &packed, dst, dst_pitch);
+        Ok(())
+    }
+}
+
+/// Pinned host memory (page-locked, *not* write-combined: the CPU reads downloads back) with the
+/// event that fences its last copy. Dropping it hands both to the deferred-free queue.
+pub(crate) struct PinnedBuf {
+    dev: Arc<Device>,
+    ptr: *mut u8,
+    len: usize,
+    /// Recorded after each copy that reads or writes the buffer.
+    done: Option<Event>,
+}
+
+// SAFETY: the buffer is owned by this value; the driver's pinned memory may be used from any
+// thread.
+unsafe impl Send for PinnedBuf {}
+// SAFETY: shared access hands out only the pointer and the event; the bytes are reached through
+// the unsafe `as_mut_slice`, whose contract makes the caller exclusive.
+unsafe impl Sync for PinnedBuf {}
+
+impl PinnedBuf {
+    pub(crate) fn new(dev: &Arc<Device>, len: usize) -> Result<PinnedBuf> {
+        let done = Event::new(dev)?;
+        let _g = dev.push()?;
+        let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
+        // SAFETY: our context is current (guard); writes the allocation's address.
+        ck("cuMemHostAlloc(PORTABLE)", unsafe { sys::cuMemHostAlloc(&mut p, len.max(1), sys::CU_MEMHOSTALLOC_PORTABLE) })?;
+        stats::count_pinned_alloc(dev.ordinal);
+        Ok(PinnedBuf { dev: dev.clone(), ptr: p as *mut u8, len, done: Some(done) })
+    }
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+    pub(crate) fn done(&self) -> &Event {
+        self.done.as_ref().expect("event lives until drop")
+    }
+    /// # Safety
+    /// No GPU copy may be using the buffer (`done` completed), and no other reference to the
+    /// bytes may exist.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn as_mut_slice(&self) -> &mut [u8] {
+        // SAFETY: `len` bytes at `ptr` are ours; exclusivity is the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for PinnedBuf {
+    fn drop(&mut self) {
+        let fences = self.done.take().into_iter().collect();
+        deferred::retire(self.dev.clone(), deferred::Buf::Host(self.ptr), self.len as u64, fences);
+    }
+}

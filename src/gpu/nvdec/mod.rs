@@ -1,0 +1,410 @@
+//! Direct NVDEC: NVIDIA's bitstream parser and hardware decoder (libnvcuvid, loaded at run time)
+//! behind the [`Decoder`] seam, writing NV12 into the camera's device pool.
+//!
+//! Per camera (one worker thread):
+//!
+//! ```text
+//! demuxed packet ─► Annex B (h264/hevc_mp4toannexb) ─► cuvidParseVideoData
+//!     sequence callback: caps check, create / reconfigure the decoder, surfaces
+//!     decode callback:   cuvidDecodePicture (the engine starts; nothing waits)
+//!     display callback:  queue the picture index (display order)
+//! receive()    ─► the next queued picture
+//! write_into() ─► cuvidMapVideoFrame64 (post-processing on the camera's stream)
+//!                 ─► cuMemcpy2DAsync Y, UV into the leased slot (same stream)
+//!                 ─► cuEventRecord (the slot's last-use event) ─► cuvidUnmapVideoFrame64
+//! ```
+//!
+//! Surfaces: decode surfaces = the sequence's `min_num_decode_surfaces` + the display delay + a
+//! margin of `parser::SURFACE_MARGIN` (at most 32); output (mapped) surfaces = `parser::OUTPUT_SURFACES`. The
+//! parser's display delay (default [`DISPLAY_DELAY`], `NVCAM_NVDEC_DISPLAY_DELAY`) hands a
+//! picture out only after that many later pictures were submitted, so the engine decodes ahead
+//! and a map rarely waits for its picture. One `CUvideoctxlock` per CUDA context is shared by all
+//! decoders in it (`NVCAM_NVDEC_CTXLOCK=decoder|none` changes that, for measurements).
+//!
+//! # Why unmapping right after the copy is enqueued is safe
+//!
+//! `write_into` unmaps the output surface as soon as the two copies and the slot's event are
+//! *enqueued*, without waiting for them. The copies read the surface later, on the GPU. That is
+//! correct because every write to an output surface is ordered after our copies on one stream:
+//!
+//! 1. Output surfaces belong to the decoder from `cuvidCreateDecoder` to `cuvidDestroyDecoder` (or
+//!    `cuvidReconfigureDecoder`); unmapping frees nothing, it returns the surface to the decoder's
+//!    set of `ulNumOutputSurfaces`.
+//! 2. The only thing that writes an output surface is the post-processing of a later
+//!    `cuvidMapVideoFrame64`, which the driver enqueues on `CUVIDPROCPARAMS::output_stream`.
+//!    We always pass the camera's stream there.
+//! 3. Our copies out of the surface are enqueued on that same stream after the map returned.
+//!    A stream runs its work in order, so the next map's post-processing into the surface
+//!    (enqueued after our unmap, hence after our copies) starts only after the copies finished.
+//! 4. The decoder's surfaces are released only by `cuvidDestroyDecoder` and reallocated only by
+//!    `cuvidReconfigureDecoder`; before either we wait for the camera's stream (teardown and
+//!    resolution changes only, never per frame).
+//!
+//! NVIDIA's own NvDecoder sample does the same with stream-ordered allocations (record an event,
+//! unmap, no synchronize), and FFmpeg's nvdec hwaccel unmaps when a frame is unreffed, with the
+//! copies on `hwctx->stream`. `tests/gpu_nvdec.rs` checks it rather than trusting it: with one
+//! output surface (every map reuses the surface just unmapped) and a host function that stalls
+//! the camera's stream for milliseconds before each copy, the next map and unmap happen long
+//! before the copy runs, and every frame must still equal FFmpeg's software decode bit for bit,
+//! under compute-sanitizer as well.
+//!
+//! # Errors
+//!
+//! A failed decode, map or unmap on one camera is reported for that camera (an [`Outcome`] of the
+//! call that met it → its last error) and recovered by recreating its parser and decoder; decoding
+//! resumes at the next key frame. Other cameras have their own decoders and never see it. More
+//! than [`MAX_RECOVERIES`] recoveries within a minute end the session with the error (the camera
+//! then reconnects as for any failure).
+
+//!
+//! # Files
+//!
+//! `sys` (the bindings, loaded at run time), `session` (RAII owners: context lock, parser,
+//! decoder, mapped picture), `parser` (the callbacks' state machine and the copy out of a
+//! surface), `caps` (what the engine takes), `counters`, and `hooks` (test-only faults and
+//! delays, compiled with the `test-hooks` feature).
+
+mod caps;
+mod counters;
+pub(crate) mod hooks;
+mod parser;
+mod session;
+pub(crate) mod sys;
+
+pub(crate) use caps::supports;
+pub use counters::{counters, NvdecCounters};
+
+use crate::decode::{pts_us, Decoder, DecoderKind, Outcome, Picture};
+use crate::gpu::context::{Copy2D, Mem};
+use crate::gpu::memory::device_slot;
+use crate::gpu::{stats, CamGpu, HwTicket};
+use crate::pool::Lease;
+use crate::status::*;
+use counters::{count, ns, Timing, COUNTERS};
+use ffmpeg_next as ff;
+use crate::ffmpeg::annexb::AnnexB;
+use parser::{copy_picture, Disp, State};
+use session::{CtxLock, Parser};
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use sys as cu;
+
+/// Pictures the parser holds back before display (decode runs this far ahead of mapping).
+pub(crate) const DISPLAY_DELAY: u32 = 2;
+/// Recoveries within [`RECOVERY_WINDOW`] after which the error ends the session.
+pub(crate) const MAX_RECOVERIES: usize = 5;
+const RECOVERY_WINDOW: Duration = Duration::from_secs(60);
+
+/// Errors a decoder recovers from by recreating its parser and decoder (an engine or driver
+/// fault, or a broken invariant of ours); anything else (the stream refused, out of sessions,
+/// a closed camera) ends the call.
+fn recoverable(e: &Error) -> bool {
+    matches!(e.code, NVCAM_E_CUDA | NVCAM_E_INTERNAL | NVCAM_E_PANIC | NVCAM_E_OUT_OF_MEMORY)
+}
+
+/// A camera's direct-NVDEC decoder: parser, decoder and the queue of displayed pictures.
+pub(crate) struct NvDecoder {
+    cam: Arc<CamGpu>,
+    /// Dropped before `st`, whose address its callbacks hold.
+    parser: Option<Parser>,
+    st: Box<State>,
+    annexb: Option<AnnexB>,
+    /// Annex B parameter sets fed to each new parser before the first packet.
+    prime: Vec<u8>,
+    time_base: ff::Rational,
+    saw_pts: bool,
+    current: Option<Disp>,
+    timing: Timing,
+    recoveries: VecDeque<Instant>,
+    decode_errors: u64,
+    last_decode_warning: Option<Instant>,
+    _ticket: HwTicket,
+}
+
+impl NvDecoder {
+    /// A decoder for `params`' stream on the camera's device. The NVDEC session itself is made
+    /// at the first sequence header; its failure then shows as [`NvDecoder::hw_failed`].
+    pub(crate) fn new(cam: &Arc<CamGpu>, params: &ff::codec::Parameters, time_base: ff::Rational, ticket: HwTicket) -> Result<NvDecoder> {
+        let dev = &cam.stream.dev;
+        let codec = supports(dev, params).map_err(|why| Error::new(NVCAM_E_UNSUPPORTED, why))?;
+        let lib = cu::lib().map_err(|e| Error::new(NVCAM_E_UNSUPPORTED, e))?;
+        let (annexb, prime) = AnnexB::new(params, time_base)?;
+        let ctx_lock = CtxLock::acquire(lib, dev)?;
+        let display_delay = std::env::var("NVCAM_NVDEC_DISPLAY_DELAY").ok().and_then(|v| v.parse().ok()).unwrap_or(DISPLAY_DELAY).min(8);
+        let mut me = NvDecoder {
+            cam: cam.clone(),
+            parser: None,
+            st: Box::new(State::new(lib, cam, codec, ctx_lock, display_delay)),
+            annexb,
+            prime,
+            time_base,
+            saw_pts: false,
+            current: None,
+            timing: Timing::default(),
+            recoveries: VecDeque::new(),
+            decode_errors: 0,
+            last_decode_warning: None,
+            _ticket: ticket,
+        };
+        me.new_parser()?;
+        log::info!("GPU {}: direct NVDEC decoder for {:?} (parser on the camera thread)", dev.ordinal, params.id());
+        Ok(me)
+    }
+
+    /// Whether NVDEC cannot take this stream (format, size, no session), so AUTO may fall back.
+    pub(crate) fn hw_failed(&self) -> bool {
+        self.st.refused
+    }
+
+    fn new_parser(&mut self) -> Result<()> {
+        self.parser = None;
+        let mut pp = cu::CUVIDPARSERPARAMS {
+            CodecType: self.st.codec,
+            // The sequence callback's return value sets the real count.
+            ulMaxNumDecodeSurfaces: 1,
+            ulClockRate: 0,
+            ulErrorThreshold: 0,
+            ulMaxDisplayDelay: self.st.display_delay,
+            bAnnexb_uReserved: 0,
+            uReserved1: [0; 4],
+            pUserData: &mut *self.st as *mut State as *mut c_void,
+            pfnSequenceCallback: Some(parser::on_sequence),
+            pfnDecodePicture: Some(parser::on_decode),
+            pfnDisplayPicture: Some(parser::on_display),
+            pfnGetOperatingPoint: None,
+            pvReserved2: [std::ptr::null_mut(); 6],
+            pExtVideoInfo: std::ptr::null_mut(),
+        };
+        // SAFETY: the user pointer is our boxed State: its address is stable, it outlives the
+        // parser (field order, and Drop below), and it is only touched by callbacks during our
+        // own parse calls, which take `&mut self`.
+        self.parser = Some(unsafe { Parser::new(self.st.lib, &self.cam.stream.dev, &mut pp) }?);
+        if !self.prime.is_empty() {
+            let prime = std::mem::take(&mut self.prime);
+            let r = self.parse(&prime, None, 0);
+            self.prime = prime;
+            r?;
+        }
+        Ok(())
+    }
+
+    /// Feeds one chunk of Annex B bitstream (a whole picture when `pts` is known) to the parser.
+    fn parse(&mut self, data: &[u8], pts: Option<i64>, extra_flags: std::ffi::c_ulong) -> Result<()> {
+        let mut pkt = cu::CUVIDSOURCEDATAPACKET {
+            flags: extra_flags | if pts.is_some() { cu::CUVID_PKT_TIMESTAMP } else { 0 },
+            payload_size: data.len() as _,
+            payload: if data.is_empty() { std::ptr::null() } else { data.as_ptr() },
+            timestamp: pts.unwrap_or(0),
+        };
+        let parser = self.parser.as_mut().ok_or_else(|| Error::internal("no NVDEC parser"))?;
+        let t0 = Instant::now();
+        let r = parser.parse(&mut pkt);
+        self.timing.parse += ns(t0);
+        if let Some(e) = self.st.error.take() {
+            return Err(e);
+        }
+        crate::gpu::context::ck("cuvidParseVideoData", r?)
+    }
+
+    fn parse_packet(&mut self, data: &[u8], pts: Option<i64>) -> Result<()> {
+        self.timing.packets += 1;
+        if pts.is_some() {
+            self.saw_pts = true;
+        }
+        // Demuxed packets hold exactly one picture: the parser may decode it without waiting for
+        // the next start code.
+        self.parse(data, pts, cu::CUVID_PKT_ENDOFPICTURE)
+    }
+
+    fn send(&mut self, pkt: &ff::Packet) -> Result<()> {
+        let Some(a) = self.annexb.as_mut() else {
+            let data = pkt.data().unwrap_or(&[]);
+            return if data.is_empty() { Ok(()) } else { self.parse_packet(data, pkt.pts()) };
+        };
+        a.send(pkt)?;
+        loop {
+            let a = self.annexb.as_mut().expect("checked");
+            let Some(p) = a.receive()? else { return Ok(()) };
+            let (pts, ptr, len) = (p.pts(), p.data().map(|d| d.as_ptr()), p.size());
+            let Some(ptr) = ptr else { continue };
+            // SAFETY: the packet lives in `annexb.out` until the next receive, which comes after
+            // this parse returns; the parser copies what it keeps.
+            let data = unsafe { std::slice::from_raw_parts(ptr, len) };
+            self.parse_packet(data, pts)?;
+        }
+    }
+
+    /// An engine error: report it, recreate parser and decoder (decoding resumes at the next key
+    /// frame), carry on. The returned error is what the camera reports; too many recoveries in
+    /// a minute, or a stream NVDEC refused, end the session instead.
+    fn recover(&mut self, e: Error) -> Result<Error> {
+        if self.st.refused {
+            return Err(e);
+        }
+        let now = Instant::now();
+        self.recoveries.retain(|t| now.duration_since(*t) < RECOVERY_WINDOW);
+        if self.recoveries.len() >= MAX_RECOVERIES {
+            return Err(Error::new(e.code, format!("{} (after {MAX_RECOVERIES} NVDEC recoveries within a minute)", e.msg)));
+        }
+        self.recoveries.push_back(now);
+        count(&COUNTERS.recoveries);
+        log::warn!("GPU {}: NVDEC error: {}; recreating this camera's decoder (resumes at the next key frame)", self.cam.ordinal(), e.msg);
+        self.parser = None;
+        self.st.queue.clear();
+        self.current = None;
+        self.st.decoder = None;
+        self.st.geom = None;
+        if let Some(a) = self.annexb.as_mut() {
+            a.flush();
+        }
+        self.new_parser()?;
+        Ok(Error::new(e.code, format!("{}; NVDEC decoder recreated", e.msg)))
+    }
+
+    /// Applies the test hooks' stream delay (no-op without the `test-hooks` feature).
+    #[cfg(feature = "test-hooks")]
+    fn delay_stream(&self) -> Result<bool> {
+        let Some(us) = self.st.knobs.map(|k| k.stream_delay_us).filter(|&us| us > 0) else { return Ok(false) };
+        let s = &self.cam.stream;
+        let _g = s.dev.push()?;
+        // SAFETY: a live stream of the current context; the host function only sleeps.
+        let r = unsafe { cudarc::driver::sys::cuLaunchHostFunc(s.raw(), Some(session::delay_host_fn), us as usize as *mut c_void) };
+        crate::gpu::context::ck("cuLaunchHostFunc", r)?;
+        Ok(true)
+    }
+
+    #[cfg(not(feature = "test-hooks"))]
+    fn delay_stream(&self) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// A picture NVDEC decoded with errors is delivered as it concealed it; the camera hears of
+    /// it at most every few seconds.
+    fn note_decode_status(&mut self, status: Option<cu::cuvidDecodeStatus>) -> Option<Error> {
+        let status = status?;
+        if status != cu::cuvidDecodeStatus_Error && status != cu::cuvidDecodeStatus_Error_Concealed {
+            return None;
+        }
+        count(&COUNTERS.decode_errors);
+        self.decode_errors += 1;
+        if self.last_decode_warning.is_some_and(|t| t.elapsed() < Duration::from_secs(5)) {
+            return None;
+        }
+        self.last_decode_warning = Some(Instant::now());
+        Some(Error::new(
+            NVCAM_E_IO,
+            format!(
+                "NVDEC reported a picture decoded with errors ({}; {} so far on this camera): corrupt or lost bitstream data",
+                if status == cu::cuvidDecodeStatus_Error { "not concealed" } else { "concealed" },
+                self.decode_errors
+            ),
+        ))
+    }
+}
+
+impl Drop for NvDecoder {
+    fn drop(&mut self) {
+        // Parser first (its callbacks point at `st`), then the pictures, then the decoder; the
+        // context lock goes with `st`, after its decoder.
+        self.parser = None;
+        self.current = None;
+        self.st.queue.clear();
+        self.st.decoder = None;
+        self.timing.flush();
+    }
+}
+
+impl Decoder for NvDecoder {
+    fn kind(&self) -> DecoderKind {
+        DecoderKind::Nvdec
+    }
+
+    fn send_packet(&mut self, pkt: &ff::Packet) -> Result<Outcome> {
+        let r = self.send(pkt);
+        self.timing.maybe_flush();
+        match r {
+            Ok(()) => Ok(Outcome::Clean),
+            Err(e) if recoverable(&e) => self.recover(e).map(Outcome::Reported),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn send_eof(&mut self) -> Result<()> {
+        if let Some(a) = self.annexb.as_mut() {
+            a.flush();
+        }
+        match self.parse(&[], None, cu::CUVID_PKT_ENDOFSTREAM) {
+            Ok(()) => Ok(()),
+            Err(e) if recoverable(&e) => self.recover(e).map(|w| log::debug!("at end of stream: {w}")),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn receive(&mut self) -> Result<Option<Picture>> {
+        // A picture received and not written (the pool was full) is simply dropped.
+        self.current = None;
+        while let Some(d) = self.st.queue.pop_front() {
+            if d.stale {
+                continue;
+            }
+            let pic = Picture {
+                width: d.geom.width,
+                height: d.geom.height,
+                pts_us: if self.saw_pts { pts_us(Some(d.info.timestamp), self.time_base) } else { i64::MIN },
+            };
+            self.current = Some(d);
+            return Ok(Some(pic));
+        }
+        Ok(None)
+    }
+
+    fn write_into(&mut self, lease: &mut Lease) -> Result<Outcome> {
+        let d = self.current.take().ok_or_else(|| Error::internal("write_into without a received picture"))?;
+        let s = &self.cam.stream;
+        if let Some(parked) = d.parked.as_ref() {
+            // Copied aside at a resolution change: one device-to-device copy from there.
+            let (src, sg) = (parked.addr(), parked.pool().geom);
+            let g = lease.pool().geom;
+            let dst = device_slot(lease, s, Some((sg.width, sg.height)))?;
+            // SAFETY: both slots are ours (the parked lease and the caller's) on this GPU with
+            // the same size; the events marked right after fence both.
+            unsafe {
+                Copy2D { src: Mem::Device(src), src_pitch: sg.pitch, dst: Mem::Device(dst), dst_pitch: g.pitch, width_bytes: g.width as usize, rows: g.y_rows() + g.uv_rows() }
+                    .enqueue(s)?;
+            }
+            lease.pool().storage().mark_written(lease.index())?;
+            // The side slot's last use is that copy: its event fences the side pool's free.
+            parked.pool().storage().mark_written(parked.index())?;
+            return Ok(Outcome::Clean);
+        }
+        let probe = self.delay_stream()?;
+        let Some(dec) = self.st.decoder.as_ref() else { return Err(Error::internal("a picture without a decoder")) };
+        let _g = s.dev.push()?;
+        let r = copy_picture(dec, s.raw() as cu::CUstream, &self.cam, &d.info, &d.geom, lease, &mut self.timing, probe);
+        drop(_g);
+        self.timing.frames += 1;
+        stats::of(s.dev.ordinal).frames_copied.fetch_add(1, Ordering::Relaxed);
+        match r {
+            Ok(status) => Ok(self.note_decode_status(status).map_or(Outcome::Clean, Outcome::Reported)),
+            // Not an engine fault (a slot of the wrong size or memory): the session's error.
+            Err(e) if e.code == NVCAM_E_INTERNAL => Err(e),
+            // The slot may hold a partial picture: the decoder recovers and this frame is lost.
+            Err(e) => self.recover(e).map(Outcome::Dropped),
+        }
+    }
+
+    fn reset(&mut self) -> bool {
+        // A rewound file: a fresh parser (the old one saw end of stream); the decoder and its
+        // surfaces stay and are reused at the same sequence.
+        self.parser = None;
+        self.st.queue.clear();
+        self.current = None;
+        if let Some(a) = self.annexb.as_mut() {
+            a.flush();
+        }
+        self.new_parser().is_ok()
+    }
+}

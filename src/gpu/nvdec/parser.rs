@@ -1,0 +1,320 @@
+//! The parser's side of a direct-NVDEC camera: the state its callbacks drive, and the copy of a
+//! displayed picture out of the decoder into a pool slot.
+//!
+//! Callbacks run inside `cuvidParseVideoData`, on the camera's thread. Each is a one-line
+//! trampoline into a method of [`State`], whose contract is written above it; an error (or a
+//! panic) is kept in `State::error` for the parse's caller and fails the callback, so nothing
+//! ever unwinds into the driver.
+
+use super::caps::{caps, size_fits};
+use super::counters::{count, ns, Timing, COUNTERS};
+use super::hooks::{self, Knobs};
+use super::session::{CtxLock, VideoDecoder};
+use super::sys::{self as cu, Nvcuvid};
+use crate::gpu::context::{Copy2D, Mem};
+use crate::gpu::memory::{device_slot, new_pool};
+use crate::gpu::CamGpu;
+use crate::pool::{Geometry, Lease};
+use crate::status::*;
+use std::collections::VecDeque;
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Decode surfaces beyond `min_num_decode_surfaces` + the display delay.
+pub(super) const SURFACE_MARGIN: u32 = 2;
+/// Most decode surfaces NVDEC takes.
+pub(super) const MAX_DECODE_SURFACES: u32 = 32;
+/// Output surfaces that may be mapped at once (we map one at a time; the second lets the next
+/// map's post-processing use another surface).
+pub(super) const OUTPUT_SURFACES: u32 = 2;
+
+/// The geometry of the sequence a picture belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct SeqGeom {
+    /// Displayed size (the SPS cropping window), what frames are.
+    pub width: u32,
+    pub height: u32,
+    /// Offset of the displayed window in the decoded surface.
+    left: u32,
+    top: u32,
+    /// Rows of the luma plane in the output surface (the decoder's target height); the chroma
+    /// plane starts at `pitch * align2(surface_rows)`.
+    surface_rows: u32,
+}
+
+/// A picture handed out by the parser in display order, not yet written.
+pub(super) struct Disp {
+    pub info: cu::CUVIDPARSERDISPINFO,
+    pub geom: SeqGeom,
+    /// The parser reused its surface before we mapped it: its pixels are gone (never expected
+    /// with our surface margins; counted).
+    pub stale: bool,
+    /// Copied aside before a reconfigure released its surface.
+    pub parked: Option<Lease>,
+}
+
+/// What the parser's callbacks share with the decoder that owns them.
+pub(super) struct State {
+    pub lib: &'static Nvcuvid,
+    pub cam: Arc<CamGpu>,
+    pub codec: cu::cudaVideoCodec,
+    /// Declared before the lock it uses, so it is destroyed first.
+    pub decoder: Option<VideoDecoder>,
+    pub ctx_lock: CtxLock,
+    pub geom: Option<SeqGeom>,
+    pub display_delay: u32,
+    pub queue: VecDeque<Disp>,
+    /// An error a callback met (returned by cuvidParseVideoData as a failure).
+    pub error: Option<Error>,
+    /// The stream cannot be decoded here (format, caps, no session): fall back, don't retry.
+    pub refused: bool,
+    pub knobs: Option<Knobs>,
+    decodes: u32,
+}
+
+impl State {
+    pub(super) fn new(lib: &'static Nvcuvid, cam: &Arc<CamGpu>, codec: cu::cudaVideoCodec, ctx_lock: CtxLock, display_delay: u32) -> State {
+        State {
+            lib,
+            cam: cam.clone(),
+            codec,
+            decoder: None,
+            ctx_lock,
+            geom: None,
+            display_delay,
+            queue: VecDeque::new(),
+            error: None,
+            refused: false,
+            knobs: None,
+            decodes: 0,
+        }
+    }
+
+    fn stream(&self) -> cu::CUstream {
+        self.cam.stream.raw() as cu::CUstream
+    }
+
+    fn refuse(&mut self, why: String) -> Error {
+        self.refused = true;
+        Error::new(NVCAM_E_UNSUPPORTED, why)
+    }
+
+    /// Sequence callback: a new or changed sequence header. Makes, reconfigures or keeps the
+    /// decoder, and returns the decode surfaces the parser may use. A stream the engine cannot
+    /// take is refused (the camera may fall back), never retried.
+    fn sequence(&mut self, f: &cu::CUVIDEOFORMAT) -> Result<c_int> {
+        let dev = self.cam.ordinal();
+        if f.chroma_format != cu::cudaVideoChromaFormat_420 || f.bit_depth_luma_minus8 != 0 || f.bit_depth_chroma_minus8 != 0 {
+            return Err(self.refuse(format!(
+                "stream is chroma format {} at {} bits; direct NVDEC writes 8-bit 4:2:0 (NV12) only",
+                f.chroma_format,
+                8 + f.bit_depth_luma_minus8 as u32
+            )));
+        }
+        let ok = caps(&self.cam.stream.dev, f.codec)
+            .is_some_and(|c| size_fits(&c, f.coded_width, f.coded_height) && (f.coded_width >> 4) * (f.coded_height >> 4) <= c.nMaxMBCount);
+        if !ok {
+            return Err(self.refuse(format!("GPU {dev}: NVDEC cannot decode codec {} at {}x{}", f.codec, f.coded_width, f.coded_height)));
+        }
+        if self.knobs.is_none() {
+            self.knobs = hooks::for_width(f.coded_width);
+        }
+        let d = &f.display_area;
+        let geom = SeqGeom {
+            width: (d.right - d.left).max(0) as u32,
+            height: (d.bottom - d.top).max(0) as u32,
+            left: d.left.max(0) as u32,
+            top: d.top.max(0) as u32,
+            surface_rows: f.coded_height,
+        };
+        if geom.width == 0 || geom.height == 0 {
+            return Err(Error::new(NVCAM_E_FFMPEG, "sequence with an empty display area"));
+        }
+        let want = (f.min_num_decode_surfaces as u32 + self.display_delay + SURFACE_MARGIN).clamp(1, MAX_DECODE_SURFACES);
+        if let Some(dec) = &self.decoder {
+            let old = dec.fmt;
+            let same_size = (old.coded_width, old.coded_height) == (f.coded_width, f.coded_height);
+            if old.codec == f.codec && same_size && want <= dec.surfaces {
+                // Same surfaces; at most the display window moved (pictures carry their own).
+                self.geom = Some(geom);
+                return Ok(dec.surfaces as c_int);
+            }
+            // The surfaces are about to change: move queued pictures of the old sequence aside.
+            self.park_queue()?;
+            let dec = self.decoder.as_mut().expect("checked above");
+            let fits = f.coded_width <= dec.max_w && f.coded_height <= dec.max_h;
+            if old.codec == f.codec && want <= dec.surfaces && fits && dec.reconfigure(f).is_ok() {
+                log::info!("GPU {dev}: NVDEC decoder reconfigured to {}x{} (display {}x{})", f.coded_width, f.coded_height, geom.width, geom.height);
+                self.geom = Some(geom);
+                return Ok(dec.surfaces as c_int);
+            }
+            self.decoder = None;
+        }
+        let outputs = self.knobs.map(|k| k.output_surfaces).filter(|&n| n > 0).unwrap_or(OUTPUT_SURFACES);
+        let dec = VideoDecoder::create(self.lib, &self.cam, f, want, outputs, &self.ctx_lock).inspect_err(|_| {
+            // Out of sessions or memory, or a size the engine refuses: not ours to retry.
+            self.refused = true;
+        })?;
+        log::info!(
+            "GPU {dev}: NVDEC decoder codec {} {}x{} (display {}x{}), {want} decode / {outputs} output surfaces, display delay {}",
+            f.codec,
+            f.coded_width,
+            f.coded_height,
+            geom.width,
+            geom.height,
+            self.display_delay
+        );
+        self.decoder = Some(dec);
+        self.geom = Some(geom);
+        Ok(want as c_int)
+    }
+
+    /// Copies the queued (displayed, not yet written) pictures into a side pool, because the
+    /// surfaces they live in are about to be released. Resolution changes only.
+    fn park_queue(&mut self) -> Result<()> {
+        let n = self.queue.iter().filter(|d| !d.stale && d.parked.is_none()).count();
+        let Some(dec) = self.decoder.as_ref().filter(|_| n > 0) else { return Ok(()) };
+        let g = self.queue.iter().find(|d| !d.stale && d.parked.is_none()).map(|d| d.geom).expect("n > 0");
+        let pool = new_pool(&self.cam, Geometry::nv12(g.width, g.height), n)?;
+        let stream = self.stream();
+        for d in self.queue.iter_mut().filter(|d| !d.stale && d.parked.is_none()) {
+            let mut lease = pool.acquire().ok_or_else(|| Error::internal("side pool exhausted"))?;
+            copy_picture(dec, stream, &self.cam, &d.info, &d.geom, &mut lease, &mut Timing::default(), false)?;
+            d.parked = Some(lease);
+            count(&COUNTERS.parked);
+        }
+        Ok(())
+    }
+
+    /// Decode callback: submits a picture to the engine (nothing waits). A surface the parser
+    /// reuses while a picture in it is still queued marks that picture stale.
+    fn decode(&mut self, p: &mut cu::CUVIDPICPARAMS) -> Result<c_int> {
+        let Some(dec) = self.decoder.as_ref() else { return Err(Error::internal("decode callback before any sequence")) };
+        self.decodes = self.decodes.wrapping_add(1);
+        let idx = p.CurrPicIdx;
+        for d in self.queue.iter_mut().filter(|d| d.info.picture_index == idx && !d.stale && d.parked.is_none()) {
+            d.stale = true;
+            count(&COUNTERS.surface_hazards);
+            log::warn!("NVDEC surface {idx} reused before its picture was written; that picture is dropped");
+        }
+        if let Some(k) = self.knobs.as_mut().filter(|k| k.fail_decode_at != 0 && k.fail_decode_at == self.decodes) {
+            k.fail_decode_at = 0;
+            return Err(crate::gpu::context::cuda_error("cuvidDecodePicture (injected fault)", 999u32));
+        }
+        dec.decode(p).map(|_| 1)
+    }
+
+    /// Display callback: queues a picture in display order, with its sequence's geometry.
+    fn display(&mut self, info: &cu::CUVIDPARSERDISPINFO) -> Result<c_int> {
+        let geom = self.geom.ok_or_else(|| Error::internal("display callback before any sequence"))?;
+        self.queue.push_back(Disp { info: *info, geom, stale: false, parked: None });
+        Ok(1)
+    }
+}
+
+/// Runs `f` on the state behind a callback's user pointer; an error or panic is kept for
+/// `cuvidParseVideoData`'s caller and fails the callback (returns 0).
+///
+/// # Safety
+/// `user` is the `State` the parser was created with, alive and not otherwise borrowed while the
+/// parse that calls back runs (the decoder owns both and parses through `&mut self`).
+unsafe fn callback(user: *mut c_void, f: impl FnOnce(&mut State) -> Result<c_int>) -> c_int {
+    // SAFETY: this function's contract.
+    let st = unsafe { &mut *(user as *mut State) };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(st))) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            st.error.get_or_insert(e);
+            0
+        }
+        Err(_) => {
+            st.error = Some(Error::new(NVCAM_E_PANIC, "panic in an NVDEC parser callback"));
+            0
+        }
+    }
+}
+
+/// # Safety
+/// Called by the parser with the user pointer it was created with and a valid format.
+pub(super) unsafe extern "C" fn on_sequence(user: *mut c_void, f: *mut cu::CUVIDEOFORMAT) -> c_int {
+    // SAFETY: the parser's contract (see `callback`); `f` is valid for the call.
+    unsafe { callback(user, |st| st.sequence(&*f)) }
+}
+
+/// # Safety
+/// As `on_sequence`.
+pub(super) unsafe extern "C" fn on_decode(user: *mut c_void, p: *mut cu::CUVIDPICPARAMS) -> c_int {
+    // SAFETY: the parser's contract (see `callback`); `p` is valid for the call.
+    unsafe { callback(user, |st| st.decode(&mut *p)) }
+}
+
+/// # Safety
+/// As `on_sequence`; `d` is null at the end of the stream.
+pub(super) unsafe extern "C" fn on_display(user: *mut c_void, d: *mut cu::CUVIDPARSERDISPINFO) -> c_int {
+    if d.is_null() {
+        return 1; // end of stream (CUVID_PKT_NOTIFY_EOS)
+    }
+    // SAFETY: the parser's contract (see `callback`); `d` is valid for the call.
+    unsafe { callback(user, |st| st.display(&*d)) }
+}
+
+/// Maps `info`'s picture, enqueues its copy into `lease` on the camera's stream, marks the slot
+/// written, and unmaps (see the module's ordering argument). Returns NVDEC's decode status where
+/// it reports one. The caller holds a context guard.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn copy_picture(
+    dec: &VideoDecoder,
+    stream: cu::CUstream,
+    cam: &CamGpu,
+    info: &cu::CUVIDPARSERDISPINFO,
+    g: &SeqGeom,
+    lease: &mut Lease,
+    t: &mut Timing,
+    probe_order: bool,
+) -> Result<Option<cu::cuvidDecodeStatus>> {
+    let slot = lease.pool().geom;
+    let s = &cam.stream;
+    let dst = device_slot(lease, s, Some((g.width, g.height)))?;
+    let t0 = Instant::now();
+    let m = dec.map(info, stream)?;
+    t.map += ns(t0);
+    let status = dec.decode_status(info.picture_index);
+    let t1 = Instant::now();
+    let luma = m.ptr + g.top as u64 * m.pitch as u64 + g.left as u64;
+    let chroma = m.ptr + (m.pitch * (g.surface_rows as usize).next_multiple_of(2)) as u64 + (g.top / 2) as u64 * m.pitch as u64 + g.left as u64;
+    // SAFETY: the mapped surface holds the picture at `m.pitch`; the copies are enqueued on the
+    // camera's stream, which is also the surface's post-processing stream, so any later write to
+    // the surface runs after them (module docs); the slot is ours (lease) and has the picture's
+    // size (checked).
+    let r = unsafe {
+        Copy2D { src: Mem::Device(luma), src_pitch: m.pitch, dst: Mem::Device(dst), dst_pitch: slot.pitch, width_bytes: g.width as usize, rows: slot.y_rows() }
+            .enqueue(s)
+            .and_then(|_| {
+                Copy2D {
+                    src: Mem::Device(chroma),
+                    src_pitch: m.pitch,
+                    dst: Mem::Device(dst + slot.uv_offset() as u64),
+                    dst_pitch: slot.pitch,
+                    width_bytes: slot.row_bytes(),
+                    rows: slot.uv_rows(),
+                }
+                .enqueue(s)
+            })
+            .and_then(|_| lease.pool().storage().mark_written(lease.index()))
+    };
+    t.copy += ns(t1);
+    // Unmap at once, copies enqueued or not: the copies are ordered before any later write to
+    // the surface by the stream (module docs).
+    let t2 = Instant::now();
+    let ur = m.unmap();
+    t.unmap += ns(t2);
+    r?;
+    if probe_order && !lease.pool().storage().reusable(lease.index()) {
+        // The slot's event (recorded after the copy) is still pending: this surface is back with
+        // the decoder while the copy out of it has not run.
+        count(&COUNTERS.unmapped_before_copy_ran);
+    }
+    ur?;
+    Ok(status)
+}

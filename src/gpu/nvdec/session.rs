@@ -1,0 +1,314 @@
+//! RAII owners of NVDEC's handles: the context lock, the parser, the decoder, and a mapped
+//! picture that unmaps when it goes. Nothing here is destroyed by hand elsewhere.
+
+use super::counters::{count, COUNTERS};
+use super::sys::{self as cu, Nvcuvid};
+use crate::gpu::context::{ck, cuda_error, CuCode, Device};
+use crate::gpu::{stats, CamGpu};
+use crate::status::*;
+use parking_lot::Mutex;
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
+
+// ---------------------------------------------------------------------------------------------
+// One CUvideoctxlock per CUDA context, shared by the decoders in it.
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum LockMode {
+    PerContext,
+    PerDecoder,
+    None,
+}
+
+/// `NVCAM_NVDEC_CTXLOCK=decoder|none` changes the sharing, for measurements.
+fn lock_mode() -> LockMode {
+    static MODE: OnceLock<LockMode> = OnceLock::new();
+    *MODE.get_or_init(|| match std::env::var("NVCAM_NVDEC_CTXLOCK").as_deref() {
+        Ok("decoder") => LockMode::PerDecoder,
+        Ok("none") => LockMode::None,
+        _ => LockMode::PerContext,
+    })
+}
+
+/// (context, lock, decoders using it)
+static CTX_LOCKS: Mutex<Vec<(usize, usize, usize)>> = Mutex::new(Vec::new());
+
+/// A decoder's share of its context's lock; the last share destroys it.
+pub(super) struct CtxLock {
+    lib: &'static Nvcuvid,
+    ctx: usize,
+    lock: cu::CUvideoctxlock,
+    shared: bool,
+}
+
+// SAFETY: a driver handle (or null) usable from any thread; the registry is behind a mutex.
+unsafe impl Send for CtxLock {}
+
+impl CtxLock {
+    pub(super) fn acquire(lib: &'static Nvcuvid, dev: &Device) -> Result<CtxLock> {
+        let ctx = dev.cu_ctx() as usize;
+        let create = || -> Result<cu::CUvideoctxlock> {
+            let mut l: cu::CUvideoctxlock = std::ptr::null_mut();
+            // SAFETY: our retained context; writes one handle.
+            ck("cuvidCtxLockCreate", unsafe { (lib.cuvidCtxLockCreate)(&mut l, ctx as cu::CUcontext) })?;
+            Ok(l)
+        };
+        match lock_mode() {
+            LockMode::None => Ok(CtxLock { lib, ctx, lock: std::ptr::null_mut(), shared: false }),
+            LockMode::PerDecoder => Ok(CtxLock { lib, ctx, lock: create()?, shared: false }),
+            LockMode::PerContext => {
+                let mut v = CTX_LOCKS.lock();
+                if let Some(e) = v.iter_mut().find(|e| e.0 == ctx) {
+                    e.2 += 1;
+                    return Ok(CtxLock { lib, ctx, lock: e.1 as cu::CUvideoctxlock, shared: true });
+                }
+                let l = create()?;
+                v.push((ctx, l as usize, 1));
+                Ok(CtxLock { lib, ctx, lock: l, shared: true })
+            }
+        }
+    }
+
+    pub(super) fn raw(&self) -> cu::CUvideoctxlock {
+        self.lock
+    }
+}
+
+impl Drop for CtxLock {
+    fn drop(&mut self) {
+        if self.lock.is_null() {
+            return;
+        }
+        let last = !self.shared || {
+            let mut v = CTX_LOCKS.lock();
+            match v.iter().position(|e| e.0 == self.ctx) {
+                Some(i) => {
+                    v[i].2 -= 1;
+                    let last = v[i].2 == 0;
+                    if last {
+                        v.swap_remove(i);
+                    }
+                    last
+                }
+                None => false,
+            }
+        };
+        if last {
+            // SAFETY: the last share of this lock; its decoders were destroyed before their
+            // shares dropped.
+            let r = unsafe { (self.lib.cuvidCtxLockDestroy)(self.lock) };
+            let _ = ck("cuvidCtxLockDestroy", r);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The parser.
+
+/// NVIDIA's bitstream parser. Its callbacks receive `user`, which must outlive it.
+pub(super) struct Parser {
+    lib: &'static Nvcuvid,
+    dev: Arc<Device>,
+    raw: cu::CUvideoparser,
+}
+
+// SAFETY: a driver handle used by one camera thread at a time (`&mut self`).
+unsafe impl Send for Parser {}
+
+impl Parser {
+    /// # Safety
+    /// `params.pUserData` is what the callbacks expect and stays valid (and unaliased while a
+    /// parse runs) until this parser is dropped.
+    pub(super) unsafe fn new(lib: &'static Nvcuvid, dev: &Arc<Device>, params: &mut cu::CUVIDPARSERPARAMS) -> Result<Parser> {
+        let mut p: cu::CUvideoparser = std::ptr::null_mut();
+        // SAFETY: `params` is fully written; the user pointer's lifetime is the caller's contract.
+        ck("cuvidCreateVideoParser", unsafe { (lib.cuvidCreateVideoParser)(&mut p, params) })?;
+        Ok(Parser { lib, dev: dev.clone(), raw: p })
+    }
+
+    /// Feeds one packet; the callbacks run inside, on this thread. Returns the parser's result.
+    pub(super) fn parse(&mut self, pkt: &mut cu::CUVIDSOURCEDATAPACKET) -> Result<CuCode> {
+        let _g = self.dev.push()?;
+        // SAFETY: our parser, the device's context current (guard); `pkt` points at a payload the
+        // caller keeps alive for the call.
+        Ok(CuCode(unsafe { (self.lib.cuvidParseVideoData)(self.raw, pkt) }))
+    }
+}
+
+impl Drop for Parser {
+    fn drop(&mut self) {
+        let _g = self.dev.push();
+        // SAFETY: our parser, destroyed once; no parse runs (we hold `&mut`).
+        let r = unsafe { (self.lib.cuvidDestroyVideoParser)(self.raw) };
+        let _ = ck("cuvidDestroyVideoParser", r);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The decoder.
+
+/// One NVDEC decode session and its surfaces. Dropping it waits for the camera's stream (copies
+/// may still read its surfaces), then destroys it: teardown, resolution change or recovery only.
+pub(super) struct VideoDecoder {
+    lib: &'static Nvcuvid,
+    cam: Arc<CamGpu>,
+    raw: cu::CUvideodecoder,
+    /// The format it was made (or last reconfigured) for.
+    pub fmt: cu::CUVIDEOFORMAT,
+    pub surfaces: u32,
+    /// The coded size it was made for (`ulMaxWidth`/`ulMaxHeight`).
+    pub max_w: u32,
+    pub max_h: u32,
+}
+
+// SAFETY: a driver handle used by one camera thread at a time.
+unsafe impl Send for VideoDecoder {}
+
+impl VideoDecoder {
+    pub(super) fn create(
+        lib: &'static Nvcuvid,
+        cam: &Arc<CamGpu>,
+        f: &cu::CUVIDEOFORMAT,
+        surfaces: u32,
+        outputs: u32,
+        lock: &CtxLock,
+    ) -> Result<VideoDecoder> {
+        let mut ci = cu::CUVIDDECODECREATEINFO {
+            ulWidth: f.coded_width as _,
+            ulHeight: f.coded_height as _,
+            ulNumDecodeSurfaces: surfaces as _,
+            CodecType: f.codec,
+            ChromaFormat: f.chroma_format,
+            ulCreationFlags: cu::cudaVideoCreate_PreferCUVID,
+            bitDepthMinus8: 0,
+            ulIntraDecodeOnly: 0,
+            ulMaxWidth: f.coded_width as _,
+            ulMaxHeight: f.coded_height as _,
+            Reserved1: 0,
+            // Zero: the whole coded picture; we crop to the display window in the copy.
+            display_area: cu::ShortRect::default(),
+            OutputFormat: cu::cudaVideoSurfaceFormat_NV12,
+            // No deinterlacing: interlaced content stays woven, as FFmpeg's software decode outputs it.
+            DeinterlaceMode: cu::cudaVideoDeinterlaceMode_Weave,
+            ulTargetWidth: f.coded_width as _,
+            ulTargetHeight: f.coded_height as _,
+            ulNumOutputSurfaces: outputs as _,
+            vidLock: lock.raw(),
+            target_rect: cu::ShortRect::default(),
+            enableHistogram: 0,
+            Reserved2: [0; 4],
+        };
+        let mut dec: cu::CUvideodecoder = std::ptr::null_mut();
+        let _g = cam.stream.dev.push()?;
+        // SAFETY: `ci` is fully written; the context is current (guard); writes one handle.
+        let r = CuCode(unsafe { (lib.cuvidCreateDecoder)(&mut dec, &mut ci) });
+        if r != CuCode::SUCCESS {
+            return Err(cuda_error(&format!("cuvidCreateDecoder ({}x{}, {surfaces} surfaces)", f.coded_width, f.coded_height), r));
+        }
+        stats::of(cam.ordinal()).hw_decoders.fetch_add(1, Ordering::Relaxed);
+        count(&COUNTERS.decoders_created);
+        Ok(VideoDecoder { lib, cam: cam.clone(), raw: dec, fmt: *f, surfaces, max_w: f.coded_width, max_h: f.coded_height })
+    }
+
+    /// Resizes the decoder in place (the new coded size fits the size it was made for).
+    pub(super) fn reconfigure(&mut self, f: &cu::CUVIDEOFORMAT) -> Result<()> {
+        // Copies may still read the old surfaces.
+        self.cam.stream.synchronize()?;
+        let mut ri = cu::CUVIDRECONFIGUREDECODERINFO {
+            ulWidth: f.coded_width,
+            ulHeight: f.coded_height,
+            ulTargetWidth: f.coded_width,
+            ulTargetHeight: f.coded_height,
+            ulNumDecodeSurfaces: self.surfaces,
+            reserved1: [0; 12],
+            display_area: cu::ShortRect::default(),
+            target_rect: cu::ShortRect::default(),
+            reserved2: [0; 11],
+        };
+        let _g = self.cam.stream.dev.push()?;
+        // SAFETY: our decoder; no copy reads its surfaces any more (stream synchronized above).
+        let r = CuCode(unsafe { (self.lib.cuvidReconfigureDecoder)(self.raw, &mut ri) });
+        if r != CuCode::SUCCESS {
+            log::info!("cuvidReconfigureDecoder failed ({}); making a new decoder", r.name());
+            return Err(cuda_error("cuvidReconfigureDecoder", r));
+        }
+        self.fmt = *f;
+        count(&COUNTERS.reconfigures);
+        Ok(())
+    }
+
+    /// Submits one picture (inside the parser's decode callback, so the context is current).
+    pub(super) fn decode(&self, p: &mut cu::CUVIDPICPARAMS) -> Result<()> {
+        // SAFETY: our decoder; `p` is the parser's picture parameters for this call.
+        ck("cuvidDecodePicture", unsafe { (self.lib.cuvidDecodePicture)(self.raw, p) })
+    }
+
+    /// Maps picture `info` with its post-processing on `stream`; the caller holds a context guard.
+    pub(super) fn map(&self, info: &cu::CUVIDPARSERDISPINFO, stream: cu::CUstream) -> Result<Mapped<'_>> {
+        let mut pp = cu::proc_params(info, stream);
+        let (mut ptr, mut pitch) = (0u64, 0u32);
+        // SAFETY: our decoder and a picture index the parser handed out; writes the mapped
+        // surface's address and pitch. The Mapped value unmaps it.
+        ck("cuvidMapVideoFrame64", unsafe { (self.lib.cuvidMapVideoFrame64)(self.raw, info.picture_index, &mut ptr, &mut pitch, &mut pp) })?;
+        Ok(Mapped { dec: self, ptr, pitch: pitch as usize, unmapped: false })
+    }
+
+    /// NVDEC's status for a decoded picture, where it reports one.
+    pub(super) fn decode_status(&self, picture_index: i32) -> Option<cu::cuvidDecodeStatus> {
+        let mut ds = cu::CUVIDGETDECODESTATUS { decodeStatus: 0, reserved: [0; 31], pReserved: [std::ptr::null_mut(); 8] };
+        // SAFETY: our decoder; fills the struct we own.
+        let r = unsafe { (self.lib.cuvidGetDecodeStatus)(self.raw, picture_index, &mut ds) };
+        (r == 0).then_some(ds.decodeStatus)
+    }
+}
+
+impl Drop for VideoDecoder {
+    fn drop(&mut self) {
+        // Copies may still read its surfaces: wait for the camera's stream.
+        if let Err(e) = self.cam.stream.synchronize() {
+            log::warn!("before cuvidDestroyDecoder: {e}");
+        }
+        let _g = self.cam.stream.dev.push();
+        // SAFETY: our decoder, destroyed once; nothing reads its surfaces (stream synchronized).
+        let r = unsafe { (self.lib.cuvidDestroyDecoder)(self.raw) };
+        let _ = ck("cuvidDestroyDecoder", r);
+        stats::of(self.cam.ordinal()).hw_decoders.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A mapped output surface; unmapped by [`Mapped::unmap`] (which reports the result) or on drop.
+pub(super) struct Mapped<'a> {
+    dec: &'a VideoDecoder,
+    pub ptr: u64,
+    pub pitch: usize,
+    unmapped: bool,
+}
+
+impl Mapped<'_> {
+    pub(super) fn unmap(mut self) -> Result<()> {
+        self.unmapped = true;
+        // SAFETY: a surface this decoder mapped, unmapped once.
+        ck("cuvidUnmapVideoFrame64", unsafe { (self.dec.lib.cuvidUnmapVideoFrame64)(self.dec.raw, self.ptr) })
+    }
+}
+
+impl Drop for Mapped<'_> {
+    fn drop(&mut self) {
+        if !self.unmapped {
+            // SAFETY: as in `unmap`; reached only on an early return before it.
+            let r = unsafe { (self.dec.lib.cuvidUnmapVideoFrame64)(self.dec.raw, self.ptr) };
+            let _ = ck("cuvidUnmapVideoFrame64", r);
+        }
+    }
+}
+
+/// For the hooks' host function: sleeps `user` microseconds on the stream's callback thread.
+#[cfg(feature = "test-hooks")]
+pub(super) unsafe extern "C" fn delay_host_fn(user: *mut c_void) {
+    std::thread::sleep(std::time::Duration::from_micros(user as usize as u64));
+}
+
+#[cfg(not(feature = "test-hooks"))]
+#[allow(dead_code)]
+fn _unused(_: *mut c_void) {}

@@ -1,0 +1,265 @@
+//! Which decoder a camera gets: the whole backend choice and fall-back order, in one place.
+//!
+//! - `Placement::Cpu`, or a GPU that is not usable (no libcuda, no device, ordinal out of range):
+//!   FFmpeg's software decoder into host pools, with a logged reason, so the same host program
+//!   runs everywhere. Only a policy that requires hardware turns a missing GPU into an error.
+//! - On a GPU, by [`DecoderPolicy`]: `Software` uploads; `Nvdec` is direct NVDEC or an error;
+//!   `FfmpegHw` is FFmpeg's CUDA hwaccel or an error; `Auto` takes direct NVDEC where libnvcuvid
+//!   loads and the GPU's decoder supports the stream, then FFmpeg's CUDA hwaccel, while the
+//!   per-device session cap allows, else software plus upload (logged, counted in
+//!   `hw_fallbacks`). Under `Auto`, a hardware decoder that turns the stream down at its first
+//!   picture (10-bit, a size the engine refuses, no session left) is replaced by the next in that
+//!   order at run time ([`Fallback`]).
+//!
+//! Whatever runs, the camera learns it from [`Decoder::kind`] and gets its pools from the
+//! session's [`Pools`], which stay on one device for the session (fall-backs never change it).
+
+use crate::config::{DecoderPolicy, Options, Placement};
+use crate::decode::software::SoftwareDecoder;
+use crate::decode::{Decoder, DecoderKind, Outcome, Picture};
+use crate::gpu::hwdec::HwDecoder;
+use crate::gpu::nvdec::NvDecoder;
+use crate::gpu::upload::UploadDecoder;
+use crate::gpu::{self, CamGpu, HwTicket};
+use crate::pool::{Geometry, Lease, Pool};
+use crate::status::*;
+use ffmpeg_next as ff;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// A camera's backend state that outlives its connections (its GPU stream), created on first use.
+#[derive(Default)]
+pub(crate) struct CameraBackend {
+    gpu: Mutex<Option<Arc<CamGpu>>>,
+    cpu_noted: AtomicBool,
+}
+
+impl CameraBackend {
+    fn gpu(&self, device: i32) -> Result<Arc<CamGpu>> {
+        let mut g = self.gpu.lock();
+        if let Some(c) = g.as_ref() {
+            return Ok(c.clone());
+        }
+        let c = Arc::new(CamGpu::new(device)?);
+        *g = Some(c.clone());
+        Ok(c)
+    }
+}
+
+/// Where a session's frames are allocated.
+#[derive(Clone)]
+pub(crate) enum Pools {
+    Host,
+    Device(Arc<CamGpu>),
+}
+
+impl Pools {
+    pub(crate) fn new_pool(&self, geom: Geometry, slots: usize) -> Result<Arc<Pool>> {
+        match self {
+            Pools::Host => Pool::host(geom, slots),
+            Pools::Device(cam) => gpu::memory::new_pool(cam, geom, slots),
+        }
+    }
+    /// Whether `pool` is memory of this kind, on this device (else the camera makes a new pool).
+    pub(crate) fn holds(&self, pool: &Pool) -> bool {
+        let d = pool.storage().device();
+        match self {
+            Pools::Host => d < 0,
+            Pools::Device(cam) => d == cam.ordinal(),
+        }
+    }
+}
+
+/// A session's decoder and the memory it writes.
+pub(crate) struct Chosen {
+    pub decoder: Box<dyn Decoder>,
+    pub pools: Pools,
+}
+
+/// The decoder for a new connection to `stream`, by the camera's options.
+pub(crate) fn decoder_for(opts: &Options, stream: &ff::format::stream::Stream<'_>, backend: &CameraBackend) -> Result<Chosen> {
+    let software = || -> Result<Chosen> {
+        Ok(Chosen { decoder: Box::new(SoftwareDecoder::new(stream, opts.decode_threads)?), pools: Pools::Host })
+    };
+    let Placement::Gpu(device) = opts.placement else { return software() };
+    let cam = match backend.gpu(device) {
+        Ok(c) => c,
+        Err(e) if opts.decoder.requires_hardware() => {
+            return Err(Error::new(NVCAM_E_NO_DEVICE, format!("a hardware decoder was required, but there is no usable GPU: {}", e.msg)));
+        }
+        Err(e) => {
+            if !backend.cpu_noted.swap(true, Ordering::Relaxed) {
+                log::warn!("GPU {device} requested but not usable ({}): decoding on the CPU into host memory", e.msg);
+            }
+            return software();
+        }
+    };
+    let decoder = gpu_decoder(&cam, opts, stream)?;
+    Ok(Chosen { decoder, pools: Pools::Device(cam) })
+}
+
+/// What a GPU decoder is made from, kept for a fall-back at run time.
+#[derive(Clone)]
+struct Stream {
+    params: ff::codec::Parameters,
+    time_base: ff::Rational,
+    threads: usize,
+}
+
+fn cap_reached(cam: &CamGpu) -> Error {
+    Error::new(
+        NVCAM_E_NO_DEVICE,
+        format!("GPU {}: all {} hardware decoder(s) allowed per device are in use", cam.ordinal(), gpu::hw_cap()),
+    )
+}
+
+fn upload(cam: &Arc<CamGpu>, s: &Stream) -> Result<Box<dyn Decoder>> {
+    Ok(Box::new(UploadDecoder::new(cam, s.params.clone(), s.time_base, s.threads)?))
+}
+
+fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::Stream<'_>) -> Result<Box<dyn Decoder>> {
+    let s = Stream { params: stream.parameters().clone(), time_base: stream.time_base(), threads: opts.decode_threads };
+    let dev = &cam.stream.dev;
+    let fixed = |hw: Hw| -> Result<Box<dyn Decoder>> { Ok(Box::new(Fallback { hw, cam: cam.clone(), next: None })) };
+    match opts.decoder {
+        DecoderPolicy::Software => upload(cam, &s),
+        DecoderPolicy::Nvdec => {
+            let t = HwTicket::take(dev).ok_or_else(|| cap_reached(cam))?;
+            fixed(Hw::Nvdec(NvDecoder::new(cam, &s.params, s.time_base, t)?))
+        }
+        DecoderPolicy::FfmpegHw => {
+            let t = HwTicket::take(dev).ok_or_else(|| cap_reached(cam))?;
+            fixed(Hw::Ffmpeg(HwDecoder::new(cam, &s.params, s.time_base, t)?))
+        }
+        DecoderPolicy::Auto => {
+            let mut why = Vec::new();
+            match HwTicket::take(dev) {
+                None => why.push(format!("hardware decoder cap ({} per device) reached", gpu::hw_cap())),
+                Some(t) => {
+                    match gpu::nvdec::supports(dev, &s.params) {
+                        Ok(_) => match NvDecoder::new(cam, &s.params, s.time_base, t) {
+                            Ok(n) => return Ok(Box::new(Fallback { hw: Hw::Nvdec(n), cam: cam.clone(), next: Some(s) })),
+                            Err(e) => why.push(format!("direct NVDEC: {}", e.msg)),
+                        },
+                        Err(w) => {
+                            drop(t);
+                            log::info!("GPU {}: direct NVDEC not used ({w}); trying FFmpeg's CUDA hwaccel", dev.ordinal);
+                        }
+                    }
+                    match HwTicket::take(dev).map(|t| HwDecoder::new(cam, &s.params, s.time_base, t)) {
+                        Some(Ok(h)) => return Ok(Box::new(Fallback { hw: Hw::Ffmpeg(h), cam: cam.clone(), next: Some(s) })),
+                        Some(Err(e)) => why.push(format!("FFmpeg CUDA hwaccel: {}", e.msg)),
+                        None => why.push("hardware decoder cap reached".into()),
+                    }
+                }
+            }
+            log::warn!("GPU {}: {}; decoding in software and uploading to the GPU", dev.ordinal, why.join("; "));
+            gpu::stats::of(dev.ordinal).hw_fallbacks.fetch_add(1, Ordering::Relaxed);
+            upload(cam, &s)
+        }
+    }
+}
+
+/// The hardware decoder in use, or what replaced it.
+enum Hw {
+    Nvdec(NvDecoder),
+    Ffmpeg(HwDecoder),
+    Upload(Box<dyn Decoder>),
+    /// Only between dropping a failed decoder and making the next (its session goes back first).
+    Empty,
+}
+
+/// A hardware decoder with the run-time half of the AUTO order: when the decoder turns the stream
+/// down at its first picture, direct NVDEC gives way to FFmpeg's CUDA hwaccel, and that to
+/// software plus upload, into the same device pools. With a fixed policy (`next` is None) the
+/// refusal is the camera's error.
+struct Fallback {
+    hw: Hw,
+    cam: Arc<CamGpu>,
+    next: Option<Stream>,
+}
+
+impl Fallback {
+    fn fall_back(&mut self, why: &Error) -> Result<()> {
+        let s = self.next.clone().expect("checked by can_fall_back");
+        let dev = self.cam.stream.dev.clone();
+        let from_nvdec = matches!(self.hw, Hw::Nvdec(_));
+        // The failed decoder goes first, so its session and its ticket are free again.
+        self.hw = Hw::Empty;
+        if from_nvdec {
+            log::warn!("GPU {}: direct NVDEC: {}; trying FFmpeg's CUDA hwaccel", dev.ordinal, why.msg);
+            match HwTicket::take(&dev).map(|t| HwDecoder::new(&self.cam, &s.params, s.time_base, t)) {
+                Some(Ok(h)) => {
+                    self.hw = Hw::Ffmpeg(h);
+                    return Ok(());
+                }
+                Some(Err(e)) => log::warn!("GPU {}: FFmpeg CUDA hwaccel: {}", dev.ordinal, e.msg),
+                None => {}
+            }
+        } else {
+            log::warn!("GPU {}: {}; decoding in software and uploading to the GPU instead", dev.ordinal, why.msg);
+        }
+        self.next = None;
+        gpu::stats::of(dev.ordinal).hw_fallbacks.fetch_add(1, Ordering::Relaxed);
+        self.hw = Hw::Upload(upload(&self.cam, &s)?);
+        Ok(())
+    }
+
+    fn can_fall_back(&self) -> bool {
+        self.next.is_some()
+            && match &self.hw {
+                Hw::Nvdec(n) => n.hw_failed(),
+                Hw::Ffmpeg(h) => h.hw_failed(),
+                _ => false,
+            }
+    }
+
+    fn inner(&mut self) -> Result<&mut dyn Decoder> {
+        match &mut self.hw {
+            Hw::Nvdec(n) => Ok(n),
+            Hw::Ffmpeg(h) => Ok(h),
+            Hw::Upload(u) => Ok(u.as_mut()),
+            Hw::Empty => Err(Error::internal("no decoder after a failed fall back")),
+        }
+    }
+}
+
+impl Decoder for Fallback {
+    fn kind(&self) -> DecoderKind {
+        match &self.hw {
+            Hw::Nvdec(n) => n.kind(),
+            Hw::Ffmpeg(h) => h.kind(),
+            Hw::Upload(u) => u.kind(),
+            Hw::Empty => DecoderKind::SoftwareUpload,
+        }
+    }
+    fn send_packet(&mut self, pkt: &ff::Packet) -> Result<Outcome> {
+        match self.inner()?.send_packet(pkt) {
+            Err(e) if self.can_fall_back() => {
+                self.fall_back(&e)?;
+                self.inner()?.send_packet(pkt)
+            }
+            r => r,
+        }
+    }
+    fn send_eof(&mut self) -> Result<()> {
+        self.inner()?.send_eof()
+    }
+    fn receive(&mut self) -> Result<Option<Picture>> {
+        match self.inner()?.receive() {
+            Err(e) if self.can_fall_back() => {
+                // The packets NVDEC turned down are gone; the next decoder picks up at the next keyframe.
+                self.fall_back(&e)?;
+                Ok(None)
+            }
+            r => r,
+        }
+    }
+    fn write_into(&mut self, lease: &mut Lease) -> Result<Outcome> {
+        self.inner()?.write_into(lease)
+    }
+    fn reset(&mut self) -> bool {
+        self.inner().map(|d| d.reset()).unwrap_or(false)
+    }
+}
