@@ -210,11 +210,11 @@ mod libc_errno {
     #[cfg(not(windows))]
     pub(super) const ECONNREFUSED: i32 = 111;
     #[cfg(windows)]
-    pub const ECONNREFUSED: i32 = 107;
+    pub(super) const ECONNREFUSED: i32 = 107;
     #[cfg(not(windows))]
     pub(super) const ETIMEDOUT: i32 = 110;
     #[cfg(windows)]
-    pub const ETIMEDOUT: i32 = 138;
+    pub(super) const ETIMEDOUT: i32 = 138;
 }
 
 /// What a read produced.

@@ -72,7 +72,7 @@ mod imp {
     extern "system" {
         fn GetModuleHandleExW(flags: u32, name: *const u16, module: *mut *mut c_void) -> i32;
     }
-    pub fn pin() -> bool {
+    pub(super) fn pin() -> bool {
         let mut h = std::ptr::null_mut();
         // SAFETY: FROM_ADDRESS takes an address inside this module (a function of ours); PIN adds
         // a reference that is never released; `h` receives the handle.
