@@ -64,7 +64,8 @@ windows() {
   # The .lib must link: a C program against it (GNU ld reads the same COFF import format as link.exe).
   x86_64-w64-mingw32-gcc -std=c11 -I "$d/include" tests/c/harness.c "$d/lib/nvcam.lib" -static -pthread \
     -o "$stage/link-check.exe" || die "linking tests/c/harness.c against nvcam.lib failed"
-  x86_64-w64-mingw32-objdump -p "$stage/link-check.exe" | grep -q 'DLL Name: nvcam.dll' || die "link check: no import of nvcam.dll"
+  local imports; imports=$(x86_64-w64-mingw32-objdump -p "$stage/link-check.exe")  # not piped into grep -q: SIGPIPE + pipefail
+  grep -q 'DLL Name: nvcam.dll' <<<"$imports" || die "link check: no import of nvcam.dll"
   local ffv; ffv=$(head -n1 "$ff/BUILD-INFO.txt" | awk '{print $2}')
   sed -e "s/@VERSION@/$version/g" -e "s/@ABI@/$abi/g" -e "s/@FFMPEG@/$ffv/g" -e "s/@NEXPORTS@/$n/g" \
       -e "s/@FFDLLS@/$(printf '%s, ' "${need[@]}" | sed 's/, $//')/" >"$d/README.md" <<'EOF'
