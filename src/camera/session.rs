@@ -74,7 +74,8 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
     let mut input = input::open(&sh.source, &o.ffmpeg, &sh.irq, o.open_timeout)?;
     let Chosen { decoder: mut dec, pools } = select::decoder_for(o, &input.stream(), &sh.backend)?;
     note_codec(sh, &input);
-    note_decoder(sh, dec.kind());
+    let mut kind = dec.kind();
+    note_decoder(sh, kind);
     if let Some(tx) = first.take() {
         let _ = tx.send(Ok(()));
     }
@@ -128,8 +129,12 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
             }
             let Some(_in_flight) = sh.gate.enter() else { return Ok(SessionEnd::Stop) };
             deliver(sh, &mut *dec, &pools, pic, seq)?;
-            // A GPU decoder may have fallen back to another (same device, same pools).
-            note_decoder(sh, dec.kind());
+            // A GPU decoder may have fallen back to another (same device, same pools); the
+            // shared record is touched only when that happens, not per frame.
+            if dec.kind() != kind {
+                kind = dec.kind();
+                note_decoder(sh, kind);
+            }
             fps_window.1 += 1;
             let el = fps_window.0.elapsed();
             if el >= Duration::from_secs(1) {
