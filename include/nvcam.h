@@ -482,7 +482,13 @@ typedef struct {
    * Frame handles of this camera the host holds now.
    */
   uint64_t live_handles;
-  uint64_t reserved[4];
+  /**
+   * Decode latency (packet read → frame published, less any pacing wait) over the last
+   * second, median and 99th percentile, microseconds; 0 without frames in that second.
+   */
+  uint32_t decode_latency_p50_us;
+  uint32_t decode_latency_p99_us;
+  uint64_t reserved[3];
 } nvcam_camera_stats_t;
 
 /**

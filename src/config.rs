@@ -24,6 +24,9 @@ pub(crate) struct Defaults {
     pub gpu_free_min_age_ms: u32,
     /// How often camera workers look at the deferred-free queue (they never wait on it).
     pub gpu_maintain_every_ms: u32,
+    /// A paced picture (file, test source) this late re-anchors the pacing clock, so a camera
+    /// that was held up goes on at its own rate instead of playing fast to catch up.
+    pub pace_reanchor_late_ms: u32,
 }
 
 pub(crate) const DEFAULTS: Defaults = Defaults {
@@ -36,6 +39,7 @@ pub(crate) const DEFAULTS: Defaults = Defaults {
     reconnect_fast_ms: 3000,
     gpu_free_min_age_ms: 100,
     gpu_maintain_every_ms: 20,
+    pace_reanchor_late_ms: 50,
 };
 
 /// Bounds on `pool_slots`: one slot in flight plus at least one the host may hold.
@@ -71,6 +75,17 @@ pub(crate) enum LatencyMode {
     Auto,
     Low,
     Throughput,
+}
+
+impl LatencyMode {
+    /// Whether a camera runs at low latency: `Auto` means yes for live network sources.
+    pub(crate) fn is_low(self, network: bool) -> bool {
+        match self {
+            LatencyMode::Auto => network,
+            LatencyMode::Low => true,
+            LatencyMode::Throughput => false,
+        }
+    }
 }
 
 /// Where a camera's frames live.

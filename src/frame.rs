@@ -7,6 +7,15 @@
 use crate::pool::{Geometry, Lease, MemoryKind};
 use crate::status::*;
 
+/// Where a frame's capture time comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TimeSource {
+    /// When the first packet of the frame was read from the source.
+    Receive,
+    /// The source's own clock (an RTSP camera's RTCP sender reports).
+    Source,
+}
+
 pub(crate) struct Frame {
     lease: Lease,
     /// Camera handle that produced it (the registry's owner key).
@@ -17,11 +26,14 @@ pub(crate) struct Frame {
     pub pts_us: i64,
     /// Wall clock when the frame left the decoder, nanoseconds since the Unix epoch.
     pub wallclock_ns: u64,
+    /// Wall clock when the frame was captured (see `time_source`), nanoseconds since the epoch.
+    pub capture_ns: u64,
+    pub time_source: TimeSource,
 }
 
 impl Frame {
-    pub(crate) fn new(lease: Lease, owner: u64, seq: u64, pts_us: i64, wallclock_ns: u64) -> Frame {
-        Frame { lease, owner, seq, pts_us, wallclock_ns }
+    pub(crate) fn new(lease: Lease, owner: u64, seq: u64, pts_us: i64, wallclock_ns: u64, capture: (u64, TimeSource)) -> Frame {
+        Frame { lease, owner, seq, pts_us, wallclock_ns, capture_ns: capture.0, time_source: capture.1 }
     }
     pub(crate) fn geom(&self) -> &Geometry {
         &self.lease.pool().geom

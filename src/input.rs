@@ -94,9 +94,6 @@ pub(crate) struct Input {
     pub ctx: ff::format::context::Input,
     pub irq: Arc<Interrupt>,
     pub video_index: usize,
-    /// A read whose deadline passed still returned a packet (FFmpeg flushes its parser on the
-    /// error): the stall is reported by the next read, without waiting a second stall period.
-    stalled: Option<Error>,
 }
 
 /// Bound on closing an input (RTSP sends TEARDOWN to a server that may be hung).
@@ -172,7 +169,7 @@ pub(crate) fn open(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>
         .best(ff::media::Type::Video)
         .map(|s| s.index())
         .ok_or_else(|| Error::new(NVCAM_E_UNSUPPORTED, format!("'{}' has no video stream", redact(&target))))?;
-    Ok(Input { ctx, irq: irq.clone(), video_index, stalled: None })
+    Ok(Input { ctx, irq: irq.clone(), video_index })
 }
 
 /// Turns an FFmpeg open failure into an error that names the cause.
@@ -225,30 +222,42 @@ pub(crate) enum Read {
 
 impl Input {
     /// Reads the next packet of the video stream, waiting at most `stall`.
+    ///
+    /// A read the interrupt cut short (deadline, reconnect, close) is discarded even when FFmpeg
+    /// returned a packet: on the error FFmpeg flushes what its parser held, a truncated access
+    /// unit ("Invalid NAL unit size", "missing picture in access unit"), and no decoder may see
+    /// it. The read then ends with the interrupt's reason.
     pub(crate) fn read_video(&mut self, stall: Duration) -> Result<Read> {
-        if let Some(e) = self.stalled.take() {
-            return Err(e);
-        }
         loop {
             let mut pkt = ff::Packet::empty();
             self.irq.arm(stall);
             let r = pkt.read(&mut self.ctx);
             self.irq.disarm();
-            if r.is_ok() && self.irq.fired() && !self.irq.stopping() && !self.irq.kicked() {
-                self.stalled = Some(Error::timeout(format!("stalled: no packet for {} ms", stall.as_millis())));
+            if let Some(e) = self.interrupted(stall) {
+                if r.is_ok() {
+                    log::debug!("discarding a packet of {} bytes that an interrupted read returned", pkt.size());
+                }
+                return Err(e);
             }
             match r {
                 Ok(()) if pkt.stream() == self.video_index => return Ok(Read::Packet(pkt)),
-                Ok(()) if self.stalled.is_some() => return Err(self.stalled.take().unwrap()),
                 Ok(()) => continue,
                 Err(ff::Error::Eof) => return Ok(Read::Eof),
-                Err(_) if self.irq.stopping() => return Err(Error::new(NVCAM_E_CLOSED, "read aborted: camera closing")),
-                Err(_) if self.irq.kicked() => return Err(Error::new(NVCAM_E_IO, "read aborted: reconnect requested")),
-                Err(_) if self.irq.fired() => {
-                    return Err(Error::timeout(format!("stalled: no packet for {} ms", stall.as_millis())))
-                }
                 Err(e) => return Err(Error::ffmpeg("av_read_frame", e)),
             }
+        }
+    }
+
+    /// Why the interrupt cut the last read short, if it did.
+    fn interrupted(&self, stall: Duration) -> Option<Error> {
+        if self.irq.stopping() {
+            Some(Error::new(NVCAM_E_CLOSED, "read aborted: camera closing"))
+        } else if self.irq.kicked() {
+            Some(Error::new(NVCAM_E_IO, "read aborted: reconnect requested"))
+        } else if self.irq.fired() {
+            Some(Error::timeout(format!("stalled: no packet for {} ms", stall.as_millis())))
+        } else {
+            None
         }
     }
 

@@ -78,9 +78,10 @@ pub(crate) struct Chosen {
 }
 
 /// The decoder for a new connection to `stream`, by the camera's options.
-pub(crate) fn decoder_for(opts: &Options, stream: &ff::format::stream::Stream<'_>, backend: &CameraBackend) -> Result<Chosen> {
+/// `low_latency` is the camera's resolved latency mode (see `LatencyMode::is_low`).
+pub(crate) fn decoder_for(opts: &Options, stream: &ff::format::stream::Stream<'_>, backend: &CameraBackend, low_latency: bool) -> Result<Chosen> {
     let software = || -> Result<Chosen> {
-        Ok(Chosen { decoder: Box::new(SoftwareDecoder::new(stream, opts.decode_threads)?), pools: Pools::Host })
+        Ok(Chosen { decoder: Box::new(SoftwareDecoder::new(stream, opts.decode_threads, low_latency)?), pools: Pools::Host })
     };
     let Placement::Gpu(device) = opts.placement else { return software() };
     let cam = match backend.gpu(device) {
@@ -95,7 +96,7 @@ pub(crate) fn decoder_for(opts: &Options, stream: &ff::format::stream::Stream<'_
             return software();
         }
     };
-    let decoder = gpu_decoder(&cam, opts, stream)?;
+    let decoder = gpu_decoder(&cam, opts, stream, low_latency)?;
     Ok(Chosen { decoder, pools: Pools::Device(cam) })
 }
 
@@ -105,6 +106,7 @@ struct Stream {
     params: ff::codec::Parameters,
     time_base: ff::Rational,
     threads: usize,
+    low_latency: bool,
 }
 
 fn cap_reached(cam: &CamGpu) -> Error {
@@ -115,22 +117,22 @@ fn cap_reached(cam: &CamGpu) -> Error {
 }
 
 fn upload(cam: &Arc<CamGpu>, s: &Stream) -> Result<Box<dyn Decoder>> {
-    Ok(Box::new(UploadDecoder::new(cam, s.params.clone(), s.time_base, s.threads)?))
+    Ok(Box::new(UploadDecoder::new(cam, s.params.clone(), s.time_base, s.threads, s.low_latency)?))
 }
 
-fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::Stream<'_>) -> Result<Box<dyn Decoder>> {
-    let s = Stream { params: stream.parameters().clone(), time_base: stream.time_base(), threads: opts.decode_threads };
+fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::Stream<'_>, low_latency: bool) -> Result<Box<dyn Decoder>> {
+    let s = Stream { params: stream.parameters().clone(), time_base: stream.time_base(), threads: opts.decode_threads, low_latency };
     let dev = &cam.stream.dev;
     let fixed = |hw: Hw| -> Result<Box<dyn Decoder>> { Ok(Box::new(Fallback { hw, cam: cam.clone(), next: None })) };
     match opts.decoder {
         DecoderPolicy::Software => upload(cam, &s),
         DecoderPolicy::Nvdec => {
             let t = HwTicket::take(dev).ok_or_else(|| cap_reached(cam))?;
-            fixed(Hw::Nvdec(NvDecoder::new(cam, &s.params, s.time_base, t)?))
+            fixed(Hw::Nvdec(NvDecoder::new(cam, &s.params, s.time_base, t, s.low_latency)?))
         }
         DecoderPolicy::FfmpegHw => {
             let t = HwTicket::take(dev).ok_or_else(|| cap_reached(cam))?;
-            fixed(Hw::Ffmpeg(HwDecoder::new(cam, &s.params, s.time_base, t)?))
+            fixed(Hw::Ffmpeg(HwDecoder::new(cam, &s.params, s.time_base, t, s.low_latency)?))
         }
         DecoderPolicy::Auto => {
             let mut why = Vec::new();
@@ -138,7 +140,7 @@ fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::S
                 None => why.push(format!("hardware decoder cap ({} per device) reached", gpu::hw_cap())),
                 Some(t) => {
                     match gpu::nvdec::supports(dev, &s.params) {
-                        Ok(_) => match NvDecoder::new(cam, &s.params, s.time_base, t) {
+                        Ok(_) => match NvDecoder::new(cam, &s.params, s.time_base, t, s.low_latency) {
                             Ok(n) => return Ok(Box::new(Fallback { hw: Hw::Nvdec(n), cam: cam.clone(), next: Some(s) })),
                             Err(e) => why.push(format!("direct NVDEC: {}", e.msg)),
                         },
@@ -147,7 +149,7 @@ fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::S
                             log::info!("GPU {}: direct NVDEC not used ({w}); trying FFmpeg's CUDA hwaccel", dev.ordinal);
                         }
                     }
-                    match HwTicket::take(dev).map(|t| HwDecoder::new(cam, &s.params, s.time_base, t)) {
+                    match HwTicket::take(dev).map(|t| HwDecoder::new(cam, &s.params, s.time_base, t, s.low_latency)) {
                         Some(Ok(h)) => return Ok(Box::new(Fallback { hw: Hw::Ffmpeg(h), cam: cam.clone(), next: Some(s) })),
                         Some(Err(e)) => why.push(format!("FFmpeg CUDA hwaccel: {}", e.msg)),
                         None => why.push("hardware decoder cap reached".into()),
@@ -189,7 +191,7 @@ impl Fallback {
         self.hw = Hw::Empty;
         if from_nvdec {
             log::warn!("GPU {}: direct NVDEC: {}; trying FFmpeg's CUDA hwaccel", dev.ordinal, why.msg);
-            match HwTicket::take(&dev).map(|t| HwDecoder::new(&self.cam, &s.params, s.time_base, t)) {
+            match HwTicket::take(&dev).map(|t| HwDecoder::new(&self.cam, &s.params, s.time_base, t, s.low_latency)) {
                 Some(Ok(h)) => {
                     self.hw = Hw::Ffmpeg(h);
                     return Ok(());

@@ -245,7 +245,9 @@ class CameraStats(_Sized):
         ("last_error_code", c_int32),
         ("_pad0", c_uint32),
         ("live_handles", c_uint64),
-        ("reserved", c_uint64 * 4),
+        ("decode_latency_p50_us", c_uint32),
+        ("decode_latency_p99_us", c_uint32),
+        ("reserved", c_uint64 * 3),
     ]
 
 

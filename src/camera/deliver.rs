@@ -1,19 +1,16 @@
 //! Delivery: a decoded picture goes into a free slot of the camera's pool (a new pool when the
 //! size or memory changed) and becomes the camera's newest frame.
 
+use super::latency::wall_ns;
 use super::shared::Shared;
 use crate::decode::{Decoder, Picture};
-use crate::frame::Frame;
+use crate::frame::{Frame, TimeSource};
 use crate::pool::{Geometry, Pool};
 use crate::select::Pools;
 use crate::status::*;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-fn now_ns() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
-}
+use std::time::{Duration, Instant};
 
 /// The pool for a picture of this size in the memory this session writes; a new one (the old
 /// one lives on while frames use it) when either changed.
@@ -37,8 +34,17 @@ fn pool_for(sh: &Shared, pools: &Pools, pic: &Picture) -> Result<Arc<Pool>> {
 }
 
 /// Copies a decoded picture into a free slot and publishes it as the camera's latest frame. A
-/// full pool drops the newest frame (counted), unless the camera is lossless.
-pub(super) fn deliver(sh: &Arc<Shared>, dec: &mut dyn Decoder, pools: &Pools, pic: Picture, seq: u64) -> Result<()> {
+/// full pool drops the newest frame (counted), unless the camera is lossless. `since` is when its
+/// packet was read (for the decode latency); `capture` its capture time and where that is from.
+pub(super) fn deliver(
+    sh: &Arc<Shared>,
+    dec: &mut dyn Decoder,
+    pools: &Pools,
+    pic: Picture,
+    seq: u64,
+    since: Instant,
+    capture: (u64, TimeSource),
+) -> Result<()> {
     let pool = pool_for(sh, pools, &pic)?;
     let lossless = sh.opts.flags.lossless;
     let interrupted = || sh.irq.stopping() || sh.irq.kicked();
@@ -62,13 +68,15 @@ pub(super) fn deliver(sh: &Arc<Shared>, dec: &mut dyn Decoder, pools: &Pools, pi
     if sh.report(dec.write_into(&mut lease)?) {
         return Ok(()); // the decoder recovered; this picture is lost (counted)
     }
-    let frame = Arc::new(Frame::new(lease, sh.handle(), seq, pic.pts_us, now_ns()));
+    let frame = Arc::new(Frame::new(lease, sh.handle(), seq, pic.pts_us, wall_ns(), capture));
     let replaced = {
         let mut m = sh.mailbox.lock();
         let old = m.replace(frame);
         sh.mailbox_cv.notify_all();
         old
     };
+    let now = Instant::now();
+    sh.latency.lock().add(now, now.saturating_duration_since(since));
     if replaced.is_some() {
         sh.counters.skipped.fetch_add(1, Ordering::Relaxed);
     }

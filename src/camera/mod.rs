@@ -5,6 +5,7 @@
 //! - [`worker`]: the supervisor (sessions, reconnect schedule, permanent failures).
 //! - [`session`]: one connection (read, decode, pace).
 //! - [`deliver`]: pool switch, slot, publish.
+//! - [`latency`]: packet arrival times (capture time, decode latency per frame).
 //!
 //! Ordering on close (the seed system's, which is what keeps a reconnect from pulling memory out
 //! from under a reader): stop playing → wait for in-flight work (bounded) → force-release the
@@ -13,6 +14,7 @@
 //! reconnects keep clones valid; `release_clones_on_reconnect` restores the seed's stricter rule.
 
 mod deliver;
+mod latency;
 mod session;
 mod shared;
 mod worker;
@@ -57,6 +59,8 @@ pub(crate) struct Stats {
     /// Status code of the last error, 0 if none.
     pub last_error_code: i32,
     pub live_handles: u64,
+    /// Decode latency (packet read → frame published) over the last second, µs: (p50, p99).
+    pub decode_latency_us: (u32, u32),
 }
 
 /// How a close ended.
@@ -191,6 +195,7 @@ impl Camera {
             decoder,
             last_error_code: sh.last_error().map(|e| e.code).unwrap_or(0),
             live_handles: registry::per_owner().get(&sh.handle()).copied().unwrap_or(0) as u64,
+            decode_latency_us: sh.latency.lock().percentiles(Instant::now()),
         }
     }
 

@@ -2,7 +2,11 @@
 //! the stream ends, fails, stalls, or the camera is stopped or kicked.
 
 use super::deliver::deliver;
+use super::latency::{wall_ns, Arrival, Arrivals};
 use super::shared::{CameraState, Shared};
+use crate::config::DEFAULTS;
+use crate::decode::{pts_us, retire, Decoder};
+use crate::frame::TimeSource;
 use crate::input::{self, Read};
 use crate::select::{self, Chosen};
 use crate::status::*;
@@ -46,35 +50,87 @@ fn note_decoder(sh: &Shared, kind: crate::decode::DecoderKind) {
 }
 
 /// Wall-clock pacing of files and the test source to their timestamps.
+///
+/// The clock is anchored at the first picture and re-anchored whenever the timestamps jump
+/// (forward by more than 2 s, or backward) and whenever a picture comes out later than
+/// `pace_reanchor_late_ms` after its due time (a stall, a slow decoder, a starved CPU): the
+/// camera then goes on at its own rate from where it is, instead of playing faster until it has
+/// caught up with a clock that ran on without it.
+#[derive(Default)]
 struct Pacer {
     clock: Option<(Instant, i64)>,
+    reanchors: u64,
 }
 
 impl Pacer {
-    /// Sleeps until the picture at `pts_us` is due (re-anchoring after a timestamp jump).
-    fn wait(&mut self, sh: &Shared, pts_us: i64) {
+    /// How long to wait at `now` before the picture at `pts_us` is due.
+    fn delay(&mut self, now: Instant, pts_us: i64) -> Option<Duration> {
         if pts_us == i64::MIN {
-            return;
+            return None;
         }
-        let (t0, p0) = *self.clock.get_or_insert((Instant::now(), pts_us));
-        let due = t0 + Duration::from_micros((pts_us - p0).max(0) as u64);
-        let now = Instant::now();
-        if due > now + Duration::from_millis(1) {
-            if due - now > Duration::from_secs(2) {
-                self.clock = Some((now, pts_us)); // timestamp jump: re-anchor
-            } else {
-                sh.sleep_interruptible(due - now);
-            }
+        let (t0, p0) = *self.clock.get_or_insert((now, pts_us));
+        let late_ok = Duration::from_millis(DEFAULTS.pace_reanchor_late_ms as u64);
+        let ahead = pts_us - p0;
+        let due = t0 + Duration::from_micros(ahead.max(0) as u64);
+        if ahead < 0 || due > now + Duration::from_secs(2) || now > due + late_ok {
+            self.clock = Some((now, pts_us));
+            self.reanchors += 1;
+            return None;
         }
+        (due > now + Duration::from_millis(1)).then(|| due - now)
+    }
+
+    fn wait(&mut self, sh: &Shared, pts_us: i64) {
+        if let Some(d) = self.delay(Instant::now(), pts_us) {
+            sh.sleep_interruptible(d);
+        }
+    }
+}
+
+/// The session's decoder. When the session ends and the camera lives on (a reconnect, a
+/// failure it retries), the decoder is destroyed on the retire thread so the next connection
+/// starts at once; on close it is destroyed here. With a per-device cap on hardware sessions it
+/// is also destroyed here, so the next connection finds its session free.
+struct Current<'a> {
+    dec: Option<Box<dyn Decoder>>,
+    sh: &'a Shared,
+}
+
+impl Current<'_> {
+    fn get(&mut self) -> &mut dyn Decoder {
+        &mut **self.dec.as_mut().expect("a decoder until the session ends")
+    }
+    fn replace(&mut self, d: Box<dyn Decoder>) {
+        if let Some(old) = self.dec.replace(d) {
+            retire_or_drop(self.sh, old);
+        }
+    }
+}
+
+impl Drop for Current<'_> {
+    fn drop(&mut self) {
+        if let Some(d) = self.dec.take() {
+            retire_or_drop(self.sh, d);
+        }
+    }
+}
+
+fn retire_or_drop(sh: &Shared, d: Box<dyn Decoder>) {
+    if sh.irq.stopping() || crate::gpu::hw_cap() != 0 || !d.kind().is_hardware() {
+        drop(d);
+    } else {
+        retire::later(d);
     }
 }
 
 pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32, connected: &mut bool) -> Result<SessionEnd> {
     let o = &sh.opts;
+    let low_latency = o.latency.is_low(sh.is_network());
     let mut input = input::open(&sh.source, &o.ffmpeg, &sh.irq, o.open_timeout)?;
-    let Chosen { decoder: mut dec, pools } = select::decoder_for(o, &input.stream(), &sh.backend)?;
+    let Chosen { decoder, pools } = select::decoder_for(o, &input.stream(), &sh.backend, low_latency)?;
+    let mut dec = Current { dec: Some(decoder), sh };
     note_codec(sh, &input);
-    let mut kind = dec.kind();
+    let mut kind = dec.get().kind();
     note_decoder(sh, kind);
     if let Some(tx) = first.take() {
         let _ = tx.send(Ok(()));
@@ -85,7 +141,9 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
     sh.gate.set_playing(true);
 
     let paced = !o.flags.no_pacing && !sh.is_network();
-    let mut pacer = Pacer { clock: None };
+    let mut pacer = Pacer::default();
+    let mut arrivals = Arrivals::default();
+    let time_base = input.stream().time_base();
     let mut seq = sh.counters.decoded.load(Ordering::Relaxed);
     let mut fps_window = (Instant::now(), 0u64);
     let mut eof = false;
@@ -100,10 +158,16 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
             match input.read_video(o.stall_timeout) {
                 Ok(Read::Packet(p)) => {
                     sh.note_packet();
-                    sh.report(dec.send_packet(&p)?);
+                    // A kick or close that came after the read: the session ends, nothing more
+                    // goes into the decoder.
+                    if sh.irq.stopping() || sh.irq.kicked() {
+                        continue;
+                    }
+                    arrivals.read(Arrival { pts_us: pts_us(p.pts(), time_base), at: Instant::now(), wall_ns: wall_ns() });
+                    sh.report(dec.get().send_packet(&p)?);
                 }
                 Ok(Read::Eof) => {
-                    dec.send_eof()?;
+                    dec.get().send_eof()?;
                     eof = true;
                 }
                 Err(_) if sh.irq.kicked() => return Ok(SessionEnd::Kicked),
@@ -117,22 +181,27 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
             }
         }
         let mut got_any = false;
-        while let Some(pic) = dec.receive()? {
+        while let Some(pic) = dec.get().receive()? {
             got_any = true;
             seq += 1;
             sh.counters.decoded.store(seq, Ordering::Relaxed);
             *attempt = 0;
             sh.counters.attempt.store(0, Ordering::Relaxed);
             sh.counters.next_retry_ms.store(0, Ordering::Relaxed);
+            let arrival = arrivals.take(pic.pts_us);
+            let before_pacing = Instant::now();
             if paced {
                 pacer.wait(sh, pic.pts_us);
             }
+            // Decode latency counts from the packet's read, less the time pacing held it on purpose.
+            let since = arrival.map_or(before_pacing, |a| a.at) + before_pacing.elapsed();
+            let capture = (arrival.map_or_else(wall_ns, |a| a.wall_ns), TimeSource::Receive);
             let Some(_in_flight) = sh.gate.enter() else { return Ok(SessionEnd::Stop) };
-            deliver(sh, &mut *dec, &pools, pic, seq)?;
+            deliver(sh, dec.get(), &pools, pic, seq, since, capture)?;
             // A GPU decoder may have fallen back to another (same device, same pools); the
             // shared record is touched only when that happens, not per frame.
-            if dec.kind() != kind {
-                kind = dec.kind();
+            if dec.get().kind() != kind {
+                kind = dec.get().kind();
                 note_decoder(sh, kind);
             }
             fps_window.1 += 1;
@@ -146,14 +215,38 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
         if eof && !got_any {
             if !sh.source.is_live() && o.flags.loop_file {
                 input.rewind()?;
-                if !dec.reset() {
-                    dec = select::decoder_for(o, &input.stream(), &sh.backend)?.decoder;
+                if !dec.get().reset() {
+                    dec.replace(select::decoder_for(o, &input.stream(), &sh.backend, low_latency)?.decoder);
                 }
                 pacer.clock = None;
+                arrivals.clear();
                 eof = false;
                 continue;
             }
             return Ok(SessionEnd::Eof);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paced_source_reanchors_after_a_gap_instead_of_catching_up() {
+        let t0 = Instant::now();
+        let mut p = Pacer::default();
+        assert_eq!(p.delay(t0, 0), None);
+        let d = p.delay(t0 + Duration::from_millis(10), 33_333).unwrap();
+        assert!((Duration::from_millis(22)..=Duration::from_millis(24)).contains(&d), "{d:?}");
+        // A 400 ms stall: the next picture is not rushed, and the ones after it keep the rate.
+        let t1 = t0 + Duration::from_millis(433);
+        assert_eq!(p.delay(t1, 66_667), None);
+        assert_eq!(p.reanchors, 1);
+        let d = p.delay(t1 + Duration::from_millis(1), 100_000).unwrap();
+        assert!((Duration::from_millis(32)..=Duration::from_millis(33)).contains(&d), "{d:?}");
+        // Timestamps going backward (a rewound file) re-anchor too.
+        assert_eq!(p.delay(t1 + Duration::from_millis(40), 0), None);
+        assert_eq!(p.reanchors, 2);
     }
 }

@@ -180,6 +180,8 @@ pub(crate) struct Shared {
     last_packet_ms: AtomicU64,
     /// Backend state that outlives connections (the camera's GPU stream).
     pub(super) backend: CameraBackend,
+    /// Decode latencies of the last second.
+    pub(super) latency: Mutex<super::latency::Window>,
 }
 
 impl Shared {
@@ -203,6 +205,7 @@ impl Shared {
             born: Instant::now(),
             last_packet_ms: AtomicU64::new(0),
             backend: CameraBackend::default(),
+            latency: Mutex::new(super::latency::Window::new()),
         }
     }
 

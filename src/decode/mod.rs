@@ -7,6 +7,7 @@
 //! rules. What a call met besides success or failure (an error the decoder recovered from, a
 //! picture lost to it) comes back in its [`Outcome`], not through a side channel.
 
+pub(crate) mod retire;
 pub(crate) mod software;
 
 use crate::pool::Lease;
@@ -34,6 +35,10 @@ impl DecoderKind {
             DecoderKind::FfmpegCuda => "ffmpeg-cuda",
             DecoderKind::Nvdec => "nvdec",
         }
+    }
+    /// Whether it holds a hardware decode session (slow to destroy, counted against the cap).
+    pub(crate) fn is_hardware(self) -> bool {
+        matches!(self, DecoderKind::FfmpegCuda | DecoderKind::Nvdec)
     }
 }
 
@@ -89,6 +94,22 @@ pub(crate) fn received(
         Err(ff::Error::Eof) | Err(ff::Error::InvalidData) => Ok(None),
         Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => Ok(None),
         Err(e) => Err(Error::ffmpeg(call, e)),
+    }
+}
+
+/// Low latency for an FFmpeg decoder about to open: `AV_CODEC_FLAG_LOW_DELAY` (output each
+/// picture at once, never grow a reorder buffer) where the stream has no reordering (its probed
+/// `video_delay` is 0: no B-frames); a stream with B-frames keeps the reorder delay its order
+/// needs, since forcing low delay there would output pictures out of order.
+///
+/// # Safety
+/// `ctx` is an unopened codec context made from `params`.
+pub(crate) unsafe fn set_low_delay(ctx: *mut ff::ffi::AVCodecContext, params: &ff::codec::Parameters) {
+    // SAFETY: the caller's contract; `params` wraps valid codec parameters.
+    unsafe {
+        if (*params.as_ptr()).video_delay == 0 {
+            (*ctx).flags |= ff::ffi::AV_CODEC_FLAG_LOW_DELAY as i32;
+        }
     }
 }
 

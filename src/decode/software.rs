@@ -19,17 +19,24 @@ pub(crate) struct SoftwareDecoder {
 unsafe impl Send for SoftwareDecoder {}
 
 impl SoftwareDecoder {
-    pub(crate) fn new(stream: &ff::format::stream::Stream<'_>, threads: usize) -> Result<SoftwareDecoder> {
-        Self::from_parameters(stream.parameters(), stream.time_base(), threads)
+    pub(crate) fn new(stream: &ff::format::stream::Stream<'_>, threads: usize, low_latency: bool) -> Result<SoftwareDecoder> {
+        Self::from_parameters(stream.parameters(), stream.time_base(), threads, low_latency)
     }
 
-    pub(crate) fn from_parameters(params: ff::codec::Parameters, time_base: ff::Rational, threads: usize) -> Result<SoftwareDecoder> {
+    /// At low latency the decoder threads split each picture (slice threads) instead of working
+    /// on several pictures at once (frame threads, which hold one picture back per thread).
+    pub(crate) fn from_parameters(params: ff::codec::Parameters, time_base: ff::Rational, threads: usize, low_latency: bool) -> Result<SoftwareDecoder> {
         let id = params.id();
         if ff::decoder::find(id).is_none() {
             return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("codec {id:?} not supported on this path (no FFmpeg decoder)")));
         }
-        let mut ctx = ff::codec::Context::from_parameters(params).map_err(|e| Error::ffmpeg("avcodec_parameters_to_context", e))?;
-        ctx.set_threading(ff::codec::threading::Config { kind: ff::codec::threading::Type::Frame, count: threads, ..Default::default() });
+        let mut ctx = ff::codec::Context::from_parameters(params.clone()).map_err(|e| Error::ffmpeg("avcodec_parameters_to_context", e))?;
+        let kind = if low_latency { ff::codec::threading::Type::Slice } else { ff::codec::threading::Type::Frame };
+        ctx.set_threading(ff::codec::threading::Config { kind, count: threads, ..Default::default() });
+        if low_latency {
+            // SAFETY: an unopened context made from `params`.
+            unsafe { super::set_low_delay(ctx.as_mut_ptr(), &params) };
+        }
         let dec = ctx.decoder().video().map_err(|e| Error::ffmpeg("avcodec_open2", e))?;
         Ok(SoftwareDecoder { dec, frame: ff::frame::Video::empty(), time_base, sws: std::ptr::null_mut() })
     }

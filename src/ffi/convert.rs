@@ -5,7 +5,7 @@ use super::types::*;
 use crate::camera::{CameraState, Stats};
 use crate::config::{Config, DecoderPolicy, LatencyMode, OpenFlags, Options, Placement, DEFAULTS, POOL_SLOTS_MAX, POOL_SLOTS_MIN};
 use crate::decode::DecoderKind;
-use crate::frame::Frame;
+use crate::frame::{Frame, TimeSource};
 use crate::gpu::GpuStats;
 use crate::pool::MemoryKind;
 use crate::status::*;
@@ -182,7 +182,9 @@ pub(crate) fn camera_stats(s: &Stats, struct_size: u32) -> nvcam_camera_stats {
         last_error_code: s.last_error_code,
         _pad0: 0,
         live_handles: s.live_handles,
-        reserved: [0; 4],
+        decode_latency_p50_us: s.decode_latency_us.0,
+        decode_latency_p99_us: s.decode_latency_us.1,
+        reserved: [0; 3],
     }
 }
 
@@ -203,8 +205,11 @@ pub(crate) fn frame_info(f: &Frame, struct_size: u32) -> nvcam_frame_info {
         pts_us: f.pts_us,
         wallclock_ns: f.wallclock_ns,
         camera: f.owner,
-        capture_ns: f.wallclock_ns,
-        time_source: NVCAM_TIME_RECEIVE,
+        capture_ns: f.capture_ns,
+        time_source: match f.time_source {
+            TimeSource::Receive => NVCAM_TIME_RECEIVE,
+            TimeSource::Source => NVCAM_TIME_SOURCE,
+        },
         color_matrix: NVCAM_MATRIX_UNKNOWN,
         color_range: NVCAM_RANGE_UNKNOWN,
         reserved32: 0,

@@ -194,7 +194,11 @@ pub struct nvcam_camera_stats {
     pub _pad0: u32,
     /// Frame handles of this camera the host holds now.
     pub live_handles: u64,
-    pub reserved: [u64; 4],
+    /// Decode latency (packet read → frame published, less any pacing wait) over the last
+    /// second, median and 99th percentile, microseconds; 0 without frames in that second.
+    pub decode_latency_p50_us: u32,
+    pub decode_latency_p99_us: u32,
+    pub reserved: [u64; 3],
 }
 
 /// What a frame is and where its pixels are (`nvcam_frame_info`). Pointers stay valid while the

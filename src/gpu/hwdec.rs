@@ -117,7 +117,7 @@ pub(crate) struct HwDecoder {
 }
 
 impl HwDecoder {
-    pub(crate) fn new(cam: &Arc<CamGpu>, params: &ff::codec::Parameters, time_base: ff::Rational, ticket: HwTicket) -> Result<HwDecoder> {
+    pub(crate) fn new(cam: &Arc<CamGpu>, params: &ff::codec::Parameters, time_base: ff::Rational, ticket: HwTicket, low_latency: bool) -> Result<HwDecoder> {
         let id = params.id();
         let codec = format!("{id:?}").to_lowercase();
         if !codec_has_cuda(id) {
@@ -158,6 +158,9 @@ impl HwDecoder {
             (*p).extra_hw_frames = EXTRA_HW_FRAMES;
             // Frame threads only add surfaces with NVDEC.
             (*p).thread_count = 1;
+            if low_latency {
+                crate::decode::set_low_delay(p, params);
+            }
             (*p).hw_device_ctx
         };
         if hw_ref.is_null() {

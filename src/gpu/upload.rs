@@ -30,8 +30,8 @@ pub(crate) struct UploadDecoder {
 }
 
 impl UploadDecoder {
-    pub(crate) fn new(cam: &Arc<CamGpu>, params: ff::codec::Parameters, time_base: ff::Rational, threads: usize) -> Result<UploadDecoder> {
-        let sw = SoftwareDecoder::from_parameters(params, time_base, threads)?;
+    pub(crate) fn new(cam: &Arc<CamGpu>, params: ff::codec::Parameters, time_base: ff::Rational, threads: usize, low_latency: bool) -> Result<UploadDecoder> {
+        let sw = SoftwareDecoder::from_parameters(params, time_base, threads, low_latency)?;
         stats::of(cam.stream.dev.ordinal).upload_decoders.fetch_add(1, Ordering::Relaxed);
         Ok(UploadDecoder { sw, cam: cam.clone(), ring: Vec::new(), ring_geom: None, next: 0 })
     }

@@ -18,8 +18,10 @@
 //! margin of `parser::SURFACE_MARGIN` (at most 32); output (mapped) surfaces = `parser::OUTPUT_SURFACES`. The
 //! parser's display delay (default [`DISPLAY_DELAY`], `NVCAM_NVDEC_DISPLAY_DELAY`) hands a
 //! picture out only after that many later pictures were submitted, so the engine decodes ahead
-//! and a map rarely waits for its picture. One `CUvideoctxlock` per CUDA context is shared by all
-//! decoders in it (`NVCAM_NVDEC_CTXLOCK=decoder|none` changes that, for measurements).
+//! and a map rarely waits for its picture. Each decoder has its own `CUvideoctxlock`, so one
+//! camera's decoder create or destroy never waits for, or holds up, another camera's decode
+//! (`session.rs` says why that is correct; `NVCAM_NVDEC_CTXLOCK=context` restores the old lock
+//! shared per context, for measurements).
 //!
 //! # Why unmapping right after the copy is enqueued is safe
 //!
@@ -92,7 +94,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use sys as cu;
 
-/// Pictures the parser holds back before display (decode runs this far ahead of mapping).
+/// Pictures the parser holds back before display in throughput mode (decode runs this far ahead
+/// of mapping); low-latency cameras use 0.
 pub(crate) const DISPLAY_DELAY: u32 = 2;
 /// Recoveries within [`RECOVERY_WINDOW`] after which the error ends the session.
 pub(crate) const MAX_RECOVERIES: usize = 5;
@@ -127,13 +130,16 @@ pub(crate) struct NvDecoder {
 impl NvDecoder {
     /// A decoder for `params`' stream on the camera's device. The NVDEC session itself is made
     /// at the first sequence header; its failure then shows as [`NvDecoder::hw_failed`].
-    pub(crate) fn new(cam: &Arc<CamGpu>, params: &ff::codec::Parameters, time_base: ff::Rational, ticket: HwTicket) -> Result<NvDecoder> {
+    /// At low latency the parser hands each picture out as soon as its display order allows
+    /// (display delay 0), else [`DISPLAY_DELAY`] later so the engine decodes ahead;
+    /// `NVCAM_NVDEC_DISPLAY_DELAY` overrides both, for measurements.
+    pub(crate) fn new(cam: &Arc<CamGpu>, params: &ff::codec::Parameters, time_base: ff::Rational, ticket: HwTicket, low_latency: bool) -> Result<NvDecoder> {
         let dev = &cam.stream.dev;
         let codec = supports(dev, params).map_err(|why| Error::new(NVCAM_E_UNSUPPORTED, why))?;
         let lib = cu::lib().map_err(|e| Error::new(NVCAM_E_UNSUPPORTED, e))?;
         let (annexb, prime) = AnnexB::new(params, time_base)?;
         let ctx_lock = CtxLock::acquire(lib, dev)?;
-        let display_delay = std::env::var("NVCAM_NVDEC_DISPLAY_DELAY").ok().and_then(|v| v.parse().ok()).unwrap_or(DISPLAY_DELAY).min(8);
+        let display_delay = std::env::var("NVCAM_NVDEC_DISPLAY_DELAY").ok().and_then(|v| v.parse().ok()).unwrap_or(if low_latency { 0 } else { DISPLAY_DELAY }).min(8);
         let mut me = NvDecoder {
             cam: cam.clone(),
             parser: None,
