@@ -1,0 +1,108 @@
+//! One camera's reconnects never hold up another camera, and frames say when their data arrived
+//! and how long decoding took (CPU path; `tests/gpu.rs` has the GPU version of the storm).
+
+mod common;
+use common::*;
+use nvcam::*;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Inter-frame gaps a consumer sees on `cam` until `stop`, in milliseconds.
+fn gaps_until(cam: u64, stop: &AtomicBool) -> Vec<f64> {
+    let mut gaps = Vec::new();
+    let mut last: Option<Instant> = None;
+    while !stop.load(Ordering::Relaxed) {
+        match get_frame(cam, 1000) {
+            Ok(f) => {
+                let now = Instant::now();
+                if let Some(l) = last {
+                    gaps.push(now.duration_since(l).as_secs_f64() * 1e3);
+                }
+                last = Some(now);
+                release(f).unwrap();
+            }
+            Err((code, msg)) => panic!("steady camera: get_frame failed ({code}): {msg}"),
+        }
+    }
+    gaps
+}
+
+fn percentile(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1]
+}
+
+#[test]
+fn reconnect_storm_never_stalls_steady_cameras() {
+    init();
+    const FPS: f64 = 30.0;
+    let url = "testsrc://320x240@30";
+    let steady: Vec<u64> = (0..6).map(|_| open(url, &options(0)).unwrap()).collect();
+    let churn: Vec<u64> = (0..4).map(|_| open(url, &options(0)).unwrap()).collect();
+    // Warm up: every camera delivers.
+    for &c in steady.iter().chain(&churn) {
+        release(get_frame(c, 5000).unwrap()).unwrap();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let reconnects = Arc::new(AtomicU64::new(0));
+    let churners: Vec<_> = churn
+        .iter()
+        .map(|&c| {
+            let (stop, reconnects) = (stop.clone(), reconnects.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    // Back with a frame, then dropped again at once.
+                    if let Ok(f) = get_frame(c, 2000) {
+                        release(f).unwrap();
+                    }
+                    ok(nvcam_camera_reconnect(c)).unwrap();
+                    reconnects.fetch_add(1, Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            })
+        })
+        .collect();
+    let consumers: Vec<_> = steady
+        .iter()
+        .map(|&c| {
+            let stop = stop.clone();
+            std::thread::spawn(move || gaps_until(c, &stop))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(8));
+    stop.store(true, Ordering::Relaxed);
+    let mut gaps: Vec<f64> = consumers.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    for t in churners {
+        t.join().unwrap();
+    }
+    let n = gaps.len();
+    let (p50, p99, max) = (percentile(&mut gaps, 0.5), percentile(&mut gaps, 0.99), percentile(&mut gaps, 1.0));
+    let fps = n as f64 / 6.0 / 8.0;
+    let r = reconnects.load(Ordering::Relaxed);
+    eprintln!("steady: {n} gaps, {fps:.1} fps each, gap p50 {p50:.1} ms p99 {p99:.1} ms max {max:.1} ms; {r} reconnects of the others");
+    assert!(r >= 20, "the churning cameras reconnected only {r} times");
+    assert!(p99 <= 3.0 * 1e3 / FPS, "steady cameras' gap p99 {p99:.1} ms > 3 frame intervals (p50 {p50:.1}, max {max:.1})");
+    assert!(fps >= FPS * 0.9, "steady cameras at {fps:.1} fps");
+    for &c in steady.iter().chain(&churn) {
+        close(c, 3000).unwrap();
+    }
+}
+
+#[test]
+fn frames_carry_receive_time_and_decode_latency() {
+    init();
+    let cam = open("testsrc://160x120@30", &options(0)).unwrap();
+    for _ in 0..20 {
+        let f = get_frame(cam, 5000).unwrap();
+        let i = info(f).unwrap();
+        assert_eq!(i.time_source, NVCAM_TIME_RECEIVE, "the test source has no capture clock");
+        assert!(i.capture_ns <= i.wallclock_ns && i.wallclock_ns - i.capture_ns < 1_000_000_000, "capture {} decoded {}", i.capture_ns, i.wallclock_ns);
+        release(f).unwrap();
+    }
+    let s = stats(cam);
+    assert!(s.decode_latency_p50_us > 0 && s.decode_latency_p50_us <= s.decode_latency_p99_us, "{s:?}");
+    // Pacing waits do not count: a 30 fps source decodes in far less than a frame interval.
+    assert!(s.decode_latency_p99_us < 33_000, "{s:?}");
+    close(cam, 2000).unwrap();
+}
