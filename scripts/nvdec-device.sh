@@ -13,7 +13,12 @@
 #   memcheck-gpu   tests/gpu.rs under compute-sanitizer --tool memcheck
 #   bench-h264     nvdec_bench on the 1080p H.264 4 Mbit/s clip (all backends, N = 1, 7, 16, 32, CLI)
 #   bench-hevc     the same on the 1080p HEVC 2 Mbit/s clip
-#   variants       direct NVDEC at N = 16, 32 with a context lock per decoder, and display delay 4
+#   variants       direct NVDEC at N = 16, 32 with the old context lock shared per context, and display delay 4
+#   churn-memcheck the GPU reconnect storm test (scaled to 8 steady + 4 churned) under memcheck
+#   churn-bench    examples/churn_bench: 96 steady + 32 churned 1080p30 cameras, nvdec and ffmpeg-hw
+#   churn-oldlock  the same, direct NVDEC only, with NVCAM_NVDEC_CTXLOCK=context (the old shared lock)
+#   latency        32 paced 1080p30 cameras (no B-frames), decode latency at low latency and throughput
+#   bench16        nvdec_bench, direct NVDEC, N = 16 (throughput mode against the 4,927 fps before)
 set -u
 out=${OUT:-/tmp}
 b=$GPU_BUNDLE
@@ -66,8 +71,24 @@ bench-hevc)
   step bench-hevc 120 bash -c "$(bench "" "$fix/bench-hevc-1920x1080.mp4" --label hevc-1080p-2M --seconds "${SECONDS_WIN:-2.5}" --warmup 0.7)"
   ;;
 variants)
-  step ctxlock-per-decoder 30 bash -c "$(bench NVCAM_NVDEC_CTXLOCK=decoder "$fix/bench-h264-1920x1080.mp4" --label h264-ctxlock-per-decoder --backends nvdec --cams 16,32 --cli none --seconds 2.5 --warmup 0.7)"
+  step ctxlock-per-context 30 bash -c "$(bench NVCAM_NVDEC_CTXLOCK=context "$fix/bench-h264-1920x1080.mp4" --label h264-ctxlock-per-context --backends nvdec --cams 16,32 --cli none --seconds 2.5 --warmup 0.7)"
   step display-delay-4 20 bash -c "$(bench NVCAM_NVDEC_DISPLAY_DELAY=4 "$fix/bench-h264-1920x1080.mp4" --label h264-delay4 --backends nvdec --cams 16 --cli none --seconds 2.5 --warmup 0.7)"
+  ;;
+churn-memcheck)
+  step churn-memcheck 120 bash -c "NVCAM_CHURN_TEST=8,4,4,0 compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-churn.log' '$gpu_test' --include-ignored --test-threads 1 --nocapture reconnect_storm > '$out/memcheck-churn-tests.log' 2>&1; r=\$?; grep -E '^test |test result|^churn|panicked' '$out/memcheck-churn-tests.log'; grep -E 'ERROR SUMMARY' '$out/memcheck-churn.log' | sort | uniq -c; exit \$r"
+  ;;
+churn-bench)
+  step churn-bench 150 bash -c "'$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 96 --churn 32 --backends nvdec,ffmpeg-hw --seconds 4 --rounds 3 2>'$out/churn-stderr.log' | tee '$out/churn.log'"
+  ;;
+churn-oldlock)
+  step churn-oldlock 80 bash -c "NVCAM_NVDEC_CTXLOCK=context '$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 96 --churn 32 --backends nvdec --seconds 4 --rounds 3 2>'$out/churn-oldlock-stderr.log' | tee '$out/churn-oldlock.log'"
+  ;;
+latency)
+  step latency-low 40 bash -c "'$b/bin/churn_bench' '$fix/nvdec-h264-nob-1920x1080.mp4' --steady 32 --churn 0 --backends nvdec,ffmpeg-hw --phases baseline --seconds 4 --latency low 2>>'$out/latency-stderr.log' | tee -a '$out/latency.log'"
+  step latency-throughput 30 bash -c "'$b/bin/churn_bench' '$fix/nvdec-h264-nob-1920x1080.mp4' --steady 32 --churn 0 --backends nvdec --phases baseline --seconds 4 --latency throughput 2>>'$out/latency-stderr.log' | tee -a '$out/latency.log'"
+  ;;
+bench16)
+  step bench16 40 bash -c "$(bench "" "$fix/bench-h264-1920x1080.mp4" --label h264-1080p-4M --backends nvdec --cams 16 --cli none --seconds 3 --warmup 1)"
   ;;
 *) echo "unknown step $what"; rc=1 ;;
 esac

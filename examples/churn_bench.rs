@@ -1,0 +1,312 @@
+//! Isolation under churn, in one invocation: N steady paced cameras while M others reconnect in
+//! a loop, reconnect in bursts, or are opened and closed in bursts; per backend. For each phase:
+//! the steady cameras' fps (the slowest camera and the mean), their inter-frame gaps as their
+//! consumers see them (p50 / p99 / max over all steady cameras), get_frame timeouts, the steady
+//! cameras' decode latency (median of their p50s, worst p99), and for bursts the time until every
+//! churned camera has a new frame again.
+//!
+//!   churn_bench CLIP [--steady 96] [--churn 32] [--backends nvdec,ffmpeg-hw] [--seconds 5]
+//!                    [--rounds 3] [--phases baseline,loop,burst,openclose] [--latency auto|low|throughput]
+//!
+//! Cameras decode CLIP looped and paced at its own frame rate on GPU 0 (`--backends cpu` decodes on
+//! the CPU). The environment switches the library reads (NVCAM_NVDEC_CTXLOCK=context for the old
+//! lock shared per context) apply to the whole run and are printed in the header.
+
+use nvcam::*;
+use std::ffi::CString;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn last_error() -> String {
+    let mut buf = vec![0u8; 1024];
+    unsafe { nvcam_last_error(buf.as_mut_ptr() as *mut _, buf.len() as i32) };
+    String::from_utf8_lossy(&buf[..buf.iter().position(|&b| b == 0).unwrap_or(0)]).into_owned()
+}
+
+fn arg(args: &[String], name: &str, default: &str) -> String {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned().unwrap_or_else(|| default.to_string())
+}
+
+struct Opts {
+    clip: CString,
+    device: i32,
+    decoder: u32,
+    latency: u32,
+}
+
+fn open(o: &Opts) -> Result<u64, String> {
+    let mut co: nvcam_camera_options = unsafe { std::mem::zeroed() };
+    unsafe { nvcam_camera_options_init(&mut co) };
+    co.flags = NVCAM_OPEN_LOOP;
+    co.device = o.device;
+    co.decoder = o.decoder;
+    co.latency = o.latency;
+    let mut cam = 0;
+    let r = unsafe { nvcam_camera_open(o.clip.as_ptr(), &co, &mut cam) };
+    if r == NVCAM_OK {
+        Ok(cam)
+    } else {
+        Err(format!("open: {r} {}", last_error()))
+    }
+}
+
+fn stats(cam: u64) -> nvcam_camera_stats {
+    let mut s: nvcam_camera_stats = unsafe { std::mem::zeroed() };
+    s.struct_size = std::mem::size_of::<nvcam_camera_stats>() as u32;
+    unsafe { nvcam_camera_stats(cam, &mut s) };
+    s
+}
+
+/// Asks `cam` to reconnect and waits until it delivers a frame of its new connection.
+fn reconnect_and_wait(cam: u64, limit: Duration) -> Option<Duration> {
+    let t0 = Instant::now();
+    let before = stats(cam).reconnects;
+    let _ = nvcam_camera_reconnect(cam);
+    while stats(cam).reconnects == before {
+        if t0.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let at = now_ns();
+    fresh_frame(cam, at, limit.saturating_sub(t0.elapsed())).map(|_| t0.elapsed())
+}
+
+/// Waits for a frame decoded after `after_ns` (wall clock); the time it took, or None.
+fn fresh_frame(cam: u64, after_ns: u64, limit: Duration) -> Option<Duration> {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        let mut f = 0;
+        if unsafe { nvcam_camera_get_frame(cam, 200, &mut f) } == NVCAM_OK {
+            let mut i: nvcam_frame_info = unsafe { std::mem::zeroed() };
+            i.struct_size = std::mem::size_of::<nvcam_frame_info>() as u32;
+            unsafe { nvcam_frame_info(f, &mut i) };
+            nvcam_frame_release(f);
+            if i.wallclock_ns > after_ns {
+                return Some(t0.elapsed());
+            }
+        }
+    }
+    None
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+}
+
+/// What one steady camera's consumer saw: (time of the frame, gap before it in ms), timeouts.
+#[derive(Default)]
+struct Seen {
+    frames: Vec<(Instant, f64)>,
+    timeouts: Vec<Instant>,
+}
+
+fn pct(v: &mut [f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1]
+}
+
+fn report(label: &str, seen: &[Arc<Mutex<Seen>>], steady: &[u64], from: Instant, to: Instant, back: &[f64]) {
+    let secs = to.duration_since(from).as_secs_f64();
+    let mut gaps = Vec::new();
+    let mut fps = Vec::new();
+    let mut timeouts = 0;
+    for s in seen {
+        let s = s.lock().unwrap();
+        let inside: Vec<f64> = s.frames.iter().filter(|(t, _)| *t >= from && *t <= to).map(|f| f.1).collect();
+        fps.push(inside.len() as f64 / secs);
+        gaps.extend(inside);
+        timeouts += s.timeouts.iter().filter(|t| **t >= from && **t <= to).count();
+    }
+    let min_fps = fps.iter().cloned().fold(f64::INFINITY, f64::min);
+    let mean_fps = fps.iter().sum::<f64>() / fps.len().max(1) as f64;
+    let mut p50s: Vec<f64> = steady.iter().map(|&c| stats(c).decode_latency_p50_us as f64 / 1e3).collect();
+    let p99 = steady.iter().map(|&c| stats(c).decode_latency_p99_us as f64 / 1e3).fold(0.0, f64::max);
+    let mut b = back.to_vec();
+    let back_txt = if b.is_empty() { "-".to_string() } else { format!("{:.2} s (p50 {:.2})", pct(&mut b, 1.0), pct(&mut b, 0.5)) };
+    println!(
+        "| {label} | {mean_fps:.1} (min {min_fps:.1}) | {:.1} / {:.1} / {:.1} | {timeouts} | {:.2} / {:.2} | {back_txt} |",
+        pct(&mut gaps, 0.5),
+        pct(&mut gaps, 0.99),
+        pct(&mut gaps, 1.0),
+        pct(&mut p50s, 0.5),
+        p99
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let clip = args.get(1).filter(|a| !a.starts_with("--")).cloned().expect("usage: churn_bench CLIP [options]");
+    let n_steady: usize = arg(&args, "--steady", "96").parse().unwrap();
+    let n_churn: usize = arg(&args, "--churn", "32").parse().unwrap();
+    let secs: f64 = arg(&args, "--seconds", "5").parse().unwrap();
+    let rounds: usize = arg(&args, "--rounds", "3").parse().unwrap();
+    let phases = arg(&args, "--phases", "baseline,loop,burst,openclose");
+    let latency = match arg(&args, "--latency", "auto").as_str() {
+        "low" => NVCAM_LATENCY_LOW,
+        "throughput" => NVCAM_LATENCY_THROUGHPUT,
+        _ => NVCAM_LATENCY_AUTO,
+    };
+    unsafe {
+        nvcam_log_init(c"-".as_ptr(), NVCAM_LOG_WARN);
+        assert_eq!(nvcam_init(std::ptr::null()), NVCAM_OK, "{}", last_error());
+    }
+    println!(
+        "churn_bench: clip {clip}; {n_steady} steady + {n_churn} churned cameras; {} CPU cores; latency {}; env NVCAM_NVDEC_CTXLOCK={:?}",
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        arg(&args, "--latency", "auto"),
+        std::env::var("NVCAM_NVDEC_CTXLOCK").ok()
+    );
+    for backend in arg(&args, "--backends", "nvdec,ffmpeg-hw").split(',') {
+        let (device, decoder) = match backend {
+            "nvdec" => (0, NVCAM_DECODER_NVDEC),
+            "ffmpeg-hw" => (0, NVCAM_DECODER_FFMPEG_HW),
+            "upload" => (0, NVCAM_DECODER_SOFTWARE),
+            _ => (NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE),
+        };
+        let o = Arc::new(Opts { clip: CString::new(clip.clone()).unwrap(), device, decoder, latency });
+        println!("\n{backend}:\n\n| phase | steady fps (min) | gap p50 / p99 / max ms | get_frame timeouts | decode latency p50 / p99 ms | churned back after |\n|---|---|---|---|---|---|");
+        let steady: Vec<u64> = match (0..n_steady).map(|_| open(&o)).collect::<Result<Vec<_>, _>>() {
+            Ok(v) => v,
+            Err(e) => {
+                println!("| {backend}: cannot open the steady cameras: {e} |");
+                continue;
+            }
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen: Vec<Arc<Mutex<Seen>>> = steady.iter().map(|_| Arc::new(Mutex::new(Seen::default()))).collect();
+        let consumers: Vec<_> = steady
+            .iter()
+            .zip(&seen)
+            .map(|(&cam, seen)| {
+                let (stop, seen) = (stop.clone(), seen.clone());
+                std::thread::spawn(move || {
+                    let mut last: Option<Instant> = None;
+                    while !stop.load(Ordering::Relaxed) {
+                        let mut f = 0;
+                        let r = unsafe { nvcam_camera_get_frame(cam, 1000, &mut f) };
+                        let now = Instant::now();
+                        if r == NVCAM_OK {
+                            nvcam_frame_release(f);
+                            if let Some(l) = last {
+                                seen.lock().unwrap().frames.push((now, now.duration_since(l).as_secs_f64() * 1e3));
+                            }
+                            last = Some(now);
+                        } else {
+                            seen.lock().unwrap().timeouts.push(now);
+                        }
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_secs(2));
+        let window = Duration::from_secs_f64(secs);
+        for phase in phases.split(',') {
+            match phase {
+                "baseline" => {
+                    let t0 = Instant::now();
+                    std::thread::sleep(window);
+                    report(&format!("{n_steady} steady, none else"), &seen, &steady, t0, Instant::now(), &[]);
+                }
+                "loop" => {
+                    let churn: Vec<u64> = (0..n_churn).filter_map(|_| open(&o).ok()).collect();
+                    let go = Arc::new(AtomicBool::new(true));
+                    let count = Arc::new(AtomicU64::new(0));
+                    std::thread::sleep(Duration::from_millis(500));
+                    let t0 = Instant::now();
+                    let loops: Vec<_> = churn
+                        .iter()
+                        .map(|&c| {
+                            let (go, count) = (go.clone(), count.clone());
+                            std::thread::spawn(move || {
+                                while go.load(Ordering::Relaxed) {
+                                    reconnect_and_wait(c, Duration::from_secs(5));
+                                    count.fetch_add(1, Ordering::Relaxed);
+                                }
+                            })
+                        })
+                        .collect();
+                    std::thread::sleep(window);
+                    let t1 = Instant::now();
+                    go.store(false, Ordering::Relaxed);
+                    loops.into_iter().for_each(|t| t.join().unwrap());
+                    let label = format!("{n_steady} steady + {} reconnecting in a loop ({} reconnects)", churn.len(), count.load(Ordering::Relaxed));
+                    report(&label, &seen, &steady, t0, t1, &[]);
+                    churn.iter().for_each(|&c| {
+                        let _ = nvcam_camera_close(c, 5000);
+                    });
+                }
+                "burst" => {
+                    let churn: Vec<u64> = (0..n_churn).filter_map(|_| open(&o).ok()).collect();
+                    std::thread::sleep(Duration::from_secs(1));
+                    let t0 = Instant::now();
+                    let mut back = Vec::new();
+                    for _ in 0..rounds {
+                        // All at once: one thread per camera, released together.
+                        let go = Arc::new(std::sync::Barrier::new(churn.len() + 1));
+                        let waits: Vec<_> = churn
+                            .iter()
+                            .map(|&c| {
+                                let go = go.clone();
+                                std::thread::spawn(move || {
+                                    go.wait();
+                                    reconnect_and_wait(c, Duration::from_secs(10))
+                                })
+                            })
+                            .collect();
+                        go.wait();
+                        let t = Instant::now();
+                        let ok = waits.into_iter().map(|w| w.join().ok().flatten().is_some()).filter(|&b| b).count();
+                        back.push(t.elapsed().as_secs_f64());
+                        if ok < churn.len() {
+                            println!("| ({} of {} churned cameras not back within 10 s) |", churn.len() - ok, churn.len());
+                        }
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
+                    let label = format!("{n_steady} steady, {} others reconnect at once ({rounds} rounds)", churn.len());
+                    report(&label, &seen, &steady, t0, Instant::now(), &back);
+                    churn.iter().for_each(|&c| {
+                        let _ = nvcam_camera_close(c, 5000);
+                    });
+                }
+                "openclose" => {
+                    let t0 = Instant::now();
+                    let (mut opens, mut closes) = (Vec::new(), Vec::new());
+                    for _ in 0..rounds {
+                        let t = Instant::now();
+                        let opened: Vec<_> = (0..n_churn)
+                            .map(|_| {
+                                let o = o.clone();
+                                std::thread::spawn(move || {
+                                    let c = open(&o).ok()?;
+                                    fresh_frame(c, 0, Duration::from_secs(10));
+                                    Some(c)
+                                })
+                            })
+                            .collect();
+                        let cams: Vec<u64> = opened.into_iter().filter_map(|t| t.join().ok().flatten()).collect();
+                        opens.push(t.elapsed().as_secs_f64());
+                        let t = Instant::now();
+                        let closing: Vec<_> = cams.into_iter().map(|c| std::thread::spawn(move || nvcam_camera_close(c, 5000))).collect();
+                        closing.into_iter().for_each(|c| drop(c.join()));
+                        closes.push(t.elapsed().as_secs_f64());
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
+                    let label = format!("{n_steady} steady, {n_churn} new cameras opened at once, then closed ({rounds} rounds; closes took {:.2} s max)", pct(&mut closes, 1.0));
+                    report(&label, &seen, &steady, t0, Instant::now(), &opens);
+                }
+                p => println!("| unknown phase {p} |"),
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        consumers.into_iter().for_each(|t| t.join().unwrap());
+        steady.iter().for_each(|&c| {
+            let _ = nvcam_camera_close(c, 5000);
+        });
+    }
+    nvcam_shutdown(20_000);
+}
