@@ -472,10 +472,14 @@ fn vram_flat_over_200_reconnects() {
             release(get_frame(cam, 10_000).unwrap()).unwrap();
         }
     };
+    // A reconnect's old decoder is destroyed on the retire thread: measure once it is gone.
+    let settled = || assert!(wait_until(Duration::from_secs(10), || gpu_stats(0).hw_decoders == 1), "{:?}", gpu_stats(0));
     cycle(5);
+    settled();
     assert_eq!(nvcam_gpu_drain(0), NVCAM_OK);
     let (s0, m0) = (gpu_stats(0), mem_free());
     cycle(200);
+    settled();
     assert_eq!(nvcam_gpu_drain(0), NVCAM_OK);
     let (s1, m1) = (gpu_stats(0), mem_free());
     println!(

@@ -2,14 +2,17 @@
 //! that a copy may still be using. Each entry is freed only when (a) every fence event recorded
 //! after its last use has completed and (b) it has waited a minimum age (`gpu_free_min_age_ms`,
 //! default 100 ms: a margin for hosts that released a clone a moment before their own kernel on
-//! it finished). Worker threads drain it as they go and `nvcam_gpu_drain` on request, both by
-//! querying events only; close and shutdown drain by waiting on those events, never on the device.
+//! it finished). One background thread (`nvcam-free`) drains it while it is not empty, and
+//! `nvcam_gpu_drain` on request, both by querying events only; close and shutdown drain by waiting
+//! on those events, never on the device. The frees (`cuMemFree`, `cuMemFreeHost`) synchronize
+//! implicitly, so they never run on a camera's thread: a burst of closes would otherwise stall
+//! whichever steady cameras happened to do the housekeeping.
 
 use super::context::{ck, Device, Event};
 use crate::config::DEFAULTS;
 use super::stats;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use cudarc::driver::sys;
@@ -32,9 +35,10 @@ unsafe impl Send for Entry {}
 
 static QUEUE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 static LEN: AtomicUsize = AtomicUsize::new(0);
+/// Entries taken off the queue and being freed (shutdown waits for them too).
+static FREEING: AtomicUsize = AtomicUsize::new(0);
+static WAKE: (Mutex<bool>, parking_lot::Condvar) = (Mutex::new(false), parking_lot::Condvar::new());
 static MIN_AGE_MS: AtomicU32 = AtomicU32::new(DEFAULTS.gpu_free_min_age_ms);
-static LAST_MAINTAIN_MS: AtomicU64 = AtomicU64::new(0);
-static EPOCH: once_cell::sync::Lazy<Instant> = once_cell::sync::Lazy::new(Instant::now);
 
 pub(crate) fn set_min_age(d: Duration) {
     MIN_AGE_MS.store(d.as_millis().min(u32::MAX as u128) as u32, Ordering::Relaxed);
@@ -51,6 +55,32 @@ pub(crate) fn retire(dev: Arc<Device>, buf: Buf, bytes: u64, fences: Vec<Event>)
     c.deferred_buffers.fetch_add(1, Ordering::Relaxed);
     QUEUE.lock().push(Entry { dev, buf, bytes, fences, at: Instant::now() });
     LEN.fetch_add(1, Ordering::Relaxed);
+    wake_freer();
+}
+
+/// Starts (once) and wakes the thread that drains the queue while it is not empty.
+fn wake_freer() {
+    static STARTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let ok = *STARTED.get_or_init(|| {
+        std::thread::Builder::new()
+            .name("nvcam-free".into())
+            .spawn(|| loop {
+                {
+                    let mut w = WAKE.0.lock();
+                    while !*w && LEN.load(Ordering::Relaxed) == 0 {
+                        WAKE.1.wait(&mut w);
+                    }
+                    *w = false;
+                }
+                let _ = std::panic::catch_unwind(|| drain(min_age()));
+                std::thread::sleep(Duration::from_millis(DEFAULTS.gpu_maintain_every_ms as u64));
+            })
+            .is_ok()
+    });
+    if ok {
+        *WAKE.0.lock() = true;
+        WAKE.1.notify_one();
+    }
 }
 
 fn fences_done(e: &Entry) -> bool {
@@ -101,28 +131,22 @@ pub(crate) fn drain(min_age: Duration) -> usize {
             }
         }
         LEN.fetch_sub(ready.len(), Ordering::Relaxed);
+        FREEING.fetch_add(ready.len(), Ordering::AcqRel);
         ready
     };
     let n = ready.len();
     for e in ready {
         free(e);
+        FREEING.fetch_sub(1, Ordering::AcqRel);
     }
     n
 }
 
-/// The workers' call: a non-blocking drain with the configured minimum age, at most every 20 ms.
+/// The workers' call: nudges the freeing thread if anything is queued; never frees here.
 pub(crate) fn maintain() {
-    if LEN.load(Ordering::Relaxed) == 0 {
-        return;
+    if LEN.load(Ordering::Relaxed) != 0 {
+        wake_freer();
     }
-    let now = EPOCH.elapsed().as_millis() as u64;
-    let last = LAST_MAINTAIN_MS.load(Ordering::Relaxed);
-    if now.saturating_sub(last) < DEFAULTS.gpu_maintain_every_ms as u64
-        || LAST_MAINTAIN_MS.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_err()
-    {
-        return;
-    }
-    drain(min_age());
 }
 
 /// Teardown: frees every entry (whatever its age) once its fences completed, waiting for them
@@ -149,8 +173,12 @@ pub(crate) fn drain_wait(deadline: Instant) -> bool {
             left.push(e);
         }
     }
-    let empty = left.is_empty();
-    if !empty {
+    // Entries the freeing thread took before us are being freed right now: wait for those too.
+    while FREEING.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let empty = left.is_empty() && FREEING.load(Ordering::Acquire) == 0;
+    if !left.is_empty() {
         log::warn!("{} GPU buffer(s) still fenced by unfinished work at the deadline; kept for later", left.len());
         LEN.fetch_add(left.len(), Ordering::Relaxed);
         QUEUE.lock().extend(left);
