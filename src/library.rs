@@ -31,7 +31,9 @@ pub(crate) fn init(cfg: Config) -> Result<()> {
         return Ok(());
     }
     ffmpeg_next::init().map_err(|e| Error::ffmpeg("av_register", e))?;
-    ffmpeg_next::util::log::set_level(ffmpeg_next::util::log::Level::Error);
+    // FFmpeg's warnings and errors, through our log (its level and sinks decide what is kept).
+    ffmpeg_next::util::log::set_level(ffmpeg_next::util::log::Level::Warning);
+    crate::ffmpeg::log::install();
     crate::gpu::init(&cfg);
     INITIALIZED.store(true, Ordering::Release);
     log::info!("nvcam {} initialized ({cfg:?})", env!("CARGO_PKG_VERSION"));

@@ -91,11 +91,18 @@ pub fn describe(code: i32) -> Option<(&'static str, &'static str)> {
 pub struct Error {
     pub code: i32,
     pub msg: String,
+    /// An outcome the host asked for, not a fault (a file that ended): the call still returns
+    /// `code`, but it is logged at INFO and is not the camera's last error.
+    pub expected: bool,
 }
 
 impl Error {
     pub fn new(code: i32, msg: impl Into<String>) -> Self {
-        Error { code, msg: msg.into() }
+        Error { code, msg: msg.into(), expected: false }
+    }
+    /// The normal end of a file (or another outcome that is not a fault), with `code`.
+    pub fn expected(code: i32, msg: impl Into<String>) -> Self {
+        Error { code, msg: msg.into(), expected: true }
     }
     pub fn null(what: &str) -> Self {
         Error::new(NVCAM_E_NULL_POINTER, format!("{what} is NULL"))

@@ -317,6 +317,7 @@ fn file_source_ends_or_loops() {
     }
     let (code, msg) = get_frame(cam, 100).unwrap_err();
     assert_eq!(code, NVCAM_E_IO, "{msg}");
+    assert_eq!(stats(cam).last_error_code, 0, "a normal end of file is not the camera's error");
     close(cam, 2000).unwrap();
 
     let cam = open(c.to_str().unwrap(), &options(NVCAM_OPEN_LOOP | FAST)).unwrap();
@@ -490,4 +491,33 @@ fn open_ex_takes_ffmpeg_options_as_their_own_string() {
     assert!(cstr(&buf).contains("nvcam_frame_copy_nv12"), "{}", cstr(&buf));
     release(f).unwrap();
     close(cam, 2000).unwrap();
+}
+
+#[test]
+fn ffmpeg_messages_reach_our_log_with_their_camera() {
+    init();
+    // A truncated MP4: FFmpeg's demuxer says why ("moov atom not found") on the camera's thread.
+    let good = clip("h264_short_96x64.mp4", "96x64", 5, "libx264", &[]);
+    let bytes = std::fs::read(&good).unwrap();
+    let bad = good.with_file_name("truncated-ffmpeg-log.mp4");
+    std::fs::write(&bad, &bytes[..bytes.len() / 3]).unwrap();
+    let url = bad.to_str().unwrap();
+    // Empty the queue first.
+    let (mut level, mut len) = (0i32, 0i32);
+    let mut buf = vec![0u8; 2048];
+    while unsafe { nvcam_log_pop(&mut level, buf.as_mut_ptr() as *mut _, 2048, &mut len) } == NVCAM_OK && len > 0 {}
+    assert!(open(url, &options(0)).is_err());
+    let mut line = None;
+    loop {
+        assert_eq!(unsafe { nvcam_log_pop(&mut level, buf.as_mut_ptr() as *mut _, 2048, &mut len) }, NVCAM_OK);
+        if len == 0 {
+            break;
+        }
+        let t = cstr(&buf);
+        if t.contains("FFmpeg:") && t.contains("moov atom not found") {
+            line = Some(t);
+        }
+    }
+    let line = line.expect("FFmpeg's message is in nvcam's log");
+    assert!(line.contains(&format!("camera {url}")), "{line}");
 }

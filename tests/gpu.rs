@@ -610,6 +610,8 @@ fn make_gpu_fixtures() {
     clip("gpu-hevc-3840x2160.mp4", "3840x2160", 24, "libx265", &x265());
     // The benchmark clip: 1080p30 H.264 at 4 Mbit/s with B-frames, as the CPU bench's.
     clip("bench-h264-1920x1080.mp4", "1920x1080", 300, "libx264", &["-preset", "veryfast", "-b:v", "4M", "-g", "60", "-bf", "2"]);
+    clip("gpu-h264-10bit-320x240.mp4", "320x240", 30, "libx264", &["-pix_fmt", "yuv420p10le"]);
+    clip("gpu-h264-422-320x240.mp4", "320x240", 30, "libx264", &["-pix_fmt", "yuv422p"]);
 }
 
 /// The isolation scenario on a GPU: steady 1080p30 cameras (looped, paced, AUTO) while
@@ -703,5 +705,35 @@ fn reconnect_storm_never_stalls_steady_gpu_cameras() {
     }
     for &c in steady.iter().chain(&churn) {
         close(c, 5000).unwrap();
+    }
+}
+
+/// A 10-bit or 4:2:2 stream is handled the same way by every decoder choice: the GPU-only ones
+/// (direct NVDEC, FFmpeg's CUDA hwaccel) refuse it at open with UNSUPPORTED, naming the pixel
+/// format; AUTO decodes it in software and uploads it; the CPU decodes it.
+#[test]
+fn ten_bit_and_422_are_refused_at_open_by_gpu_only_decoders() {
+    if !need_gpu("ten_bit_and_422_are_refused_at_open_by_gpu_only_decoders") {
+        return;
+    }
+    let _s = Session::new(config(0));
+    for (c, fmt) in [
+        (clip("gpu-h264-10bit-320x240.mp4", "320x240", 30, "libx264", &["-pix_fmt", "yuv420p10le"]), "yuv420p10le"),
+        (clip("gpu-h264-422-320x240.mp4", "320x240", 30, "libx264", &["-pix_fmt", "yuv422p"]), "yuv422p"),
+    ] {
+        let url = c.to_str().unwrap();
+        for d in [NVCAM_DECODER_NVDEC, NVCAM_DECODER_FFMPEG_HW] {
+            let (code, msg) = open(url, &gpu_options(0, d)).unwrap_err();
+            assert_eq!(code, NVCAM_E_UNSUPPORTED, "decoder {d}: {msg}");
+            assert!(msg.contains(fmt), "decoder {d}: the message names {fmt}: {msg}");
+        }
+        let cam = open(url, &gpu_options(NVCAM_OPEN_NO_PACING, NVCAM_DECODER_AUTO)).unwrap();
+        let f = get_frame(cam, 10_000).unwrap();
+        assert_eq!((info(f).unwrap().memory, stats(cam).decoder), (NVCAM_MEMORY_DEVICE, NVCAM_DECODER_SOFTWARE));
+        release(f).unwrap();
+        close(cam, 5000).unwrap();
+        let cam = open(url, &options(NVCAM_OPEN_NO_PACING)).unwrap();
+        release(get_frame(cam, 10_000).unwrap()).unwrap();
+        close(cam, 5000).unwrap();
     }
 }

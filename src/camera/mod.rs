@@ -105,6 +105,7 @@ impl Camera {
         let worker = std::thread::Builder::new()
             .name(name)
             .spawn(move || {
+                crate::ffmpeg::log::set_thread_camera(Some(sh.name()));
                 let first = sync_open.then_some(tx);
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker::run(&sh, first)));
                 if r.is_err() {
@@ -151,7 +152,9 @@ impl Camera {
                     let e = sh.cause().unwrap_or_else(|| Error::new(NVCAM_E_FAILED, "camera failed"));
                     return Err(Error::new(NVCAM_E_FAILED, format!("camera failed: {}", e.msg)));
                 }
-                CameraState::Ended => return Err(Error::new(NVCAM_E_IO, "end of file (open with NVCAM_OPEN_LOOP to repeat)")),
+                CameraState::Ended => {
+                    return Err(Error::expected(NVCAM_E_IO, "end of file (open with NVCAM_OPEN_LOOP to repeat)"))
+                }
                 _ => {}
             }
             if sh.mailbox_cv.wait_until(&mut m, end).timed_out() && m.is_none() {

@@ -223,6 +223,9 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                 eof = false;
                 continue;
             }
+            if !sh.source.is_live() && !o.flags.loop_file {
+                log::info!("camera {}: end of file", sh.name());
+            }
             return Ok(SessionEnd::Eof);
         }
     }

@@ -65,7 +65,7 @@ impl SoftwareDecoder {
             )
         };
         if self.sws.is_null() {
-            return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("no conversion from pixel format {} to NV12", f.format)));
+            return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("no conversion from pixel format {} to NV12", crate::ffmpeg::pixfmt::name(f.format))));
         }
         let (y, uv) = dst.split_at_mut(g.uv_offset());
         let dst_planes = [y.as_mut_ptr(), uv.as_mut_ptr(), std::ptr::null_mut(), std::ptr::null_mut()];

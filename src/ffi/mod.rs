@@ -53,10 +53,11 @@ pub(crate) fn boundary(name: &str, ctx: Ctx, body: impl FnOnce() -> Result<()>) 
     let r = catch_unwind(AssertUnwindSafe(body))
         .unwrap_or_else(|p| Err(Error::new(NVCAM_E_PANIC, format!("panic in {name}: {}", panic_text(&*p)))));
     let Err(e) = r else { return NVCAM_OK };
-    let e = Error::new(e.code, format!("{name}: {}", e.msg));
+    let e = Error { msg: format!("{name}: {}", e.msg), ..e };
     match ctx {
         Ctx::Quiet => {}
         _ if e.code == NVCAM_E_TIMEOUT => ::log::debug!("{e}"),
+        _ if e.expected => ::log::info!("{e}"),
         _ => ::log::warn!("{e}"),
     }
     let cam = match ctx {
@@ -64,7 +65,7 @@ pub(crate) fn boundary(name: &str, ctx: Ctx, body: impl FnOnce() -> Result<()>) 
         Ctx::Frame(f) => crate::registry::get(f).ok().map(|f| f.owner),
         Ctx::Lib | Ctx::Quiet => None,
     };
-    if let Some(c) = cam.and_then(|c| crate::library::camera(c).ok()) {
+    if let Some(c) = cam.filter(|_| !e.expected).and_then(|c| crate::library::camera(c).ok()) {
         c.note_api_error(&e);
     }
     let code = e.code;

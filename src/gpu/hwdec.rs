@@ -123,6 +123,16 @@ impl HwDecoder {
         if !codec_has_cuda(id) {
             return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("FFmpeg has no CUDA hwaccel for {codec}")));
         }
+        // Refused at open, as direct NVDEC refuses it: a stream whose probed format is not 8-bit
+        // 4:2:0 (10-bit, 4:2:2) would otherwise open and fail at its first picture.
+        // SAFETY: `params` owns a valid AVCodecParameters.
+        let fmt = unsafe { (*params.as_ptr()).format };
+        if !crate::ffmpeg::pixfmt::hw_ok(fmt) {
+            return Err(Error::new(
+                NVCAM_E_UNSUPPORTED,
+                format!("{codec} in pixel format {}: nvcam's GPU decoders output 8-bit 4:2:0 (NV12) only", crate::ffmpeg::pixfmt::name(fmt)),
+            ));
+        }
         let dev = &cam.stream.dev;
         let _g = dev.push()?;
         // SAFETY: allocation only; checked below.
@@ -203,7 +213,7 @@ impl HwDecoder {
         let why = if self.fmt.no_cuda.load(Ordering::Relaxed) {
             "NVDEC could not start a session (FFmpeg's hwaccel init failed: session limit, out of memory, or unsupported profile/size; see FFmpeg's log)".to_string()
         } else {
-            format!("stream's pixel format {sw} is not 8-bit 4:2:0; NVDEC would not output NV12")
+            format!("stream's pixel format {} is not 8-bit 4:2:0; NVDEC would not output NV12", crate::ffmpeg::pixfmt::name(sw))
         };
         Error::new(NVCAM_E_UNSUPPORTED, format!("{} on GPU {}: {why}", self.codec, self.cam.stream.dev.ordinal))
     }
@@ -292,7 +302,7 @@ impl Decoder for HwDecoder {
         let fmt = unsafe { (*self.frame.as_ptr()).format };
         if fmt != ffi::AVPixelFormat::AV_PIX_FMT_CUDA as i32 {
             self.fmt.refused.store(true, Ordering::Release);
-            return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("hardware decoder returned a software frame (format {fmt})")));
+            return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("hardware decoder returned a software frame ({})", crate::ffmpeg::pixfmt::name(fmt))));
         }
         self.has_frame = true;
         Ok(Some(pic))

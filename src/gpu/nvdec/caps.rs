@@ -3,7 +3,6 @@
 
 use super::sys::{self as cu};
 use crate::gpu::context::{CuCode, Device};
-use ff::ffi;
 use ffmpeg_next as ff;
 use parking_lot::Mutex;
 
@@ -66,10 +65,8 @@ pub(crate) fn supports(dev: &Device, params: &ff::codec::Parameters) -> std::res
     // SAFETY: `params` owns a valid AVCodecParameters.
     let p = unsafe { &*params.as_ptr() };
     let (fmt, w, h) = (p.format, p.width, p.height);
-    use ffi::AVPixelFormat::*;
-    let ok_fmts = [AV_PIX_FMT_NONE as i32, AV_PIX_FMT_YUV420P as i32, AV_PIX_FMT_YUVJ420P as i32, AV_PIX_FMT_NV12 as i32];
-    if !ok_fmts.contains(&fmt) {
-        return Err(format!("pixel format {fmt} is not 8-bit 4:2:0"));
+    if !crate::ffmpeg::pixfmt::hw_ok(fmt) {
+        return Err(format!("pixel format {} is not 8-bit 4:2:0", crate::ffmpeg::pixfmt::name(fmt)));
     }
     let c = caps(dev, codec).ok_or_else(|| format!("GPU {} has no NVDEC support for {id:?} 8-bit 4:2:0", dev.ordinal))?;
     if w > 0 && h > 0 && !size_fits(&c, w as u32, h as u32) {
