@@ -94,6 +94,8 @@ pub(crate) struct Input {
     pub ctx: ff::format::context::Input,
     pub irq: Arc<Interrupt>,
     pub video_index: usize,
+    /// An RTSP session, whose sender reports give the source's capture clock.
+    rtsp: bool,
 }
 
 /// Bound on closing an input (RTSP sends TEARDOWN to a server that may be hung).
@@ -169,7 +171,7 @@ pub(crate) fn open(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>
         .best(ff::media::Type::Video)
         .map(|s| s.index())
         .ok_or_else(|| Error::new(NVCAM_E_UNSUPPORTED, format!("'{}' has no video stream", redact(&target))))?;
-    Ok(Input { ctx, irq: irq.clone(), video_index })
+    Ok(Input { ctx, irq: irq.clone(), video_index, rtsp: src.is_rtsp() })
 }
 
 /// Turns an FFmpeg open failure into an error that names the cause.
@@ -259,6 +261,23 @@ impl Input {
         } else {
             None
         }
+    }
+
+    /// The source's wall clock at timestamp 0 of the video stream, µs since the Unix epoch, once
+    /// the source said it, so a picture at `pts_us` was captured at this + `pts_us` on the
+    /// camera's clock. FFmpeg's RTSP demuxer sets `start_time_realtime` from the first RTCP sender
+    /// report: its NTP time less the report's RTP offset from the stream's first RTP timestamp,
+    /// which is where FFmpeg's pts count from (live cameras answer PLAY with `npt=now-` or 0; a
+    /// recording served from a later start would add that start to every capture time).
+    pub(crate) fn source_clock_us(&self) -> Option<i64> {
+        /// 2000-01-01: anything earlier is a sender whose reports do not carry wall-clock time.
+        const PLAUSIBLE_US: i64 = 946_684_800_000_000;
+        if !self.rtsp {
+            return None;
+        }
+        // SAFETY: reads one field of our open format context.
+        let t = unsafe { (*self.ctx.as_ptr()).start_time_realtime };
+        (t != ffi::AV_NOPTS_VALUE && t > PLAUSIBLE_US).then_some(t)
     }
 
     pub(crate) fn stream(&self) -> ff::format::stream::Stream<'_> {

@@ -101,6 +101,12 @@ fn frames_carry_receive_time_and_decode_latency() {
         release(f).unwrap();
     }
     let s = stats(cam);
+    let file = clip("h264_short_96x64.mp4", "96x64", 5, "libx264", &[]);
+    let fcam = open(file.to_str().unwrap(), &options(NVCAM_OPEN_LOOP)).unwrap();
+    let f = get_frame(fcam, 5000).unwrap();
+    assert_eq!(info(f).unwrap().time_source, NVCAM_TIME_RECEIVE, "a file has no capture clock");
+    release(f).unwrap();
+    close(fcam, 2000).unwrap();
     assert!(s.decode_latency_p50_us > 0 && s.decode_latency_p50_us <= s.decode_latency_p99_us, "{s:?}");
     // Pacing waits do not count: a 30 fps source decodes in far less than a frame interval.
     assert!(s.decode_latency_p99_us < 33_000, "{s:?}");

@@ -195,7 +195,12 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
             }
             // Decode latency counts from the packet's read, less the time pacing held it on purpose.
             let since = arrival.map_or(before_pacing, |a| a.at) + before_pacing.elapsed();
-            let capture = (arrival.map_or_else(wall_ns, |a| a.wall_ns), TimeSource::Receive);
+            let capture = match input.source_clock_us() {
+                Some(t0) if pic.pts_us != i64::MIN && t0.saturating_add(pic.pts_us) > 0 => {
+                    ((t0 + pic.pts_us) as u64 * 1000, TimeSource::Source)
+                }
+                _ => (arrival.map_or_else(wall_ns, |a| a.wall_ns), TimeSource::Receive),
+            };
             let Some(_in_flight) = sh.gate.enter() else { return Ok(SessionEnd::Stop) };
             deliver(sh, dec.get(), &pools, pic, seq, since, capture)?;
             // A GPU decoder may have fallen back to another (same device, same pools); the

@@ -33,11 +33,26 @@ pub struct Stream {
     /// Encoder speed preset: "ultrafast" (cheap for the server; no CABAC, no deblocking, so also
     /// cheap to decode) or a slower one whose streams decode like a real camera's.
     pub preset: &'static str,
+    /// Milliseconds every encoded frame is held before it is sent (capture-to-send latency).
+    pub delay_ms: u32,
+    /// RTCP sender reports on the capture clock (as cameras send them).
+    pub sr_capture_time: bool,
 }
 
 impl Default for Stream {
     fn default() -> Self {
-        Stream { codec: "h264", width: 320, height: 240, fps: 30, pattern: "ball", auth: None, bitrate: 2048, preset: "ultrafast" }
+        Stream {
+            codec: "h264",
+            width: 320,
+            height: 240,
+            fps: 30,
+            pattern: "ball",
+            auth: None,
+            bitrate: 2048,
+            preset: "ultrafast",
+            delay_ms: 0,
+            sr_capture_time: false,
+        }
     }
 }
 
@@ -67,6 +82,12 @@ impl Stream {
         self.auth = Some(a);
         self
     }
+    /// Frames held `ms` before sending, sender reports on the capture clock.
+    pub fn capture_clock(mut self, delay_ms: u32) -> Self {
+        self.delay_ms = delay_ms;
+        self.sr_capture_time = true;
+        self
+    }
 }
 
 /// The Python that has python3-gi (Debian binds it to /usr/bin/python3, not to a pyenv shim).
@@ -90,6 +111,11 @@ impl RtspServer {
         let mut s = RtspServer { child: None, port: 0, stream, ready_at: Instant::now(), stderr: Default::default() };
         s.spawn();
         s
+    }
+
+    /// What the server printed to stderr lately (the last 8 to 16 KiB).
+    pub fn stderr_text(&self) -> String {
+        self.stderr.lock().unwrap().clone()
     }
 
     /// `rtsp://127.0.0.1:PORT/cam`, with credentials if given.
@@ -116,6 +142,12 @@ impl RtspServer {
             .stderr(Stdio::piped());
         if let Some(a) = s.auth {
             cmd.args(["--auth", a]);
+        }
+        if s.delay_ms > 0 {
+            cmd.args(["--delay-ms", &s.delay_ms.to_string()]);
+        }
+        if s.sr_capture_time {
+            cmd.arg("--sr-capture-time");
         }
         // Retries cover a port still held by the previous instance (it is released on exit, but
         // a SIGKILLed process may take a moment to be reaped).

@@ -4,12 +4,20 @@ gir1.2-gst-rtsp-server-1.0 and python3-gi; run it with /usr/bin/python3, which p
 
     rtsp_server.py [--port N] [--codec h264|h265] [--size WxH] [--fps N] [--pattern P]
                    [--bitrate KBPS] [--preset P] [--mount /cam] [--auth USER:PASS] [--not-shared]
+                   [--delay-ms N] [--sr-capture-time]
 
 Serves one live test stream (videotestsrc, encoded on the fly) at rtsp://127.0.0.1:PORT/MOUNT over
 TCP-interleaved and UDP. Listens on 127.0.0.1 only. Port 0 picks a free port. Prints
 "READY <port>" on stdout once it listens; SIGTERM stops it cleanly; it dies with its parent.
 By default the media is shared: every client sees the same encoder, so a dozen clients cost one
 encode.
+
+--delay-ms N holds every encoded frame N ms before it is sent (a camera's capture-to-send
+latency); --sr-capture-time makes the RTCP sender reports map RTP time to the capture clock
+(rtpbin rtcp-sync-send-time=false), as cameras do, so a client can recover each frame's capture
+time from them. With --sr-capture-time the server also prints, to stderr, the mean time from
+each frame's capture to its payloading on its own clock ("CAPTURE_TO_SEND_MS x"), the truth a
+client's capture time is checked against.
 """
 import argparse
 import ctypes
@@ -23,20 +31,25 @@ gi.require_version("GstRtspServer", "1.0")
 from gi.repository import GLib, Gst, GstRtspServer  # noqa: E402
 
 
-def pipeline(codec, width, height, fps, pattern, bitrate, preset):
+def pipeline(codec, width, height, fps, pattern, bitrate, preset, delay_ms=0):
     src = (
         f"videotestsrc is-live=true pattern={pattern} "
         f"! video/x-raw,format=I420,width={width},height={height},framerate={fps}/1"
     )
+    hold = (
+        f"! queue max-size-buffers=0 max-size-bytes=0 max-size-time=0 min-threshold-time={delay_ms * 1000000} "
+        if delay_ms > 0
+        else ""
+    )
     if codec == "h264":
         enc = (
             f"x264enc tune=zerolatency speed-preset={preset} key-int-max=30 bitrate={bitrate} "
-            "! rtph264pay name=pay0 pt=96"
+            f"{hold}! rtph264pay name=pay0 pt=96"
         )
     elif codec in ("h265", "hevc"):
         enc = (
             f"x265enc tune=zerolatency speed-preset={preset} key-int-max=30 bitrate={bitrate} "
-            "! rtph265pay name=pay0 pt=96"
+            f"{hold}! rtph265pay name=pay0 pt=96"
         )
     else:
         raise SystemExit(f"unknown codec {codec!r} (h264, h265)")
@@ -55,6 +68,8 @@ def main():
     ap.add_argument("--mount", default="/cam")
     ap.add_argument("--auth", default=None, help="USER:PASS: require basic auth")
     ap.add_argument("--not-shared", action="store_true")
+    ap.add_argument("--delay-ms", type=int, default=0)
+    ap.add_argument("--sr-capture-time", action="store_true")
     a = ap.parse_args()
     width, height = (int(v) for v in a.size.lower().split("x"))
 
@@ -70,8 +85,37 @@ def main():
     server.set_service(str(a.port))
 
     factory = GstRtspServer.RTSPMediaFactory()
-    factory.set_launch(pipeline(a.codec, width, height, a.fps, a.pattern, a.bitrate, a.preset))
+    factory.set_launch(pipeline(a.codec, width, height, a.fps, a.pattern, a.bitrate, a.preset, a.delay_ms))
     factory.set_shared(not a.not_shared)
+    if a.sr_capture_time:
+
+        class CaptureClockMedia(GstRtspServer.RTSPMedia):
+            def do_setup_rtpbin(self, rtpbin):
+                rtpbin.set_property("rtcp-sync-send-time", False)
+                return True
+
+        factory.set_media_gtype(CaptureClockMedia)
+
+        def on_configure(_factory, media):
+            pay = media.get_element().get_by_name("pay0")
+            acc = {"n": 0, "sum": 0}
+
+            def probe(pad, info):
+                buf = info.get_buffer()
+                clock = pay.get_clock()
+                ev = pad.get_sticky_event(Gst.EventType.SEGMENT, 0)
+                if clock is not None and buf is not None and ev is not None and buf.pts != Gst.CLOCK_TIME_NONE:
+                    # The encoder shifts timestamps (and its segment) by 1000 h: compare running times.
+                    captured = ev.parse_segment().to_running_time(Gst.Format.TIME, buf.pts)
+                    acc["n"] += 1
+                    acc["sum"] += clock.get_time() - pay.get_base_time() - captured
+                    if acc["n"] % 15 == 0:
+                        print(f"CAPTURE_TO_SEND_MS {acc['sum'] / acc['n'] / 1e6:.1f}", file=sys.stderr, flush=True)
+                return Gst.PadProbeReturn.OK
+
+            pay.get_static_pad("sink").add_probe(Gst.PadProbeType.BUFFER, probe)
+
+        factory.connect("media-configure", on_configure)
 
     if a.auth:
         user, _, password = a.auth.partition(":")
