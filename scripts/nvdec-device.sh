@@ -75,13 +75,13 @@ variants)
   step display-delay-4 20 bash -c "$(bench NVCAM_NVDEC_DISPLAY_DELAY=4 "$fix/bench-h264-1920x1080.mp4" --label h264-delay4 --backends nvdec --cams 16 --cli none --seconds 2.5 --warmup 0.7)"
   ;;
 churn-memcheck)
-  step churn-memcheck 120 bash -c "NVCAM_CHURN_TEST=8,4,4,0 compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-churn.log' '$gpu_test' --include-ignored --test-threads 1 --nocapture reconnect_storm > '$out/memcheck-churn-tests.log' 2>&1; r=\$?; grep -E '^test |test result|^churn|panicked' '$out/memcheck-churn-tests.log'; grep -E 'ERROR SUMMARY' '$out/memcheck-churn.log' | sort | uniq -c; exit \$r"
+  step churn-memcheck 100 bash -c "NVCAM_CHURN_TEST=8,4,4,0 compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-churn.log' '$gpu_test' --include-ignored --test-threads 1 --nocapture reconnect_storm > '$out/memcheck-churn-tests.log' 2>&1; r=\$?; grep -E '^test |test result|^churn|panicked' '$out/memcheck-churn-tests.log'; grep -E 'ERROR SUMMARY' '$out/memcheck-churn.log' | sort | uniq -c; exit \$r"
   ;;
 churn-bench)
-  step churn-bench 150 bash -c "'$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 96 --churn 32 --backends nvdec,ffmpeg-hw --seconds 4 --rounds 3 2>'$out/churn-stderr.log' | tee '$out/churn.log'"
+  step churn-bench 120 bash -c "'$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 96 --churn 32 --backends nvdec,ffmpeg-hw --seconds 3 --rounds 2 2>'$out/churn-stderr.log' | tee '$out/churn.log'"
   ;;
 churn-oldlock)
-  step churn-oldlock 80 bash -c "NVCAM_NVDEC_CTXLOCK=context '$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 96 --churn 32 --backends nvdec --seconds 4 --rounds 3 2>'$out/churn-oldlock-stderr.log' | tee '$out/churn-oldlock.log'"
+  step churn-oldlock 60 bash -c "NVCAM_NVDEC_CTXLOCK=context '$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 96 --churn 32 --backends nvdec --phases loop,burst --seconds 3 --rounds 2 2>'$out/churn-oldlock-stderr.log' | tee '$out/churn-oldlock.log'"
   ;;
 latency)
   step latency-low 40 bash -c "'$b/bin/churn_bench' '$fix/nvdec-h264-nob-1920x1080.mp4' --steady 32 --churn 0 --backends nvdec,ffmpeg-hw --phases baseline --seconds 4 --latency low 2>>'$out/latency-stderr.log' | tee -a '$out/latency.log'"

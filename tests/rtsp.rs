@@ -884,8 +884,8 @@ fn rtsp_frames_carry_the_cameras_capture_time() {
 fn capture_to_send_ms(srv: &RtspServer) -> f64 {
     srv.stderr_text()
         .lines()
-        .filter_map(|l| l.strip_prefix("CAPTURE_TO_SEND_MS "))
-        .last()
+        .rev()
+        .find_map(|l| l.strip_prefix("CAPTURE_TO_SEND_MS "))
         .and_then(|v| v.trim().parse().ok())
         .expect("the server reports its capture-to-send delay")
 }

@@ -89,10 +89,10 @@ mod tests {
     #[test]
     fn ffmpeg_levels_map_to_ours() {
         use ffmpeg_next::ffi::*;
-        assert_eq!(super::level(AV_LOG_FATAL as i32), log::Level::Error);
-        assert_eq!(super::level(AV_LOG_ERROR as i32), log::Level::Warn);
-        assert_eq!(super::level(AV_LOG_INFO as i32), log::Level::Info);
-        assert_eq!(super::level(AV_LOG_VERBOSE as i32), log::Level::Debug);
-        assert_eq!(super::level(AV_LOG_TRACE as i32), log::Level::Trace);
+        assert_eq!(super::level(AV_LOG_FATAL), log::Level::Error);
+        assert_eq!(super::level(AV_LOG_ERROR), log::Level::Warn);
+        assert_eq!(super::level(AV_LOG_INFO), log::Level::Info);
+        assert_eq!(super::level(AV_LOG_VERBOSE), log::Level::Debug);
+        assert_eq!(super::level(AV_LOG_TRACE), log::Level::Trace);
     }
 }
