@@ -147,10 +147,6 @@ pub(crate) fn shutdown(timeout: Duration) -> Result<usize> {
             LINGERING.lock().push(w);
         }
     }
-    // Decoders of reconnects still being destroyed hold their devices: they go first.
-    if !crate::decode::retire::drain_wait(end) {
-        log::warn!("nvcam_shutdown: {} retired decoder(s) still being destroyed at the deadline", crate::decode::retire::pending());
-    }
     crate::gpu::shutdown(end.saturating_duration_since(Instant::now()));
     crate::logging::clear_callback();
     log::info!("nvcam shut down ({leaked} leaked handle(s) released)");

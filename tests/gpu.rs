@@ -472,7 +472,7 @@ fn vram_flat_over_200_reconnects() {
             release(get_frame(cam, 10_000).unwrap()).unwrap();
         }
     };
-    // A reconnect's old decoder is destroyed on the retire thread: measure once it is gone.
+    // Measure with only the current decoder alive.
     let settled = || assert!(wait_until(Duration::from_secs(10), || gpu_stats(0).hw_decoders == 1), "{:?}", gpu_stats(0));
     cycle(5);
     settled();

@@ -5,7 +5,7 @@ use super::deliver::deliver;
 use super::latency::{wall_ns, Arrival, Arrivals};
 use super::shared::{CameraState, Shared};
 use crate::config::DEFAULTS;
-use crate::decode::{pts_us, retire, Decoder};
+use crate::decode::pts_us;
 use crate::frame::TimeSource;
 use crate::input::{self, Read};
 use crate::select::{self, Chosen};
@@ -87,50 +87,13 @@ impl Pacer {
     }
 }
 
-/// The session's decoder. When the session ends and the camera lives on (a reconnect, a
-/// failure it retries), the decoder is destroyed on the retire thread so the next connection
-/// starts at once; on close it is destroyed here. With a per-device cap on hardware sessions it
-/// is also destroyed here, so the next connection finds its session free.
-struct Current<'a> {
-    dec: Option<Box<dyn Decoder>>,
-    sh: &'a Shared,
-}
-
-impl Current<'_> {
-    fn get(&mut self) -> &mut dyn Decoder {
-        &mut **self.dec.as_mut().expect("a decoder until the session ends")
-    }
-    fn replace(&mut self, d: Box<dyn Decoder>) {
-        if let Some(old) = self.dec.replace(d) {
-            retire_or_drop(self.sh, old);
-        }
-    }
-}
-
-impl Drop for Current<'_> {
-    fn drop(&mut self) {
-        if let Some(d) = self.dec.take() {
-            retire_or_drop(self.sh, d);
-        }
-    }
-}
-
-fn retire_or_drop(sh: &Shared, d: Box<dyn Decoder>) {
-    if sh.irq.stopping() || crate::gpu::hw_cap() != 0 || !d.kind().is_hardware() {
-        drop(d);
-    } else {
-        retire::later(d);
-    }
-}
-
 pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32, connected: &mut bool) -> Result<SessionEnd> {
     let o = &sh.opts;
     let low_latency = o.latency.is_low(sh.is_network());
     let mut input = input::open(&sh.source, &o.ffmpeg, &sh.irq, o.open_timeout)?;
-    let Chosen { decoder, pools } = select::decoder_for(o, &input.stream(), &sh.backend, low_latency)?;
-    let mut dec = Current { dec: Some(decoder), sh };
+    let Chosen { decoder: mut dec, pools } = select::decoder_for(o, &input.stream(), &sh.backend, low_latency)?;
     note_codec(sh, &input);
-    let mut kind = dec.get().kind();
+    let mut kind = dec.kind();
     note_decoder(sh, kind);
     if let Some(tx) = first.take() {
         let _ = tx.send(Ok(()));
@@ -164,10 +127,10 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                         continue;
                     }
                     arrivals.read(Arrival { pts_us: pts_us(p.pts(), time_base), at: Instant::now(), wall_ns: wall_ns() });
-                    sh.report(dec.get().send_packet(&p)?);
+                    sh.report(dec.send_packet(&p)?);
                 }
                 Ok(Read::Eof) => {
-                    dec.get().send_eof()?;
+                    dec.send_eof()?;
                     eof = true;
                 }
                 Err(_) if sh.irq.kicked() => return Ok(SessionEnd::Kicked),
@@ -181,7 +144,7 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
             }
         }
         let mut got_any = false;
-        while let Some(pic) = dec.get().receive()? {
+        while let Some(pic) = dec.receive()? {
             got_any = true;
             seq += 1;
             sh.counters.decoded.store(seq, Ordering::Relaxed);
@@ -202,11 +165,11 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                 _ => (arrival.map_or_else(wall_ns, |a| a.wall_ns), TimeSource::Receive),
             };
             let Some(_in_flight) = sh.gate.enter() else { return Ok(SessionEnd::Stop) };
-            deliver(sh, dec.get(), &pools, pic, seq, since, capture)?;
+            deliver(sh, &mut *dec, &pools, pic, seq, since, capture)?;
             // A GPU decoder may have fallen back to another (same device, same pools); the
             // shared record is touched only when that happens, not per frame.
-            if dec.get().kind() != kind {
-                kind = dec.get().kind();
+            if dec.kind() != kind {
+                kind = dec.kind();
                 note_decoder(sh, kind);
             }
             fps_window.1 += 1;
@@ -220,8 +183,8 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
         if eof && !got_any {
             if !sh.source.is_live() && o.flags.loop_file {
                 input.rewind()?;
-                if !dec.get().reset() {
-                    dec.replace(select::decoder_for(o, &input.stream(), &sh.backend, low_latency)?.decoder);
+                if !dec.reset() {
+                    dec = select::decoder_for(o, &input.stream(), &sh.backend, low_latency)?.decoder;
                 }
                 pacer.clock = None;
                 arrivals.clear();

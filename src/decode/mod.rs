@@ -7,7 +7,6 @@
 //! rules. What a call met besides success or failure (an error the decoder recovered from, a
 //! picture lost to it) comes back in its [`Outcome`], not through a side channel.
 
-pub(crate) mod retire;
 pub(crate) mod software;
 
 use crate::pool::Lease;
@@ -36,10 +35,7 @@ impl DecoderKind {
             DecoderKind::Nvdec => "nvdec",
         }
     }
-    /// Whether it holds a hardware decode session (slow to destroy, counted against the cap).
-    pub(crate) fn is_hardware(self) -> bool {
-        matches!(self, DecoderKind::FfmpegCuda | DecoderKind::Nvdec)
-    }
+
 }
 
 /// A picture the decoder holds until `write_into` or the next `receive`.
