@@ -203,6 +203,12 @@ fn main() {
                 })
             })
             .collect();
+        // Warm up: every steady camera has its decoder and two seconds of frames behind it (sync
+        // opens return before the first picture, while decoders are still being made).
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(60) && steady.iter().any(|&c| stats(c).frames_decoded < 60) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
         std::thread::sleep(Duration::from_secs(2));
         let window = Duration::from_secs_f64(secs);
         for phase in phases.split(',') {

@@ -139,7 +139,8 @@
 #define NVCAM_LATENCY_AUTO 0
 
 /**
- * Each frame as soon as it is decoded: no reorder delay in the decoder, no demuxer buffering.
+ * Each frame as soon as it is decoded: NVDEC display delay 0, no frame threads, no delay beyond
+ * what the stream's frame order (B-frames) needs.
  */
 #define NVCAM_LATENCY_LOW 1
 

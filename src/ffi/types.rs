@@ -64,7 +64,8 @@ pub const NVCAM_FORMAT_NV12: u32 = 0;
 /// `nvcam_camera_options_t.latency`: live network sources get `LOW`, files and the test source
 /// `THROUGHPUT`.
 pub const NVCAM_LATENCY_AUTO: u32 = 0;
-/// Each frame as soon as it is decoded: no reorder delay in the decoder, no demuxer buffering.
+/// Each frame as soon as it is decoded: NVDEC display delay 0, no frame threads, no delay beyond
+/// what the stream's frame order (B-frames) needs.
 pub const NVCAM_LATENCY_LOW: u32 = 1;
 /// The decoder may hold pictures back to keep the hardware busy (the fastest decode per GPU).
 pub const NVCAM_LATENCY_THROUGHPUT: u32 = 2;
