@@ -13,6 +13,7 @@ pub mod frame;
 pub mod gpu;
 pub mod library;
 pub mod log;
+pub mod lv;
 pub mod types;
 
 use crate::status::*;
@@ -56,7 +57,8 @@ pub(crate) fn boundary(name: &str, ctx: Ctx, body: impl FnOnce() -> Result<()>) 
     let e = Error::new(e.code, format!("{name}: {}", e.msg));
     match ctx {
         Ctx::Quiet => {}
-        _ if e.code == NVCAM_E_TIMEOUT => ::log::debug!("{e}"),
+        // Expected outcomes of a wait, not faults.
+        _ if e.code == NVCAM_E_TIMEOUT || e.code == NVCAM_E_CANCELLED => ::log::debug!("{e}"),
         _ => ::log::warn!("{e}"),
     }
     let cam = match ctx {
