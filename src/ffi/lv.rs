@@ -126,6 +126,7 @@ pub unsafe extern "C" fn nvcam_camera_get_frame_lv(cam: u64, timeout_ms: u32, fr
         // SAFETY: forwarded from this function's contract.
         let mut inst = unsafe { slot_read(data) }?;
         if inst == 0 {
+            library::camera(cam)?; // a bad camera handle leaves the slot as it was
             inst = instances::reserve()?;
             // SAFETY: forwarded from this function's contract; non-null (read above).
             unsafe { slot_write(data, inst) }?;
