@@ -14,6 +14,9 @@
  *    returns NVCAM_E_BUFFER_TOO_SMALL.
  *  - All functions are thread-safe and may be called from any thread (LabVIEW: "Run in any
  *    thread", calling convention C). No function changes the calling thread's CUDA context.
+ *  - Strings (URLs, paths, FFmpeg options) are UTF-8. On Windows a string that is not valid UTF-8
+ *    is read in the system ANSI code page (what LabVIEW passes, e.g. Windows-1252) and converted;
+ *    on Linux it is NVCAM_E_INVALID_ARGUMENT. A valid UTF-8 string is always read as UTF-8.
  */
 
 #ifndef NVCAM_H
@@ -651,9 +654,10 @@ int32_t nvcam_camera_options_init(nvcam_camera_options_t *opts);
 
 /**
  * Opens a camera: `url` is `rtsp://…`, another FFmpeg URL, a file path, or `testsrc://WxH@FPS`
- * (a built-in test pattern), UTF-8. Without `NVCAM_OPEN_ASYNC` it returns once the source is
- * open (or with the reason it could not be: `NVCAM_E_IO`, `NVCAM_E_TIMEOUT`, `NVCAM_E_AUTH`,
- * `NVCAM_E_BAD_OPTION`, `NVCAM_E_UNSUPPORTED`), leaving nothing behind on failure.
+ * (a built-in test pattern), in UTF-8 (on Windows also in the ANSI code page: see Strings at the
+ * top). Without `NVCAM_OPEN_ASYNC` it returns once the source is open (or with the reason it
+ * could not be: `NVCAM_E_IO`, `NVCAM_E_TIMEOUT`, `NVCAM_E_AUTH`, `NVCAM_E_BAD_OPTION`,
+ * `NVCAM_E_UNSUPPORTED`), leaving nothing behind on failure.
  *
  * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
  *
@@ -862,8 +866,9 @@ int32_t nvcam_registry_force_release_owner(uint64_t cam, uint32_t *released);
 int32_t nvcam_registry_stats(uint64_t cam, uint32_t *for_camera, uint64_t *total);
 
 /**
- * Sends the log to a file (`path`, UTF-8), to stderr (`"-"`), or only to the callback and the
- * poll queue (NULL or ""), at `level` (`NVCAM_LOG_*`). Callable before `nvcam_init`.
+ * Sends the log to a file (`path`, UTF-8; on Windows also the ANSI code page), to stderr
+ * (`"-"`), or only to the callback and the poll queue (NULL or ""), at `level` (`NVCAM_LOG_*`).
+ * Callable before `nvcam_init`.
  *
  * Returns: NVCAM_OK, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_IO, NVCAM_E_PANIC
  *

@@ -625,9 +625,10 @@ int nvcam_camera_options_init(nvcam_camera_options_t *opts);
 
 /**
  * Opens a camera: `url` is `rtsp://…`, another FFmpeg URL, a file path, or `testsrc://WxH@FPS`
- * (a built-in test pattern), UTF-8. Without `NVCAM_OPEN_ASYNC` it returns once the source is
- * open (or with the reason it could not be: `NVCAM_E_IO`, `NVCAM_E_TIMEOUT`, `NVCAM_E_AUTH`,
- * `NVCAM_E_BAD_OPTION`, `NVCAM_E_UNSUPPORTED`), leaving nothing behind on failure.
+ * (a built-in test pattern), in UTF-8 (on Windows also in the ANSI code page: see Strings at the
+ * top). Without `NVCAM_OPEN_ASYNC` it returns once the source is open (or with the reason it
+ * could not be: `NVCAM_E_IO`, `NVCAM_E_TIMEOUT`, `NVCAM_E_AUTH`, `NVCAM_E_BAD_OPTION`,
+ * `NVCAM_E_UNSUPPORTED`), leaving nothing behind on failure.
  *
  * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
  *
@@ -781,8 +782,9 @@ int nvcam_registry_force_release_owner(unsigned __int64 cam, unsigned int *relea
 int nvcam_registry_stats(unsigned __int64 cam, unsigned int *for_camera, unsigned __int64 *total);
 
 /**
- * Sends the log to a file (`path`, UTF-8), to stderr (`"-"`), or only to the callback and the
- * poll queue (NULL or ""), at `level` (`NVCAM_LOG_*`). Callable before `nvcam_init`.
+ * Sends the log to a file (`path`, UTF-8; on Windows also the ANSI code page), to stderr
+ * (`"-"`), or only to the callback and the poll queue (NULL or ""), at `level` (`NVCAM_LOG_*`).
+ * Callable before `nvcam_init`.
  *
  * Returns: NVCAM_OK, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_IO, NVCAM_E_PANIC
  *

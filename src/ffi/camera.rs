@@ -40,13 +40,14 @@ unsafe fn read_options(options: *const nvcam_camera_options, ffmpeg: *const c_ch
             _ => None,
         }
     };
-    convert::options_from(c, text)
+    convert::options_from(c, text.as_deref())
 }
 
 /// Opens a camera: `url` is `rtsp://…`, another FFmpeg URL, a file path, or `testsrc://WxH@FPS`
-/// (a built-in test pattern), UTF-8. Without `NVCAM_OPEN_ASYNC` it returns once the source is
-/// open (or with the reason it could not be: `NVCAM_E_IO`, `NVCAM_E_TIMEOUT`, `NVCAM_E_AUTH`,
-/// `NVCAM_E_BAD_OPTION`, `NVCAM_E_UNSUPPORTED`), leaving nothing behind on failure.
+/// (a built-in test pattern), in UTF-8 (on Windows also in the ANSI code page: see Strings at the
+/// top). Without `NVCAM_OPEN_ASYNC` it returns once the source is open (or with the reason it
+/// could not be: `NVCAM_E_IO`, `NVCAM_E_TIMEOUT`, `NVCAM_E_AUTH`, `NVCAM_E_BAD_OPTION`,
+/// `NVCAM_E_UNSUPPORTED`), leaving nothing behind on failure.
 ///
 /// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
 ///
@@ -59,7 +60,7 @@ pub unsafe extern "C" fn nvcam_camera_open(url: *const c_char, options: *const n
     boundary("nvcam_camera_open", Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract (all three).
         let (out_cam, url, opts) = unsafe { (out(cam, "cam")?, c_str(url, "url")?, read_options(options, std::ptr::null())?) };
-        *out_cam = library::open_camera(url, opts)?;
+        *out_cam = library::open_camera(&url, opts)?;
         Ok(())
     })
 }
@@ -82,7 +83,7 @@ pub unsafe extern "C" fn nvcam_camera_open_ex(
     boundary("nvcam_camera_open_ex", Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract (all four).
         let (out_cam, url, opts) = unsafe { (out(cam, "cam")?, c_str(url, "url")?, read_options(options, ffmpeg_options)?) };
-        *out_cam = library::open_camera(url, opts)?;
+        *out_cam = library::open_camera(&url, opts)?;
         Ok(())
     })
 }
