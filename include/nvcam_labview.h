@@ -9,6 +9,7 @@
  *    Call Library Function Node callbacks nvcam_lv_reserve, nvcam_lv_unreserve, nvcam_lv_abort;
  *  - nvcam_log_set_callback (LabVIEW cannot pass a function pointer; poll nvcam_log_pop).
  * Handles are unsigned __int64 (LabVIEW U64, by value); every function returns a 32-bit status.
+ * __int64 is a keyword of MSVC and of the wizard; for another C compiler define it as long long.
  */
 
 /**

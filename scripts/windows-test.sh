@@ -67,13 +67,14 @@ echo "nvcam.dll exports exactly the header's $(echo "$exports" | wc -l) function
 echo "imports: $(x86_64-w64-mingw32-objdump -p "$dll" | sed -n 's/^\s*DLL Name: //p' | sort -fu | tr '\n' ' ')"
 
 step "include/nvcam_labview.h (for LabVIEW's Import Shared Library wizard) as plain C, by mingw"
-# Windows' own widths (__int64 is long long); the struct sizes must be nvcam.h's.
+# Windows' own widths; the struct sizes must be nvcam.h's. __int64 is a keyword of MSVC and of the
+# wizard's parser, a macro of mingw's system headers (which the LabVIEW header does not include).
 mkdir -p "$out"
 {
   echo '#include "nvcam_labview.h"'
   grep '^NVCAM_STATIC_ASSERT(sizeof(' include/nvcam.h | sed 's/^NVCAM_STATIC_ASSERT/_Static_assert/'
 } >"$out/labview_header.c"
-x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only -I include "$out/labview_header.c" \
+x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only -D__int64="long long" -I include "$out/labview_header.c" \
   || die "include/nvcam_labview.h does not compile with mingw"
 echo "nvcam_labview.h: $(grep -c '^int nvcam_' include/nvcam_labview.h) functions, $(grep -c '^#define' include/nvcam_labview.h) constants; compiles as C11 with mingw, struct sizes as nvcam.h"
 
