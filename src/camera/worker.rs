@@ -79,9 +79,12 @@ pub(super) fn run(sh: &Arc<Shared>, mut first: FirstOpen) {
             registry::force_release_owner(sh.handle());
         }
         connected = false;
+        let decoded_before = sh.counters.decoded.load(Ordering::Relaxed);
         let r = session(sh, &mut first, &mut attempt, &mut connected);
         ever_connected |= connected;
-        if connected {
+        // An outage starts when a session that delivered pictures ends. A source that accepts and
+        // fails at once is one long outage, so it backs off like one.
+        if sh.counters.decoded.load(Ordering::Relaxed) != decoded_before {
             lost_at = std::time::Instant::now();
         }
         if let Some(tx) = first.take() {
