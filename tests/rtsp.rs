@@ -386,7 +386,8 @@ fn short_outage_returns_within_a_keyframe_interval() {
     let cams: Vec<u64> = (0..CAMS).map(|_| open(&srv.url(), &o).unwrap_or_else(|e| panic!("open: {e:?}"))).collect();
     let _closer = CloseOnPanic(cams.clone());
     // Per camera: the decode counter at the restart, and when the first frame past it arrived.
-    let marks: Arc<Vec<Mutex<(u64, Option<Instant>)>>> = Arc::new((0..CAMS).map(|_| Mutex::new((u64::MAX, None))).collect());
+    type Mark = Mutex<(u64, Option<Instant>)>;
+    let marks: Arc<Vec<Mark>> = Arc::new((0..CAMS).map(|_| Mutex::new((u64::MAX, None))).collect());
     let stop = Arc::new(AtomicBool::new(false));
     let consumers: Vec<_> = cams
         .iter()
