@@ -336,6 +336,7 @@ fn chaos_soak_keeps_every_invariant() {
     let end = t0 + Duration::from_secs(seconds);
     let warm_at = t0 + Duration::from_secs(seconds / 4);
     let (mut rss_warm, mut rss_peak_after_warm) = (None, 0u64);
+    let mut threads_peak = 0usize;
     let (mut opens, mut closes, mut reconnects, mut forced, mut restarts) = (0u32, 0u32, 0u32, 0u32, 0u32);
     while Instant::now() < end {
         std::thread::sleep(Duration::from_millis(50 + rng.below(300)));
@@ -383,6 +384,7 @@ fn chaos_soak_keeps_every_invariant() {
                 restarts += 1;
             }
         }
+        threads_peak = threads_peak.max(threads_named("nvcam"));
         if Instant::now() >= warm_at {
             let r = rss_bytes();
             match rss_warm {
@@ -457,11 +459,12 @@ fn chaos_soak_keeps_every_invariant() {
         leaked.len(),
     );
     println!(
-        "soak: RSS after warm-up {} MiB, peak after {} MiB, at the end {} MiB; nvcam threads {} -> {}",
+        "soak: RSS after warm-up {} MiB, peak after {} MiB, at the end {} MiB; nvcam threads {} before init, {} at most, {} after shutdown",
         rss_warm >> 20,
         rss_peak_after_warm >> 20,
         rss_end >> 20,
         threads0,
+        threads_peak,
         threads_named("nvcam")
     );
     for (f, v) in &by_fn {
@@ -470,6 +473,7 @@ fn chaos_soak_keeps_every_invariant() {
     assert!(undocumented.is_empty(), "statuses the header does not document: {undocumented:#?}");
     assert!(s.changed.lock().unwrap().is_empty(), "held frames whose pixels changed: {:?}", s.changed.lock().unwrap());
     assert_eq!(s.guard_broken.load(Ordering::Relaxed), 0, "a copy wrote outside its buffer");
+    assert!(threads_peak > threads0, "no nvcam thread was ever seen: the thread count checks nothing");
     assert!(threads_ok, "nvcam threads {} after shutdown, {} before init", threads_named("nvcam"), threads0);
     assert!(
         rss_peak_after_warm.max(rss_end) <= rss_warm + (96 << 20),
