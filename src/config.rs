@@ -16,6 +16,10 @@ pub(crate) struct Defaults {
     pub stall_timeout_ms: u32,
     pub reconnect_min_ms: u32,
     pub reconnect_max_ms: u32,
+    /// After a loss, attempts stay at `reconnect_min_ms` this long before backing off: most outages
+    /// (a camera or switch rebooting, a server restarting) are short, and a doubling delay would
+    /// land its retry long after the source came back.
+    pub reconnect_fast_ms: u32,
     /// A retired GPU buffer is freed only after its events completed and this much time passed.
     pub gpu_free_min_age_ms: u32,
     /// How often camera workers look at the deferred-free queue (they never wait on it).
@@ -29,6 +33,7 @@ pub(crate) const DEFAULTS: Defaults = Defaults {
     stall_timeout_ms: 5000,
     reconnect_min_ms: 250,
     reconnect_max_ms: 10_000,
+    reconnect_fast_ms: 3000,
     gpu_free_min_age_ms: 100,
     gpu_maintain_every_ms: 20,
 };
@@ -56,6 +61,16 @@ impl DecoderPolicy {
     pub(crate) fn requires_hardware(self) -> bool {
         matches!(self, DecoderPolicy::Nvdec | DecoderPolicy::FfmpegHw)
     }
+}
+
+/// What a camera trades: the newest frame as early as possible, or the most frames per GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum LatencyMode {
+    /// `Low` for live network sources, `Throughput` for files and the test source.
+    #[default]
+    Auto,
+    Low,
+    Throughput,
 }
 
 /// Where a camera's frames live.
@@ -93,6 +108,8 @@ pub(crate) struct Options {
     pub stall_timeout: Duration,
     pub reconnect_min: Duration,
     pub reconnect_max: Duration,
+    pub reconnect_fast: Duration,
+    pub latency: LatencyMode,
     /// Software decoder threads; 0 = FFmpeg's choice.
     pub decode_threads: usize,
     /// FFmpeg demuxer/protocol options, in the order given.
@@ -115,6 +132,8 @@ impl Default for Options {
             stall_timeout: ms(d.stall_timeout_ms),
             reconnect_min: ms(d.reconnect_min_ms),
             reconnect_max: ms(d.reconnect_max_ms),
+            reconnect_fast: ms(d.reconnect_fast_ms),
+            latency: LatencyMode::Auto,
             decode_threads: 0,
             ffmpeg: Vec::new(),
         }

@@ -213,6 +213,9 @@ public:
             return *this;
         }
         Options& decode_threads(uint32_t v) { o_.decode_threads = v; return *this; }
+        Options& reconnect_fast_ms(uint32_t v) { o_.reconnect_fast_ms = v; return *this; }
+        /// NVCAM_LATENCY_*.
+        Options& latency(uint32_t v) { o_.latency = v; return *this; }
         /// "key=value;key=value" FFmpeg demuxer/protocol options.
         Options& ffmpeg_options(std::string v) { ffmpeg_ = std::move(v); return *this; }
 

@@ -87,6 +87,20 @@ DECODER_NVDEC = 1
 DECODER_FFMPEG_HW = 2
 DECODER_SOFTWARE = 3
 
+LATENCY_AUTO = 0
+LATENCY_LOW = 1
+LATENCY_THROUGHPUT = 2
+
+TIME_RECEIVE = 0
+TIME_SOURCE = 1
+
+MATRIX_UNKNOWN = 0
+MATRIX_BT601 = 1
+MATRIX_BT709 = 2
+RANGE_UNKNOWN = 0
+RANGE_LIMITED = 1
+RANGE_FULL = 2
+
 STATE_CONNECTING = 0
 STATE_STREAMING = 1
 STATE_STALLED = 2
@@ -200,7 +214,9 @@ class CameraOptions(_Sized):
         ("reconnect_max_ms", c_uint32),
         ("decode_threads", c_uint32),
         ("ffmpeg_options", c_char_p),
-        ("reserved", c_uint64 * 4),
+        ("reconnect_fast_ms", c_uint32),
+        ("latency", c_uint32),
+        ("reserved", c_uint64 * 3),
     ]
 
 
@@ -253,7 +269,12 @@ class FrameInfo(_Sized):
         ("pts_us", c_int64),
         ("wallclock_ns", c_uint64),
         ("camera", c_uint64),
-        ("reserved", c_uint64 * 4),
+        ("capture_ns", c_uint64),
+        ("time_source", c_uint32),
+        ("color_matrix", c_uint32),
+        ("color_range", c_uint32),
+        ("reserved32", c_uint32),
+        ("reserved", c_uint64 * 1),
     ]
 
     @property
@@ -726,6 +747,8 @@ class Camera:
         reconnect_min_ms=0,
         reconnect_max_ms=0,
         decode_threads=0,
+        reconnect_fast_ms=0,
+        latency=0,
     ):
         """Opens ``url`` (``rtsp://…``, another FFmpeg URL, a file path, ``testsrc://WxH@FPS``).
         Zero timeouts mean the library's defaults. ``ffmpeg_options`` is ``"k=v;k=v"`` or a dict."""
@@ -740,6 +763,8 @@ class Camera:
         o.reconnect_min_ms = reconnect_min_ms
         o.reconnect_max_ms = reconnect_max_ms
         o.decode_threads = decode_threads
+        o.reconnect_fast_ms = reconnect_fast_ms
+        o.latency = latency
         if isinstance(ffmpeg_options, dict):
             ffmpeg_options = ";".join("%s=%s" % kv for kv in ffmpeg_options.items())
         opts_bytes = ffmpeg_options.encode() if ffmpeg_options else None

@@ -3,7 +3,7 @@
 
 use super::types::*;
 use crate::camera::{CameraState, Stats};
-use crate::config::{Config, DecoderPolicy, OpenFlags, Options, Placement, DEFAULTS, POOL_SLOTS_MAX, POOL_SLOTS_MIN};
+use crate::config::{Config, DecoderPolicy, LatencyMode, OpenFlags, Options, Placement, DEFAULTS, POOL_SLOTS_MAX, POOL_SLOTS_MIN};
 use crate::decode::DecoderKind;
 use crate::frame::Frame;
 use crate::gpu::GpuStats;
@@ -54,7 +54,9 @@ pub(crate) fn options_defaults() -> nvcam_camera_options {
         reconnect_max_ms: d.reconnect_max_ms,
         decode_threads: 0,
         ffmpeg_options: std::ptr::null(),
-        reserved: [0; 4],
+        reconnect_fast_ms: d.reconnect_fast_ms,
+        latency: NVCAM_LATENCY_AUTO,
+        reserved: [0; 3],
     }
 }
 
@@ -69,6 +71,15 @@ fn open_flags(bits: u32) -> Result<OpenFlags> {
         lossless: on(NVCAM_OPEN_LOSSLESS),
         no_pacing: on(NVCAM_OPEN_NO_PACING),
         release_clones_on_reconnect: on(NVCAM_OPEN_RELEASE_CLONES_ON_RECONNECT),
+    })
+}
+
+fn latency(v: u32) -> Result<LatencyMode> {
+    Ok(match v {
+        NVCAM_LATENCY_AUTO => LatencyMode::Auto,
+        NVCAM_LATENCY_LOW => LatencyMode::Low,
+        NVCAM_LATENCY_THROUGHPUT => LatencyMode::Throughput,
+        _ => return Err(Error::arg(format!("latency {v} is not an NVCAM_LATENCY_* value"))),
     })
 }
 
@@ -105,7 +116,12 @@ pub(crate) fn options_from(c: Option<&nvcam_camera_options>, ffmpeg: Option<&str
         o.stall_timeout = ms(c.stall_timeout_ms, d.stall_timeout_ms);
         o.reconnect_min = ms(c.reconnect_min_ms, d.reconnect_min_ms);
         o.reconnect_max = ms(c.reconnect_max_ms, d.reconnect_max_ms).max(o.reconnect_min);
+        o.reconnect_fast = ms(c.reconnect_fast_ms, d.reconnect_fast_ms);
+        o.latency = latency(c.latency)?;
         o.decode_threads = c.decode_threads as usize;
+        if c.reserved.iter().any(|&r| r != 0) {
+            return Err(Error::arg("nvcam_camera_options_t.reserved must be 0"));
+        }
     }
     if let Some(s) = ffmpeg {
         o.ffmpeg = crate::source::parse_options(s)?;
@@ -187,7 +203,12 @@ pub(crate) fn frame_info(f: &Frame, struct_size: u32) -> nvcam_frame_info {
         pts_us: f.pts_us,
         wallclock_ns: f.wallclock_ns,
         camera: f.owner,
-        reserved: [0; 4],
+        capture_ns: f.wallclock_ns,
+        time_source: NVCAM_TIME_RECEIVE,
+        color_matrix: NVCAM_MATRIX_UNKNOWN,
+        color_range: NVCAM_RANGE_UNKNOWN,
+        reserved32: 0,
+        reserved: [0; 1],
     }
 }
 
@@ -260,7 +281,9 @@ mod tests {
             reconnect_max_ms: 0,
             decode_threads: 0,
             ffmpeg_options: std::ptr::null(),
-            reserved: [0; 4],
+            reconnect_fast_ms: 0,
+            latency: 0,
+            reserved: [0; 3],
         };
         let d = Options::default();
         assert_eq!(options_from(Some(&init), None).unwrap(), d);
@@ -269,6 +292,19 @@ mod tests {
         let zc = nvcam_config { struct_size: 64, ..Default::default() };
         assert_eq!(config_from(Some(&zc)).unwrap(), Config::default());
         assert_eq!(config_from(None).unwrap(), Config::default());
+    }
+
+    /// A reserved field may mean something later: a value in it now is a host bug, not a default.
+    #[test]
+    fn reserved_option_fields_and_unknown_latency_are_refused() {
+        let mut o = options_defaults();
+        o.reserved[2] = 1;
+        assert_eq!(options_from(Some(&o), None).unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
+        let mut o = options_defaults();
+        o.latency = 3;
+        assert_eq!(options_from(Some(&o), None).unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
+        o.latency = NVCAM_LATENCY_LOW;
+        assert_eq!(options_from(Some(&o), None).unwrap().latency, LatencyMode::Low);
     }
 
     #[test]

@@ -61,6 +61,31 @@ pub const NVCAM_MEMORY_DEVICE: u32 = 1;
 /// `format` of `nvcam_frame_info`: NV12 (Y plane, then interleaved UV at half height).
 pub const NVCAM_FORMAT_NV12: u32 = 0;
 
+/// `nvcam_camera_options_t.latency`: live network sources get `LOW`, files and the test source
+/// `THROUGHPUT`.
+pub const NVCAM_LATENCY_AUTO: u32 = 0;
+/// Each frame as soon as it is decoded: no reorder delay in the decoder, no demuxer buffering.
+pub const NVCAM_LATENCY_LOW: u32 = 1;
+/// The decoder may hold pictures back to keep the hardware busy (the fastest decode per GPU).
+pub const NVCAM_LATENCY_THROUGHPUT: u32 = 2;
+
+/// `nvcam_frame_info_t.time_source`: `capture_ns` is when the packet was received.
+pub const NVCAM_TIME_RECEIVE: u32 = 0;
+/// `capture_ns` is the source's capture clock (RTCP sender reports).
+pub const NVCAM_TIME_SOURCE: u32 = 1;
+
+/// Colour matrix: not known (`nvcam_frame_info_t`), or "the stream's" (conversion specs).
+pub const NVCAM_MATRIX_UNKNOWN: u32 = 0;
+pub const NVCAM_MATRIX_BT601: u32 = 1;
+pub const NVCAM_MATRIX_BT709: u32 = 2;
+
+/// Colour range: not known (`nvcam_frame_info_t`), or "the stream's" (conversion specs).
+pub const NVCAM_RANGE_UNKNOWN: u32 = 0;
+/// Y 16..235, U/V 16..240 (video, "TV" range).
+pub const NVCAM_RANGE_LIMITED: u32 = 1;
+/// 0..255 (JPEG, "PC" range).
+pub const NVCAM_RANGE_FULL: u32 = 2;
+
 /// Log levels for `nvcam_log_init`, the callback and `nvcam_log_pop`.
 pub const NVCAM_LOG_OFF: i32 = 0;
 pub const NVCAM_LOG_ERROR: i32 = 1;
@@ -116,7 +141,12 @@ pub struct nvcam_camera_options {
     /// `"rtsp_transport=udp;buffer_size=1048576"`), or NULL. An option FFmpeg does not consume
     /// fails the open with `NVCAM_E_BAD_OPTION`. RTSP defaults to `rtsp_transport=tcp`.
     pub ffmpeg_options: *const c_char,
-    pub reserved: [u64; 4],
+    /// After a connection is lost, reconnect attempts stay short (`reconnect_min_ms`, jittered)
+    /// for this long before they back off towards `reconnect_max_ms`; 0 = 3000.
+    pub reconnect_fast_ms: u32,
+    /// `NVCAM_LATENCY_*`.
+    pub latency: u32,
+    pub reserved: [u64; 3],
 }
 
 /// A camera's counters and state (`nvcam_camera_stats`).
@@ -198,7 +228,17 @@ pub struct nvcam_frame_info {
     pub wallclock_ns: u64,
     /// The camera handle that produced the frame.
     pub camera: u64,
-    pub reserved: [u64; 4],
+    /// When the frame was captured, nanoseconds since 1970-01-01 UTC: the source's clock where it
+    /// sends one, else the time its first packet was received (`time_source` says which).
+    pub capture_ns: u64,
+    /// `NVCAM_TIME_*`.
+    pub time_source: u32,
+    /// The stream's colour matrix, `NVCAM_MATRIX_*`.
+    pub color_matrix: u32,
+    /// The stream's colour range, `NVCAM_RANGE_*`.
+    pub color_range: u32,
+    pub reserved32: u32,
+    pub reserved: [u64; 1],
 }
 
 /// Process-wide GPU counters (`nvcam_gpu_stats`), for one device or summed over all (`device`

@@ -30,7 +30,9 @@ _Static_assert(offsetof(nvcam_config_t, reserved) == 16, "config.reserved");
 _Static_assert(offsetof(nvcam_camera_options_t, device) == 12, "options.device");
 _Static_assert(offsetof(nvcam_camera_options_t, decode_threads) == 36, "options.decode_threads");
 _Static_assert(offsetof(nvcam_camera_options_t, ffmpeg_options) == 40, "options.ffmpeg_options");
-_Static_assert(offsetof(nvcam_camera_options_t, reserved) == 48, "options.reserved");
+_Static_assert(offsetof(nvcam_camera_options_t, reconnect_fast_ms) == 48, "options.reconnect_fast_ms");
+_Static_assert(offsetof(nvcam_camera_options_t, latency) == 52, "options.latency");
+_Static_assert(offsetof(nvcam_camera_options_t, reserved) == 56, "options.reserved");
 _Static_assert(offsetof(nvcam_camera_stats_t, frames_decoded) == 8, "stats.frames_decoded");
 _Static_assert(offsetof(nvcam_camera_stats_t, pool_slots_total) == 48, "stats.pool_slots_total");
 _Static_assert(offsetof(nvcam_camera_stats_t, bytes_held) == 56, "stats.bytes_held");
@@ -45,7 +47,10 @@ _Static_assert(offsetof(nvcam_frame_info_t, pitch) == 24, "info.pitch");
 _Static_assert(offsetof(nvcam_frame_info_t, nv12_size) == 48, "info.nv12_size");
 _Static_assert(offsetof(nvcam_frame_info_t, pts_us) == 64, "info.pts_us");
 _Static_assert(offsetof(nvcam_frame_info_t, camera) == 80, "info.camera");
-_Static_assert(offsetof(nvcam_frame_info_t, reserved) == 88, "info.reserved");
+_Static_assert(offsetof(nvcam_frame_info_t, capture_ns) == 88, "info.capture_ns");
+_Static_assert(offsetof(nvcam_frame_info_t, time_source) == 96, "info.time_source");
+_Static_assert(offsetof(nvcam_frame_info_t, color_range) == 104, "info.color_range");
+_Static_assert(offsetof(nvcam_frame_info_t, reserved) == 112, "info.reserved");
 _Static_assert(NVCAM_ABI_VERSION == 1, "this harness was written for ABI 1");
 
 /* ---- check machinery ---- */
@@ -369,7 +374,7 @@ static void check_null_pointers_and_sizes(void) {
     CHECK(o.struct_size == sizeof o, "options_init struct_size %u", o.struct_size);
     CHECK(o.flags == 0 && o.pool_slots == 4 && o.decoder == NVCAM_DECODER_AUTO && o.open_timeout_ms == 5000 &&
               o.stall_timeout_ms == 5000 && o.reconnect_min_ms == 250 && o.reconnect_max_ms == 10000 &&
-              o.decode_threads == 0 && o.ffmpeg_options == NULL && o.reserved[0] == 0 && o.reserved[3] == 0,
+              o.decode_threads == 0 && o.ffmpeg_options == NULL && o.reconnect_fast_ms == 3000 && o.latency == NVCAM_LATENCY_AUTO && o.reserved[0] == 0 && o.reserved[2] == 0,
           "options_init defaults: flags %u slots %u decoder %u open %u stall %u rmin %u rmax %u", o.flags,
           o.pool_slots, o.decoder, o.open_timeout_ms, o.stall_timeout_ms, o.reconnect_min_ms, o.reconnect_max_ms);
 
@@ -464,7 +469,7 @@ static void check_camera(void) {
     CHECK(fi.camera == cam, "info.camera 0x%" PRIx64 " != 0x%" PRIx64, fi.camera, cam);
     CHECK(fi.wallclock_ns >= t0 - 1000000000ull && fi.wallclock_ns <= now_ns() + 1000000000ull,
           "wallclock %" PRIu64 " not near now", fi.wallclock_ns);
-    CHECK(fi.reserved[0] == 0 && fi.reserved[3] == 0, "reserved not zero");
+    CHECK(fi.reserved[0] == 0 && fi.reserved32 == 0 && fi.capture_ns != 0, "reserved not zero, or no capture time");
     printf("   frame: %ux%u pitch %" PRIu64 " seq %" PRIu64 " pts %" PRId64 " us\n", fi.width, fi.height, fi.pitch,
            fi.seq, fi.pts_us);
 
