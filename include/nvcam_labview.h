@@ -118,6 +118,56 @@
 #define NVCAM_FORMAT_NV12 0
 
 /**
+ * `nvcam_camera_options_t.latency`: live network sources get `LOW`, files and the test source
+ * `THROUGHPUT`.
+ */
+#define NVCAM_LATENCY_AUTO 0
+
+/**
+ * Each frame as soon as it is decoded: no reorder delay in the decoder, no demuxer buffering.
+ */
+#define NVCAM_LATENCY_LOW 1
+
+/**
+ * The decoder may hold pictures back to keep the hardware busy (the fastest decode per GPU).
+ */
+#define NVCAM_LATENCY_THROUGHPUT 2
+
+/**
+ * `nvcam_frame_info_t.time_source`: `capture_ns` is when the packet was received.
+ */
+#define NVCAM_TIME_RECEIVE 0
+
+/**
+ * `capture_ns` is the source's capture clock (RTCP sender reports).
+ */
+#define NVCAM_TIME_SOURCE 1
+
+/**
+ * Colour matrix: not known (`nvcam_frame_info_t`), or "the stream's" (conversion specs).
+ */
+#define NVCAM_MATRIX_UNKNOWN 0
+
+#define NVCAM_MATRIX_BT601 1
+
+#define NVCAM_MATRIX_BT709 2
+
+/**
+ * Colour range: not known (`nvcam_frame_info_t`), or "the stream's" (conversion specs).
+ */
+#define NVCAM_RANGE_UNKNOWN 0
+
+/**
+ * Y 16..235, U/V 16..240 (video, "TV" range).
+ */
+#define NVCAM_RANGE_LIMITED 1
+
+/**
+ * 0..255 (JPEG, "PC" range).
+ */
+#define NVCAM_RANGE_FULL 2
+
+/**
  * Log levels for `nvcam_log_init`, the callback and `nvcam_log_pop`.
  */
 #define NVCAM_LOG_OFF 0
@@ -330,7 +380,16 @@ typedef struct {
    * fails the open with `NVCAM_E_BAD_OPTION`. RTSP defaults to `rtsp_transport=tcp`.
    */
   const char *ffmpeg_options;
-  unsigned __int64 reserved[4];
+  /**
+   * After a connection is lost, reconnect attempts stay short (`reconnect_min_ms`, jittered)
+   * for this long before they back off towards `reconnect_max_ms`; 0 = 3000.
+   */
+  unsigned int reconnect_fast_ms;
+  /**
+   * `NVCAM_LATENCY_*`.
+   */
+  unsigned int latency;
+  unsigned __int64 reserved[3];
 } nvcam_camera_options_t;
 
 /**
@@ -472,7 +531,25 @@ typedef struct {
    * The camera handle that produced the frame.
    */
   unsigned __int64 camera;
-  unsigned __int64 reserved[4];
+  /**
+   * When the frame was captured, nanoseconds since 1970-01-01 UTC: the source's clock where it
+   * sends one, else the time its first packet was received (`time_source` says which).
+   */
+  unsigned __int64 capture_ns;
+  /**
+   * `NVCAM_TIME_*`.
+   */
+  unsigned int time_source;
+  /**
+   * The stream's colour matrix, `NVCAM_MATRIX_*`.
+   */
+  unsigned int color_matrix;
+  /**
+   * The stream's colour range, `NVCAM_RANGE_*`.
+   */
+  unsigned int color_range;
+  unsigned int reserved32;
+  unsigned __int64 reserved[1];
 } nvcam_frame_info_t;
 
 /**
