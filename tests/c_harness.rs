@@ -84,8 +84,14 @@ fn compile(name: &str, link_nvcam: bool) -> PathBuf {
 fn run(exe: &Path, args: &[&std::ffi::OsStr], limit: Duration) -> (bool, String) {
     let log_path = exe.with_extension("log");
     let log = File::create(&log_path).expect("create log");
+    // cargo puts `<profile>/` before `deps/` on LD_LIBRARY_PATH, which beats the rpath: a stale
+    // libnvcam.so from an earlier `cargo build` would be tested instead of the fresh one.
+    let ld = std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default();
+    let mut paths = vec![deps_dir()];
+    paths.extend(std::env::split_paths(&ld));
     let mut child = Command::new(exe)
         .args(args)
+        .env("LD_LIBRARY_PATH", std::env::join_paths(paths).expect("library path"))
         .stdin(Stdio::null())
         .stdout(log.try_clone().expect("dup log"))
         .stderr(log)
