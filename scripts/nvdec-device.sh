@@ -11,6 +11,8 @@
 #   gpu-suite      tests/gpu.rs (the GPU issue's suite; AUTO now means direct NVDEC)
 #   memcheck-nvdec tests/gpu_nvdec.rs under compute-sanitizer --tool memcheck
 #   memcheck-gpu   tests/gpu.rs under compute-sanitizer --tool memcheck
+#   soak           tests/soak.rs on GPU 0 for SOAK_S seconds (default 300; no RTSP: no GStreamer there)
+#   memcheck-soak  the same under compute-sanitizer memcheck for MEMCHECK_SOAK_S (default 120)
 #   bench-h264     nvdec_bench on the 1080p H.264 4 Mbit/s clip (all backends, N = 1, 7, 16, 32, CLI)
 #   bench-hevc     the same on the 1080p HEVC 2 Mbit/s clip
 #   variants       direct NVDEC at N = 16, 32 with the old context lock shared per context, and display delay 4
@@ -63,6 +65,14 @@ memcheck-nvdec)
   ;;
 memcheck-gpu)
   step memcheck-gpu 240 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-gpu.log' '$gpu_test' --include-ignored --skip make_ --test-threads 1 >> '$out/memcheck-tests.log' 2>&1; r=\$?; grep -E '^test |test result' '$out/memcheck-tests.log' | tail -12; grep -E 'ERROR SUMMARY' '$out/memcheck-gpu.log' | sort | uniq -c; cat '$out/memcheck-gpu.log' >> '$out/memcheck.log'; rm -f '$out/memcheck-gpu.log'; exit \$r"
+  ;;
+soak)
+  soak_test=$(ls "$b"/tests/soak-* | head -1)
+  step soak $(( ${SOAK_S:-300} + 60 )) bash -c "NVCAM_SOAK_SECONDS=${SOAK_S:-300} NVCAM_SOAK_DEVICE=0 NVCAM_SOAK_RTSP=0 '$soak_test' --nocapture > '$out/soak.log' 2>&1; r=\$?; grep -E '^soak|^test |test result|panicked' '$out/soak.log'; exit \$r"
+  ;;
+memcheck-soak)
+  soak_test=$(ls "$b"/tests/soak-* | head -1)
+  step memcheck-soak $(( ${MEMCHECK_SOAK_S:-120} + 90 )) bash -c "NVCAM_SOAK_SECONDS=${MEMCHECK_SOAK_S:-120} NVCAM_SOAK_DEVICE=0 NVCAM_SOAK_RTSP=0 NVCAM_SOAK_MIN_FPS=1 compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-soak.log' '$soak_test' --nocapture > '$out/memcheck-soak-tests.log' 2>&1; r=\$?; grep -E '^soak|^test |test result|panicked' '$out/memcheck-soak-tests.log'; grep -E 'ERROR SUMMARY' '$out/memcheck-soak.log' | sort | uniq -c; exit \$r"
   ;;
 bench-h264)
   step bench-h264 120 bash -c "$(bench "" "$fix/bench-h264-1920x1080.mp4" --label h264-1080p-4M --seconds "${SECONDS_WIN:-2.5}" --warmup 0.7)"

@@ -32,59 +32,6 @@ fn env_u64(name: &str, default: u64) -> u64 {
     }).unwrap_or(default)
 }
 
-/// SplitMix64: small, fast, and the same sequence everywhere.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn chance(&mut self, one_in: u64) -> bool {
-        self.below(one_in) == 0
-    }
-    fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
-        &v[self.below(v.len() as u64) as usize]
-    }
-}
-
-/// The documented statuses per function, read from the header's `Returns:` lines.
-fn documented() -> BTreeMap<String, BTreeSet<i32>> {
-    let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/nvcam.h")).unwrap();
-    let code_of: BTreeMap<&str, i32> = nvcam::status::ALL.iter().map(|(c, n, _)| (*n, *c)).collect();
-    let mut map = BTreeMap::new();
-    let mut pending: Option<BTreeSet<i32>> = None;
-    for line in header.lines() {
-        if let Some(i) = line.find("Returns:") {
-            let set: BTreeSet<i32> = line[i + 8..]
-                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .filter(|t| *t == "NVCAM_OK" || t.starts_with("NVCAM_E_"))
-                .map(|t| *code_of.get(t).unwrap_or_else(|| panic!("header names unknown status {t}")))
-                .collect();
-            pending = Some(set);
-            continue;
-        }
-        let decl = line.trim_start();
-        if !decl.starts_with("int32_t nvcam_") {
-            continue;
-        }
-        let name = decl["int32_t ".len()..].split('(').next().unwrap().to_string();
-        let set = pending.take().unwrap_or_else(|| panic!("{name} has no `Returns:` line in the header"));
-        if name != "nvcam_abi_version" {
-            assert!(set.contains(&NVCAM_OK) && set.contains(&NVCAM_E_PANIC), "{name}: Returns: must list NVCAM_OK and NVCAM_E_PANIC");
-        }
-        map.insert(name, set);
-    }
-    assert!(map.len() >= 25, "found only {} functions with Returns: lines", map.len());
-    map
-}
-
 /// A byte buffer with guard bytes on both sides, its start optionally misaligned.
 struct Guarded {
     mem: Vec<u64>,
@@ -134,6 +81,9 @@ struct Pool {
     dead: Vec<u64>,
     /// Every handle the library ever issued (camera, frame): all must be stale at the end.
     issued: Vec<(u64, bool)>,
+    /// LabVIEW instance slots' values: reserved, and unreserved (stale).
+    lv_live: Vec<usize>,
+    lv_dead: Vec<usize>,
 }
 
 impl Pool {
@@ -468,6 +418,67 @@ fn op_copy(sh: &Shared, r: &mut Rng) {
     }
 }
 
+/// LabVIEW's callbacks and get_frame_lv, with NULL slots and slots holding 0, live, stale,
+/// made-up and wrong-kind values.
+fn op_lv(sh: &Shared, r: &mut Rng) {
+    let value = {
+        let p = sh.pool.lock().unwrap();
+        match r.below(10) {
+            0..=3 if !p.lv_live.is_empty() => *r.pick(&p.lv_live),
+            4 if !p.lv_dead.is_empty() => *r.pick(&p.lv_dead),
+            5 if !p.cams.is_empty() => *r.pick(&p.cams) as usize,
+            6 => r.next() as usize,
+            7 => *r.pick(&[1usize, 0x10, usize::MAX, 0xdead_beef]),
+            _ => 0,
+        }
+    };
+    let mut slot = value;
+    let sp: *mut *mut c_void = if r.chance(10) { std::ptr::null_mut() } else { (&mut slot as *mut usize).cast() };
+    // SAFETY (test): `sp` is NULL or a live pointer-sized slot; the value in it is only a number.
+    let (name, code) = unsafe {
+        match r.below(4) {
+            0 => ("nvcam_lv_reserve", nvcam_lv_reserve(sp)),
+            1 => ("nvcam_lv_unreserve", nvcam_lv_unreserve(sp)),
+            2 => ("nvcam_lv_abort", nvcam_lv_abort(sp)),
+            _ => {
+                let cam = sh.handle(r, true);
+                let mut f = 0u64;
+                let fp: *mut u64 = if r.chance(20) { std::ptr::null_mut() } else { &mut f };
+                let code = nvcam_camera_get_frame_lv(cam, if r.chance(20) { 1 + r.below(3) as u32 } else { 0 }, fp, sp);
+                if code == NVCAM_OK {
+                    sh.frames_got.fetch_add(1, Ordering::Relaxed);
+                    keep_frame(sh, r, f);
+                }
+                ("nvcam_camera_get_frame_lv", code)
+            }
+        }
+    };
+    sh.check(name, code);
+    if code != NVCAM_OK || sp.is_null() {
+        return;
+    }
+    let mut p = sh.pool.lock().unwrap();
+    if slot == 0 && value != 0 {
+        // Unreserved: the old value is stale from now on.
+        p.lv_live.retain(|&v| v != value);
+        p.lv_dead.push(value);
+    } else if slot != 0 && !p.lv_live.contains(&slot) {
+        p.lv_live.push(slot);
+    }
+    if p.lv_dead.len() > 64 {
+        p.lv_dead.remove(0);
+    }
+    if p.lv_live.len() > 16 {
+        // Release one, as LabVIEW's Unreserve would.
+        let mut v = p.lv_live.swap_remove(0);
+        drop(p);
+        let old = v;
+        // SAFETY (test): a live local slot.
+        sh.check("nvcam_lv_unreserve", unsafe { nvcam_lv_unreserve((&mut v as *mut usize).cast()) });
+        sh.pool.lock().unwrap().lv_dead.push(old);
+    }
+}
+
 fn sized_call<T>(sh: &Shared, r: &mut Rng, name: &'static str, f: impl FnOnce(*mut T) -> i32) {
     let size = std::mem::size_of::<T>();
     if r.chance(10) {
@@ -489,7 +500,7 @@ fn sized_call<T>(sh: &Shared, r: &mut Rng, name: &'static str, f: impl FnOnce(*m
 }
 
 fn op_cheap(sh: &Shared, r: &mut Rng) {
-    match r.below(24) {
+    match r.below(26) {
         0..=2 => op_get_frame(sh, r),
         3 => {
             let f = sh.handle(r, false);
@@ -597,6 +608,11 @@ fn op_cheap(sh: &Shared, r: &mut Rng) {
                 sh.check("nvcam_camera_close", nvcam_camera_close(c, 0));
             }
         }
+        24 => {
+            let c = sh.handle(r, true);
+            sh.check("nvcam_camera_cancel_wait", nvcam_camera_cancel_wait(c));
+        }
+        25 => op_lv(sh, r),
         _ => match r.below(3) {
             0 => {
                 // Levels up to WARN (more verbose ones would only slow the run), plus invalid ones.
@@ -687,39 +703,6 @@ fn worker(sh: Arc<Shared>, id: usize, seed: u64, end: Instant, max_calls: u64) {
             op_cheap(&sh, &mut r);
         }
     }
-}
-
-#[cfg(not(windows))]
-fn rss_bytes() -> u64 {
-    let s = std::fs::read_to_string("/proc/self/statm").unwrap();
-    s.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 4096
-}
-
-#[cfg(windows)]
-fn rss_bytes() -> u64 {
-    #[repr(C)]
-    #[derive(Default)]
-    struct Counters {
-        cb: u32,
-        page_fault_count: u32,
-        peak_working_set: usize,
-        working_set: usize,
-        quota_peak_paged_pool: usize,
-        quota_paged_pool: usize,
-        quota_peak_non_paged_pool: usize,
-        quota_non_paged_pool: usize,
-        pagefile: usize,
-        peak_pagefile: usize,
-    }
-    extern "system" {
-        fn GetCurrentProcess() -> *mut std::ffi::c_void;
-        fn K32GetProcessMemoryInfo(process: *mut std::ffi::c_void, counters: *mut Counters, cb: u32) -> i32;
-    }
-    let mut c = Counters { cb: std::mem::size_of::<Counters>() as u32, ..Default::default() };
-    // SAFETY: the pseudo-handle of this process and a struct of the size we declare.
-    let ok = unsafe { K32GetProcessMemoryInfo(GetCurrentProcess(), &mut c, c.cb) };
-    assert!(ok != 0, "K32GetProcessMemoryInfo failed");
-    c.working_set as u64
 }
 
 #[test]

@@ -33,6 +33,8 @@ pub struct Stream {
     /// Encoder speed preset: "ultrafast" (cheap for the server; no CABAC, no deblocking, so also
     /// cheap to decode) or a slower one whose streams decode like a real camera's.
     pub preset: &'static str,
+    /// Frames between keyframes.
+    pub keyint: u32,
     /// Milliseconds every encoded frame is held before it is sent (capture-to-send latency).
     pub delay_ms: u32,
     /// RTCP sender reports on the capture clock (as cameras send them).
@@ -50,6 +52,7 @@ impl Default for Stream {
             auth: None,
             bitrate: 2048,
             preset: "ultrafast",
+            keyint: 30,
             delay_ms: 0,
             sr_capture_time: false,
         }
@@ -76,6 +79,10 @@ impl Stream {
     }
     pub fn preset(mut self, p: &'static str) -> Self {
         self.preset = p;
+        self
+    }
+    pub fn keyint(mut self, n: u32) -> Self {
+        self.keyint = n;
         self
     }
     pub fn auth(mut self, a: &'static str) -> Self {
@@ -137,6 +144,7 @@ impl RtspServer {
             .args(["--pattern", s.pattern])
             .args(["--bitrate", &s.bitrate.to_string()])
             .args(["--preset", s.preset])
+            .args(["--keyint", &s.keyint.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
