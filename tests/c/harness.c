@@ -596,7 +596,7 @@ static void check_camera(void) {
     CHECK(st.memory == NVCAM_MEMORY_HOST && st.device == -1 && st.decoder == NVCAM_DECODER_SOFTWARE,
           "memory %u device %d decoder %u", st.memory, st.device, st.decoder);
     CHECK(st.live_handles == (g ? 1u : 0u), "live_handles %" PRIu64, st.live_handles);
-    CHECK(st.reserved[0] == 0 && st.reserved[3] == 0 && st._pad0 == 0, "reserved stats fields not zero");
+    CHECK(st.reserved[0] == 0 && st.reserved[2] == 0 && st._pad0 == 0, "reserved stats fields not zero");
     printf("   stats: state %u decoded %" PRIu64 " delivered %" PRIu64 " skipped %" PRIu64 " dropped %" PRIu64
            " fps %.1f slots %u/%u bytes %" PRIu64 "\n",
            st.state, st.frames_decoded, st.frames_delivered, st.frames_skipped, st.frames_dropped, st.fps,
