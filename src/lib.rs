@@ -19,6 +19,7 @@
 
 mod camera;
 mod config;
+mod convert;
 mod decode;
 pub mod ffi;
 mod ffmpeg;

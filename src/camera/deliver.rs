@@ -62,7 +62,7 @@ pub(super) fn deliver(sh: &Arc<Shared>, dec: &mut dyn Decoder, pools: &Pools, pi
     if sh.report(dec.write_into(&mut lease)?) {
         return Ok(()); // the decoder recovered; this picture is lost (counted)
     }
-    let frame = Arc::new(Frame::new(lease, sh.handle(), seq, pic.pts_us, now_ns()));
+    let frame = Arc::new(Frame::new(lease, sh.handle(), seq, pic.pts_us, now_ns()).with_color(pic.color));
     let replaced = {
         let mut m = sh.mailbox.lock();
         let old = m.replace(frame);
