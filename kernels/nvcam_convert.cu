@@ -45,14 +45,8 @@ struct nvcam_convert_params {
     float inv_std[3];
     u32 reserved;
 };
-// Mirrored by src/convert/params.rs, which asserts the same numbers.
+// Mirrored by src/convert/params.rs, which asserts this size and its fields' offsets.
 static_assert(sizeof(nvcam_convert_params) == 184, "param struct size");
-static_assert(__builtin_offsetof(nvcam_convert_params, format) == 48, "format offset");
-static_assert(__builtin_offsetof(nvcam_convert_params, src_w) == 56, "src_w offset");
-static_assert(__builtin_offsetof(nvcam_convert_params, sx) == 104, "sx offset");
-static_assert(__builtin_offsetof(nvcam_convert_params, y_off) == 112, "y_off offset");
-static_assert(__builtin_offsetof(nvcam_convert_params, pad) == 140, "pad offset");
-static_assert(__builtin_offsetof(nvcam_convert_params, inv_std) == 164, "inv_std offset");
 
 __device__ __forceinline__ float clampf(float v, float lo, float hi) {
     return fminf(fmaxf(v, lo), hi);
