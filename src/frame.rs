@@ -102,6 +102,10 @@ impl Frame {
     pub(crate) fn slot(&self) -> usize {
         self.lease.index()
     }
+    /// A host frame's slot bytes (NV12 at `geom()`); `None` for device frames.
+    pub(crate) fn host_bytes(&self) -> Option<&[u8]> {
+        self.lease.host_bytes()
+    }
     /// The storage holding this frame's slot.
     pub(crate) fn storage(&self) -> &dyn crate::pool::Storage {
         self.lease.pool().storage()

@@ -97,6 +97,7 @@ pub(crate) struct Spec {
 }
 
 impl Spec {
+    #[cfg(test)]
     pub(crate) fn new(format: PixelFormat) -> Spec {
         Spec {
             format,
