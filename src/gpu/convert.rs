@@ -6,7 +6,7 @@
 //! first use and grown only for a bigger request: no allocation per call. Host frames convert on
 //! the CPU ([`crate::convert::cpu`]), the same arithmetic.
 
-use super::context::{ck, Device, Stream};
+use super::context::{ck, Device, Event, Stream};
 use super::deferred;
 use super::memory::PinnedBuf;
 use crate::convert::cpu::{self, Nv12};
@@ -133,11 +133,19 @@ impl Drop for DevBuf {
     }
 }
 
-/// One device's host-download path: a stream, device scratch and a pinned buffer.
+/// Host downloads of at least this many bytes go in chunks: the copy of chunk k out of pinned
+/// memory (on a few threads) overlaps the DMA of the chunks after it.
+const CHUNKED_FROM: usize = 1 << 20;
+const CHUNKS: usize = 8;
+const COPY_THREADS: usize = 4;
+
+/// One device's host-download path: a stream, device scratch, a pinned buffer, and one event per
+/// chunk of the download.
 struct Stage {
     stream: Stream,
     scratch: Option<DevBuf>,
     pinned: Option<PinnedBuf>,
+    chunk_done: Vec<Event>,
 }
 
 static STAGES: Mutex<Vec<Option<Arc<Mutex<Stage>>>>> = Mutex::new(Vec::new());
@@ -151,7 +159,8 @@ fn stage(dev: &Arc<Device>) -> Result<Arc<Mutex<Stage>>> {
     if let Some(s) = &t[i] {
         return Ok(s.clone());
     }
-    let s = Arc::new(Mutex::new(Stage { stream: Stream::new(dev)?, scratch: None, pinned: None }));
+    let chunk_done = (0..CHUNKS).map(|_| Event::new(dev)).collect::<Result<Vec<_>>>()?;
+    let s = Arc::new(Mutex::new(Stage { stream: Stream::new(dev)?, scratch: None, pinned: None, chunk_done }));
     t[i] = Some(s.clone());
     Ok(s)
 }
@@ -258,11 +267,15 @@ fn to_host(f: &Frame, plan: &Plan, dst: &mut [u8], l: &Layout) -> Result<()> {
     // of this device and is used by this call only (the stage lock); our stream.
     unsafe { k.launch(&params(f, plan, scratch.ptr, &packed), s) }?;
     f.storage().fence_after_stream(f.slot(), s as u64)?;
+    let total = packed.total;
+    if l.pitch == packed.pitch && total >= CHUNKED_FROM {
+        return download_chunked(&dev, st, dst, total);
+    }
     {
         let _g = dev.push()?;
         // SAFETY: both buffers hold `packed.total` bytes; the copy is ordered after the kernel on
         // our stream; the pinned buffer is ours under the stage lock.
-        ck("cuMemcpyDtoHAsync(conversion)", unsafe { sys::cuMemcpyDtoHAsync_v2(pinned.ptr() as *mut c_void, scratch.ptr, packed.total, s) })?;
+        ck("cuMemcpyDtoHAsync(conversion)", unsafe { sys::cuMemcpyDtoHAsync_v2(pinned.ptr() as *mut c_void, scratch.ptr, total, s) })?;
     }
     pinned.done().record(&st.stream)?;
     // The host asked for the bytes: this wait is the point of the call (counted).
@@ -270,7 +283,7 @@ fn to_host(f: &Frame, plan: &Plan, dst: &mut [u8], l: &Layout) -> Result<()> {
     // SAFETY: the copy completed (waited above) and the stage lock makes this the only reference.
     let src = unsafe { pinned.as_mut_slice() };
     if l.pitch == packed.pitch {
-        dst[..packed.total].copy_from_slice(&src[..packed.total]);
+        dst[..total].copy_from_slice(&src[..total]);
         return Ok(());
     }
     let row = plan.row_bytes();
@@ -281,6 +294,55 @@ fn to_host(f: &Frame, plan: &Plan, dst: &mut [u8], l: &Layout) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A packed download in chunks: every chunk's DMA is queued at once, each followed by its event;
+/// a few threads then copy each chunk out of pinned memory as soon as its event completes, so
+/// the host copies overlap the transfer instead of following it.
+fn download_chunked(dev: &Arc<Device>, st: &Stage, dst: &mut [u8], total: usize) -> Result<()> {
+    let (scratch, pinned) = (st.scratch.as_ref().expect("made by to_host"), st.pinned.as_ref().expect("made by to_host"));
+    let chunk = total.div_ceil(CHUNKS).next_multiple_of(4096);
+    let n = total.div_ceil(chunk);
+    {
+        let _g = dev.push()?;
+        for k in 0..n {
+            let (off, len) = (k * chunk, chunk.min(total - k * chunk));
+            // SAFETY: [off, off + len) lies inside both buffers (`total` bytes each); ordered
+            // after the kernel on our stream; the pinned buffer is ours under the stage lock.
+            ck("cuMemcpyDtoHAsync(conversion chunk)", unsafe {
+                sys::cuMemcpyDtoHAsync_v2(pinned.ptr().add(off) as *mut c_void, scratch.ptr + off as u64, len, st.stream.raw())
+            })?;
+            st.chunk_done[k].record(&st.stream)?;
+        }
+    }
+    pinned.done().record(&st.stream)?;
+    let base = pinned.ptr() as usize;
+    let mut parts: Vec<Vec<(usize, &mut [u8])>> = (0..COPY_THREADS).map(|_| Vec::new()).collect();
+    for (k, d) in dst[..total].chunks_mut(chunk).enumerate() {
+        parts[k % COPY_THREADS].push((k, d));
+    }
+    let copy = |mine: Vec<(usize, &mut [u8])>| -> Result<()> {
+        for (k, d) in mine {
+            // The host asked for the bytes: waiting for each chunk is the point (counted).
+            st.chunk_done[k].synchronize()?;
+            // SAFETY: chunk k's DMA completed (waited above); its bytes lie inside the pinned
+            // buffer, which nothing else touches under the stage lock.
+            let src = unsafe { std::slice::from_raw_parts((base + k * chunk) as *const u8, d.len()) };
+            d.copy_from_slice(src);
+        }
+        Ok(())
+    };
+    std::thread::scope(|sc| {
+        let mut parts = parts.into_iter();
+        let first = parts.next().unwrap_or_default();
+        let handles: Vec<_> = parts.map(|p| sc.spawn(move || copy(p))).collect();
+        let mut r = copy(first);
+        for h in handles {
+            let x = h.join().unwrap_or_else(|_| Err(Error::internal("a download copy thread panicked")));
+            r = r.and(x);
+        }
+        r
+    })
 }
 
 /// Refuses a device destination that is not device memory of `dev`, or whose allocation ends
