@@ -56,13 +56,22 @@ __device__ __forceinline__ int clampi(int v, int lo, int hi) {
     return v < lo ? lo : (v > hi ? hi : v);
 }
 
-__device__ __forceinline__ float ld_y(const nvcam_convert_params& p, int x, int y) {
-    return (float)((const u8*)p.y)[(u64)y * p.src_pitch + (u64)x];
+// Rows of the source planes, read through the read-only cache.
+__device__ __forceinline__ const u8* y_row(const nvcam_convert_params& p, int y) {
+    return (const u8*)p.y + (u64)y * p.src_pitch;
 }
 
-__device__ __forceinline__ float2 ld_uv(const nvcam_convert_params& p, int x, int y) {
-    const u8* row = (const u8*)p.uv + (u64)y * p.src_pitch;
-    return make_float2((float)row[2 * x], (float)row[2 * x + 1]);
+__device__ __forceinline__ const uchar2* uv_row(const nvcam_convert_params& p, int y) {
+    return (const uchar2*)((const u8*)p.uv + (u64)y * p.src_pitch);
+}
+
+__device__ __forceinline__ float ld(const u8* row, int x) {
+    return (float)__ldg(row + x);
+}
+
+__device__ __forceinline__ float2 ld2(const uchar2* row, int x) {
+    uchar2 c = __ldg(row + x);
+    return make_float2((float)c.x, (float)c.y);
 }
 
 // The two taps on each axis of a bilinear sample at (u, v) (pixel centres at integers), clamped
@@ -94,7 +103,8 @@ __device__ __forceinline__ float overlap(int i, float a, float b) {
     return fminf((float)(i + 1), b) - fmaxf((float)i, a);
 }
 
-// The Y, Cb, Cr (0..255) of output pixel (ox, oy) inside the image rectangle.
+// The Y, Cb, Cr (0..255) of output pixel (ox, oy) inside the image rectangle. The arithmetic
+// (and its order) is what src/convert/cpu.rs repeats; only where the loads come from is tuned.
 __device__ void sample(const nvcam_convert_params& p, int ox, int oy, float* Y, float* U, float* V) {
     int lx0 = p.roi_x, lx1 = p.roi_x + p.roi_w - 1;
     int ly0 = p.roi_y, ly1 = p.roi_y + p.roi_h - 1;
@@ -105,14 +115,24 @@ __device__ void sample(const nvcam_convert_params& p, int ox, int oy, float* Y, 
         // Pixel centres: output centre (dx + 0.5) maps to ROI position (dx + 0.5) * sx.
         float u = (dx + 0.5f) * p.sx + (float)p.roi_x;
         float v = (dy + 0.5f) * p.sy + (float)p.roi_y;
-        Taps l = taps(u - 0.5f, v - 0.5f, lx0, lx1, ly0, ly1);
-        float top = lerp(ld_y(p, l.xa, l.ya), ld_y(p, l.xb, l.ya), l.fx);
-        float bot = lerp(ld_y(p, l.xa, l.yb), ld_y(p, l.xb, l.yb), l.fx);
-        *Y = lerp(top, bot, l.fy);
+        if (p.sx == 1.f && p.sy == 1.f) {
+            // Same scale: the taps fall on pixel centres (weights exactly 0), so the bilinear
+            // result is the sample itself, bit for bit; one load instead of four.
+            *Y = ld(y_row(p, (int)v), (int)u);
+        } else {
+            Taps l = taps(u - 0.5f, v - 0.5f, lx0, lx1, ly0, ly1);
+            const u8* ra = y_row(p, l.ya);
+            const u8* rb = y_row(p, l.yb);
+            float top = lerp(ld(ra, l.xa), ld(ra, l.xb), l.fx);
+            float bot = lerp(ld(rb, l.xa), ld(rb, l.xb), l.fx);
+            *Y = lerp(top, bot, l.fy);
+        }
         // Chroma sample j covers luma [2j, 2j + 2): its centre is at luma 2j + 1.
         Taps c = taps(u * 0.5f - 0.5f, v * 0.5f - 0.5f, cx0, cx1, cy0, cy1);
-        float2 a = ld_uv(p, c.xa, c.ya), b = ld_uv(p, c.xb, c.ya);
-        float2 d = ld_uv(p, c.xa, c.yb), e = ld_uv(p, c.xb, c.yb);
+        const uchar2* ca = uv_row(p, c.ya);
+        const uchar2* cb = uv_row(p, c.yb);
+        float2 a = ld2(ca, c.xa), b = ld2(ca, c.xb);
+        float2 d = ld2(cb, c.xa), e = ld2(cb, c.xb);
         float tu = lerp(a.x, b.x, c.fx), bu = lerp(d.x, e.x, c.fx);
         float tv = lerp(a.y, b.y, c.fx), bv = lerp(d.y, e.y, c.fx);
         *U = lerp(tu, bu, c.fy);
@@ -126,10 +146,11 @@ __device__ void sample(const nvcam_convert_params& p, int ox, int oy, float* Y, 
         float sum = 0.f, wsum = 0.f;
         for (int y = iy0; y <= iy1; y++) {
             float wy = overlap(y, ay, by);
+            const u8* r = y_row(p, y);
             float row = 0.f, rw = 0.f;
             for (int x = ix0; x <= ix1; x++) {
                 float wx = overlap(x, ax, bx);
-                row += ld_y(p, x, y) * wx;
+                row += ld(r, x) * wx;
                 rw += wx;
             }
             sum += row * wy;
@@ -142,10 +163,11 @@ __device__ void sample(const nvcam_convert_params& p, int ox, int oy, float* Y, 
         float su = 0.f, sv = 0.f, cw = 0.f;
         for (int y = jy0; y <= jy1; y++) {
             float wy = overlap(y, cay, cby);
+            const uchar2* r = uv_row(p, y);
             float ru = 0.f, rv = 0.f, rw = 0.f;
             for (int x = jx0; x <= jx1; x++) {
                 float wx = overlap(x, cax, cbx);
-                float2 c = ld_uv(p, x, y);
+                float2 c = ld2(r, x);
                 ru += c.x * wx;
                 rv += c.y * wx;
                 rw += wx;
