@@ -225,7 +225,7 @@ fn all_formats_and_colours(cuda: &Cuda, url: &str, decoder: u32) {
         // Crop + an odd-sized bilinear resize.
         let mut s = spec(format);
         s.roi_x = w / 5;
-        s.roi_y = h / 7 | 1;
+        s.roi_y = (h / 7) | 1;
         s.roi_width = (w / 2) | 1;
         s.roi_height = (h / 2).max(1);
         s.width = 333;

@@ -212,7 +212,7 @@ impl Plan {
         finite3(&spec.pad, "pad")?;
         finite3(&spec.mean, "mean")?;
         finite3(&spec.std, "std")?;
-        if spec.std.iter().any(|&s| s == 0.0) {
+        if spec.std.contains(&0.0) {
             return Err(Error::arg("std must not be 0"));
         }
         let img = if spec.letterbox {
