@@ -15,6 +15,8 @@
 #   memcheck-convert  tests/gpu_convert.rs under compute-sanitizer --tool memcheck
 #   racecheck-convert tests/gpu_convert.rs under compute-sanitizer --tool racecheck
 #   bench-convert  examples/convert_bench (conversion vs copy GB/s, host download, N = 16 fp16 letterbox)
+#   soak           tests/soak.rs on GPU 0 for SOAK_S seconds (default 300; no RTSP: no GStreamer there)
+#   memcheck-soak  the same under compute-sanitizer memcheck for MEMCHECK_SOAK_S (default 120)
 #   bench-h264     nvdec_bench on the 1080p H.264 4 Mbit/s clip (all backends, N = 1, 7, 16, 32, CLI)
 #   bench-hevc     the same on the 1080p HEVC 2 Mbit/s clip
 #   variants       direct NVDEC at N = 16, 32 with a context lock per decoder, and display delay 4
@@ -75,6 +77,14 @@ memcheck-convert|racecheck-convert)
   ;;
 bench-convert)
   step bench-convert 150 bash -c "'$b/bin/convert_bench' --fixtures '$fix' 2>>'$out/bench-stderr.log' | tee '$out/bench-convert.log'"
+  ;;
+soak)
+  soak_test=$(ls "$b"/tests/soak-* | head -1)
+  step soak $(( ${SOAK_S:-300} + 60 )) bash -c "NVCAM_SOAK_SECONDS=${SOAK_S:-300} NVCAM_SOAK_DEVICE=0 NVCAM_SOAK_RTSP=0 '$soak_test' --nocapture > '$out/soak.log' 2>&1; r=\$?; grep -E '^soak|^test |test result|panicked' '$out/soak.log'; exit \$r"
+  ;;
+memcheck-soak)
+  soak_test=$(ls "$b"/tests/soak-* | head -1)
+  step memcheck-soak $(( ${MEMCHECK_SOAK_S:-120} + 90 )) bash -c "NVCAM_SOAK_SECONDS=${MEMCHECK_SOAK_S:-120} NVCAM_SOAK_DEVICE=0 NVCAM_SOAK_RTSP=0 NVCAM_SOAK_MIN_FPS=1 compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-soak.log' '$soak_test' --nocapture > '$out/memcheck-soak-tests.log' 2>&1; r=\$?; grep -E '^soak|^test |test result|panicked' '$out/memcheck-soak-tests.log'; grep -E 'ERROR SUMMARY' '$out/memcheck-soak.log' | sort | uniq -c; exit \$r"
   ;;
 bench-h264)
   step bench-h264 120 bash -c "$(bench "" "$fix/bench-h264-1920x1080.mp4" --label h264-1080p-4M --seconds "${SECONDS_WIN:-2.5}" --warmup 0.7)"

@@ -10,21 +10,43 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The delay before reconnect attempt `attempt` (from 0): doubling from `reconnect_min` up to
-/// `reconnect_max`, with ±25 % jitter so cameras that dropped together do not reconnect in
-/// lockstep.
-pub(super) fn backoff(opts: &Options, attempt: u32) -> Duration {
+/// When the next reconnect attempt starts.
+///
+/// Most outages are short (a camera, switch or server restarting), and a doubling delay lands its
+/// retry long after the source is back. So for `reconnect_fast` after a loss every attempt waits
+/// about `reconnect_min`; only a longer outage backs off, doubling up to `reconnect_max`.
+/// The first attempt after a working connection dropped goes out at once (spread over 0-50 ms so
+/// cameras that dropped together do not hit the server in the same millisecond); the others get
+/// ±25 % jitter for the same reason.
+pub(super) fn backoff(opts: &Options, attempt: u32, since_loss: Duration) -> Duration {
     let min = opts.reconnect_min.as_millis().max(1) as u64;
     let max = opts.reconnect_max.as_millis().max(min as u128) as u64;
-    let exp = min.saturating_mul(1u64 << attempt.min(20)).min(max);
-    let jitter = {
+    let fast = opts.reconnect_fast;
+    let jitter = |of: u64, permille: u64| -> u64 {
         use std::hash::{BuildHasher, Hasher};
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
         h.write_u32(attempt);
-        (h.finish() % 1001) as i64 - 500
+        of * (h.finish() % (permille + 1)) / 1000
     };
-    let d = exp as i64 + exp as i64 * jitter / 2000;
-    Duration::from_millis(d.clamp(1, max as i64) as u64)
+    if attempt == 0 {
+        return Duration::from_millis(jitter(min.min(200), 250));
+    }
+    let base = if since_loss < fast {
+        min
+    } else {
+        // Attempts since the fast phase ended, estimated from the time spent in the slow phase.
+        let slow_for = (since_loss - fast).as_millis() as u64;
+        let mut d = min.saturating_mul(2);
+        let mut t = 0u64;
+        while t + d <= slow_for && d < max {
+            t += d;
+            d = d.saturating_mul(2);
+        }
+        d.min(max)
+    };
+    // ±25 %, never past the cap.
+    let d = base - base / 4 + jitter(base, 500);
+    Duration::from_millis(d.clamp(1, max))
 }
 
 /// A failure that retrying cannot fix (credentials, configuration, codec): fail, don't retry.
@@ -39,6 +61,8 @@ pub(super) fn run(sh: &Arc<Shared>, mut first: FirstOpen) {
     // Whether the last session had connected: its end (a drop) starts a reconnect.
     let mut connected = false;
     let mut first_try = true;
+    // When the source was last lost (or first tried): how long the outage has lasted so far.
+    let mut lost_at = std::time::Instant::now();
     loop {
         if sh.irq.stopping() {
             break;
@@ -55,8 +79,14 @@ pub(super) fn run(sh: &Arc<Shared>, mut first: FirstOpen) {
             registry::force_release_owner(sh.handle());
         }
         connected = false;
+        let decoded_before = sh.counters.decoded.load(Ordering::Relaxed);
         let r = session(sh, &mut first, &mut attempt, &mut connected);
         ever_connected |= connected;
+        // An outage starts when a session that delivered pictures ends. A source that accepts and
+        // fails at once is one long outage, so it backs off like one.
+        if sh.counters.decoded.load(Ordering::Relaxed) != decoded_before {
+            lost_at = std::time::Instant::now();
+        }
         if let Some(tx) = first.take() {
             // The first open failed: open() reports it and closes; no retry storm.
             let _ = tx.send(r.as_ref().map(|_| ()).map_err(Clone::clone));
@@ -98,7 +128,7 @@ pub(super) fn run(sh: &Arc<Shared>, mut first: FirstOpen) {
             attempt = 0;
             continue;
         }
-        let d = backoff(&sh.opts, attempt);
+        let d = backoff(&sh.opts, attempt, lost_at.elapsed());
         attempt = attempt.saturating_add(1);
         sh.counters.attempt.store(attempt, Ordering::Relaxed);
         sh.counters.next_retry_ms.store(d.as_millis() as u32, Ordering::Relaxed);
@@ -122,14 +152,38 @@ fn wait_for_kick(sh: &Shared) {
 mod tests {
     use super::*;
 
+    fn opts(min: u64, max: u64, fast: u64) -> Options {
+        Options {
+            reconnect_min: Duration::from_millis(min),
+            reconnect_max: Duration::from_millis(max),
+            reconnect_fast: Duration::from_millis(fast),
+            ..Default::default()
+        }
+    }
+
+    /// A short outage must not be met with a doubled delay: within the fast window every attempt
+    /// waits about `reconnect_min`, and the first goes out at once.
     #[test]
-    fn backoff_grows_and_is_capped() {
-        let o = Options { reconnect_min: Duration::from_millis(100), reconnect_max: Duration::from_millis(1000), ..Default::default() };
-        let d0 = backoff(&o, 0).as_millis();
-        let d3 = backoff(&o, 3).as_millis();
-        let d9 = backoff(&o, 9).as_millis();
-        assert!((75..=125).contains(&d0), "{d0}");
-        assert!((600..=1000).contains(&d3), "{d3}");
-        assert!(d9 <= 1000, "{d9}");
+    fn short_outage_keeps_retries_short() {
+        let o = opts(250, 10_000, 3000);
+        for _ in 0..50 {
+            assert!(backoff(&o, 0, Duration::ZERO) <= Duration::from_millis(50));
+            for a in 1..12 {
+                let d = backoff(&o, a, Duration::from_millis(a as u64 * 250)).as_millis();
+                assert!((187..=313).contains(&d), "attempt {a}: {d} ms");
+            }
+        }
+    }
+
+    /// A long outage backs off (doubling) up to the cap, so a dead camera costs the network little.
+    #[test]
+    fn long_outage_backs_off_to_the_cap() {
+        let o = opts(100, 1000, 500);
+        let d1 = backoff(&o, 5, Duration::from_millis(600)).as_millis();
+        let d2 = backoff(&o, 6, Duration::from_millis(900)).as_millis();
+        let d9 = backoff(&o, 9, Duration::from_secs(60)).as_millis();
+        assert!((150..=250).contains(&d1), "{d1}");
+        assert!((300..=500).contains(&d2), "{d2}");
+        assert!((750..=1000).contains(&d9), "{d9}");
     }
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use nvcam::*;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -298,4 +299,94 @@ pub fn threads_named(prefix: &str) -> usize {
         CloseHandle(snap);
     }
     n
+}
+
+/// The documented statuses per function, read from the header's `Returns:` lines.
+pub fn documented() -> BTreeMap<String, BTreeSet<i32>> {
+    let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/nvcam.h")).unwrap();
+    let code_of: BTreeMap<&str, i32> = nvcam::status::ALL.iter().map(|(c, n, _)| (*n, *c)).collect();
+    let mut map = BTreeMap::new();
+    let mut pending: Option<BTreeSet<i32>> = None;
+    for line in header.lines() {
+        if let Some(i) = line.find("Returns:") {
+            let set: BTreeSet<i32> = line[i + 8..]
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|t| *t == "NVCAM_OK" || t.starts_with("NVCAM_E_"))
+                .map(|t| *code_of.get(t).unwrap_or_else(|| panic!("header names unknown status {t}")))
+                .collect();
+            pending = Some(set);
+            continue;
+        }
+        let decl = line.trim_start();
+        if !decl.starts_with("int32_t nvcam_") {
+            continue;
+        }
+        let name = decl["int32_t ".len()..].split('(').next().unwrap().to_string();
+        let set = pending.take().unwrap_or_else(|| panic!("{name} has no `Returns:` line in the header"));
+        if name != "nvcam_abi_version" {
+            assert!(set.contains(&NVCAM_OK) && set.contains(&NVCAM_E_PANIC), "{name}: Returns: must list NVCAM_OK and NVCAM_E_PANIC");
+        }
+        map.insert(name, set);
+    }
+    assert!(map.len() >= 25, "found only {} functions with Returns: lines", map.len());
+    map
+}
+
+/// Resident memory of this process (the working set on Windows).
+#[cfg(not(windows))]
+pub fn rss_bytes() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/statm").unwrap();
+    s.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 4096
+}
+
+#[cfg(windows)]
+pub fn rss_bytes() -> u64 {
+    #[repr(C)]
+    #[derive(Default)]
+    struct Counters {
+        cb: u32,
+        page_fault_count: u32,
+        peak_working_set: usize,
+        working_set: usize,
+        quota_peak_paged_pool: usize,
+        quota_paged_pool: usize,
+        quota_peak_non_paged_pool: usize,
+        quota_non_paged_pool: usize,
+        pagefile: usize,
+        peak_pagefile: usize,
+    }
+    extern "system" {
+        fn GetCurrentProcess() -> *mut std::ffi::c_void;
+        fn K32GetProcessMemoryInfo(process: *mut std::ffi::c_void, counters: *mut Counters, cb: u32) -> i32;
+    }
+    let mut c = Counters { cb: std::mem::size_of::<Counters>() as u32, ..Default::default() };
+    // SAFETY: the pseudo-handle of this process and a struct of the size we declare.
+    let ok = unsafe { K32GetProcessMemoryInfo(GetCurrentProcess(), &mut c, c.cb) };
+    assert!(ok != 0, "K32GetProcessMemoryInfo failed");
+    c.working_set as u64
+}
+
+/// SplitMix64: small, fast, and the same sequence everywhere.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    pub fn chance(&mut self, one_in: u64) -> bool {
+        self.below(one_in) == 0
+    }
+    pub fn percent(&mut self, p: u64) -> bool {
+        self.below(100) < p
+    }
+    pub fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
+        &v[self.below(v.len() as u64) as usize]
+    }
 }

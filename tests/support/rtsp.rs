@@ -33,11 +33,13 @@ pub struct Stream {
     /// Encoder speed preset: "ultrafast" (cheap for the server; no CABAC, no deblocking, so also
     /// cheap to decode) or a slower one whose streams decode like a real camera's.
     pub preset: &'static str,
+    /// Frames between keyframes.
+    pub keyint: u32,
 }
 
 impl Default for Stream {
     fn default() -> Self {
-        Stream { codec: "h264", width: 320, height: 240, fps: 30, pattern: "ball", auth: None, bitrate: 2048, preset: "ultrafast" }
+        Stream { codec: "h264", width: 320, height: 240, fps: 30, pattern: "ball", auth: None, bitrate: 2048, preset: "ultrafast", keyint: 30 }
     }
 }
 
@@ -61,6 +63,10 @@ impl Stream {
     }
     pub fn preset(mut self, p: &'static str) -> Self {
         self.preset = p;
+        self
+    }
+    pub fn keyint(mut self, n: u32) -> Self {
+        self.keyint = n;
         self
     }
     pub fn auth(mut self, a: &'static str) -> Self {
@@ -111,6 +117,7 @@ impl RtspServer {
             .args(["--pattern", s.pattern])
             .args(["--bitrate", &s.bitrate.to_string()])
             .args(["--preset", s.preset])
+            .args(["--keyint", &s.keyint.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -3,7 +3,7 @@
 gir1.2-gst-rtsp-server-1.0 and python3-gi; run it with /usr/bin/python3, which python3-gi binds to).
 
     rtsp_server.py [--port N] [--codec h264|h265] [--size WxH] [--fps N] [--pattern P]
-                   [--bitrate KBPS] [--preset P] [--mount /cam] [--auth USER:PASS] [--not-shared]
+                   [--bitrate KBPS] [--preset P] [--keyint N] [--mount /cam] [--auth USER:PASS] [--not-shared]
 
 Serves one live test stream (videotestsrc, encoded on the fly) at rtsp://127.0.0.1:PORT/MOUNT over
 TCP-interleaved and UDP. Listens on 127.0.0.1 only. Port 0 picks a free port. Prints
@@ -23,19 +23,19 @@ gi.require_version("GstRtspServer", "1.0")
 from gi.repository import GLib, Gst, GstRtspServer  # noqa: E402
 
 
-def pipeline(codec, width, height, fps, pattern, bitrate, preset):
+def pipeline(codec, width, height, fps, pattern, bitrate, preset, keyint=30):
     src = (
         f"videotestsrc is-live=true pattern={pattern} "
         f"! video/x-raw,format=I420,width={width},height={height},framerate={fps}/1"
     )
     if codec == "h264":
         enc = (
-            f"x264enc tune=zerolatency speed-preset={preset} key-int-max=30 bitrate={bitrate} "
+            f"x264enc tune=zerolatency speed-preset={preset} key-int-max={keyint} bitrate={bitrate} "
             "! rtph264pay name=pay0 pt=96"
         )
     elif codec in ("h265", "hevc"):
         enc = (
-            f"x265enc tune=zerolatency speed-preset={preset} key-int-max=30 bitrate={bitrate} "
+            f"x265enc tune=zerolatency speed-preset={preset} key-int-max={keyint} bitrate={bitrate} "
             "! rtph265pay name=pay0 pt=96"
         )
     else:
@@ -52,6 +52,7 @@ def main():
     ap.add_argument("--pattern", default="ball")
     ap.add_argument("--bitrate", type=int, default=2048, help="kbit/s")
     ap.add_argument("--preset", default="ultrafast", help="encoder speed preset (ultrafast: no CABAC, no deblocking)")
+    ap.add_argument("--keyint", type=int, default=30, help="frames between keyframes")
     ap.add_argument("--mount", default="/cam")
     ap.add_argument("--auth", default=None, help="USER:PASS: require basic auth")
     ap.add_argument("--not-shared", action="store_true")
@@ -70,7 +71,7 @@ def main():
     server.set_service(str(a.port))
 
     factory = GstRtspServer.RTSPMediaFactory()
-    factory.set_launch(pipeline(a.codec, width, height, a.fps, a.pattern, a.bitrate, a.preset))
+    factory.set_launch(pipeline(a.codec, width, height, a.fps, a.pattern, a.bitrate, a.preset, a.keyint))
     factory.set_shared(not a.not_shared)
 
     if a.auth:
