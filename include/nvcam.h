@@ -14,6 +14,9 @@
  *    returns NVCAM_E_BUFFER_TOO_SMALL.
  *  - All functions are thread-safe and may be called from any thread (LabVIEW: "Run in any
  *    thread", calling convention C). No function changes the calling thread's CUDA context.
+ *  - Strings (URLs, paths, FFmpeg options) are UTF-8. On Windows a string that is not valid UTF-8
+ *    is read in the system ANSI code page (what LabVIEW passes, e.g. Windows-1252) and converted;
+ *    on Linux it is NVCAM_E_INVALID_ARGUMENT. A valid UTF-8 string is always read as UTF-8.
  */
 
 #ifndef NVCAM_H
@@ -329,6 +332,12 @@
  * The camera gave up after a permanent failure (bad URL, auth) and will not retry by itself.
  */
 #define NVCAM_E_FAILED -8027
+
+/**
+ * A wait was cancelled (`nvcam_camera_cancel_wait`, or LabVIEW's Abort of the node that
+ * waited); the camera is untouched and later waits work normally.
+ */
+#define NVCAM_E_CANCELLED -8028
 
 /**
  * Out of memory (host or device).
@@ -825,9 +834,10 @@ int32_t nvcam_camera_options_init(nvcam_camera_options_t *opts);
 
 /**
  * Opens a camera: `url` is `rtsp://…`, another FFmpeg URL, a file path, or `testsrc://WxH@FPS`
- * (a built-in test pattern), UTF-8. Without `NVCAM_OPEN_ASYNC` it returns once the source is
- * open (or with the reason it could not be: `NVCAM_E_IO`, `NVCAM_E_TIMEOUT`, `NVCAM_E_AUTH`,
- * `NVCAM_E_BAD_OPTION`, `NVCAM_E_UNSUPPORTED`), leaving nothing behind on failure.
+ * (a built-in test pattern), in UTF-8 (on Windows also in the ANSI code page: see Strings at the
+ * top). Without `NVCAM_OPEN_ASYNC` it returns once the source is open (or with the reason it
+ * could not be: `NVCAM_E_IO`, `NVCAM_E_TIMEOUT`, `NVCAM_E_AUTH`, `NVCAM_E_BAD_OPTION`,
+ * `NVCAM_E_UNSUPPORTED`), leaving nothing behind on failure.
  *
  * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
  *
@@ -872,15 +882,28 @@ int32_t nvcam_camera_reconnect(uint64_t cam);
  * Waits up to `timeout_ms` for the newest frame not yet handed out and returns a new frame handle
  * in `*frame` (release it with `nvcam_frame_release`). Frames the host was too slow to take are
  * skipped and counted. `NVCAM_E_TIMEOUT` if none came; `NVCAM_E_FAILED`/`NVCAM_E_CLOSED` if none
- * will. The longest wait is `timeout_ms` (there is no infinite wait: 0 returns at once, and
- * `UINT32_MAX` is about 49.7 days, a finite wait like any other).
+ * will; `NVCAM_E_CANCELLED` if `nvcam_camera_cancel_wait` ran during the wait. The longest wait
+ * is `timeout_ms` (there is no infinite wait: 0 returns at once, and `UINT32_MAX` is about 49.7
+ * days, a finite wait like any other).
  *
- * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_TIMEOUT, NVCAM_E_CLOSED, NVCAM_E_FAILED, NVCAM_E_IO, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_UNSUPPORTED, NVCAM_E_PANIC
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_TIMEOUT, NVCAM_E_CANCELLED, NVCAM_E_CLOSED, NVCAM_E_FAILED, NVCAM_E_IO, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_UNSUPPORTED, NVCAM_E_PANIC
  *
  * # Safety
  * `frame` is NULL or writable for a `uint64_t`.
  */
 int32_t nvcam_camera_get_frame(uint64_t cam, uint32_t timeout_ms, uint64_t *frame);
+
+/**
+ * Wakes every thread blocked in `nvcam_camera_get_frame` or `nvcam_camera_get_frame_lv` on this
+ * camera: each returns `NVCAM_E_CANCELLED` at once. Only waits in progress are cancelled (a wait
+ * that begins after this call waits normally, and nothing is remembered for it); the camera stays
+ * open and keeps streaming, and a frame that arrives meanwhile is kept for the next wait. Returns
+ * at once. (Opening, closing and shutdown are bounded by their own timeouts and are not
+ * cancelled.)
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_PANIC
+ */
+int32_t nvcam_camera_cancel_wait(uint64_t cam);
 
 /**
  * Fills `stats` (set its `struct_size` first).
@@ -901,6 +924,61 @@ int32_t nvcam_camera_stats(uint64_t cam, nvcam_camera_stats_t *stats);
  * `buf` is NULL or writable for `len` bytes.
  */
 int32_t nvcam_camera_last_error(uint64_t cam, char *buf, int32_t len);
+
+/**
+ * LabVIEW's Reserve callback (CLFN Callbacks tab: Reserve). Gives the node instance an nvcam
+ * instance and stores its handle in `*data`; a slot that already holds a live instance is kept.
+ * Needs no `nvcam_init`. Any other value in `*data` (0, stale, garbage) is replaced, never read as
+ * a pointer.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ *
+ * # Safety
+ * `data` is NULL or points to a pointer-sized, readable and writable slot (LabVIEW's instance
+ * data).
+ */
+int32_t nvcam_lv_reserve(void **data);
+
+/**
+ * LabVIEW's Unreserve callback (CLFN Callbacks tab: Unreserve). Releases the node instance's
+ * nvcam instance (a wait still in progress from it returns `NVCAM_E_CANCELLED`) and sets `*data`
+ * to 0. A slot holding 0 is fine (nothing reserved: `NVCAM_OK`); a stale or made-up value is an
+ * error and the slot is left as it is.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ *
+ * # Safety
+ * As `nvcam_lv_reserve`.
+ */
+int32_t nvcam_lv_unreserve(void **data);
+
+/**
+ * LabVIEW's Abort callback (CLFN Callbacks tab: Abort): every `nvcam_camera_get_frame_lv` wait in
+ * progress that was begun with this `data` returns `NVCAM_E_CANCELLED` at once; waits begun from
+ * other node instances, and later waits, are not affected; the cameras stay open. A slot holding 0
+ * (no wait ever begun) is `NVCAM_OK`. LabVIEW does not call Abort for a node set to run in the UI
+ * thread.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
+ *
+ * # Safety
+ * As `nvcam_lv_reserve` (only read).
+ */
+int32_t nvcam_lv_abort(void **data);
+
+/**
+ * `nvcam_camera_get_frame` for a LabVIEW node with an "Instance Data Pointer" parameter (`data`):
+ * the wait is registered under that node instance, so the node's Abort callback (`nvcam_lv_abort`)
+ * ends it with `NVCAM_E_CANCELLED`; `nvcam_camera_cancel_wait` ends it too. A slot holding 0 (no
+ * Reserve callback configured) gets a new instance, as `nvcam_lv_reserve` would; a stale or
+ * made-up value is an error and no wait begins.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_TIMEOUT, NVCAM_E_CANCELLED, NVCAM_E_CLOSED, NVCAM_E_FAILED, NVCAM_E_IO, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_UNSUPPORTED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ *
+ * # Safety
+ * `frame` is NULL or writable for a `uint64_t`; `data` as in `nvcam_lv_reserve`.
+ */
+int32_t nvcam_camera_get_frame_lv(uint64_t cam, uint32_t timeout_ms, uint64_t *frame, void **data);
 
 /**
  * A new handle to the same frame; the pixels stay valid (and their slot unwritten) until every
@@ -1033,8 +1111,9 @@ int32_t nvcam_frame_wait_stream(uint64_t frame, uint64_t cuda_stream);
 int32_t nvcam_frame_release_after_stream(uint64_t frame, uint64_t cuda_stream);
 
 /**
- * Sends the log to a file (`path`, UTF-8), to stderr (`"-"`), or only to the callback and the
- * poll queue (NULL or ""), at `level` (`NVCAM_LOG_*`). Callable before `nvcam_init`.
+ * Sends the log to a file (`path`, UTF-8; on Windows also the ANSI code page), to stderr
+ * (`"-"`), or only to the callback and the poll queue (NULL or ""), at `level` (`NVCAM_LOG_*`).
+ * Callable before `nvcam_init`.
  *
  * Returns: NVCAM_OK, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_IO, NVCAM_E_PANIC
  *

@@ -6,7 +6,8 @@
 #   bash scripts/package.sh linux      # dist/nvcam-<version>-linux-x64.tar.gz
 #
 # Windows: nvcam.dll (cross-built with mingw-w64), the FFmpeg 5.1 DLLs it imports (built by
-# scripts/build-ffmpeg-windows.sh, LGPL, with their licence and build record), include/nvcam.h,
+# scripts/build-ffmpeg-windows.sh, LGPL, with their licence and build record), include/nvcam.h and
+# include/nvcam_labview.h (for LabVIEW's Import Shared Library wizard),
 # import libraries (nvcam.def, nvcam.lib for MSVC made by dlltool, libnvcam.dll.a for mingw), the
 # LabVIEW folder and a README. Linux: libnvcam.so and nvcam.so (LabVIEW's `nvcam.*` wildcard name)
 # beside it, the header, the LabVIEW folder and a README. Binaries are stripped of debug info.
@@ -47,7 +48,7 @@ windows() {
   [ ${#need[@]} -ge 4 ] || die "nvcam.dll imports too few FFmpeg DLLs: ${need[*]}"
   for dep in "${need[@]}"; do cp "$ff/bin/$dep" "$d/"; done
   cp "$ff/share/licenses/ffmpeg/"* "$d/licenses/FFmpeg/"
-  cp include/nvcam.h "$d/include/"
+  cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
   # Import libraries: a .def from the DLL's own export table, a .lib for MSVC (dlltool writes the
   # same short-import format FFmpeg's own .lib files use), and a mingw .dll.a.
@@ -81,6 +82,7 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@). Project: se
 | `nvcam.dll` | the library: @NEXPORTS@ `nvcam_*` functions, C calling convention, x64 |
 | @FFDLLS@ | FFmpeg @FFMPEG@ (LGPL v2.1+), the DLLs `nvcam.dll` imports |
 | `include/nvcam.h` | the C header (every function, struct and status code is documented there) |
+| `include/nvcam_labview.h` | the same declarations in plain C for LabVIEW's Import Shared Library wizard (no `#if`, no includes) |
 | `lib/nvcam.lib` | import library for MSVC (`link ... nvcam.lib`), made by mingw-w64's dlltool |
 | `lib/nvcam.def` | the export list; `lib /def:lib\nvcam.def /machine:x64 /out:nvcam.lib` remakes the .lib with MSVC's own tool |
 | `lib/libnvcam.dll.a` | import library for mingw-w64 (gcc/clang) |
@@ -114,9 +116,18 @@ folder on `PATH`, or link with `nvcam.lib` and put the DLLs next to your `.exe`.
 
 ## Paths and URLs
 
-Every string argument is UTF-8. A file path or URL that contains non-ASCII characters must be
-passed as UTF-8 bytes; LabVIEW strings are in the system code page (ANSI), so convert them first
-or keep paths ASCII. ASCII-only paths and URLs work from every host as they are.
+String arguments (URLs, file paths, FFmpeg options, the log path) are UTF-8, or text in the
+system ANSI code page (e.g. Windows-1252), which is what LabVIEW passes: a string that is valid
+UTF-8 is read as UTF-8, any other is converted from the ANSI code page. So LabVIEW paths with
+characters such as "é" work as they are, and so do UTF-8 strings from other hosts.
+
+## Stopping a wait (LabVIEW Abort, other hosts)
+
+`nvcam_camera_cancel_wait(cam)` wakes every thread blocked in a get_frame on that camera
+(`NVCAM_E_CANCELLED`, -8028). For LabVIEW, `nvcam_camera_get_frame_lv` with the node's Instance Data
+Pointer and the Call Library Function Node callbacks `nvcam_lv_reserve` / `nvcam_lv_unreserve` /
+`nvcam_lv_abort` make the Abort button end a waiting node at once: `labview/README.md` has the
+settings.
 
 ## Licences
 
@@ -146,7 +157,7 @@ linux() {
   mkdir -p "$d/include"
   strip --strip-debug -o "$d/libnvcam.so" target/release/libnvcam.so
   ln -s libnvcam.so "$d/nvcam.so"
-  cp include/nvcam.h "$d/include/"
+  cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
   local ffdeps; ffdeps=$(readelf -d "$d/libnvcam.so" | sed -n 's/.*Shared library: \[\(lib\(av\|sw\)[^]]*\)\]/\1/p' | tr '\n' ' ')
   sed -e "s/@VERSION@/$version/g" -e "s/@ABI@/$abi/g" -e "s/@FFDEPS@/$ffdeps/" >"$d/README.md" <<'EOF'
@@ -160,6 +171,7 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@).
 | `libnvcam.so` | the library (`dlopen` it, or link with `-L. -lnvcam`) |
 | `nvcam.so` | a link to `libnvcam.so`, so LabVIEW's library name `nvcam.*` (which becomes `nvcam.dll` on Windows and `nvcam.so` on Linux) works on both with the same VIs |
 | `include/nvcam.h` | the C header |
+| `include/nvcam_labview.h` | the same declarations in plain C for LabVIEW's Import Shared Library wizard |
 | `labview/` | how to call every function from LabVIEW, and `nvcam-errors.txt` |
 
 ## What the machine needs
@@ -170,7 +182,8 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@).
 - For the GPU path, only the NVIDIA driver: `libcuda.so.1` and `libnvcuvid.so.1` are loaded at run
   time; no CUDA toolkit or runtime. Without them the camera decodes on the CPU.
 
-Strings (URLs, paths) are UTF-8.
+Strings (URLs, paths, FFmpeg options) are UTF-8; on Linux nothing else is accepted
+(`NVCAM_E_INVALID_ARGUMENT`). `include/nvcam_labview.h` is for LabVIEW's Import Shared Library wizard.
 EOF
   rm -f "dist/$name.tar.gz"
   tar -C "$stage" --owner=0 --group=0 --sort=name -czf "dist/$name.tar.gz" "$name"

@@ -50,7 +50,8 @@ cargo test --release --features test-hooks --target "$T" --no-run
 dll="target/$T/release/nvcam.dll"
 [ -f "$dll" ] || die "$dll was not built"
 if [ -d .git ] || [ -f .git ]; then
-  git diff --quiet -- include/nvcam.h || die "the cross-build regenerated include/nvcam.h differently (git diff include/nvcam.h)"
+  git diff --quiet -- include/nvcam.h include/nvcam_labview.h \
+    || die "the cross-build regenerated the headers differently (git diff include/)"
 fi
 
 step "exports of nvcam.dll against include/nvcam.h"
@@ -64,6 +65,18 @@ if [ "$header" != "$exports" ]; then
 fi
 echo "nvcam.dll exports exactly the header's $(echo "$exports" | wc -l) functions"
 echo "imports: $(x86_64-w64-mingw32-objdump -p "$dll" | sed -n 's/^\s*DLL Name: //p' | sort -fu | tr '\n' ' ')"
+
+step "include/nvcam_labview.h (for LabVIEW's Import Shared Library wizard) as plain C, by mingw"
+# Windows' own widths; the struct sizes must be nvcam.h's. __int64 is a keyword of MSVC and of the
+# wizard's parser, a macro of mingw's system headers (which the LabVIEW header does not include).
+mkdir -p "$out"
+{
+  echo '#include "nvcam_labview.h"'
+  grep '^NVCAM_STATIC_ASSERT(sizeof(' include/nvcam.h | sed 's/^NVCAM_STATIC_ASSERT/_Static_assert/'
+} >"$out/labview_header.c"
+x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only -D__int64="long long" -I include "$out/labview_header.c" \
+  || die "include/nvcam_labview.h does not compile with mingw"
+echo "nvcam_labview.h: $(grep -c '^int nvcam_' include/nvcam_labview.h) functions, $(grep -c '^#define' include/nvcam_labview.h) constants; compiles as C11 with mingw, struct sizes as nvcam.h"
 
 step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core)"
 cargo test --release --features test-hooks --test core -- --quiet
@@ -174,8 +187,8 @@ if grep -q '^ok' "$cdir/cpp_example.log"; then  # the checks of tests/bindings.r
     || { failed+=(cpp_example_output); echo "FAILED: the C++ example's output lacks what tests/bindings.rs checks"; cat "$cdir/cpp_example.txt"; }
 fi
 
-# A file path with non-ASCII characters, passed as UTF-8 (the API's encoding): FFmpeg on Windows
-# converts it to UTF-16 for _wsopen.
+# A file path with non-ASCII characters, passed as UTF-8: FFmpeg on Windows converts it to UTF-16
+# for _wsopen. (The same path in the ANSI code page, as LabVIEW passes it, is tests/text_encoding.rs.)
 step "a UTF-8 file path with non-ASCII characters"
 upath="$cdir/Kamera-ümlaut-日本.mp4"
 cp "$out/fixtures/h264_short_96x64.mp4" "$upath"

@@ -16,6 +16,8 @@ use parking_lot::Mutex;
 pub(crate) enum Kind {
     Camera = 1,
     Frame = 2,
+    /// A LabVIEW node instance (the value its Instance Data Pointer slot holds).
+    Instance = 3,
 }
 
 impl Kind {
@@ -23,6 +25,7 @@ impl Kind {
         match tag {
             1 => Some(Kind::Camera),
             2 => Some(Kind::Frame),
+            3 => Some(Kind::Instance),
             _ => None,
         }
     }

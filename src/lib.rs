@@ -7,6 +7,7 @@
 //! ffi           the C surface: exports, #[repr(C)] types, conversions (the only unsafe boundary
 //!               with the host's pointers)
 //! library       init/shutdown, the camera table
+//! instances     LabVIEW node instances (which waits an Abort wakes)
 //! camera        worker, sessions, delivery
 //! select        which decoder a camera gets, and the fall-back order
 //! gpu, decode   device contexts/memory/decoders; the decoder seam and the software decoder
@@ -27,6 +28,7 @@ mod frame;
 mod gpu;
 mod handle;
 mod input;
+mod instances;
 mod library;
 mod logging;
 mod pin;
@@ -41,6 +43,7 @@ pub use ffi::frame::*;
 pub use ffi::gpu::*;
 pub use ffi::library::*;
 pub use ffi::log::*;
+pub use ffi::lv::*;
 pub use ffi::types::*;
 // Status codes only: `status::Result`/`Error` stay internal so a host's own names don't clash.
 pub use status::{
@@ -63,6 +66,7 @@ pub use status::{
     NVCAM_E_CUDA,
     NVCAM_E_BAD_OPTION,
     NVCAM_E_FAILED,
+    NVCAM_E_CANCELLED,
     NVCAM_E_OUT_OF_MEMORY,
     NVCAM_E_NO_DEVICE,
     NVCAM_E_PANIC,
@@ -75,6 +79,7 @@ pub use status::{
 pub mod diag {
     pub use crate::gpu::nvdec::sys::{available as nvcuvid_available, layout_report as nvcuvid_layout_report, lib as nvcuvid_lib};
     pub use crate::gpu::nvdec::{counters as nvdec_counters, NvdecCounters};
+    pub use crate::instances::live as lv_instances_live;
     pub use crate::pool::live_pools;
     /// IEEE half bits → f32 (reading fp16 conversions).
     pub fn f16_to_f32(h: u16) -> f32 {

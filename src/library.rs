@@ -7,6 +7,7 @@
 use crate::camera::{Camera, CameraState, Closed};
 use crate::config::{Config, Options};
 use crate::handle::{Kind, Table};
+use crate::instances;
 use crate::registry;
 use crate::status::*;
 use parking_lot::Mutex;
@@ -72,8 +73,30 @@ pub(crate) fn camera(h: u64) -> Result<Arc<Camera>> {
 
 /// Waits for camera `h`'s newest frame and hands it to the host as a new frame handle.
 pub(crate) fn get_frame(h: u64, timeout: Duration) -> Result<u64> {
+    hand_out(&camera(h)?, timeout, None)
+}
+
+/// [`get_frame`] as a wait of LabVIEW node instance `inst` (see [`crate::instances`]): that
+/// instance's Abort wakes it with `NVCAM_E_CANCELLED`.
+pub(crate) fn get_frame_in(h: u64, timeout: Duration, inst: u64) -> Result<u64> {
+    let instance = instances::get(inst)?;
     let c = camera(h)?;
-    let f = c.get_frame(timeout)?;
+    let wait = instance.begin(c.clone());
+    hand_out(&c, timeout, Some(wait.abort()))
+}
+
+/// Cancels every wait in progress on camera `h` (see [`Camera::cancel_waits`]).
+pub(crate) fn cancel_waits(h: u64) -> Result<()> {
+    let c = camera(h)?;
+    if c.state() == CameraState::Closed {
+        return Err(Error::new(NVCAM_E_CLOSED, "camera is closed"));
+    }
+    c.cancel_waits();
+    Ok(())
+}
+
+fn hand_out(c: &Arc<Camera>, timeout: Duration, abort: Option<&AtomicBool>) -> Result<u64> {
+    let f = c.get_frame(timeout, abort)?;
     let fh = registry::publish(f)?;
     // A close that ran between taking the frame and registering it has already force-released
     // the camera's handles; this one must not outlive it.

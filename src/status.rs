@@ -44,6 +44,9 @@ pub const NVCAM_E_CUDA: i32 = -8025;
 pub const NVCAM_E_BAD_OPTION: i32 = -8026;
 /// The camera gave up after a permanent failure (bad URL, auth) and will not retry by itself.
 pub const NVCAM_E_FAILED: i32 = -8027;
+/// A wait was cancelled (`nvcam_camera_cancel_wait`, or LabVIEW's Abort of the node that
+/// waited); the camera is untouched and later waits work normally.
+pub const NVCAM_E_CANCELLED: i32 = -8028;
 /// Out of memory (host or device).
 pub const NVCAM_E_OUT_OF_MEMORY: i32 = -8030;
 /// A GPU was requested but none is usable.
@@ -75,6 +78,7 @@ pub const ALL: &[(i32, &str, &str)] = &[
     (NVCAM_E_CUDA, "NVCAM_E_CUDA", "a CUDA driver call failed"),
     (NVCAM_E_BAD_OPTION, "NVCAM_E_BAD_OPTION", "an FFmpeg option was not consumed"),
     (NVCAM_E_FAILED, "NVCAM_E_FAILED", "the camera failed permanently and does not retry"),
+    (NVCAM_E_CANCELLED, "NVCAM_E_CANCELLED", "the wait was cancelled"),
     (NVCAM_E_OUT_OF_MEMORY, "NVCAM_E_OUT_OF_MEMORY", "out of host or device memory"),
     (NVCAM_E_NO_DEVICE, "NVCAM_E_NO_DEVICE", "no usable GPU"),
     (NVCAM_E_PANIC, "NVCAM_E_PANIC", "a panic was caught inside the library"),

@@ -21,23 +21,57 @@ fn exported_functions() -> Vec<String> {
         .collect()
 }
 
+/// The two generated headers: the C header and the LabVIEW wizard's variant.
+const GENERATED: [&str; 2] = ["include/nvcam.h", "include/nvcam_labview.h"];
+
 #[test]
 fn committed_header_matches_generated() {
-    // build.rs has just regenerated include/nvcam.h; in a git checkout it must equal the commit.
+    // build.rs has just regenerated both headers; in a git checkout they must equal the commit.
     if !root().join(".git").exists() {
         eprintln!("not a git checkout: skipping the committed-header comparison");
         return;
     }
-    let out = Command::new("git")
-        .args(["diff", "--exit-code", "--", "include/nvcam.h"])
-        .current_dir(root())
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "include/nvcam.h differs from what the code generates; commit the regenerated header:\n{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    for h in GENERATED {
+        let out = Command::new("git").args(["diff", "--exit-code", "--", h]).current_dir(root()).output().expect("git");
+        assert!(
+            out.status.success(),
+            "{h} differs from what the code generates; commit the regenerated header:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let tracked = Command::new("git").args(["ls-files", "--error-unmatch", h]).current_dir(root()).output().expect("git");
+        assert!(tracked.status.success(), "{h} is generated but not committed");
+    }
+}
+
+/// LabVIEW's Import Shared Library wizard parses a header with its own C parser: give it plain C
+/// declarations only (no conditionals, includes, static assertions, inline functions, stdint
+/// typedefs or function pointers), and every export except the few it cannot express.
+#[test]
+fn labview_header_is_plain_c_and_declares_every_wizard_function() {
+    let lv = std::fs::read_to_string(root().join("include/nvcam_labview.h")).unwrap();
+    let mut in_comment = false;
+    for (n, line) in lv.lines().enumerate() {
+        let t = line.trim_start();
+        if in_comment || t.starts_with("/*") {
+            in_comment = !t.contains("*/");
+            continue;
+        }
+        if let Some(d) = t.strip_prefix('#') {
+            assert!(d.starts_with("define "), "line {}: only #define may appear, got {line:?}", n + 1);
+        }
+        for bad in ["_Static_assert", "static", "inline", "extern", "int32_t", "int64_t", "int8_t", "int16_t", "size_t", "(*", "enum ", "union "] {
+            assert!(!t.contains(bad), "line {}: {bad:?} in {line:?}", n + 1);
+        }
+    }
+    let lv_fns: Vec<&str> = lv.lines().filter_map(|l| l.strip_prefix("int ")).filter_map(|l| l.split('(').next()).collect();
+    let by_hand = ["nvcam_lv_reserve", "nvcam_lv_unreserve", "nvcam_lv_abort", "nvcam_camera_get_frame_lv", "nvcam_log_set_callback"];
+    for f in exported_functions() {
+        let listed = lv_fns.contains(&f.as_str());
+        assert_eq!(listed, !by_hand.contains(&f.as_str()), "{f}: in the LabVIEW header: {listed}");
+        if !listed {
+            assert!(lv.contains(&f), "{f} is left out of the LabVIEW header without a word on it");
+        }
+    }
 }
 
 #[test]
@@ -49,6 +83,8 @@ fn header_declares_every_export() {
         "nvcam_camera_reconnect", "nvcam_camera_get_frame", "nvcam_camera_stats", "nvcam_frame_clone",
         "nvcam_frame_release", "nvcam_frame_info", "nvcam_frame_copy_nv12", "nvcam_registry_force_release_owner",
         "nvcam_registry_stats", "nvcam_log_init", "nvcam_log_set_callback", "nvcam_log_pop",
+        "nvcam_camera_cancel_wait", "nvcam_camera_get_frame_lv", "nvcam_lv_reserve", "nvcam_lv_unreserve",
+        "nvcam_lv_abort",
     ] {
         assert!(fns.iter().any(|x| x == f), "{f} missing from the header");
     }

@@ -84,8 +84,14 @@ fn compile(name: &str, link_nvcam: bool) -> PathBuf {
 fn run(exe: &Path, args: &[&std::ffi::OsStr], limit: Duration) -> (bool, String) {
     let log_path = exe.with_extension("log");
     let log = File::create(&log_path).expect("create log");
+    // cargo puts `<profile>/` before `deps/` on LD_LIBRARY_PATH, which beats the rpath: a stale
+    // libnvcam.so from an earlier `cargo build` would be tested instead of the fresh one.
+    let ld = std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default();
+    let mut paths = vec![deps_dir()];
+    paths.extend(std::env::split_paths(&ld));
     let mut child = Command::new(exe)
         .args(args)
+        .env("LD_LIBRARY_PATH", std::env::join_paths(paths).expect("library path"))
         .stdin(Stdio::null())
         .stdout(log.try_clone().expect("dup log"))
         .stderr(log)
@@ -180,4 +186,47 @@ fn dlopen_leak_70_clones_and_threads() {
     println!("{out}");
     assert!(ok, "tests/c/dlopen_stress.c failed:\n{out}");
     assert!(out.contains("dlopen stress: ") && out.contains("all checks passed"), "no summary line:\n{out}");
+}
+
+/// `include/nvcam_labview.h` (the Import Shared Library wizard's header) compiles as plain C, its
+/// structs have nvcam.h's sizes, and every prototype agrees with nvcam.h's: the same prototypes,
+/// taken from nvcam.h with their stdint types, are redeclared after it, which a C compiler
+/// rejects if any parameter or return type differs. `__int64` is `long` here (LP64: the width of
+/// `int64_t`), as it is `long long` on Windows x64.
+#[test]
+fn labview_header_compiles_and_agrees_with_nvcam_h() {
+    let nvcam_h = std::fs::read_to_string(manifest_dir().join("include/nvcam.h")).unwrap();
+    let lv = std::fs::read_to_string(manifest_dir().join("include/nvcam_labview.h")).unwrap();
+    let mut c = String::from("#include <stdint.h>\n#include \"nvcam_labview.h\"\n");
+    let mut redeclared = 0;
+    for l in nvcam_h.lines() {
+        let Some(name) = l.strip_prefix("int32_t ").and_then(|r| r.split('(').next()) else { continue };
+        if lv.lines().any(|x| x.starts_with(&format!("int {name}("))) {
+            c.push_str(l);
+            c.push('\n');
+            redeclared += 1;
+        }
+    }
+    assert!(redeclared >= 25, "only {redeclared} prototypes shared by the two headers");
+    let asserts: Vec<&str> = nvcam_h.lines().filter(|l| l.starts_with("NVCAM_STATIC_ASSERT(sizeof(")).collect();
+    assert!(asserts.len() >= 5, "nvcam.h's struct size assertions not found");
+    for a in asserts {
+        c.push_str(&a.replace("NVCAM_STATIC_ASSERT", "_Static_assert"));
+        c.push('\n');
+    }
+    let src = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nvcam-labview-header.c");
+    std::fs::write(&src, c).unwrap();
+    let target = env!("NVCAM_TARGET");
+    let mut cmd = cc::Build::new().target(target).host(target).opt_level(0).cargo_metadata(false).get_compiler().to_command();
+    cmd.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-D__int64=long"])
+        .arg("-I")
+        .arg(manifest_dir().join("include"))
+        .arg(&src);
+    let o = cmd.output().unwrap_or_else(|e| panic!("cannot run the C compiler {cmd:?}: {e}"));
+    assert!(
+        o.status.success(),
+        "include/nvcam_labview.h does not compile or disagrees with nvcam.h:\n{cmd:?}\n{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

@@ -81,6 +81,9 @@ struct Pool {
     dead: Vec<u64>,
     /// Every handle the library ever issued (camera, frame): all must be stale at the end.
     issued: Vec<(u64, bool)>,
+    /// LabVIEW instance slots' values: reserved, and unreserved (stale).
+    lv_live: Vec<usize>,
+    lv_dead: Vec<usize>,
 }
 
 impl Pool {
@@ -497,6 +500,67 @@ fn op_convert(sh: &Shared, r: &mut Rng) {
     }
 }
 
+/// LabVIEW's callbacks and get_frame_lv, with NULL slots and slots holding 0, live, stale,
+/// made-up and wrong-kind values.
+fn op_lv(sh: &Shared, r: &mut Rng) {
+    let value = {
+        let p = sh.pool.lock().unwrap();
+        match r.below(10) {
+            0..=3 if !p.lv_live.is_empty() => *r.pick(&p.lv_live),
+            4 if !p.lv_dead.is_empty() => *r.pick(&p.lv_dead),
+            5 if !p.cams.is_empty() => *r.pick(&p.cams) as usize,
+            6 => r.next() as usize,
+            7 => *r.pick(&[1usize, 0x10, usize::MAX, 0xdead_beef]),
+            _ => 0,
+        }
+    };
+    let mut slot = value;
+    let sp: *mut *mut c_void = if r.chance(10) { std::ptr::null_mut() } else { (&mut slot as *mut usize).cast() };
+    // SAFETY (test): `sp` is NULL or a live pointer-sized slot; the value in it is only a number.
+    let (name, code) = unsafe {
+        match r.below(4) {
+            0 => ("nvcam_lv_reserve", nvcam_lv_reserve(sp)),
+            1 => ("nvcam_lv_unreserve", nvcam_lv_unreserve(sp)),
+            2 => ("nvcam_lv_abort", nvcam_lv_abort(sp)),
+            _ => {
+                let cam = sh.handle(r, true);
+                let mut f = 0u64;
+                let fp: *mut u64 = if r.chance(20) { std::ptr::null_mut() } else { &mut f };
+                let code = nvcam_camera_get_frame_lv(cam, if r.chance(20) { 1 + r.below(3) as u32 } else { 0 }, fp, sp);
+                if code == NVCAM_OK {
+                    sh.frames_got.fetch_add(1, Ordering::Relaxed);
+                    keep_frame(sh, r, f);
+                }
+                ("nvcam_camera_get_frame_lv", code)
+            }
+        }
+    };
+    sh.check(name, code);
+    if code != NVCAM_OK || sp.is_null() {
+        return;
+    }
+    let mut p = sh.pool.lock().unwrap();
+    if slot == 0 && value != 0 {
+        // Unreserved: the old value is stale from now on.
+        p.lv_live.retain(|&v| v != value);
+        p.lv_dead.push(value);
+    } else if slot != 0 && !p.lv_live.contains(&slot) {
+        p.lv_live.push(slot);
+    }
+    if p.lv_dead.len() > 64 {
+        p.lv_dead.remove(0);
+    }
+    if p.lv_live.len() > 16 {
+        // Release one, as LabVIEW's Unreserve would.
+        let mut v = p.lv_live.swap_remove(0);
+        drop(p);
+        let old = v;
+        // SAFETY (test): a live local slot.
+        sh.check("nvcam_lv_unreserve", unsafe { nvcam_lv_unreserve((&mut v as *mut usize).cast()) });
+        sh.pool.lock().unwrap().lv_dead.push(old);
+    }
+}
+
 fn sized_call<T>(sh: &Shared, r: &mut Rng, name: &'static str, f: impl FnOnce(*mut T) -> i32) {
     let size = std::mem::size_of::<T>();
     if r.chance(10) {
@@ -518,7 +582,7 @@ fn sized_call<T>(sh: &Shared, r: &mut Rng, name: &'static str, f: impl FnOnce(*m
 }
 
 fn op_cheap(sh: &Shared, r: &mut Rng) {
-    match r.below(24) {
+    match r.below(26) {
         0..=2 => op_get_frame(sh, r),
         3 => {
             let f = sh.handle(r, false);
@@ -633,6 +697,11 @@ fn op_cheap(sh: &Shared, r: &mut Rng) {
                 sh.check("nvcam_camera_close", nvcam_camera_close(c, 0));
             }
         }
+        24 => {
+            let c = sh.handle(r, true);
+            sh.check("nvcam_camera_cancel_wait", nvcam_camera_cancel_wait(c));
+        }
+        25 => op_lv(sh, r),
         _ => match r.below(3) {
             0 => {
                 // Levels up to WARN (more verbose ones would only slow the run), plus invalid ones.

@@ -61,6 +61,14 @@ int main(int argc, char** argv) {
                     s.pool_slots_total, s.live_handles);
         if (s.frames_delivered != uint64_t(count) || s.live_handles != 0) return 1;
 
+        // cancel_wait wakes the waits in progress (another thread's get_frame throws
+        // NVCAM_E_CANCELLED); it leaves nothing behind for the waits that come later.
+        cam.cancel_wait();
+        {
+            nvcam::Frame after = cam.get_frame(2000);
+            std::printf("after cancel_wait: frame seq=%" PRIu64 "\n", after.info().seq);
+        }
+
         try {
             nvcam::Camera::open("nosuch://camera");
             return 1;

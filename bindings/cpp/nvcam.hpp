@@ -313,6 +313,10 @@ public:
         return Frame(f);
     }
 
+    /// Wakes every thread blocked in get_frame/try_get_frame on this camera now: get_frame throws
+    /// NVCAM_E_CANCELLED (try_get_frame too). Only waits in progress; the camera stays open.
+    void cancel_wait() { detail::check(nvcam_camera_cancel_wait(h_), "nvcam_camera_cancel_wait"); }
+
     nvcam_camera_stats_t stats() const {
         nvcam_camera_stats_t s{};
         s.struct_size = sizeof s;

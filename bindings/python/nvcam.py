@@ -157,6 +157,7 @@ E_FFMPEG = -8024
 E_CUDA = -8025
 E_BAD_OPTION = -8026
 E_FAILED = -8027
+E_CANCELLED = -8028
 E_OUT_OF_MEMORY = -8030
 E_NO_DEVICE = -8031
 E_PANIC = -8040
@@ -424,6 +425,12 @@ _PROTOTYPES = {
     "nvcam_camera_close": (_I32, [c_uint64, c_uint32]),
     "nvcam_camera_reconnect": (_I32, [c_uint64]),
     "nvcam_camera_get_frame": (_I32, [c_uint64, c_uint32, _P_U64]),
+    "nvcam_camera_cancel_wait": (_I32, [c_uint64]),
+    # LabVIEW's node-instance calls (InstanceDataPtr *): declared for completeness, not wrapped.
+    "nvcam_camera_get_frame_lv": (_I32, [c_uint64, c_uint32, _P_U64, POINTER(c_void_p)]),
+    "nvcam_lv_reserve": (_I32, [POINTER(c_void_p)]),
+    "nvcam_lv_unreserve": (_I32, [POINTER(c_void_p)]),
+    "nvcam_lv_abort": (_I32, [POINTER(c_void_p)]),
     "nvcam_camera_stats": (_I32, [c_uint64, POINTER(CameraStats)]),
     "nvcam_frame_clone": (_I32, [c_uint64, _P_U64]),
     "nvcam_frame_release": (_I32, [c_uint64]),
@@ -889,6 +896,11 @@ class Camera:
                 return None
             raise
 
+    def cancel_wait(self):
+        """Wakes every thread blocked in :meth:`get_frame` on this camera now: each raises
+        ``NVCAM_E_CANCELLED``. Only waits in progress are cancelled; the camera stays open."""
+        _check(lib.nvcam_camera_cancel_wait(self.handle), "nvcam_camera_cancel_wait")
+
     def stats_struct(self):
         s = CameraStats()
         _check(lib.nvcam_camera_stats(self.handle, byref(s)), "nvcam_camera_stats")
@@ -926,14 +938,15 @@ class Camera:
         return self._closed
 
     def __iter__(self):
-        """Frames forever (1 s timeout each, retried); stops when the camera fails, ends or closes."""
+        """Frames forever (1 s timeout each, retried); stops when the camera fails, ends or closes,
+        or when :meth:`cancel_wait` cancels the wait."""
         while True:
             try:
                 yield self.get_frame(1000)
             except NvcamError as e:
                 if e.code == E_TIMEOUT:
                     continue
-                if e.code in (E_FAILED, E_CLOSED, E_STALE_HANDLE):
+                if e.code in (E_FAILED, E_CLOSED, E_STALE_HANDLE, E_CANCELLED):
                     return
                 raise
 

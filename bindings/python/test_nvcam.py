@@ -238,6 +238,33 @@ class NvcamTest(unittest.TestCase):
             self.assertIn("nvcam_camera_get_frame", e.message)
             self.assertIsNone(cam.try_get_frame(10))
 
+    def test_cancel_wait_wakes_a_blocked_get_frame(self):
+        import threading
+
+        # Nothing listens on the discard port: the camera never has a frame.
+        with open_cam("rtsp://127.0.0.1:9/never", flags=nvcam.OPEN_ASYNC) as cam:
+            got = []
+
+            def wait():
+                try:
+                    cam.get_frame(30000)
+                    got.append("frame")
+                except nvcam.NvcamError as e:
+                    got.append((e.code, time.monotonic()))
+
+            t = threading.Thread(target=wait)
+            t.start()
+            time.sleep(0.3)
+            self.assertEqual(got, [], "a wait on a camera with no frames returned early")
+            t0 = time.monotonic()
+            cam.cancel_wait()
+            t.join(10)
+            self.assertEqual(len(got), 1)
+            self.assertEqual(got[0][0], nvcam.E_CANCELLED)
+            self.assertLess(got[0][1] - t0, 0.1)
+            # Only waits in progress: the next one runs to its timeout.
+            self.assertNvcamError(nvcam.E_TIMEOUT, cam.get_frame, 100)
+
     def test_reconnect_keeps_frames(self):
         with open_cam() as cam:
             f = cam.get_frame(2000)

@@ -28,7 +28,7 @@ use crate::source::{self, Source};
 use crate::status::*;
 use parking_lot::Mutex;
 use shared::Shared;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -72,6 +72,9 @@ pub(crate) enum Closed {
 pub(crate) struct Camera {
     shared: Arc<Shared>,
     worker: Mutex<Option<JoinHandle<()>>>,
+    /// Bumped (under the mailbox lock) by [`Camera::cancel_waits`]: a wait that began under an
+    /// older value is cancelled, a wait that begins later is not.
+    cancels: AtomicU64,
 }
 
 impl Camera {
@@ -86,7 +89,7 @@ impl Camera {
         if matches!(source, Source::Network(_)) && !opts.has_ffmpeg_option("fpsprobesize") {
             opts.ffmpeg.push(("fpsprobesize".into(), "0".into()));
         }
-        Ok(Arc::new(Camera { shared: Arc::new(Shared::new(url, source, opts)), worker: Mutex::new(None) }))
+        Ok(Arc::new(Camera { shared: Arc::new(Shared::new(url, source, opts)), worker: Mutex::new(None), cancels: AtomicU64::new(0) }))
     }
 
     /// Starts the worker once the camera has its handle (frames carry it as their owner) and
@@ -126,12 +129,21 @@ impl Camera {
         self.shared.state()
     }
 
-    /// Waits for the newest frame not yet handed out.
-    pub(crate) fn get_frame(&self, timeout: Duration) -> Result<Arc<Frame>> {
+    /// Waits for the newest frame not yet handed out. The wait ends with `NVCAM_E_CANCELLED` when
+    /// [`Camera::cancel_waits`] runs after it began, or when `abort` is set (then
+    /// [`Camera::wake_waits`] wakes it); a frame that arrives meanwhile stays for the next wait.
+    pub(crate) fn get_frame(&self, timeout: Duration, abort: Option<&AtomicBool>) -> Result<Arc<Frame>> {
         let sh = &self.shared;
         let end = Instant::now() + timeout;
         let mut m = sh.mailbox.lock();
+        // Read under the mailbox lock, where cancel_waits bumps it: a cancel either precedes this
+        // wait (and does not touch it) or wakes it.
+        let generation = self.cancels.load(Ordering::Acquire);
+        let cancelled = || self.cancels.load(Ordering::Acquire) != generation || abort.is_some_and(|a| a.load(Ordering::Acquire));
         loop {
+            if cancelled() {
+                return Err(Error::new(NVCAM_E_CANCELLED, "the wait was cancelled"));
+            }
             if let Some(f) = m.take() {
                 sh.counters.delivered.fetch_add(1, Ordering::Relaxed);
                 sh.mailbox_cv.notify_all(); // a lossless worker waits for this
@@ -150,7 +162,7 @@ impl Camera {
                 CameraState::Ended => return Err(Error::new(NVCAM_E_IO, "end of file (open with NVCAM_OPEN_LOOP to repeat)")),
                 _ => {}
             }
-            if sh.mailbox_cv.wait_until(&mut m, end).timed_out() && m.is_none() {
+            if sh.mailbox_cv.wait_until(&mut m, end).timed_out() && m.is_none() && !cancelled() {
                 let state = sh.state();
                 let why = match sh.cause() {
                     Some(e) if state != CameraState::Streaming => format!(" (camera {}: {})", state.name(), e.msg),
@@ -159,6 +171,21 @@ impl Camera {
                 return Err(Error::timeout(format!("no new frame within {} ms{why}", timeout.as_millis())));
             }
         }
+    }
+
+    /// Cancels every wait in progress on this camera (they return `NVCAM_E_CANCELLED`); waits
+    /// that begin afterwards are not affected. Returns at once.
+    pub(crate) fn cancel_waits(&self) {
+        let _m = self.shared.mailbox.lock();
+        self.cancels.fetch_add(1, Ordering::AcqRel);
+        self.shared.mailbox_cv.notify_all();
+    }
+
+    /// Wakes the waits in progress so they re-check their abort flags (the others go on waiting
+    /// until their own deadline).
+    pub(crate) fn wake_waits(&self) {
+        let _m = self.shared.mailbox.lock();
+        self.shared.mailbox_cv.notify_all();
     }
 
     /// A snapshot of the camera's counters.

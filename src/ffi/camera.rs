@@ -40,13 +40,14 @@ unsafe fn read_options(options: *const nvcam_camera_options, ffmpeg: *const c_ch
             _ => None,
         }
     };
-    convert::options_from(c, text)
+    convert::options_from(c, text.as_deref())
 }
 
 /// Opens a camera: `url` is `rtsp://…`, another FFmpeg URL, a file path, or `testsrc://WxH@FPS`
-/// (a built-in test pattern), UTF-8. Without `NVCAM_OPEN_ASYNC` it returns once the source is
-/// open (or with the reason it could not be: `NVCAM_E_IO`, `NVCAM_E_TIMEOUT`, `NVCAM_E_AUTH`,
-/// `NVCAM_E_BAD_OPTION`, `NVCAM_E_UNSUPPORTED`), leaving nothing behind on failure.
+/// (a built-in test pattern), in UTF-8 (on Windows also in the ANSI code page: see Strings at the
+/// top). Without `NVCAM_OPEN_ASYNC` it returns once the source is open (or with the reason it
+/// could not be: `NVCAM_E_IO`, `NVCAM_E_TIMEOUT`, `NVCAM_E_AUTH`, `NVCAM_E_BAD_OPTION`,
+/// `NVCAM_E_UNSUPPORTED`), leaving nothing behind on failure.
 ///
 /// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
 ///
@@ -59,7 +60,7 @@ pub unsafe extern "C" fn nvcam_camera_open(url: *const c_char, options: *const n
     boundary("nvcam_camera_open", Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract (all three).
         let (out_cam, url, opts) = unsafe { (out(cam, "cam")?, c_str(url, "url")?, read_options(options, std::ptr::null())?) };
-        *out_cam = library::open_camera(url, opts)?;
+        *out_cam = library::open_camera(&url, opts)?;
         Ok(())
     })
 }
@@ -82,7 +83,7 @@ pub unsafe extern "C" fn nvcam_camera_open_ex(
     boundary("nvcam_camera_open_ex", Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract (all four).
         let (out_cam, url, opts) = unsafe { (out(cam, "cam")?, c_str(url, "url")?, read_options(options, ffmpeg_options)?) };
-        *out_cam = library::open_camera(url, opts)?;
+        *out_cam = library::open_camera(&url, opts)?;
         Ok(())
     })
 }
@@ -110,10 +111,11 @@ pub extern "C" fn nvcam_camera_reconnect(cam: u64) -> i32 {
 /// Waits up to `timeout_ms` for the newest frame not yet handed out and returns a new frame handle
 /// in `*frame` (release it with `nvcam_frame_release`). Frames the host was too slow to take are
 /// skipped and counted. `NVCAM_E_TIMEOUT` if none came; `NVCAM_E_FAILED`/`NVCAM_E_CLOSED` if none
-/// will. The longest wait is `timeout_ms` (there is no infinite wait: 0 returns at once, and
-/// `UINT32_MAX` is about 49.7 days, a finite wait like any other).
+/// will; `NVCAM_E_CANCELLED` if `nvcam_camera_cancel_wait` ran during the wait. The longest wait
+/// is `timeout_ms` (there is no infinite wait: 0 returns at once, and `UINT32_MAX` is about 49.7
+/// days, a finite wait like any other).
 ///
-/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_TIMEOUT, NVCAM_E_CLOSED, NVCAM_E_FAILED, NVCAM_E_IO, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_UNSUPPORTED, NVCAM_E_PANIC
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_TIMEOUT, NVCAM_E_CANCELLED, NVCAM_E_CLOSED, NVCAM_E_FAILED, NVCAM_E_IO, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_UNSUPPORTED, NVCAM_E_PANIC
 ///
 /// # Safety
 /// `frame` is NULL or writable for a `uint64_t`.
@@ -125,6 +127,19 @@ pub unsafe extern "C" fn nvcam_camera_get_frame(cam: u64, timeout_ms: u32, frame
         *out_frame = library::get_frame(cam, Duration::from_millis(timeout_ms as u64))?;
         Ok(())
     })
+}
+
+/// Wakes every thread blocked in `nvcam_camera_get_frame` or `nvcam_camera_get_frame_lv` on this
+/// camera: each returns `NVCAM_E_CANCELLED` at once. Only waits in progress are cancelled (a wait
+/// that begins after this call waits normally, and nothing is remembered for it); the camera stays
+/// open and keeps streaming, and a frame that arrives meanwhile is kept for the next wait. Returns
+/// at once. (Opening, closing and shutdown are bounded by their own timeouts and are not
+/// cancelled.)
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_PANIC
+#[no_mangle]
+pub extern "C" fn nvcam_camera_cancel_wait(cam: u64) -> i32 {
+    boundary("nvcam_camera_cancel_wait", Ctx::Camera(cam), || library::cancel_waits(cam))
 }
 
 /// Fills `stats` (set its `struct_size` first).

@@ -6,8 +6,9 @@ use crate::logging;
 use crate::status::*;
 use std::ffi::{c_char, c_void};
 
-/// Sends the log to a file (`path`, UTF-8), to stderr (`"-"`), or only to the callback and the
-/// poll queue (NULL or ""), at `level` (`NVCAM_LOG_*`). Callable before `nvcam_init`.
+/// Sends the log to a file (`path`, UTF-8; on Windows also the ANSI code page), to stderr
+/// (`"-"`), or only to the callback and the poll queue (NULL or ""), at `level` (`NVCAM_LOG_*`).
+/// Callable before `nvcam_init`.
 ///
 /// Returns: NVCAM_OK, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_IO, NVCAM_E_PANIC
 ///
@@ -17,8 +18,8 @@ use std::ffi::{c_char, c_void};
 pub unsafe extern "C" fn nvcam_log_init(path: *const c_char, level: i32) -> i32 {
     boundary("nvcam_log_init", Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract.
-        let path = if path.is_null() { "" } else { unsafe { c_str(path, "path") }? };
-        logging::init(path, convert::log_filter(level)?).map_err(|m| Error::new(NVCAM_E_IO, m))
+        let path = if path.is_null() { "".into() } else { unsafe { c_str(path, "path") }? };
+        logging::init(&path, convert::log_filter(level)?).map_err(|m| Error::new(NVCAM_E_IO, m))
     })
 }
 

@@ -7,15 +7,18 @@
 //! arguments through the checked helpers below, so each `unsafe` here is one of a handful of
 //! shapes, each justified by the function's documented contract.
 
+mod ansi;
 pub mod camera;
 pub(crate) mod convert;
 pub mod frame;
 pub mod gpu;
 pub mod library;
 pub mod log;
+pub mod lv;
 pub mod types;
 
 use crate::status::*;
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -56,7 +59,8 @@ pub(crate) fn boundary(name: &str, ctx: Ctx, body: impl FnOnce() -> Result<()>) 
     let e = Error::new(e.code, format!("{name}: {}", e.msg));
     match ctx {
         Ctx::Quiet => {}
-        _ if e.code == NVCAM_E_TIMEOUT => ::log::debug!("{e}"),
+        // Expected outcomes of a wait, not faults.
+        _ if e.code == NVCAM_E_TIMEOUT || e.code == NVCAM_E_CANCELLED => ::log::debug!("{e}"),
         _ => ::log::warn!("{e}"),
     }
     let cam = match ctx {
@@ -130,17 +134,28 @@ pub(crate) unsafe fn sized_out<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T
     Ok(r)
 }
 
-/// A caller's NUL-terminated UTF-8 string.
+/// A caller's NUL-terminated string: UTF-8, or on Windows a string in the ANSI code page (what
+/// LabVIEW passes) when it is not valid UTF-8 (see [`ansi`]).
 ///
 /// # Safety
 /// `p` is NULL or points to a NUL-terminated string readable for the duration of the call.
-pub(crate) unsafe fn c_str<'a>(p: *const c_char, what: &str) -> Result<&'a str> {
+pub(crate) unsafe fn c_str<'a>(p: *const c_char, what: &str) -> Result<Cow<'a, str>> {
     if p.is_null() {
         return Err(Error::null(what));
     }
     // SAFETY: non-null and NUL-terminated per this function's contract.
     let s = unsafe { CStr::from_ptr(p) };
-    s.to_str().map_err(|_| Error::arg(format!("{what} is not valid UTF-8")))
+    if let Ok(t) = s.to_str() {
+        return Ok(Cow::Borrowed(t));
+    }
+    match ansi::from_ansi(s.to_bytes()) {
+        Some(t) => {
+            ::log::debug!("{what}: not UTF-8, read in the ANSI code page as {t:?}");
+            Ok(Cow::Owned(t))
+        }
+        None if cfg!(windows) => Err(Error::arg(format!("{what} is neither UTF-8 nor text in the ANSI code page"))),
+        None => Err(Error::arg(format!("{what} is not valid UTF-8"))),
+    }
 }
 
 /// A caller's byte buffer of `len` bytes.

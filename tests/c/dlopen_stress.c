@@ -77,6 +77,11 @@ static int still_loaded(const char *path, void *fn) {
     X(nvcam_camera_close)                                                                          \
     X(nvcam_camera_reconnect)                                                                      \
     X(nvcam_camera_get_frame)                                                                      \
+    X(nvcam_camera_get_frame_lv)                                                                   \
+    X(nvcam_camera_cancel_wait)                                                                    \
+    X(nvcam_lv_reserve)                                                                            \
+    X(nvcam_lv_unreserve)                                                                          \
+    X(nvcam_lv_abort)                                                                              \
     X(nvcam_camera_stats)                                                                          \
     X(nvcam_frame_clone)                                                                           \
     X(nvcam_frame_release)                                                                         \

@@ -132,7 +132,7 @@ static const struct { int32_t code; const char *name; } CODES[] = {
     C(NVCAM_E_STRUCT_SIZE), C(NVCAM_E_NOT_INITIALIZED), C(NVCAM_E_NULL_HANDLE), C(NVCAM_E_INVALID_HANDLE),
     C(NVCAM_E_WRONG_HANDLE_TYPE), C(NVCAM_E_STALE_HANDLE), C(NVCAM_E_CLOSED), C(NVCAM_E_TIMEOUT), C(NVCAM_E_IO),
     C(NVCAM_E_AUTH), C(NVCAM_E_UNSUPPORTED), C(NVCAM_E_FFMPEG), C(NVCAM_E_CUDA), C(NVCAM_E_BAD_OPTION),
-    C(NVCAM_E_FAILED), C(NVCAM_E_OUT_OF_MEMORY), C(NVCAM_E_NO_DEVICE), C(NVCAM_E_PANIC), C(NVCAM_E_INTERNAL),
+    C(NVCAM_E_FAILED), C(NVCAM_E_CANCELLED), C(NVCAM_E_OUT_OF_MEMORY), C(NVCAM_E_NO_DEVICE), C(NVCAM_E_PANIC), C(NVCAM_E_INTERNAL),
 #undef C
 };
 
@@ -271,9 +271,13 @@ static void expect_camera_calls(uint64_t h, int32_t want, int line) {
     CR(stats_of(h, &st));
     CR(nvcam_camera_reconnect(h));
     CR(nvcam_camera_last_error(h, text, (int32_t)sizeof text));
+    CR(nvcam_camera_cancel_wait(h));
+    void *slot = NULL;
+    CR(nvcam_camera_get_frame_lv(h, 0, &frame, &slot));
     CR(nvcam_camera_close(h, 100));
 #undef CR
     CHECK(frame == 777, "a failed get_frame wrote its output (%" PRIx64 ")", frame);
+    CHECK(slot == NULL, "get_frame_lv on a bad camera handle reserved an instance (%p)", slot);
 }
 
 /* ================================================================================================ */
@@ -822,6 +826,101 @@ static void check_last_error(void) {
           last_error_text());
 }
 
+/* A thread blocked in a frame wait: plain, or begun from a LabVIEW node instance (`slot` holds a
+ * copy of that instance's slot value, as LabVIEW passes the same slot to the function and to the
+ * callbacks). */
+typedef struct {
+    uint64_t cam;
+    int lv;
+    void *slot;
+    int32_t code;
+    atomic_int done;
+    uint64_t done_ns;
+    pthread_t thread;
+} waiter;
+
+static void *wait_thread(void *arg) {
+    waiter *w = arg;
+    uint64_t f = 0;
+    w->code = w->lv ? nvcam_camera_get_frame_lv(w->cam, 30000, &f, &w->slot) : nvcam_camera_get_frame(w->cam, 30000, &f);
+    w->done_ns = now_ns();
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+static void start_waiter(waiter *w, uint64_t cam, int lv, void *slot) {
+    w->cam = cam;
+    w->lv = lv;
+    w->slot = slot;
+    w->code = 12345;
+    atomic_store(&w->done, 0);
+    CHECK(pthread_create(&w->thread, NULL, wait_thread, w) == 0, "pthread_create");
+}
+
+/* Joins `w` and checks it returned NVCAM_E_CANCELLED within 100 ms of `since_ns`. */
+static void expect_cancelled(waiter *w, uint64_t since_ns, const char *what) {
+    pthread_join(w->thread, NULL);
+    double ms = (double)(int64_t)(w->done_ns - since_ns) / 1e6;
+    CHECK(w->code == NVCAM_E_CANCELLED && ms < 100.0, "%s: returned %d (%s) %.1f ms after the cancel", what, w->code,
+          code_name(w->code), ms);
+}
+
+static void check_cancel_and_lv_callbacks(void) {
+    section("cancel_wait and LabVIEW's Reserve/Unreserve/Abort");
+    /* Nothing listens on the discard port: the camera keeps reconnecting and never has a frame. */
+    nvcam_camera_options_t o = cpu_options();
+    o.flags = NVCAM_OPEN_ASYNC;
+    uint64_t cam = 0;
+    OK(nvcam_camera_open("rtsp://127.0.0.1:9/never", &o, &cam));
+    if (!cam) return;
+    void *a = NULL, *b = NULL;
+    OK(nvcam_lv_reserve(&a));
+    OK(nvcam_lv_reserve(&b));
+    CHECK(a != NULL && b != NULL && a != b, "reserve stored %p and %p", a, b);
+    static waiter wa, wb, wp;
+    start_waiter(&wa, cam, 1, a);
+    start_waiter(&wb, cam, 1, b);
+    start_waiter(&wp, cam, 0, NULL);
+    sleep_ms(300);
+    CHECK(!atomic_load(&wa.done) && !atomic_load(&wb.done) && !atomic_load(&wp.done), "a wait returned early");
+
+    uint64_t t0 = now_ns();
+    OK(nvcam_lv_abort(&a));
+    expect_cancelled(&wa, t0, "instance A's wait after nvcam_lv_abort(A)");
+    sleep_ms(200);
+    CHECK(!atomic_load(&wb.done), "nvcam_lv_abort(A) woke instance B's wait");
+    CHECK(!atomic_load(&wp.done), "nvcam_lv_abort(A) woke a plain get_frame");
+    uint64_t t1 = now_ns();
+    OK(nvcam_camera_cancel_wait(cam));
+    expect_cancelled(&wb, t1, "instance B's wait after cancel_wait");
+    expect_cancelled(&wp, t1, "plain wait after cancel_wait");
+    /* only waits in progress: later waits run to their timeout, the camera stays open */
+    uint64_t f = 0;
+    EXPECT(nvcam_camera_get_frame(cam, 100, &f), NVCAM_E_TIMEOUT);
+    EXPECT(nvcam_camera_get_frame_lv(cam, 100, &f, &a), NVCAM_E_TIMEOUT);
+
+    /* NULL, made-up and stale slots are errors, never dereferenced */
+    EXPECT(nvcam_lv_reserve(NULL), NVCAM_E_NULL_POINTER);
+    EXPECT(nvcam_lv_unreserve(NULL), NVCAM_E_NULL_POINTER);
+    EXPECT(nvcam_lv_abort(NULL), NVCAM_E_NULL_POINTER);
+    EXPECT(nvcam_camera_get_frame_lv(cam, 0, &f, NULL), NVCAM_E_NULL_POINTER);
+    void *junk = (void *)(uintptr_t)0xdeadbeef;
+    EXPECT(nvcam_lv_abort(&junk), NVCAM_E_INVALID_HANDLE);
+    EXPECT(nvcam_lv_unreserve(&junk), NVCAM_E_INVALID_HANDLE);
+    EXPECT(nvcam_camera_get_frame_lv(cam, 0, &f, &junk), NVCAM_E_INVALID_HANDLE);
+    void *none = NULL;
+    OK(nvcam_lv_abort(&none));
+    OK(nvcam_lv_unreserve(&none));
+    void *stale = a;
+    OK(nvcam_lv_unreserve(&a));
+    CHECK(a == NULL, "unreserve left %p in the slot", a);
+    EXPECT(nvcam_lv_abort(&stale), NVCAM_E_STALE_HANDLE);
+    EXPECT(nvcam_lv_unreserve(&stale), NVCAM_E_STALE_HANDLE);
+    OK(nvcam_lv_unreserve(&b));
+    OK(nvcam_camera_close(cam, 2000));
+    EXPECT(nvcam_camera_cancel_wait(cam), NVCAM_E_STALE_HANDLE);
+}
+
 static void check_shutdown_and_reinit(void) {
     section("shutdown with leaked handles, re-init");
     uint64_t cams[2] = {open_testsrc("testsrc://160x120@30"), open_testsrc("testsrc://96x64@30")};
@@ -904,6 +1003,7 @@ int main(void) {
     check_made_up_handles();
     check_camera();
     check_last_error();
+    check_cancel_and_lv_callbacks();
     check_logging();
     check_shutdown_and_reinit();
     printf("c harness: %d checks, %d failed: %s\n", g_checks, g_failures,
