@@ -118,6 +118,44 @@
 #define NVCAM_FORMAT_NV12 0
 
 /**
+ * `format` of `nvcam_convert_t`: 4 bytes per pixel B, G, R, A (= 255); one little-endian
+ * `unsigned int` 0xAARRGGBB per pixel, what LabVIEW's picture control and IMAQ RGB images hold.
+ */
+#define NVCAM_FORMAT_BGRA8 1
+
+/**
+ * 3 bytes per pixel B, G, R (OpenCV's order).
+ */
+#define NVCAM_FORMAT_BGR8 2
+
+/**
+ * 3 bytes per pixel R, G, B.
+ */
+#define NVCAM_FORMAT_RGB8 3
+
+/**
+ * 1 byte per pixel: luma, expanded to 0..255.
+ */
+#define NVCAM_FORMAT_GRAY8 4
+
+/**
+ * Planar R, G, B `float` (NCHW, one plane after the other, `height` rows each):
+ * `(v / 255 - mean[c]) / std[c]`.
+ */
+#define NVCAM_FORMAT_RGB_F32_PLANAR 5
+
+/**
+ * As `NVCAM_FORMAT_RGB_F32_PLANAR` in IEEE half precision (`unsigned short` bits).
+ */
+#define NVCAM_FORMAT_RGB_F16_PLANAR 6
+
+/**
+ * `flags` of `nvcam_convert_t`: keep the ROI's aspect ratio; scale it to fit the output, centre
+ * it and fill the rest with `pad`.
+ */
+#define NVCAM_CONVERT_LETTERBOX 1
+
+/**
  * `nvcam_camera_options_t.latency`: live network sources get `LOW`, files and the test source
  * `THROUGHPUT`.
  */
@@ -560,6 +598,71 @@ typedef struct {
 } nvcam_frame_info_t;
 
 /**
+ * What `nvcam_frame_convert` makes of a frame. Zero in any field means its default, so a zeroed
+ * struct with `struct_size` and `format` set converts the whole frame at its own size, with the
+ * stream's colours, into host memory.
+ */
+typedef struct {
+  /**
+   * `sizeof(nvcam_convert_t)`.
+   */
+  unsigned int struct_size;
+  /**
+   * `NVCAM_FORMAT_*` other than NV12.
+   */
+  unsigned int format;
+  /**
+   * Output size in pixels; 0 = the ROI's.
+   */
+  unsigned int width;
+  unsigned int height;
+  /**
+   * Crop rectangle in frame pixels; `roi_width` or `roi_height` 0 = the whole frame.
+   */
+  unsigned int roi_x;
+  unsigned int roi_y;
+  unsigned int roi_width;
+  unsigned int roi_height;
+  /**
+   * `NVCAM_CONVERT_*` bits.
+   */
+  unsigned int flags;
+  /**
+   * `NVCAM_MATRIX_*`; `NVCAM_MATRIX_UNKNOWN` (0) = the stream's (as `nvcam_frame_info_t`
+   * reports it).
+   */
+  unsigned int matrix;
+  /**
+   * `NVCAM_RANGE_*`; 0 = the stream's.
+   */
+  unsigned int range;
+  /**
+   * `NVCAM_MEMORY_*`: where `dst` is.
+   */
+  unsigned int dst_memory;
+  /**
+   * CUDA device ordinal of `dst` for `NVCAM_MEMORY_DEVICE`.
+   */
+  int dst_device;
+  /**
+   * Letterbox fill R, G, B in 0..255 (float formats normalize it like a pixel).
+   */
+  float pad[3];
+  /**
+   * Float formats: per-channel R, G, B mean (0..1 units) ...
+   */
+  float mean[3];
+  /**
+   * ... and standard deviation; 0 = 1.
+   */
+  float std[3];
+  /**
+   * Must be 0.
+   */
+  unsigned int reserved[6];
+} nvcam_convert_t;
+
+/**
  * Process-wide GPU counters (`nvcam_gpu_stats`), for one device or summed over all (`device`
  * -1). Counts are since the process started; gauges (`bytes_*`, `*_decoders`, `contexts`) are now.
  */
@@ -865,6 +968,71 @@ int nvcam_registry_force_release_owner(unsigned __int64 cam, unsigned int *relea
  * `unsigned __int64`.
  */
 int nvcam_registry_stats(unsigned __int64 cam, unsigned int *for_camera, unsigned __int64 *total);
+
+/**
+ * Converts the frame as `spec` says (format, output size, crop, letterbox, colours, mean/std)
+ * into `dst`, rows `dst_pitch` bytes apart (0 = packed; planar formats: the planes follow each
+ * other, `height` rows each). Nothing is written unless the whole image fits in `dst_size` bytes
+ * (`nvcam_frame_convert_size` says how many).
+ *
+ * `spec->dst_memory` says where `dst` is:
+ * - `NVCAM_MEMORY_DEVICE`: `dst` is a `CUdeviceptr` on `spec->dst_device` (the frame's GPU). The
+ *   work is enqueued on `cuda_stream` (a `CUstream` of that device's primary context, as PyTorch
+ *   and CuPy use; 0 = its legacy default stream), which first waits for the frame to be ready:
+ *   the call does not wait on the host. The frame's slot is fenced by that work, so the handle
+ *   may be released at once. Frames of CPU cameras cannot be converted into device memory.
+ * - `NVCAM_MEMORY_HOST`: any host memory (a LabVIEW array); the call returns when the bytes are
+ *   there (GPU frames go through a pinned staging buffer; CPU frames convert on the CPU with the
+ *   same arithmetic). `cuda_stream` is ignored.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_UNSUPPORTED, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ *
+ * # Safety
+ * `spec` is NULL or a readable `nvcam_convert_t` whose `struct_size` is set. For host memory,
+ * `dst` is NULL or writable for `dst_size` bytes; for device memory, `dst` is device memory of
+ * at least `dst_size` bytes (its allocation's extent is also checked) and `cuda_stream` a live
+ * stream of that device's primary context, or 0.
+ */
+int nvcam_frame_convert(unsigned __int64 frame, const nvcam_convert_t *spec, void *dst, unsigned __int64 dst_pitch, unsigned __int64 dst_size, unsigned __int64 cuda_stream);
+
+/**
+ * Writes into `*size` the bytes `nvcam_frame_convert` needs for this frame, `spec` and
+ * `dst_pitch` (0 = packed).
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
+ *
+ * # Safety
+ * `spec` is NULL or a readable `nvcam_convert_t` whose `struct_size` is set; `size` is NULL or
+ * writable for a `unsigned __int64`.
+ */
+int nvcam_frame_convert_size(unsigned __int64 frame, const nvcam_convert_t *spec, unsigned __int64 dst_pitch, unsigned __int64 *size);
+
+/**
+ * Makes `cuda_stream` (a `CUstream` of the frame's device's primary context; 0 = its legacy
+ * default stream) wait until the frame's pixels are ready, without a host wait: work the caller
+ * enqueues on that stream afterwards may read the planes `nvcam_frame_info` points to. Frames in
+ * host memory are always ready (nothing to do).
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CUDA, NVCAM_E_PANIC
+ *
+ * # Safety
+ * `cuda_stream` is a live stream of the frame's device's primary context, or 0.
+ */
+int nvcam_frame_wait_stream(unsigned __int64 frame, unsigned __int64 cuda_stream);
+
+/**
+ * Releases the frame handle now; its slot returns to the pool only once the work enqueued on
+ * `cuda_stream` so far has completed (an event recorded there), so a kernel of the caller that
+ * reads the frame may still be queued or running. If the event cannot be recorded (not a stream
+ * of this device's primary context), the handle is NOT released and the error returned: wait on
+ * the stream, then `nvcam_frame_release`. Host frames are released at once.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CUDA, NVCAM_E_PANIC
+ *
+ * # Safety
+ * `cuda_stream` is a live stream of the frame's device's primary context, or 0.
+ */
+int nvcam_frame_release_after_stream(unsigned __int64 frame, unsigned __int64 cuda_stream);
 
 /**
  * Sends the log to a file (`path`, UTF-8; on Windows also the ANSI code page), to stderr

@@ -11,6 +11,10 @@
 #   gpu-suite      tests/gpu.rs (the GPU issue's suite; AUTO now means direct NVDEC)
 #   memcheck-nvdec tests/gpu_nvdec.rs under compute-sanitizer --tool memcheck
 #   memcheck-gpu   tests/gpu.rs under compute-sanitizer --tool memcheck
+#   convert-tests  tests/gpu_convert.rs (kernels vs the CPU twin at every size, stream hand-off)
+#   memcheck-convert  tests/gpu_convert.rs under compute-sanitizer --tool memcheck
+#   racecheck-convert tests/gpu_convert.rs under compute-sanitizer --tool racecheck
+#   bench-convert  examples/convert_bench (conversion vs copy GB/s, host download, N = 16 fp16 letterbox)
 #   soak           tests/soak.rs on GPU 0 for SOAK_S seconds (default 300; no RTSP: no GStreamer there)
 #   memcheck-soak  the same under compute-sanitizer memcheck for MEMCHECK_SOAK_S (default 120)
 #   bench-h264     nvdec_bench on the 1080p H.264 4 Mbit/s clip (all backends, N = 1, 7, 16, 32, CLI)
@@ -27,6 +31,7 @@ b=$GPU_BUNDLE
 fix=$BUNDLE_WITH/fixtures
 nvdec_test=$(ls "$b"/tests/gpu_nvdec-* | head -1)
 gpu_test=$(ls "$b"/tests/gpu-* | head -1)
+convert_test=$(ls "$b"/tests/gpu_convert-* 2>/dev/null | head -1)
 deadline=$(( $(date +%s) + ${BUDGET_S:-540} ))
 rc=0
 left() { echo $(( deadline - $(date +%s) )); }
@@ -65,6 +70,18 @@ memcheck-nvdec)
   ;;
 memcheck-gpu)
   step memcheck-gpu 240 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-gpu.log' '$gpu_test' --include-ignored --skip make_ --test-threads 1 >> '$out/memcheck-tests.log' 2>&1; r=\$?; grep -E '^test |test result' '$out/memcheck-tests.log' | tail -12; grep -E 'ERROR SUMMARY' '$out/memcheck-gpu.log' | sort | uniq -c; cat '$out/memcheck-gpu.log' >> '$out/memcheck.log'; rm -f '$out/memcheck-gpu.log'; exit \$r"
+  ;;
+convert-tests)
+  step convert-tests 150 bash -c "'$convert_test' --include-ignored --test-threads 1 --nocapture > '$out/tests-convert.log' 2>&1; r=\$?; grep -E '^test |test result|GPU - CPU|release_after_stream:|NVDEC frame' '$out/tests-convert.log'; grep -A6 panicked '$out/tests-convert.log' | head -40; exit \$r"
+  ;;
+memcheck-convert|racecheck-convert)
+  tool=${what%-convert}
+  # Every kernel variant at the sizes that differ in shape (4K adds only launch time here).
+  export NVCAM_CONVERT_SIZES=${NVCAM_CONVERT_SIZES:-1366x768,161x97}
+  step "$what" 240 bash -c "compute-sanitizer --tool $tool --error-exitcode 99 --log-file '$out/$tool-convert.log' '$convert_test' --include-ignored --test-threads 1 --nocapture > '$out/$tool-convert-tests.log' 2>&1; r=\$?; grep -E '^test |test result|panicked' '$out/$tool-convert-tests.log'; grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' '$out/$tool-convert.log' | sort | uniq -c; [ \$r -ne 0 ] && { grep -A6 panicked '$out/$tool-convert-tests.log' | head -20; grep -B2 -A12 -m2 -E '^========= (Invalid|Error|Race|Program hit)' '$out/$tool-convert.log'; }; exit \$r"
+  ;;
+bench-convert)
+  step bench-convert 150 bash -c "'$b/bin/convert_bench' --fixtures '$fix' 2>>'$out/bench-stderr.log' | tee '$out/bench-convert.log'"
   ;;
 soak)
   soak_test=$(ls "$b"/tests/soak-* | head -1)

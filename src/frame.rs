@@ -16,6 +16,70 @@ pub(crate) enum TimeSource {
     Source,
 }
 
+/// The Y'CbCr → R'G'B' matrix of a stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum Matrix {
+    /// The stream does not say (most RTSP cameras): resolved by [`Color::resolved`].
+    #[default]
+    Unspecified,
+    Bt601,
+    Bt709,
+}
+
+/// The quantization range of a stream's samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum Range {
+    /// The stream does not say: limited, as players assume.
+    #[default]
+    Unspecified,
+    /// Y 16..235, Cb/Cr 16..240 ("TV", "MPEG").
+    Limited,
+    /// 0..255 ("PC", "JPEG").
+    Full,
+}
+
+/// A stream's colour description as the decoder reported it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) struct Color {
+    pub matrix: Matrix,
+    pub range: Range,
+}
+
+impl Color {
+    /// From H.273 / ISO 23091-2 code points (`matrix_coefficients`, `video_full_range_flag`), as
+    /// the H.264/HEVC VUI and NVDEC's video signal description carry them: 1 is BT.709; 5, 6
+    /// (BT.601 625/525) and 4 (FCC, close enough) are BT.601; anything else (2 = unspecified,
+    /// BT.2020, identity, ...) is left unspecified and resolved by size.
+    pub(crate) fn from_h273(matrix_coefficients: u32, full_range: Option<bool>) -> Color {
+        let matrix = match matrix_coefficients {
+            1 => Matrix::Bt709,
+            4..=6 => Matrix::Bt601,
+            _ => Matrix::Unspecified,
+        };
+        let range = match full_range {
+            Some(true) => Range::Full,
+            Some(false) => Range::Limited,
+            None => Range::Unspecified,
+        };
+        Color { matrix, range }
+    }
+
+    /// What an unspecified stream is taken to be, as FFmpeg's players do: BT.601 below 720 lines
+    /// (SD), BT.709 from 720 (HD), limited range.
+    pub(crate) fn resolved(self, height: u32) -> (Matrix, Range) {
+        let m = match self.matrix {
+            Matrix::Unspecified if height < 720 => Matrix::Bt601,
+            Matrix::Unspecified => Matrix::Bt709,
+            m => m,
+        };
+        let r = match self.range {
+            Range::Unspecified => Range::Limited,
+            r => r,
+        };
+        (m, r)
+    }
+}
+
 pub(crate) struct Frame {
     lease: Lease,
     /// Camera handle that produced it (the registry's owner key).
@@ -29,11 +93,34 @@ pub(crate) struct Frame {
     /// Wall clock when the frame was captured (see `time_source`), nanoseconds since the epoch.
     pub capture_ns: u64,
     pub time_source: TimeSource,
+    /// The stream's colour description (unspecified until a decoder reports one).
+    pub color: Color,
 }
 
 impl Frame {
     pub(crate) fn new(lease: Lease, owner: u64, seq: u64, pts_us: i64, wallclock_ns: u64, capture: (u64, TimeSource)) -> Frame {
-        Frame { lease, owner, seq, pts_us, wallclock_ns, capture_ns: capture.0, time_source: capture.1 }
+        Frame { lease, owner, seq, pts_us, wallclock_ns, capture_ns: capture.0, time_source: capture.1, color: Color::default() }
+    }
+    /// The same frame, with the colour description its decoder reported.
+    pub(crate) fn with_color(mut self, color: Color) -> Frame {
+        self.color = color;
+        self
+    }
+    /// The matrix and range conversions use: the stream's, with unspecified ones resolved.
+    pub(crate) fn color_resolved(&self) -> (Matrix, Range) {
+        self.color.resolved(self.geom().height)
+    }
+    /// The pool slot's index (events and stream hand-offs are per slot).
+    pub(crate) fn slot(&self) -> usize {
+        self.lease.index()
+    }
+    /// A host frame's slot bytes (NV12 at `geom()`); `None` for device frames.
+    pub(crate) fn host_bytes(&self) -> Option<&[u8]> {
+        self.lease.host_bytes()
+    }
+    /// The storage holding this frame's slot.
+    pub(crate) fn storage(&self) -> &dyn crate::pool::Storage {
+        self.lease.pool().storage()
     }
     pub(crate) fn geom(&self) -> &Geometry {
         &self.lease.pool().geom

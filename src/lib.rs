@@ -20,6 +20,7 @@
 
 mod camera;
 mod config;
+mod convert;
 mod decode;
 pub mod ffi;
 mod ffmpeg;
@@ -80,6 +81,24 @@ pub mod diag {
     pub use crate::gpu::nvdec::{counters as nvdec_counters, NvdecCounters};
     pub use crate::instances::live as lv_instances_live;
     pub use crate::pool::live_pools;
+    /// IEEE half bits → f32 (reading fp16 conversions).
+    pub fn f16_to_f32(h: u16) -> f32 {
+        crate::convert::f16_to_f32(h)
+    }
+    /// The CPU conversion of a packed NV12 image (see `ffi::convert::cpu_reference`).
+    pub fn convert_nv12_cpu(
+        nv12: &[u8],
+        width: u32,
+        height: u32,
+        spec: &crate::ffi::types::nvcam_convert,
+        color: (u32, u32),
+        dst_pitch: usize,
+    ) -> Result<Vec<u8>, String> {
+        crate::ffi::convert::cpu_reference(nv12, width, height, spec, color, dst_pitch).map_err(|e| e.to_string())
+    }
+    /// The test-only spin-then-copy kernel (stream hand-off tests).
+    #[cfg(feature = "test-hooks")]
+    pub use crate::gpu::convert::spin_copy;
     /// NVDEC fault and delay hooks (the `test-hooks` feature).
     #[cfg(feature = "test-hooks")]
     pub mod hooks {

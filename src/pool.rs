@@ -87,6 +87,18 @@ pub(crate) trait Storage: Send + Sync {
     fn mark_written(&self, _i: usize) -> Result<()> {
         Ok(())
     }
+    /// Makes `stream` (a `CUstream` of the device's primary context, as a number; 0 is the legacy
+    /// default stream) wait for slot `i`'s last write, without a host wait. Host memory: nothing
+    /// to wait for.
+    fn wait_on_stream(&self, _i: usize, _stream: u64) -> Result<()> {
+        Ok(())
+    }
+    /// Fences slot `i` with the work enqueued on `stream` so far: the slot is not handed out
+    /// again before that work completed, whenever its frame handles are released. Host memory:
+    /// nothing (a host slot is read by the CPU, under the handle).
+    fn fence_after_stream(&self, _i: usize, _stream: u64) -> Result<()> {
+        Ok(())
+    }
     /// Copies slot `i` (NV12 at `geom`) into a host buffer of `dst_pitch` rows; `dst` holds
     /// `geom.packed_size(dst_pitch)` bytes (checked by the caller).
     fn download(&self, i: usize, geom: &Geometry, dst: &mut [u8], dst_pitch: usize) -> Result<()>;
@@ -258,7 +270,6 @@ impl Lease {
         Some(unsafe { std::slice::from_raw_parts_mut(self.addr() as *mut u8, n) })
     }
     /// Host pools only: the slot's bytes for reading.
-    #[cfg(test)]
     pub(crate) fn host_bytes(&self) -> Option<&[u8]> {
         if self.pool.storage.kind() != MemoryKind::Host {
             return None;

@@ -418,6 +418,88 @@ fn op_copy(sh: &Shared, r: &mut Rng) {
     }
 }
 
+/// A conversion spec: mostly valid and small (the fuzzer's frames are 64x48), sometimes hostile.
+fn convert_spec(r: &mut Rng) -> nvcam_convert {
+    let mut c = nvcam_convert { struct_size: std::mem::size_of::<nvcam_convert>() as u32, ..Default::default() };
+    c.format = *r.pick(&[NVCAM_FORMAT_BGRA8, NVCAM_FORMAT_BGR8, NVCAM_FORMAT_RGB8, NVCAM_FORMAT_GRAY8, NVCAM_FORMAT_RGB_F32_PLANAR, NVCAM_FORMAT_RGB_F16_PLANAR, NVCAM_FORMAT_NV12, 7, u32::MAX]);
+    let side = [0u32, 0, 1, 7, 32, 64, 97, 16384, 16385, u32::MAX];
+    let n = if r.chance(8) { 10 } else { 7 };
+    c.width = *r.pick(&side[..n]);
+    let n = if r.chance(8) { 10 } else { 7 };
+    c.height = *r.pick(&side[..n]);
+    if r.chance(3) {
+        c.roi_x = *r.pick(&[0u32, 1, 33, 63, 64, u32::MAX]);
+        c.roi_y = *r.pick(&[0u32, 1, 20, 47, 48, u32::MAX]);
+        c.roi_width = *r.pick(&[0u32, 1, 31, 64, 65, u32::MAX]);
+        c.roi_height = *r.pick(&[0u32, 1, 27, 48, 49, u32::MAX]);
+    }
+    c.flags = *r.pick(&[0u32, 0, NVCAM_CONVERT_LETTERBOX, 2, u32::MAX]);
+    c.matrix = *r.pick(&[0u32, 0, 1, 2, 3]);
+    c.range = *r.pick(&[0u32, 0, 1, 2, 3]);
+    c.dst_memory = *r.pick(&[NVCAM_MEMORY_HOST, NVCAM_MEMORY_HOST, NVCAM_MEMORY_HOST, NVCAM_MEMORY_DEVICE, 2]);
+    c.dst_device = *r.pick(&[0, 0, -1, 1, i32::MIN]);
+    let any = f32::from_bits(r.next() as u32);
+    c.pad = [*r.pick(&[0.0f32, 114.0, 255.0, -1.0, f32::NAN, any]); 3];
+    c.mean = [*r.pick(&[0.0f32, 0.485, f32::INFINITY, any]), 0.456, 0.406];
+    c.std = [*r.pick(&[0.0f32, 0.229, 1.0, -0.0, any]), 0.224, 0.225];
+    if r.chance(10) {
+        c.reserved[r.below(6) as usize] = 1;
+    }
+    if r.chance(10) {
+        c.struct_size = *r.pick(&[0u32, 4, 111, u32::MAX]);
+    }
+    c
+}
+
+/// `nvcam_frame_convert` and friends with live, dead and made-up frames, hostile specs, sizes
+/// and pitches; host destinations are guarded buffers (stream 0: the fuzzer's frames are CPU
+/// frames, and a made-up stream handle is outside the contract).
+fn op_convert(sh: &Shared, r: &mut Rng) {
+    let frame = sh.handle(r, false);
+    let spec = convert_spec(r);
+    let sp: *const nvcam_convert = if r.chance(15) { std::ptr::null() } else { &spec };
+    match r.below(5) {
+        0 => {
+            let mut n = 0u64;
+            let np: *mut u64 = if r.chance(10) { std::ptr::null_mut() } else { &mut n };
+            let pitch = *r.pick(&[0u64, 0, 1, 256, 1 << 61, u64::MAX]);
+            // SAFETY (test): NULL or a live spec and u64.
+            sh.check("nvcam_frame_convert_size", unsafe { nvcam_frame_convert_size(frame, sp, pitch, np) });
+        }
+        1 => {
+            sh.check("nvcam_frame_wait_stream", unsafe { nvcam_frame_wait_stream(frame, 0) });
+        }
+        2 => {
+            // SAFETY (test): stream 0 is valid wherever a device frame could be.
+            if sh.check("nvcam_frame_release_after_stream", unsafe { nvcam_frame_release_after_stream(frame, 0) }) == NVCAM_OK {
+                let mut p = sh.pool.lock().unwrap();
+                p.frames.retain(|&x| x != frame);
+                p.bury(frame);
+            }
+        }
+        _ => {
+            let name = "nvcam_frame_convert";
+            let len = *r.pick(&[0usize, 1, 100, 3071, 3072, 9216, 12_288, 36_864, 70_000]);
+            let pitch = *r.pick(&[0u64, 0, 0, 1, 64, 191, 192, 256, 1 << 61, u64::MAX]);
+            let mut g = Guarded::new(len, r.below(8) as usize);
+            let (dst, size) = match r.below(10) {
+                0 => (std::ptr::null_mut(), len as u64),
+                1 => (g.ptr(), *r.pick(&[u64::MAX, 1 << 63])),
+                _ => (g.ptr(), len as u64),
+            };
+            let device = spec.dst_memory == NVCAM_MEMORY_DEVICE;
+            // SAFETY (test): host dst is writable for the size passed (or the size is refused
+            // before any write); a "device" dst is refused for the fuzzer's host frames.
+            let code = sh.check(name, unsafe { nvcam_frame_convert(frame, sp, dst.cast(), pitch, size, 0) });
+            if code == NVCAM_OK {
+                assert!(!device, "{name}: a host frame converted into 'device' memory");
+                sh.copies_ok.fetch_add(1, Ordering::Relaxed);
+            }
+            sh.guard(name, &g);
+        }
+    }
+}
+
 /// LabVIEW's callbacks and get_frame_lv, with NULL slots and slots holding 0, live, stale,
 /// made-up and wrong-kind values.
 fn op_lv(sh: &Shared, r: &mut Rng) {
@@ -524,7 +606,14 @@ fn op_cheap(sh: &Shared, r: &mut Rng) {
             // SAFETY (test): NULL or a guarded, aligned struct buffer.
             sized_call::<nvcam_frame_info>(sh, r, "nvcam_frame_info", |p| unsafe { nvcam_frame_info(f, p) });
         }
-        8..=9 => op_copy(sh, r),
+        8 => op_copy(sh, r),
+        9 => {
+            if r.chance(2) {
+                op_copy(sh, r)
+            } else {
+                op_convert(sh, r)
+            }
+        }
         10..=11 => {
             let c = sh.handle(r, true);
             // SAFETY (test): as above.

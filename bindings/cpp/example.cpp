@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
             if (px.size() != i.nv12_size) return 1;
             std::printf("frame %d: seq=%" PRIu64 " %ux%u pitch=%" PRIu64 " nv12_size=%" PRIu64 " pts_us=%" PRId64 " Y[0]=%u\n",
                         n, i.seq, i.width, i.height, i.pitch, i.nv12_size, i.pts_us, unsigned(px[0]));
+            // BGRA for a display (LabVIEW's picture control takes the same bytes as U32s).
+            std::vector<uint8_t> bgra = f.convert(nvcam::Frame::spec(NVCAM_FORMAT_BGRA8));
+            if (bgra.size() != size_t(i.width) * i.height * 4 || bgra[3] != 255) return 1;
             if (!kept) kept = f.clone();
         }  // each frame is released when f goes out of scope
 

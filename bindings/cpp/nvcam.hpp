@@ -169,6 +169,50 @@ public:
         return v;
     }
 
+    /// A conversion spec (zero fields = defaults: whole frame, its size, the stream's colours,
+    /// host memory); set more fields on the result as needed.
+    static nvcam_convert_t spec(uint32_t format, uint32_t width = 0, uint32_t height = 0, bool letterbox = false) {
+        nvcam_convert_t c{};
+        c.struct_size = sizeof c;
+        c.format = format;
+        c.width = width;
+        c.height = height;
+        c.flags = letterbox ? NVCAM_CONVERT_LETTERBOX : 0;
+        return c;
+    }
+
+    /// Bytes convert() writes for `spec` at `dst_pitch` (0 = packed).
+    uint64_t convert_size(const nvcam_convert_t& spec, uint64_t dst_pitch = 0) const {
+        uint64_t n = 0;
+        detail::check(nvcam_frame_convert_size(h_, &spec, dst_pitch, &n), "nvcam_frame_convert_size");
+        return n;
+    }
+
+    /// Converts into `dst`: host memory (returns with the bytes), or device memory when
+    /// spec.dst_memory is NVCAM_MEMORY_DEVICE (enqueued on `stream`, a CUstream, no host wait).
+    void convert(const nvcam_convert_t& spec, void* dst, uint64_t dst_size, uint64_t dst_pitch = 0, uint64_t stream = 0) const {
+        detail::check(nvcam_frame_convert(h_, &spec, dst, dst_pitch, dst_size, stream), "nvcam_frame_convert");
+    }
+
+    /// A host copy converted as `spec` says (spec.dst_memory must be NVCAM_MEMORY_HOST).
+    std::vector<uint8_t> convert(const nvcam_convert_t& spec) const {
+        std::vector<uint8_t> v(size_t(convert_size(spec)));
+        convert(spec, v.data(), v.size());
+        return v;
+    }
+
+    /// Makes `stream` (a CUstream of the frame's device's primary context, or 0) wait for the frame.
+    void wait_stream(uint64_t stream) const {
+        detail::check(nvcam_frame_wait_stream(h_, stream), "nvcam_frame_wait_stream");
+    }
+
+    /// Releases now; the slot is reused only after the work queued on `stream` so far. On failure
+    /// the handle stays owned (and is released normally later).
+    void release_after_stream(uint64_t stream) {
+        detail::check(nvcam_frame_release_after_stream(h_, stream), "nvcam_frame_release_after_stream");
+        h_ = 0;
+    }
+
     /// A new handle to the same pixels; both must be released (destroyed).
     Frame clone() const {
         uint64_t c = 0;

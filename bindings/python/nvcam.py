@@ -122,6 +122,14 @@ MEMORY_HOST = 0
 MEMORY_DEVICE = 1
 
 FORMAT_NV12 = 0
+FORMAT_BGRA8 = 1
+FORMAT_BGR8 = 2
+FORMAT_RGB8 = 3
+FORMAT_GRAY8 = 4
+FORMAT_RGB_F32_PLANAR = 5
+FORMAT_RGB_F16_PLANAR = 6
+
+CONVERT_LETTERBOX = 1
 
 LOG_OFF = 0
 LOG_ERROR = 1
@@ -290,6 +298,31 @@ class FrameInfo(_Sized):
         return self.height + (self.height + 1) // 2
 
 
+class Convert(_Sized):
+    """``nvcam_convert_t``: what :meth:`Frame.convert_into` makes of a frame. Zero fields mean
+    defaults (the whole frame, its own size, the stream's colours, host memory)."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("format", c_uint32),
+        ("width", c_uint32),
+        ("height", c_uint32),
+        ("roi_x", c_uint32),
+        ("roi_y", c_uint32),
+        ("roi_width", c_uint32),
+        ("roi_height", c_uint32),
+        ("flags", c_uint32),
+        ("matrix", c_uint32),
+        ("range", c_uint32),
+        ("dst_memory", c_uint32),
+        ("dst_device", c_int32),
+        ("pad", ctypes.c_float * 3),
+        ("mean", ctypes.c_float * 3),
+        ("std", ctypes.c_float * 3),
+        ("reserved", c_uint32 * 6),
+    ]
+
+
 class GpuStats(_Sized):
     """``nvcam_gpu_stats``: GPU counters of one device, or summed over all (``device`` -1)."""
 
@@ -405,6 +438,10 @@ _PROTOTYPES = {
     "nvcam_frame_release": (_I32, [c_uint64]),
     "nvcam_frame_info": (_I32, [c_uint64, POINTER(FrameInfo)]),
     "nvcam_frame_copy_nv12": (_I32, [c_uint64, c_void_p, c_uint64, c_uint64]),
+    "nvcam_frame_convert": (_I32, [c_uint64, POINTER(Convert), c_void_p, c_uint64, c_uint64, c_uint64]),
+    "nvcam_frame_convert_size": (_I32, [c_uint64, POINTER(Convert), c_uint64, _P_U64]),
+    "nvcam_frame_wait_stream": (_I32, [c_uint64, c_uint64]),
+    "nvcam_frame_release_after_stream": (_I32, [c_uint64, c_uint64]),
     "nvcam_registry_force_release_owner": (_I32, [c_uint64, _P_U32]),
     "nvcam_registry_stats": (_I32, [c_uint64, _P_U32, _P_U64]),
     "nvcam_log_init": (_I32, [c_char_p, c_int32]),
@@ -688,6 +725,77 @@ class Frame:
             raise RuntimeError("numpy is not installed")
         info = self.info
         return self.to_numpy_nv12()[: info.height, : info.width]
+
+    @staticmethod
+    def spec(format, width=0, height=0, roi=None, letterbox=False, pad=(0, 0, 0), matrix=0, range=0,
+             mean=(0, 0, 0), std=(1, 1, 1), device=None):
+        """A :class:`Convert` spec. ``roi`` is ``(x, y, w, h)``; ``device`` a GPU ordinal for a
+        device destination (``None``: host memory)."""
+        c = Convert()
+        c.format = format
+        c.width, c.height = width, height
+        if roi is not None:
+            c.roi_x, c.roi_y, c.roi_width, c.roi_height = roi
+        c.flags = CONVERT_LETTERBOX if letterbox else 0
+        c.matrix, c.range = matrix, range
+        c.dst_memory = MEMORY_HOST if device is None else MEMORY_DEVICE
+        c.dst_device = 0 if device is None else device
+        c.pad[:] = list(pad)
+        c.mean[:] = list(mean)
+        c.std[:] = list(std)
+        return c
+
+    def convert_size(self, spec, dst_pitch=0):
+        """Bytes :meth:`convert_into` needs for ``spec``."""
+        n = c_uint64(0)
+        _check(lib.nvcam_frame_convert_size(self.handle, byref(spec), dst_pitch, byref(n)), "nvcam_frame_convert_size")
+        return n.value
+
+    def convert_into(self, spec, dst, dst_size, dst_pitch=0, stream=0):
+        """Converts into ``dst``: a writable host buffer (``dst_size`` ignored, its length used)
+        for a host spec, or a device address (int) of ``dst_size`` bytes for a device spec, the
+        work enqueued on ``stream`` (a CUstream handle as int, e.g. ``torch.cuda.current_stream().cuda_stream``)."""
+        if spec.dst_memory == MEMORY_HOST:
+            mv = memoryview(dst).cast("B")
+            if mv.readonly:
+                raise ValueError("buffer is read-only")
+            addr = ctypes.addressof((c_char * len(mv)).from_buffer(mv)) if len(mv) else None
+            dst_size = len(mv)
+        else:
+            addr = int(dst)
+        _check(lib.nvcam_frame_convert(self.handle, byref(spec), addr, dst_pitch, dst_size, stream), "nvcam_frame_convert")
+
+    def to_numpy(self, format=FORMAT_BGRA8, **spec):
+        """A host copy converted to ``format`` (numpy required): ``(h, w, 4|3)`` or ``(h, w)``
+        uint8, or ``(3, h, w)`` float32/float16 for the planar formats. Keyword arguments as
+        :meth:`spec`."""
+        if _np is None:
+            raise RuntimeError("numpy is not installed")
+        c = Frame.spec(format, **spec)
+        n = self.convert_size(c)
+        planar = format in (FORMAT_RGB_F32_PLANAR, FORMAT_RGB_F16_PLANAR)
+        dtype = {FORMAT_RGB_F32_PLANAR: _np.float32, FORMAT_RGB_F16_PLANAR: _np.float16}.get(format, _np.uint8)
+        a = _np.empty(n // _np.dtype(dtype).itemsize, dtype=dtype)
+        self.convert_into(c, a, n)
+        w = self._out_w(c)
+        if planar:
+            return a.reshape(3, -1, w)
+        ch = {FORMAT_BGRA8: 4, FORMAT_BGR8: 3, FORMAT_RGB8: 3, FORMAT_GRAY8: 1}[format]
+        return a.reshape(-1, w, ch) if ch > 1 else a.reshape(-1, w)
+
+    def _out_w(self, c):
+        if c.width:
+            return c.width
+        return c.roi_width if c.roi_width and c.roi_height else self.info.width
+
+    def wait_stream(self, stream):
+        """Makes ``stream`` (a CUstream handle as int) wait until the frame is ready (no host wait)."""
+        _check(lib.nvcam_frame_wait_stream(self.handle, stream), "nvcam_frame_wait_stream")
+
+    def release_after_stream(self, stream):
+        """Releases now; the slot is reused only after the work queued on ``stream`` so far."""
+        _check(lib.nvcam_frame_release_after_stream(self.handle, stream), "nvcam_frame_release_after_stream")
+        self._released = True
 
     def clone(self):
         """A new handle to the same pixels (release both)."""

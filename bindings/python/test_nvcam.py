@@ -72,12 +72,30 @@ class NvcamTest(unittest.TestCase):
             "nvcam_camera_stats_t": nvcam.CameraStats,
             "nvcam_frame_info_t": nvcam.FrameInfo,
             "nvcam_gpu_stats_t": nvcam.GpuStats,
+            "nvcam_convert_t": nvcam.Convert,
         }
         for body, cname in re.findall(r"typedef struct \{(.*?)\} (\w+);", text, re.S):
             body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
             fields = re.findall(r"^\s+[\w\s\*]+?\**(\w+)(?:\[\d+\])?;", body, re.M)
             self.assertIn(cname, structs)
             self.assertEqual(fields, [f[0] for f in structs[cname]._fields_], cname)
+
+    def test_to_numpy_converts_on_the_cpu(self):
+        self.assertEqual(ctypes.sizeof(nvcam.Convert), 112)
+        with open_cam() as cam:
+            with cam.get_frame(2000) as f:
+                if nvcam._np is None:
+                    with self.assertRaises(RuntimeError):
+                        f.to_numpy(nvcam.FORMAT_BGRA8)
+                    return
+                bgra = f.to_numpy(nvcam.FORMAT_BGRA8)
+                self.assertEqual(bgra.shape, (48, 64, 4))
+                self.assertTrue((bgra[:, :, 3] == 255).all())
+                gray = f.to_numpy(nvcam.FORMAT_GRAY8, range=nvcam.RANGE_FULL)
+                self.assertTrue((gray == f.to_numpy_y()).all(), "full-range gray is the Y plane")
+                t = f.to_numpy(nvcam.FORMAT_RGB_F16_PLANAR, width=32, height=32, letterbox=True, pad=(114, 114, 114))
+                self.assertEqual((t.shape, t.dtype), ((3, 32, 32), nvcam._np.float16))
+                self.assertAlmostEqual(float(t[0, 0, 0]), 114 / 255, places=3)
 
     def test_gpu_stats_answer_with_or_without_a_gpu(self):
         s = nvcam.gpu_stats(-1)

@@ -68,7 +68,7 @@ pub(super) fn deliver(
     if sh.report(dec.write_into(&mut lease)?) {
         return Ok(()); // the decoder recovered; this picture is lost (counted)
     }
-    let frame = Arc::new(Frame::new(lease, sh.handle(), seq, pic.pts_us, wall_ns(), capture));
+    let frame = Arc::new(Frame::new(lease, sh.handle(), seq, pic.pts_us, wall_ns(), capture).with_color(pic.color));
     let replaced = {
         let mut m = sh.mailbox.lock();
         let old = m.replace(frame);

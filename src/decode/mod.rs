@@ -9,6 +9,7 @@
 
 pub(crate) mod software;
 
+use crate::frame::Color;
 use crate::pool::Lease;
 use crate::status::*;
 use ffmpeg_next as ff;
@@ -45,6 +46,8 @@ pub(crate) struct Picture {
     pub height: u32,
     /// Microseconds on the stream's clock, i64::MIN if the stream has none.
     pub pts_us: i64,
+    /// The stream's colour matrix and range, as the decoder saw them.
+    pub color: Color,
 }
 
 /// What a successful call met on the way, for the camera to report.
@@ -86,7 +89,12 @@ pub(crate) fn received(
     call: &str,
 ) -> Result<Option<Picture>> {
     match r {
-        Ok(()) => Ok(Some(Picture { width: frame.width(), height: frame.height(), pts_us: pts_us(frame.timestamp(), time_base) })),
+        Ok(()) => Ok(Some(Picture {
+            width: frame.width(),
+            height: frame.height(),
+            pts_us: pts_us(frame.timestamp(), time_base),
+            color: color_of(frame),
+        })),
         Err(ff::Error::Eof) | Err(ff::Error::InvalidData) => Ok(None),
         Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => Ok(None),
         Err(e) => Err(Error::ffmpeg(call, e)),
@@ -107,6 +115,21 @@ pub(crate) unsafe fn set_low_delay(ctx: *mut ff::ffi::AVCodecContext, params: &f
             (*ctx).flags |= ff::ffi::AV_CODEC_FLAG_LOW_DELAY as i32;
         }
     }
+}
+
+/// An FFmpeg frame's colour description (`colorspace` holds H.273 code points; the `yuvj`
+/// formats mean full range even where `color_range` is unset).
+fn color_of(frame: &ff::frame::Video) -> Color {
+    use ff::util::color::Range;
+    use ff::util::format::Pixel;
+    let matrix = ff::ffi::AVColorSpace::from(frame.color_space()) as u32;
+    let full = match frame.color_range() {
+        Range::JPEG => Some(true),
+        Range::MPEG => Some(false),
+        _ if matches!(frame.format(), Pixel::YUVJ420P | Pixel::YUVJ422P | Pixel::YUVJ444P) => Some(true),
+        _ => None,
+    };
+    Color::from_h273(matrix, full)
 }
 
 /// Stream timestamp → microseconds.

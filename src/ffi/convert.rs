@@ -5,7 +5,8 @@ use super::types::*;
 use crate::camera::{CameraState, Stats};
 use crate::config::{Config, DecoderPolicy, LatencyMode, OpenFlags, Options, Placement, DEFAULTS, POOL_SLOTS_MAX, POOL_SLOTS_MIN};
 use crate::decode::DecoderKind;
-use crate::frame::{Frame, TimeSource};
+use crate::convert::{PixelFormat, Rect, Spec};
+use crate::frame::{Frame, Matrix, Range, TimeSource};
 use crate::gpu::GpuStats;
 use crate::pool::MemoryKind;
 use crate::status::*;
@@ -210,11 +211,107 @@ pub(crate) fn frame_info(f: &Frame, struct_size: u32) -> nvcam_frame_info {
             TimeSource::Receive => NVCAM_TIME_RECEIVE,
             TimeSource::Source => NVCAM_TIME_SOURCE,
         },
-        color_matrix: NVCAM_MATRIX_UNKNOWN,
-        color_range: NVCAM_RANGE_UNKNOWN,
+        color_matrix: matrix_code(f.color_resolved().0),
+        color_range: range_code(f.color_resolved().1),
         reserved32: 0,
         reserved: [0; 1],
     }
+}
+
+fn matrix_code(m: Matrix) -> u32 {
+    match m {
+        Matrix::Unspecified => NVCAM_MATRIX_UNKNOWN,
+        Matrix::Bt601 => NVCAM_MATRIX_BT601,
+        Matrix::Bt709 => NVCAM_MATRIX_BT709,
+    }
+}
+
+fn range_code(r: Range) -> u32 {
+    match r {
+        Range::Unspecified => NVCAM_RANGE_UNKNOWN,
+        Range::Limited => NVCAM_RANGE_LIMITED,
+        Range::Full => NVCAM_RANGE_FULL,
+    }
+}
+
+/// Where a conversion's `dst` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DstKind {
+    Host,
+    Device(i32),
+}
+
+/// A conversion spec from the C struct, checked (sizes and the ROI against the frame are checked
+/// by the plan).
+pub(crate) fn convert_spec(c: &nvcam_convert) -> Result<(Spec, DstKind)> {
+    let format = match c.format {
+        NVCAM_FORMAT_BGRA8 => PixelFormat::Bgra8,
+        NVCAM_FORMAT_BGR8 => PixelFormat::Bgr8,
+        NVCAM_FORMAT_RGB8 => PixelFormat::Rgb8,
+        NVCAM_FORMAT_GRAY8 => PixelFormat::Gray8,
+        NVCAM_FORMAT_RGB_F32_PLANAR => PixelFormat::RgbF32,
+        NVCAM_FORMAT_RGB_F16_PLANAR => PixelFormat::RgbF16,
+        NVCAM_FORMAT_NV12 => return Err(Error::arg("format NV12: use nvcam_frame_copy_nv12 or the frame's own planes")),
+        f => return Err(Error::arg(format!("format {f} is not an NVCAM_FORMAT_* value"))),
+    };
+    if c.flags & !NVCAM_CONVERT_ALL != 0 {
+        return Err(Error::arg(format!("nvcam_convert_t.flags 0x{:x}: unknown bits", c.flags & !NVCAM_CONVERT_ALL)));
+    }
+    if c.reserved.iter().any(|&r| r != 0) {
+        return Err(Error::arg("nvcam_convert_t.reserved must be 0"));
+    }
+    let matrix = match c.matrix {
+        NVCAM_MATRIX_UNKNOWN => None,
+        NVCAM_MATRIX_BT601 => Some(Matrix::Bt601),
+        NVCAM_MATRIX_BT709 => Some(Matrix::Bt709),
+        m => return Err(Error::arg(format!("matrix {m} is not an NVCAM_MATRIX_* value"))),
+    };
+    let range = match c.range {
+        NVCAM_RANGE_UNKNOWN => None,
+        NVCAM_RANGE_LIMITED => Some(Range::Limited),
+        NVCAM_RANGE_FULL => Some(Range::Full),
+        r => return Err(Error::arg(format!("range {r} is not an NVCAM_RANGE_* value"))),
+    };
+    let dst = match c.dst_memory {
+        NVCAM_MEMORY_HOST => DstKind::Host,
+        NVCAM_MEMORY_DEVICE if c.dst_device >= 0 => DstKind::Device(c.dst_device),
+        NVCAM_MEMORY_DEVICE => return Err(Error::arg(format!("dst_device {} is not a GPU ordinal", c.dst_device))),
+        m => return Err(Error::arg(format!("dst_memory {m} is not an NVCAM_MEMORY_* value"))),
+    };
+    let roi = (c.roi_width != 0 && c.roi_height != 0).then_some(Rect { x: c.roi_x, y: c.roi_y, w: c.roi_width, h: c.roi_height });
+    let spec = Spec {
+        format,
+        width: c.width,
+        height: c.height,
+        roi,
+        letterbox: c.flags & NVCAM_CONVERT_LETTERBOX != 0,
+        pad: c.pad,
+        matrix,
+        range,
+        mean: c.mean,
+        std: c.std.map(|s| if s == 0.0 { 1.0 } else { s }),
+    };
+    Ok((spec, dst))
+}
+
+/// The CPU conversion of a packed NV12 image (`nv12_size` bytes as `nvcam_frame_copy_nv12`
+/// writes them) whose stream colours are the `NVCAM_MATRIX_*`/`NVCAM_RANGE_*` codes given: the
+/// reference the GPU tests compare the kernels against.
+pub(crate) fn cpu_reference(nv12: &[u8], width: u32, height: u32, spec: &nvcam_convert, color: (u32, u32), dst_pitch: usize) -> Result<Vec<u8>> {
+    let (s, _) = convert_spec(spec)?;
+    let m = match color.0 {
+        NVCAM_MATRIX_BT601 => Matrix::Bt601,
+        NVCAM_MATRIX_BT709 => Matrix::Bt709,
+        _ => Matrix::Unspecified,
+    };
+    let r = if color.1 == NVCAM_RANGE_FULL { Range::Full } else { Range::Limited };
+    let plan = crate::convert::Plan::new(&s, width, height, crate::frame::Color { matrix: m, range: r }.resolved(height))?;
+    let l = plan.layout(dst_pitch)?;
+    let pitch = (width as usize).div_ceil(2) * 2;
+    let src = crate::convert::cpu::Nv12 { bytes: nv12, pitch, uv_offset: pitch * height as usize };
+    let mut out = vec![0u8; l.total];
+    crate::convert::cpu::convert(&plan, &src, &mut out, &l)?;
+    Ok(out)
 }
 
 pub(crate) fn gpu_stats(s: &GpuStats, struct_size: u32) -> nvcam_gpu_stats {

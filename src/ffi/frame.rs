@@ -1,7 +1,7 @@
 //! The frame object: clone, release, info, host copies; and the clone registry's calls.
 
 use super::types::*;
-use super::{boundary, bytes_out, convert, out, out_opt, sized_out, Ctx};
+use super::{boundary, bytes_out, convert, out, out_opt, sized, sized_out, Ctx};
 use crate::handle::{self, Kind};
 use crate::registry;
 
@@ -111,5 +111,129 @@ pub unsafe extern "C" fn nvcam_registry_stats(cam: u64, for_camera: *mut u32, to
             *p = m.values().map(|&v| v as u64).sum();
         }
         Ok(())
+    })
+}
+
+/// Reads a conversion spec (required) and the pitch.
+///
+/// # Safety
+/// `spec` is NULL or readable for its `struct_size` bytes.
+unsafe fn spec_and_pitch(spec: *const nvcam_convert, dst_pitch: u64) -> crate::status::Result<(crate::convert::Spec, convert::DstKind, usize)> {
+    use crate::status::Error;
+    // SAFETY: forwarded from the caller's contract.
+    let c = unsafe { sized(spec, "spec") }?.ok_or_else(|| Error::null("spec"))?;
+    let (s, kind) = convert::convert_spec(c)?;
+    let pitch = usize::try_from(dst_pitch).map_err(|_| Error::arg(format!("dst_pitch {dst_pitch} too large")))?;
+    Ok((s, kind, pitch))
+}
+
+/// Converts the frame as `spec` says (format, output size, crop, letterbox, colours, mean/std)
+/// into `dst`, rows `dst_pitch` bytes apart (0 = packed; planar formats: the planes follow each
+/// other, `height` rows each). Nothing is written unless the whole image fits in `dst_size` bytes
+/// (`nvcam_frame_convert_size` says how many).
+///
+/// `spec->dst_memory` says where `dst` is:
+/// - `NVCAM_MEMORY_DEVICE`: `dst` is a `CUdeviceptr` on `spec->dst_device` (the frame's GPU). The
+///   work is enqueued on `cuda_stream` (a `CUstream` of that device's primary context, as PyTorch
+///   and CuPy use; 0 = its legacy default stream), which first waits for the frame to be ready:
+///   the call does not wait on the host. The frame's slot is fenced by that work, so the handle
+///   may be released at once. Frames of CPU cameras cannot be converted into device memory.
+/// - `NVCAM_MEMORY_HOST`: any host memory (a LabVIEW array); the call returns when the bytes are
+///   there (GPU frames go through a pinned staging buffer; CPU frames convert on the CPU with the
+///   same arithmetic). `cuda_stream` is ignored.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_UNSUPPORTED, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+///
+/// # Safety
+/// `spec` is NULL or a readable `nvcam_convert_t` whose `struct_size` is set. For host memory,
+/// `dst` is NULL or writable for `dst_size` bytes; for device memory, `dst` is device memory of
+/// at least `dst_size` bytes (its allocation's extent is also checked) and `cuda_stream` a live
+/// stream of that device's primary context, or 0.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_frame_convert(
+    frame: u64,
+    spec: *const nvcam_convert,
+    dst: *mut std::ffi::c_void,
+    dst_pitch: u64,
+    dst_size: u64,
+    cuda_stream: u64,
+) -> i32 {
+    boundary("nvcam_frame_convert", Ctx::Frame(frame), || {
+        use crate::gpu::convert::{convert_frame, Dst};
+        // SAFETY: forwarded from this function's contract.
+        let (s, kind, pitch) = unsafe { spec_and_pitch(spec, dst_pitch) }?;
+        let f = registry::get(frame)?;
+        match kind {
+            convert::DstKind::Host => {
+                // SAFETY: forwarded from this function's contract (host memory of dst_size).
+                let buf = unsafe { bytes_out(dst.cast::<u8>(), dst_size, "dst") }?;
+                convert_frame(&f, &s, Dst::Host(buf), pitch, cuda_stream)
+            }
+            convert::DstKind::Device(device) => {
+                if dst.is_null() {
+                    return Err(crate::status::Error::null("dst"));
+                }
+                let len = usize::try_from(dst_size).map_err(|_| crate::status::Error::arg(format!("dst_size {dst_size} too large")))?;
+                convert_frame(&f, &s, Dst::Device { ptr: dst as u64, len, device }, pitch, cuda_stream)
+            }
+        }
+    })
+}
+
+/// Writes into `*size` the bytes `nvcam_frame_convert` needs for this frame, `spec` and
+/// `dst_pitch` (0 = packed).
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
+///
+/// # Safety
+/// `spec` is NULL or a readable `nvcam_convert_t` whose `struct_size` is set; `size` is NULL or
+/// writable for a `uint64_t`.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_frame_convert_size(frame: u64, spec: *const nvcam_convert, dst_pitch: u64, size: *mut u64) -> i32 {
+    boundary("nvcam_frame_convert_size", Ctx::Frame(frame), || {
+        // SAFETY: forwarded from this function's contract.
+        let (s, _, pitch) = unsafe { spec_and_pitch(spec, dst_pitch) }?;
+        // SAFETY: forwarded from this function's contract.
+        let out_size = unsafe { out(size, "size") }?;
+        let f = registry::get(frame)?;
+        *out_size = crate::gpu::convert::required_size(&f, &s, pitch)? as u64;
+        Ok(())
+    })
+}
+
+/// Makes `cuda_stream` (a `CUstream` of the frame's device's primary context; 0 = its legacy
+/// default stream) wait until the frame's pixels are ready, without a host wait: work the caller
+/// enqueues on that stream afterwards may read the planes `nvcam_frame_info` points to. Frames in
+/// host memory are always ready (nothing to do).
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CUDA, NVCAM_E_PANIC
+///
+/// # Safety
+/// `cuda_stream` is a live stream of the frame's device's primary context, or 0.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_frame_wait_stream(frame: u64, cuda_stream: u64) -> i32 {
+    boundary("nvcam_frame_wait_stream", Ctx::Frame(frame), || {
+        let f = registry::get(frame)?;
+        f.storage().wait_on_stream(f.slot(), cuda_stream)
+    })
+}
+
+/// Releases the frame handle now; its slot returns to the pool only once the work enqueued on
+/// `cuda_stream` so far has completed (an event recorded there), so a kernel of the caller that
+/// reads the frame may still be queued or running. If the event cannot be recorded (not a stream
+/// of this device's primary context), the handle is NOT released and the error returned: wait on
+/// the stream, then `nvcam_frame_release`. Host frames are released at once.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CUDA, NVCAM_E_PANIC
+///
+/// # Safety
+/// `cuda_stream` is a live stream of the frame's device's primary context, or 0.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_frame_release_after_stream(frame: u64, cuda_stream: u64) -> i32 {
+    boundary("nvcam_frame_release_after_stream", Ctx::Frame(frame), || {
+        let f = registry::get(frame)?;
+        f.storage().fence_after_stream(f.slot(), cuda_stream)?;
+        drop(f);
+        registry::release(frame)
     })
 }

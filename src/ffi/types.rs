@@ -60,6 +60,25 @@ pub const NVCAM_MEMORY_DEVICE: u32 = 1;
 
 /// `format` of `nvcam_frame_info`: NV12 (Y plane, then interleaved UV at half height).
 pub const NVCAM_FORMAT_NV12: u32 = 0;
+/// `format` of `nvcam_convert_t`: 4 bytes per pixel B, G, R, A (= 255); one little-endian
+/// `uint32_t` 0xAARRGGBB per pixel, what LabVIEW's picture control and IMAQ RGB images hold.
+pub const NVCAM_FORMAT_BGRA8: u32 = 1;
+/// 3 bytes per pixel B, G, R (OpenCV's order).
+pub const NVCAM_FORMAT_BGR8: u32 = 2;
+/// 3 bytes per pixel R, G, B.
+pub const NVCAM_FORMAT_RGB8: u32 = 3;
+/// 1 byte per pixel: luma, expanded to 0..255.
+pub const NVCAM_FORMAT_GRAY8: u32 = 4;
+/// Planar R, G, B `float` (NCHW, one plane after the other, `height` rows each):
+/// `(v / 255 - mean[c]) / std[c]`.
+pub const NVCAM_FORMAT_RGB_F32_PLANAR: u32 = 5;
+/// As `NVCAM_FORMAT_RGB_F32_PLANAR` in IEEE half precision (`uint16_t` bits).
+pub const NVCAM_FORMAT_RGB_F16_PLANAR: u32 = 6;
+
+/// `flags` of `nvcam_convert_t`: keep the ROI's aspect ratio; scale it to fit the output, centre
+/// it and fill the rest with `pad`.
+pub const NVCAM_CONVERT_LETTERBOX: u32 = 1;
+pub(crate) const NVCAM_CONVERT_ALL: u32 = 1;
 
 /// `nvcam_camera_options_t.latency`: live network sources get `LOW`, files and the test source
 /// `THROUGHPUT`.
@@ -246,6 +265,45 @@ pub struct nvcam_frame_info {
     pub reserved: [u64; 1],
 }
 
+/// What `nvcam_frame_convert` makes of a frame. Zero in any field means its default, so a zeroed
+/// struct with `struct_size` and `format` set converts the whole frame at its own size, with the
+/// stream's colours, into host memory.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct nvcam_convert {
+    /// `sizeof(nvcam_convert_t)`.
+    pub struct_size: u32,
+    /// `NVCAM_FORMAT_*` other than NV12.
+    pub format: u32,
+    /// Output size in pixels; 0 = the ROI's.
+    pub width: u32,
+    pub height: u32,
+    /// Crop rectangle in frame pixels; `roi_width` or `roi_height` 0 = the whole frame.
+    pub roi_x: u32,
+    pub roi_y: u32,
+    pub roi_width: u32,
+    pub roi_height: u32,
+    /// `NVCAM_CONVERT_*` bits.
+    pub flags: u32,
+    /// `NVCAM_MATRIX_*`; `NVCAM_MATRIX_UNKNOWN` (0) = the stream's (as `nvcam_frame_info_t`
+    /// reports it).
+    pub matrix: u32,
+    /// `NVCAM_RANGE_*`; 0 = the stream's.
+    pub range: u32,
+    /// `NVCAM_MEMORY_*`: where `dst` is.
+    pub dst_memory: u32,
+    /// CUDA device ordinal of `dst` for `NVCAM_MEMORY_DEVICE`.
+    pub dst_device: i32,
+    /// Letterbox fill R, G, B in 0..255 (float formats normalize it like a pixel).
+    pub pad: [f32; 3],
+    /// Float formats: per-channel R, G, B mean (0..1 units) ...
+    pub mean: [f32; 3],
+    /// ... and standard deviation; 0 = 1.
+    pub std: [f32; 3],
+    /// Must be 0.
+    pub reserved: [u32; 6],
+}
+
 /// Process-wide GPU counters (`nvcam_gpu_stats`), for one device or summed over all (`device`
 /// -1). Counts are since the process started; gauges (`bytes_*`, `*_decoders`, `contexts`) are now.
 #[repr(C)]
@@ -302,6 +360,8 @@ const _: () = assert!(std::mem::size_of::<nvcam_camera_options>() == 80);
 const _: () = assert!(std::mem::size_of::<nvcam_camera_stats>() == 152);
 const _: () = assert!(std::mem::size_of::<nvcam_frame_info>() == 120);
 const _: () = assert!(std::mem::size_of::<nvcam_gpu_stats>() == 160);
+const _: () = assert!(std::mem::size_of::<nvcam_convert>() == 112);
+const _: () = assert!(std::mem::offset_of!(nvcam_convert, pad) == 52);
 const _: () = assert!(std::mem::offset_of!(nvcam_gpu_stats, device_allocs) == 24);
 const _: () = assert!(std::mem::offset_of!(nvcam_camera_options, ffmpeg_options) == 40);
 const _: () = assert!(std::mem::offset_of!(nvcam_camera_stats, fps) == 64);

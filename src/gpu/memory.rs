@@ -48,6 +48,11 @@ pub(crate) struct DeviceStorage {
     slots: usize,
     /// Recorded on the camera's stream after each write into the slot.
     events: Vec<Event>,
+    /// Recorded on consumers' streams (`nvcam_frame_release_after_stream`, conversions on a
+    /// caller's stream): the slot is reused only once their work on it completed.
+    consumers: Vec<Event>,
+    /// Serializes the chaining of consumer fences (wait on the previous, record the new).
+    fence_lock: Mutex<()>,
     /// Host downloads, one at a time per pool; allocated on the first.
     staging: Mutex<Option<PinnedBuf>>,
 }
@@ -60,6 +65,7 @@ impl DeviceStorage {
         let shape = Geometry::nv12(width, height);
         let rows = shape.y_rows() + shape.uv_rows();
         let events = (0..slots).map(|_| Event::new(dev)).collect::<Result<Vec<_>>>()?;
+        let consumers = (0..slots).map(|_| Event::new(dev)).collect::<Result<Vec<_>>>()?;
         let (mut base, mut pitch) = (0 as sys::CUdeviceptr, 0usize);
         {
             let _g = dev.push()?;
@@ -74,7 +80,17 @@ impl DeviceStorage {
         c.device_allocs.fetch_add(1, Ordering::Relaxed);
         c.bytes_in_pools.fetch_add((slot_bytes * slots) as i64, Ordering::Relaxed);
         log::debug!("GPU {}: pool of {slots} x {width}x{height} NV12, pitch {pitch}, {} bytes", dev.ordinal, slot_bytes * slots);
-        Ok(DeviceStorage { stream: stream.clone(), base, geom, slot_bytes, slots, events, staging: Mutex::new(None) })
+        Ok(DeviceStorage {
+            stream: stream.clone(),
+            base,
+            geom,
+            slot_bytes,
+            slots,
+            events,
+            consumers,
+            fence_lock: Mutex::new(()),
+            staging: Mutex::new(None),
+        })
     }
 }
 
@@ -83,7 +99,8 @@ impl Drop for DeviceStorage {
         let dev = self.stream.dev.clone();
         let bytes = (self.slot_bytes * self.slots) as u64;
         stats::of(dev.ordinal).bytes_in_pools.fetch_sub(bytes as i64, Ordering::Relaxed);
-        let fences = std::mem::take(&mut self.events);
+        let mut fences = std::mem::take(&mut self.events);
+        fences.append(&mut self.consumers);
         deferred::retire(dev, deferred::Buf::Device(self.base), bytes, fences);
         // The staging buffer retires itself with its own fence.
         drop(self.staging.lock().take());
@@ -106,7 +123,28 @@ impl Storage for DeviceStorage {
     }
     fn reusable(&self, i: usize) -> bool {
         // A failing query means a broken context; reuse cannot make that worse.
-        self.events[i].query().unwrap_or(true)
+        self.events[i].query().unwrap_or(true) && self.consumers[i].query().unwrap_or(true)
+    }
+    fn wait_on_stream(&self, i: usize, stream: u64) -> Result<()> {
+        let e = &self.events[i];
+        let _g = e.dev.push()?;
+        // SAFETY: our event, context current (guard); the stream is the caller's handle of this
+        // device's primary context (the export's documented contract).
+        ck("cuStreamWaitEvent(frame ready)", unsafe { sys::cuStreamWaitEvent(stream as sys::CUstream, e.raw(), 0) })
+    }
+    fn fence_after_stream(&self, i: usize, stream: u64) -> Result<()> {
+        let e = &self.consumers[i];
+        let _lock = self.fence_lock.lock();
+        let _g = e.dev.push()?;
+        let s = stream as sys::CUstream;
+        if !e.query()? {
+            // Another consumer's fence is pending: the new record must cover it too, so this
+            // stream waits for it first (one event per slot, no allocation).
+            // SAFETY: our event, context current (guard); the caller's stream (contract).
+            ck("cuStreamWaitEvent(previous consumer)", unsafe { sys::cuStreamWaitEvent(s, e.raw(), 0) })?;
+        }
+        // SAFETY: our event and the caller's stream of the same context (contract), current.
+        ck("cuEventRecord(consumer fence)", unsafe { sys::cuEventRecord(e.raw(), s) })
     }
     fn mark_written(&self, i: usize) -> Result<()> {
         self.events[i].record(&self.stream)

@@ -14,6 +14,7 @@
 //! the CPU.
 
 pub(crate) mod context;
+pub(crate) mod convert;
 pub(crate) mod deferred;
 pub(crate) mod hwdec;
 pub(crate) mod memory;
@@ -114,6 +115,7 @@ fn open_device(ordinal: i32) -> Option<Arc<Device>> {
 /// queue (waiting on its events only, until the deadline), then releases the contexts last.
 pub(crate) fn shutdown(timeout: Duration) {
     let deadline = Instant::now() + timeout;
+    convert::shutdown();
     if !deferred::drain_wait(deadline) {
         log::warn!("nvcam_shutdown: GPU memory still in use by unfinished work; contexts kept until it is freed");
     }

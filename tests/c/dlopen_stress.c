@@ -87,6 +87,10 @@ static int still_loaded(const char *path, void *fn) {
     X(nvcam_frame_release)                                                                         \
     X(nvcam_frame_info)                                                                            \
     X(nvcam_frame_copy_nv12)                                                                       \
+    X(nvcam_frame_convert)                                                                         \
+    X(nvcam_frame_convert_size)                                                                    \
+    X(nvcam_frame_wait_stream)                                                                     \
+    X(nvcam_frame_release_after_stream)                                                            \
     X(nvcam_registry_force_release_owner)                                                          \
     X(nvcam_registry_stats)                                                                        \
     X(nvcam_log_init)                                                                              \

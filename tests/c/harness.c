@@ -525,6 +525,56 @@ static void check_camera(void) {
     EXPECT(nvcam_frame_copy_nv12(f, buf, dp, packed), NVCAM_E_BUFFER_TOO_SMALL);
     free(buf);
 
+    /* frame_convert on a CPU frame: BGRA (alpha 255, exact size, nothing past it), gray at full
+     * range equals the Y plane, hostile specs refused, and the stream hand-off calls. */
+    _Static_assert(sizeof(nvcam_convert_t) == 112, "nvcam_convert_t size");
+    nvcam_convert_t cs;
+    memset(&cs, 0, sizeof cs);
+    cs.struct_size = sizeof cs;
+    cs.format = NVCAM_FORMAT_BGRA8;
+    uint64_t need = 0;
+    OK(nvcam_frame_convert_size(f, &cs, 0, &need));
+    CHECK(need == 320 * 240 * 4, "BGRA size %" PRIu64, need);
+    buf = malloc((size_t)need + 16);
+    memset(buf, 0x5A, (size_t)need + 16);
+    OK(nvcam_frame_convert(f, &cs, buf, 0, need, 0));
+    int alpha_ok = 1;
+    for (size_t i = 3; i < need; i += 4) alpha_ok &= buf[i] == 255;
+    CHECK(alpha_ok, "BGRA alpha is not 255 everywhere");
+    CHECK(buf[need] == 0x5A, "convert wrote past its size");
+    EXPECT(nvcam_frame_convert(f, &cs, buf, 0, need - 1, 0), NVCAM_E_BUFFER_TOO_SMALL);
+    EXPECT(nvcam_frame_convert(f, NULL, buf, 0, need, 0), NVCAM_E_NULL_POINTER);
+    EXPECT(nvcam_frame_convert(f, &cs, NULL, 0, need, 0), NVCAM_E_NULL_POINTER);
+    EXPECT(nvcam_frame_convert(f, &cs, buf, 1, need, 0), NVCAM_E_INVALID_ARGUMENT);
+    cs.dst_memory = NVCAM_MEMORY_DEVICE;
+    EXPECT(nvcam_frame_convert(f, &cs, buf, 0, need, 0), NVCAM_E_UNSUPPORTED);
+    cs.dst_memory = NVCAM_MEMORY_HOST;
+    cs.format = 99;
+    EXPECT(nvcam_frame_convert(f, &cs, buf, 0, need, 0), NVCAM_E_INVALID_ARGUMENT);
+    cs.format = NVCAM_FORMAT_GRAY8;
+    cs.range = NVCAM_RANGE_FULL;
+    cs.roi_x = 300;
+    cs.roi_width = 40;
+    cs.roi_height = 10;
+    EXPECT(nvcam_frame_convert(f, &cs, buf, 0, need, 0), NVCAM_E_INVALID_ARGUMENT); /* ROI outside */
+    cs.roi_x = cs.roi_width = cs.roi_height = 0;
+    cs.struct_size = 8;
+    EXPECT(nvcam_frame_convert(f, &cs, buf, 0, need, 0), NVCAM_E_STRUCT_SIZE);
+    cs.struct_size = sizeof cs;
+    OK(nvcam_frame_convert(f, &cs, buf, 0, need, 0));
+    rows_ok = 1;
+    for (unsigned r = 0; r < 240; r++) rows_ok &= memcmp(buf + r * 320, y + r * fi.pitch, 320) == 0;
+    CHECK(rows_ok, "full-range GRAY8 at the frame's size differs from the Y plane");
+    CHECK(fi.color_matrix == NVCAM_MATRIX_BT601 && fi.color_range == NVCAM_RANGE_LIMITED,
+          "a 240-line stream without colour information reports matrix %u range %u (want BT.601, limited)",
+          fi.color_matrix, fi.color_range);
+    free(buf);
+    uint64_t handoff = 0;
+    OK(nvcam_frame_clone(f, &handoff));
+    OK(nvcam_frame_wait_stream(handoff, 0));
+    OK(nvcam_frame_release_after_stream(handoff, 0));
+    EXPECT(nvcam_frame_release_after_stream(handoff, 0), NVCAM_E_STALE_HANDLE);
+
     /* wrong handle types, both ways */
     expect_frame_calls(cam, NVCAM_E_WRONG_HANDLE_TYPE, __LINE__);
     expect_camera_calls(f, NVCAM_E_WRONG_HANDLE_TYPE, __LINE__);

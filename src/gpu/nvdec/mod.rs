@@ -360,6 +360,7 @@ impl Decoder for NvDecoder {
                 width: d.geom.width,
                 height: d.geom.height,
                 pts_us: if self.saw_pts { pts_us(Some(d.info.timestamp), self.time_base) } else { i64::MIN },
+                color: d.geom.color,
             };
             self.current = Some(d);
             return Ok(Some(pic));

@@ -14,6 +14,7 @@ use super::sys::{self as cu, Nvcuvid};
 use crate::gpu::context::{Copy2D, Mem};
 use crate::gpu::memory::{device_slot, new_pool};
 use crate::gpu::CamGpu;
+use crate::frame::Color;
 use crate::pool::{Geometry, Lease};
 use crate::status::*;
 use std::collections::VecDeque;
@@ -41,6 +42,17 @@ pub(super) struct SeqGeom {
     /// Rows of the luma plane in the output surface (the decoder's target height); the chroma
     /// plane starts at `pitch * align2(surface_rows)`.
     surface_rows: u32,
+    /// The sequence's colour description (its video signal description).
+    pub color: Color,
+}
+
+/// NVDEC's video signal description: byte 0 packs video_format (3 bits) and
+/// video_full_range_flag (bit 3); byte 3 is matrix_coefficients. Without a description in the
+/// stream the parser reports 0 and 2 (unspecified), which resolve by size.
+fn seq_color(f: &cu::CUVIDEOFORMAT) -> Color {
+    let v = f.video_signal_description;
+    let described = v[3] != 0 && v[3] != 2;
+    Color::from_h273(v[3] as u32, (described || v[0] & 0x08 != 0).then_some(v[0] & 0x08 != 0))
 }
 
 /// A picture handed out by the parser in display order, not yet written.
@@ -127,6 +139,7 @@ impl State {
             left: d.left.max(0) as u32,
             top: d.top.max(0) as u32,
             surface_rows: f.coded_height,
+            color: seq_color(f),
         };
         if geom.width == 0 || geom.height == 0 {
             return Err(Error::new(NVCAM_E_FFMPEG, "sequence with an empty display area"));

@@ -1,0 +1,311 @@
+//! Conversion throughput on one GPU (issue 12), in one invocation:
+//!
+//! 1. Kernel throughput: `nvcam_frame_convert` of one device frame (1080p and 4K) into device
+//!    memory, 200 launches queued behind a spin kernel so the GPU runs them back to back, timed
+//!    with events; GB/s = (NV12 bytes read + output bytes written) / time. Beside it a
+//!    device-to-device cuMemcpyAsync moving the same number of bytes (half read, half written),
+//!    and the host time one `nvcam_frame_convert` call takes to enqueue.
+//! 2. Host download of 1080p BGRA (`nvcam_frame_convert` into a plain Vec, returns when the bytes
+//!    are there) against cuMemcpyDtoH of the same bytes into pinned memory and into pageable memory.
+//! 3. N cameras (default 16) on the 1080p H.264 clip, direct NVDEC, looped and unpaced: decode
+//!    only (frames_decoded, as nvdec_bench counts them), then decode + one consumer thread per
+//!    camera that converts every frame it gets into letterboxed 640x640 planar fp16 on its own
+//!    stream and releases it with `nvcam_frame_release_after_stream`.
+//!
+//!   convert_bench [--fixtures DIR] [--cams 16] [--seconds 3]
+//!
+//! Needs the `test-hooks` feature (the spin kernel): `cargo build --release --features test-hooks
+//! --examples`; the GPU bundle builds it so.
+
+use cudarc::driver::sys;
+use nvcam::*;
+use std::ffi::CString;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn ck(what: &str, r: sys::CUresult) {
+    assert_eq!(r, sys::CUresult::CUDA_SUCCESS, "{what}");
+}
+
+fn last_error() -> String {
+    let mut buf = vec![0u8; 1024];
+    unsafe { nvcam_last_error(buf.as_mut_ptr() as *mut _, 1024) };
+    String::from_utf8_lossy(&buf[..buf.iter().position(|&b| b == 0).unwrap_or(0)]).into_owned()
+}
+
+fn ok(what: &str, r: i32) {
+    assert_eq!(r, NVCAM_OK, "{what}: {}", last_error());
+}
+
+/// Device 0's primary context pushed on this thread (the library's, as PyTorch's would be).
+fn push_primary() {
+    unsafe {
+        ck("cuInit", sys::cuInit(0));
+        let mut dev = 0;
+        ck("cuDeviceGet", sys::cuDeviceGet(&mut dev, 0));
+        let mut ctx = std::ptr::null_mut();
+        ck("cuDevicePrimaryCtxRetain", sys::cuDevicePrimaryCtxRetain(&mut ctx, dev));
+        ck("cuCtxPushCurrent", sys::cuCtxPushCurrent_v2(ctx));
+    }
+}
+
+fn stream() -> sys::CUstream {
+    let mut s = std::ptr::null_mut();
+    unsafe { ck("cuStreamCreate", sys::cuStreamCreate(&mut s, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32)) };
+    s
+}
+
+fn alloc(n: usize) -> u64 {
+    let mut p = 0;
+    unsafe { ck("cuMemAlloc", sys::cuMemAlloc_v2(&mut p, n)) };
+    p
+}
+
+fn event() -> sys::CUevent {
+    let mut e = std::ptr::null_mut();
+    unsafe { ck("cuEventCreate", sys::cuEventCreate(&mut e, 0)) };
+    e
+}
+
+/// GPU milliseconds of `body`'s work on `s`, queued behind a spin kernel so the host's enqueue
+/// time does not leave the GPU idle between launches.
+fn gpu_ms(s: sys::CUstream, body: impl Fn()) -> f64 {
+    let (a, b) = (event(), event());
+    nvcam::diag::spin_copy(0, 0, 0, 0, 200_000_000, s as u64).unwrap();
+    unsafe { ck("cuEventRecord", sys::cuEventRecord(a, s)) };
+    body();
+    unsafe {
+        ck("cuEventRecord", sys::cuEventRecord(b, s));
+        ck("cuEventSynchronize", sys::cuEventSynchronize(b));
+        let mut ms = 0f32;
+        ck("cuEventElapsedTime", sys::cuEventElapsedTime_v2(&mut ms, a, b));
+        sys::cuEventDestroy_v2(a);
+        sys::cuEventDestroy_v2(b);
+        ms as f64
+    }
+}
+
+fn spec(format: u32, w: u32, h: u32, letterbox: bool) -> nvcam_convert {
+    nvcam_convert {
+        struct_size: std::mem::size_of::<nvcam_convert>() as u32,
+        format,
+        width: w,
+        height: h,
+        flags: if letterbox { NVCAM_CONVERT_LETTERBOX } else { 0 },
+        pad: [114.0; 3],
+        ..Default::default()
+    }
+}
+
+fn open_cam(url: &str, flags: u32, decoder: u32) -> u64 {
+    let mut o: nvcam_camera_options = unsafe { std::mem::zeroed() };
+    unsafe { nvcam_camera_options_init(&mut o) };
+    o.flags = flags;
+    o.device = 0;
+    o.decoder = decoder;
+    let c = CString::new(url).unwrap();
+    let mut cam = 0;
+    ok(url, unsafe { nvcam_camera_open(c.as_ptr(), &o, &mut cam) });
+    cam
+}
+
+fn decoded(cam: u64) -> u64 {
+    let mut s: nvcam_camera_stats = unsafe { std::mem::zeroed() };
+    s.struct_size = std::mem::size_of::<nvcam_camera_stats>() as u32;
+    unsafe { nvcam_camera_stats(cam, &mut s) };
+    s.frames_decoded
+}
+
+/// Part 1 and 2 on one frame of `url`.
+fn kernels_and_download(url: &str, s: sys::CUstream) {
+    let cam = open_cam(url, NVCAM_OPEN_NO_PACING, NVCAM_DECODER_AUTO);
+    let mut f = 0;
+    ok("get_frame", unsafe { nvcam_camera_get_frame(cam, 10_000, &mut f) });
+    let mut fi: nvcam_frame_info = unsafe { std::mem::zeroed() };
+    fi.struct_size = std::mem::size_of::<nvcam_frame_info>() as u32;
+    ok("info", unsafe { nvcam_frame_info(f, &mut fi) });
+    let read = fi.nv12_size as f64;
+    let n_iter = 200;
+    println!("\n## {}x{} device frame", fi.width, fi.height);
+    println!("| conversion | bytes read + written | kernel GB/s | D2D copy of the same bytes, GB/s | ratio | host µs per call (enqueue) |");
+    println!("|---|---|---|---|---|---|");
+    for (name, sp) in [
+        ("BGRA8, same size", spec(NVCAM_FORMAT_BGRA8, 0, 0, false)),
+        ("RGB8, same size", spec(NVCAM_FORMAT_RGB8, 0, 0, false)),
+        ("planar f32, same size", spec(NVCAM_FORMAT_RGB_F32_PLANAR, 0, 0, false)),
+        ("planar f16, letterbox 640x640", spec(NVCAM_FORMAT_RGB_F16_PLANAR, 640, 640, true)),
+    ] {
+        let mut need = 0u64;
+        ok("convert_size", unsafe { nvcam_frame_convert_size(f, &sp, 0, &mut need) });
+        let dst = alloc(need as usize);
+        let mut d = sp;
+        d.dst_memory = NVCAM_MEMORY_DEVICE;
+        let conv = || {
+            for _ in 0..n_iter {
+                ok("convert", unsafe { nvcam_frame_convert(f, &d, dst as *mut _, 0, need, s as u64) });
+            }
+        };
+        conv(); // warm-up: module load, first launch
+        unsafe { ck("sync", sys::cuStreamSynchronize(s)) };
+        let ms = gpu_ms(s, conv);
+        let t0 = Instant::now();
+        conv();
+        let enqueue_us = t0.elapsed().as_secs_f64() * 1e6 / n_iter as f64;
+        unsafe { ck("sync", sys::cuStreamSynchronize(s)) };
+        let bytes = read + need as f64;
+        let gbs = bytes * n_iter as f64 / (ms / 1e3) / 1e9;
+        // The same traffic as a copy: bytes/2 read and bytes/2 written.
+        let half = (bytes / 2.0) as usize;
+        let (src, cdst) = (alloc(half), alloc(half));
+        let ms_copy = gpu_ms(s, || {
+            for _ in 0..n_iter {
+                unsafe { ck("cuMemcpyDtoDAsync", sys::cuMemcpyDtoDAsync_v2(cdst, src, half, s)) };
+            }
+        });
+        let copy_gbs = (2 * half) as f64 * n_iter as f64 / (ms_copy / 1e3) / 1e9;
+        println!(
+            "| {name} | {:.1} MB | {gbs:.0} | {copy_gbs:.0} | {:.2} | {enqueue_us:.1} |",
+            bytes / 1e6,
+            gbs / copy_gbs
+        );
+        unsafe {
+            sys::cuMemFree_v2(dst);
+            sys::cuMemFree_v2(src);
+            sys::cuMemFree_v2(cdst);
+        }
+    }
+    if fi.height == 1080 {
+        // Part 2: host BGRA download.
+        let sp = spec(NVCAM_FORMAT_BGRA8, 0, 0, false);
+        let n = (fi.width * fi.height * 4) as usize;
+        let mut host = vec![0u8; n];
+        let reps = 100;
+        ok("convert host", unsafe { nvcam_frame_convert(f, &sp, host.as_mut_ptr().cast(), 0, n as u64, 0) });
+        let t = Instant::now();
+        for _ in 0..reps {
+            ok("convert host", unsafe { nvcam_frame_convert(f, &sp, host.as_mut_ptr().cast(), 0, n as u64, 0) });
+        }
+        let ours = n as f64 * reps as f64 / t.elapsed().as_secs_f64() / 1e9;
+        let src = alloc(n);
+        let mut pinned: *mut std::ffi::c_void = std::ptr::null_mut();
+        unsafe { ck("cuMemHostAlloc", sys::cuMemHostAlloc(&mut pinned, n, 0)) };
+        let time_copy = |dst: *mut std::ffi::c_void| {
+            unsafe { ck("cuMemcpyDtoH", sys::cuMemcpyDtoH_v2(dst, src, n)) };
+            let t = Instant::now();
+            for _ in 0..reps {
+                unsafe { ck("cuMemcpyDtoH", sys::cuMemcpyDtoH_v2(dst, src, n)) };
+            }
+            n as f64 * reps as f64 / t.elapsed().as_secs_f64() / 1e9
+        };
+        let pinned_gbs = time_copy(pinned);
+        let pageable_gbs = time_copy(host.as_mut_ptr().cast());
+        println!("\n## Host download, {}x{} BGRA ({:.1} MB), {reps} calls", fi.width, fi.height, n as f64 / 1e6);
+        println!("| path | GB/s | vs pinned |");
+        println!("|---|---|---|");
+        println!("| nvcam_frame_convert into a Vec (kernel + staging, returns with the bytes) | {ours:.1} | {:.2} |", ours / pinned_gbs);
+        println!("| cuMemcpyDtoH into pinned memory (same bytes, no conversion) | {pinned_gbs:.1} | 1.00 |");
+        println!("| cuMemcpyDtoH into pageable memory | {pageable_gbs:.1} | {:.2} |", pageable_gbs / pinned_gbs);
+        unsafe {
+            sys::cuMemFreeHost(pinned);
+            sys::cuMemFree_v2(src);
+        }
+    }
+    nvcam_frame_release(f);
+    nvcam_camera_close(cam, 5000);
+}
+
+/// Part 3: aggregate fps of `n` cameras, decode only or decode + letterboxed fp16 conversion.
+fn cameras(clip: &str, n: usize, seconds: f64, convert: bool) -> (f64, f64) {
+    let cams: Vec<u64> = (0..n).map(|_| open_cam(clip, NVCAM_OPEN_ASYNC | NVCAM_OPEN_LOOP | NVCAM_OPEN_NO_PACING, NVCAM_DECODER_NVDEC)).collect();
+    let t = Instant::now();
+    while !cams.iter().all(|&c| decoded(c) > 0) {
+        assert!(t.elapsed() < Duration::from_secs(20), "cameras did not stream");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let converted = Arc::new(AtomicU64::new(0));
+    let mut threads = Vec::new();
+    if convert {
+        for &cam in &cams {
+            let (stop, converted) = (stop.clone(), converted.clone());
+            threads.push(std::thread::spawn(move || {
+                push_primary();
+                let s = stream();
+                let mut sp = spec(NVCAM_FORMAT_RGB_F16_PLANAR, 640, 640, true);
+                sp.dst_memory = NVCAM_MEMORY_DEVICE;
+                sp.mean = [0.0; 3];
+                sp.std = [1.0; 3];
+                let need = 3 * 640 * 640 * 2;
+                let dst = alloc(need);
+                while !stop.load(Ordering::Relaxed) {
+                    let mut f = 0;
+                    if unsafe { nvcam_camera_get_frame(cam, 200, &mut f) } != NVCAM_OK {
+                        continue;
+                    }
+                    ok("convert", unsafe { nvcam_frame_convert(f, &sp, dst as *mut _, 0, need as u64, s as u64) });
+                    ok("release_after_stream", unsafe { nvcam_frame_release_after_stream(f, s as u64) });
+                    converted.fetch_add(1, Ordering::Relaxed);
+                }
+                unsafe {
+                    sys::cuStreamSynchronize(s);
+                    sys::cuMemFree_v2(dst);
+                    sys::cuStreamDestroy_v2(s);
+                }
+            }));
+        }
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let (d0, c0, t0) = (cams.iter().map(|&c| decoded(c)).sum::<u64>(), converted.load(Ordering::Relaxed), Instant::now());
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    let (d1, c1, dt) = (cams.iter().map(|&c| decoded(c)).sum::<u64>(), converted.load(Ordering::Relaxed), t0.elapsed().as_secs_f64());
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+    for c in cams {
+        nvcam_camera_close(c, 10_000);
+    }
+    ((d1 - d0) as f64 / dt, (c1 - c0) as f64 / dt)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let fixtures = arg("--fixtures").unwrap_or_else(|| "fixtures".into());
+    let n: usize = arg("--cams").map(|v| v.parse().unwrap()).unwrap_or(16);
+    let seconds: f64 = arg("--seconds").map(|v| v.parse().unwrap()).unwrap_or(3.0);
+    unsafe {
+        nvcam_log_init(c"-".as_ptr(), NVCAM_LOG_WARN);
+        ok("init", nvcam_init(std::ptr::null()));
+    }
+    push_primary();
+    let mut name = [0 as std::ffi::c_char; 128];
+    unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), 128, 0) };
+    let mut drv = 0;
+    unsafe { sys::cuDriverGetVersion(&mut drv) };
+    println!(
+        "convert_bench on {} (driver CUDA {}.{}), {} CPU cores",
+        unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }.to_string_lossy(),
+        drv / 1000,
+        drv % 1000 / 10,
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
+    );
+    let s = stream();
+    kernels_and_download("testsrc://1920x1080@30", s);
+    kernels_and_download("testsrc://3840x2160@30", s);
+    let clip = format!("{fixtures}/bench-h264-1920x1080.mp4");
+    if std::path::Path::new(&clip).exists() {
+        let (dec_only, _) = cameras(&clip, n, seconds, false);
+        let (dec, conv) = cameras(&clip, n, seconds, true);
+        println!("\n## N = {n} cameras, {clip}, direct NVDEC, {seconds} s window");
+        println!("| run | frames decoded/s | frames converted/s (letterbox 640x640 planar fp16) | converted / decode-only |");
+        println!("|---|---|---|---|");
+        println!("| decode only | {dec_only:.0} | - | - |");
+        println!("| decode + convert on each consumer's stream | {dec:.0} | {conv:.0} | {:.3} |", conv / dec_only);
+    } else {
+        println!("\n(no {clip}: camera rows skipped)");
+    }
+    unsafe { sys::cuStreamDestroy_v2(s) };
+    nvcam_shutdown(20_000);
+}

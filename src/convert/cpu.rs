@@ -1,0 +1,331 @@
+//! The CPU conversion: the kernel's arithmetic, operation for operation, in `f32` (no fused
+//! multiply-adds on either side), so CPU and GPU results agree within one step per channel.
+//! Large images are split into bands of rows over a few threads.
+
+use super::{f16_bits, Layout, Plan, PixelFormat};
+use crate::status::*;
+
+/// An NV12 image in host memory: Y rows then UV rows, `pitch` bytes apart, UV at `uv_offset`.
+pub(crate) struct Nv12<'a> {
+    pub bytes: &'a [u8],
+    pub pitch: usize,
+    pub uv_offset: usize,
+}
+
+impl Nv12<'_> {
+    #[inline]
+    fn y(&self, x: i32, y: i32) -> f32 {
+        self.bytes[y as usize * self.pitch + x as usize] as f32
+    }
+    #[inline]
+    fn uv(&self, x: i32, y: i32) -> (f32, f32) {
+        let i = self.uv_offset + y as usize * self.pitch + 2 * x as usize;
+        (self.bytes[i] as f32, self.bytes[i + 1] as f32)
+    }
+}
+
+struct Taps {
+    xa: i32,
+    xb: i32,
+    ya: i32,
+    yb: i32,
+    fx: f32,
+    fy: f32,
+}
+
+#[inline]
+fn taps(u: f32, v: f32, x0: i32, x1: i32, y0: i32, y1: i32) -> Taps {
+    let (fu, fv) = (u.floor(), v.floor());
+    let (iu, iv) = (fu as i32, fv as i32);
+    Taps { fx: u - fu, fy: v - fv, xa: iu.clamp(x0, x1), xb: (iu + 1).clamp(x0, x1), ya: iv.clamp(y0, y1), yb: (iv + 1).clamp(y0, y1) }
+}
+
+#[inline]
+fn lerp(a: f32, b: f32, f: f32) -> f32 {
+    a + (b - a) * f
+}
+
+#[inline]
+fn overlap(i: i32, a: f32, b: f32) -> f32 {
+    ((i + 1) as f32).min(b) - (i as f32).max(a)
+}
+
+/// Y, Cb, Cr at output pixel (ox, oy) inside the image rectangle: the kernel's `sample`.
+fn sample(p: &Plan, s: &Nv12, ox: i32, oy: i32) -> (f32, f32, f32) {
+    let r = &p.roi;
+    let (lx0, lx1) = (r.x as i32, (r.x + r.w) as i32 - 1);
+    let (ly0, ly1) = (r.y as i32, (r.y + r.h) as i32 - 1);
+    let (cx0, cx1) = (lx0 / 2, lx1 / 2);
+    let (cy0, cy1) = (ly0 / 2, ly1 / 2);
+    let dx = (ox - p.img.x as i32) as f32;
+    let dy = (oy - p.img.y as i32) as f32;
+    if !p.area {
+        let u = (dx + 0.5) * p.sx + r.x as f32;
+        let v = (dy + 0.5) * p.sy + r.y as f32;
+        let l = taps(u - 0.5, v - 0.5, lx0, lx1, ly0, ly1);
+        let top = lerp(s.y(l.xa, l.ya), s.y(l.xb, l.ya), l.fx);
+        let bot = lerp(s.y(l.xa, l.yb), s.y(l.xb, l.yb), l.fx);
+        let yv = lerp(top, bot, l.fy);
+        let c = taps(u * 0.5 - 0.5, v * 0.5 - 0.5, cx0, cx1, cy0, cy1);
+        let (a, b, d, e) = (s.uv(c.xa, c.ya), s.uv(c.xb, c.ya), s.uv(c.xa, c.yb), s.uv(c.xb, c.yb));
+        let (tu, bu) = (lerp(a.0, b.0, c.fx), lerp(d.0, e.0, c.fx));
+        let (tv, bv) = (lerp(a.1, b.1, c.fx), lerp(d.1, e.1, c.fx));
+        (yv, lerp(tu, bu, c.fy), lerp(tv, bv, c.fy))
+    } else {
+        let ax = dx * p.sx + r.x as f32;
+        let bx = ax + p.sx;
+        let ay = dy * p.sy + r.y as f32;
+        let by = ay + p.sy;
+        let ix0 = (ax.floor() as i32).clamp(lx0, lx1);
+        let ix1 = (bx.ceil() as i32 - 1).clamp(lx0, lx1);
+        let iy0 = (ay.floor() as i32).clamp(ly0, ly1);
+        let iy1 = (by.ceil() as i32 - 1).clamp(ly0, ly1);
+        let (mut sum, mut wsum) = (0f32, 0f32);
+        for y in iy0..=iy1 {
+            let wy = overlap(y, ay, by);
+            let (mut row, mut rw) = (0f32, 0f32);
+            for x in ix0..=ix1 {
+                let wx = overlap(x, ax, bx);
+                row += s.y(x, y) * wx;
+                rw += wx;
+            }
+            sum += row * wy;
+            wsum += rw * wy;
+        }
+        let (cax, cbx, cay, cby) = (ax * 0.5, bx * 0.5, ay * 0.5, by * 0.5);
+        let jx0 = (cax.floor() as i32).clamp(cx0, cx1);
+        let jx1 = (cbx.ceil() as i32 - 1).clamp(cx0, cx1);
+        let jy0 = (cay.floor() as i32).clamp(cy0, cy1);
+        let jy1 = (cby.ceil() as i32 - 1).clamp(cy0, cy1);
+        let (mut su, mut sv, mut cw) = (0f32, 0f32, 0f32);
+        for y in jy0..=jy1 {
+            let wy = overlap(y, cay, cby);
+            let (mut ru, mut rv, mut rw) = (0f32, 0f32, 0f32);
+            for x in jx0..=jx1 {
+                let wx = overlap(x, cax, cbx);
+                let c = s.uv(x, y);
+                ru += c.0 * wx;
+                rv += c.1 * wx;
+                rw += wx;
+            }
+            su += ru * wy;
+            sv += rv * wy;
+            cw += rw * wy;
+        }
+        (sum / wsum, su / cw, sv / cw)
+    }
+}
+
+/// R, G, B (0..255 units, unclamped) of output pixel (ox, oy): the kernel's body.
+#[inline]
+fn rgb(p: &Plan, s: &Nv12, ox: i32, oy: i32) -> [f32; 3] {
+    let i = &p.img;
+    let inside = ox >= i.x as i32 && ox < (i.x + i.w) as i32 && oy >= i.y as i32 && oy < (i.y + i.h) as i32;
+    if !inside {
+        return p.pad;
+    }
+    let (yv, u, v) = sample(p, s, ox, oy);
+    let c = &p.coeffs;
+    let yy = (yv - c.y_off) * c.y_scale;
+    let cb = (u - 128.0) * c.c_scale;
+    let cr = (v - 128.0) * c.c_scale;
+    if p.format == PixelFormat::Gray8 {
+        return [yy, yy, yy];
+    }
+    [yy + c.r_cr * cr, yy - c.g_cb * cb - c.g_cr * cr, yy + c.b_cb * cb]
+}
+
+#[inline]
+fn to_u8(v: f32) -> u8 {
+    (v.clamp(0.0, 255.0) + 0.5).floor() as u8
+}
+
+#[inline]
+fn norm(p: &Plan, v: f32, c: usize) -> f32 {
+    (v.clamp(0.0, 255.0) * (1.0f32 / 255.0) - p.mean[c]) * p.inv_std[c]
+}
+
+/// Converts rows `y0..y0 + rows` into `planes` (each starting at row `y0` of its plane).
+fn band(p: &Plan, s: &Nv12, pitch: usize, y0: usize, rows: usize, planes: &mut [&mut [u8]]) {
+    for r in 0..rows {
+        let oy = (y0 + r) as i32;
+        let at = r * pitch;
+        for ox in 0..p.out_w as usize {
+            let [cr, cg, cb] = rgb(p, s, ox as i32, oy);
+            match p.format {
+                PixelFormat::Bgra8 => planes[0][at + 4 * ox..at + 4 * ox + 4].copy_from_slice(&[to_u8(cb), to_u8(cg), to_u8(cr), 255]),
+                PixelFormat::Bgr8 => planes[0][at + 3 * ox..at + 3 * ox + 3].copy_from_slice(&[to_u8(cb), to_u8(cg), to_u8(cr)]),
+                PixelFormat::Rgb8 => planes[0][at + 3 * ox..at + 3 * ox + 3].copy_from_slice(&[to_u8(cr), to_u8(cg), to_u8(cb)]),
+                PixelFormat::Gray8 => planes[0][at + ox] = to_u8(cr),
+                PixelFormat::RgbF32 => {
+                    for (c, v) in [cr, cg, cb].into_iter().enumerate() {
+                        planes[c][at + 4 * ox..at + 4 * ox + 4].copy_from_slice(&norm(p, v, c).to_ne_bytes());
+                    }
+                }
+                PixelFormat::RgbF16 => {
+                    for (c, v) in [cr, cg, cb].into_iter().enumerate() {
+                        planes[c][at + 2 * ox..at + 2 * ox + 2].copy_from_slice(&f16_bits(norm(p, v, c)).to_ne_bytes());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Converts `src` into `dst` laid out as `l` (`dst` holds at least `l.total` bytes).
+pub(crate) fn convert(p: &Plan, src: &Nv12, dst: &mut [u8], l: &Layout) -> Result<()> {
+    if dst.len() < l.total {
+        return Err(Error::new(NVCAM_E_BUFFER_TOO_SMALL, format!("destination holds {} bytes, the conversion needs {}", dst.len(), l.total)));
+    }
+    let need_src = src.uv_offset + src.pitch * (p.src_h as usize).div_ceil(2);
+    if src.bytes.len() < need_src || src.pitch < p.src_w.div_ceil(2) as usize * 2 {
+        return Err(Error::internal("source image smaller than its geometry"));
+    }
+    let out_h = p.out_h as usize;
+    // Bands of rows over a few threads once the image is worth it (a camera at 1080p: ~8).
+    let threads = if p.out_w as usize * out_h >= 256 * 256 {
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8)
+    } else {
+        1
+    };
+    let band_rows = out_h.div_ceil(threads).max(1);
+    let dst = &mut dst[..l.total];
+    // Split into planes, then each plane into bands of rows.
+    let mut planes: Vec<&mut [u8]> = Vec::with_capacity(3);
+    let mut rest = dst;
+    for i in 0..p.format.planes() {
+        let take = if i + 1 == p.format.planes() { rest.len() } else { l.plane };
+        let (a, b) = rest.split_at_mut(take);
+        planes.push(a);
+        rest = b;
+    }
+    let mut bands: Vec<Vec<&mut [u8]>> = (0..out_h.div_ceil(band_rows)).map(|_| Vec::with_capacity(3)).collect();
+    for plane in planes {
+        for (b, chunk) in plane.chunks_mut(band_rows * l.pitch).enumerate() {
+            bands[b].push(chunk);
+        }
+    }
+    if bands.len() == 1 {
+        band(p, src, l.pitch, 0, out_h, &mut bands[0]);
+        return Ok(());
+    }
+    std::thread::scope(|sc| {
+        for (b, mut planes) in bands.into_iter().enumerate() {
+            let y0 = b * band_rows;
+            let rows = band_rows.min(out_h - y0);
+            sc.spawn(move || band(p, src, l.pitch, y0, rows, &mut planes));
+        }
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Rect, Spec};
+    use super::*;
+    use crate::frame::{Matrix, Range};
+
+    fn image(w: u32, h: u32, f: impl Fn(u32, u32) -> (u8, u8, u8)) -> (Vec<u8>, usize, usize) {
+        let pitch = (w as usize).div_ceil(2) * 2 + 6;
+        let uv_off = pitch * h as usize;
+        let mut v = vec![0u8; uv_off + pitch * (h as usize).div_ceil(2)];
+        for y in 0..h {
+            for x in 0..w {
+                let (yy, u, vv) = f(x, y);
+                v[y as usize * pitch + x as usize] = yy;
+                let i = uv_off + (y / 2) as usize * pitch + (x / 2) as usize * 2;
+                v[i] = u;
+                v[i + 1] = vv;
+            }
+        }
+        (v, pitch, uv_off)
+    }
+
+    fn run(spec: &Spec, w: u32, h: u32, img: &(Vec<u8>, usize, usize), color: (Matrix, Range)) -> (Plan, Vec<u8>) {
+        let p = Plan::new(spec, w, h, color).unwrap();
+        let l = p.layout(0).unwrap();
+        let mut out = vec![0u8; l.total];
+        convert(&p, &Nv12 { bytes: &img.0, pitch: img.1, uv_offset: img.2 }, &mut out, &l).unwrap();
+        (p, out)
+    }
+
+    /// The matrices themselves: limited-range BT.601 and BT.709 reference colours (75% bars and
+    /// the extremes), from the standards' own equations.
+    #[test]
+    fn known_colours_convert_to_their_rgb() {
+        // (Y, Cb, Cr) limited BT.709 → RGB
+        let cases709 = [((16u8, 128u8, 128u8), [0u8, 0, 0]), ((235, 128, 128), [255, 255, 255]), ((63, 102, 240), [255, 0, 0]), ((173, 42, 26), [0, 255, 0]), ((32, 240, 118), [0, 0, 255])];
+        let cases601 = [((82u8, 90u8, 240u8), [255u8, 0, 0]), ((145, 54, 34), [0, 255, 0]), ((41, 240, 110), [0, 0, 255])];
+        for (m, cases) in [(Matrix::Bt709, &cases709[..]), (Matrix::Bt601, &cases601[..])] {
+            for &((y, u, v), want) in cases {
+                let img = image(4, 4, |_, _| (y, u, v));
+                let (_, out) = run(&Spec::new(PixelFormat::Rgb8), 4, 4, &img, (m, Range::Limited));
+                for c in 0..3 {
+                    assert!((out[c] as i32 - want[c] as i32).abs() <= 2, "{m:?} {:?} -> {:?}, want {want:?}", (y, u, v), &out[..3]);
+                }
+            }
+        }
+        // Full range: Y passes through to gray.
+        let img = image(4, 4, |x, _| (x as u8 * 60, 128, 128));
+        let (_, out) = run(&Spec::new(PixelFormat::Gray8), 4, 4, &img, (Matrix::Bt709, Range::Full));
+        assert_eq!(&out[..4], &[0, 60, 120, 180]);
+    }
+
+    /// Identity size: bilinear at pixel centres reproduces every luma sample exactly.
+    #[test]
+    fn same_size_conversion_is_exact_per_pixel() {
+        let img = image(37, 23, |x, y| ((x * 7 + y * 3) as u8, 128, 128));
+        let (_, out) = run(&Spec::new(PixelFormat::Gray8), 37, 23, &img, (Matrix::Bt601, Range::Full));
+        for y in 0..23 {
+            for x in 0..37 {
+                assert_eq!(out[y * 37 + x], (x * 7 + y * 3) as u8);
+            }
+        }
+    }
+
+    /// Letterbox: the pad colour outside the image, the picture inside; BGRA alpha is 255.
+    #[test]
+    fn letterbox_pads_outside_the_image() {
+        let img = image(64, 32, |_, _| (235, 128, 128));
+        let mut s = Spec::new(PixelFormat::Bgra8);
+        s.width = 32;
+        s.height = 32;
+        s.letterbox = true;
+        s.pad = [114.0, 114.0, 114.0];
+        let (p, out) = run(&s, 64, 32, &img, (Matrix::Bt709, Range::Limited));
+        assert_eq!(p.img, Rect { x: 0, y: 8, w: 32, h: 16 });
+        assert_eq!(&out[..4], &[114, 114, 114, 255]);
+        assert_eq!(&out[(10 * 32 + 5) * 4..(10 * 32 + 5) * 4 + 4], &[255, 255, 255, 255]);
+    }
+
+    /// Area down-scale averages: a 1-pixel checkerboard shrunk 4x is flat mid-gray; planar f32
+    /// applies mean/std per channel.
+    #[test]
+    fn box_filter_averages_and_float_planes_normalize() {
+        let img = image(64, 64, |x, y| (if (x + y) % 2 == 0 { 0 } else { 254 }, 128, 128));
+        let mut s = Spec::new(PixelFormat::RgbF32);
+        s.width = 16;
+        s.height = 16;
+        s.mean = [0.5, 0.0, 0.0];
+        s.std = [0.5, 1.0, 2.0];
+        let (p, out) = run(&s, 64, 64, &img, (Matrix::Bt601, Range::Full));
+        assert!(p.area);
+        let f = |i: usize| f32::from_ne_bytes(out[4 * i..4 * i + 4].try_into().unwrap());
+        let plane = 16 * 16;
+        assert!((f(5) - (127.0 / 255.0 - 0.5) / 0.5).abs() < 1e-5, "{}", f(5));
+        assert!((f(plane + 5) - 127.0 / 255.0).abs() < 1e-5);
+        assert!((f(2 * plane + 5) - 127.0 / 255.0 / 2.0).abs() < 1e-5);
+    }
+
+    /// A too-small destination is refused before anything is written.
+    #[test]
+    fn short_destination_is_refused() {
+        let img = image(8, 8, |_, _| (100, 128, 128));
+        let p = Plan::new(&Spec::new(PixelFormat::Bgra8), 8, 8, (Matrix::Bt601, Range::Limited)).unwrap();
+        let l = p.layout(0).unwrap();
+        let mut out = vec![7u8; l.total - 1];
+        let e = convert(&p, &Nv12 { bytes: &img.0, pitch: img.1, uv_offset: img.2 }, &mut out, &l).unwrap_err();
+        assert_eq!(e.code, NVCAM_E_BUFFER_TOO_SMALL);
+        assert!(out.iter().all(|&b| b == 7));
+    }
+}

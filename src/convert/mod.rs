@@ -1,0 +1,378 @@
+//! Frame conversion: NV12 → packed 8-bit RGB/BGR(A)/gray or planar float RGB (NCHW), with crop,
+//! resize and letterbox in one pass. [`Plan`] turns a caller's [`Spec`] and a frame's size and
+//! colour into the exact numbers both back ends use: the CUDA kernel (`kernels/nvcam_convert.cu`,
+//! launched by `gpu::convert`) and the CPU twin in [`cpu`], which repeats the kernel's float
+//! operations in the same order so the two agree within one step per channel.
+
+pub(crate) mod cpu;
+pub(crate) mod params;
+
+use crate::frame::{Matrix, Range};
+use crate::status::*;
+
+/// The largest output side accepted (a 16K image; anything bigger is a caller's mistake).
+pub(crate) const MAX_SIDE: u32 = 16384;
+
+/// Output pixel formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PixelFormat {
+    /// B, G, R, A = 255; one `u32` per pixel on little-endian hosts (LabVIEW's picture/IMAQ RGB).
+    Bgra8,
+    Bgr8,
+    Rgb8,
+    /// Luma only, expanded to 0..255 for limited-range streams.
+    Gray8,
+    /// Three planes R, G, B of `f32`: `(v / 255 - mean) / std`.
+    RgbF32,
+    /// As `RgbF32` in IEEE half precision.
+    RgbF16,
+}
+
+impl PixelFormat {
+    /// The kernel's `FMT_*` number.
+    pub(crate) fn code(self) -> u32 {
+        match self {
+            PixelFormat::Bgra8 => 1,
+            PixelFormat::Bgr8 => 2,
+            PixelFormat::Rgb8 => 3,
+            PixelFormat::Gray8 => 4,
+            PixelFormat::RgbF32 => 5,
+            PixelFormat::RgbF16 => 6,
+        }
+    }
+    /// Bytes per pixel in one plane row.
+    pub(crate) fn pixel_bytes(self) -> usize {
+        match self {
+            PixelFormat::Bgra8 => 4,
+            PixelFormat::Bgr8 | PixelFormat::Rgb8 => 3,
+            PixelFormat::Gray8 => 1,
+            PixelFormat::RgbF32 => 4,
+            PixelFormat::RgbF16 => 2,
+        }
+    }
+    pub(crate) fn planes(self) -> usize {
+        match self {
+            PixelFormat::RgbF32 | PixelFormat::RgbF16 => 3,
+            _ => 1,
+        }
+    }
+    /// The alignment device stores need (the kernel writes BGRA as one 32-bit word, floats as
+    /// their element type).
+    pub(crate) fn align(self) -> usize {
+        match self {
+            PixelFormat::Bgra8 | PixelFormat::RgbF32 => 4,
+            PixelFormat::RgbF16 => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// A rectangle in pixels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rect {
+    pub x: u32,
+    pub y: u32,
+    pub w: u32,
+    pub h: u32,
+}
+
+/// What a caller asked for (the C spec, read and range-checked by `ffi::convert`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Spec {
+    pub format: PixelFormat,
+    /// Output size; 0 = the ROI's.
+    pub width: u32,
+    pub height: u32,
+    /// Crop in frame pixels; `None` = the whole frame.
+    pub roi: Option<Rect>,
+    /// Keep the ROI's aspect ratio: scale to fit and pad the rest with `pad`.
+    pub letterbox: bool,
+    /// Letterbox colour R, G, B in 0..255 (float outputs normalize it like a pixel).
+    pub pad: [f32; 3],
+    /// Overrides of the stream's matrix and range.
+    pub matrix: Option<Matrix>,
+    pub range: Option<Range>,
+    pub mean: [f32; 3],
+    pub std: [f32; 3],
+}
+
+impl Spec {
+    #[cfg(test)]
+    pub(crate) fn new(format: PixelFormat) -> Spec {
+        Spec {
+            format,
+            width: 0,
+            height: 0,
+            roi: None,
+            letterbox: false,
+            pad: [0.0; 3],
+            matrix: None,
+            range: None,
+            mean: [0.0; 3],
+            std: [1.0; 3],
+        }
+    }
+}
+
+/// Y'CbCr → R'G'B' in 0..255 units: `yy = (Y - y_off) * y_scale`, `cb = (U - 128) * c_scale`,
+/// `R = yy + r_cr*cr`, `G = yy - g_cb*cb - g_cr*cr`, `B = yy + b_cb*cb`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Coeffs {
+    pub y_off: f32,
+    pub y_scale: f32,
+    pub c_scale: f32,
+    pub r_cr: f32,
+    pub g_cb: f32,
+    pub g_cr: f32,
+    pub b_cb: f32,
+}
+
+impl Coeffs {
+    pub(crate) fn new(m: Matrix, r: Range) -> Coeffs {
+        let (kr, kb) = match m {
+            Matrix::Bt709 => (0.2126f64, 0.0722f64),
+            Matrix::Bt601 | Matrix::Unspecified => (0.299, 0.114),
+        };
+        let kg = 1.0 - kr - kb;
+        let (y_off, y_scale, c_scale) = match r {
+            Range::Full => (0.0, 1.0, 1.0),
+            Range::Limited | Range::Unspecified => (16.0, 255.0 / 219.0, 255.0 / 224.0),
+        };
+        Coeffs {
+            y_off: y_off as f32,
+            y_scale: y_scale as f32,
+            c_scale: c_scale as f32,
+            r_cr: (2.0 * (1.0 - kr)) as f32,
+            g_cb: (2.0 * kb * (1.0 - kb) / kg) as f32,
+            g_cr: (2.0 * kr * (1.0 - kr) / kg) as f32,
+            b_cb: (2.0 * (1.0 - kb)) as f32,
+        }
+    }
+}
+
+/// Everything a conversion of one frame needs, checked.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Plan {
+    pub format: PixelFormat,
+    pub src_w: u32,
+    pub src_h: u32,
+    pub roi: Rect,
+    pub out_w: u32,
+    pub out_h: u32,
+    /// Where the scaled ROI lands in the output; the rest is `pad`.
+    pub img: Rect,
+    pub sx: f32,
+    pub sy: f32,
+    /// Box filter (a down-scale beyond 2x on either axis) instead of bilinear.
+    pub area: bool,
+    pub coeffs: Coeffs,
+    pub pad: [f32; 3],
+    pub mean: [f32; 3],
+    pub inv_std: [f32; 3],
+}
+
+/// The caller's buffer as a conversion writes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// Bytes between rows.
+    pub pitch: usize,
+    /// Bytes between planes (planar formats).
+    pub plane: usize,
+    /// Bytes written from the start of the buffer to the last byte (what `dst_size` must hold).
+    pub total: usize,
+}
+
+fn finite3(v: &[f32; 3], what: &str) -> Result<()> {
+    if v.iter().all(|x| x.is_finite()) {
+        Ok(())
+    } else {
+        Err(Error::arg(format!("{what} must be finite")))
+    }
+}
+
+impl Plan {
+    /// `color` is the frame's (matrix, range), already resolved; the spec may override either.
+    pub(crate) fn new(spec: &Spec, src_w: u32, src_h: u32, color: (Matrix, Range)) -> Result<Plan> {
+        if src_w == 0 || src_h == 0 {
+            return Err(Error::arg("the frame is empty"));
+        }
+        let roi = spec.roi.unwrap_or(Rect { x: 0, y: 0, w: src_w, h: src_h });
+        let fits = |o: u32, l: u32, n: u32| l > 0 && o.checked_add(l).is_some_and(|e| e <= n);
+        if !fits(roi.x, roi.w, src_w) || !fits(roi.y, roi.h, src_h) {
+            return Err(Error::arg(format!(
+                "roi {}x{} at ({}, {}) is empty or outside the {src_w}x{src_h} frame",
+                roi.w, roi.h, roi.x, roi.y
+            )));
+        }
+        let out_w = if spec.width == 0 { roi.w } else { spec.width };
+        let out_h = if spec.height == 0 { roi.h } else { spec.height };
+        if out_w > MAX_SIDE || out_h > MAX_SIDE {
+            return Err(Error::arg(format!("output {out_w}x{out_h} exceeds {MAX_SIDE} on a side")));
+        }
+        finite3(&spec.pad, "pad")?;
+        finite3(&spec.mean, "mean")?;
+        finite3(&spec.std, "std")?;
+        if spec.std.contains(&0.0) {
+            return Err(Error::arg("std must not be 0"));
+        }
+        let img = if spec.letterbox {
+            // Fit the ROI inside the output, keeping its aspect; centre it.
+            let s = (out_w as f64 / roi.w as f64).min(out_h as f64 / roi.h as f64);
+            let w = ((roi.w as f64 * s).round() as u32).clamp(1, out_w);
+            let h = ((roi.h as f64 * s).round() as u32).clamp(1, out_h);
+            Rect { x: (out_w - w) / 2, y: (out_h - h) / 2, w, h }
+        } else {
+            Rect { x: 0, y: 0, w: out_w, h: out_h }
+        };
+        let sx = roi.w as f32 / img.w as f32;
+        let sy = roi.h as f32 / img.h as f32;
+        let m = spec.matrix.unwrap_or(color.0);
+        let r = spec.range.unwrap_or(color.1);
+        Ok(Plan {
+            format: spec.format,
+            src_w,
+            src_h,
+            roi,
+            out_w,
+            out_h,
+            img,
+            sx,
+            sy,
+            area: sx > 2.0 || sy > 2.0,
+            coeffs: Coeffs::new(m, r),
+            pad: spec.pad,
+            mean: spec.mean,
+            inv_std: spec.std.map(|s| 1.0 / s),
+        })
+    }
+
+    /// Bytes of one output row, packed.
+    pub(crate) fn row_bytes(&self) -> usize {
+        self.out_w as usize * self.format.pixel_bytes()
+    }
+
+    /// The layout at `dst_pitch` (0 = packed); planes follow each other, `out_h` rows apart.
+    pub(crate) fn layout(&self, dst_pitch: usize) -> Result<Layout> {
+        let row = self.row_bytes();
+        let pitch = if dst_pitch == 0 { row } else { dst_pitch };
+        if pitch < row {
+            return Err(Error::arg(format!("dst_pitch {dst_pitch} < row width {row}")));
+        }
+        let too_big = || Error::arg(format!("dst_pitch {dst_pitch}: the image size overflows"));
+        let plane = pitch.checked_mul(self.out_h as usize).ok_or_else(too_big)?;
+        let planes = self.format.planes();
+        // The last row of the last plane needs only `row` bytes.
+        let total = plane
+            .checked_mul(planes)
+            .and_then(|t| t.checked_sub(pitch))
+            .and_then(|t| t.checked_add(row))
+            .ok_or_else(too_big)?;
+        Ok(Layout { pitch, plane, total })
+    }
+}
+
+/// f32 → IEEE binary16 bits, round to nearest even (what PTX's `cvt.rn.f16.f32` does).
+pub(crate) fn f16_bits(f: f32) -> u16 {
+    let x = f.to_bits();
+    let sign = ((x >> 16) & 0x8000) as u16;
+    let exp = ((x >> 23) & 0xff) as i32;
+    let man = x & 0x7f_ffff;
+    if exp == 0xff {
+        return sign | 0x7c00 | if man != 0 { 0x200 } else { 0 };
+    }
+    let e = exp - 127 + 15;
+    if e >= 0x1f {
+        return sign | 0x7c00;
+    }
+    if e <= 0 {
+        if e < -10 {
+            return sign;
+        }
+        // Subnormal: shift the full mantissa (with its implicit 1) into place, rounding.
+        let m = man | 0x80_0000;
+        let shift = (14 - e) as u32;
+        let half = 1u32 << (shift - 1);
+        let rest = m & ((1 << shift) - 1);
+        let mut h = m >> shift;
+        if rest > half || (rest == half && h & 1 == 1) {
+            h += 1;
+        }
+        return sign | h as u16;
+    }
+    let mut h = ((e as u32) << 10) | (man >> 13);
+    let rest = man & 0x1fff;
+    if rest > 0x1000 || (rest == 0x1000 && h & 1 == 1) {
+        h += 1; // may carry into the exponent, up to infinity: correct
+    }
+    sign | h as u16
+}
+
+/// IEEE binary16 bits → f32 (for tests and readers of fp16 output).
+pub(crate) fn f16_to_f32(h: u16) -> f32 {
+    let sign = if h & 0x8000 != 0 { -1.0f32 } else { 1.0 };
+    let e = ((h >> 10) & 0x1f) as i32;
+    let m = (h & 0x3ff) as f32;
+    match e {
+        0 => sign * m * 2f32.powi(-24),
+        0x1f => {
+            if m == 0.0 {
+                sign * f32::INFINITY
+            } else {
+                f32::NAN
+            }
+        }
+        _ => sign * (1.0 + m / 1024.0) * 2f32.powi(e - 15),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn letterbox_keeps_aspect_and_centres() {
+        let mut s = Spec::new(PixelFormat::RgbF16);
+        s.width = 640;
+        s.height = 640;
+        s.letterbox = true;
+        let p = Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).unwrap();
+        assert_eq!(p.img, Rect { x: 0, y: 140, w: 640, h: 360 });
+        assert!(p.area, "3x down-scale uses the box filter");
+        let l = p.layout(0).unwrap();
+        assert_eq!((l.pitch, l.plane, l.total), (1280, 1280 * 640, 1280 * 640 * 3));
+    }
+
+    #[test]
+    fn roi_outside_the_frame_or_overflowing_is_refused() {
+        let mut s = Spec::new(PixelFormat::Bgra8);
+        s.roi = Some(Rect { x: 100, y: 0, w: 1821, h: 10 });
+        assert!(Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).is_err());
+        s.roi = Some(Rect { x: u32::MAX, y: 0, w: 2, h: 10 });
+        assert!(Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).is_err());
+        s.roi = Some(Rect { x: 0, y: 0, w: 0, h: 10 });
+        assert!(Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).is_err());
+        let s = Spec { std: [1.0, 0.0, 1.0], ..Spec::new(PixelFormat::RgbF32) };
+        assert!(Plan::new(&s, 64, 64, (Matrix::Bt709, Range::Limited)).is_err());
+        let p = Plan::new(&Spec::new(PixelFormat::Bgr8), 1920, 1080, (Matrix::Bt709, Range::Limited)).unwrap();
+        assert!(p.layout(usize::MAX / 2).is_err(), "a pitch that wraps is refused");
+        assert!(p.layout(100).is_err(), "a pitch below the row is refused");
+    }
+
+    #[test]
+    fn f16_rounding_matches_ieee() {
+        for (f, h) in [(0.0f32, 0u16), (1.0, 0x3c00), (-2.0, 0xc000), (65504.0, 0x7bff), (65520.0, 0x7c00), (5.960_464_5e-8, 1), (0.333_333_34, 0x3555), (1.000_488_3, 0x3c00), (1.000_488_4, 0x3c01)] {
+            assert_eq!(f16_bits(f), h, "{f}");
+        }
+        for h in 0..0x7c00u16 {
+            assert_eq!(f16_bits(f16_to_f32(h)), h, "round trip of 0x{h:04x}");
+        }
+    }
+
+    #[test]
+    fn unspecified_colour_resolves_by_height() {
+        use crate::frame::Color;
+        assert_eq!(Color::default().resolved(480), (Matrix::Bt601, Range::Limited));
+        assert_eq!(Color::default().resolved(720), (Matrix::Bt709, Range::Limited));
+        assert_eq!(Color::from_h273(6, Some(true)).resolved(2160), (Matrix::Bt601, Range::Full));
+    }
+}
