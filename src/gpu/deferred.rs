@@ -2,7 +2,7 @@
 //! that a copy may still be using. Each entry is freed only when (a) every fence event recorded
 //! after its last use has completed and (b) it has waited a minimum age (`gpu_free_min_age_ms`,
 //! default 100 ms: a margin for hosts that released a clone a moment before their own kernel on
-//! it finished). One background thread (`nvcam-free`) drains it while it is not empty, and
+//! it finished). One background thread (`nvcam-free`, joined at shutdown) drains it while it is not empty, and
 //! `nvcam_gpu_drain` on request, both by querying events only; close and shutdown drain by waiting
 //! on those events, never on the device. The frees (`cuMemFree`, `cuMemFreeHost`) synchronize
 //! implicitly, so they never run on a camera's thread: a burst of closes would otherwise stall
@@ -12,7 +12,7 @@ use super::context::{ck, Device, Event};
 use crate::config::DEFAULTS;
 use super::stats;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use cudarc::driver::sys;
@@ -58,28 +58,58 @@ pub(crate) fn retire(dev: Arc<Device>, buf: Buf, bytes: u64, fences: Vec<Event>)
     wake_freer();
 }
 
-/// Starts (once) and wakes the thread that drains the queue while it is not empty.
+/// The freeing thread, while one runs. Shutdown stops and joins it (no thread outlives
+/// `nvcam_shutdown`); the next retire after that starts a new one.
+static FREER: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
+/// Bumped by [`stop_freer`]: a freeing thread runs while the generation it started in is current.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Starts (if none runs) and wakes the thread that drains the queue while it is not empty.
 fn wake_freer() {
-    static STARTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let ok = *STARTED.get_or_init(|| {
-        std::thread::Builder::new()
-            .name("nvcam-free".into())
-            .spawn(|| loop {
-                {
-                    let mut w = WAKE.0.lock();
-                    while !*w && LEN.load(Ordering::Relaxed) == 0 {
-                        WAKE.1.wait(&mut w);
-                    }
-                    *w = false;
-                }
-                let _ = std::panic::catch_unwind(|| drain(min_age()));
-                std::thread::sleep(Duration::from_millis(DEFAULTS.gpu_maintain_every_ms as u64));
-            })
-            .is_ok()
-    });
-    if ok {
+    let mut t = FREER.lock();
+    if t.is_none() {
+        let gen = GENERATION.load(Ordering::Acquire);
+        *t = std::thread::Builder::new().name("nvcam-free".into()).spawn(move || freer(gen)).ok();
+    }
+    if t.is_some() {
         *WAKE.0.lock() = true;
-        WAKE.1.notify_one();
+        WAKE.1.notify_all();
+    }
+}
+
+fn freer(gen: u64) {
+    let current = || GENERATION.load(Ordering::Acquire) == gen;
+    loop {
+        {
+            let mut w = WAKE.0.lock();
+            while !*w && LEN.load(Ordering::Relaxed) == 0 && current() {
+                WAKE.1.wait(&mut w);
+            }
+            *w = false;
+        }
+        if !current() {
+            return;
+        }
+        let _ = std::panic::catch_unwind(|| drain(min_age()));
+        std::thread::sleep(Duration::from_millis(DEFAULTS.gpu_maintain_every_ms as u64));
+    }
+}
+
+/// Shutdown: stops the freeing thread and joins it by `deadline` (it never blocks: its drain only
+/// queries events). Returns whether no freeing thread is left.
+pub(crate) fn stop_freer(deadline: Instant) -> bool {
+    let Some(h) = FREER.lock().take() else { return true };
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+    *WAKE.0.lock() = true;
+    WAKE.1.notify_all();
+    while !h.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if h.is_finished() {
+        let _ = h.join();
+        true
+    } else {
+        false
     }
 }
 

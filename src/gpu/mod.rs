@@ -119,6 +119,9 @@ pub(crate) fn shutdown(timeout: Duration) {
     if !deferred::drain_wait(deadline) {
         log::warn!("nvcam_shutdown: GPU memory still in use by unfinished work; contexts kept until it is freed");
     }
+    if !deferred::stop_freer(deadline) {
+        log::warn!("nvcam_shutdown: the GPU freeing thread did not stop in time; it ends on its own");
+    }
     let devs: Vec<Arc<Device>> = DEVICES.lock().drain(..).flatten().collect();
     for d in devs {
         if Arc::strong_count(&d) > 1 {
