@@ -10,7 +10,9 @@
 //!
 //! Cameras decode CLIP looped and paced at its own frame rate on GPU 0 (`--backends cpu` decodes on
 //! the CPU). The environment switches the library reads (NVCAM_NVDEC_CTXLOCK=context for the old
-//! lock shared per context) apply to the whole run and are printed in the header.
+//! lock shared per context, NVCAM_NVDEC_REUSE=0 for a new NVDEC decoder at every reconnect) apply
+//! to the whole run and are printed in the header. After each churn phase a line gives the NVDEC
+//! decoders created and adopted (kept from the camera's last connection) during it.
 
 use nvcam::*;
 use std::ffi::CString;
@@ -138,6 +140,12 @@ fn report(label: &str, seen: &[Arc<Mutex<Seen>>], steady: &[u64], from: Instant,
     );
 }
 
+/// (decoders created, decoders adopted) so far, over the process.
+fn nvdec_made() -> (u64, u64) {
+    let c = nvcam::diag::nvdec_counters();
+    (c.decoders_created.load(Ordering::Relaxed), c.decoders_adopted.load(Ordering::Relaxed))
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let clip = args.get(1).filter(|a| !a.starts_with("--")).cloned().expect("usage: churn_bench CLIP [options]");
@@ -156,10 +164,11 @@ fn main() {
         assert_eq!(nvcam_init(std::ptr::null()), NVCAM_OK, "{}", last_error());
     }
     println!(
-        "churn_bench: clip {clip}; {n_steady} steady + {n_churn} churned cameras; {} CPU cores; latency {}; env NVCAM_NVDEC_CTXLOCK={:?}",
+        "churn_bench: clip {clip}; {n_steady} steady + {n_churn} churned cameras; {} CPU cores; latency {}; env NVCAM_NVDEC_CTXLOCK={:?} NVCAM_NVDEC_REUSE={:?}",
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
         arg(&args, "--latency", "auto"),
-        std::env::var("NVCAM_NVDEC_CTXLOCK").ok()
+        std::env::var("NVCAM_NVDEC_CTXLOCK").ok(),
+        std::env::var("NVCAM_NVDEC_REUSE").ok()
     );
     for backend in arg(&args, "--backends", "nvdec,ffmpeg-hw").split(',') {
         let (device, decoder) = match backend {
@@ -212,6 +221,7 @@ fn main() {
         std::thread::sleep(Duration::from_secs(2));
         let window = Duration::from_secs_f64(secs);
         for phase in phases.split(',') {
+            let nv0 = nvdec_made();
             match phase {
                 "baseline" => {
                     let t0 = Instant::now();
@@ -306,6 +316,10 @@ fn main() {
                     report(&label, &seen, &steady, t0, Instant::now(), &opens);
                 }
                 p => println!("| unknown phase {p} |"),
+            }
+            let nv1 = nvdec_made();
+            if phase != "baseline" && backend == "nvdec" {
+                println!("| ({phase}: NVDEC decoders created +{}, adopted from the last connection +{}) |", nv1.0 - nv0.0, nv1.1 - nv0.1);
             }
         }
         stop.store(true, Ordering::Relaxed);

@@ -23,6 +23,9 @@
 #   churn-memcheck the GPU reconnect storm test (scaled to 8 steady + 4 churned) under memcheck
 #   churn-bench    examples/churn_bench: 96 steady + 32 churned 1080p30 cameras, nvdec and ffmpeg-hw
 #   churn-oldlock  the same, direct NVDEC only, with NVCAM_NVDEC_CTXLOCK=context (the old shared lock)
+#   reuse-tests    the two reconnect-reuse tests of tests/gpu_nvdec.rs, then the same with NVCAM_NVDEC_REUSE=0
+#   churn-reuse    churn_bench direct NVDEC only, loop + burst phases, decoder reuse on (the default)
+#   churn-noreuse  the same with NVCAM_NVDEC_REUSE=0 (a new decoder at every reconnect, as before)
 #   latency        32 paced 1080p30 cameras (no B-frames), decode latency at low latency and throughput
 #   bench16        nvdec_bench, direct NVDEC, N = 16 (throughput mode against the 4,927 fps before)
 set -u
@@ -106,6 +109,13 @@ churn-memcheck)
   ;;
 churn-bench)
   step churn-bench 120 bash -c "'$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 96 --churn 32 --backends nvdec,ffmpeg-hw --seconds 3 --rounds 2 2>'$out/churn-stderr.log' | tee '$out/churn.log'"
+  ;;
+reuse-tests)
+  step reuse-tests 90 bash -c "'$nvdec_test' --test-threads 1 --nocapture reconnect_ > '$out/tests-reuse.log' 2>&1; r=\$?; NVCAM_NVDEC_REUSE=0 '$nvdec_test' --test-threads 1 --nocapture reconnect_ > '$out/tests-noreuse.log' 2>&1; r2=\$?; for f in tests-reuse tests-noreuse; do echo \"-- \$f\"; grep -E '^test |test result|panicked|exact|across a reconnect|differs' '$out/'\$f.log; done; exit \$(( r | r2 ))"
+  ;;
+churn-reuse|churn-noreuse)
+  reuse=1; [ "$what" = churn-noreuse ] && reuse=0
+  step "$what" 75 bash -c "NVCAM_NVDEC_REUSE=$reuse '$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 96 --churn 32 --backends nvdec --phases loop,burst --seconds 3 --rounds 2 2>'$out/$what-stderr.log' | tee '$out/$what.log'"
   ;;
 churn-oldlock)
   step churn-oldlock 60 bash -c "NVCAM_NVDEC_CTXLOCK=context '$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 96 --churn 32 --backends nvdec --phases loop,burst --seconds 3 --rounds 2 2>'$out/churn-oldlock-stderr.log' | tee '$out/churn-oldlock.log'"

@@ -18,7 +18,7 @@ use crate::config::{DecoderPolicy, Options, Placement};
 use crate::decode::software::SoftwareDecoder;
 use crate::decode::{Decoder, DecoderKind, Outcome, Picture};
 use crate::gpu::hwdec::HwDecoder;
-use crate::gpu::nvdec::NvDecoder;
+use crate::gpu::nvdec::{DecoderSlot, NvDecoder};
 use crate::gpu::upload::UploadDecoder;
 use crate::gpu::{self, CamGpu, HwTicket};
 use crate::pool::{Geometry, Lease, Pool};
@@ -28,14 +28,22 @@ use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// A camera's backend state that outlives its connections (its GPU stream), created on first use.
+/// A camera's backend state that outlives its connections (its GPU stream, created on first use,
+/// and the direct-NVDEC decoder its last connection parked for the next one).
 #[derive(Default)]
 pub(crate) struct CameraBackend {
     gpu: Mutex<Option<Arc<CamGpu>>>,
     cpu_noted: AtomicBool,
+    nvdec: Arc<DecoderSlot>,
 }
 
 impl CameraBackend {
+    /// Destroys the decoder a connection parked for the next (the camera closes, is down, or
+    /// failed for good); on the caller's thread, waiting for the camera's own stream only.
+    pub(crate) fn release_parked(&self) {
+        self.nvdec.clear();
+    }
+
     fn gpu(&self, device: i32) -> Result<Arc<CamGpu>> {
         let mut g = self.gpu.lock();
         if let Some(c) = g.as_ref() {
@@ -96,7 +104,7 @@ pub(crate) fn decoder_for(opts: &Options, stream: &ff::format::stream::Stream<'_
             return software();
         }
     };
-    let decoder = gpu_decoder(&cam, opts, stream, low_latency)?;
+    let decoder = gpu_decoder(&cam, opts, stream, low_latency, &backend.nvdec)?;
     Ok(Chosen { decoder, pools: Pools::Device(cam) })
 }
 
@@ -120,7 +128,10 @@ fn upload(cam: &Arc<CamGpu>, s: &Stream) -> Result<Box<dyn Decoder>> {
     Ok(Box::new(UploadDecoder::new(cam, s.params.clone(), s.time_base, s.threads, s.low_latency)?))
 }
 
-fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::Stream<'_>, low_latency: bool) -> Result<Box<dyn Decoder>> {
+fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::Stream<'_>, low_latency: bool, slot: &Arc<DecoderSlot>) -> Result<Box<dyn Decoder>> {
+    // The last connection's NVDEC decoder, moved out of the camera's slot: a new direct-NVDEC
+    // decoder adopts it; any other choice (or a failure on the way) drops it here.
+    let reuse = slot.begin(cam);
     let s = Stream { params: stream.parameters().clone(), time_base: stream.time_base(), threads: opts.decode_threads, low_latency };
     let dev = &cam.stream.dev;
     let fixed = |hw: Hw| -> Result<Box<dyn Decoder>> { Ok(Box::new(Fallback { hw, cam: cam.clone(), next: None })) };
@@ -128,7 +139,7 @@ fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::S
         DecoderPolicy::Software => upload(cam, &s),
         DecoderPolicy::Nvdec => {
             let t = HwTicket::take(dev).ok_or_else(|| cap_reached(cam))?;
-            fixed(Hw::Nvdec(NvDecoder::new(cam, &s.params, s.time_base, t, s.low_latency)?))
+            fixed(Hw::Nvdec(NvDecoder::new(cam, &s.params, s.time_base, t, s.low_latency, reuse)?))
         }
         DecoderPolicy::FfmpegHw => {
             let t = HwTicket::take(dev).ok_or_else(|| cap_reached(cam))?;
@@ -140,7 +151,7 @@ fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::S
                 None => why.push(format!("hardware decoder cap ({} per device) reached", gpu::hw_cap())),
                 Some(t) => {
                     match gpu::nvdec::supports(dev, &s.params) {
-                        Ok(_) => match NvDecoder::new(cam, &s.params, s.time_base, t, s.low_latency) {
+                        Ok(_) => match NvDecoder::new(cam, &s.params, s.time_base, t, s.low_latency, reuse) {
                             Ok(n) => return Ok(Box::new(Fallback { hw: Hw::Nvdec(n), cam: cam.clone(), next: Some(s) })),
                             Err(e) => why.push(format!("direct NVDEC: {}", e.msg)),
                         },

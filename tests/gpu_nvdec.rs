@@ -333,6 +333,171 @@ fn auto_prefers_direct_nvdec_and_stats_name_it() {
     );
 }
 
+fn created() -> u64 {
+    nvdec_counters().decoders_created.load(Ordering::Relaxed)
+}
+
+fn adopted() -> u64 {
+    nvdec_counters().decoders_adopted.load(Ordering::Relaxed)
+}
+
+/// Whether this run keeps decoders across reconnects (`NVCAM_NVDEC_REUSE=0` turns it off).
+fn reuse_on() -> bool {
+    !matches!(std::env::var("NVCAM_NVDEC_REUSE").as_deref(), Ok("0") | Ok("off") | Ok("false"))
+}
+
+fn reconnect(cam: u64) {
+    assert_eq!(nvcam_camera_reconnect(cam), NVCAM_OK, "{}", last_error());
+}
+
+/// After a reconnect, the first frame of the new connection (a frame of the old one may still
+/// come first): the frame equal to `first`, within a few frames. Returns its seq.
+fn sync_on_first(cam: u64, name: &str, first: &[u8]) -> u64 {
+    for k in 0..6 {
+        let f = get_frame(cam, 20_000).unwrap_or_else(|e| panic!("{name}: frame {k} after the reconnect: {e:?}"));
+        let (seq, got) = (info(f).unwrap().seq, pixels(f).unwrap());
+        release(f).unwrap();
+        if first_diff(&got, first).is_none() {
+            return seq;
+        }
+    }
+    panic!("{name}: no frame equal to the clip's first within 6 frames after the reconnect");
+}
+
+/// A reconnect of the same camera keeps its NVDEC decoder (no `cuvidCreateDecoder`, which the
+/// driver serializes at ~70 ms each: a burst of 32 reconnects took 2.3-2.7 s with a new decoder
+/// each): reconnects after the file ended and in the middle of it (pictures still in the
+/// decoder) each adopt the parked decoder, every frame after each reconnect equals the software
+/// decode, and a clone held from the first connection keeps its pixels.
+#[test]
+fn reconnect_reuses_the_nvdec_decoder() {
+    if !need_gpu("reconnect_reuses_the_nvdec_decoder") {
+        return;
+    }
+    let _s = Session::new();
+    let c = Clip { name: "nvdec-h264-1280x718.mp4", w: 1280, h: 718, frames: 40, codec: "libx264", extra: x264(true) };
+    let path = c.path();
+    let reference = reference_frames(&path, c.w, c.h);
+    let n = reference.len() as u64;
+    let h0 = hazards();
+    let cam = open(path.to_str().unwrap(), &gpu_options(FAST, NVCAM_DECODER_NVDEC)).unwrap();
+    // The first connection, holding a clone of frame 5.
+    let mut held = None;
+    for (k, want) in reference.iter().enumerate() {
+        let f = get_frame(cam, 20_000).unwrap_or_else(|e| panic!("frame {k}: {e:?}"));
+        let got = pixels(f).unwrap();
+        assert_eq!(first_diff(&got, want), None, "first connection: frame {k} differs from the software decode");
+        if k == 5 {
+            held = Some((clone(f).unwrap(), fnv(&got)));
+        }
+        release(f).unwrap();
+    }
+    let ended = || wait_until(Duration::from_secs(10), || stats(cam).state == NVCAM_STATE_ENDED);
+    assert!(ended(), "the first connection did not end");
+    let (d0, a0) = (created(), adopted());
+    const ROUNDS: u64 = 6;
+    for r in 1..=ROUNDS {
+        let name = format!("{} after reconnect {r}", c.name);
+        reconnect(cam);
+        let seq0 = sync_on_first(cam, &name, &reference[0]);
+        if r % 2 == 1 {
+            // To the end of the file; the next reconnect finds the camera ended.
+            expect_frames(cam, &name, &reference[1..], c.w, c.h, seq0);
+            assert!(ended(), "{name}: did not end");
+        } else {
+            // Ten frames, then a reconnect mid-stream (the decoder still holds pictures).
+            expect_frames(cam, &name, &reference[1..10], c.w, c.h, seq0);
+        }
+    }
+    // The last round left the camera streaming: one more to the end, exact.
+    reconnect(cam);
+    let seq0 = sync_on_first(cam, "final connection", &reference[0]);
+    expect_frames(cam, "final connection", &reference[1..], c.w, c.h, seq0);
+    let (d1, a1) = (created() - d0, adopted() - a0);
+    let (hf, want) = held.unwrap();
+    assert_eq!(fnv(&pixels(hf).unwrap()), want, "the clone held across the reconnects changed");
+    release(hf).unwrap();
+    println!(
+        "{} reconnects (half of them mid-stream): every frame exact ({n} per connection); decoders created +{d1}, adopted +{a1} (reuse {}); held clone unchanged",
+        ROUNDS + 1,
+        if reuse_on() { "on" } else { "off" }
+    );
+    assert_eq!(hazards(), h0);
+    assert_eq!(stats(cam).frames_dropped, 0);
+    if reuse_on() {
+        assert_eq!(d1, 0, "a reconnect of the same stream created an NVDEC decoder");
+        assert_eq!(a1, ROUNDS + 1, "not every reconnect adopted the parked decoder");
+    } else {
+        assert_eq!((d1, a1), (ROUNDS + 1, 0), "NVCAM_NVDEC_REUSE=0: every connection makes its own decoder");
+    }
+    close(cam, 5000).unwrap();
+}
+
+/// A reconnect that brings another size: within the size the parked decoder was made for it is
+/// reconfigured (or replaced, where NVDEC needs more surfaces), beyond it a new decoder is made;
+/// either way every frame equals the software decode. The camera's URL is a symbolic link
+/// pointed at another clip between connections.
+#[test]
+fn reconnect_with_another_size_adopts_or_replaces_the_decoder() {
+    if !need_gpu("reconnect_with_another_size_adopts_or_replaces_the_decoder") {
+        return;
+    }
+    let _s = Session::new();
+    let clips = [
+        Clip { name: "nvdec-part-a-640x360.ts", w: 640, h: 360, frames: 20, codec: "libx264", extra: x264(true) },
+        Clip { name: "nvdec-part-b-320x240.ts", w: 320, h: 240, frames: 20, codec: "libx264", extra: x264(true) },
+        Clip { name: "nvdec-part-c-640x360.ts", w: 640, h: 360, frames: 20, codec: "libx264", extra: x264(true) },
+        Clip { name: "nvdec-h264-1280x718.mp4", w: 1280, h: 718, frames: 40, codec: "libx264", extra: x264(true) },
+        Clip { name: "nvdec-part-a-640x360.ts", w: 640, h: 360, frames: 20, codec: "libx264", extra: x264(true) },
+    ];
+    // No extension: FFmpeg finds the container from the content.
+    let link = clips[0].path().with_file_name("nvdec-reuse-current");
+    let point = |target: &Path| {
+        let tmp = link.with_file_name("nvdec-reuse-next");
+        let _ = std::fs::remove_file(&tmp);
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(target, &tmp).unwrap();
+        #[cfg(not(unix))]
+        std::fs::copy(target, &tmp).unwrap();
+        std::fs::rename(&tmp, &link).unwrap();
+    };
+    point(&clips[0].path());
+    let h0 = hazards();
+    let ended = |cam: u64| wait_until(Duration::from_secs(10), || stats(cam).state == NVCAM_STATE_ENDED);
+    let cam = open(link.to_str().unwrap(), &gpu_options(FAST, NVCAM_DECODER_NVDEC)).unwrap();
+    let mut seq = 0;
+    let mut steps = Vec::new();
+    for (i, c) in clips.iter().enumerate() {
+        let reference = reference_frames(&c.path(), c.w, c.h);
+        let (d0, a0, r0) = (created(), adopted(), nvdec_counters().reconfigures.load(Ordering::Relaxed));
+        if i > 0 {
+            point(&c.path());
+            reconnect(cam);
+        }
+        expect_frames(cam, c.name, &reference, c.w, c.h, seq);
+        seq += reference.len() as u64;
+        assert!(ended(cam), "{}: did not end", c.name);
+        let d = (created() - d0, adopted() - a0, nvdec_counters().reconfigures.load(Ordering::Relaxed) - r0);
+        steps.push(format!("{}x{}: created +{} adopted +{} reconfigured +{}", c.w, c.h, d.0, d.1, d.2));
+        if i > 0 {
+            assert_eq!(d.0 + d.1, 1, "{}: a connection either adopts the parked decoder or creates one", c.name);
+        }
+        if i == 3 {
+            assert_eq!((d.0, d.1), (1, 0), "1280x718 is larger than the parked decoder (640x360): it needs a new one");
+        }
+        if i == 1 && reuse_on() {
+            // 640x360 -> 320x240: within the size the parked decoder was made for. (Adopted
+            // unless the smaller stream asks NVDEC for more decode surfaces than it has.)
+            println!("640x360 -> 320x240 across a reconnect: {}", if d.1 == 1 { "adopted (reconfigured)" } else { "new decoder" });
+        }
+    }
+    println!("sizes across reconnects, every frame exact ({seq}): {}", steps.join("; "));
+    assert_eq!(hazards(), h0);
+    assert_eq!(stats(cam).frames_dropped, 0);
+    close(cam, 5000).unwrap();
+    let _ = std::fs::remove_file(&link);
+}
+
 /// Encodes every clip these tests and `examples/nvdec_bench.rs` use, here where libx264/libx265
 /// exist; the bundle carries them to the GPU machine.
 #[test]

@@ -184,6 +184,8 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
             if !sh.source.is_live() && o.flags.loop_file {
                 input.rewind()?;
                 if !dec.reset() {
+                    // The old decoder goes first: it may park its NVDEC decoder for the new one.
+                    drop(dec);
                     dec = select::decoder_for(o, &input.stream(), &sh.backend, low_latency)?.decoder;
                 }
                 pacer.clock = None;

@@ -82,6 +82,11 @@ pub(super) fn run(sh: &Arc<Shared>, mut first: FirstOpen) {
         let decoded_before = sh.counters.decoded.load(Ordering::Relaxed);
         let r = session(sh, &mut first, &mut attempt, &mut connected);
         ever_connected |= connected;
+        // The decoder a session parked is for a reconnect that follows at once (a kick, a drop,
+        // a replayed file). An attempt that did not connect means the source is down: free it.
+        if !connected {
+            sh.backend.release_parked();
+        }
         // An outage starts when a session that delivered pictures ends. A source that accepts and
         // fails at once is one long outage, so it backs off like one.
         if sh.counters.decoded.load(Ordering::Relaxed) != decoded_before {
@@ -115,6 +120,7 @@ pub(super) fn run(sh: &Arc<Shared>, mut first: FirstOpen) {
             Err(e) => {
                 sh.set_error(&e);
                 if is_permanent(&e) {
+                    sh.backend.release_parked();
                     sh.set_state(CameraState::Failed);
                     wait_for_kick(sh);
                     continue;
@@ -139,6 +145,8 @@ pub(super) fn run(sh: &Arc<Shared>, mut first: FirstOpen) {
         sh.counters.next_retry_ms.store(0, Ordering::Relaxed);
     }
     sh.gate.set_playing(false);
+    // Closing: the parked decoder goes now, on this thread (as a session's decoder always did).
+    sh.backend.release_parked();
 }
 
 /// Failed or ended: wait (without spinning) for a manual reconnect or close.

@@ -7,6 +7,11 @@ use std::time::Instant;
 #[derive(Default)]
 pub struct NvdecCounters {
     pub decoders_created: AtomicU64,
+    /// Decoders a session kept for the camera's next connection (`reuse.rs`).
+    pub decoders_parked: AtomicU64,
+    /// Sessions that adopted their camera's parked decoder (as is or reconfigured) instead of
+    /// creating one.
+    pub decoders_adopted: AtomicU64,
     pub reconfigures: AtomicU64,
     pub recoveries: AtomicU64,
     /// Pictures whose surface the parser reused before we mapped them (dropped; never expected).
@@ -32,6 +37,8 @@ pub struct NvdecCounters {
 
 pub(super) static COUNTERS: NvdecCounters = NvdecCounters {
     decoders_created: AtomicU64::new(0),
+    decoders_parked: AtomicU64::new(0),
+    decoders_adopted: AtomicU64::new(0),
     reconfigures: AtomicU64::new(0),
     recoveries: AtomicU64::new(0),
     surface_hazards: AtomicU64::new(0),

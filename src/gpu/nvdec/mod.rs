@@ -21,7 +21,9 @@
 //! and a map rarely waits for its picture. Each decoder has its own `CUvideoctxlock`, so one
 //! camera's decoder create or destroy never waits for, or holds up, another camera's decode
 //! (`session.rs` says why that is correct; `NVCAM_NVDEC_CTXLOCK=context` restores the old lock
-//! shared per context, for measurements).
+//! shared per context, for measurements). A session's decoder outlives the session: it is parked
+//! for the camera's next connection and adopted there when codec and size allow, so a reconnect
+//! usually creates and destroys nothing (`reuse.rs`; `NVCAM_NVDEC_REUSE=0` turns it off).
 //!
 //! # Why unmapping right after the copy is enqueued is safe
 //!
@@ -63,18 +65,21 @@
 //!
 //! `sys` (the bindings, loaded at run time), `session` (RAII owners: context lock, parser,
 //! decoder, mapped picture), `parser` (the callbacks' state machine and the copy out of a
-//! surface), `caps` (what the engine takes), `counters`, and `hooks` (test-only faults and
+//! surface), `reuse` (the decoder kept across a reconnect), `caps` (what the engine takes),
+//! `counters`, and `hooks` (test-only faults and
 //! delays, compiled with the `test-hooks` feature).
 
 mod caps;
 mod counters;
 pub(crate) mod hooks;
 mod parser;
+mod reuse;
 mod session;
 pub(crate) mod sys;
 
 pub(crate) use caps::supports;
 pub use counters::{counters, NvdecCounters};
+pub(crate) use reuse::{DecoderSlot, Reuse};
 
 use crate::decode::{pts_us, Decoder, DecoderKind, Outcome, Picture};
 use crate::gpu::context::{Copy2D, Mem};
@@ -86,7 +91,7 @@ use counters::{count, ns, Timing, COUNTERS};
 use ffmpeg_next as ff;
 use crate::ffmpeg::annexb::AnnexB;
 use parser::{copy_picture, Disp, State};
-use session::{CtxLock, Parser};
+use session::Parser;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
@@ -122,8 +127,12 @@ pub(crate) struct NvDecoder {
     current: Option<Disp>,
     timing: Timing,
     recoveries: VecDeque<Instant>,
+    /// The session ended in more recoveries than allowed: its decoder is not kept.
+    gave_up: bool,
     decode_errors: u64,
     last_decode_warning: Option<Instant>,
+    /// The camera's slot: the last connection's decoder came from it, ours goes back into it.
+    slot: Arc<DecoderSlot>,
     _ticket: HwTicket,
 }
 
@@ -133,17 +142,26 @@ impl NvDecoder {
     /// At low latency the parser hands each picture out as soon as its display order allows
     /// (display delay 0), else [`DISPLAY_DELAY`] later so the engine decodes ahead;
     /// `NVCAM_NVDEC_DISPLAY_DELAY` overrides both, for measurements.
-    pub(crate) fn new(cam: &Arc<CamGpu>, params: &ff::codec::Parameters, time_base: ff::Rational, ticket: HwTicket, low_latency: bool) -> Result<NvDecoder> {
+    /// `reuse` brings the camera's decoder of its last connection, if one was parked; the first
+    /// sequence header adopts or replaces it (`reuse.rs`).
+    pub(crate) fn new(
+        cam: &Arc<CamGpu>,
+        params: &ff::codec::Parameters,
+        time_base: ff::Rational,
+        ticket: HwTicket,
+        low_latency: bool,
+        reuse: Reuse,
+    ) -> Result<NvDecoder> {
         let dev = &cam.stream.dev;
         let codec = supports(dev, params).map_err(|why| Error::new(NVCAM_E_UNSUPPORTED, why))?;
         let lib = cu::lib().map_err(|e| Error::new(NVCAM_E_UNSUPPORTED, e))?;
         let (annexb, prime) = AnnexB::new(params, time_base)?;
-        let ctx_lock = CtxLock::acquire(lib, dev)?;
+        let (slot, parked) = reuse.split();
         let display_delay = std::env::var("NVCAM_NVDEC_DISPLAY_DELAY").ok().and_then(|v| v.parse().ok()).unwrap_or(if low_latency { 0 } else { DISPLAY_DELAY }).min(8);
         let mut me = NvDecoder {
             cam: cam.clone(),
             parser: None,
-            st: Box::new(State::new(lib, cam, codec, ctx_lock, display_delay)),
+            st: Box::new(State::new(lib, cam, codec, display_delay, parked)),
             annexb,
             prime,
             time_base,
@@ -151,8 +169,10 @@ impl NvDecoder {
             current: None,
             timing: Timing::default(),
             recoveries: VecDeque::new(),
+            gave_up: false,
             decode_errors: 0,
             last_decode_warning: None,
+            slot,
             _ticket: ticket,
         };
         me.new_parser()?;
@@ -253,6 +273,7 @@ impl NvDecoder {
         let now = Instant::now();
         self.recoveries.retain(|t| now.duration_since(*t) < RECOVERY_WINDOW);
         if self.recoveries.len() >= MAX_RECOVERIES {
+            self.gave_up = true;
             return Err(Error::new(e.code, format!("{} (after {MAX_RECOVERIES} NVDEC recoveries within a minute)", e.msg)));
         }
         self.recoveries.push_back(now);
@@ -313,12 +334,16 @@ impl NvDecoder {
 
 impl Drop for NvDecoder {
     fn drop(&mut self) {
-        // Parser first (its callbacks point at `st`), then the pictures, then the decoder; the
-        // context lock goes with `st`, after its decoder.
+        // Parser first (its callbacks point at `st`), then the pictures (none is mapped: maps
+        // live inside one `write_into`), then the decoder: parked for the camera's next
+        // connection when it is sound (`reuse.rs`), else destroyed with its context lock.
         self.parser = None;
         self.current = None;
         self.st.queue.clear();
-        self.st.decoder = None;
+        if let Some(d) = self.st.decoder.take() {
+            let healthy = !self.st.refused && !self.gave_up && self.st.error.is_none();
+            self.slot.park(d, healthy);
+        }
         self.timing.flush();
     }
 }

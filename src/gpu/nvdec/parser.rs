@@ -9,7 +9,7 @@
 use super::caps::{caps, size_fits};
 use super::counters::{count, ns, Timing, COUNTERS};
 use super::hooks::{self, Knobs};
-use super::session::{CtxLock, VideoDecoder};
+use super::session::VideoDecoder;
 use super::sys::{self as cu, Nvcuvid};
 use crate::gpu::context::{Copy2D, Mem};
 use crate::gpu::memory::{device_slot, new_pool};
@@ -71,9 +71,12 @@ pub(super) struct State {
     pub lib: &'static Nvcuvid,
     pub cam: Arc<CamGpu>,
     pub codec: cu::cudaVideoCodec,
-    /// Declared before the lock it uses, so it is destroyed first.
+    /// The decoder (with its own context lock). At a session's start it may be the camera's
+    /// parked decoder of the last connection (`reuse.rs`), adopted or replaced at the first
+    /// sequence header.
     pub decoder: Option<VideoDecoder>,
-    pub ctx_lock: CtxLock,
+    /// `decoder` came from the last connection and no sequence header has been seen yet.
+    adopting: bool,
     pub geom: Option<SeqGeom>,
     pub display_delay: u32,
     pub queue: VecDeque<Disp>,
@@ -86,13 +89,13 @@ pub(super) struct State {
 }
 
 impl State {
-    pub(super) fn new(lib: &'static Nvcuvid, cam: &Arc<CamGpu>, codec: cu::cudaVideoCodec, ctx_lock: CtxLock, display_delay: u32) -> State {
+    pub(super) fn new(lib: &'static Nvcuvid, cam: &Arc<CamGpu>, codec: cu::cudaVideoCodec, display_delay: u32, parked: Option<VideoDecoder>) -> State {
         State {
             lib,
             cam: cam.clone(),
             codec,
-            decoder: None,
-            ctx_lock,
+            adopting: parked.is_some(),
+            decoder: parked,
             geom: None,
             display_delay,
             queue: VecDeque::new(),
@@ -114,9 +117,12 @@ impl State {
 
     /// Sequence callback: a new or changed sequence header. Makes, reconfigures or keeps the
     /// decoder, and returns the decode surfaces the parser may use. A stream the engine cannot
-    /// take is refused (the camera may fall back), never retried.
+    /// take is refused (the camera may fall back), never retried. The first header of a session
+    /// that holds its camera's parked decoder goes the same way: kept as is, reconfigured within
+    /// its creation size, or destroyed and replaced (`reuse.rs`).
     fn sequence(&mut self, f: &cu::CUVIDEOFORMAT) -> Result<c_int> {
         let dev = self.cam.ordinal();
+        let adopting = std::mem::take(&mut self.adopting);
         if f.chroma_format != cu::cudaVideoChromaFormat_420 || f.bit_depth_luma_minus8 != 0 || f.bit_depth_chroma_minus8 != 0 {
             return Err(self.refuse(format!(
                 "stream is chroma format {} at {} bits; direct NVDEC writes 8-bit 4:2:0 (NV12) only",
@@ -150,6 +156,10 @@ impl State {
             let same_size = (old.coded_width, old.coded_height) == (f.coded_width, f.coded_height);
             if old.codec == f.codec && same_size && want <= dec.surfaces {
                 // Same surfaces; at most the display window moved (pictures carry their own).
+                if adopting {
+                    count(&COUNTERS.decoders_adopted);
+                    log::debug!("GPU {dev}: NVDEC decoder of the last connection kept ({}x{})", f.coded_width, f.coded_height);
+                }
                 self.geom = Some(geom);
                 return Ok(dec.surfaces as c_int);
             }
@@ -158,14 +168,29 @@ impl State {
             let dec = self.decoder.as_mut().expect("checked above");
             let fits = f.coded_width <= dec.max_w && f.coded_height <= dec.max_h;
             if old.codec == f.codec && want <= dec.surfaces && fits && dec.reconfigure(f).is_ok() {
+                if adopting {
+                    count(&COUNTERS.decoders_adopted);
+                }
                 log::info!("GPU {dev}: NVDEC decoder reconfigured to {}x{} (display {}x{})", f.coded_width, f.coded_height, geom.width, geom.height);
                 self.geom = Some(geom);
                 return Ok(dec.surfaces as c_int);
             }
+            if adopting {
+                log::info!(
+                    "GPU {dev}: NVDEC decoder of the last connection ({} {}x{}, {} surfaces) does not fit codec {} {}x{} ({want} surfaces); making a new one",
+                    old.codec,
+                    old.coded_width,
+                    old.coded_height,
+                    dec.surfaces,
+                    f.codec,
+                    f.coded_width,
+                    f.coded_height
+                );
+            }
             self.decoder = None;
         }
         let outputs = self.knobs.map(|k| k.output_surfaces).filter(|&n| n > 0).unwrap_or(OUTPUT_SURFACES);
-        let dec = VideoDecoder::create(self.lib, &self.cam, f, want, outputs, &self.ctx_lock).inspect_err(|_| {
+        let dec = VideoDecoder::create(self.lib, &self.cam, f, want, outputs).inspect_err(|_| {
             // Out of sessions or memory, or a size the engine refuses: not ours to retry.
             self.refused = true;
         })?;

@@ -8,7 +8,7 @@ use crate::gpu::{stats, CamGpu};
 use crate::status::*;
 use parking_lot::Mutex;
 use std::ffi::c_void;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 // ---------------------------------------------------------------------------------------------
@@ -161,12 +161,19 @@ impl Drop for Parser {
 // ---------------------------------------------------------------------------------------------
 // The decoder.
 
-/// One NVDEC decode session and its surfaces. Dropping it waits for the camera's stream (copies
-/// may still read its surfaces), then destroys it: teardown, resolution change or recovery only.
+/// One NVDEC decode session, its surfaces and its context lock. Dropping it waits for the
+/// camera's stream (copies may still read its surfaces), then destroys it: teardown, resolution
+/// change, recovery, or a parked decoder the next connection cannot use (`reuse.rs`).
 pub(super) struct VideoDecoder {
     lib: &'static Nvcuvid,
-    cam: Arc<CamGpu>,
+    pub(super) cam: Arc<CamGpu>,
     raw: cu::CUvideodecoder,
+    /// The `vidLock` it was created with: it must outlive the decoder (a field, so it drops
+    /// after `Drop::drop` destroyed the decoder), and it travels with it when the decoder is
+    /// parked for the camera's next connection.
+    _lock: CtxLock,
+    /// A decode, map, unmap or reconfigure of this decoder failed: it is never parked for reuse.
+    faulted: AtomicBool,
     /// The format it was made (or last reconfigured) for.
     pub fmt: cu::CUVIDEOFORMAT,
     pub surfaces: u32,
@@ -185,8 +192,8 @@ impl VideoDecoder {
         f: &cu::CUVIDEOFORMAT,
         surfaces: u32,
         outputs: u32,
-        lock: &CtxLock,
     ) -> Result<VideoDecoder> {
+        let lock = CtxLock::acquire(lib, &cam.stream.dev)?;
         let mut ci = cu::CUVIDDECODECREATEINFO {
             ulWidth: f.coded_width as _,
             ulHeight: f.coded_height as _,
@@ -221,7 +228,30 @@ impl VideoDecoder {
         }
         stats::of(cam.ordinal()).hw_decoders.fetch_add(1, Ordering::Relaxed);
         count(&COUNTERS.decoders_created);
-        Ok(VideoDecoder { lib, cam: cam.clone(), raw: dec, fmt: *f, surfaces, max_w: f.coded_width, max_h: f.coded_height })
+        Ok(VideoDecoder {
+            lib,
+            cam: cam.clone(),
+            raw: dec,
+            _lock: lock,
+            faulted: AtomicBool::new(false),
+            fmt: *f,
+            surfaces,
+            max_w: f.coded_width,
+            max_h: f.coded_height,
+        })
+    }
+
+    /// Whether a call on it failed (then it is destroyed rather than reused by another connection).
+    pub(super) fn faulted(&self) -> bool {
+        self.faulted.load(Ordering::Relaxed)
+    }
+
+    /// Records a failed call's result as a fault of this decoder.
+    fn note<T>(&self, r: Result<T>) -> Result<T> {
+        if r.is_err() {
+            self.faulted.store(true, Ordering::Relaxed);
+        }
+        r
     }
 
     /// Resizes the decoder in place (the new coded size fits the size it was made for).
@@ -243,6 +273,7 @@ impl VideoDecoder {
         // SAFETY: our decoder; no copy reads its surfaces any more (stream synchronized above).
         let r = CuCode(unsafe { (self.lib.cuvidReconfigureDecoder)(self.raw, &mut ri) });
         if r != CuCode::SUCCESS {
+            self.faulted.store(true, Ordering::Relaxed);
             log::info!("cuvidReconfigureDecoder failed ({}); making a new decoder", r.name());
             return Err(cuda_error("cuvidReconfigureDecoder", r));
         }
@@ -254,7 +285,7 @@ impl VideoDecoder {
     /// Submits one picture (inside the parser's decode callback, so the context is current).
     pub(super) fn decode(&self, p: &mut cu::CUVIDPICPARAMS) -> Result<()> {
         // SAFETY: our decoder; `p` is the parser's picture parameters for this call.
-        ck("cuvidDecodePicture", unsafe { (self.lib.cuvidDecodePicture)(self.raw, p) })
+        self.note(ck("cuvidDecodePicture", unsafe { (self.lib.cuvidDecodePicture)(self.raw, p) }))
     }
 
     /// Maps picture `info` with its post-processing on `stream`; the caller holds a context guard.
@@ -263,7 +294,7 @@ impl VideoDecoder {
         let (mut ptr, mut pitch) = (0u64, 0u32);
         // SAFETY: our decoder and a picture index the parser handed out; writes the mapped
         // surface's address and pitch. The Mapped value unmaps it.
-        ck("cuvidMapVideoFrame64", unsafe { (self.lib.cuvidMapVideoFrame64)(self.raw, info.picture_index, &mut ptr, &mut pitch, &mut pp) })?;
+        self.note(ck("cuvidMapVideoFrame64", unsafe { (self.lib.cuvidMapVideoFrame64)(self.raw, info.picture_index, &mut ptr, &mut pitch, &mut pp) }))?;
         Ok(Mapped { dec: self, ptr, pitch: pitch as usize, unmapped: false })
     }
 
@@ -302,7 +333,7 @@ impl Mapped<'_> {
     pub(super) fn unmap(mut self) -> Result<()> {
         self.unmapped = true;
         // SAFETY: a surface this decoder mapped, unmapped once.
-        ck("cuvidUnmapVideoFrame64", unsafe { (self.dec.lib.cuvidUnmapVideoFrame64)(self.dec.raw, self.ptr) })
+        self.dec.note(ck("cuvidUnmapVideoFrame64", unsafe { (self.dec.lib.cuvidUnmapVideoFrame64)(self.dec.raw, self.ptr) }))
     }
 }
 
@@ -311,7 +342,7 @@ impl Drop for Mapped<'_> {
         if !self.unmapped {
             // SAFETY: as in `unmap`; reached only on an early return before it.
             let r = unsafe { (self.dec.lib.cuvidUnmapVideoFrame64)(self.dec.raw, self.ptr) };
-            let _ = ck("cuvidUnmapVideoFrame64", r);
+            let _ = self.dec.note(ck("cuvidUnmapVideoFrame64", r));
         }
     }
 }
