@@ -131,14 +131,14 @@ fn upload(cam: &Arc<CamGpu>, s: &Stream) -> Result<Box<dyn Decoder>> {
 fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::Stream<'_>, low_latency: bool, slot: &Arc<DecoderSlot>) -> Result<Box<dyn Decoder>> {
     // The last connection's NVDEC decoder, moved out of the camera's slot: a new direct-NVDEC
     // decoder adopts it; any other choice (or a failure on the way) drops it here.
-    let reuse = slot.begin(cam);
+    let mut reuse = slot.begin(cam);
     let s = Stream { params: stream.parameters().clone(), time_base: stream.time_base(), threads: opts.decode_threads, low_latency };
     let dev = &cam.stream.dev;
     let fixed = |hw: Hw| -> Result<Box<dyn Decoder>> { Ok(Box::new(Fallback { hw, cam: cam.clone(), next: None })) };
     match opts.decoder {
         DecoderPolicy::Software => upload(cam, &s),
         DecoderPolicy::Nvdec => {
-            let t = HwTicket::take(dev).ok_or_else(|| cap_reached(cam))?;
+            let t = reuse.ticket(dev).ok_or_else(|| cap_reached(cam))?;
             fixed(Hw::Nvdec(NvDecoder::new(cam, &s.params, s.time_base, t, s.low_latency, reuse)?))
         }
         DecoderPolicy::FfmpegHw => {
@@ -147,7 +147,7 @@ fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::S
         }
         DecoderPolicy::Auto => {
             let mut why = Vec::new();
-            match HwTicket::take(dev) {
+            match reuse.ticket(dev) {
                 None => why.push(format!("hardware decoder cap ({} per device) reached", gpu::hw_cap())),
                 Some(t) => {
                     match gpu::nvdec::supports(dev, &s.params) {
@@ -156,7 +156,9 @@ fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::S
                             Err(e) => why.push(format!("direct NVDEC: {}", e.msg)),
                         },
                         Err(w) => {
+                            // Neither the ticket nor a parked NVDEC decoder is of use now.
                             drop(t);
+                            drop(reuse);
                             log::info!("GPU {}: direct NVDEC not used ({w}); trying FFmpeg's CUDA hwaccel", dev.ordinal);
                         }
                     }

@@ -133,7 +133,8 @@ pub(crate) struct NvDecoder {
     last_decode_warning: Option<Instant>,
     /// The camera's slot: the last connection's decoder came from it, ours goes back into it.
     slot: Arc<DecoderSlot>,
-    _ticket: HwTicket,
+    /// This session's share of the device's hardware-decoder cap; parked with the decoder.
+    ticket: Option<HwTicket>,
 }
 
 impl NvDecoder {
@@ -173,7 +174,7 @@ impl NvDecoder {
             decode_errors: 0,
             last_decode_warning: None,
             slot,
-            _ticket: ticket,
+            ticket: Some(ticket),
         };
         me.new_parser()?;
         log::info!("GPU {}: direct NVDEC decoder for {:?} (parser on the camera thread)", dev.ordinal, params.id());
@@ -340,9 +341,9 @@ impl Drop for NvDecoder {
         self.parser = None;
         self.current = None;
         self.st.queue.clear();
-        if let Some(d) = self.st.decoder.take() {
+        if let (Some(d), Some(t)) = (self.st.decoder.take(), self.ticket.take()) {
             let healthy = !self.st.refused && !self.gave_up && self.st.error.is_none();
-            self.slot.park(d, healthy);
+            self.slot.park(d, t, healthy);
         }
         self.timing.flush();
     }

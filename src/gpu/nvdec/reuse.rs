@@ -36,17 +36,22 @@
 //! - **Never a faulted decoder.** A decoder whose decode, map, unmap or reconfigure failed, or
 //!   that NVDEC refused for the stream, or whose session ended in too many recoveries, is
 //!   destroyed, not parked.
+//! - **Within the cap.** A parked decoder keeps its session's `HwTicket` (the per-device cap on
+//!   hardware decode sessions) and hands it to the next session, so parked decoders never push
+//!   the device past its cap, and a reconnect never loses its hardware decoder to the cap.
 //! - **Bounded, and freed.** One parked decoder per camera at most. Dropping the slot destroys
-//!   it (RAII); the camera's worker empties it when the camera closes, when a reconnect attempt
-//!   fails (a camera that is down holds no decoder) and when it fails for good, and a new
-//!   session that takes another decoder (AUTO's fall-backs, another policy) drops it.
+//!   it, then returns its ticket (RAII); the camera's worker empties it when the camera closes,
+//!   when a reconnect attempt fails (a camera that is down holds no decoder) and when it fails
+//!   for good, and a new session that takes another decoder (AUTO's fall-backs, another policy)
+//!   drops it. A file that ended (no LOOP) keeps it, for the reconnect that replays the file.
 //!
 //! `NVCAM_NVDEC_REUSE=0` turns reuse off (every session creates and destroys its decoder, as
 //! before), for measurements and as a way out.
 
 use super::counters::{count, COUNTERS};
 use super::session::VideoDecoder;
-use crate::gpu::CamGpu;
+use crate::gpu::context::Device;
+use crate::gpu::{CamGpu, HwTicket};
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -56,10 +61,13 @@ pub(crate) fn enabled() -> bool {
     !matches!(std::env::var("NVCAM_NVDEC_REUSE").as_deref(), Ok("0") | Ok("off") | Ok("false"))
 }
 
+/// A parked decoder and the hardware-session ticket it holds (destroyed first, then returned).
+type Parked = (VideoDecoder, HwTicket);
+
 /// A camera's parked NVDEC decoder (at most one), owned by the camera's backend state.
 #[derive(Default)]
 pub(crate) struct DecoderSlot {
-    parked: Mutex<Option<VideoDecoder>>,
+    parked: Mutex<Option<Parked>>,
 }
 
 impl DecoderSlot {
@@ -68,8 +76,11 @@ impl DecoderSlot {
     /// stream is dropped here.
     pub(crate) fn begin(self: &Arc<Self>, cam: &Arc<CamGpu>) -> Reuse {
         let taken = self.parked.lock().take();
-        let parked = taken.filter(|d| Arc::ptr_eq(&d.cam, cam) && enabled());
-        Reuse { slot: self.clone(), parked }
+        let (decoder, ticket) = match taken.filter(|(d, _)| Arc::ptr_eq(&d.cam, cam) && enabled()) {
+            Some((d, t)) => (Some(d), Some(t)),
+            None => (None, None),
+        };
+        Reuse { slot: self.clone(), decoder, ticket }
     }
 
     /// Destroys the parked decoder, if any (the camera closes, is down, or failed for good).
@@ -82,15 +93,23 @@ impl DecoderSlot {
 
 /// What a new session gets of its camera's slot: the decoder it may adopt and the slot to park
 /// its own decoder in at the end. Dropped unused (another backend chosen), it destroys the decoder.
+/// (Fields drop in order: the decoder is destroyed before its ticket is returned.)
 pub(crate) struct Reuse {
     slot: Arc<DecoderSlot>,
-    parked: Option<VideoDecoder>,
+    decoder: Option<VideoDecoder>,
+    ticket: Option<HwTicket>,
 }
 
 impl Reuse {
+    /// The hardware-session ticket for the new session: the parked decoder's (its session goes
+    /// on), else a new one within the device's cap (None: the cap is reached).
+    pub(crate) fn ticket(&mut self, dev: &Arc<Device>) -> Option<HwTicket> {
+        self.ticket.take().or_else(|| HwTicket::take(dev))
+    }
+
     /// (the camera's slot, the decoder parked by its last session).
     pub(super) fn split(self) -> (Arc<DecoderSlot>, Option<VideoDecoder>) {
-        (self.slot, self.parked)
+        (self.slot, self.decoder)
     }
 }
 
@@ -99,20 +118,20 @@ impl DecoderSlot {
     /// faulted, when `healthy` is false (NVDEC refused the stream, too many recoveries, a panic),
     /// or when the camera's stream cannot be waited for. Never holds the slot's lock while it
     /// waits or destroys.
-    pub(super) fn park(&self, d: VideoDecoder, healthy: bool) {
+    pub(super) fn park(&self, d: VideoDecoder, ticket: HwTicket, healthy: bool) {
         if !healthy || d.faulted() || !enabled() || std::thread::panicking() {
-            drop(d);
+            drop((d, ticket));
             return;
         }
         // Copies out of its output surfaces (and the post-processing of its last maps) run on
         // the camera's stream: wait for them, so the decoder goes to the next session idle.
         if let Err(e) = d.cam.stream.synchronize() {
             log::warn!("GPU {}: NVDEC decoder not kept for the next connection: {e}", d.cam.ordinal());
-            drop(d);
+            drop((d, ticket));
             return;
         }
         count(&COUNTERS.decoders_parked);
-        let old = self.parked.lock().replace(d);
+        let old = self.parked.lock().replace((d, ticket));
         drop(old);
     }
 }
