@@ -455,8 +455,9 @@ fn reconnect_with_another_size_adopts_or_replaces_the_decoder() {
     let point = |target: &Path| {
         let tmp = link.with_file_name("nvdec-reuse-next");
         let _ = std::fs::remove_file(&tmp);
+        // A sibling in the fixtures folder: a relative link, whatever the folder's path.
         #[cfg(unix)]
-        std::os::unix::fs::symlink(target, &tmp).unwrap();
+        std::os::unix::fs::symlink(target.file_name().unwrap(), &tmp).unwrap();
         #[cfg(not(unix))]
         std::fs::copy(target, &tmp).unwrap();
         std::fs::rename(&tmp, &link).unwrap();
