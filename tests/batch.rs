@@ -117,7 +117,7 @@ fn get_frames_refuses_bad_arguments_before_taking_any_frame() {
         // SAFETY (test): n is refused before either array is read past its length.
         let code = unsafe { nvcam_cameras_get_frames(cams.as_ptr(), n, 500, out.as_mut_ptr()) };
         assert_eq!(code, want, "{cams:x?} n={n}: {}", last_error());
-        if n >= 1 && n <= 2 {
+        if (1..=2).contains(&n) {
             assert_eq!(&out[..2], &[0, 0], "frames must be zeroed when nothing is taken");
         }
     }
