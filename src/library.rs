@@ -107,7 +107,7 @@ pub(crate) struct Batch {
 /// (nothing is taken when one is bad or repeated); then waits for each camera in turn against one
 /// deadline, `timeout` from now (a camera after the deadline is only polled); then polls the
 /// cameras whose frame was taken earlier once more and swaps in a newer frame that arrived
-/// meanwhile (the older handle is released). A camera with no frame gets 0. The status is `Ok`
+/// meanwhile (the older handle is released; never for a lossless camera). A camera with no frame gets 0. The status is `Ok`
 /// when every camera has a frame; otherwise the first hard error in array order (closed, failed,
 /// end of file, ...), else `NVCAM_E_CANCELLED` when a wait was cancelled (the remaining cameras are
 /// then only polled), else `NVCAM_E_TIMEOUT`. Whatever the status, every non-zero entry is a live
@@ -140,10 +140,11 @@ pub(crate) fn get_frames(cams: &[u64], timeout: Duration) -> Result<Batch> {
         }
     }
     // Frames taken early in the wait: a newer one may have come while later cameras were waited
-    // for. (The last camera's frame is as new as it gets.)
+    // for. (The last camera's frame is as new as it gets; a lossless camera hands out every
+    // frame in order, so its frame is never swapped.)
     let last = frames.iter().rposition(|&f| f != 0);
     for (i, c) in cs.iter().enumerate() {
-        if frames[i] == 0 || Some(i) == last {
+        if frames[i] == 0 || Some(i) == last || c.lossless() {
             continue;
         }
         if let Ok(newer) = hand_out(c, Duration::ZERO, None) {

@@ -235,3 +235,26 @@ fn batch_refuses_mixed_sizes_bad_handles_and_device_memory_for_cpu_frames() {
     close(a, 2000).unwrap();
     close(b, 2000).unwrap();
 }
+
+/// A lossless camera hands out every frame in order: a batch grab must not swap its frame for a
+/// newer one (which would drop the older frame unseen).
+#[test]
+fn get_frames_keeps_every_frame_of_a_lossless_camera() {
+    init();
+    let lossless = open("testsrc://64x48@60", &options(NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING)).unwrap();
+    let paced = open("testsrc://64x48@30", &options(0)).unwrap();
+    let mut want = 1u64;
+    for round in 0..5 {
+        // The lossless camera first: the wait for the paced one gives it time to decode more.
+        let (code, frames) = get_frames(&[lossless, paced], 3000);
+        assert_eq!(code, NVCAM_OK, "round {round}: {}", last_error());
+        let seq = info(frames[0]).unwrap().seq;
+        assert_eq!(seq, want, "round {round}: the lossless camera's frame {want} was skipped");
+        want += 1;
+        for f in frames {
+            release(f).unwrap();
+        }
+    }
+    close(lossless, 2000).unwrap();
+    close(paced, 2000).unwrap();
+}

@@ -138,7 +138,8 @@ pub unsafe extern "C" fn nvcam_camera_get_frame(cam: u64, timeout_ms: u32, frame
 /// - It then waits up to `timeout_ms` in all (one deadline, not per camera) until every camera has
 ///   a frame it has not handed out yet (as `nvcam_camera_get_frame`: older frames are skipped); a
 ///   frame taken early in the wait is swapped for a newer one that came meanwhile (the older
-///   handle is released by the call). `timeout_ms` 0 only polls.
+///   handle is released by the call; never for a camera opened with `NVCAM_OPEN_LOSSLESS`, which
+///   hands out every frame in order). `timeout_ms` 0 only polls.
 /// - `frames[i]` is a new frame handle of `cams[i]`, or 0 when that camera had none.
 /// - Status: `NVCAM_OK` when every camera has a frame; otherwise the first hard error in array
 ///   order (`NVCAM_E_CLOSED`, `NVCAM_E_FAILED`, `NVCAM_E_IO` for an ended file, ...), else
