@@ -243,14 +243,13 @@ fn get_frames_keeps_every_frame_of_a_lossless_camera() {
     init();
     let lossless = open("testsrc://64x48@60", &options(NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING)).unwrap();
     let paced = open("testsrc://64x48@30", &options(0)).unwrap();
-    let mut want = 1u64;
-    for round in 0..5 {
+    for round in 0..5u64 {
+        let want = round + 1;
         // The lossless camera first: the wait for the paced one gives it time to decode more.
         let (code, frames) = get_frames(&[lossless, paced], 3000);
         assert_eq!(code, NVCAM_OK, "round {round}: {}", last_error());
         let seq = info(frames[0]).unwrap().seq;
         assert_eq!(seq, want, "round {round}: the lossless camera's frame {want} was skipped");
-        want += 1;
         for f in frames {
             release(f).unwrap();
         }
