@@ -110,6 +110,29 @@ fn pct(v: &mut [f64], q: f64) -> f64 {
     v[((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1]
 }
 
+/// Seconds of CPU this process has used (user + system), from /proc/self/stat; 0 elsewhere.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let rest = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of the whole line (11 and 12 here), in 1/100 s.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// (when, CPU seconds) every 100 ms, so a phase's CPU use can be read for any window.
+static CPU_SAMPLES: Mutex<Vec<(Instant, f64)>> = Mutex::new(Vec::new());
+
+fn cpu_cores_between(from: Instant, to: Instant) -> f64 {
+    let s = CPU_SAMPLES.lock().unwrap();
+    let at = |t: Instant| s.iter().min_by_key(|(w, _)| if *w > t { *w - t } else { t - *w }).copied();
+    match (at(from), at(to)) {
+        (Some((t0, c0)), Some((t1, c1))) if t1 > t0 => (c1 - c0) / t1.duration_since(t0).as_secs_f64(),
+        _ => f64::NAN,
+    }
+}
+
 fn report(label: &str, seen: &[Arc<Mutex<Seen>>], steady: &[u64], from: Instant, to: Instant, back: &[f64]) {
     let secs = to.duration_since(from).as_secs_f64();
     let mut gaps = Vec::new();
@@ -129,12 +152,13 @@ fn report(label: &str, seen: &[Arc<Mutex<Seen>>], steady: &[u64], from: Instant,
     let mut b = back.to_vec();
     let back_txt = if b.is_empty() { "-".to_string() } else { format!("{:.2} s (p50 {:.2})", pct(&mut b, 1.0), pct(&mut b, 0.5)) };
     println!(
-        "| {label} | {mean_fps:.1} (min {min_fps:.1}) | {:.1} / {:.1} / {:.1} | {timeouts} | {:.2} / {:.2} | {back_txt} |",
+        "| {label} | {mean_fps:.1} (min {min_fps:.1}) | {:.1} / {:.1} / {:.1} | {timeouts} | {:.2} / {:.2} | {back_txt} | {:.2} |",
         pct(&mut gaps, 0.5),
         pct(&mut gaps, 0.99),
         pct(&mut gaps, 1.0),
         pct(&mut p50s, 0.5),
-        p99
+        p99,
+        cpu_cores_between(from, to)
     );
 }
 
@@ -143,6 +167,10 @@ fn main() {
     let clip = args.get(1).filter(|a| !a.starts_with("--")).cloned().expect("usage: churn_bench CLIP [options]");
     let n_steady: usize = arg(&args, "--steady", "96").parse().unwrap();
     let n_churn: usize = arg(&args, "--churn", "32").parse().unwrap();
+    std::thread::spawn(|| loop {
+        CPU_SAMPLES.lock().unwrap().push((Instant::now(), cpu_seconds()));
+        std::thread::sleep(Duration::from_millis(100));
+    });
     let secs: f64 = arg(&args, "--seconds", "5").parse().unwrap();
     let rounds: usize = arg(&args, "--rounds", "3").parse().unwrap();
     let phases = arg(&args, "--phases", "baseline,loop,burst,openclose");
@@ -169,7 +197,7 @@ fn main() {
             _ => (NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE),
         };
         let o = Arc::new(Opts { clip: CString::new(clip.clone()).unwrap(), device, decoder, latency });
-        println!("\n{backend}:\n\n| phase | steady fps (min) | gap p50 / p99 / max ms | get_frame timeouts | decode latency p50 / p99 ms | churned back after |\n|---|---|---|---|---|---|");
+        println!("\n{backend}:\n\n| phase | steady fps (min) | gap p50 / p99 / max ms | get_frame timeouts | decode latency p50 / p99 ms | churned back after | CPU cores |\n|---|---|---|---|---|---|---|");
         let steady: Vec<u64> = match (0..n_steady).map(|_| open(&o)).collect::<Result<Vec<_>, _>>() {
             Ok(v) => v,
             Err(e) => {
