@@ -156,6 +156,12 @@
 #define NVCAM_CONVERT_LETTERBOX 1
 
 /**
+ * The most cameras `nvcam_cameras_get_frames` and frames `nvcam_frames_convert_batch` take in
+ * one call.
+ */
+#define NVCAM_BATCH_MAX 256
+
+/**
  * `nvcam_camera_options_t.latency`: live network sources get `LOW`, files and the test source
  * `THROUGHPUT`.
  */
@@ -873,6 +879,34 @@ int nvcam_camera_reconnect(unsigned __int64 cam);
 int nvcam_camera_get_frame(unsigned __int64 cam, unsigned int timeout_ms, unsigned __int64 *frame);
 
 /**
+ * "Latest of N": the newest frame of each of `n` cameras (`cams[0..n]`, each at most once) in
+ * one call, into `frames[0..n]`, for batching inference.
+ *
+ * - `frames` is zeroed first (whenever `frames` is not NULL and `n` is in range); then every
+ *   camera handle is checked (a NULL, stale, closed-and-removed or repeated handle fails the call
+ *   before any frame is taken, and `frames` stays all 0).
+ * - It then waits up to `timeout_ms` in all (one deadline, not per camera) until every camera has
+ *   a frame it has not handed out yet (as `nvcam_camera_get_frame`: older frames are skipped); a
+ *   frame taken early in the wait is swapped for a newer one that came meanwhile (the older
+ *   handle is released by the call; never for a camera opened with `NVCAM_OPEN_LOSSLESS`, which
+ *   hands out every frame in order). `timeout_ms` 0 only polls.
+ * - `frames[i]` is a new frame handle of `cams[i]`, or 0 when that camera had none.
+ * - Status: `NVCAM_OK` when every camera has a frame; otherwise the first hard error in array
+ *   order (`NVCAM_E_CLOSED`, `NVCAM_E_FAILED`, `NVCAM_E_IO` for an ended file, ...), else
+ *   `NVCAM_E_CANCELLED` (`nvcam_camera_cancel_wait` on one of the cameras ran: the others are
+ *   then only polled), else `NVCAM_E_TIMEOUT` (some or none came).
+ * - **Whatever the status, release every non-zero `frames[i]`** (with a partial batch, the
+ *   frames that came are valid and yours).
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_TIMEOUT, NVCAM_E_CANCELLED, NVCAM_E_CLOSED, NVCAM_E_FAILED, NVCAM_E_IO, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_UNSUPPORTED, NVCAM_E_PANIC
+ *
+ * # Safety
+ * `cams` is NULL or readable for `n` `unsigned __int64`s; `frames` is NULL or writable for `n`
+ * `unsigned __int64`s (`n` at most `NVCAM_BATCH_MAX`). Neither needs 8-byte alignment.
+ */
+int nvcam_cameras_get_frames(const unsigned __int64 *cams, unsigned int n, unsigned int timeout_ms, unsigned __int64 *frames);
+
+/**
  * Wakes every thread blocked in `nvcam_camera_get_frame` or `nvcam_camera_get_frame_lv` on this
  * camera: each returns `NVCAM_E_CANCELLED` at once. Only waits in progress are cancelled (a wait
  * that begins after this call waits normally, and nothing is remembered for it); the camera stays
@@ -994,6 +1028,33 @@ int nvcam_registry_stats(unsigned __int64 cam, unsigned int *for_camera, unsigne
  * stream of that device's primary context, or 0.
  */
 int nvcam_frame_convert(unsigned __int64 frame, const nvcam_convert_t *spec, void *dst, unsigned __int64 dst_pitch, unsigned __int64 dst_size, unsigned __int64 cuda_stream);
+
+/**
+ * Converts `n` frames (`frames[0..n]`, repeats allowed) as `spec` says into one tensor at
+ * `dst`: item `i` starts `i * dst_item_stride` bytes in (0 = packed: the size of one item, which
+ * `nvcam_frame_convert_size(frames[0], spec, 0, &size)` gives); each item is laid out as
+ * `nvcam_frame_convert` writes it at pitch 0, so planar float formats give an NCHW tensor
+ * (`n x 3 x height x width`) and 8-bit formats NHWC (`n x height x width x channels`). Every
+ * frame must convert to the same output size (set `spec->width`/`height` when the cameras'
+ * sizes differ). `dst_size` must hold `dst_item_stride * (n - 1)` + one item.
+ *
+ * Everything (handles, sizes, memory kinds) is checked before anything is written. Device
+ * memory (`spec->dst_memory`): every frame must be a device frame of `spec->dst_device`; the
+ * conversions are enqueued on `cuda_stream` (one kernel launch per frame, each after that
+ * frame's ready event, no host wait) and each frame's slot is fenced by that work, so the
+ * handles may be released at once. Host memory: the bytes are there on return (GPU frames
+ * through pinned staging, CPU frames on the CPU). A failure after the checks (a CUDA error)
+ * may leave earlier items written.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_UNSUPPORTED, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ *
+ * # Safety
+ * `frames` is NULL or readable for `n` `unsigned __int64`s (`n` at most `NVCAM_BATCH_MAX`, no alignment
+ * needed); `spec` as for `nvcam_frame_convert`; for host memory `dst` is NULL or writable for
+ * `dst_size` bytes; for device memory `dst` is device memory of at least `dst_size` bytes and
+ * `cuda_stream` a live stream of that device's primary context, or 0.
+ */
+int nvcam_frames_convert_batch(const unsigned __int64 *frames, unsigned int n, const nvcam_convert_t *spec, void *dst, unsigned __int64 dst_item_stride, unsigned __int64 dst_size, unsigned __int64 cuda_stream);
 
 /**
  * Writes into `*size` the bytes `nvcam_frame_convert` needs for this frame, `spec` and

@@ -14,6 +14,8 @@
 #   convert-tests  tests/gpu_convert.rs (kernels vs the CPU twin at every size, stream hand-off)
 #   memcheck-convert  tests/gpu_convert.rs under compute-sanitizer --tool memcheck
 #   racecheck-convert tests/gpu_convert.rs under compute-sanitizer --tool racecheck
+#   python-gpu     bindings/python/test_gpu.py with the bundle's libnvcam.so (torch/CuPy zero copy,
+#                  DLPack outliving a reconnect, convert into tensors, batch); bundle --with bindings/python
 #   bench-convert  examples/convert_bench (conversion vs copy GB/s, host download, N = 16 fp16 letterbox)
 #   soak           tests/soak.rs on GPU 0 for SOAK_S seconds (default 300; no RTSP: no GStreamer there)
 #   memcheck-soak  the same under compute-sanitizer memcheck for MEMCHECK_SOAK_S (default 120)
@@ -75,13 +77,19 @@ memcheck-gpu)
   step memcheck-gpu 240 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-gpu.log' '$gpu_test' --include-ignored --skip make_ --test-threads 1 >> '$out/memcheck-tests.log' 2>&1; r=\$?; grep -E '^test |test result' '$out/memcheck-tests.log' | tail -12; grep -E 'ERROR SUMMARY' '$out/memcheck-gpu.log' | sort | uniq -c; cat '$out/memcheck-gpu.log' >> '$out/memcheck.log'; rm -f '$out/memcheck-gpu.log'; exit \$r"
   ;;
 convert-tests)
-  step convert-tests 150 bash -c "'$convert_test' --include-ignored --test-threads 1 --nocapture > '$out/tests-convert.log' 2>&1; r=\$?; grep -E '^test |test result|GPU - CPU|release_after_stream:|NVDEC frame' '$out/tests-convert.log'; grep -A6 panicked '$out/tests-convert.log' | head -40; exit \$r"
+  step convert-tests 150 bash -c "'$convert_test' --include-ignored --test-threads 1 --nocapture > '$out/tests-convert.log' 2>&1; r=\$?; grep -E '^test |test result|GPU - CPU|release_after_stream:|NVDEC frame|^batch ' '$out/tests-convert.log'; grep -A6 panicked '$out/tests-convert.log' | head -40; exit \$r"
   ;;
 memcheck-convert|racecheck-convert)
   tool=${what%-convert}
   # Every kernel variant at the sizes that differ in shape (4K adds only launch time here).
   export NVCAM_CONVERT_SIZES=${NVCAM_CONVERT_SIZES:-1366x768,161x97}
   step "$what" 240 bash -c "compute-sanitizer --tool $tool --error-exitcode 99 --log-file '$out/$tool-convert.log' '$convert_test' --include-ignored --test-threads 1 --nocapture > '$out/$tool-convert-tests.log' 2>&1; r=\$?; grep -E '^test |test result|panicked' '$out/$tool-convert-tests.log'; grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' '$out/$tool-convert.log' | sort | uniq -c; [ \$r -ne 0 ] && { grep -A6 panicked '$out/$tool-convert-tests.log' | head -20; grep -B2 -A12 -m2 -E '^========= (Invalid|Error|Race|Program hit)' '$out/$tool-convert.log'; }; exit \$r"
+  ;;
+python-gpu)
+  py=$BUNDLE_WITH/bindings/python/test_gpu.py
+  if [ ! -f "$py" ]; then echo "##### python-gpu: no $py (bundle with --with bindings/python)"; rc=1; else
+  step python-gpu 120 bash -c "NVCAM_LIB='$b/lib/libnvcam.so' python3 '$py' > '$out/python-gpu.log' 2>&1; r=\$?; grep -E '^test_|^python-gpu|^torch|^cupy|^DLPack|^frame.convert|^convert_batch|REQUIRE_GPU|^(FAIL|ERROR):' '$out/python-gpu.log'; [ \$r -ne 0 ] && grep -B2 -A15 -E '^(FAIL|ERROR):' '$out/python-gpu.log' | head -80; exit \$r"
+  fi
   ;;
 bench-convert)
   step bench-convert 150 bash -c "'$b/bin/convert_bench' --fixtures '$fix' 2>>'$out/bench-stderr.log' | tee '$out/bench-convert.log'"

@@ -97,6 +97,74 @@ pub(crate) fn cancel_waits(h: u64) -> Result<()> {
     Ok(())
 }
 
+/// What [`get_frames`] got: one frame handle (or 0) per camera, and the call's status.
+pub(crate) struct Batch {
+    pub frames: Vec<u64>,
+    pub status: Result<()>,
+}
+
+/// The newest frame of each camera in `cams` ("latest of N"). Checks every handle first
+/// (nothing is taken when one is bad or repeated); then waits for each camera in turn against one
+/// deadline, `timeout` from now (a camera after the deadline is only polled); then polls the
+/// cameras whose frame was taken earlier once more and swaps in a newer frame that arrived
+/// meanwhile (the older handle is released; never for a lossless camera). A camera with no frame gets 0. The status is `Ok`
+/// when every camera has a frame; otherwise the first hard error in array order (closed, failed,
+/// end of file, ...), else `NVCAM_E_CANCELLED` when a wait was cancelled (the remaining cameras are
+/// then only polled), else `NVCAM_E_TIMEOUT`. Whatever the status, every non-zero entry is a live
+/// handle the caller owns.
+pub(crate) fn get_frames(cams: &[u64], timeout: Duration) -> Result<Batch> {
+    let mut seen = std::collections::HashSet::with_capacity(cams.len());
+    let mut cs = Vec::with_capacity(cams.len());
+    for (i, &h) in cams.iter().enumerate() {
+        let c = camera(h).map_err(|e| Error { msg: format!("cams[{i}]: {}", e.msg), ..e })?;
+        if !seen.insert(h) {
+            return Err(Error::arg(format!("cams[{i}] repeats camera 0x{h:016x}: each camera at most once")));
+        }
+        cs.push(c);
+    }
+    let deadline = Instant::now() + timeout;
+    let mut frames = vec![0u64; cs.len()];
+    let mut hard: Option<Error> = None;
+    let mut cancelled: Option<Error> = None;
+    for (i, c) in cs.iter().enumerate() {
+        let left = if cancelled.is_some() { Duration::ZERO } else { deadline.saturating_duration_since(Instant::now()) };
+        match hand_out(c, left, None) {
+            Ok(f) => frames[i] = f,
+            Err(e) if e.code == NVCAM_E_TIMEOUT => {}
+            Err(e) if e.code == NVCAM_E_CANCELLED => {
+                cancelled.get_or_insert(Error { msg: format!("cams[{i}]: {}", e.msg), ..e });
+            }
+            Err(e) => {
+                hard.get_or_insert(Error { msg: format!("cams[{i}]: {}", e.msg), ..e });
+            }
+        }
+    }
+    // Frames taken early in the wait: a newer one may have come while later cameras were waited
+    // for. (The last camera's frame is as new as it gets; a lossless camera hands out every
+    // frame in order, so its frame is never swapped.)
+    let last = frames.iter().rposition(|&f| f != 0);
+    for (i, c) in cs.iter().enumerate() {
+        if frames[i] == 0 || Some(i) == last || c.lossless() {
+            continue;
+        }
+        if let Ok(newer) = hand_out(c, Duration::ZERO, None) {
+            let _ = registry::release(frames[i]);
+            frames[i] = newer;
+        }
+    }
+    let missing = frames.iter().filter(|&&f| f == 0).count();
+    let status = match (hard, cancelled) {
+        (Some(e), _) => Err(e),
+        (None, Some(e)) => Err(e),
+        (None, None) if missing > 0 => Err(Error::new(
+            NVCAM_E_TIMEOUT,
+            format!("{missing} of {} cameras had no new frame within {} ms", cs.len(), timeout.as_millis()),
+        )),
+        _ => Ok(()),
+    };
+    Ok(Batch { frames, status })
+}
+
 fn hand_out(c: &Arc<Camera>, timeout: Duration, abort: Option<&AtomicBool>) -> Result<u64> {
     let f = c.get_frame(timeout, abort)?;
     let fh = registry::publish(f)?;

@@ -500,6 +500,67 @@ fn op_convert(sh: &Shared, r: &mut Rng) {
     }
 }
 
+/// `nvcam_cameras_get_frames` and `nvcam_frames_convert_batch` with live, dead, repeated and
+/// made-up handles, n of 0, in range and past `NVCAM_BATCH_MAX`, NULL arrays; every frame handed
+/// out (also with a non-OK status) is kept and released later; arrays and destinations guarded.
+fn op_batch(sh: &Shared, r: &mut Rng) {
+    let n = *r.pick(&[0u32, 1, 1, 2, 3, 4, NVCAM_BATCH_MAX + 1]);
+    let len = (n as usize).min(4);
+    let want_cam = r.chance(2);
+    let mut handles: Vec<u64> = (0..len).map(|_| sh.handle(r, want_cam)).collect();
+    if len >= 2 && r.chance(4) {
+        handles[1] = handles[0];
+    }
+    // Arrays are read/written for `n` elements only when n is in range (then n == len).
+    let mut hin = Guarded::new(len * 8, r.below(8) as usize);
+    // SAFETY (test): the guarded buffer holds len * 8 bytes (any alignment: the API reads unaligned).
+    unsafe { std::ptr::copy_nonoverlapping(handles.as_ptr().cast::<u8>(), hin.ptr(), len * 8) };
+    let inp: *const u64 = if r.chance(15) { std::ptr::null() } else { hin.ptr().cast() };
+    if want_cam {
+        let name = "nvcam_cameras_get_frames";
+        let mut out = Guarded::new(len * 8, r.below(8) as usize);
+        let outp: *mut u64 = if r.chance(15) { std::ptr::null_mut() } else { out.ptr().cast() };
+        let timeout = if r.chance(20) { 1 + r.below(3) as u32 } else { 0 };
+        // SAFETY (test): both arrays hold `len` elements, and n > len only when n is out of range
+        // (refused before either is touched).
+        let code = sh.check(name, unsafe { nvcam_cameras_get_frames(inp, n, timeout, outp) });
+        sh.guard(name, &hin);
+        sh.guard(name, &out);
+        if !outp.is_null() && (1..=NVCAM_BATCH_MAX).contains(&n) {
+            for i in 0..len {
+                // SAFETY (test): written by the call (zeroed at least), within the buffer.
+                let f = unsafe { outp.add(i).read_unaligned() };
+                if f != 0 {
+                    sh.frames_got.fetch_add(1, Ordering::Relaxed);
+                    keep_frame(sh, r, f);
+                }
+            }
+        }
+        let _ = code;
+    } else {
+        let name = "nvcam_frames_convert_batch";
+        let spec = convert_spec(r);
+        let sp: *const nvcam_convert = if r.chance(15) { std::ptr::null() } else { &spec };
+        let size = *r.pick(&[0usize, 1, 100, 3072, 9216, 36_864, 70_000]);
+        let stride = *r.pick(&[0u64, 0, 0, 1, 3072, 9216, 1 << 61, u64::MAX]);
+        let mut g = Guarded::new(size, r.below(8) as usize);
+        let (dst, dsize) = match r.below(10) {
+            0 => (std::ptr::null_mut(), size as u64),
+            1 => (g.ptr(), *r.pick(&[u64::MAX, 1 << 63])),
+            _ => (g.ptr(), size as u64),
+        };
+        // SAFETY (test): host dst is writable for the size passed (or refused before any write);
+        // a "device" dst is refused for the fuzzer's host frames.
+        let code = sh.check(name, unsafe { nvcam_frames_convert_batch(inp, n, sp, dst.cast(), stride, dsize, 0) });
+        if code == NVCAM_OK {
+            assert_ne!(spec.dst_memory, NVCAM_MEMORY_DEVICE, "{name}: host frames converted into 'device' memory");
+            sh.copies_ok.fetch_add(1, Ordering::Relaxed);
+        }
+        sh.guard(name, &hin);
+        sh.guard(name, &g);
+    }
+}
+
 /// LabVIEW's callbacks and get_frame_lv, with NULL slots and slots holding 0, live, stale,
 /// made-up and wrong-kind values.
 fn op_lv(sh: &Shared, r: &mut Rng) {
@@ -608,10 +669,10 @@ fn op_cheap(sh: &Shared, r: &mut Rng) {
         }
         8 => op_copy(sh, r),
         9 => {
-            if r.chance(2) {
-                op_copy(sh, r)
-            } else {
-                op_convert(sh, r)
+            match r.below(4) {
+                0 | 1 => op_copy(sh, r),
+                2 => op_convert(sh, r),
+                _ => op_batch(sh, r),
             }
         }
         10..=11 => {

@@ -351,3 +351,99 @@ fn release_after_stream_defers_reuse() {
     println!("release_after_stream: {during} frames delivered from the other slot while the consumer's kernel ran; the slot returned after it");
     close(cam, 5000).unwrap();
 }
+
+/// `nvcam_frames_convert_batch` on device frames: three GPU cameras of different sizes, taken
+/// with `nvcam_cameras_get_frames` (device frames), converted in one call into one device tensor
+/// at a stride with gaps, on the test's stream; the frames are released right after the call
+/// (the batch fences each slot). Every item equals `nvcam_frame_convert` of that frame byte for
+/// byte, the gaps and the guard past the end stay untouched, and the host batch equals the
+/// device batch.
+#[test]
+#[ignore]
+fn gpu_batch_equals_single_conversions() {
+    if !need_gpu("gpu_batch_equals_single_conversions", gpu_usable(), "usable GPU (libcuda and a device)") {
+        return;
+    }
+    let _s = Session::new();
+    let cuda = Cuda::new();
+    let cams: Vec<u64> = ["testsrc://640x360@30", "testsrc://1280x720@30", "testsrc://320x240@30"]
+        .iter()
+        .map(|u| open(u, &gpu_options(NVCAM_OPEN_NO_PACING, 4)).unwrap_or_else(|e| panic!("{u}: {e:?}")))
+        .collect();
+    for (format, name) in FORMATS {
+        let mut frames = vec![0u64; cams.len()];
+        let code = unsafe { nvcam_cameras_get_frames(cams.as_ptr(), cams.len() as u32, 10_000, frames.as_mut_ptr()) };
+        assert_eq!(code, NVCAM_OK, "{name}: get_frames: {}", last_error());
+        for (i, &f) in frames.iter().enumerate() {
+            let fi = info(f).unwrap();
+            assert_eq!((fi.memory, fi.camera), (NVCAM_MEMORY_DEVICE, cams[i]), "{name}: frames[{i}]");
+        }
+        let batch_frames = [frames[0], frames[1], frames[2], frames[1]];
+        let mut s = spec(format);
+        s.width = 320;
+        s.height = 320;
+        s.flags = NVCAM_CONVERT_LETTERBOX;
+        s.pad = [114.0; 3];
+        s.mean = [0.485, 0.456, 0.406];
+        s.std = [0.229, 0.224, 0.225];
+        s.dst_memory = NVCAM_MEMORY_DEVICE;
+        s.dst_device = 0;
+        let mut item = 0u64;
+        assert_eq!(unsafe { nvcam_frame_convert_size(frames[0], &s, 0, &mut item) }, NVCAM_OK);
+        let item = item as usize;
+        // Single conversions, one device buffer each.
+        let singles: Vec<Vec<u8>> = batch_frames
+            .iter()
+            .map(|&f| {
+                let d = cuda.alloc(item);
+                assert_eq!(unsafe { nvcam_frame_convert(f, &s, d.0 as *mut _, 0, item as u64, cuda.stream()) }, NVCAM_OK, "{name}: {}", last_error());
+                cuda.sync();
+                d.download(item)
+            })
+            .collect();
+        let stride = (item + 256).next_multiple_of(256);
+        let need = stride * (batch_frames.len() - 1) + item;
+        let dst = cuda.alloc(need + 256);
+        unsafe { ck("cuMemsetD8", sys::cuMemsetD8_v2(dst.0, 0xA5, need + 256)) };
+        // A stride that breaks the format's alignment is refused (floats need 4 bytes, f16 2).
+        if format == NVCAM_FORMAT_RGB_F32_PLANAR || format == NVCAM_FORMAT_RGB_F16_PLANAR || format == NVCAM_FORMAT_BGRA8 {
+            let code = unsafe { nvcam_frames_convert_batch(batch_frames.as_ptr(), 4, &s, dst.0 as *mut _, (item + 1) as u64, need as u64 + 16, cuda.stream()) };
+            assert_eq!(code, NVCAM_E_INVALID_ARGUMENT, "{name}: a misaligned stride was accepted");
+        }
+        let code = unsafe { nvcam_frames_convert_batch(batch_frames.as_ptr(), 4, &s, dst.0 as *mut _, stride as u64, need as u64, cuda.stream()) };
+        assert_eq!(code, NVCAM_OK, "{name}: batch: {}", last_error());
+        // Released right away: the batch fenced every slot on our stream.
+        for f in &frames {
+            release(*f).unwrap();
+        }
+        cuda.sync();
+        let got = dst.download(need + 256);
+        for (i, one) in singles.iter().enumerate() {
+            assert!(got[i * stride..i * stride + item] == one[..], "{name}: batch item {i} differs from nvcam_frame_convert of the same frame");
+            if i + 1 < singles.len() {
+                assert!(got[i * stride + item..(i + 1) * stride].iter().all(|&b| b == 0xA5), "{name}: the gap after item {i} was written");
+            }
+        }
+        assert!(got[need..].iter().all(|&b| b == 0xA5), "{name}: the device batch wrote past dst_size");
+        // The same batch into host memory (frames taken again: the old ones are released).
+        let mut again = vec![0u64; cams.len()];
+        let code = unsafe { nvcam_cameras_get_frames(cams.as_ptr(), cams.len() as u32, 10_000, again.as_mut_ptr()) };
+        assert_eq!(code, NVCAM_OK, "{name}: get_frames: {}", last_error());
+        let mut h = s;
+        h.dst_memory = NVCAM_MEMORY_HOST;
+        let mut host = vec![0x5Au8; 3 * item + 16];
+        let code = unsafe { nvcam_frames_convert_batch(again.as_ptr(), 3, &h, host.as_mut_ptr().cast(), 0, 3 * item as u64, 0) };
+        assert_eq!(code, NVCAM_OK, "{name}: host batch: {}", last_error());
+        assert!(host[3 * item..].iter().all(|&b| b == 0x5A), "{name}: the host batch wrote past dst_size");
+        for (i, &f) in again.iter().enumerate() {
+            let mut one = vec![0u8; item];
+            assert_eq!(unsafe { nvcam_frame_convert(f, &h, one.as_mut_ptr().cast(), 0, item as u64, 0) }, NVCAM_OK);
+            assert!(host[i * item..(i + 1) * item] == one[..], "{name}: host batch item {i} differs from nvcam_frame_convert");
+            release(f).unwrap();
+        }
+        println!("batch {name}: 4 items of {item} bytes at stride {stride} equal single conversions (device and host)");
+    }
+    for c in cams {
+        close(c, 5000).unwrap();
+    }
+}

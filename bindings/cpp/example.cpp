@@ -69,6 +69,19 @@ int main(int argc, char** argv) {
             std::printf("after cancel_wait: frame seq=%" PRIu64 "\n", after.info().seq);
         }
 
+        // Latest of N, then one tensor of both (NHWC BGR, 64x48 each, on the host here).
+        {
+            nvcam::Camera other = nvcam::Camera::open("testsrc://160x120@30", nvcam::Camera::Options().device(NVCAM_DEVICE_CPU));
+            nvcam::FrameBatch b = nvcam::get_frames({cam, other}, 3000);
+            if (!b.complete()) return 1;
+            nvcam_convert_t spec = nvcam::Frame::spec(NVCAM_FORMAT_BGR8, 64, 48, true);
+            const size_t item = size_t(b.frames[0].convert_size(spec));
+            std::vector<uint8_t> tensor(2 * item);
+            nvcam::convert_batch(b.frames, spec, tensor.data(), tensor.size());
+            if (b.frames[1].convert(spec) != std::vector<uint8_t>(tensor.begin() + item, tensor.end())) return 1;
+            std::printf("batch: 2 cameras, %zu bytes per item\n", item);
+        }
+
         try {
             nvcam::Camera::open("nosuch://camera");
             return 1;

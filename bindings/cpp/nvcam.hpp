@@ -16,6 +16,8 @@
 #include "nvcam.h"
 
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -352,6 +354,53 @@ private:
     }
     uint64_t h_ = 0;
 };
+
+/// What get_frames returns: one Frame per camera (empty where a camera had none) and the call's
+/// status: NVCAM_OK when every camera has a frame, else NVCAM_E_TIMEOUT, NVCAM_E_CANCELLED or the
+/// first camera's hard error (NVCAM_E_CLOSED, NVCAM_E_FAILED, NVCAM_E_IO, ...). The frames that
+/// came are valid whatever the status (released with the batch).
+struct FrameBatch {
+    std::vector<Frame> frames;
+    int32_t status = NVCAM_OK;
+    bool complete() const noexcept { return status == NVCAM_OK; }
+};
+
+/// "Latest of N" (nvcam_cameras_get_frames): a new frame of each camera (each at most once),
+/// waiting up to timeout_ms in all. Throws only when no frame came and the status is not a
+/// timeout or a cancel (bad arguments: repeated or stale cameras, more than NVCAM_BATCH_MAX).
+inline FrameBatch get_frames(const std::vector<uint64_t>& cameras, uint32_t timeout_ms) {
+    std::vector<uint64_t> out(cameras.size(), 0);
+    int32_t rc = nvcam_cameras_get_frames(cameras.data(), uint32_t(cameras.size()), timeout_ms, out.data());
+    FrameBatch b;
+    b.status = rc;
+    bool any = false;
+    b.frames.reserve(out.size());
+    for (uint64_t h : out) {
+        any = any || h != 0;
+        b.frames.emplace_back(h);
+    }
+    if (rc != NVCAM_OK && !any && rc != NVCAM_E_TIMEOUT && rc != NVCAM_E_CANCELLED) detail::fail(rc, "nvcam_cameras_get_frames");
+    return b;
+}
+
+inline FrameBatch get_frames(std::initializer_list<std::reference_wrapper<const Camera>> cameras, uint32_t timeout_ms) {
+    std::vector<uint64_t> hs;
+    for (const Camera& c : cameras) hs.push_back(c.handle());
+    return get_frames(hs, timeout_ms);
+}
+
+/// nvcam_frames_convert_batch: the frames into one tensor at dst (NCHW for the planar float
+/// formats, NHWC for 8-bit ones), item i at i * item_stride bytes (0 = packed). Device memory
+/// (spec.dst_memory): enqueued on `stream`, no host wait; host memory: the bytes are there on
+/// return. Empty frames are refused (NVCAM_E_NULL_HANDLE).
+inline void convert_batch(const std::vector<Frame>& frames, const nvcam_convert_t& spec, void* dst, uint64_t dst_size,
+                          uint64_t item_stride = 0, uint64_t stream = 0) {
+    std::vector<uint64_t> hs;
+    hs.reserve(frames.size());
+    for (const Frame& f : frames) hs.push_back(f.handle());
+    detail::check(nvcam_frames_convert_batch(hs.data(), uint32_t(hs.size()), &spec, dst, item_stride, dst_size, stream),
+                  "nvcam_frames_convert_batch");
+}
 
 /// NVCAM_STATE_* as text.
 inline const char* state_name(uint32_t state) noexcept {

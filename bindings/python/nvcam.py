@@ -66,6 +66,11 @@ __all__ = [
     "log_init",
     "log_pop",
     "set_log_callback",
+    "get_frames",
+    "convert_batch",
+    "FrameBatch",
+    "Plane",
+    "default_device",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -130,6 +135,8 @@ FORMAT_RGB_F32_PLANAR = 5
 FORMAT_RGB_F16_PLANAR = 6
 
 CONVERT_LETTERBOX = 1
+
+BATCH_MAX = 256
 
 LOG_OFF = 0
 LOG_ERROR = 1
@@ -428,6 +435,7 @@ _PROTOTYPES = {
     "nvcam_camera_reconnect": (_I32, [c_uint64]),
     "nvcam_camera_get_frame": (_I32, [c_uint64, c_uint32, _P_U64]),
     "nvcam_camera_cancel_wait": (_I32, [c_uint64]),
+    "nvcam_cameras_get_frames": (_I32, [_P_U64, c_uint32, c_uint32, _P_U64]),
     # LabVIEW's node-instance calls (InstanceDataPtr *): declared for completeness, not wrapped.
     "nvcam_camera_get_frame_lv": (_I32, [c_uint64, c_uint32, _P_U64, POINTER(c_void_p)]),
     "nvcam_lv_reserve": (_I32, [POINTER(c_void_p)]),
@@ -440,6 +448,7 @@ _PROTOTYPES = {
     "nvcam_frame_copy_nv12": (_I32, [c_uint64, c_void_p, c_uint64, c_uint64]),
     "nvcam_frame_convert": (_I32, [c_uint64, POINTER(Convert), c_void_p, c_uint64, c_uint64, c_uint64]),
     "nvcam_frame_convert_size": (_I32, [c_uint64, POINTER(Convert), c_uint64, _P_U64]),
+    "nvcam_frames_convert_batch": (_I32, [_P_U64, c_uint32, POINTER(Convert), c_void_p, c_uint64, c_uint64, c_uint64]),
     "nvcam_frame_wait_stream": (_I32, [c_uint64, c_uint64]),
     "nvcam_frame_release_after_stream": (_I32, [c_uint64, c_uint64]),
     "nvcam_registry_force_release_owner": (_I32, [c_uint64, _P_U32]),
@@ -667,6 +676,256 @@ class Library:
         return version()
 
 
+# --------------------------------------------------------------------------------------------
+# Zero-copy: DLPack and the CUDA array interface
+# --------------------------------------------------------------------------------------------
+
+
+class _DLDevice(Structure):
+    _fields_ = [("device_type", c_int32), ("device_id", c_int32)]
+
+
+class _DLDataType(Structure):
+    _fields_ = [("code", c_uint8), ("bits", c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(Structure):
+    _fields_ = [
+        ("data", c_void_p),
+        ("device", _DLDevice),
+        ("ndim", c_int32),
+        ("dtype", _DLDataType),
+        ("shape", POINTER(c_int64)),
+        ("strides", POINTER(c_int64)),
+        ("byte_offset", c_uint64),
+    ]
+
+
+class _DLManagedTensor(Structure):
+    pass
+
+
+_DL_DELETER = CFUNCTYPE(None, POINTER(_DLManagedTensor))
+_DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", c_void_p), ("deleter", _DL_DELETER)]
+
+_KDL_CPU = 1
+_KDL_CUDA = 2
+_DL_UINT = 1
+
+# address of a live DLManagedTensor -> (the struct, shape, strides, frame handle it holds).
+_dl_live = {}
+_dl_lock = threading.Lock()
+
+
+def _dl_delete(managed):
+    """The DLPack deleter: releases the frame handle the tensor held (a clone of its own)."""
+    try:
+        addr = ctypes.cast(managed, c_void_p).value
+        with _dl_lock:
+            entry = _dl_live.pop(addr, None)
+        if entry is not None:
+            lib.nvcam_frame_release(entry[3])
+    except Exception:  # noqa: BLE001 - nothing may propagate into C
+        pass
+
+
+_dl_deleter = _DL_DELETER(_dl_delete)
+_CAPSULE_DTOR = CFUNCTYPE(None, c_void_p)
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, c_void_p, c_char_p, c_void_p)(("PyCapsule_New", ctypes.pythonapi))
+_capsule_is_valid = ctypes.PYFUNCTYPE(c_int32, c_void_p, c_char_p)(("PyCapsule_IsValid", ctypes.pythonapi))
+_capsule_pointer = ctypes.PYFUNCTYPE(c_void_p, c_void_p, c_char_p)(("PyCapsule_GetPointer", ctypes.pythonapi))
+
+
+def _capsule_destroy(capsule):
+    """A capsule nobody consumed (still named "dltensor") calls the tensor's deleter itself."""
+    try:
+        if _capsule_is_valid(capsule, b"dltensor"):
+            p = _capsule_pointer(capsule, b"dltensor")
+            if p:
+                _dl_delete(ctypes.cast(p, POINTER(_DLManagedTensor)))
+    except Exception:  # noqa: BLE001
+        pass
+
+
+_capsule_dtor = _CAPSULE_DTOR(_capsule_destroy)
+# Tensors may be freed while the interpreter shuts down: the two trampolines are never freed.
+ctypes.pythonapi.Py_IncRef.argtypes = [ctypes.py_object]
+ctypes.pythonapi.Py_IncRef(_dl_deleter)
+ctypes.pythonapi.Py_IncRef(_capsule_dtor)
+
+
+def _dl_capsule(handle, ptr, shape, strides, device_type, device_id):
+    """A "dltensor" capsule of a uint8 array at ``ptr`` that holds frame ``handle`` (released by
+    the deleter, or by the capsule's destructor if nobody consumed it)."""
+    m = _DLManagedTensor()
+    nd = len(shape)
+    sh = (c_int64 * nd)(*shape)
+    st = (c_int64 * nd)(*strides)
+    m.dl_tensor.data = ptr
+    m.dl_tensor.device = _DLDevice(device_type, device_id)
+    m.dl_tensor.ndim = nd
+    m.dl_tensor.dtype = _DLDataType(_DL_UINT, 8, 1)
+    m.dl_tensor.shape = ctypes.cast(sh, POINTER(c_int64))
+    m.dl_tensor.strides = ctypes.cast(st, POINTER(c_int64))
+    m.dl_tensor.byte_offset = 0
+    m.manager_ctx = None
+    m.deleter = _dl_deleter
+    addr = ctypes.addressof(m)
+    with _dl_lock:
+        _dl_live[addr] = (m, sh, st, handle)
+    try:
+        return _capsule_new(addr, b"dltensor", ctypes.cast(_capsule_dtor, c_void_p))
+    except Exception:
+        _dl_delete(ctypes.cast(addr, POINTER(_DLManagedTensor)))
+        raise
+
+
+def _dl_stream_wait(handle, stream):
+    """DLPack's ``stream`` argument: None or 1 = the legacy default stream, 2 = the per-thread
+    default stream, -1 = no synchronization, other = a CUstream handle. The stream waits on the
+    device for the frame (``nvcam_frame_wait_stream``)."""
+    if stream == -1:
+        return
+    s = 0 if stream is None or stream == 1 else int(stream)
+    _check(lib.nvcam_frame_wait_stream(handle, s), "nvcam_frame_wait_stream")
+
+
+class _Hold:
+    """A frame handle of its own (a clone), released when the last view that uses it goes."""
+
+    __slots__ = ("handle", "__weakref__")
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __del__(self):
+        try:
+            if not sys.is_finalizing():
+                lib.nvcam_frame_release(self.handle)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class Plane:
+    """A zero-copy view of one frame's pixels: ``"y"`` (``(height, width)`` uint8), ``"uv"``
+    (``(ceil(h/2), ceil(w/2), 2)`` uint8, interleaved U and V) or ``"nv12"`` (both planes as one
+    ``(height + ceil(h/2), row_bytes)`` uint8 array, where the frame's UV plane follows its Y
+    plane at the same pitch, which nvcam's pools do). Rows are ``pitch`` bytes apart.
+
+    A plane holds a frame handle of its own (a clone), so it stays valid after the :class:`Frame`
+    is released. Device frames expose ``__cuda_array_interface__`` (version 3; ``stream`` is 1,
+    the legacy default stream, which was made to wait for the frame: a consumer on another stream
+    synchronizes with it as the protocol says) and ``__dlpack__``; host frames
+    ``__array_interface__`` and ``__dlpack__`` (``numpy.asarray(plane)``,
+    ``numpy.from_dlpack(plane)``). Every ``__dlpack__`` call clones the handle once more; the
+    tensor's deleter releases that clone, so a DLPack tensor keeps its pixels (and the pool slot)
+    for as long as it lives, across reconnects."""
+
+    __slots__ = ("_hold", "kind", "memory", "device", "ptr", "shape", "strides")
+
+    def __init__(self, hold, info, kind):
+        self._hold = hold
+        self.kind = kind
+        self.memory = info.memory
+        self.device = info.device
+        w, h, pitch = info.width, info.height, info.pitch
+        ch = (h + 1) // 2
+        if kind == "y":
+            self.ptr, self.shape, self.strides = info.y_ptr, (h, w), (pitch, 1)
+        elif kind == "uv":
+            self.ptr, self.shape, self.strides = info.uv_ptr, (ch, (w + 1) // 2, 2), (pitch, 2, 1)
+        elif kind == "nv12":
+            if info.uv_ptr != info.y_ptr + pitch * h:
+                raise BufferError("this frame's UV plane does not follow its Y plane: use frame.planes()")
+            self.ptr, self.shape, self.strides = info.y_ptr, (h + ch, info.row_bytes), (pitch, 1)
+        else:
+            raise ValueError("plane kind %r (y, uv or nv12)" % (kind,))
+
+    @property
+    def handle(self):
+        return self._hold.handle
+
+    @property
+    def __cuda_array_interface__(self):
+        if self.memory != MEMORY_DEVICE:
+            raise AttributeError("a host frame has no __cuda_array_interface__ (use numpy.asarray or from_dlpack)")
+        _check(lib.nvcam_frame_wait_stream(self._hold.handle, 0), "nvcam_frame_wait_stream")
+        return {
+            "shape": self.shape,
+            "typestr": "|u1",
+            "data": (self.ptr, False),
+            "strides": self.strides,
+            "version": 3,
+            "stream": 1,
+        }
+
+    @property
+    def __array_interface__(self):
+        if self.memory != MEMORY_HOST:
+            raise AttributeError("a device frame has no __array_interface__ (use __cuda_array_interface__ or DLPack)")
+        return {"shape": self.shape, "typestr": "|u1", "data": (self.ptr, False), "strides": self.strides, "version": 3}
+
+    def __dlpack_device__(self):
+        if self.memory == MEMORY_DEVICE:
+            return (_KDL_CUDA, self.device)
+        return (_KDL_CPU, 0)
+
+    def __dlpack__(self, stream=None, **_kw):
+        if self.memory == MEMORY_DEVICE:
+            _dl_stream_wait(self._hold.handle, stream)
+        out = c_uint64(0)
+        _check(lib.nvcam_frame_clone(self._hold.handle, byref(out)), "nvcam_frame_clone")
+        dev_type, dev_id = self.__dlpack_device__()
+        return _dl_capsule(out.value, self.ptr, self.shape, self.strides, dev_type, dev_id)
+
+    def __repr__(self):
+        return "Plane(%s, %s, shape=%r)" % (self.kind, "device %d" % self.device if self.memory == MEMORY_DEVICE else "host", self.shape)
+
+
+def _cuda_target(out):
+    """``(address, bytes, device, stream)`` of a contiguous CUDA array (torch, CuPy, anything with
+    ``__cuda_array_interface__``)."""
+    cai = out.__cuda_array_interface__
+    shape = tuple(cai["shape"])
+    itemsize = int(cai["typestr"][2:])
+    n = itemsize
+    for d in shape:
+        n *= d
+    strides = cai.get("strides")
+    if strides is not None:
+        want, expect = [], itemsize
+        for d in reversed(shape):
+            want.append(expect)
+            expect *= d
+        if tuple(reversed(want)) != tuple(strides) and n:
+            raise ValueError("the destination must be C-contiguous")
+    device = None
+    dev = getattr(out, "device", None)
+    if dev is not None:
+        device = getattr(dev, "index", None)
+        if device is None:
+            device = getattr(dev, "id", None)
+    stream = cai.get("stream")
+    if stream is None:
+        stream = 0
+    return int(cai["data"][0]), n, device, stream
+
+
+def _stream_of(out, stream):
+    if stream is not None:
+        return int(stream)
+    mod = type(out).__module__.split(".")[0]
+    if mod == "torch":
+        import torch  # noqa: WPS433 - only when a torch tensor is given
+
+        return torch.cuda.current_stream(out.device).cuda_stream
+    if mod == "cupy":
+        import cupy  # noqa: WPS433
+
+        return cupy.cuda.get_current_stream().ptr
+    return None
+
+
 class Frame:
     """One frame handle. Release it (or leave its ``with`` block) as soon as you are done: while
     held, its pool slot cannot be reused. :meth:`release` always calls the library, so a second
@@ -797,6 +1056,78 @@ class Frame:
         _check(lib.nvcam_frame_release_after_stream(self.handle, stream), "nvcam_frame_release_after_stream")
         self._released = True
 
+    def planes(self):
+        """``(Y, UV)``: zero-copy :class:`Plane` views of the pixels (device or host memory), which
+        hold a clone of this handle: they stay valid after this frame is released."""
+        hold = self._hold_clone()
+        return Plane(hold, self.info, "y"), Plane(hold, self.info, "uv")
+
+    def nv12_plane(self):
+        """The whole NV12 image as one zero-copy :class:`Plane` (holding a clone of this handle)."""
+        return Plane(self._hold_clone(), self.info, "nv12")
+
+    def _hold_clone(self):
+        out = c_uint64(0)
+        _check(lib.nvcam_frame_clone(self.handle, byref(out)), "nvcam_frame_clone")
+        return _Hold(out.value)
+
+    @property
+    def __cuda_array_interface__(self):
+        """Device frames: the NV12 image as one ``(height + ceil(h/2), row_bytes)`` uint8 array
+        (version 3, ``stream`` 1: the legacy default stream, made to wait for the frame). The
+        address is valid only while this frame is unreleased: the consumer keeps this object, not
+        the handle. :meth:`planes` and ``__dlpack__`` hold a handle of their own."""
+        info = self.info
+        if info.memory != MEMORY_DEVICE:
+            raise AttributeError("a host frame has no __cuda_array_interface__")
+        p = Plane(None, info, "nv12")
+        _check(lib.nvcam_frame_wait_stream(self.handle, 0), "nvcam_frame_wait_stream")
+        return {"shape": p.shape, "typestr": "|u1", "data": (p.ptr, False), "strides": p.strides, "version": 3, "stream": 1}
+
+    def __dlpack_device__(self):
+        info = self.info
+        return (_KDL_CUDA, info.device) if info.memory == MEMORY_DEVICE else (_KDL_CPU, 0)
+
+    def __dlpack__(self, stream=None, **kw):
+        """The NV12 image as a DLPack tensor (uint8, ``(height + ceil(h/2), row_bytes)``, rows
+        ``pitch`` apart): ``torch.from_dlpack(frame)`` for device frames, ``numpy.from_dlpack(frame)``
+        for host frames. The tensor holds a clone of this handle, released by its deleter: it
+        keeps its pixels after this frame is released, and across reconnects. ``stream`` (DLPack's
+        meaning: None/1 legacy default, 2 per-thread default, -1 none, else a CUstream) waits for
+        the frame on the device."""
+        info = self.info
+        p = Plane(None, info, "nv12")
+        if info.memory == MEMORY_DEVICE:
+            _dl_stream_wait(self.handle, stream)
+        out = c_uint64(0)
+        _check(lib.nvcam_frame_clone(self.handle, byref(out)), "nvcam_frame_clone")
+        dev_type, dev_id = self.__dlpack_device__()
+        return _dl_capsule(out.value, p.ptr, p.shape, p.strides, dev_type, dev_id)
+
+    def convert(self, format=FORMAT_BGRA8, out=None, stream=None, **spec):
+        """Converts into ``out`` and returns it: a CUDA tensor (torch, CuPy, anything with
+        ``__cuda_array_interface__``; C-contiguous, on this frame's GPU) is written on ``stream``
+        (default: the tensor library's current stream) with no host wait, and the frame's slot is
+        fenced by that work; a host buffer (numpy array, bytearray) holds the bytes on return.
+        ``out`` None: a new numpy array (:meth:`to_numpy`). Keyword arguments as :meth:`spec`
+        (``device`` is taken from ``out``)."""
+        if out is None:
+            return self.to_numpy(format, **spec)
+        spec.pop("device", None)
+        if hasattr(out, "__cuda_array_interface__"):
+            ptr, n, device, cai_stream = _cuda_target(out)
+            if device is None:
+                device = self.info.device
+            s = _stream_of(out, stream)
+            if s is None:
+                s = cai_stream
+            c = Frame.spec(format, device=device, **spec)
+            _check(lib.nvcam_frame_convert(self.handle, byref(c), ptr, 0, n, s), "nvcam_frame_convert")
+            return out
+        c = Frame.spec(format, **spec)
+        self.convert_into(c, out, 0)
+        return out
+
     def clone(self):
         """A new handle to the same pixels (release both)."""
         out = c_uint64(0)
@@ -847,7 +1178,7 @@ class Camera:
     def open(
         cls,
         url,
-        device=DEVICE_CPU,
+        device=None,
         flags=0,
         ffmpeg_options=None,
         pool_slots=4,
@@ -861,7 +1192,10 @@ class Camera:
         latency=0,
     ):
         """Opens ``url`` (``rtsp://…``, another FFmpeg URL, a file path, ``testsrc://WxH@FPS``).
-        Zero timeouts mean the library's defaults. ``ffmpeg_options`` is ``"k=v;k=v"`` or a dict."""
+        Zero timeouts mean the library's defaults. ``ffmpeg_options`` is ``"k=v;k=v"`` or a dict.
+        ``device`` None: GPU 0 when the library sees a GPU, else the CPU (:func:`default_device`)."""
+        if device is None:
+            device = default_device()
         o = CameraOptions()
         _check(lib.nvcam_camera_options_init(byref(o)), "nvcam_camera_options_init")
         o.flags = flags
@@ -973,3 +1307,90 @@ class Camera:
 
     def __repr__(self):
         return "Camera(0x%016x%s)" % (self.handle, ", closed" if self._closed else "")
+
+
+def default_device():
+    """0 when the library sees a usable GPU, else ``DEVICE_CPU``: what :meth:`Camera.open` uses
+    when no ``device`` is given."""
+    try:
+        return 0 if gpu_stats(-1).get("device_count", 0) > 0 else DEVICE_CPU
+    except NvcamError:
+        return DEVICE_CPU
+
+
+class FrameBatch(list):
+    """What :func:`get_frames` returns: one :class:`Frame` or None per camera, plus ``status``
+    (``OK`` when every camera has a frame, else the call's status code) and ``error`` (the
+    :class:`NvcamError` of a non-OK status, or None)."""
+
+    status = OK
+    error = None
+
+    @property
+    def complete(self):
+        return self.status == OK
+
+    def release(self):
+        """Releases every frame of the batch (the ones already released are skipped)."""
+        for f in self:
+            if f is not None and not f.released:
+                f.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for f in self:
+            if f is not None:
+                f.__exit__(*exc)
+        return False
+
+
+def get_frames(cameras, timeout_ms=1000, partial=True):
+    """"Latest of N" (``nvcam_cameras_get_frames``): a new frame of each camera (each at most
+    once), waiting up to ``timeout_ms`` in all. Returns a :class:`FrameBatch` with None where a
+    camera had none. ``partial`` False: anything short of every camera raises (the frames that
+    came are released first). Bad arguments (repeated or stale cameras, more than ``BATCH_MAX``)
+    always raise."""
+    cams = [c.handle if isinstance(c, Camera) else int(c) for c in cameras]
+    n = len(cams)
+    arr_in = (c_uint64 * max(n, 1))(*cams)
+    arr_out = (c_uint64 * max(n, 1))()
+    code = lib.nvcam_cameras_get_frames(arr_in, n, timeout_ms, arr_out)
+    err = _error(code, "nvcam_cameras_get_frames") if code != OK else None
+    by_handle = {c.handle: c for c in cameras if isinstance(c, Camera)}
+    batch = FrameBatch(Frame(arr_out[i], by_handle.get(cams[i])) if arr_out[i] else None for i in range(n))
+    batch.status, batch.error = code, err
+    if err is not None and (not partial or all(f is None for f in batch) and code not in (E_TIMEOUT, E_CANCELLED)):
+        batch.release()
+        raise err
+    return batch
+
+
+def convert_batch(frames, format, out, stream=None, item_stride=0, **spec):
+    """``nvcam_frames_convert_batch``: the frames into one tensor ``out`` (NCHW for the planar
+    float formats, NHWC for 8-bit ones; item ``i`` at ``i * item_stride`` bytes, 0 = packed).
+    ``out``: a C-contiguous CUDA tensor (torch, CuPy; written on ``stream``, default the tensor
+    library's current stream, no host wait) or a writable host buffer (numpy array). Returns
+    ``out``. Keyword arguments as :meth:`Frame.spec`."""
+    hs = [f.handle if isinstance(f, Frame) else int(f) for f in frames]
+    n = len(hs)
+    arr = (c_uint64 * max(n, 1))(*hs)
+    spec.pop("device", None)
+    if hasattr(out, "__cuda_array_interface__"):
+        ptr, size, device, cai_stream = _cuda_target(out)
+        if device is None:
+            device = 0
+        s = _stream_of(out, stream)
+        if s is None:
+            s = cai_stream
+        c = Frame.spec(format, device=device, **spec)
+        _check(lib.nvcam_frames_convert_batch(arr, n, byref(c), ptr, item_stride, size, s), "nvcam_frames_convert_batch")
+        return out
+    c = Frame.spec(format, **spec)
+    mv = memoryview(out).cast("B")
+    if mv.readonly:
+        raise ValueError("buffer is read-only")
+    addr = ctypes.addressof((c_char * len(mv)).from_buffer(mv)) if len(mv) else None
+    _check(lib.nvcam_frames_convert_batch(arr, n, byref(c), addr, item_stride, len(mv), 0), "nvcam_frames_convert_batch")
+    return out

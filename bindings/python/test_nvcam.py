@@ -310,6 +310,135 @@ class NvcamTest(unittest.TestCase):
                     break
             self.assertEqual(seen, 3)
 
+    # ---- latest of N, batches, zero-copy (issue 12) ----
+
+    def _live(self, cam):
+        return nvcam.registry_stats(cam)[0]
+
+    def test_get_frames_latest_of_n(self):
+        with open_cam() as a, open_cam("testsrc://96x64@30") as b:
+            with nvcam.get_frames([a, b], 3000) as batch:
+                self.assertTrue(batch.complete)
+                self.assertEqual(batch.status, nvcam.OK)
+                self.assertEqual([f.info.camera for f in batch], [a.handle, b.handle])
+                self.assertEqual(self._live(a), 1)
+            self.assertEqual(self._live(a), 0, "leaving the with block releases the batch")
+            e = self.assertNvcamError(nvcam.E_INVALID_ARGUMENT, nvcam.get_frames, [a, a], 100)
+            self.assertIn("repeats", e.message)
+            self.assertNvcamError(nvcam.E_INVALID_ARGUMENT, nvcam.get_frames, [], 100)
+            self.assertEqual(self._live(a), 0, "a refused call takes no frame")
+
+    def test_get_frames_partial_batch(self):
+        with open_cam() as a, open_cam("rtsp://127.0.0.1:9/none", flags=nvcam.OPEN_ASYNC, open_timeout_ms=200) as silent:
+            t = time.monotonic()
+            batch = nvcam.get_frames([a, silent], 300)
+            self.assertLess(time.monotonic() - t, 2.0)
+            self.assertEqual(batch.status, nvcam.E_TIMEOUT)
+            self.assertEqual(batch.error.code, nvcam.E_TIMEOUT)
+            self.assertIsNotNone(batch[0])
+            self.assertIsNone(batch[1])
+            batch.release()
+            self.assertEqual(self._live(a), 0)
+            self.assertNvcamError(nvcam.E_TIMEOUT, nvcam.get_frames, [a, silent], 300, partial=False)
+            self.assertEqual(self._live(a), 0, "partial=False releases what came before raising")
+
+    def test_convert_batch_equals_single_conversions(self):
+        with open_cam() as a, open_cam("testsrc://96x64@30") as b:
+            fa, fb = a.get_frame(2000), b.get_frame(2000)
+            spec = nvcam.Frame.spec(nvcam.FORMAT_BGR8, 40, 30, letterbox=True, pad=(114, 114, 114))
+            n = fa.convert_size(spec)
+            singles = []
+            for f in (fa, fb, fa):
+                buf = bytearray(n)
+                f.convert_into(spec, buf, n)
+                singles.append(bytes(buf))
+            out = bytearray(3 * n)
+            nvcam.convert_batch([fa, fb, fa], nvcam.FORMAT_BGR8, out, width=40, height=30, letterbox=True, pad=(114, 114, 114))
+            self.assertEqual(bytes(out), b"".join(singles))
+            # frame.convert into a caller buffer gives the same bytes
+            one = fb.convert(nvcam.FORMAT_BGR8, out=bytearray(n), width=40, height=30, letterbox=True, pad=(114, 114, 114))
+            self.assertEqual(bytes(one), singles[1])
+            self.assertNvcamError(nvcam.E_BUFFER_TOO_SMALL, nvcam.convert_batch, [fa, fb], nvcam.FORMAT_BGR8, bytearray(2 * n - 1), width=40, height=30)
+            self.assertNvcamError(nvcam.E_INVALID_ARGUMENT, nvcam.convert_batch, [fa, fb], nvcam.FORMAT_BGR8, out)
+            fa.release()
+            fb.release()
+
+    def _dl_read(self, capsule):
+        """A pure-ctypes DLPack consumer: the tensor's fields and its bytes, row by row."""
+        p = nvcam._capsule_pointer(id(capsule), b"dltensor")
+        self.assertTrue(p)
+        m = ctypes.cast(p, ctypes.POINTER(nvcam._DLManagedTensor)).contents
+        t = m.dl_tensor
+        shape = [t.shape[i] for i in range(t.ndim)]
+        strides = [t.strides[i] for i in range(t.ndim)]
+        rows = b"".join(ctypes.string_at(t.data + r * strides[0], shape[1]) for r in range(shape[0]))
+        return m, (t.device.device_type, t.device.device_id), (t.dtype.code, t.dtype.bits, t.dtype.lanes), shape, strides, rows
+
+    def test_dlpack_host_frame_holds_its_own_handle(self):
+        with open_cam() as cam:
+            f = cam.get_frame(2000)
+            info = f.info
+            want = f.copy_nv12()
+            self.assertEqual(f.__dlpack_device__(), (1, 0))
+            cap = f.__dlpack__()
+            self.assertEqual(self._live(cam), 2, "the tensor holds a clone")
+            f.release()
+            m, dev, dtype, shape, strides, rows = self._dl_read(cap)
+            self.assertEqual((dev, dtype), ((1, 0), (1, 8, 1)))
+            self.assertEqual(shape, [info.rows, info.row_bytes])
+            self.assertEqual(strides, [info.pitch, 1])
+            self.assertEqual(rows, want, "the DLPack tensor's bytes are the frame's, after the frame's release")
+            # Consumed: the consumer renames the capsule and calls the deleter when done.
+            set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_SetName", ctypes.pythonapi))
+            self.assertEqual(set_name(id(cap), b"used_dltensor"), 0)
+            m.deleter(ctypes.pointer(m))
+            self.assertEqual(self._live(cam), 0, "the deleter released the clone")
+            del cap
+            self.assertEqual(self._live(cam), 0, "a consumed capsule does not release twice")
+            # Never consumed: the capsule's destructor calls the deleter.
+            with cam.get_frame(2000) as g:
+                cap = g.__dlpack__()
+                self.assertEqual(self._live(cam), 2)
+            self.assertEqual(self._live(cam), 1)
+            del cap
+            self.assertEqual(self._live(cam), 0, "an unconsumed capsule released its clone")
+
+    def test_planes_and_numpy_zero_copy(self):
+        with open_cam() as cam:
+            with cam.get_frame(2000) as f:
+                info = f.info
+                y, uv = f.planes()
+                self.assertEqual((y.ptr, y.shape, y.strides), (info.y_ptr, (48, 64), (info.pitch, 1)))
+                self.assertEqual((uv.ptr, uv.shape, uv.strides), (info.uv_ptr, (24, 32, 2), (info.pitch, 2, 1)))
+                self.assertFalse(hasattr(y, "__cuda_array_interface__"), "host planes are not CUDA arrays")
+                self.assertFalse(hasattr(f, "__cuda_array_interface__"))
+                self.assertEqual(self._live(cam), 2, "the planes share one clone")
+                want = f.copy_nv12()
+                if nvcam._np is None:
+                    del y, uv
+                    self.assertEqual(self._live(cam), 1)
+                    self.skipTest("numpy is not installed (python3-numpy): the pure-ctypes DLPack test covers the protocol")
+                np = nvcam._np
+                a = np.asarray(y)
+                self.assertEqual(a.shape, (48, 64))
+                self.assertTrue((a == f.to_numpy_y()).all())
+                self.assertEqual(np.asarray(uv).tobytes(), want[64 * 48:])
+                if hasattr(np, "from_dlpack"):
+                    d = np.from_dlpack(f)
+                    self.assertEqual(d.tobytes(), want)
+                    self.assertEqual(d.ctypes.data, info.y_ptr, "zero copy: the array is the frame's memory")
+            del a, y, uv
+            if hasattr(np, "from_dlpack"):
+                self.assertEqual(self._live(cam), 1, "only the DLPack array holds a handle now")
+                del d
+            self.assertEqual(self._live(cam), 0)
+
+    def test_camera_open_defaults_to_gpu_0_when_there_is_one(self):
+        has_gpu = nvcam.gpu_stats(-1)["device_count"] > 0
+        self.assertEqual(nvcam.default_device(), 0 if has_gpu else nvcam.DEVICE_CPU)
+        with nvcam.Camera.open(URL) as cam, cam.get_frame(2000) as f:
+            self.assertEqual(f.info.memory, nvcam.MEMORY_DEVICE if has_gpu else nvcam.MEMORY_HOST)
+
     def test_zz_shutdown_invalidates_handles(self):
         # Named to run last; setUp re-initializes for any test that comes after anyway.
         lib = nvcam.Library()

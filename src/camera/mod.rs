@@ -182,6 +182,12 @@ impl Camera {
 
     /// Cancels every wait in progress on this camera (they return `NVCAM_E_CANCELLED`); waits
     /// that begin afterwards are not affected. Returns at once.
+    /// Whether every frame must reach the host in order (`NVCAM_OPEN_LOSSLESS`): a batch grab must
+    /// not swap one of its frames for a newer one then.
+    pub(crate) fn lossless(&self) -> bool {
+        self.shared.opts.flags.lossless
+    }
+
     pub(crate) fn cancel_waits(&self) {
         let _m = self.shared.mailbox.lock();
         self.cancels.fetch_add(1, Ordering::AcqRel);

@@ -129,6 +129,58 @@ pub unsafe extern "C" fn nvcam_camera_get_frame(cam: u64, timeout_ms: u32, frame
     })
 }
 
+/// "Latest of N": the newest frame of each of `n` cameras (`cams[0..n]`, each at most once) in
+/// one call, into `frames[0..n]`, for batching inference.
+///
+/// - `frames` is zeroed first (whenever `frames` is not NULL and `n` is in range); then every
+///   camera handle is checked (a NULL, stale, closed-and-removed or repeated handle fails the call
+///   before any frame is taken, and `frames` stays all 0).
+/// - It then waits up to `timeout_ms` in all (one deadline, not per camera) until every camera has
+///   a frame it has not handed out yet (as `nvcam_camera_get_frame`: older frames are skipped); a
+///   frame taken early in the wait is swapped for a newer one that came meanwhile (the older
+///   handle is released by the call; never for a camera opened with `NVCAM_OPEN_LOSSLESS`, which
+///   hands out every frame in order). `timeout_ms` 0 only polls.
+/// - `frames[i]` is a new frame handle of `cams[i]`, or 0 when that camera had none.
+/// - Status: `NVCAM_OK` when every camera has a frame; otherwise the first hard error in array
+///   order (`NVCAM_E_CLOSED`, `NVCAM_E_FAILED`, `NVCAM_E_IO` for an ended file, ...), else
+///   `NVCAM_E_CANCELLED` (`nvcam_camera_cancel_wait` on one of the cameras ran: the others are
+///   then only polled), else `NVCAM_E_TIMEOUT` (some or none came).
+/// - **Whatever the status, release every non-zero `frames[i]`** (with a partial batch, the
+///   frames that came are valid and yours).
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_TIMEOUT, NVCAM_E_CANCELLED, NVCAM_E_CLOSED, NVCAM_E_FAILED, NVCAM_E_IO, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_UNSUPPORTED, NVCAM_E_PANIC
+///
+/// # Safety
+/// `cams` is NULL or readable for `n` `uint64_t`s; `frames` is NULL or writable for `n`
+/// `uint64_t`s (`n` at most `NVCAM_BATCH_MAX`). Neither needs 8-byte alignment.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_cameras_get_frames(cams: *const u64, n: u32, timeout_ms: u32, frames: *mut u64) -> i32 {
+    boundary("nvcam_cameras_get_frames", Ctx::Lib, || {
+        if n == 0 || n > NVCAM_BATCH_MAX {
+            return Err(Error::arg(format!("n {n} (1..{NVCAM_BATCH_MAX})")));
+        }
+        if frames.is_null() {
+            return Err(Error::null("frames"));
+        }
+        let n = n as usize;
+        for i in 0..n {
+            // SAFETY: `frames` is writable for `n` u64s (contract); unaligned writes allowed.
+            unsafe { frames.add(i).write_unaligned(0) };
+        }
+        if cams.is_null() {
+            return Err(Error::null("cams"));
+        }
+        // SAFETY: `cams` is readable for `n` u64s (contract); unaligned reads allowed.
+        let handles: Vec<u64> = (0..n).map(|i| unsafe { cams.add(i).read_unaligned() }).collect();
+        let got = library::get_frames(&handles, Duration::from_millis(timeout_ms as u64))?;
+        for (i, &f) in got.frames.iter().enumerate() {
+            // SAFETY: as above (i < n).
+            unsafe { frames.add(i).write_unaligned(f) };
+        }
+        got.status
+    })
+}
+
 /// Wakes every thread blocked in `nvcam_camera_get_frame` or `nvcam_camera_get_frame_lv` on this
 /// camera: each returns `NVCAM_E_CANCELLED` at once. Only waits in progress are cancelled (a wait
 /// that begins after this call waits normally, and nothing is remembered for it); the camera stays

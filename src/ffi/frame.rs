@@ -180,6 +180,75 @@ pub unsafe extern "C" fn nvcam_frame_convert(
     })
 }
 
+/// Converts `n` frames (`frames[0..n]`, repeats allowed) as `spec` says into one tensor at
+/// `dst`: item `i` starts `i * dst_item_stride` bytes in (0 = packed: the size of one item, which
+/// `nvcam_frame_convert_size(frames[0], spec, 0, &size)` gives); each item is laid out as
+/// `nvcam_frame_convert` writes it at pitch 0, so planar float formats give an NCHW tensor
+/// (`n x 3 x height x width`) and 8-bit formats NHWC (`n x height x width x channels`). Every
+/// frame must convert to the same output size (set `spec->width`/`height` when the cameras'
+/// sizes differ). `dst_size` must hold `dst_item_stride * (n - 1)` + one item.
+///
+/// Everything (handles, sizes, memory kinds) is checked before anything is written. Device
+/// memory (`spec->dst_memory`): every frame must be a device frame of `spec->dst_device`; the
+/// conversions are enqueued on `cuda_stream` (one kernel launch per frame, each after that
+/// frame's ready event, no host wait) and each frame's slot is fenced by that work, so the
+/// handles may be released at once. Host memory: the bytes are there on return (GPU frames
+/// through pinned staging, CPU frames on the CPU). A failure after the checks (a CUDA error)
+/// may leave earlier items written.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_UNSUPPORTED, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+///
+/// # Safety
+/// `frames` is NULL or readable for `n` `uint64_t`s (`n` at most `NVCAM_BATCH_MAX`, no alignment
+/// needed); `spec` as for `nvcam_frame_convert`; for host memory `dst` is NULL or writable for
+/// `dst_size` bytes; for device memory `dst` is device memory of at least `dst_size` bytes and
+/// `cuda_stream` a live stream of that device's primary context, or 0.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_frames_convert_batch(
+    frames: *const u64,
+    n: u32,
+    spec: *const nvcam_convert,
+    dst: *mut std::ffi::c_void,
+    dst_item_stride: u64,
+    dst_size: u64,
+    cuda_stream: u64,
+) -> i32 {
+    boundary("nvcam_frames_convert_batch", Ctx::Lib, || {
+        use crate::gpu::convert::{convert_batch, Dst};
+        use crate::status::Error;
+        if n == 0 || n > NVCAM_BATCH_MAX {
+            return Err(Error::arg(format!("n {n} (1..{NVCAM_BATCH_MAX})")));
+        }
+        if frames.is_null() {
+            return Err(Error::null("frames"));
+        }
+        // SAFETY: forwarded from this function's contract.
+        let (s, kind, stride) = unsafe { spec_and_pitch(spec, dst_item_stride) }?;
+        let fs = (0..n as usize)
+            .map(|i| {
+                // SAFETY: `frames` is readable for `n` u64s (contract); unaligned reads allowed.
+                let h = unsafe { frames.add(i).read_unaligned() };
+                registry::get(h).map_err(|e| Error { msg: format!("frames[{i}]: {}", e.msg), ..e })
+            })
+            .collect::<crate::status::Result<Vec<_>>>()?;
+        match kind {
+            convert::DstKind::Host => {
+                // SAFETY: forwarded from this function's contract (host memory of dst_size).
+                let buf = unsafe { bytes_out(dst.cast::<u8>(), dst_size, "dst") }?;
+                convert_batch(&fs, &s, Dst::Host(buf), stride, cuda_stream)?;
+            }
+            convert::DstKind::Device(device) => {
+                if dst.is_null() {
+                    return Err(Error::null("dst"));
+                }
+                let len = usize::try_from(dst_size).map_err(|_| Error::arg(format!("dst_size {dst_size} too large")))?;
+                convert_batch(&fs, &s, Dst::Device { ptr: dst as u64, len, device }, stride, cuda_stream)?;
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Writes into `*size` the bytes `nvcam_frame_convert` needs for this frame, `spec` and
 /// `dst_pitch` (0 = packed).
 ///

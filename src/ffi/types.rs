@@ -80,6 +80,10 @@ pub const NVCAM_FORMAT_RGB_F16_PLANAR: u32 = 6;
 pub const NVCAM_CONVERT_LETTERBOX: u32 = 1;
 pub(crate) const NVCAM_CONVERT_ALL: u32 = 1;
 
+/// The most cameras `nvcam_cameras_get_frames` and frames `nvcam_frames_convert_batch` take in
+/// one call.
+pub const NVCAM_BATCH_MAX: u32 = 256;
+
 /// `nvcam_camera_options_t.latency`: live network sources get `LOW`, files and the test source
 /// `THROUGHPUT`.
 pub const NVCAM_LATENCY_AUTO: u32 = 0;

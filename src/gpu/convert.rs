@@ -403,3 +403,77 @@ pub(crate) fn required_size(f: &Frame, spec: &Spec, dst_pitch: usize) -> Result<
     let g = f.geom();
     Ok(Plan::new(spec, g.width, g.height, f.color_resolved())?.layout(dst_pitch)?.total)
 }
+
+/// `frames` converted into one tensor: item `i` at byte offset `i * stride` (0 = the size of one
+/// item), each item packed as `convert_frame` writes it at pitch 0: planar formats give NCHW,
+/// 8-bit formats NHWC. Every frame must convert to the same output size, and for a device
+/// destination be a device frame of that GPU: all of that is checked before anything is written.
+/// Device destinations: one launch per frame on `stream` (each after its frame's ready event),
+/// no host wait. Host destinations: the bytes are there on return. Returns the item size.
+pub(crate) fn convert_batch(frames: &[Arc<Frame>], spec: &Spec, dst: Dst, stride: usize, stream: u64) -> Result<usize> {
+    let mut item: Option<((u32, u32), usize)> = None;
+    for (i, f) in frames.iter().enumerate() {
+        let g = f.geom();
+        let at = |e: Error| Error { msg: format!("frames[{i}]: {}", e.msg), ..e };
+        let plan = Plan::new(spec, g.width, g.height, f.color_resolved()).map_err(at)?;
+        let total = plan.layout(0).map_err(at)?.total;
+        let dims = (plan.out_w, plan.out_h);
+        match item {
+            None => item = Some((dims, total)),
+            Some((d, _)) if d != dims => {
+                return Err(Error::arg(format!(
+                    "frames[{i}] converts to {}x{}, frames[0] to {}x{}: set the spec's width and height so every item has one size",
+                    dims.0, dims.1, d.0, d.1
+                )))
+            }
+            Some(_) => {}
+        }
+        if let Dst::Device { device, .. } = &dst {
+            if f.memory() != MemoryKind::Device || f.device() != *device {
+                return Err(Error::new(
+                    NVCAM_E_UNSUPPORTED,
+                    format!("frames[{i}] is not a device frame of GPU {device}: a device batch takes frames of its own GPU only"),
+                ));
+            }
+        }
+    }
+    let Some((_, total)) = item else { return Err(Error::arg("an empty batch")) };
+    let stride = if stride == 0 { total } else { stride };
+    if stride < total {
+        return Err(Error::arg(format!("dst_item_stride {stride} is less than one item's {total} bytes")));
+    }
+    let need = stride
+        .checked_mul(frames.len() - 1)
+        .and_then(|x| x.checked_add(total))
+        .ok_or_else(|| Error::arg(format!("dst_item_stride {stride} x {} items overflows", frames.len())))?;
+    let small = |have: usize| Error::new(NVCAM_E_BUFFER_TOO_SMALL, format!("destination holds {have} bytes, {} items {stride} bytes apart need {need}", frames.len()));
+    match dst {
+        Dst::Host(buf) => {
+            if buf.len() < need {
+                return Err(small(buf.len()));
+            }
+            for (i, f) in frames.iter().enumerate() {
+                let at = i * stride;
+                convert_frame(f, spec, Dst::Host(&mut buf[at..at + total]), 0, stream)
+                    .map_err(|e| Error { msg: format!("frames[{i}]: {}", e.msg), ..e })?;
+            }
+        }
+        Dst::Device { ptr, len, device } => {
+            if len < need {
+                return Err(small(len));
+            }
+            let a = spec.format.align();
+            if stride % a != 0 {
+                return Err(Error::arg(format!("{:?} needs dst_item_stride aligned to {a} bytes", spec.format)));
+            }
+            let dev = super::device(device)?;
+            check_device_range(&dev, ptr, need)?;
+            for (i, f) in frames.iter().enumerate() {
+                let at = ptr + (i * stride) as u64;
+                convert_frame(f, spec, Dst::Device { ptr: at, len: total, device }, 0, stream)
+                    .map_err(|e| Error { msg: format!("frames[{i}]: {}", e.msg), ..e })?;
+            }
+        }
+    }
+    Ok(total)
+}

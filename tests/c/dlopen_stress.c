@@ -79,6 +79,7 @@ static int still_loaded(const char *path, void *fn) {
     X(nvcam_camera_get_frame)                                                                      \
     X(nvcam_camera_get_frame_lv)                                                                   \
     X(nvcam_camera_cancel_wait)                                                                    \
+    X(nvcam_cameras_get_frames)                                                                    \
     X(nvcam_lv_reserve)                                                                            \
     X(nvcam_lv_unreserve)                                                                          \
     X(nvcam_lv_abort)                                                                              \
@@ -89,6 +90,7 @@ static int still_loaded(const char *path, void *fn) {
     X(nvcam_frame_copy_nv12)                                                                       \
     X(nvcam_frame_convert)                                                                         \
     X(nvcam_frame_convert_size)                                                                    \
+    X(nvcam_frames_convert_batch)                                                                  \
     X(nvcam_frame_wait_stream)                                                                     \
     X(nvcam_frame_release_after_stream)                                                            \
     X(nvcam_registry_force_release_owner)                                                          \

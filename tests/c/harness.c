@@ -995,6 +995,68 @@ static void check_shutdown_and_reinit(void) {
     OK(nvcam_shutdown(1000));
 }
 
+/* ---- latest of N and batches (nvcam_cameras_get_frames, nvcam_frames_convert_batch) ---- */
+static void check_batches(void) {
+    section("latest of N and batched conversion");
+    uint64_t cams[3] = {open_testsrc("testsrc://64x48@30"), open_testsrc("testsrc://96x64@30"), 0};
+    if (!cams[0] || !cams[1]) return;
+    uint64_t fr[3] = {7, 7, 7};
+    OK(nvcam_cameras_get_frames(cams, 2, 5000, fr));
+    CHECK(fr[0] && fr[1] && fr[2] == 7, "get_frames: %" PRIx64 " %" PRIx64 " (and wrote past n: %" PRIx64 ")", fr[0], fr[1], fr[2]);
+    nvcam_frame_info_t fi;
+    memset(&fi, 0, sizeof fi);
+    fi.struct_size = sizeof fi;
+    OK(info_of(fr[1], &fi));
+    CHECK(fi.camera == cams[1], "frames[1] belongs to camera %" PRIx64, fi.camera);
+
+    /* One tensor of both frames, NHWC BGR at 40x30, a 16-byte gap between items. */
+    nvcam_convert_t cs;
+    memset(&cs, 0, sizeof cs);
+    cs.struct_size = sizeof cs;
+    cs.format = NVCAM_FORMAT_BGR8;
+    cs.width = 40;
+    cs.height = 30;
+    cs.flags = NVCAM_CONVERT_LETTERBOX;
+    uint64_t item = 0;
+    OK(nvcam_frame_convert_size(fr[0], &cs, 0, &item));
+    CHECK(item == 40 * 30 * 3, "item size %" PRIu64, item);
+    uint64_t stride = item + 16, need = stride + item;
+    uint8_t *t = malloc((size_t)need + 8), *one = malloc((size_t)item);
+    memset(t, 0x5A, (size_t)need + 8);
+    OK(nvcam_frames_convert_batch(fr, 2, &cs, t, stride, need, 0));
+    for (int i = 0; i < 2; i++) {
+        OK(nvcam_frame_convert(fr[i], &cs, one, 0, item, 0));
+        CHECK(memcmp(t + i * stride, one, (size_t)item) == 0, "batch item %d differs from nvcam_frame_convert", i);
+    }
+    CHECK(t[item] == 0x5A && t[need] == 0x5A, "the batch wrote into the gap or past dst_size");
+    EXPECT(nvcam_frames_convert_batch(fr, 2, &cs, t, stride, need - 1, 0), NVCAM_E_BUFFER_TOO_SMALL);
+    EXPECT(nvcam_frames_convert_batch(fr, 2, &cs, t, 1, need, 0), NVCAM_E_INVALID_ARGUMENT);
+    EXPECT(nvcam_frames_convert_batch(fr, 0, &cs, t, 0, need, 0), NVCAM_E_INVALID_ARGUMENT);
+    EXPECT(nvcam_frames_convert_batch(NULL, 2, &cs, t, 0, need, 0), NVCAM_E_NULL_POINTER);
+    EXPECT(nvcam_frames_convert_batch(fr, 2, NULL, t, 0, need, 0), NVCAM_E_NULL_POINTER);
+    cs.width = cs.height = 0; /* source sizes differ: one tensor cannot hold both */
+    EXPECT(nvcam_frames_convert_batch(fr, 2, &cs, t, 0, need, 0), NVCAM_E_INVALID_ARGUMENT);
+    OK(nvcam_frame_release(fr[0]));
+    OK(nvcam_frame_release(fr[1]));
+    EXPECT(nvcam_frames_convert_batch(fr, 2, &cs, one, 0, 1, 0), NVCAM_E_STALE_HANDLE);
+    free(t);
+    free(one);
+
+    /* Refusals take nothing and leave frames[] zeroed. */
+    uint64_t dup[2] = {cams[0], cams[0]};
+    fr[0] = fr[1] = 9;
+    EXPECT(nvcam_cameras_get_frames(dup, 2, 100, fr), NVCAM_E_INVALID_ARGUMENT);
+    CHECK(fr[0] == 0 && fr[1] == 0, "a refused get_frames left frames[] non-zero");
+    EXPECT(nvcam_cameras_get_frames(cams, 0, 100, fr), NVCAM_E_INVALID_ARGUMENT);
+    EXPECT(nvcam_cameras_get_frames(cams, NVCAM_BATCH_MAX + 1, 100, fr), NVCAM_E_INVALID_ARGUMENT);
+    EXPECT(nvcam_cameras_get_frames(cams, 2, 100, NULL), NVCAM_E_NULL_POINTER);
+    EXPECT(nvcam_cameras_get_frames(NULL, 2, 100, fr), NVCAM_E_NULL_POINTER);
+    CHECK(live_for(cams[0]) == 0 && live_for(cams[1]) == 0, "a refused get_frames took a frame");
+    OK(nvcam_camera_close(cams[1], 2000));
+    EXPECT(nvcam_cameras_get_frames(cams, 2, 100, fr), NVCAM_E_STALE_HANDLE);
+    OK(nvcam_camera_close(cams[0], 2000));
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     check_versions_and_texts();
@@ -1004,6 +1066,7 @@ int main(void) {
     check_null_pointers_and_sizes();
     check_made_up_handles();
     check_camera();
+    check_batches();
     check_last_error();
     check_cancel_and_lv_callbacks();
     check_logging();

@@ -1,0 +1,183 @@
+"""GPU tests of the Python zero-copy paths (issue 12), with PyTorch and CuPy, on the GPU machine:
+
+    NVCAM_LIB=.gpu-bundle/lib/libnvcam.so REQUIRE_GPU=1 python3 bindings/python/test_gpu.py
+
+(scripts/nvdec-device.sh python-gpu runs exactly that inside the bundle.) Without a GPU, torch or
+CuPy every test is skipped, unless REQUIRE_GPU=1, where that is a failure.
+
+- a frame's DLPack tensor (torch.from_dlpack) is the frame's device memory (same address), and
+  equals the host download byte for byte; so do CuPy arrays of its planes
+  (__cuda_array_interface__) and of the whole frame;
+- a DLPack tensor outlives its Frame's release and a reconnect with its pixels unchanged, while
+  the camera keeps delivering frames; its deleter releases the handle when the tensor goes;
+- frame.convert into a torch tensor (default and a side stream) and into a CuPy array equals the
+  host conversion; convert_batch into an NCHW torch tensor equals per-frame conversions.
+"""
+
+import gc
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import nvcam  # noqa: E402
+
+REQUIRE = os.environ.get("REQUIRE_GPU") == "1"
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - depends on the machine
+    torch = None
+try:
+    import cupy
+except ImportError:  # pragma: no cover
+    cupy = None
+np = nvcam._np
+
+
+def need(cond, what):
+    if cond:
+        return
+    if REQUIRE:
+        raise AssertionError("REQUIRE_GPU=1 but %s" % what)
+    raise unittest.SkipTest(what)
+
+
+LETTERBOX = dict(width=320, height=320, letterbox=True, pad=(114, 114, 114), mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
+
+
+class GpuZeroCopy(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        nvcam.Library()
+        need(nvcam.gpu_stats(-1)["device_count"] > 0, "the library sees no GPU")
+        need(np is not None, "numpy is not installed")
+
+    def setUp(self):
+        self.cam = nvcam.Camera.open("testsrc://640x360@30", pool_slots=4)  # device: GPU 0 by default
+        self.addCleanup(self.cam.close)
+
+    def frame(self):
+        f = self.cam.get_frame(10000)
+        self.assertEqual(f.info.memory, nvcam.MEMORY_DEVICE, "Camera.open defaults to GPU 0")
+        return f
+
+    def host_nv12(self, f):
+        info = f.info
+        return np.frombuffer(f.copy_nv12(), dtype=np.uint8).reshape(info.rows, info.row_bytes)
+
+    def test_torch_from_dlpack_is_zero_copy_and_equals_the_download(self):
+        need(torch is not None, "torch is not installed")
+        with self.frame() as f:
+            t = torch.from_dlpack(f)
+            self.assertEqual(t.device.type, "cuda")
+            self.assertEqual(t.data_ptr(), f.info.y_ptr, "zero copy: the tensor is the frame's memory")
+            self.assertEqual(tuple(t.shape), (f.info.rows, f.info.row_bytes))
+            self.assertEqual(t.stride(), (f.info.pitch, 1))
+            want = self.host_nv12(f)
+            self.assertTrue(np.array_equal(t.cpu().numpy(), want), "torch.from_dlpack(frame) differs from the host download")
+            # Planes through __cuda_array_interface__ (torch.as_tensor keeps the plane, which holds a clone).
+            y, uv = f.planes()
+            ty = torch.as_tensor(y, device="cuda")
+            self.assertEqual(ty.data_ptr(), f.info.y_ptr)
+            self.assertTrue(np.array_equal(ty.cpu().numpy(), want[: f.info.height, : f.info.width]))
+            tuv = torch.as_tensor(uv, device="cuda")
+            self.assertTrue(np.array_equal(tuv.cpu().numpy().reshape(-1, f.info.row_bytes), want[f.info.height :]))
+        print("torch: DLPack tensor and plane views of a %dx%d device frame equal the host download" % (f.info.width, f.info.height))
+
+    def test_cupy_cuda_array_interface_equals_the_download(self):
+        need(cupy is not None, "cupy is not installed")
+        with self.frame() as f:
+            want = self.host_nv12(f)
+            whole = cupy.asarray(f)  # Frame.__cuda_array_interface__ (valid while f is held)
+            self.assertEqual(whole.data.ptr, f.info.y_ptr)
+            self.assertTrue(np.array_equal(cupy.asnumpy(whole), want))
+            y, uv = f.planes()
+            self.assertTrue(np.array_equal(cupy.asnumpy(cupy.asarray(y)), want[: f.info.height, : f.info.width]))
+            self.assertTrue(np.array_equal(cupy.asnumpy(cupy.asarray(uv)).reshape(-1, f.info.row_bytes), want[f.info.height :]))
+            d = cupy.from_dlpack(f)
+            self.assertEqual(d.data.ptr, f.info.y_ptr)
+            self.assertTrue(np.array_equal(cupy.asnumpy(d), want))
+        print("cupy: __cuda_array_interface__ (frame, planes) and from_dlpack equal the host download")
+
+    def test_dlpack_tensor_outlives_release_and_reconnect(self):
+        need(torch is not None, "torch is not installed")
+        f = self.frame()
+        t = torch.from_dlpack(f)
+        want = t.cpu().clone()
+        seq = f.info.seq
+        f.release()
+        self.assertEqual(nvcam.registry_stats(self.cam)[0], 1, "the tensor holds one handle (its clone)")
+        self.cam.reconnect()
+        # Frames keep coming after the reconnect, through the other slots; none is written into ours.
+        got, t0 = 0, time.monotonic()
+        while got < 12 and time.monotonic() - t0 < 20:
+            g = self.cam.try_get_frame(2000)
+            if g is None:
+                continue
+            with g:
+                self.assertNotEqual(g.info.y_ptr, t.data_ptr(), "a new frame landed in the slot a live DLPack tensor holds")
+                got += 1
+        self.assertEqual(got, 12, "frames stopped after the reconnect")
+        self.assertGreater(self.cam.stats()["reconnects"], 0)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(t.cpu(), want), "the DLPack tensor's pixels changed after release + reconnect")
+        del t
+        gc.collect()
+        self.assertEqual(nvcam.registry_stats(self.cam)[0], 0, "the tensor's deleter released its handle")
+        print("DLPack tensor of frame %d kept its pixels through release, reconnect and %d new frames" % (seq, got))
+
+    def test_convert_into_torch_and_cupy(self):
+        need(torch is not None, "torch is not installed")
+        with self.frame() as f:
+            ref = f.to_numpy(nvcam.FORMAT_RGB_F16_PLANAR, **LETTERBOX)
+            t = torch.empty((3, 320, 320), dtype=torch.float16, device="cuda:0")
+            self.assertIs(f.convert(nvcam.FORMAT_RGB_F16_PLANAR, out=t, **LETTERBOX), t)
+            torch.cuda.current_stream().synchronize()
+            self.assertTrue(np.array_equal(t.cpu().numpy().view(np.uint16), ref.view(np.uint16)), "convert into torch (current stream)")
+            side = torch.cuda.Stream()
+            t2 = torch.zeros((3, 320, 320), dtype=torch.float16, device="cuda:0")
+            torch.cuda.current_stream().synchronize()
+            with torch.cuda.stream(side):
+                f.convert(nvcam.FORMAT_RGB_F16_PLANAR, out=t2, **LETTERBOX)
+            side.synchronize()
+            self.assertTrue(np.array_equal(t2.cpu().numpy().view(np.uint16), ref.view(np.uint16)), "convert into torch (side stream)")
+            if cupy is not None:
+                c = cupy.empty((320, 320, 3), dtype=cupy.uint8)
+                f.convert(nvcam.FORMAT_BGR8, out=c, width=320, height=320, letterbox=True, pad=(114, 114, 114))
+                cupy.cuda.get_current_stream().synchronize()
+                want = f.to_numpy(nvcam.FORMAT_BGR8, width=320, height=320, letterbox=True, pad=(114, 114, 114))
+                self.assertTrue(np.array_equal(cupy.asnumpy(c), want), "convert into cupy")
+        print("frame.convert into torch (current and side stream) and cupy equals the host conversion")
+
+    def test_convert_batch_into_an_nchw_torch_tensor(self):
+        need(torch is not None, "torch is not installed")
+        others = [nvcam.Camera.open("testsrc://1280x720@30"), nvcam.Camera.open("testsrc://320x240@30")]
+        try:
+            cams = [self.cam] + others
+            batch = nvcam.get_frames(cams, 10000, partial=False)
+            self.assertTrue(batch.complete)
+            refs = [f.to_numpy(nvcam.FORMAT_RGB_F16_PLANAR, **LETTERBOX) for f in batch]
+            t = torch.empty((3, 3, 320, 320), dtype=torch.float16, device="cuda:0")
+            nvcam.convert_batch(batch, nvcam.FORMAT_RGB_F16_PLANAR, t, **LETTERBOX)
+            s = torch.cuda.current_stream().cuda_stream
+            for fr in batch:
+                fr.release_after_stream(s)
+            torch.cuda.current_stream().synchronize()
+            for i, ref in enumerate(refs):
+                self.assertTrue(np.array_equal(t[i].cpu().numpy().view(np.uint16), ref.view(np.uint16)), "batch item %d" % i)
+            print("convert_batch: 3 cameras (640x360, 1280x720, 320x240) into one 3x3x320x320 fp16 tensor equal single conversions")
+        finally:
+            for c in others:
+                c.close()
+
+
+if __name__ == "__main__":
+    r = unittest.main(verbosity=2, exit=False).result
+    ok = r.wasSuccessful() and not (REQUIRE and r.skipped)
+    if REQUIRE and r.skipped:
+        print("REQUIRE_GPU=1 but tests were skipped: %s" % [str(t) for t, _ in r.skipped])
+    print("python-gpu: %d run, %d failures, %d errors, %d skipped" % (r.testsRun, len(r.failures), len(r.errors), len(r.skipped)))
+    sys.exit(0 if ok else 1)
