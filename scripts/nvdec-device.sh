@@ -27,6 +27,7 @@
 #   churn-oldlock  the same, direct NVDEC only, with NVCAM_NVDEC_CTXLOCK=context (the old shared lock)
 #   reuse-tests    the two reconnect-reuse tests of tests/gpu_nvdec.rs, then the same with NVCAM_NVDEC_REUSE=0
 #   churn-reuse    churn_bench direct NVDEC only, loop + burst phases, decoder reuse on (the default)
+#   paced128       churn_bench: 128 paced 1080p30 cameras on direct NVDEC, nothing else (fps, gaps, CPU cores)
 #   churn-noreuse  the same with NVCAM_NVDEC_REUSE=0 (a new decoder at every reconnect, as before)
 #   latency        32 paced 1080p30 cameras (no B-frames), decode latency at low latency and throughput
 #   bench16        nvdec_bench, direct NVDEC, N = 16 (throughput mode against the 4,927 fps before)
@@ -120,6 +121,9 @@ churn-bench)
   ;;
 reuse-tests)
   step reuse-tests 90 bash -c "'$nvdec_test' --test-threads 1 --nocapture reconnect_ > '$out/tests-reuse.log' 2>&1; r=\$?; NVCAM_NVDEC_REUSE=0 '$nvdec_test' --test-threads 1 --nocapture reconnect_ > '$out/tests-noreuse.log' 2>&1; r2=\$?; for f in tests-reuse tests-noreuse; do echo \"-- \$f\"; grep -E '^test |test result|panicked|exact|across a reconnect|differs' '$out/'\$f.log; done; exit \$(( r | r2 ))"
+  ;;
+paced128)
+  step paced128 60 bash -c "'$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 128 --churn 0 --backends nvdec --phases baseline --seconds 5 2>'$out/paced128-stderr.log' | tee '$out/paced128.log'"
   ;;
 churn-reuse|churn-noreuse)
   reuse=1; [ "$what" = churn-noreuse ] && reuse=0
