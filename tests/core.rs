@@ -329,6 +329,25 @@ fn file_source_ends_or_loops() {
     close(cam, 2000).unwrap();
 }
 
+/// A host that reconnects an ended file and asks for a frame at once must get the new
+/// connection's frame, not the old end of file (the GPU run of the decoder-reuse test hit this).
+#[test]
+fn get_frame_right_after_reconnecting_an_ended_file_waits_for_the_new_connection() {
+    init();
+    let c = clip("h264_short_96x64.mp4", "96x64", 5, "libx264", &[]);
+    let cam = open(c.to_str().unwrap(), &options(NVCAM_OPEN_NO_PACING | NVCAM_OPEN_LOSSLESS)).unwrap();
+    for round in 0..10 {
+        for k in 0..5 {
+            let f = get_frame(cam, 5000).unwrap_or_else(|e| panic!("round {round}, frame {k}: {e:?}"));
+            release(f).unwrap();
+        }
+        let (code, msg) = get_frame(cam, 5000).unwrap_err();
+        assert_eq!(code, NVCAM_E_IO, "round {round}: {msg}");
+        assert_eq!(nvcam_camera_reconnect(cam), NVCAM_OK);
+    }
+    close(cam, 2000).unwrap();
+}
+
 #[test]
 fn missing_file_fails_open_with_reason() {
     init();

@@ -160,6 +160,8 @@ impl Camera {
             }
             match sh.state() {
                 CameraState::Closed => return Err(Error::new(NVCAM_E_CLOSED, "camera is closed")),
+                // A reconnect was asked for and the worker has not taken it yet: wait for it.
+                CameraState::Failed | CameraState::Ended if sh.irq.kicked() => {}
                 CameraState::Failed => {
                     let e = sh.cause().unwrap_or_else(|| Error::new(NVCAM_E_FAILED, "camera failed"));
                     return Err(Error::new(NVCAM_E_FAILED, format!("camera failed: {}", e.msg)));
@@ -180,14 +182,14 @@ impl Camera {
         }
     }
 
-    /// Cancels every wait in progress on this camera (they return `NVCAM_E_CANCELLED`); waits
-    /// that begin afterwards are not affected. Returns at once.
     /// Whether every frame must reach the host in order (`NVCAM_OPEN_LOSSLESS`): a batch grab must
     /// not swap one of its frames for a newer one then.
     pub(crate) fn lossless(&self) -> bool {
         self.shared.opts.flags.lossless
     }
 
+    /// Cancels every wait in progress on this camera (they return `NVCAM_E_CANCELLED`); waits
+    /// that begin afterwards are not affected. Returns at once.
     pub(crate) fn cancel_waits(&self) {
         let _m = self.shared.mailbox.lock();
         self.cancels.fetch_add(1, Ordering::AcqRel);
@@ -258,6 +260,11 @@ impl Camera {
             return Err(Error::new(NVCAM_E_CLOSED, "camera is closed"));
         }
         sh.irq.kick();
+        // An ended or failed camera is reconnecting from now on: a get_frame right after this
+        // call must wait for the new connection, not report the old end of file or failure.
+        for done in [CameraState::Ended, CameraState::Failed] {
+            sh.swap_state_if(done, CameraState::Reconnecting);
+        }
         sh.wake_worker();
         Ok(())
     }
