@@ -638,43 +638,12 @@ fn reconnect_storm_never_stalls_steady_gpu_cameras() {
     }
     let stop = Arc::new(AtomicBool::new(false));
     let reconnects = Arc::new(AtomicU64::new(0));
-    let churners: Vec<_> = churn
-        .iter()
-        .map(|&c| {
-            let (stop, reconnects) = (stop.clone(), reconnects.clone());
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    if let Ok(f) = get_frame(c, 5000) {
-                        release(f).unwrap();
-                    }
-                    ok(nvcam_camera_reconnect(c)).unwrap();
-                    reconnects.fetch_add(1, Ordering::Relaxed);
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-            })
-        })
-        .collect();
+    let churners = reconnect_in_a_loop(&churn, 5000, Duration::from_millis(50), &stop, &reconnects);
     let consumers: Vec<_> = steady
         .iter()
         .map(|&c| {
             let stop = stop.clone();
-            std::thread::spawn(move || {
-                let (mut gaps, mut last, mut timeouts) = (Vec::new(), None::<Instant>, 0);
-                while !stop.load(Ordering::Relaxed) {
-                    match get_frame(c, 1000) {
-                        Ok(f) => {
-                            let now = Instant::now();
-                            if let Some(l) = last {
-                                gaps.push(now.duration_since(l).as_secs_f64() * 1e3);
-                            }
-                            last = Some(now);
-                            release(f).unwrap();
-                        }
-                        Err(_) => timeouts += 1,
-                    }
-                }
-                (gaps, timeouts)
-            })
+            std::thread::spawn(move || gaps_until(c, &stop))
         })
         .collect();
     std::thread::sleep(Duration::from_secs(secs));
@@ -687,9 +656,8 @@ fn reconnect_storm_never_stalls_steady_gpu_cameras() {
         timeouts += n;
     }
     churners.into_iter().for_each(|t| t.join().unwrap());
-    gaps.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let at = |q: f64| gaps[((gaps.len() as f64 * q).ceil() as usize).clamp(1, gaps.len()) - 1];
     let fps = gaps.len() as f64 / n_steady as f64 / secs as f64;
+    let mut at = |q: f64| percentile(&mut gaps, q);
     let r = reconnects.load(Ordering::Relaxed);
     eprintln!(
         "churn {n_steady} steady + {n_churn} reconnecting: {fps:.1} fps each, gap p50 {:.1} ms p99 {:.1} ms max {:.1} ms, {timeouts} timeouts, {r} reconnects",

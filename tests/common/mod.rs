@@ -390,3 +390,57 @@ impl Rng {
         &v[self.below(v.len() as u64) as usize]
     }
 }
+
+/// The churned cameras of the isolation tests: each takes a frame (waiting at most `wait_ms`),
+/// then reconnects, `pause` apart, until `stop`; `count` counts the reconnects.
+pub fn reconnect_in_a_loop(
+    cams: &[u64],
+    wait_ms: u32,
+    pause: Duration,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+    count: &std::sync::Arc<std::sync::atomic::AtomicU64>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    use std::sync::atomic::Ordering;
+    cams.iter()
+        .map(|&c| {
+            let (stop, count) = (stop.clone(), count.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    // Back with a frame, then dropped again at once.
+                    if let Ok(f) = get_frame(c, wait_ms) {
+                        release(f).unwrap();
+                    }
+                    ok(nvcam_camera_reconnect(c)).unwrap();
+                    count.fetch_add(1, Ordering::Relaxed);
+                    std::thread::sleep(pause);
+                }
+            })
+        })
+        .collect()
+}
+
+/// A steady camera's consumer: the gaps between its frames (ms) and its failed `get_frame(1000)`
+/// calls, until `stop`.
+pub fn gaps_until(cam: u64, stop: &std::sync::atomic::AtomicBool) -> (Vec<f64>, u32) {
+    let (mut gaps, mut last, mut failures) = (Vec::new(), None::<std::time::Instant>, 0);
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        match get_frame(cam, 1000) {
+            Ok(f) => {
+                let now = std::time::Instant::now();
+                if let Some(l) = last {
+                    gaps.push(now.duration_since(l).as_secs_f64() * 1e3);
+                }
+                last = Some(now);
+                release(f).unwrap();
+            }
+            Err(_) => failures += 1,
+        }
+    }
+    (gaps, failures)
+}
+
+/// The `q` quantile (nearest rank) of `v`, which it sorts.
+pub fn percentile(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1]
+}
