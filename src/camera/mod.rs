@@ -259,12 +259,9 @@ impl Camera {
         if sh.state() == CameraState::Closed {
             return Err(Error::new(NVCAM_E_CLOSED, "camera is closed"));
         }
+        // Until the worker takes this kick, get_frame on an ended or failed camera waits for the
+        // new connection instead of reporting the old end.
         sh.irq.kick();
-        // An ended or failed camera is reconnecting from now on: a get_frame right after this
-        // call must wait for the new connection, not report the old end of file or failure.
-        for done in [CameraState::Ended, CameraState::Failed] {
-            sh.swap_state_if(done, CameraState::Reconnecting);
-        }
         sh.wake_worker();
         Ok(())
     }

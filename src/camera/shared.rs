@@ -252,17 +252,6 @@ impl Shared {
         }
     }
 
-    /// `from` → `to` only if the state is still `from` (a close in between wins). Returns whether
-    /// it changed.
-    pub(super) fn swap_state_if(&self, from: CameraState, to: CameraState) -> bool {
-        let ok = self.state.compare_exchange(from.as_u8(), to.as_u8(), Ordering::AcqRel, Ordering::Acquire).is_ok();
-        if ok {
-            log::debug!("camera {}: {} -> {}", self.name(), from.name(), to.name());
-            self.mailbox_cv.notify_all();
-        }
-        ok
-    }
-
     /// Records an error of the worker's (connection, stream, decode).
     pub(super) fn set_error(&self, e: &Error) {
         log::warn!("camera {}: {e}", self.name());

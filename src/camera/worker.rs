@@ -67,6 +67,9 @@ pub(super) fn run(sh: &Arc<Shared>, mut first: FirstOpen) {
         if sh.irq.stopping() {
             break;
         }
+        // The state first, then the kick: while an ended or failed camera still shows its old
+        // state, the pending kick tells get_frame to wait for the new connection.
+        sh.set_state(if ever_connected { CameraState::Reconnecting } else { CameraState::Connecting });
         let kicked = sh.irq.take_kick();
         // `reconnects` counts drops and manual requests, not the failed attempts in between
         // (those are `reconnect_attempt`).
@@ -74,7 +77,6 @@ pub(super) fn run(sh: &Arc<Shared>, mut first: FirstOpen) {
             sh.counters.reconnects.fetch_add(1, Ordering::Relaxed);
         }
         first_try = false;
-        sh.set_state(if ever_connected { CameraState::Reconnecting } else { CameraState::Connecting });
         if ever_connected && sh.opts.flags.release_clones_on_reconnect {
             registry::force_release_owner(sh.handle());
         }
