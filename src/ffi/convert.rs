@@ -191,6 +191,7 @@ pub(crate) fn camera_stats(s: &Stats, struct_size: u32) -> nvcam_camera_stats {
 
 pub(crate) fn frame_info(f: &Frame, struct_size: u32) -> nvcam_frame_info {
     let g = *f.geom();
+    let (matrix, range) = f.color_resolved();
     nvcam_frame_info {
         struct_size,
         width: g.width,
@@ -211,8 +212,8 @@ pub(crate) fn frame_info(f: &Frame, struct_size: u32) -> nvcam_frame_info {
             TimeSource::Receive => NVCAM_TIME_RECEIVE,
             TimeSource::Source => NVCAM_TIME_SOURCE,
         },
-        color_matrix: matrix_code(f.color_resolved().0),
-        color_range: range_code(f.color_resolved().1),
+        color_matrix: matrix_code(matrix),
+        color_range: range_code(range),
         reserved32: 0,
         reserved: [0; 1],
     }
