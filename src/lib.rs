@@ -98,7 +98,7 @@ pub mod diag {
     }
     /// The test-only spin-then-copy kernel (stream hand-off tests).
     #[cfg(feature = "test-hooks")]
-    pub use crate::gpu::convert::spin_copy;
+    pub use crate::gpu::kernels::spin_copy;
     /// NVDEC fault and delay hooks (the `test-hooks` feature).
     #[cfg(feature = "test-hooks")]
     pub mod hooks {

@@ -16,7 +16,9 @@
 pub(crate) mod context;
 pub(crate) mod convert;
 pub(crate) mod deferred;
+pub(crate) mod download;
 pub(crate) mod hwdec;
+pub(crate) mod kernels;
 pub(crate) mod memory;
 pub(crate) mod nvdec;
 pub(crate) mod stats;
