@@ -3,12 +3,25 @@
 //
 // Built by scripts/build-kernels.sh with NVRTC (no CUDA toolkit, no host compiler) into
 // kernels/nvcam_kernels.fatbin, which the library embeds. The Rust CPU path (src/convert/cpu.rs)
-// does the same float operations in the same order; NVRTC runs with --fmad=false so the GPU does
-// not contract them into FMAs, and both sides agree to the last bit in practice (the tests allow
-// +-1 per 8-bit channel, +-1/255 for floats).
+// computes the same values: NVRTC runs with --fmad=false so the GPU does not contract the float
+// operations into FMAs, every float operation that rounds is done in the same order on both sides,
+// and where the kernel takes a shortcut (integer sums, integer chroma weights at the same scale,
+// bytes made floats by the 2^23 trick) the shortcut is exact. The GPU tests find both
+// bit-identical.
 //
-// The parameter struct's layout is mirrored by src/convert/params.rs (`KernelParams`), whose size
-// and field offsets are asserted there; keep both in the same order, all 4- or 8-byte fields.
+// Speed: a thread writes PX neighbouring output pixels of one row (the *_PX and *_G tunables
+// below: 8 at the same scale for 8-bit formats, 2 x 4 for float formats, 4 bilinear, 2 box), with
+// vector stores where the address allows (packed RGB goes through shared memory so that a warp's
+// stores are whole lines); bytes become floats by an integer OR and a float subtraction and floats
+// become bytes by one F2I, so the per-pixel work at the same scale is a few dozen instructions.
+// The box filter keeps several rows' loads in flight. One kernel per sampling mode (fewer
+// registers), and one for batches (any mode per item). scripts/convert-kernel-bench.py measures
+// builds against each other on a GPU.
+//
+// Parameter layout: `nvcam_convert_common` + `nvcam_convert_item`, mirrored by
+// src/convert/params.rs, which asserts the sizes and offsets; keep both in the same order, all 4-
+// or 8-byte fields. A batch passes up to NVCAM_BATCH_PER_LAUNCH items by value (the whole block
+// stays under the 4 KiB kernel-parameter limit of every driver); item = blockIdx.z.
 
 typedef unsigned char u8;
 typedef unsigned short u16;
@@ -23,30 +36,76 @@ typedef unsigned long long u64;
 #define FMT_RGB_F32 5
 #define FMT_RGB_F16 6
 
-struct nvcam_convert_params {
+// How an item samples its ROI.
+#define MODE_SAME 0      // no resize (sx = sy = 1): each output pixel is one luma sample
+#define MODE_BILINEAR 1  // bilinear (up-scales and down-scales up to 2x)
+#define MODE_AREA 2      // box filter (a down-scale beyond 2x on either axis)
+
+#define NVCAM_BATCH_PER_LAUNCH 32
+
+// Threads per block: 32 x 8, a warp per row segment (src/gpu/kernels.rs launches so).
+#define BLOCK_X 32
+#define BLOCK_Y 8
+
+// Pixels per thread and segments per warp of each kernel (src/gpu/kernels.rs sizes its grids by
+// them), the box filter's pixels in flight per thread and its rows in flight. Same scale: one
+// kernel for 8-bit outputs, one for float outputs (they write 3x the bytes: other trade-offs).
+#define SAME8_PX 8
+#define SAME8_G 1
+#define SAMEF_PX 4
+#define SAMEF_G 2
+#define RESIZE_PX 4
+#define AREA_PX 2
+#define AREA_N 2
+#define AREA_ROWS 2
+#define BATCH_PX 2
+
+// What every item of a launch shares (64 bytes).
+struct nvcam_convert_common {
+    u64 dst_pitch;   // bytes between output rows
+    u64 dst_plane;   // bytes between output planes (planar formats)
+    u32 format;      // FMT_*
+    int out_w, out_h;
+    float pad[3];    // letterbox colour, R G B, 0..255 units
+    // Float formats: out = clamp(v, 0, 255) * nscale + noff per channel R G B
+    // (nscale = 1 / (255 std), noff = -mean / std).
+    float nscale[3];
+    float noff[3];
+};
+
+// One frame of a launch (112 bytes).
+struct nvcam_convert_item {
     u64 y;           // device address of the Y plane
     u64 uv;          // device address of the interleaved UV plane
     u64 dst;         // output image (planar formats: the R plane; G and B follow at dst_plane)
     u64 src_pitch;   // bytes between rows of Y (and of UV)
-    u64 dst_pitch;   // bytes between output rows
-    u64 dst_plane;   // bytes between output planes (planar formats)
-    u32 format;      // FMT_*
-    u32 area;        // 1: box filter (down-scales beyond 2x), 0: bilinear
-    int src_w, src_h;            // frame size (luma)
     int roi_x, roi_y, roi_w, roi_h;  // crop rectangle in luma pixels, inside the frame
-    int out_w, out_h;            // output size
     int img_x, img_y, img_w, img_h;  // where the scaled ROI lands in the output (the rest is pad)
     float sx, sy;    // ROI pixels per output pixel (roi_w / img_w, roi_h / img_h)
-    // Y'CbCr -> R'G'B': yy = (Y - y_off) * y_scale; cb = (U - 128) * c_scale; cr likewise;
-    // R = yy + r_cr*cr; G = yy - g_cb*cb - g_cr*cr; B = yy + b_cb*cb (0..255 units)
-    float y_off, y_scale, c_scale, r_cr, g_cb, g_cr, b_cb;
-    float pad[3];    // letterbox colour, R G B, 0..255 units
-    float mean[3];   // float formats: out = (v / 255 - mean) * inv_std, per channel R G B
-    float inv_std[3];
-    u32 reserved;
+    u32 mode;        // MODE_*
+    // Y'CbCr -> R'G'B' (0..255 units): yy = (Y - y_off) * y_scale; du = U - 128; dv = V - 128;
+    // R = yy + dv*k_r; G = (yy - du*k_gb) - dv*k_gr; B = yy + du*k_b. y_off is an integer (0 or
+    // 16), so Y - y_off is exact however it is computed.
+    float y_off, y_scale, k_r, k_gb, k_gr, k_b;
+    u32 reserved[3];
 };
-// Mirrored by src/convert/params.rs, which asserts this size and its fields' offsets.
-static_assert(sizeof(nvcam_convert_params) == 184, "param struct size");
+
+struct nvcam_convert_params {
+    nvcam_convert_common c;
+    nvcam_convert_item it;
+};
+
+struct nvcam_convert_batch_params {
+    nvcam_convert_common c;
+    nvcam_convert_item items[NVCAM_BATCH_PER_LAUNCH];
+};
+
+// Mirrored by src/convert/params.rs, which asserts these sizes and its fields' offsets.
+static_assert(sizeof(nvcam_convert_common) == 64, "common size");
+static_assert(sizeof(nvcam_convert_item) == 112, "item size");
+static_assert(sizeof(nvcam_convert_params) == 176, "param struct size");
+static_assert(sizeof(nvcam_convert_batch_params) == 3648, "batch params size");
+static_assert(sizeof(nvcam_convert_batch_params) <= 4096, "batch params exceed 4 KiB");
 
 __device__ __forceinline__ float clampf(float v, float lo, float hi) {
     return fminf(fmaxf(v, lo), hi);
@@ -56,23 +115,83 @@ __device__ __forceinline__ int clampi(int v, int lo, int hi) {
     return v < lo ? lo : (v > hi ? hi : v);
 }
 
-// Rows of the source planes, read through the read-only cache.
-__device__ __forceinline__ const u8* y_row(const nvcam_convert_params& p, int y) {
-    return (const u8*)p.y + (u64)y * p.src_pitch;
+// An integer 0 <= v < 2^23 as a float, exactly: 2^23 + v has v in its mantissa.
+__device__ __forceinline__ float u2f(u32 v) {
+    return __int_as_float(0x4B000000u | v) - 8388608.f;
 }
 
-__device__ __forceinline__ const uchar2* uv_row(const nvcam_convert_params& p, int y) {
-    return (const uchar2*)((const u8*)p.uv + (u64)y * p.src_pitch);
+// An integer |v| < 2^22 as a float, exactly (1.5 * 2^23 + v).
+__device__ __forceinline__ float i2f(int v) {
+    return __int_as_float(0x4B400000 + v) - 12582912.f;
+}
+
+// 2^23 + byte k of w, as a float (one byte permute); subtract 2^23 (+ an integer) to use it.
+__device__ __forceinline__ float byte_2p23(u32 w, int k) {
+    return __int_as_float(__byte_perm(w, 0x4B000000u, 0x7440 | k));
+}
+
+// clamp(v, 0, 255) rounded to nearest, ties to even (the CPU's `to_u8`): one F2I, which
+// saturates to 0..255 (NaN: 0).
+__device__ __forceinline__ u32 to_u8(float v) {
+    u32 r;
+    asm("cvt.rni.u8.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+}
+
+// B, G, R, A = 255 in one word (little-endian BGRA).
+__device__ __forceinline__ u32 bgra(float r, float g, float b) {
+    return __byte_perm(__byte_perm(to_u8(b), to_u8(g), 0x3340), to_u8(r) | 0xff00u, 0x5410);
+}
+
+// c0, c1, c2 in the low three bytes (packed RGB / BGR).
+__device__ __forceinline__ u32 three(float c0, float c1, float c2) {
+    return __byte_perm(__byte_perm(to_u8(c0), to_u8(c1), 0x3340), to_u8(c2), 0x5410);
+}
+
+__device__ __forceinline__ u32 to_half(float f) {
+    u16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+__device__ __forceinline__ float norm(const nvcam_convert_common& c, float v, int ch) {
+    return clampf(v, 0.f, 255.f) * c.nscale[ch] + c.noff[ch];
+}
+
+// Rows of the source planes, read through the read-only cache.
+__device__ __forceinline__ const u8* y_row(const nvcam_convert_item& it, int y) {
+    return (const u8*)it.y + (u64)y * it.src_pitch;
+}
+
+__device__ __forceinline__ const u16* uv_row(const nvcam_convert_item& it, int y) {
+    return (const u16*)((const u8*)it.uv + (u64)y * it.src_pitch);
 }
 
 __device__ __forceinline__ float ld(const u8* row, int x) {
-    return (float)__ldg(row + x);
+    return u2f(__ldg(row + x));
 }
 
-__device__ __forceinline__ float2 ld2(const uchar2* row, int x) {
-    uchar2 c = __ldg(row + x);
-    return make_float2((float)c.x, (float)c.y);
+__device__ __forceinline__ float2 ld2(const u16* row, int x) {
+    u32 c = __ldg(row + x);
+    return make_float2(u2f(c & 0xff), u2f(c >> 8));
 }
+
+__device__ __forceinline__ float lerp(float a, float b, float f) {
+    return a + (b - a) * f;
+}
+
+// R, G, B from yy and the chroma offsets (gray: yy in R, the only channel it stores).
+__device__ __forceinline__ void rgb(const nvcam_convert_item& it, u32 format, float yy, float du, float dv, float* r, float* g, float* b) {
+    if (format == FMT_GRAY8) {
+        *r = yy;
+    } else {
+        *r = yy + dv * it.k_r;
+        *g = (yy - du * it.k_gb) - dv * it.k_gr;
+        *b = yy + du * it.k_b;
+    }
+}
+
+// ---- Bilinear ----------------------------------------------------------------------------------
 
 // The two taps on each axis of a bilinear sample at (u, v) (pixel centres at integers), clamped
 // to [x0, x1] x [y0, y1], and the weights of the second ones.
@@ -94,168 +213,533 @@ __device__ __forceinline__ Taps taps(float u, float v, int x0, int x1, int y0, i
     return t;
 }
 
-__device__ __forceinline__ float lerp(float a, float b, float f) {
-    return a + (b - a) * f;
+// Y, Cb, Cr (0..255) of the output pixel (dx, dy) pixels into the image rectangle, bilinear.
+// Also exact for MODE_SAME: the luma taps fall on pixel centres (the second weighs 0) and the
+// chroma weights are quarters.
+__device__ __forceinline__ void bilinear(const nvcam_convert_item& it, int dx, int dy, float* Y, float* U, float* V) {
+    int lx0 = it.roi_x, lx1 = it.roi_x + it.roi_w - 1;
+    int ly0 = it.roi_y, ly1 = it.roi_y + it.roi_h - 1;
+    int cx0 = lx0 / 2, cx1 = lx1 / 2, cy0 = ly0 / 2, cy1 = ly1 / 2;
+    // Pixel centres: output centre (dx + 0.5) maps to ROI position (dx + 0.5) * sx.
+    float u = ((float)dx + 0.5f) * it.sx + (float)it.roi_x;
+    float v = ((float)dy + 0.5f) * it.sy + (float)it.roi_y;
+    Taps l = taps(u - 0.5f, v - 0.5f, lx0, lx1, ly0, ly1);
+    const u8* ra = y_row(it, l.ya);
+    const u8* rb = y_row(it, l.yb);
+    float top = lerp(ld(ra, l.xa), ld(ra, l.xb), l.fx);
+    float bot = lerp(ld(rb, l.xa), ld(rb, l.xb), l.fx);
+    *Y = lerp(top, bot, l.fy);
+    // Chroma sample j covers luma [2j, 2j + 2): its centre is at luma 2j + 1.
+    Taps c = taps(u * 0.5f - 0.5f, v * 0.5f - 0.5f, cx0, cx1, cy0, cy1);
+    const u16* ca = uv_row(it, c.ya);
+    const u16* cb = uv_row(it, c.yb);
+    float2 a = ld2(ca, c.xa), b = ld2(ca, c.xb);
+    float2 d = ld2(cb, c.xa), e = ld2(cb, c.xb);
+    float tu = lerp(a.x, b.x, c.fx), bu = lerp(d.x, e.x, c.fx);
+    float tv = lerp(a.y, b.y, c.fx), bv = lerp(d.y, e.y, c.fx);
+    *U = lerp(tu, bu, c.fy);
+    *V = lerp(tv, bv, c.fy);
 }
 
-// Box weights: the overlap of pixel i's extent [i, i+1) with [a, b).
+// ---- Box filter --------------------------------------------------------------------------------
+
+// The footprint [a, b) on one axis: pixels i0..i1 (clamped to [lo, hi]) and the end pixels'
+// weights (their overlap with [a, b)); the inner pixels weigh exactly 1.
+struct Span {
+    int i0, i1;
+    float w0, w1;
+};
+
 __device__ __forceinline__ float overlap(int i, float a, float b) {
     return fminf((float)(i + 1), b) - fmaxf((float)i, a);
 }
 
-// The Y, Cb, Cr (0..255) of output pixel (ox, oy) inside the image rectangle. The arithmetic
-// (and its order) is what src/convert/cpu.rs repeats; only where the loads come from is tuned.
-__device__ void sample(const nvcam_convert_params& p, int ox, int oy, float* Y, float* U, float* V) {
-    int lx0 = p.roi_x, lx1 = p.roi_x + p.roi_w - 1;
-    int ly0 = p.roi_y, ly1 = p.roi_y + p.roi_h - 1;
-    int cx0 = p.roi_x / 2, cx1 = (p.roi_x + p.roi_w - 1) / 2;
-    int cy0 = p.roi_y / 2, cy1 = (p.roi_y + p.roi_h - 1) / 2;
-    float dx = (float)(ox - p.img_x), dy = (float)(oy - p.img_y);
-    if (!p.area) {
-        // Pixel centres: output centre (dx + 0.5) maps to ROI position (dx + 0.5) * sx.
-        float u = (dx + 0.5f) * p.sx + (float)p.roi_x;
-        float v = (dy + 0.5f) * p.sy + (float)p.roi_y;
-        if (p.sx == 1.f && p.sy == 1.f) {
-            // Same scale: the taps fall on pixel centres (weights exactly 0), so the bilinear
-            // result is the sample itself, bit for bit; one load instead of four.
-            *Y = ld(y_row(p, (int)v), (int)u);
-        } else {
-            Taps l = taps(u - 0.5f, v - 0.5f, lx0, lx1, ly0, ly1);
-            const u8* ra = y_row(p, l.ya);
-            const u8* rb = y_row(p, l.yb);
-            float top = lerp(ld(ra, l.xa), ld(ra, l.xb), l.fx);
-            float bot = lerp(ld(rb, l.xa), ld(rb, l.xb), l.fx);
-            *Y = lerp(top, bot, l.fy);
+__device__ __forceinline__ Span span(float a, float b, int lo, int hi) {
+    Span s;
+    s.i0 = clampi((int)floorf(a), lo, hi);
+    s.i1 = clampi((int)ceilf(b) - 1, lo, hi);
+    s.w0 = overlap(s.i0, a, b);
+    s.w1 = overlap(s.i1, a, b);
+    return s;
+}
+
+// The span's total weight: (w0 + inner count) + w1.
+__device__ __forceinline__ float wsum(const Span& s) {
+    return s.i1 > s.i0 ? (s.w0 + (float)(s.i1 - s.i0 - 1)) + s.w1 : s.w0;
+}
+
+// Inner taps unrolled (independent loads in flight) up to this many; longer spans loop on.
+#define INNER_UNROLL 4
+
+// One row of a luma footprint: (v[i0] * w0 + sum of the inner v) + v[i1] * w1.
+__device__ __forceinline__ float row_luma(const u8* row, const Span& s) {
+    float v = ld(row, s.i0) * s.w0;
+    if (s.i1 > s.i0) {
+        u32 sum = 0;
+        int x = s.i0 + 1;
+#pragma unroll
+        for (int j = 0; j < INNER_UNROLL; j++) {
+            if (x + j < s.i1) sum += __ldg(row + x + j);
         }
-        // Chroma sample j covers luma [2j, 2j + 2): its centre is at luma 2j + 1.
-        Taps c = taps(u * 0.5f - 0.5f, v * 0.5f - 0.5f, cx0, cx1, cy0, cy1);
-        const uchar2* ca = uv_row(p, c.ya);
-        const uchar2* cb = uv_row(p, c.yb);
-        float2 a = ld2(ca, c.xa), b = ld2(ca, c.xb);
-        float2 d = ld2(cb, c.xa), e = ld2(cb, c.xb);
-        float tu = lerp(a.x, b.x, c.fx), bu = lerp(d.x, e.x, c.fx);
-        float tv = lerp(a.y, b.y, c.fx), bv = lerp(d.y, e.y, c.fx);
-        *U = lerp(tu, bu, c.fy);
-        *V = lerp(tv, bv, c.fy);
-    } else {
-        // Box filter: the average over the output pixel's footprint [a, b) in ROI coordinates.
-        float ax = dx * p.sx + (float)p.roi_x, bx = ax + p.sx;
-        float ay = dy * p.sy + (float)p.roi_y, by = ay + p.sy;
-        int ix0 = clampi((int)floorf(ax), lx0, lx1), ix1 = clampi((int)ceilf(bx) - 1, lx0, lx1);
-        int iy0 = clampi((int)floorf(ay), ly0, ly1), iy1 = clampi((int)ceilf(by) - 1, ly0, ly1);
-        float sum = 0.f, wsum = 0.f;
-        for (int y = iy0; y <= iy1; y++) {
-            float wy = overlap(y, ay, by);
-            const u8* r = y_row(p, y);
-            float row = 0.f, rw = 0.f;
-            for (int x = ix0; x <= ix1; x++) {
-                float wx = overlap(x, ax, bx);
-                row += ld(r, x) * wx;
-                rw += wx;
+        for (x += INNER_UNROLL; x < s.i1; x++) sum += __ldg(row + x);
+        v = v + (float)sum;
+        v = v + ld(row, s.i1) * s.w1;
+    }
+    return v;
+}
+
+// The same for one row of chroma, both channels.
+__device__ __forceinline__ float2 row_chroma(const u16* row, const Span& s) {
+    float2 a = ld2(row, s.i0);
+    float2 v = make_float2(a.x * s.w0, a.y * s.w0);
+    if (s.i1 > s.i0) {
+        u32 su = 0, sv = 0;
+        int x = s.i0 + 1;
+#pragma unroll
+        for (int j = 0; j < INNER_UNROLL / 2; j++) {
+            if (x + j < s.i1) {
+                u32 c = __ldg(row + x + j);
+                su += c & 0xff;
+                sv += c >> 8;
             }
-            sum += row * wy;
-            wsum += rw * wy;
         }
-        *Y = sum / wsum;
-        float cax = ax * 0.5f, cbx = bx * 0.5f, cay = ay * 0.5f, cby = by * 0.5f;
-        int jx0 = clampi((int)floorf(cax), cx0, cx1), jx1 = clampi((int)ceilf(cbx) - 1, cx0, cx1);
-        int jy0 = clampi((int)floorf(cay), cy0, cy1), jy1 = clampi((int)ceilf(cby) - 1, cy0, cy1);
-        float su = 0.f, sv = 0.f, cw = 0.f;
-        for (int y = jy0; y <= jy1; y++) {
-            float wy = overlap(y, cay, cby);
-            const uchar2* r = uv_row(p, y);
-            float ru = 0.f, rv = 0.f, rw = 0.f;
-            for (int x = jx0; x <= jx1; x++) {
-                float wx = overlap(x, cax, cbx);
-                float2 c = ld2(r, x);
-                ru += c.x * wx;
-                rv += c.y * wx;
-                rw += wx;
+        for (x += INNER_UNROLL / 2; x < s.i1; x++) {
+            u32 c = __ldg(row + x);
+            su += c & 0xff;
+            sv += c >> 8;
+        }
+        float2 b = ld2(row, s.i1);
+        v.x = v.x + (float)su;
+        v.y = v.y + (float)sv;
+        v.x = v.x + b.x * s.w1;
+        v.y = v.y + b.y * s.w1;
+    }
+    return v;
+}
+
+// Box filter of N pixels of one output row (dy), at dx[k] into the image; they share the rows
+// (vertical span). Per pixel: the rows' values R combined as (R[i0] * w0 + sum of the inner R,
+// in row order) + R[i1] * w1, divided by the product of both spans' total weights.
+template <int N>
+__device__ __forceinline__ void area_luma(const nvcam_convert_item& it, const int* dx, int dy, float* Y) {
+    int lx0 = it.roi_x, lx1 = it.roi_x + it.roi_w - 1;
+    float ay = (float)dy * it.sy + (float)it.roi_y;
+    Span ly = span(ay, ay + it.sy, it.roi_y, it.roi_y + it.roi_h - 1);
+    Span lx[N];
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+        float ax = (float)dx[k] * it.sx + (float)it.roi_x;
+        lx[k] = span(ax, ax + it.sx, lx0, lx1);
+    }
+    float acc[N], inner[N];
+#pragma unroll AREA_ROWS
+    for (int y = ly.i0; y <= ly.i1; y++) {
+        const u8* r = y_row(it, y);
+#pragma unroll
+        for (int k = 0; k < N; k++) {
+            float v = row_luma(r, lx[k]);
+            if (y == ly.i0) {
+                acc[k] = v * ly.w0;
+                inner[k] = 0.f;
+            } else if (y < ly.i1) {
+                inner[k] = inner[k] + v;
+            } else {
+                acc[k] = (acc[k] + inner[k]) + v * ly.w1;
             }
-            su += ru * wy;
-            sv += rv * wy;
-            cw += rw * wy;
         }
-        *U = su / cw;
-        *V = sv / cw;
+    }
+#pragma unroll
+    for (int k = 0; k < N; k++) Y[k] = acc[k] / (wsum(lx[k]) * wsum(ly));
+}
+
+template <int N>
+__device__ __forceinline__ void area_chroma(const nvcam_convert_item& it, const int* dx, int dy, float* U, float* V) {
+    int cx0 = it.roi_x / 2, cx1 = (it.roi_x + it.roi_w - 1) / 2;
+    float ay = (float)dy * it.sy + (float)it.roi_y, by = ay + it.sy;
+    Span cy = span(ay * 0.5f, by * 0.5f, it.roi_y / 2, (it.roi_y + it.roi_h - 1) / 2);
+    Span cx[N];
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+        float ax = (float)dx[k] * it.sx + (float)it.roi_x, bx = ax + it.sx;
+        cx[k] = span(ax * 0.5f, bx * 0.5f, cx0, cx1);
+    }
+    float2 acc[N], inner[N];
+#pragma unroll AREA_ROWS
+    for (int y = cy.i0; y <= cy.i1; y++) {
+        const u16* c = uv_row(it, y);
+#pragma unroll
+        for (int k = 0; k < N; k++) {
+            float2 v = row_chroma(c, cx[k]);
+            if (y == cy.i0) {
+                acc[k] = make_float2(v.x * cy.w0, v.y * cy.w0);
+                inner[k] = make_float2(0.f, 0.f);
+            } else if (y < cy.i1) {
+                inner[k].x = inner[k].x + v.x;
+                inner[k].y = inner[k].y + v.y;
+            } else {
+                acc[k].x = (acc[k].x + inner[k].x) + v.x * cy.w1;
+                acc[k].y = (acc[k].y + inner[k].y) + v.y * cy.w1;
+            }
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+        float w = wsum(cx[k]) * wsum(cy);
+        U[k] = acc[k].x / w;
+        V[k] = acc[k].y / w;
     }
 }
 
-__device__ __forceinline__ u8 to_u8(float v) {
-    return (u8)floorf(clampf(v, 0.f, 255.f) + 0.5f);
+// ---- Same scale --------------------------------------------------------------------------------
+
+// [u, 0, v, 0]: a chroma pair in two 16-bit lanes, so one multiply weighs both channels.
+__device__ __forceinline__ u32 spread(u32 uv) {
+    return __byte_perm(uv, 0, 0x4140);
 }
 
-__device__ __forceinline__ u16 to_half(float f) {
-    u16 h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-    return h;
-}
-
-extern "C" __global__ void nvcam_convert(const nvcam_convert_params p) {
-    int ox = blockIdx.x * blockDim.x + threadIdx.x;
-    int oy = blockIdx.y * blockDim.y + threadIdx.y;
-    if (ox >= p.out_w || oy >= p.out_h) return;
-    float r, g, b;
-    bool inside = ox >= p.img_x && ox < p.img_x + p.img_w && oy >= p.img_y && oy < p.img_y + p.img_h;
-    if (inside) {
-        float Y, U, V;
-        sample(p, ox, oy, &Y, &U, &V);
-        float yy = (Y - p.y_off) * p.y_scale;
-        float cb = (U - 128.f) * p.c_scale;
-        float cr = (V - 128.f) * p.c_scale;
-        if (p.format == FMT_GRAY8) {
-            r = g = b = yy;
-        } else {
-            r = yy + p.r_cr * cr;
-            g = yy - p.g_cb * cb - p.g_cr * cr;
-            b = yy + p.b_cb * cb;
+// MODE_SAME, PX pixels all inside the image. The bilinear arithmetic at this scale is exact
+// (luma: the sample itself; chroma: weights 1/4 and 3/4 on each axis, so no rounding anywhere),
+// so integer weights give the same values: U = S / 16 with S the sum of (1 or 3) x (1 or 3) x
+// sample, and du * k = (S - 2048) * (k / 16) with one rounding either way.
+template <int PX>
+__device__ __forceinline__ void same_scale(const nvcam_convert_item& it, u32 format, int ox0, int oy, float* r, float* g, float* b) {
+    int X0 = ox0 - it.img_x + it.roi_x;
+    int Yr = oy - it.img_y + it.roi_y;
+    const u8* yp = y_row(it, Yr) + X0;
+    u32 w[PX / 4];
+    if (((u64)yp & 3) == 0) {
+#pragma unroll
+        for (int q = 0; q < PX / 4; q++) w[q] = __ldg((const u32*)yp + q);
+    } else {
+#pragma unroll
+        for (int q = 0; q < PX / 4; q++) {
+            const u8* p = yp + 4 * q;
+            w[q] = __ldg(p) | ((u32)__ldg(p + 1) << 8) | ((u32)__ldg(p + 2) << 16) | ((u32)__ldg(p + 3) << 24);
+        }
+    }
+    float yk = 8388608.f + it.y_off;  // exact: y_off is an integer
+    float yy[PX];
+#pragma unroll
+    for (int k = 0; k < PX; k++) yy[k] = (byte_2p23(w[k / 4], k % 4) - yk) * it.y_scale;
+    if (format == FMT_GRAY8) {
+#pragma unroll
+        for (int k = 0; k < PX; k++) r[k] = yy[k];
+        return;
+    }
+    int cx0 = it.roi_x >> 1, cx1 = (it.roi_x + it.roi_w - 1) >> 1;
+    int cy0 = it.roi_y >> 1, cy1 = (it.roi_y + it.roi_h - 1) >> 1;
+    // Luma row 2k takes chroma rows k-1, k at 1/4, 3/4; row 2k+1 rows k, k+1 at 3/4, 1/4.
+    int k2 = Yr >> 1;
+    bool odd = Yr & 1;
+    const u16* ra = uv_row(it, clampi(odd ? k2 : k2 - 1, cy0, cy1));
+    const u16* rb = uv_row(it, clampi(odd ? k2 + 1 : k2, cy0, cy1));
+    u32 wa = odd ? 3 : 1, wb = 4 - wa;
+    // Chroma columns c0 .. c0 + NC - 1 (clamped), weighed vertically.
+    const int NC = PX / 2 + 2;
+    int c0 = (X0 >> 1) - 1;
+    u32 col[NC];
+    if (c0 >= cx0 && c0 + NC - 1 <= cx1) {
+#pragma unroll
+        for (int m = 0; m < NC; m++) col[m] = wa * spread(__ldg(ra + c0 + m)) + wb * spread(__ldg(rb + c0 + m));
+    } else {
+#pragma unroll
+        for (int m = 0; m < NC; m++) {
+            int cm = clampi(c0 + m, cx0, cx1);
+            col[m] = wa * spread(__ldg(ra + cm)) + wb * spread(__ldg(rb + cm));
+        }
+    }
+    // Horizontally: pixel X = X0 + k; even X takes columns (j-1, j) at (1, 3), odd X (j, j+1) at
+    // (3, 1), with j = X >> 1; as column indices m: ((X0 & 1) + k) >> 1 (+ 1 for odd X).
+    u32 s[PX];
+    if ((X0 & 1) == 0) {
+#pragma unroll
+        for (int k = 0; k < PX; k++) {
+            int m = k >> 1;
+            s[k] = (k & 1) ? 3 * col[m + 1] + col[m + 2] : col[m] + 3 * col[m + 1];
         }
     } else {
-        r = p.pad[0];
-        g = p.pad[1];
-        b = p.pad[2];
+#pragma unroll
+        for (int k = 0; k < PX; k++) {
+            int m = (k + 1) >> 1;
+            s[k] = (k & 1) ? col[m] + 3 * col[m + 1] : 3 * col[m + 1] + col[m + 2];
+        }
     }
-    u8* row = (u8*)p.dst + (u64)oy * p.dst_pitch;
-    switch (p.format) {
+    float kr = it.k_r * 0.0625f, kgb = it.k_gb * 0.0625f, kgr = it.k_gr * 0.0625f, kb = it.k_b * 0.0625f;
+#pragma unroll
+    for (int k = 0; k < PX; k++) {
+        float du = i2f((int)(s[k] & 0xffff) - 2048);
+        float dv = i2f((int)(s[k] >> 16) - 2048);
+        r[k] = yy[k] + dv * kr;
+        g[k] = (yy[k] - du * kgb) - dv * kgr;
+        b[k] = yy[k] + du * kb;
+    }
+}
+
+// ---- Stores ------------------------------------------------------------------------------------
+
+// N consecutive 32-bit words at o: 16-, 8- or 4-byte stores as N and `aligned` (o aligned to
+// the widest) allow.
+template <int N>
+__device__ __forceinline__ void store_words(u32* o, const u32* w, bool aligned) {
+    if (N % 4 == 0 && aligned) {
+#pragma unroll
+        for (int q = 0; q < N / 4; q++) ((uint4*)o)[q] = make_uint4(w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3]);
+    } else if (N % 2 == 0 && aligned) {
+#pragma unroll
+        for (int q = 0; q < N / 2; q++) ((uint2*)o)[q] = make_uint2(w[2 * q], w[2 * q + 1]);
+    } else {
+#pragma unroll
+        for (int q = 0; q < N; q++) o[q] = w[q];
+    }
+}
+
+// The alignment store_words<N> wants for its widest stores.
+template <int N>
+__device__ __forceinline__ bool words_aligned(const void* o) {
+    return ((u64)o & (N % 4 == 0 ? 15 : (N % 2 == 0 ? 7 : 3))) == 0;
+}
+
+// Packed 3-byte pixels through shared memory: a full warp (32 threads x PX pixels, inside the
+// row, 4-byte aligned) writes whole consecutive words; 3 PX / 4 words per thread.
+template <int PX>
+__device__ __forceinline__ void store_rgb_warp(u32* o, const u32* words) {
+    const int W = 3 * PX / 4;
+    static_assert(W <= 6, "store_rgb_warp holds 8 pixels per thread at most");
+    __shared__ u32 buf[BLOCK_Y][32 * 6];
+    u32* sb = buf[threadIdx.y];
+    int lane = threadIdx.x;
+    __syncwarp();  // the previous group's reads of sb are done
+#pragma unroll
+    for (int j = 0; j < W; j++) sb[lane * W + j] = words[j];
+    __syncwarp();
+#pragma unroll
+    for (int j = 0; j < W; j++) o[j * 32 + lane] = sb[j * 32 + lane];
+}
+
+// The 8-bit formats' stores of PX pixels at ox0 of `row` (n of them inside the row).
+template <int PX>
+__device__ __forceinline__ void store8(u32 format, u8* row, int ox0, int n, bool warp_full, const float* r, const float* g, const float* b) {
+    switch (format) {
     case FMT_BGRA8: {
-        uchar4 px = make_uchar4(to_u8(b), to_u8(g), to_u8(r), 255);
-        ((uchar4*)row)[ox] = px;
+        u32 px[PX];
+#pragma unroll
+        for (int k = 0; k < PX; k++) px[k] = bgra(r[k], g[k], b[k]);
+        u32* o = (u32*)row + ox0;
+        if (n == PX) {
+            store_words<PX>(o, px, words_aligned<PX>(o));
+        } else {
+#pragma unroll
+            for (int k = 0; k < PX; k++)
+                if (k < n) o[k] = px[k];
+        }
         break;
     }
     case FMT_BGR8:
-        row[3 * ox] = to_u8(b);
-        row[3 * ox + 1] = to_u8(g);
-        row[3 * ox + 2] = to_u8(r);
-        break;
-    case FMT_RGB8:
-        row[3 * ox] = to_u8(r);
-        row[3 * ox + 1] = to_u8(g);
-        row[3 * ox + 2] = to_u8(b);
-        break;
-    case FMT_GRAY8:
-        row[ox] = to_u8(r);
-        break;
-    case FMT_RGB_F32: {
-        float* o = (float*)row;
-        o[ox] = (clampf(r, 0.f, 255.f) * (1.f / 255.f) - p.mean[0]) * p.inv_std[0];
-        o = (float*)(row + p.dst_plane);
-        o[ox] = (clampf(g, 0.f, 255.f) * (1.f / 255.f) - p.mean[1]) * p.inv_std[1];
-        o = (float*)(row + 2 * p.dst_plane);
-        o[ox] = (clampf(b, 0.f, 255.f) * (1.f / 255.f) - p.mean[2]) * p.inv_std[2];
+    case FMT_RGB8: {
+        bool bgr = format == FMT_BGR8;
+        u32 px[PX];  // [c0, c1, c2, 0]
+#pragma unroll
+        for (int k = 0; k < PX; k++) px[k] = bgr ? three(b[k], g[k], r[k]) : three(r[k], g[k], b[k]);
+        u8* o = row + 3 * ox0;
+        if (PX % 4 == 0 && n == PX) {
+            u32 words[PX % 4 == 0 ? 3 * PX / 4 : 1];
+#pragma unroll
+            for (int q = 0; q < PX / 4; q++) {
+                words[3 * q] = __byte_perm(px[4 * q], px[4 * q + 1], 0x4210);
+                words[3 * q + 1] = __byte_perm(px[4 * q + 1], px[4 * q + 2], 0x5421);
+                words[3 * q + 2] = __byte_perm(px[4 * q + 2], px[4 * q + 3], 0x6542);
+            }
+            // The warp's first byte (lane 0's) decides for the whole warp.
+            u64 warp_start = (u64)(o - 3 * PX * threadIdx.x);
+            if (warp_full && (warp_start & 3) == 0) {
+                store_rgb_warp<PX>((u32*)warp_start, words);
+                break;
+            }
+            if (((u64)o & 3) == 0) {
+#pragma unroll
+                for (int j = 0; j < 3 * PX / 4; j++) ((u32*)o)[j] = words[j];
+                break;
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < PX; k++) {
+            if (k < n) {
+                o[3 * k] = (u8)px[k];
+                o[3 * k + 1] = (u8)(px[k] >> 8);
+                o[3 * k + 2] = (u8)(px[k] >> 16);
+            }
+        }
         break;
     }
-    case FMT_RGB_F16: {
-        u16* o = (u16*)row;
-        o[ox] = to_half((clampf(r, 0.f, 255.f) * (1.f / 255.f) - p.mean[0]) * p.inv_std[0]);
-        o = (u16*)(row + p.dst_plane);
-        o[ox] = to_half((clampf(g, 0.f, 255.f) * (1.f / 255.f) - p.mean[1]) * p.inv_std[1]);
-        o = (u16*)(row + 2 * p.dst_plane);
-        o[ox] = to_half((clampf(b, 0.f, 255.f) * (1.f / 255.f) - p.mean[2]) * p.inv_std[2]);
+    case FMT_GRAY8: {
+        u8* o = row + ox0;
+        if (PX % 4 == 0 && n == PX && ((u64)o & 3) == 0) {
+            u32 v[PX % 4 == 0 ? PX / 4 : 1];
+#pragma unroll
+            for (int q = 0; q < PX / 4; q++)
+                v[q] = __byte_perm(__byte_perm(to_u8(r[4 * q]), to_u8(r[4 * q + 1]), 0x3340), __byte_perm(to_u8(r[4 * q + 2]), to_u8(r[4 * q + 3]), 0x3340), 0x5410);
+            store_words<PX / 4>((u32*)o, v, words_aligned<PX / 4>(o));
+        } else {
+#pragma unroll
+            for (int k = 0; k < PX; k++)
+                if (k < n) o[k] = (u8)to_u8(r[k]);
+        }
         break;
     }
     default:
         break;
     }
+}
+
+// The float formats' stores (planes dst_plane bytes apart).
+template <int PX>
+__device__ __forceinline__ void storef(const nvcam_convert_common& c, u8* row, int ox0, int n, const float* r, const float* g, const float* b) {
+    switch (c.format) {
+    case FMT_RGB_F32: {
+#pragma unroll
+        for (int ch = 0; ch < 3; ch++) {
+            const float* src = ch == 0 ? r : (ch == 1 ? g : b);
+            u32 v[PX];
+#pragma unroll
+            for (int k = 0; k < PX; k++) v[k] = __float_as_uint(norm(c, src[k], ch));
+            u32* o = (u32*)(row + ch * c.dst_plane) + ox0;
+            if (n == PX) {
+                store_words<PX>(o, v, words_aligned<PX>(o));
+            } else {
+#pragma unroll
+                for (int k = 0; k < PX; k++)
+                    if (k < n) o[k] = v[k];
+            }
+        }
+        break;
+    }
+    case FMT_RGB_F16: {
+#pragma unroll
+        for (int ch = 0; ch < 3; ch++) {
+            const float* src = ch == 0 ? r : (ch == 1 ? g : b);
+            u32 h[PX];
+#pragma unroll
+            for (int k = 0; k < PX; k++) h[k] = to_half(norm(c, src[k], ch));
+            u16* o = (u16*)(row + ch * c.dst_plane) + ox0;
+            if (PX % 2 == 0 && n == PX && words_aligned<PX / 2>(o)) {
+                u32 w[PX % 2 == 0 ? PX / 2 : 1];
+#pragma unroll
+                for (int q = 0; q < PX / 2; q++) w[q] = h[2 * q] | (h[2 * q + 1] << 16);
+                store_words<PX / 2>((u32*)o, w, true);
+            } else {
+#pragma unroll
+                for (int k = 0; k < PX; k++)
+                    if (k < n) o[k] = (u16)h[k];
+            }
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+// Writes PX pixels (those below out_w) at (ox0, oy): vector stores when all PX are there and
+// the address is aligned, else one store per pixel. `warp_full`: every thread of this warp is
+// here with PX pixels inside the row (the same for the whole warp). FC: the formats compiled in
+// (0: 8-bit ones, 1: float ones, -1: all).
+template <int PX, int FC>
+__device__ __forceinline__ void store(const nvcam_convert_common& c, const nvcam_convert_item& it, int ox0, int oy, bool warp_full, const float* r, const float* g, const float* b) {
+    int n = min(PX, c.out_w - ox0);
+    u8* row = (u8*)it.dst + (u64)oy * c.dst_pitch;
+    if (c.format >= FMT_RGB_F32) {
+        if (FC != 0) storef<PX>(c, row, ox0, n, r, g, b);
+    } else if (FC != 1) {
+        store8<PX>(c.format, row, ox0, n, warp_full, r, g, b);
+    }
+}
+
+// ---- Kernels -----------------------------------------------------------------------------------
+
+// The PX pixels at (ox0, oy), sampled and stored. MODE: the item's mode when the kernel is for
+// one mode, -1 for any (batches).
+template <int MODE, int PX, int FC>
+__device__ __forceinline__ void convert_px(const nvcam_convert_common& c, const nvcam_convert_item& it, u32 mode, int ox0, int oy, bool warp_full) {
+    float r[PX], g[PX], b[PX];
+    bool row_in = oy >= it.img_y && oy < it.img_y + it.img_h;
+    int ix1 = it.img_x + it.img_w;
+    if (PX % 4 == 0 && MODE != MODE_AREA && MODE != MODE_BILINEAR && row_in && mode == MODE_SAME && ox0 >= it.img_x && ox0 + PX <= ix1) {
+        same_scale<PX % 4 == 0 ? PX : 4>(it, c.format, ox0, oy, r, g, b);
+    } else {
+#pragma unroll
+        for (int k = 0; k < PX; k++) {
+            r[k] = c.pad[0];
+            g[k] = c.pad[1];
+            b[k] = c.pad[2];
+        }
+        if (row_in && ox0 + PX > it.img_x && ox0 < ix1) {
+            // Some pixels inside the image: sample at offsets clamped into it, keep the inside ones.
+            int dy = oy - it.img_y;
+            int dx[PX];
+            float Y[PX], U[PX], V[PX];
+#pragma unroll
+            for (int k = 0; k < PX; k++) dx[k] = clampi(ox0 + k - it.img_x, 0, it.img_w - 1);
+            if (MODE != MODE_SAME && MODE != MODE_BILINEAR && mode == MODE_AREA) {
+                // AREA_N pixels at a time (their loads in flight together; fewer live registers).
+                const int N = PX < AREA_N ? PX : AREA_N;
+#pragma unroll
+                for (int h = 0; h < PX; h += N) {
+                    area_luma<N>(it, dx + h, dy, Y + h);
+                    area_chroma<N>(it, dx + h, dy, U + h, V + h);
+                }
+            } else {
+#pragma unroll
+                for (int k = 0; k < PX; k++) bilinear(it, dx[k], dy, &Y[k], &U[k], &V[k]);
+            }
+#pragma unroll
+            for (int k = 0; k < PX; k++) {
+                if (ox0 + k >= it.img_x && ox0 + k < ix1) {
+                    float yy = (Y[k] - it.y_off) * it.y_scale;
+                    rgb(it, c.format, yy, U[k] - 128.f, V[k] - 128.f, &r[k], &g[k], &b[k]);
+                }
+            }
+        }
+    }
+    store<PX, FC>(c, it, ox0, oy, warp_full, r, g, b);
+}
+
+// A warp converts G consecutive segments of 32 x PX pixels of one row; a thread takes PX
+// neighbouring pixels in each (so each store instruction of the warp covers one contiguous run).
+template <int MODE, int PX, int G, int FC = -1>
+__device__ __forceinline__ void convert(const nvcam_convert_common& c, const nvcam_convert_item& it) {
+    u32 mode = MODE < 0 ? it.mode : (u32)MODE;
+    int oy = blockIdx.y * BLOCK_Y + threadIdx.y;
+    if (oy >= c.out_h) return;
+#pragma unroll
+    for (int s = 0; s < G; s++) {
+        int seg = (blockIdx.x * G + s) * BLOCK_X * PX;
+        if (seg >= c.out_w) break;
+        int ox0 = seg + threadIdx.x * PX;
+        if (ox0 < c.out_w) convert_px<MODE, PX, FC>(c, it, mode, ox0, oy, seg + BLOCK_X * PX <= c.out_w);
+    }
+}
+
+// Same scale, 8-bit formats / float formats.
+extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, 4) nvcam_convert_same(const nvcam_convert_params p) {
+    convert<MODE_SAME, SAME8_PX, SAME8_G, 0>(p.c, p.it);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, 4) nvcam_convert_same_float(const nvcam_convert_params p) {
+    convert<MODE_SAME, SAMEF_PX, SAMEF_G, 1>(p.c, p.it);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, 4) nvcam_convert_bilinear(const nvcam_convert_params p) {
+    convert<MODE_BILINEAR, RESIZE_PX, 1>(p.c, p.it);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, 4) nvcam_convert_area(const nvcam_convert_params p) {
+    convert<MODE_AREA, AREA_PX, 1>(p.c, p.it);
+}
+
+// Up to NVCAM_BATCH_PER_LAUNCH frames into one output size: item blockIdx.z, any mode (same-scale
+// items take the bilinear path, which gives the same values).
+extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, 4) nvcam_convert_batch(const nvcam_convert_batch_params p) {
+    convert<-1, BATCH_PX, 1>(p.c, p.items[blockIdx.z]);
 }
 
 // Test-only: spins for `cycles` clock cycles, then copies `n` bytes from `src` to `dst`. The

@@ -53,7 +53,9 @@ def compile(arch, ptx):
     assert r == 0, f"nvrtcCreateProgram: {r}"
     target = f"--gpu-architecture={'compute' if ptx else 'sm'}_{arch}".encode()
     # --fmad=false: the CPU path (src/convert/cpu.rs) does these float operations unfused.
-    opts = [target, b"--fmad=false", b"--std=c++14", b"-lineinfo"]
+    # No -lineinfo: it embeds the PTX text per architecture and triples the fatbin (add it
+    # locally when a sanitizer report needs source lines).
+    opts = [target, b"--fmad=false", b"--std=c++14"]
     arr = (ctypes.c_char_p * len(opts))(*opts)
     r = nvrtc.nvrtcCompileProgram(prog, len(opts), arr)
     n = ctypes.c_size_t()
@@ -93,7 +95,7 @@ with open("kernels/nvcam_kernels.manifest", "w") as m:
     m.write("# Written by scripts/build-kernels.sh; checked by tests/kernels_manifest.rs.\n")
     m.write(f"source_sha256={h.hexdigest()}\n")
     m.write(f"sources={' '.join(os.path.basename(s) for s in srcs)}\n")
-    m.write(f"compiler=NVRTC {nvrtc_version} ({nvrtc_wheel}), options --fmad=false --std=c++14 -lineinfo\n")
+    m.write(f"compiler=NVRTC {nvrtc_version} ({nvrtc_wheel}), options --fmad=false --std=c++14\n")
     m.write(f"packer=nvFatbin ({fatbin_wheel}), options -64 -compress=false -host=linux\n")
     m.write(f"sass={' '.join('sm_' + a for a in archs)}\n")
     m.write(f"ptx=compute_{ptx_arch}\n")

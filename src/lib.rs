@@ -99,6 +99,9 @@ pub mod diag {
     /// The test-only spin-then-copy kernel (stream hand-off tests).
     #[cfg(feature = "test-hooks")]
     pub use crate::gpu::kernels::spin_copy;
+    /// Conversion kernel launches so far (a device batch of up to 32 frames is one).
+    #[cfg(feature = "test-hooks")]
+    pub use crate::gpu::kernels::convert_launches;
     /// NVDEC fault and delay hooks (the `test-hooks` feature).
     #[cfg(feature = "test-hooks")]
     pub mod hooks {

@@ -1,8 +1,10 @@
 //! The CPU conversion: the kernel's arithmetic, operation for operation, in `f32` (no fused
-//! multiply-adds on either side), so CPU and GPU results agree within one step per channel.
-//! Large images are split into bands of rows over a few threads.
+//! multiply-adds on either side), so CPU and GPU results are bit-identical. Where the kernel takes
+//! an exact shortcut (integer chroma weights at the same scale, bytes made floats by the 2^23
+//! trick) this side computes the plain form, which gives the same values. Large images are split
+//! into bands of rows over a few threads.
 
-use super::{f16_bits, Layout, Plan, PixelFormat};
+use super::{f16_bits, Layout, Mode, Plan, PixelFormat};
 use crate::status::*;
 
 /// An NV12 image in host memory: Y rows then UV rows, `pitch` bytes apart, UV at `uv_offset`.
@@ -21,6 +23,14 @@ impl Nv12<'_> {
     fn uv(&self, x: i32, y: i32) -> (f32, f32) {
         let i = self.uv_offset + y as usize * self.pitch + 2 * x as usize;
         (self.bytes[i] as f32, self.bytes[i + 1] as f32)
+    }
+    #[inline]
+    fn y_row(&self, y: i32) -> &[u8] {
+        &self.bytes[y as usize * self.pitch..]
+    }
+    #[inline]
+    fn uv_row(&self, y: i32) -> &[u8] {
+        &self.bytes[self.uv_offset + y as usize * self.pitch..]
     }
 }
 
@@ -45,12 +55,50 @@ fn lerp(a: f32, b: f32, f: f32) -> f32 {
     a + (b - a) * f
 }
 
+/// The box footprint `[a, b)` on one axis: pixels `i0..=i1` (clamped to `[lo, hi]`) and the end
+/// pixels' weights; the inner ones weigh exactly 1 (the kernel's `Span`).
+#[derive(Clone, Copy)]
+struct Span {
+    i0: i32,
+    i1: i32,
+    w0: f32,
+    w1: f32,
+}
+
 #[inline]
 fn overlap(i: i32, a: f32, b: f32) -> f32 {
     ((i + 1) as f32).min(b) - (i as f32).max(a)
 }
 
-/// Y, Cb, Cr at output pixel (ox, oy) inside the image rectangle: the kernel's `sample`.
+impl Span {
+    fn new(a: f32, b: f32, lo: i32, hi: i32) -> Span {
+        let i0 = (a.floor() as i32).clamp(lo, hi);
+        let i1 = (b.ceil() as i32 - 1).clamp(lo, hi);
+        Span { i0, i1, w0: overlap(i0, a, b), w1: overlap(i1, a, b) }
+    }
+    /// `(w0 + inner count) + w1`.
+    fn wsum(&self) -> f32 {
+        if self.i1 > self.i0 {
+            (self.w0 + (self.i1 - self.i0 - 1) as f32) + self.w1
+        } else {
+            self.w0
+        }
+    }
+    /// Combines the values `f(i)` of the span's pixels: `(f(i0) * w0 + inner) + f(i1) * w1`,
+    /// with `inner` summed by `sum` over `i0 + 1..i1`.
+    #[inline]
+    fn combine<T: Copy>(&self, f: impl Fn(i32) -> T, inner: impl Fn(i32, i32) -> T, mul: impl Fn(T, f32) -> T, add: impl Fn(T, T) -> T) -> T {
+        let v = mul(f(self.i0), self.w0);
+        if self.i1 > self.i0 {
+            add(add(v, inner(self.i0 + 1, self.i1)), mul(f(self.i1), self.w1))
+        } else {
+            v
+        }
+    }
+}
+
+/// Y, Cb, Cr at output pixel (ox, oy) inside the image rectangle: the kernel's `bilinear` or
+/// `area_luma` + `area_chroma` (the same-scale kernel path is bilinear, exactly).
 fn sample(p: &Plan, s: &Nv12, ox: i32, oy: i32) -> (f32, f32, f32) {
     let r = &p.roi;
     let (lx0, lx1) = (r.x as i32, (r.x + r.w) as i32 - 1);
@@ -59,7 +107,7 @@ fn sample(p: &Plan, s: &Nv12, ox: i32, oy: i32) -> (f32, f32, f32) {
     let (cy0, cy1) = (ly0 / 2, ly1 / 2);
     let dx = (ox - p.img.x as i32) as f32;
     let dy = (oy - p.img.y as i32) as f32;
-    if !p.area {
+    if p.mode != Mode::Area {
         let u = (dx + 0.5) * p.sx + r.x as f32;
         let v = (dy + 0.5) * p.sy + r.y as f32;
         let l = taps(u - 0.5, v - 0.5, lx0, lx1, ly0, ly1);
@@ -72,51 +120,44 @@ fn sample(p: &Plan, s: &Nv12, ox: i32, oy: i32) -> (f32, f32, f32) {
         let (tv, bv) = (lerp(a.1, b.1, c.fx), lerp(d.1, e.1, c.fx));
         (yv, lerp(tu, bu, c.fy), lerp(tv, bv, c.fy))
     } else {
+        // Box filter: rows combined over the vertical span, each row over the horizontal span;
+        // inner pixels summed as integers (exact), inner rows summed in row order.
         let ax = dx * p.sx + r.x as f32;
         let bx = ax + p.sx;
         let ay = dy * p.sy + r.y as f32;
         let by = ay + p.sy;
-        let ix0 = (ax.floor() as i32).clamp(lx0, lx1);
-        let ix1 = (bx.ceil() as i32 - 1).clamp(lx0, lx1);
-        let iy0 = (ay.floor() as i32).clamp(ly0, ly1);
-        let iy1 = (by.ceil() as i32 - 1).clamp(ly0, ly1);
-        let (mut sum, mut wsum) = (0f32, 0f32);
-        for y in iy0..=iy1 {
-            let wy = overlap(y, ay, by);
-            let (mut row, mut rw) = (0f32, 0f32);
-            for x in ix0..=ix1 {
-                let wx = overlap(x, ax, bx);
-                row += s.y(x, y) * wx;
-                rw += wx;
-            }
-            sum += row * wy;
-            wsum += rw * wy;
-        }
-        let (cax, cbx, cay, cby) = (ax * 0.5, bx * 0.5, ay * 0.5, by * 0.5);
-        let jx0 = (cax.floor() as i32).clamp(cx0, cx1);
-        let jx1 = (cbx.ceil() as i32 - 1).clamp(cx0, cx1);
-        let jy0 = (cay.floor() as i32).clamp(cy0, cy1);
-        let jy1 = (cby.ceil() as i32 - 1).clamp(cy0, cy1);
-        let (mut su, mut sv, mut cw) = (0f32, 0f32, 0f32);
-        for y in jy0..=jy1 {
-            let wy = overlap(y, cay, cby);
-            let (mut ru, mut rv, mut rw) = (0f32, 0f32, 0f32);
-            for x in jx0..=jx1 {
-                let wx = overlap(x, cax, cbx);
-                let c = s.uv(x, y);
-                ru += c.0 * wx;
-                rv += c.1 * wx;
-                rw += wx;
-            }
-            su += ru * wy;
-            sv += rv * wy;
-            cw += rw * wy;
-        }
-        (sum / wsum, su / cw, sv / cw)
+        let (lx, ly) = (Span::new(ax, bx, lx0, lx1), Span::new(ay, by, ly0, ly1));
+        let (cx, cy) = (Span::new(ax * 0.5, bx * 0.5, cx0, cx1), Span::new(ay * 0.5, by * 0.5, cy0, cy1));
+        let luma_row = |y: i32| {
+            let row = s.y_row(y);
+            lx.combine(|x| row[x as usize] as f32, |a, b| row[a as usize..b as usize].iter().map(|&v| v as u32).sum::<u32>() as f32, |v, w| v * w, |a, b| a + b)
+        };
+        let luma_inner = |a: i32, b: i32| (a..b).fold(0f32, |acc, y| acc + luma_row(y));
+        let yv = ly.combine(luma_row, luma_inner, |v, w| v * w, |a, b| a + b) / (lx.wsum() * ly.wsum());
+        type Uv = (f32, f32);
+        let mul = |v: Uv, w: f32| (v.0 * w, v.1 * w);
+        let add = |a: Uv, b: Uv| (a.0 + b.0, a.1 + b.1);
+        let chroma_row = |y: i32| {
+            let row = s.uv_row(y);
+            let at = |x: i32| (row[2 * x as usize] as f32, row[2 * x as usize + 1] as f32);
+            let inner = |a: i32, b: i32| {
+                let (mut su, mut sv) = (0u32, 0u32);
+                for x in a..b {
+                    su += row[2 * x as usize] as u32;
+                    sv += row[2 * x as usize + 1] as u32;
+                }
+                (su as f32, sv as f32)
+            };
+            cx.combine(at, inner, mul, add)
+        };
+        let chroma_inner = |a: i32, b: i32| (a..b).fold((0f32, 0f32), |acc, y| add(acc, chroma_row(y)));
+        let (su, sv) = cy.combine(chroma_row, chroma_inner, mul, add);
+        let cw = cx.wsum() * cy.wsum();
+        (yv, su / cw, sv / cw)
     }
 }
 
-/// R, G, B (0..255 units, unclamped) of output pixel (ox, oy): the kernel's body.
+/// R, G, B (0..255 units, unclamped) of output pixel (ox, oy): the kernel's body (gray: yy).
 #[inline]
 fn rgb(p: &Plan, s: &Nv12, ox: i32, oy: i32) -> [f32; 3] {
     let i = &p.img;
@@ -127,22 +168,22 @@ fn rgb(p: &Plan, s: &Nv12, ox: i32, oy: i32) -> [f32; 3] {
     let (yv, u, v) = sample(p, s, ox, oy);
     let c = &p.coeffs;
     let yy = (yv - c.y_off) * c.y_scale;
-    let cb = (u - 128.0) * c.c_scale;
-    let cr = (v - 128.0) * c.c_scale;
     if p.format == PixelFormat::Gray8 {
         return [yy, yy, yy];
     }
-    [yy + c.r_cr * cr, yy - c.g_cb * cb - c.g_cr * cr, yy + c.b_cb * cb]
+    let (du, dv) = (u - 128.0, v - 128.0);
+    [yy + dv * c.k_r, (yy - du * c.k_gb) - dv * c.k_gr, yy + du * c.k_b]
 }
 
+/// `clamp(v, 0, 255)` rounded to nearest, ties to even (the kernel's F2I).
 #[inline]
 fn to_u8(v: f32) -> u8 {
-    (v.clamp(0.0, 255.0) + 0.5).floor() as u8
+    v.clamp(0.0, 255.0).round_ties_even() as u8
 }
 
 #[inline]
 fn norm(p: &Plan, v: f32, c: usize) -> f32 {
-    (v.clamp(0.0, 255.0) * (1.0f32 / 255.0) - p.mean[c]) * p.inv_std[c]
+    v.clamp(0.0, 255.0) * p.norm.scale[c] + p.norm.offset[c]
 }
 
 /// Converts rows `y0..y0 + rows` into `planes` (each starting at row `y0` of its plane).
@@ -309,7 +350,7 @@ mod tests {
         s.mean = [0.5, 0.0, 0.0];
         s.std = [0.5, 1.0, 2.0];
         let (p, out) = run(&s, 64, 64, &img, (Matrix::Bt601, Range::Full));
-        assert!(p.area);
+        assert_eq!(p.mode, Mode::Area);
         let f = |i: usize| f32::from_ne_bytes(out[4 * i..4 * i + 4].try_into().unwrap());
         let plane = 16 * 16;
         assert!((f(5) - (127.0 / 255.0 - 0.5) / 0.5).abs() < 1e-5, "{}", f(5));

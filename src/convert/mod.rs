@@ -114,17 +114,17 @@ impl Spec {
     }
 }
 
-/// Y'CbCr → R'G'B' in 0..255 units: `yy = (Y - y_off) * y_scale`, `cb = (U - 128) * c_scale`,
-/// `R = yy + r_cr*cr`, `G = yy - g_cb*cb - g_cr*cr`, `B = yy + b_cb*cb`.
+/// Y'CbCr → R'G'B' in 0..255 units: `yy = (Y - y_off) * y_scale`, `du = U - 128`,
+/// `dv = V - 128`, `R = yy + dv*k_r`, `G = (yy - du*k_gb) - dv*k_gr`, `B = yy + du*k_b` (the
+/// chroma scale folded into the matrix). `y_off` is an integer (0 or 16): the kernel relies on it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Coeffs {
     pub y_off: f32,
     pub y_scale: f32,
-    pub c_scale: f32,
-    pub r_cr: f32,
-    pub g_cb: f32,
-    pub g_cr: f32,
-    pub b_cb: f32,
+    pub k_r: f32,
+    pub k_gb: f32,
+    pub k_gr: f32,
+    pub k_b: f32,
 }
 
 impl Coeffs {
@@ -141,11 +141,48 @@ impl Coeffs {
         Coeffs {
             y_off: y_off as f32,
             y_scale: y_scale as f32,
-            c_scale: c_scale as f32,
-            r_cr: (2.0 * (1.0 - kr)) as f32,
-            g_cb: (2.0 * kb * (1.0 - kb) / kg) as f32,
-            g_cr: (2.0 * kr * (1.0 - kr) / kg) as f32,
-            b_cb: (2.0 * (1.0 - kb)) as f32,
+            k_r: (c_scale * 2.0 * (1.0 - kr)) as f32,
+            k_gb: (c_scale * 2.0 * kb * (1.0 - kb) / kg) as f32,
+            k_gr: (c_scale * 2.0 * kr * (1.0 - kr) / kg) as f32,
+            k_b: (c_scale * 2.0 * (1.0 - kb)) as f32,
+        }
+    }
+}
+
+/// Float outputs: `clamp(v, 0, 255) * scale + offset` per channel, i.e. `(v / 255 - mean) / std`
+/// with the constants folded.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Norm {
+    pub scale: [f32; 3],
+    pub offset: [f32; 3],
+}
+
+impl Norm {
+    fn new(mean: &[f32; 3], std: &[f32; 3]) -> Norm {
+        Norm {
+            scale: std::array::from_fn(|c| (1.0 / (255.0 * std[c] as f64)) as f32),
+            offset: std::array::from_fn(|c| (-(mean[c] as f64) / std[c] as f64) as f32),
+        }
+    }
+}
+
+/// How the output samples the ROI (the kernel's `MODE_*`; one kernel per mode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// No resize: each output pixel is one luma sample (bilinear at the same scale, exactly).
+    Same = 0,
+    /// Bilinear: up-scales and down-scales up to 2x.
+    Bilinear = 1,
+    /// Box filter: a down-scale beyond 2x on either axis.
+    Area = 2,
+}
+
+impl Mode {
+    pub(crate) fn from_code(c: u32) -> Mode {
+        match c {
+            0 => Mode::Same,
+            1 => Mode::Bilinear,
+            _ => Mode::Area,
         }
     }
 }
@@ -163,12 +200,10 @@ pub(crate) struct Plan {
     pub img: Rect,
     pub sx: f32,
     pub sy: f32,
-    /// Box filter (a down-scale beyond 2x on either axis) instead of bilinear.
-    pub area: bool,
+    pub mode: Mode,
     pub coeffs: Coeffs,
     pub pad: [f32; 3],
-    pub mean: [f32; 3],
-    pub inv_std: [f32; 3],
+    pub norm: Norm,
 }
 
 /// The caller's buffer as a conversion writes it.
@@ -238,11 +273,16 @@ impl Plan {
             img,
             sx,
             sy,
-            area: sx > 2.0 || sy > 2.0,
+            mode: if sx > 2.0 || sy > 2.0 {
+                Mode::Area
+            } else if sx == 1.0 && sy == 1.0 {
+                Mode::Same
+            } else {
+                Mode::Bilinear
+            },
             coeffs: Coeffs::new(m, r),
             pad: spec.pad,
-            mean: spec.mean,
-            inv_std: spec.std.map(|s| 1.0 / s),
+            norm: Norm::new(&spec.mean, &spec.std),
         })
     }
 
@@ -337,7 +377,7 @@ mod tests {
         s.letterbox = true;
         let p = Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).unwrap();
         assert_eq!(p.img, Rect { x: 0, y: 140, w: 640, h: 360 });
-        assert!(p.area, "3x down-scale uses the box filter");
+        assert_eq!(p.mode, Mode::Area, "3x down-scale uses the box filter");
         let l = p.layout(0).unwrap();
         assert_eq!((l.pitch, l.plane, l.total), (1280, 1280 * 640, 1280 * 640 * 3));
     }

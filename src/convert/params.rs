@@ -1,92 +1,182 @@
-//! The kernel's parameter block, laid out exactly as `struct nvcam_convert_params` in
+//! The kernels' parameter blocks, laid out exactly as `struct nvcam_convert_common`,
+//! `nvcam_convert_item`, `nvcam_convert_params` and `nvcam_convert_batch_params` in
 //! `kernels/nvcam_convert.cu` (the same sizes and offsets are asserted on both sides).
 
-use super::Plan;
+use super::{Mode, Plan};
 
+/// Items one batch launch takes: its parameter block (3,648 bytes) stays under the 4 KiB that
+/// every driver accepts (`NVCAM_BATCH_PER_LAUNCH` in the kernel source).
+pub(crate) const BATCH_PER_LAUNCH: usize = 32;
+
+/// What every item of a launch shares.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct KernelParams {
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct KernelCommon {
+    pub dst_pitch: u64,
+    pub dst_plane: u64,
+    pub format: u32,
+    pub out_w: i32,
+    pub out_h: i32,
+    pub pad: [f32; 3],
+    pub nscale: [f32; 3],
+    pub noff: [f32; 3],
+}
+
+/// One frame of a launch.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct KernelItem {
     pub y: u64,
     pub uv: u64,
     pub dst: u64,
     pub src_pitch: u64,
-    pub dst_pitch: u64,
-    pub dst_plane: u64,
-    pub format: u32,
-    pub area: u32,
-    pub src_w: i32,
-    pub src_h: i32,
     pub roi_x: i32,
     pub roi_y: i32,
     pub roi_w: i32,
     pub roi_h: i32,
-    pub out_w: i32,
-    pub out_h: i32,
     pub img_x: i32,
     pub img_y: i32,
     pub img_w: i32,
     pub img_h: i32,
     pub sx: f32,
     pub sy: f32,
+    pub mode: u32,
     pub y_off: f32,
     pub y_scale: f32,
-    pub c_scale: f32,
-    pub r_cr: f32,
-    pub g_cb: f32,
-    pub g_cr: f32,
-    pub b_cb: f32,
-    pub pad: [f32; 3],
-    pub mean: [f32; 3],
-    pub inv_std: [f32; 3],
-    pub reserved: u32,
+    pub k_r: f32,
+    pub k_gb: f32,
+    pub k_gr: f32,
+    pub k_b: f32,
+    pub reserved: [u32; 3],
 }
 
-const _: () = assert!(std::mem::size_of::<KernelParams>() == 184);
-const _: () = assert!(std::mem::offset_of!(KernelParams, format) == 48);
-const _: () = assert!(std::mem::offset_of!(KernelParams, src_w) == 56);
-const _: () = assert!(std::mem::offset_of!(KernelParams, sx) == 104);
-const _: () = assert!(std::mem::offset_of!(KernelParams, y_off) == 112);
-const _: () = assert!(std::mem::offset_of!(KernelParams, pad) == 140);
-const _: () = assert!(std::mem::offset_of!(KernelParams, inv_std) == 164);
+/// One frame's launch (`nvcam_convert_same` / `_bilinear` / `_area`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct KernelParams {
+    pub c: KernelCommon,
+    pub it: KernelItem,
+}
 
-impl KernelParams {
-    /// The block for converting the NV12 image at `y`/`uv` (rows `src_pitch` apart) into `dst`.
-    pub(crate) fn new(p: &Plan, y: u64, uv: u64, src_pitch: usize, dst: u64, dst_pitch: usize, dst_plane: usize) -> KernelParams {
+/// A batch launch (`nvcam_convert_batch`): `items[..n]` used, item = blockIdx.z.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct BatchParams {
+    pub c: KernelCommon,
+    pub items: [KernelItem; BATCH_PER_LAUNCH],
+}
+
+const _: () = assert!(std::mem::size_of::<KernelCommon>() == 64);
+const _: () = assert!(std::mem::size_of::<KernelItem>() == 112);
+const _: () = assert!(std::mem::size_of::<KernelParams>() == 176);
+const _: () = assert!(std::mem::size_of::<BatchParams>() == 3648);
+const _: () = assert!(std::mem::size_of::<BatchParams>() <= 4096);
+const _: () = assert!(std::mem::offset_of!(KernelCommon, format) == 16);
+const _: () = assert!(std::mem::offset_of!(KernelCommon, pad) == 28);
+const _: () = assert!(std::mem::offset_of!(KernelCommon, noff) == 52);
+const _: () = assert!(std::mem::offset_of!(KernelItem, roi_x) == 32);
+const _: () = assert!(std::mem::offset_of!(KernelItem, sx) == 64);
+const _: () = assert!(std::mem::offset_of!(KernelItem, mode) == 72);
+const _: () = assert!(std::mem::offset_of!(KernelItem, y_off) == 76);
+const _: () = assert!(std::mem::offset_of!(KernelItem, k_b) == 96);
+const _: () = assert!(std::mem::offset_of!(KernelParams, it) == 64);
+const _: () = assert!(std::mem::offset_of!(BatchParams, items) == 64);
+
+impl KernelCommon {
+    /// The shared part of converting into an image of `p`'s output size and format, rows
+    /// `dst_pitch` bytes apart, planes `dst_plane` apart.
+    pub(crate) fn new(p: &Plan, dst_pitch: usize, dst_plane: usize) -> KernelCommon {
+        KernelCommon {
+            dst_pitch: dst_pitch as u64,
+            dst_plane: dst_plane as u64,
+            format: p.format.code(),
+            out_w: p.out_w as i32,
+            out_h: p.out_h as i32,
+            pad: p.pad,
+            nscale: p.norm.scale,
+            noff: p.norm.offset,
+        }
+    }
+}
+
+impl KernelItem {
+    /// The NV12 image at `y`/`uv` (rows `src_pitch` apart) into `dst`, as `p` says.
+    pub(crate) fn new(p: &Plan, y: u64, uv: u64, src_pitch: usize, dst: u64) -> KernelItem {
         let c = &p.coeffs;
-        KernelParams {
+        KernelItem {
             y,
             uv,
             dst,
             src_pitch: src_pitch as u64,
-            dst_pitch: dst_pitch as u64,
-            dst_plane: dst_plane as u64,
-            format: p.format.code(),
-            area: p.area as u32,
-            src_w: p.src_w as i32,
-            src_h: p.src_h as i32,
             roi_x: p.roi.x as i32,
             roi_y: p.roi.y as i32,
             roi_w: p.roi.w as i32,
             roi_h: p.roi.h as i32,
-            out_w: p.out_w as i32,
-            out_h: p.out_h as i32,
             img_x: p.img.x as i32,
             img_y: p.img.y as i32,
             img_w: p.img.w as i32,
             img_h: p.img.h as i32,
             sx: p.sx,
             sy: p.sy,
+            mode: p.mode as u32,
             y_off: c.y_off,
             y_scale: c.y_scale,
-            c_scale: c.c_scale,
-            r_cr: c.r_cr,
-            g_cb: c.g_cb,
-            g_cr: c.g_cr,
-            b_cb: c.b_cb,
-            pad: p.pad,
-            mean: p.mean,
-            inv_std: p.inv_std,
-            reserved: 0,
+            k_r: c.k_r,
+            k_gb: c.k_gb,
+            k_gr: c.k_gr,
+            k_b: c.k_b,
+            reserved: [0; 3],
         }
+    }
+}
+
+impl KernelParams {
+    /// The block for converting the NV12 image at `y`/`uv` (rows `src_pitch` apart) into `dst`.
+    pub(crate) fn new(p: &Plan, y: u64, uv: u64, src_pitch: usize, dst: u64, dst_pitch: usize, dst_plane: usize) -> KernelParams {
+        KernelParams { c: KernelCommon::new(p, dst_pitch, dst_plane), it: KernelItem::new(p, y, uv, src_pitch, dst) }
+    }
+
+    /// The sampling mode (which kernel runs it).
+    pub(crate) fn mode(&self) -> Mode {
+        Mode::from_code(self.it.mode)
+    }
+}
+
+impl BatchParams {
+    pub(crate) fn new(c: KernelCommon) -> BatchParams {
+        BatchParams { c, items: [KernelItem::default(); BATCH_PER_LAUNCH] }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::convert::{PixelFormat, Spec};
+    use crate::frame::{Matrix, Range};
+
+    /// The kernel's same-scale path computes Y - y_off as (2^23 + Y) - (2^23 + y_off), exact only
+    /// for an integer y_off.
+    #[test]
+    fn luma_offset_is_an_integer_for_every_matrix_and_range() {
+        for m in [Matrix::Bt601, Matrix::Bt709, Matrix::Unspecified] {
+            for r in [Range::Limited, Range::Full, Range::Unspecified] {
+                let p = Plan::new(&Spec::new(PixelFormat::Bgra8), 64, 64, (m, r)).unwrap();
+                let k = KernelParams::new(&p, 0, 0, 64, 0, 256, 0);
+                assert_eq!(k.it.y_off, k.it.y_off.round(), "{m:?} {r:?}");
+                assert!((0.0..256.0).contains(&k.it.y_off));
+            }
+        }
+    }
+
+    #[test]
+    fn the_mode_picks_the_sampling() {
+        let mut s = Spec::new(PixelFormat::RgbF16);
+        let p = Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).unwrap();
+        assert_eq!(KernelParams::new(&p, 0, 0, 2048, 0, 0, 0).mode(), Mode::Same);
+        (s.width, s.height, s.letterbox) = (640, 640, true);
+        let p = Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).unwrap();
+        assert_eq!(KernelParams::new(&p, 0, 0, 2048, 0, 0, 0).mode(), Mode::Area);
+        let p = Plan::new(&s, 1280, 720, (Matrix::Bt709, Range::Limited)).unwrap();
+        assert_eq!(KernelParams::new(&p, 0, 0, 2048, 0, 0, 0).mode(), Mode::Bilinear);
     }
 }

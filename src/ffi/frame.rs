@@ -190,9 +190,9 @@ pub unsafe extern "C" fn nvcam_frame_convert(
 ///
 /// Everything (handles, sizes, memory kinds) is checked before anything is written. Device
 /// memory (`spec->dst_memory`): every frame must be a device frame of `spec->dst_device`; the
-/// conversions are enqueued on `cuda_stream` (one kernel launch per frame, each after that
-/// frame's ready event, no host wait) and each frame's slot is fenced by that work, so the
-/// handles may be released at once. Host memory: the bytes are there on return (GPU frames
+/// conversions are enqueued on `cuda_stream` (one kernel launch for up to 32 frames, after
+/// their ready events, no host wait; larger batches take one launch per 32) and each frame's
+/// slot is fenced by that work, so the handles may be released at once. Host memory: the bytes are there on return (GPU frames
 /// through pinned staging, CPU frames on the CPU). A failure after the checks (a CUDA error)
 /// may leave earlier items written.
 ///

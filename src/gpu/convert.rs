@@ -8,7 +8,7 @@ use super::context::{ck, Device};
 use super::download::to_host;
 use super::kernels::kernels;
 use crate::convert::cpu::{self, Nv12};
-use crate::convert::params::KernelParams;
+use crate::convert::params::{BatchParams, KernelCommon, KernelItem, KernelParams, BATCH_PER_LAUNCH};
 use crate::convert::{Layout, Plan, Spec};
 use crate::frame::Frame;
 use crate::pool::MemoryKind;
@@ -94,23 +94,25 @@ pub(super) fn params(f: &Frame, plan: &Plan, dst: u64, l: &Layout) -> KernelPara
 }
 
 /// Refuses a device destination that is not device memory of `dev`, or whose allocation ends
-/// before `need` bytes from `ptr` (the driver knows each allocation's range).
+/// before `need` bytes from `ptr` (the driver knows each allocation's range). One driver call.
 fn check_device_range(dev: &Arc<Device>, ptr: u64, need: usize) -> Result<()> {
-    let _g = dev.push()?;
-    let attr = |a: sys::CUpointer_attribute, out: *mut c_void, what: &str| -> Result<()> {
-        // SAFETY: `out` points to a value of the size this attribute writes (chosen below).
-        let r = unsafe { sys::cuPointerGetAttribute(out, a, ptr) };
-        ck("cuPointerGetAttribute", r).map_err(|_| Error::arg(format!("dst 0x{ptr:x} is not CUDA device memory ({what} unknown)")))
-    };
     use sys::CUpointer_attribute as A;
+    let _g = dev.push()?;
     let mut mem_type: u32 = 0;
     let mut ordinal: i32 = -1;
     let mut start: sys::CUdeviceptr = 0;
     let mut size: usize = 0;
-    attr(A::CU_POINTER_ATTRIBUTE_MEMORY_TYPE, &mut mem_type as *mut u32 as *mut c_void, "memory type")?;
-    attr(A::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, &mut ordinal as *mut i32 as *mut c_void, "device")?;
-    attr(A::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, &mut start as *mut sys::CUdeviceptr as *mut c_void, "allocation")?;
-    attr(A::CU_POINTER_ATTRIBUTE_RANGE_SIZE, &mut size as *mut usize as *mut c_void, "allocation size")?;
+    let mut attrs = [A::CU_POINTER_ATTRIBUTE_MEMORY_TYPE, A::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, A::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, A::CU_POINTER_ATTRIBUTE_RANGE_SIZE];
+    let mut data = [
+        &mut mem_type as *mut u32 as *mut c_void,
+        &mut ordinal as *mut i32 as *mut c_void,
+        &mut start as *mut sys::CUdeviceptr as *mut c_void,
+        &mut size as *mut usize as *mut c_void,
+    ];
+    // SAFETY: four attributes, each with a pointer to a value of the size it writes (a u32, an
+    // int, a CUdeviceptr, a size_t). Memory the driver does not know leaves the defaults (type 0).
+    let r = unsafe { sys::cuPointerGetAttributes(attrs.len() as u32, attrs.as_mut_ptr(), data.as_mut_ptr(), ptr) };
+    ck("cuPointerGetAttributes", r).map_err(|_| Error::arg(format!("dst 0x{ptr:x} is not CUDA device memory")))?;
     if mem_type != sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32 {
         return Err(Error::arg(format!("dst 0x{ptr:x} is not device memory (memory type {mem_type})")));
     }
@@ -135,15 +137,18 @@ pub(crate) fn required_size(f: &Frame, spec: &Spec, dst_pitch: usize) -> Result<
 /// item), each item packed as `convert_frame` writes it at pitch 0: planar formats give NCHW,
 /// 8-bit formats NHWC. Every frame must convert to the same output size, and for a device
 /// destination be a device frame of that GPU: all of that is checked before anything is written.
-/// Device destinations: one launch per frame on `stream` (each after its frame's ready event),
-/// no host wait. Host destinations: the bytes are there on return. Returns the item size.
+/// Device destinations: one kernel launch per [`BATCH_PER_LAUNCH`] frames on `stream` (after
+/// every frame's ready event; the parameters go by value, so nothing is allocated or copied
+/// first), no host wait. Host destinations: the bytes are there on return. Returns the item size.
 pub(crate) fn convert_batch(frames: &[Arc<Frame>], spec: &Spec, dst: Dst, stride: usize, stream: u64) -> Result<usize> {
     let mut item: Option<((u32, u32), usize)> = None;
+    let mut plans = Vec::with_capacity(frames.len());
     for (i, f) in frames.iter().enumerate() {
         let g = f.geom();
         let at = |e: Error| Error { msg: format!("frames[{i}]: {}", e.msg), ..e };
         let plan = Plan::new(spec, g.width, g.height, f.color_resolved()).map_err(at)?;
         let total = plan.layout(0).map_err(at)?.total;
+        plans.push(plan);
         let dims = (plan.out_w, plan.out_h);
         match item {
             None => item = Some((dims, total)),
@@ -190,15 +195,27 @@ pub(crate) fn convert_batch(frames: &[Arc<Frame>], spec: &Spec, dst: Dst, stride
                 return Err(small(len));
             }
             let a = spec.format.align();
-            if stride % a != 0 {
-                return Err(Error::arg(format!("{:?} needs dst_item_stride aligned to {a} bytes", spec.format)));
+            if ptr % a as u64 != 0 || stride % a != 0 {
+                return Err(Error::arg(format!("{:?} needs dst and dst_item_stride aligned to {a} bytes", spec.format)));
             }
             let dev = super::device(device)?;
             check_device_range(&dev, ptr, need)?;
-            for (i, f) in frames.iter().enumerate() {
-                let at = ptr + (i * stride) as u64;
-                convert_frame(f, spec, Dst::Device { ptr: at, len: total, device }, 0, stream)
-                    .map_err(|e| Error { msg: format!("frames[{i}]: {}", e.msg), ..e })?;
+            let k = kernels(&dev)?;
+            let l = plans[0].layout(0)?;
+            let mut b = BatchParams::new(KernelCommon::new(&plans[0], l.pitch, l.plane));
+            for (c, chunk) in frames.chunks(BATCH_PER_LAUNCH).enumerate() {
+                for (j, f) in chunk.iter().enumerate() {
+                    let i = c * BATCH_PER_LAUNCH + j;
+                    b.items[j] = KernelItem::new(&plans[i], f.y_addr(), f.uv_addr(), f.geom().pitch, ptr + (i * stride) as u64);
+                    f.storage().wait_on_stream(f.slot(), stream)?;
+                }
+                // SAFETY: every frame's slot stays valid (we hold the frames, and fence them below
+                // before any release); each item's dst lies inside [ptr, ptr + need), checked to
+                // be device memory of this device; the stream is the caller's of this context.
+                unsafe { k.launch_batch(&b, chunk.len(), stream as sys::CUstream) }?;
+                for f in chunk {
+                    f.storage().fence_after_stream(f.slot(), stream)?;
+                }
             }
         }
     }

@@ -3,7 +3,8 @@
 //! library shutdown, and their launches.
 
 use super::context::{ck, Device};
-use crate::convert::params::KernelParams;
+use crate::convert::params::{BatchParams, KernelParams, BATCH_PER_LAUNCH};
+use crate::convert::{Mode, PixelFormat};
 use crate::status::*;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
@@ -16,14 +17,36 @@ struct Aligned<T: ?Sized>(T);
 
 static FATBIN: &Aligned<[u8]> = &Aligned(*include_bytes!("../../kernels/nvcam_kernels.fatbin"));
 
-/// Threads per block: 32 wide (one warp per row segment, coalesced), 8 rows.
+/// Threads per block: 32 wide (one warp per row segment, coalesced), 8 rows (`BLOCK_X`,
+/// `BLOCK_Y` in the kernel source).
 const BLOCK: (u32, u32) = (32, 8);
+
+/// Output pixels one thread converts along a row, per kernel (`*_PX` x `*_G` in the kernel
+/// source): the grids are sized by them.
+const SAME8_PIXELS: u32 = 8;
+const SAMEF_PIXELS: u32 = 8;
+const RESIZE_PIXELS: u32 = 4;
+const AREA_PIXELS: u32 = 2;
+const BATCH_PIXELS: u32 = 2;
+
+/// Conversion kernel launches so far, all devices (test hooks: the batch test counts them).
+#[cfg(feature = "test-hooks")]
+static LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Test hook: conversion kernel launches so far (all devices, all callers).
+#[cfg(feature = "test-hooks")]
+pub fn convert_launches() -> u64 {
+    LAUNCHES.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 /// The kernels of one device's primary context.
 pub(crate) struct Kernels {
     dev: Arc<Device>,
     module: sys::CUmodule,
-    convert: sys::CUfunction,
+    /// `nvcam_convert_same` (8-bit formats), `_same_float`, `_bilinear`, `_area`.
+    convert: [sys::CUfunction; 4],
+    /// `nvcam_convert_batch`: up to [`BATCH_PER_LAUNCH`] items, any mode each.
+    batch: sys::CUfunction,
     /// The test hooks' slow consumer (the kernel ships in the fatbin either way).
     #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
     spin_copy: sys::CUfunction,
@@ -35,13 +58,43 @@ unsafe impl Send for Kernels {}
 // SAFETY: launching is thread-safe in the driver; the handles are never mutated.
 unsafe impl Sync for Kernels {}
 
+/// Test hooks: the fatbin file `NVCAM_KERNELS_FATBIN` names, instead of the embedded one (kernel
+/// tuning on a GPU machine compares builds of `kernels/` without rebuilding the library). Read
+/// once and kept for the process's life, like the embedded image (tools such as
+/// compute-sanitizer may read a module's image after the load), as 8-byte words (the driver
+/// reads the header as 64-bit words).
+#[cfg(feature = "test-hooks")]
+fn fatbin_override() -> Result<Option<&'static [u64]>> {
+    static IMAGE: std::sync::OnceLock<std::result::Result<Option<Vec<u64>>, String>> = std::sync::OnceLock::new();
+    let image = IMAGE.get_or_init(|| {
+        let Some(path) = std::env::var_os("NVCAM_KERNELS_FATBIN") else { return Ok(None) };
+        let bytes = std::fs::read(&path).map_err(|e| format!("NVCAM_KERNELS_FATBIN {}: {e}", path.to_string_lossy()))?;
+        let mut words = vec![0u64; bytes.len().div_ceil(8)];
+        for (w, b) in words.iter_mut().zip(bytes.chunks(8)) {
+            let mut a = [0u8; 8];
+            a[..b.len()].copy_from_slice(b);
+            *w = u64::from_ne_bytes(a);
+        }
+        log::warn!("conversion kernels from {} ({} bytes, NVCAM_KERNELS_FATBIN), not the embedded fatbin", path.to_string_lossy(), bytes.len());
+        Ok(Some(words))
+    });
+    match image {
+        Ok(w) => Ok(w.as_deref()),
+        Err(e) => Err(Error::internal(e.clone())),
+    }
+}
+
 impl Kernels {
     fn load(dev: &Arc<Device>) -> Result<Kernels> {
+        #[cfg(feature = "test-hooks")]
+        let image = fatbin_override()?.map_or(FATBIN.0.as_ptr() as *const c_void, |w| w.as_ptr() as *const c_void);
+        #[cfg(not(feature = "test-hooks"))]
+        let image = FATBIN.0.as_ptr() as *const c_void;
         let _g = dev.push()?;
         let mut module: sys::CUmodule = std::ptr::null_mut();
-        // SAFETY: our context is current (guard); the image is a complete fatbin, 64-byte aligned
-        // and 'static.
-        ck("cuModuleLoadData(nvcam kernels)", unsafe { sys::cuModuleLoadData(&mut module, FATBIN.0.as_ptr() as *const c_void) })
+        // SAFETY: our context is current (guard); the image is a complete fatbin, 8-byte aligned
+        // (64 for the embedded one) and 'static.
+        ck("cuModuleLoadData(nvcam kernels)", unsafe { sys::cuModuleLoadData(&mut module, image) })
             .map_err(|e| Error::new(e.code, format!("{} (the driver may be older than the kernels need: R450 for SASS up to sm_90, R520 to JIT newer GPUs)", e.msg)))?;
         let get = |name: &std::ffi::CStr| -> Result<sys::CUfunction> {
             let mut f: sys::CUfunction = std::ptr::null_mut();
@@ -49,7 +102,13 @@ impl Kernels {
             ck("cuModuleGetFunction", unsafe { sys::cuModuleGetFunction(&mut f, module, name.as_ptr()) })?;
             Ok(f)
         };
-        let k = Kernels { dev: dev.clone(), module, convert: get(c"nvcam_convert")?, spin_copy: get(c"nvcam_test_spin_copy")? };
+        let k = Kernels {
+            dev: dev.clone(),
+            module,
+            convert: [get(c"nvcam_convert_same")?, get(c"nvcam_convert_same_float")?, get(c"nvcam_convert_bilinear")?, get(c"nvcam_convert_area")?],
+            batch: get(c"nvcam_convert_batch")?,
+            spin_copy: get(c"nvcam_test_spin_copy")?,
+        };
         log::info!("GPU {}: conversion kernels loaded ({} bytes of fatbin)", dev.ordinal, FATBIN.0.len());
         Ok(k)
     }
@@ -60,15 +119,46 @@ impl Kernels {
     /// The addresses in `p` are device memory of this context, valid for the planned reads and
     /// writes until the work completes; `stream` is a stream of this context (or 0).
     pub(crate) unsafe fn launch(&self, p: &KernelParams, stream: sys::CUstream) -> Result<()> {
-        let _g = self.dev.push()?;
+        let float = p.c.format >= PixelFormat::RgbF32.code();
+        let (f, px) = match p.mode() {
+            Mode::Same if float => (self.convert[1], SAMEF_PIXELS),
+            Mode::Same => (self.convert[0], SAME8_PIXELS),
+            Mode::Bilinear => (self.convert[2], RESIZE_PIXELS),
+            Mode::Area => (self.convert[3], AREA_PIXELS),
+        };
         let mut block = *p;
-        let mut args = [&mut block as *mut KernelParams as *mut c_void];
-        let gx = (p.out_w as u32).div_ceil(BLOCK.0);
-        let gy = (p.out_h as u32).div_ceil(BLOCK.1);
         // SAFETY: the kernel takes one parameter of exactly `KernelParams`'s layout (asserted on
-        // both sides); the driver copies it before returning. Memory validity: the contract.
+        // both sides); memory validity: this function's contract.
+        unsafe { self.enqueue(f, &mut block as *mut KernelParams as *mut c_void, p.c.out_w, p.c.out_h, px, 1, stream) }
+    }
+
+    /// Enqueues `b.items[..n]` (1 ..= [`BATCH_PER_LAUNCH`]) as one launch on `stream`.
+    ///
+    /// # Safety
+    /// As [`Kernels::launch`], for every item.
+    pub(crate) unsafe fn launch_batch(&self, b: &BatchParams, n: usize, stream: sys::CUstream) -> Result<()> {
+        if n == 0 || n > BATCH_PER_LAUNCH {
+            return Err(Error::internal(format!("a batch launch of {n} items")));
+        }
+        let mut block = *b;
+        // SAFETY: the kernel takes one parameter of exactly `BatchParams`'s layout (asserted on
+        // both sides) and reads items 0..n (grid z); memory validity: this function's contract.
+        unsafe { self.enqueue(self.batch, &mut block as *mut BatchParams as *mut c_void, b.c.out_w, b.c.out_h, BATCH_PIXELS, n as u32, stream) }
+    }
+
+    /// # Safety
+    /// `f` takes one parameter, `*param`, and the launch is valid (the callers' contracts).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn enqueue(&self, f: sys::CUfunction, param: *mut c_void, out_w: i32, out_h: i32, px: u32, items: u32, stream: sys::CUstream) -> Result<()> {
+        let _g = self.dev.push()?;
+        let mut args = [param];
+        let gx = (out_w as u32).div_ceil(BLOCK.0 * px);
+        let gy = (out_h as u32).div_ceil(BLOCK.1);
+        #[cfg(feature = "test-hooks")]
+        LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: the caller's contract; the driver copies the parameter before returning.
         ck("cuLaunchKernel(nvcam_convert)", unsafe {
-            sys::cuLaunchKernel(self.convert, gx, gy, 1, BLOCK.0, BLOCK.1, 1, 0, stream, args.as_mut_ptr(), std::ptr::null_mut())
+            sys::cuLaunchKernel(f, gx, gy, items, BLOCK.0, BLOCK.1, 1, 0, stream, args.as_mut_ptr(), std::ptr::null_mut())
         })
     }
 }
