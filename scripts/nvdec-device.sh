@@ -17,6 +17,7 @@
 #   python-gpu     bindings/python/test_gpu.py with the bundle's libnvcam.so (torch/CuPy zero copy,
 #                  DLPack outliving a reconnect, convert into tensors, batch); bundle --with bindings/python
 #   bench-convert  examples/convert_bench (conversion vs copy GB/s, host download, N = 16 fp16 letterbox)
+#   kernel-bench   scripts/convert-kernel-bench.py: the kernels alone vs a copy (CuPy); bundle --with kernels
 #   soak           tests/soak.rs on GPU 0 for SOAK_S seconds (default 300; no RTSP: no GStreamer there)
 #   memcheck-soak  the same under compute-sanitizer memcheck for MEMCHECK_SOAK_S (default 120)
 #   bench-h264     nvdec_bench on the 1080p H.264 4 Mbit/s clip (all backends, N = 1, 7, 16, 32, CLI)
@@ -91,6 +92,9 @@ python-gpu)
   if [ ! -f "$py" ]; then echo "##### python-gpu: no $py (bundle with --with bindings/python)"; rc=1; else
   step python-gpu 120 bash -c "NVCAM_LIB='$b/lib/libnvcam.so' python3 '$py' > '$out/python-gpu.log' 2>&1; r=\$?; grep -E '^test_|^python-gpu|^torch|^cupy|^DLPack|^frame.convert|^convert_batch|REQUIRE_GPU|^(FAIL|ERROR):' '$out/python-gpu.log'; [ \$r -ne 0 ] && grep -B2 -A15 -E '^(FAIL|ERROR):' '$out/python-gpu.log' | head -80; exit \$r"
   fi
+  ;;
+kernel-bench)
+  step kernel-bench 90 bash -c "python3 '$BUNDLE_WITH/scripts/convert-kernel-bench.py' '$BUNDLE_WITH/kernels/nvcam_kernels.fatbin' 2>&1 | tee '$out/kernel-bench.log'"
   ;;
 bench-convert)
   step bench-convert 150 bash -c "'$b/bin/convert_bench' --fixtures '$fix' 2>>'$out/bench-stderr.log' | tee '$out/bench-convert.log'"

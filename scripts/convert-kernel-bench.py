@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Kernel-only throughput of the conversion kernels (issue 12), on the GPU machine (CuPy there).
+
+Loads one or more builds of kernels/ (fatbins, each beside the nvcam_convert.cu it was built from,
+or the committed pair by default), launches the kernels directly with cuLaunchKernel on synthetic
+NV12 frames (no nvcam calls, no events between launches: what the kernel itself costs), 200
+launches queued behind the fatbin's spin kernel and timed with events, and prints GB/s = (NV12
+read + output written) / time beside a device-to-device copy of the same bytes (half read, half
+written), and their ratio. examples/convert_bench measures the same conversions through
+nvcam_frame_convert (which adds an event wait and record per call).
+
+  python3 scripts/convert-kernel-bench.py [BUILD.fatbin ...]   # BUILD.cu beside each, or
+                                                               # kernels/nvcam_convert.cu
+The parameter blocks mirror kernels/nvcam_convert.cu (src/convert/params.rs asserts the layout).
+"""
+import ctypes
+import os
+import re
+import struct
+import sys
+
+import cupy as cp
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.dirname(here)
+N = 200
+KERNELS = {"same8": "nvcam_convert_same", "samef": "nvcam_convert_same_float", "area": "nvcam_convert_area",
+           "batch": "nvcam_convert_batch", "spin": "nvcam_test_spin_copy"}
+
+cp.cuda.Device(0).use()
+cp.zeros(1)  # the primary context, current on this thread
+cu = ctypes.CDLL("libcuda.so.1")
+stream = cp.cuda.Stream(non_blocking=True)
+S = ctypes.c_void_p(stream.ptr)
+
+
+def ck(r, what):
+    if r != 0:
+        raise RuntimeError(f"{what}: CUresult {r}")
+
+
+def load(fatbin):
+    """The build's kernels and, from its source's #defines, the pixels one thread converts."""
+    src = fatbin[: -len(".fatbin")] + ".cu"
+    if not os.path.exists(src):
+        src = os.path.join(root, "kernels", "nvcam_convert.cu")
+    m = {k: int(v) for k, v in re.findall(r"#define (\w+) (\d+)\n", open(src).read())}
+    data = open(fatbin, "rb").read()
+    image = (ctypes.c_uint64 * ((len(data) + 7) // 8))()
+    ctypes.memmove(image, data, len(data))
+    mod = ctypes.c_void_p()
+    ck(cu.cuModuleLoadData(ctypes.byref(mod), image), "cuModuleLoadData")
+    k = {"image": image, "px": {"same8": m["SAME8_PX"] * m["SAME8_G"], "samef": m["SAMEF_PX"] * m["SAMEF_G"],
+                                "area": m["AREA_PX"], "batch": m["BATCH_PX"]}}
+    for key, name in KERNELS.items():
+        f = ctypes.c_void_p()
+        ck(cu.cuModuleGetFunction(ctypes.byref(f), mod, name.encode()), name)
+        k[key] = f
+    return k
+
+
+def spin(k):
+    a = [ctypes.c_uint64(0), ctypes.c_uint64(0), ctypes.c_uint64(0), ctypes.c_int64(300_000_000)]
+    args = (ctypes.c_void_p * 4)(*[ctypes.cast(ctypes.byref(x), ctypes.c_void_p) for x in a])
+    ck(cu.cuLaunchKernel(k["spin"], 1, 1, 1, 32, 1, 1, 0, S, args, None), "spin")
+
+
+def timed(k, body):
+    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+    spin(k)  # the launches queue up behind it, so host enqueue time leaves no gaps
+    e0.record(stream)
+    body()
+    e1.record(stream)
+    e1.synchronize()
+    return cp.cuda.get_elapsed_time(e0, e1) / 1e3
+
+
+# BT.709 limited range (src/convert/mod.rs Coeffs).
+kr, kb = 0.2126, 0.0722
+kg, cs = 1 - kr - kb, 255 / 224
+COEFFS = (16.0, 255 / 219, cs * 2 * (1 - kr), cs * 2 * kb * (1 - kb) / kg, cs * 2 * kr * (1 - kr) / kg, cs * 2 * (1 - kb))
+
+
+def common(fmt, out_w, out_h, bpp):
+    row = out_w * bpp
+    return struct.pack("<QQIii3f3f3f", row, row * out_h, fmt, out_w, out_h, 114, 114, 114, *[1 / 255] * 3, 0, 0, 0)
+
+
+def item(w, h, y, uv, pitch, dst, img, mode):
+    ix, iy, iw, ih = img
+    return struct.pack("<QQQQiiiiiiiiffIffffff3I", y, uv, dst, pitch, 0, 0, w, h, ix, iy, iw, ih, w / iw, h / ih, mode, *COEFFS, 0, 0, 0)
+
+
+# (name, format, mode, bytes per pixel, frames per launch)
+CASES = [("BGRA8, same size", 1, 0, 4, 1), ("RGB8, same size", 3, 0, 3, 1), ("planar f32, same size", 5, 0, 4, 1),
+         ("planar f16, letterbox 640x640", 6, 2, 2, 1), ("planar f16, letterbox 640x640, batch of 16 (one launch)", 6, 2, 2, 16)]
+
+
+def main():
+    paths = sys.argv[1:] or [os.path.join(root, "kernels", "nvcam_kernels.fatbin")]
+    builds = {os.path.basename(p)[: -len(".fatbin")]: load(p) for p in paths}
+    first = next(iter(builds.values()))
+    ratios = {b: [] for b in builds}
+    print(f"convert-kernel-bench on {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, {N} launches per figure")
+    print("| frame | conversion | bytes read + written | D2D copy GB/s | " + " | ".join(f"{b} GB/s (ratio)" for b in builds) + " |")
+    print("|---|---|---:|---:|" + "---:|" * len(builds))
+    for (w, h) in [(1920, 1080), (3840, 2160)]:
+        pitch = (w + 511) // 512 * 512
+        src = cp.random.randint(0, 256, size=pitch * (h + h // 2), dtype=cp.uint8)
+        y, uv = src.data.ptr, src.data.ptr + pitch * h
+        for name, fmt, mode, bpp, nb in CASES:
+            if mode == 2:
+                out_w = out_h = 640
+                s = min(640 / w, 640 / h)
+                iw, ih = round(w * s), round(h * s)
+                img = ((640 - iw) // 2, (640 - ih) // 2, iw, ih)
+            else:
+                out_w, out_h, img = w, h, (0, 0, w, h)
+            need = out_w * bpp * out_h * (3 if fmt >= 5 else 1)
+            dst = cp.empty(need * nb, dtype=cp.uint8)
+            nbytes = (w * h * 3 // 2 + need) * nb
+            half = nbytes // 2
+            a, b = cp.empty(half, cp.uint8), cp.empty(half, cp.uint8)
+
+            def copy():
+                for _ in range(N):
+                    b.data.copy_from_device_async(a.data, half, stream)
+
+            copy()
+            stream.synchronize()
+            copy_gbs = 2 * half * N / timed(first, copy) / 1e9
+            cells = []
+            for bn, k in builds.items():
+                if nb > 1:
+                    p = common(fmt, out_w, out_h, bpp) + b"".join(item(w, h, y, uv, pitch, dst.data.ptr + i * need, img, mode) for i in range(nb))
+                    p += bytes(112 * (32 - nb))
+                    f, px = k["batch"], k["px"]["batch"]
+                else:
+                    key = "area" if mode == 2 else ("samef" if fmt >= 5 else "same8")
+                    p = common(fmt, out_w, out_h, bpp) + item(w, h, y, uv, pitch, dst.data.ptr, img, mode)
+                    f, px = k[key], k["px"][key]
+                buf = ctypes.create_string_buffer(p, len(p))
+                args = (ctypes.c_void_p * 1)(ctypes.cast(buf, ctypes.c_void_p))
+                gx, gy = (out_w + 32 * px - 1) // (32 * px), (out_h + 7) // 8
+
+                def conv():
+                    for _ in range(N):
+                        ck(cu.cuLaunchKernel(f, gx, gy, nb, 32, 8, 1, 0, S, args, None), "cuLaunchKernel")
+
+                conv()
+                stream.synchronize()
+                gbs = nbytes * N / timed(k, conv) / 1e9
+                cells.append(f"{gbs:,.0f} ({gbs / copy_gbs:.2f})")
+                if nb == 1:
+                    ratios[bn].append(gbs / copy_gbs)
+            print(f"| {w}x{h} | {name} | {nbytes / 1e6:.1f} MB | {copy_gbs:,.0f} | " + " | ".join(cells) + " |", flush=True)
+    for bn, r in ratios.items():
+        print(f"{bn}: lowest ratio {min(r):.2f}, mean {sum(r) / len(r):.2f} (single-frame rows)")
+
+
+if __name__ == "__main__":
+    main()
