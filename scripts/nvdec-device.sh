@@ -31,6 +31,13 @@
 #   churn-noreuse  the same with NVCAM_NVDEC_REUSE=0 (a new decoder at every reconnect, as before)
 #   latency        32 paced 1080p30 cameras (no B-frames), decode latency at low latency and throughput
 #   bench16        nvdec_bench, direct NVDEC, N = 16 (throughput mode against the 4,927 fps before)
+#   hw-churn       churn_bench, FFmpeg hwaccel only: 96 steady + 32 churned, every phase, an 11 s
+#                  baseline (each steady camera passes the end of its looped clip), stage timings
+#   hw-latency     32 paced cameras of the 40-frame no-B clip (a loop every 1.3 s), low latency, on
+#                  FFmpeg's hwaccel: as now, then with NVCAM_HW_LOOP_FLUSH=1 (drain + flush per loop)
+#   nvdec-loop     churn_bench direct NVDEC, reuse on: 96 steady + 32 reconnecting in a loop, stage
+#                  timings and hand-off (where a late steady frame waited)
+#   upload-churn   churn_bench, software decode + upload: 32 steady + 8 churned, every phase
 set -u
 out=${OUT:-/tmp}
 b=$GPU_BUNDLE
@@ -138,6 +145,19 @@ latency)
   ;;
 bench16)
   step bench16 40 bash -c "$(bench "" "$fix/bench-h264-1920x1080.mp4" --label h264-1080p-4M --backends nvdec --cams 16 --cli none --seconds 3 --warmup 1)"
+  ;;
+hw-churn)
+  step hw-churn 110 bash -c "CHURN_STAGES=1 '$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 96 --churn 32 --backends ffmpeg-hw --seconds 3 --baseline-seconds 11 --rounds 2 2>'$out/hw-churn-stderr.log' | tee '$out/hw-churn.log'"
+  ;;
+hw-latency)
+  step hw-latency 40 bash -c "CHURN_STAGES=1 '$b/bin/churn_bench' '$fix/nvdec-h264-nob-1920x1080.mp4' --steady 32 --churn 0 --backends ffmpeg-hw --phases baseline --seconds 4 --latency low 2>>'$out/hw-latency-stderr.log' | tee -a '$out/hw-latency.log'"
+  step hw-latency-loopflush 40 bash -c "NVCAM_HW_LOOP_FLUSH=1 CHURN_STAGES=1 '$b/bin/churn_bench' '$fix/nvdec-h264-nob-1920x1080.mp4' --steady 32 --churn 0 --backends ffmpeg-hw --phases baseline --seconds 4 --latency low 2>>'$out/hw-latency-stderr.log' | tee -a '$out/hw-latency.log'"
+  ;;
+nvdec-loop)
+  step nvdec-loop 60 bash -c "CHURN_STAGES=1 '$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 96 --churn 32 --backends nvdec --phases loop --seconds 3 2>'$out/nvdec-loop-stderr.log' | tee '$out/nvdec-loop.log'"
+  ;;
+upload-churn)
+  step upload-churn 90 bash -c "CHURN_STAGES=1 '$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 32 --churn 8 --backends upload --seconds 3 --rounds 2 2>'$out/upload-churn-stderr.log' | tee '$out/upload-churn.log'"
   ;;
 *) echo "unknown step $what"; rc=1 ;;
 esac

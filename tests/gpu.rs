@@ -569,6 +569,41 @@ fn hw_session_cap_falls_back_to_software() {
     println!("cap 2, 4 cameras: 2 NVDEC, 2 software + upload, all streaming into device pools");
 }
 
+/// A looped file on FFmpeg's CUDA hwaccel goes on across its end in the same NVDEC session, its
+/// pictures in order. It used to drain and flush at every loop, and a flush makes FFmpeg's h264
+/// decoder destroy and re-create its NVDEC session; cameras looping together (paced files opened
+/// together) then queued in the driver's `cuvidCreateDecoder` for seconds (issue 11: 32 paced
+/// cameras of a 40-frame clip at 12 fps, 96 of a 300-frame clip with some at 0 fps).
+#[test]
+fn ffmpeg_hw_loop_keeps_its_nvdec_session() {
+    if !need_gpu("ffmpeg_hw_loop_keeps_its_nvdec_session") {
+        return;
+    }
+    let _s = Session::new(config(0));
+    // 60 frames with B-frames (two pictures in the reorder buffer at the end of each loop).
+    let clip = small_clip();
+    let cam = open(clip.to_str().unwrap(), &gpu_options(NVCAM_OPEN_LOOP | NVCAM_OPEN_NO_PACING | NVCAM_OPEN_LOSSLESS, NVCAM_DECODER_FFMPEG_HW)).unwrap();
+    let pts = |f: u64| {
+        let p = info(f).unwrap().pts_us;
+        release(f).unwrap();
+        p
+    };
+    let mut seen = vec![pts(get_frame(cam, 10_000).unwrap())];
+    let made = nvcam::diag::ffmpeg_hw_sessions_made();
+    for _ in 0..180 {
+        seen.push(pts(get_frame(cam, 10_000).unwrap()));
+    }
+    let made_after = nvcam::diag::ffmpeg_hw_sessions_made();
+    assert_eq!(stats(cam).decoder, NVCAM_DECODER_FFMPEG_HW);
+    assert!(seen[..60].windows(2).all(|w| w[0] < w[1]), "one loop in display order: {:?}", &seen[..60]);
+    for (i, &p) in seen.iter().enumerate().skip(60) {
+        assert_eq!(p, seen[i % 60], "frame {i} (loop {}, picture {}): every loop the same pictures in the same order", i / 60, i % 60);
+    }
+    assert_eq!(made_after, made, "FFmpeg made {} new NVDEC session(s) over 3 loops", made_after - made);
+    println!("FFmpeg hwaccel, 3 loops of a 60-frame clip: 181 frames in order, NVDEC sessions made +0");
+    close(cam, 5000).unwrap();
+}
+
 /// The CPU path of a GPU request, where there is no GPU (CI): the camera decodes on the CPU,
 /// an explicit hardware policy is an error, and the GPU calls answer sensibly.
 #[test]

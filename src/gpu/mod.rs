@@ -22,6 +22,7 @@ pub(crate) mod kernels;
 pub(crate) mod memory;
 pub(crate) mod nvdec;
 pub(crate) mod stats;
+pub(crate) mod timing;
 pub(crate) mod upload;
 
 pub(crate) use stats::GpuStats;
