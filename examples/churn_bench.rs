@@ -74,10 +74,16 @@ fn reconnect_and_wait(cam: u64, limit: Duration) -> Option<Duration> {
         if t0.elapsed() > limit {
             return None;
         }
-        std::thread::sleep(Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(poll_ms()));
     }
     let at = now_ns();
     fresh_frame(cam, at, limit.saturating_sub(t0.elapsed())).map(|_| t0.elapsed())
+}
+
+/// How often a reconnecting camera's thread polls its stats (`CHURN_POLL_MS`, default 1 ms).
+fn poll_ms() -> u64 {
+    static MS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *MS.get_or_init(|| std::env::var("CHURN_POLL_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1))
 }
 
 /// Waits for a frame decoded after `after_ns` (wall clock); the time it took, or None.
@@ -188,6 +194,17 @@ fn report(label: &str, seen: &[Arc<Mutex<Seen>>], steady: &[u64], from: Instant,
             }
         }
         let late = h.iter().filter(|&&ms| ms >= 10.0).count();
+        // When the long gaps came, by half second of the window.
+        let bins = (to.duration_since(from).as_secs_f64() / 0.5).ceil() as usize;
+        let mut long = vec![0u32; bins.max(1)];
+        for s in seen {
+            for &(t, gap) in &s.lock().unwrap().frames {
+                if t >= from && t <= to && gap >= 50.0 {
+                    long[((t.duration_since(from).as_secs_f64() / 0.5) as usize).min(bins.max(1) - 1)] += 1;
+                }
+            }
+        }
+        println!("gaps of 50 ms or more, per half second of the window: {long:?}");
         println!(
             "handoff (publication → consumer): p50 {:.2} p99 {:.2} max {:.1} ms, {late} ≥ 10 ms; frames skipped (replaced before taken): {skipped}",
             pct(&mut h, 0.5),
@@ -333,16 +350,28 @@ fn main() {
                     let churn: Vec<u64> = (0..n_churn).filter_map(|_| open(&o).ok()).collect();
                     let go = Arc::new(AtomicBool::new(true));
                     let count = Arc::new(AtomicU64::new(0));
+                    // When every churned camera had come back from its first reconnect (its first
+                    // decoder made), and the reconnect count then.
+                    let up = Arc::new(Mutex::new((0usize, None::<(Instant, u64)>)));
                     std::thread::sleep(Duration::from_millis(500));
                     let t0 = Instant::now();
+                    let n = churn.len();
                     let loops: Vec<_> = churn
                         .iter()
                         .map(|&c| {
-                            let (go, count) = (go.clone(), count.clone());
+                            let (go, count, up) = (go.clone(), count.clone(), up.clone());
                             std::thread::spawn(move || {
+                                let mut first = true;
                                 while go.load(Ordering::Relaxed) {
                                     reconnect_and_wait(c, Duration::from_secs(5));
-                                    count.fetch_add(1, Ordering::Relaxed);
+                                    let k = count.fetch_add(1, Ordering::Relaxed) + 1;
+                                    if std::mem::take(&mut first) {
+                                        let mut u = up.lock().unwrap();
+                                        u.0 += 1;
+                                        if u.0 == n {
+                                            u.1 = Some((Instant::now(), k));
+                                        }
+                                    }
                                 }
                             })
                         })
@@ -351,8 +380,17 @@ fn main() {
                     let t1 = Instant::now();
                     go.store(false, Ordering::Relaxed);
                     loops.into_iter().for_each(|t| t.join().unwrap());
-                    let label = format!("{n_steady} steady + {} reconnecting in a loop ({} reconnects)", churn.len(), count.load(Ordering::Relaxed));
+                    let total = count.load(Ordering::Relaxed);
+                    let label = format!("{n_steady} steady + {} reconnecting in a loop ({total} reconnects)", churn.len());
                     report(&label, &seen, &steady, t0, t1, &[]);
+                    // The same window in two parts: while the churned cameras' first decoders are
+                    // made (the start of the phase is their open burst), then the loop alone.
+                    if let Some((tu, k)) = up.lock().unwrap().1.filter(|(tu, _)| t1.saturating_duration_since(*tu) >= Duration::from_secs(1) && tu.duration_since(t0) >= Duration::from_millis(500)) {
+                        let first = format!("… of which until every churned camera was back once ({:.2} s, {k} reconnects)", tu.duration_since(t0).as_secs_f64());
+                        report(&first, &seen, &steady, t0, tu, &[]);
+                        let rest = format!("… of which the loop alone ({:.2} s, {} reconnects)", t1.duration_since(tu).as_secs_f64(), total - k);
+                        report(&rest, &seen, &steady, tu, t1, &[]);
+                    }
                     churn.iter().for_each(|&c| {
                         let _ = nvcam_camera_close(c, 5000);
                     });

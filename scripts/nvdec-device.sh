@@ -35,8 +35,9 @@
 #                  baseline (each steady camera passes the end of its looped clip), stage timings
 #   hw-latency     32 paced cameras of the 40-frame no-B clip (a loop every 1.3 s), low latency, on
 #                  FFmpeg's hwaccel: as now, then with NVCAM_HW_LOOP_FLUSH=1 (drain + flush per loop)
-#   nvdec-loop     churn_bench direct NVDEC, reuse on: 96 steady + 32 reconnecting in a loop, stage
-#                  timings and hand-off (where a late steady frame waited)
+#   nvdec-loop     churn_bench direct NVDEC, reuse on: 96 steady + 32 reconnecting in a loop for 6 s,
+#                  stage timings and hand-off (where a late steady frame waited)
+#   nvdec-loop-poll10  the same with the reconnecting threads polling their stats every 10 ms, not 1
 #   upload-churn   churn_bench, software decode + upload: 32 steady + 8 churned, every phase
 set -u
 out=${OUT:-/tmp}
@@ -154,7 +155,10 @@ hw-latency)
   step hw-latency-loopflush 40 bash -c "NVCAM_HW_LOOP_FLUSH=1 CHURN_STAGES=1 '$b/bin/churn_bench' '$fix/nvdec-h264-nob-1920x1080.mp4' --steady 32 --churn 0 --backends ffmpeg-hw --phases baseline --seconds 4 --latency low 2>>'$out/hw-latency-stderr.log' | tee -a '$out/hw-latency.log'"
   ;;
 nvdec-loop)
-  step nvdec-loop 60 bash -c "CHURN_STAGES=1 '$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 96 --churn 32 --backends nvdec --phases loop --seconds 3 2>'$out/nvdec-loop-stderr.log' | tee '$out/nvdec-loop.log'"
+  step nvdec-loop 60 bash -c "CHURN_STAGES=1 '$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 96 --churn 32 --backends nvdec --phases loop --seconds 6 2>'$out/nvdec-loop-stderr.log' | tee '$out/nvdec-loop.log'"
+  ;;
+nvdec-loop-poll10)
+  step nvdec-loop-poll10 60 bash -c "CHURN_POLL_MS=10 CHURN_STAGES=1 '$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 96 --churn 32 --backends nvdec --phases loop --seconds 6 2>'$out/nvdec-loop-poll10-stderr.log' | tee '$out/nvdec-loop-poll10.log'"
   ;;
 upload-churn)
   step upload-churn 90 bash -c "CHURN_STAGES=1 '$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 32 --churn 8 --backends upload --seconds 3 --rounds 2 2>'$out/upload-churn-stderr.log' | tee '$out/upload-churn.log'"

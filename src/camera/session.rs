@@ -78,8 +78,10 @@ impl Pacer {
         let late_ok = Duration::from_millis(DEFAULTS.pace_reanchor_late_ms as u64);
         let ahead = pts_us - p0;
         let due = t0 + Duration::from_micros(ahead.max(0) as u64);
-        self.late = now.saturating_duration_since(due);
-        if ahead < 0 || due > now + Duration::from_secs(2) || now > due + late_ok {
+        // A timestamp jump (a rewound file, a gap in the stream) is not lateness.
+        let jump = ahead < 0 || due > now + Duration::from_secs(2);
+        self.late = if jump { Duration::ZERO } else { now.saturating_duration_since(due) };
+        if jump || self.late > late_ok {
             self.clock = Some((now, pts_us));
             self.reanchors += 1;
             return None;
