@@ -17,7 +17,10 @@
 //! each churn phase a line gives the NVDEC decoders created and adopted (kept from the camera's
 //! last connection) during it. `CHURN_STAGES=1` adds, per phase, where the camera threads' time
 //! went (`nvcam::diag::stage_times`: per stage calls, mean, p50/p99 as log2-bucket bounds, max,
-//! calls of 16 ms or more) and the hand-off from a frame's publication to its consumer.
+//! calls of 16 ms or more), the hand-off from a frame's publication to its consumer, and when the
+//! gaps of 50 ms or more came. The loop phase also reports its window in two parts: until every
+//! churned camera has been back once (their first decoders are made then), and the loop alone.
+//! `CHURN_POLL_MS` sets how often a reconnecting camera's thread polls its stats (default 1 ms).
 
 use nvcam::*;
 use std::ffi::CString;

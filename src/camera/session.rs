@@ -66,6 +66,8 @@ struct Pacer {
     reanchors: u64,
     /// How late the last picture was at its due time (zero when it was not).
     late: Duration,
+    /// The last picture's timestamp: one at or before it is a jump (a rewound file), not lateness.
+    last_pts: Option<i64>,
 }
 
 impl Pacer {
@@ -79,7 +81,8 @@ impl Pacer {
         let ahead = pts_us - p0;
         let due = t0 + Duration::from_micros(ahead.max(0) as u64);
         // A timestamp jump (a rewound file, a gap in the stream) is not lateness.
-        let jump = ahead < 0 || due > now + Duration::from_secs(2);
+        let back = self.last_pts.replace(pts_us).is_some_and(|l| pts_us <= l);
+        let jump = back || ahead < 0 || due > now + Duration::from_secs(2);
         self.late = if jump { Duration::ZERO } else { now.saturating_duration_since(due) };
         if jump || self.late > late_ok {
             self.clock = Some((now, pts_us));
@@ -275,8 +278,12 @@ mod tests {
         assert_eq!(p.reanchors, 1);
         let d = p.delay(t1 + Duration::from_millis(1), 100_000).unwrap();
         assert!((Duration::from_millis(32)..=Duration::from_millis(33)).contains(&d), "{d:?}");
-        // Timestamps going backward (a rewound file) re-anchor too.
-        assert_eq!(p.delay(t1 + Duration::from_millis(40), 0), None);
-        assert_eq!(p.reanchors, 2);
+        // Timestamps going backward (a rewound file) re-anchor too, and are not lateness, even
+        // back to the anchor's own timestamp.
+        assert_eq!(p.delay(t1 + Duration::from_millis(40), 66_667), None);
+        assert_eq!((p.reanchors, p.late), (2, Duration::ZERO));
+        assert!(p.delay(t1 + Duration::from_millis(41), 100_000).is_some());
+        assert_eq!(p.delay(t1 + Duration::from_millis(2000), 66_667), None);
+        assert_eq!((p.reanchors, p.late), (3, Duration::ZERO));
     }
 }

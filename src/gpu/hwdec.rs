@@ -6,6 +6,16 @@
 //! pool slot with cuMemcpy2DAsync on the same stream, an event is recorded, and the AVFrame (and
 //! so the surface) is held until that event has completed, found by querying, never by waiting
 //! on the hot path, then unreffed. `extra_hw_frames` covers exactly what is held.
+//!
+//! FFmpeg makes its NVDEC session lazily (at the first slice, through `get_format`), and makes a
+//! new one whenever its h264 decoder re-initialises, which `avcodec_flush_buffers` forces. The
+//! driver creates decoders one after another (about 75 ms each on an H100, seconds when dozens
+//! queue), so a looped file goes on across its end in this decoder without a drain or a flush
+//! ([`Decoder::continues_across_rewind`]): draining and flushing at every loop made cameras that
+//! loop together queue for their new sessions (32 paced cameras of a 40-frame clip fell to 12 fps
+//! with 1.5 s gaps). A new connection still gets a new decoder, hence a new session (a reconnect
+//! must not carry pictures over; FFmpeg 5.1 cannot keep a session across a flush), so a burst of
+//! reconnects on this backend waits for the driver; direct NVDEC keeps its decoder instead.
 
 use super::context::{Copy2D, Event, Mem};
 use super::memory::device_slot;
