@@ -229,19 +229,21 @@ fn host_download(f: u64, fi: &nvcam_frame_info) {
     let row = |name: String, v: f64| println!("| {name} | {v:.1} | {:.2} |", v / pinned_gbs);
     row("cuMemcpyDtoH into pinned memory (same bytes, no conversion)".into(), pinned_gbs);
     row("cuMemcpyDtoH into pageable memory".into(), pageable_gbs);
-    // (chunks, kernel writes pinned dst, poll) variants; the library's default first.
-    for (chunks, kernel, poll) in [(8, false, true), (8, true, true), (8, false, false), (4, false, true), (16, false, true), (32, false, true)] {
+    // (chunks (0 = by size, the default), kernel writes pinned dst, poll) variants; the
+    // library's default first.
+    for (chunks, kernel, poll) in [(0, false, true), (0, true, true), (0, false, false), (8, false, true), (16, false, true), (32, false, true)] {
         nvcam::diag::set_download_knobs(chunks, kernel, poll);
         let wait = if poll { "polled waits" } else { "blocking waits" };
-        if chunks == 8 {
+        if chunks == 0 {
             let how = if kernel { "kernel writes it through its mapping" } else { "kernel into scratch, one DMA into it" };
             row(format!("nvcam_frame_convert into pinned memory ({how}, {wait})"), gbs(n, reps, || convert(pinned.0)));
         }
         if !kernel {
-            row(format!("nvcam_frame_convert into a Vec ({chunks} chunks through pinned staging, worker pool, {wait})"), gbs(n, reps, || convert(host.as_mut_ptr())));
+            let chunks = if chunks == 0 { "chunks of ~512 KiB".to_string() } else { format!("{chunks} chunks") };
+            row(format!("nvcam_frame_convert into a Vec ({chunks} through pinned staging, worker pool, {wait})"), gbs(n, reps, || convert(host.as_mut_ptr())));
         }
     }
-    nvcam::diag::set_download_knobs(8, false, true);
+    nvcam::diag::set_download_knobs(0, false, true);
     unsafe { sys::cuMemFree_v2(src) };
     drop(pinned);
 }
@@ -270,6 +272,7 @@ fn concurrent_downloads(k: usize, reps: usize) {
             for &f in &frames {
                 let (barrier, sp) = (&barrier, &sp);
                 sc.spawn(move || {
+                    push_primary(); // for cuMemHostAlloc on this thread
                     let mut v = vec![0u8; n];
                     let p = if pinned { Some(Pinned::new(n)) } else { None };
                     let dst = p.as_ref().map_or(v.as_mut_ptr(), |p| p.0);

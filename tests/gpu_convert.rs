@@ -603,6 +603,7 @@ fn host_downloads_of_four_cameras_run_side_by_side_and_allocate_nothing_per_call
             for t in 0..threads {
                 let (f, want, barrier, s) = (frames[t], &reference[t], &barrier, &s);
                 sc.spawn(move || {
+                    let _cuda = Cuda::new(); // the primary context current here, for cuMemHostAlloc
                     let mut v = vec![0u8; n];
                     let mut pin = Pinned::new(n);
                     barrier.wait();

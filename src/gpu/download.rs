@@ -29,14 +29,22 @@ use std::time::{Duration, Instant};
 
 /// Pageable downloads of at least this many bytes go in chunks.
 const CHUNKED_FROM: usize = 1 << 20;
-/// How long a wait polls before it blocks on the event.
+/// The chunk size pageable downloads aim for (at most [`MAX_CHUNKS`] chunks). Measured on the
+/// H100 machine (docs/BENCHMARKS.md): 16 chunks (~0.5 MB) were best for a 1080p BGRA download
+/// (8.3 MB: 22.7 GB/s against 18.1 with 8 and 16.4 with 32), 32 (~1 MB) for 4K (33 MB: 35.7 GB/s
+/// against 26.1 with 8); this size gives those counts.
+const CHUNK_BYTES: usize = 512 << 10;
+/// How long a wait polls before it blocks on the event (polled: 43.9 GB/s into pinned memory at
+/// 1080p; blocking-sync waits: 37.3).
 const SPIN: Duration = Duration::from_millis(5);
 
 /// How downloads run (fixed in production; the benchmark compares variants through
-/// `nvcam::diag::set_download_knobs`).
-static CHUNKS: AtomicUsize = AtomicUsize::new(8);
+/// `nvcam::diag::set_download_knobs`). Chunks of a pageable download; 0 = by size.
+static CHUNKS: AtomicUsize = AtomicUsize::new(0);
 /// Let the kernel write page-locked destinations through their device mapping instead of the
-/// scratch + DMA.
+/// scratch + DMA. Off: it measured faster for BGRA (0.94 x a pinned cuMemcpyDtoH against 0.87),
+/// but keeps the SMs busy for the whole PCIe transfer (other cameras' kernels queue behind it),
+/// where a copy engine does the DMA beside them.
 static KERNEL_DIRECT: AtomicBool = AtomicBool::new(false);
 /// Poll events before blocking (else block at once).
 static POLL: AtomicBool = AtomicBool::new(true);
@@ -178,7 +186,11 @@ pub(crate) fn to_host(f: &Frame, plan: &Plan, dst: &mut [u8], l: &Layout) -> Res
 /// `pitch`, through the staging area's pinned buffer, chunk by chunk.
 fn pageable(st: &mut staging::Lease, scratch: u64, dst: &mut [u8], pitch: usize, rows: usize, row: usize) -> Result<()> {
     let pin = st.pinned(rows * row)?.ptr() as usize;
-    let want = if dst.len() >= CHUNKED_FROM { CHUNKS.load(Ordering::Relaxed).clamp(1, MAX_CHUNKS) } else { 1 };
+    let want = match CHUNKS.load(Ordering::Relaxed) {
+        _ if dst.len() < CHUNKED_FROM => 1,
+        0 => (rows * row).div_ceil(CHUNK_BYTES).clamp(1, MAX_CHUNKS),
+        n => n.clamp(1, MAX_CHUNKS),
+    };
     let per = rows.div_ceil(want.min(rows));
     let n = rows.div_ceil(per);
     let span = |c: usize| (c * per, rows.min(c * per + per));
@@ -259,11 +271,12 @@ fn pageable(st: &mut staging::Lease, scratch: u64, dst: &mut [u8], pitch: usize,
 }
 
 /// Test hook: how downloads run (the benchmark compares them). `chunks`: pageable downloads of
-/// 1 MiB or more are cut into this many (1..=32); `kernel_direct`: the kernel writes page-locked
-/// destinations through their device mapping; `poll`: waits poll before blocking.
+/// 1 MiB or more are cut into this many (1..=32; 0 = by size, the default); `kernel_direct`: the
+/// kernel writes page-locked destinations through their device mapping; `poll`: waits poll
+/// before blocking. The defaults: `(0, false, true)`.
 #[cfg(feature = "test-hooks")]
 pub fn set_knobs(chunks: usize, kernel_direct: bool, poll: bool) {
-    CHUNKS.store(chunks.clamp(1, MAX_CHUNKS), Ordering::Relaxed);
+    CHUNKS.store(chunks.min(MAX_CHUNKS), Ordering::Relaxed);
     KERNEL_DIRECT.store(kernel_direct, Ordering::Relaxed);
     POLL.store(poll, Ordering::Relaxed);
 }
