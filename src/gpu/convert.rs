@@ -88,8 +88,8 @@ pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, 
     }
 }
 
-pub(super) fn params(f: &Frame, plan: &Plan, dst: u64, l: &Layout) -> KernelParams {
-    KernelParams::new(plan, f.y_addr(), f.uv_addr(), f.geom().pitch, dst, l.pitch, l.plane)
+fn params(f: &Frame, plan: &Plan, dst: u64, l: &Layout) -> KernelParams {
+    KernelParams::for_frame(f, plan, dst, l)
 }
 
 /// Refuses a device destination that is not device memory of `dev`, or whose allocation ends

@@ -10,6 +10,7 @@
 use super::context::{ck, Device};
 use super::kernels::kernels;
 use super::staging;
+use crate::convert::params::KernelParams;
 use crate::convert::{Layout, Plan};
 use crate::frame::Frame;
 use crate::status::*;
@@ -29,7 +30,7 @@ pub(crate) fn to_device(f: &Frame, plan: &Plan, dst: u64, l: &Layout, to: &Arc<D
     f.storage().wait_on_stream(f.slot(), s as u64)?;
     // SAFETY: the scratch holds `packed.total` bytes of GPU A and is ours (the lease; its
     // earlier readers ordered before by `scratch`); the slot is held by `f` and fenced below.
-    unsafe { k.launch(&super::convert::params(f, plan, scratch, &packed), s) }?;
+    unsafe { k.launch(&KernelParams::for_frame(f, plan, scratch, &packed), s) }?;
     f.storage().fence_after_stream(f.slot(), s as u64)?;
     st.done.record(&st.stream)?;
     let kernel_done = st.done.raw();
