@@ -16,7 +16,8 @@
 #   racecheck-convert tests/gpu_convert.rs under compute-sanitizer --tool racecheck
 #   python-gpu     bindings/python/test_gpu.py with the bundle's libnvcam.so (torch/CuPy zero copy,
 #                  DLPack outliving a reconnect, convert into tensors, batch); bundle --with bindings/python
-#   bench-convert  examples/convert_bench (conversion vs copy GB/s, host download, N = 16 fp16 letterbox)
+#   bench-convert  examples/convert_bench (conversion vs copy GB/s, host download, N = 16 fp16 letterbox;
+#                  CONVERT_BENCH_ARGS='--cams 0' skips the N cameras part)
 #   soak           tests/soak.rs on GPU 0 for SOAK_S seconds (default 300; no RTSP: no GStreamer there)
 #   memcheck-soak  the same under compute-sanitizer memcheck for MEMCHECK_SOAK_S (default 120)
 #   bench-h264     nvdec_bench on the 1080p H.264 4 Mbit/s clip (all backends, N = 1, 7, 16, 32, CLI)
@@ -101,7 +102,7 @@ python-gpu)
   fi
   ;;
 bench-convert)
-  step bench-convert 150 bash -c "'$b/bin/convert_bench' --fixtures '$fix' 2>>'$out/bench-stderr.log' | tee '$out/bench-convert.log'"
+  step bench-convert 150 bash -c "'$b/bin/convert_bench' --fixtures '$fix' ${CONVERT_BENCH_ARGS:-} 2>>'$out/bench-stderr.log' | tee '$out/bench-convert.log'"
   ;;
 soak)
   soak_test=$(ls "$b"/tests/soak-* | head -1)

@@ -13,7 +13,8 @@
 //! gpu, decode   device contexts/memory/decoders; the decoder seam and the software decoder
 //! input, source, ffmpeg   FFmpeg I/O under our deadlines; URLs; small FFmpeg owners
 //! registry, frame, pool, handle   frame handles, frames, slots and leases, generational tables
-//! config, logging, pin, status    options and defaults; log sinks; self-pin; codes and errors
+//! config, logging, pin, status, workers    options and defaults; log sinks; self-pin; codes and
+//!               errors; the worker threads calls split their work over
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks, unreachable_pub)]
@@ -37,6 +38,7 @@ mod registry;
 mod select;
 mod source;
 pub mod status;
+mod workers;
 
 pub use ffi::camera::*;
 pub use ffi::frame::*;
@@ -101,6 +103,12 @@ pub mod diag {
     /// The test-only spin-then-copy kernel (stream hand-off tests).
     #[cfg(feature = "test-hooks")]
     pub use crate::gpu::kernels::spin_copy;
+    /// Host-download variants (benchmark) and counts by path (tests).
+    #[cfg(feature = "test-hooks")]
+    pub use crate::gpu::download::{paths as download_paths, set_knobs as set_download_knobs};
+    /// Staging areas made on a GPU (they are made only for concurrent conversions).
+    #[cfg(feature = "test-hooks")]
+    pub use crate::gpu::staging::made as staging_areas;
     /// NVDEC fault and delay hooks (the `test-hooks` feature).
     #[cfg(feature = "test-hooks")]
     pub mod hooks {

@@ -1,7 +1,8 @@
 //! The kernel's parameter block, laid out exactly as `struct nvcam_convert_params` in
 //! `kernels/nvcam_convert.cu` (the same sizes and offsets are asserted on both sides).
 
-use super::Plan;
+use super::{Layout, Plan};
+use crate::frame::Frame;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -50,6 +51,11 @@ const _: () = assert!(std::mem::offset_of!(KernelParams, pad) == 140);
 const _: () = assert!(std::mem::offset_of!(KernelParams, inv_std) == 164);
 
 impl KernelParams {
+    /// The block for converting frame `f` (a device frame) into `dst`, laid out as `l`.
+    pub(crate) fn for_frame(f: &Frame, p: &Plan, dst: u64, l: &Layout) -> KernelParams {
+        KernelParams::new(p, f.y_addr(), f.uv_addr(), f.geom().pitch, dst, l.pitch, l.plane)
+    }
+
     /// The block for converting the NV12 image at `y`/`uv` (rows `src_pitch` apart) into `dst`.
     pub(crate) fn new(p: &Plan, y: u64, uv: u64, src_pitch: usize, dst: u64, dst_pitch: usize, dst_plane: usize) -> KernelParams {
         let c = &p.coeffs;

@@ -21,6 +21,8 @@ pub(crate) mod hwdec;
 pub(crate) mod kernels;
 pub(crate) mod memory;
 pub(crate) mod nvdec;
+pub(crate) mod peer;
+pub(crate) mod staging;
 pub(crate) mod stats;
 pub(crate) mod timing;
 pub(crate) mod upload;
