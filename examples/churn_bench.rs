@@ -5,14 +5,22 @@
 //! cameras' decode latency (median of their p50s, worst p99), and for bursts the time until every
 //! churned camera has a new frame again.
 //!
-//!   churn_bench CLIP [--steady 96] [--churn 32] [--backends nvdec,ffmpeg-hw] [--seconds 5]
-//!                    [--rounds 3] [--phases baseline,loop,burst,openclose] [--latency auto|low|throughput]
+//!   churn_bench CLIP [--steady 96] [--churn 32] [--backends nvdec,ffmpeg-hw,upload,cpu] [--seconds 5]
+//!                    [--baseline-seconds S] [--rounds 3] [--phases baseline,loop,burst,openclose]
+//!                    [--latency auto|low|throughput]
 //!
 //! Cameras decode CLIP looped and paced at its own frame rate on GPU 0 (`--backends cpu` decodes on
 //! the CPU). The environment switches the library reads (NVCAM_NVDEC_CTXLOCK=context for the old
 //! lock shared per context, NVCAM_NVDEC_REUSE=0 for a new NVDEC decoder at every reconnect) apply
-//! to the whole run and are printed in the header. After each churn phase a line gives the NVDEC
-//! decoders created and adopted (kept from the camera's last connection) during it.
+//! to the whole run and are printed in the header (`NVCAM_HW_LOOP_FLUSH=1`: FFmpeg's hwaccel drains
+//! and flushes at every loop of the file, as before, which re-creates its NVDEC session). After
+//! each churn phase a line gives the NVDEC decoders created and adopted (kept from the camera's
+//! last connection) during it. `CHURN_STAGES=1` adds, per phase, where the camera threads' time
+//! went (`nvcam::diag::stage_times`: per stage calls, mean, p50/p99 as log2-bucket bounds, max,
+//! calls of 16 ms or more), the hand-off from a frame's publication to its consumer, and when the
+//! gaps of 50 ms or more came. The loop phase also reports its window in two parts: until every
+//! churned camera has been back once (their first decoders are made then), and the loop alone.
+//! `CHURN_POLL_MS` sets how often a reconnecting camera's thread polls its stats (default 1 ms).
 
 use nvcam::*;
 use std::ffi::CString;
@@ -69,10 +77,16 @@ fn reconnect_and_wait(cam: u64, limit: Duration) -> Option<Duration> {
         if t0.elapsed() > limit {
             return None;
         }
-        std::thread::sleep(Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(poll_ms()));
     }
     let at = now_ns();
     fresh_frame(cam, at, limit.saturating_sub(t0.elapsed())).map(|_| t0.elapsed())
+}
+
+/// How often a reconnecting camera's thread polls its stats (`CHURN_POLL_MS`, default 1 ms).
+fn poll_ms() -> u64 {
+    static MS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *MS.get_or_init(|| std::env::var("CHURN_POLL_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1))
 }
 
 /// Waits for a frame decoded after `after_ns` (wall clock); the time it took, or None.
@@ -102,6 +116,8 @@ fn now_ns() -> u64 {
 struct Seen {
     frames: Vec<(Instant, f64)>,
     timeouts: Vec<Instant>,
+    /// (time, ms from the frame's publication to its consumer getting it, frames skipped before it).
+    handoff: Vec<(Instant, f64, u64)>,
 }
 
 fn pct(v: &mut [f64], q: f64) -> f64 {
@@ -148,6 +164,8 @@ fn report(label: &str, seen: &[Arc<Mutex<Seen>>], steady: &[u64], from: Instant,
         timeouts += s.timeouts.iter().filter(|t| **t >= from && **t <= to).count();
     }
     let min_fps = fps.iter().cloned().fold(f64::INFINITY, f64::min);
+    let slow = fps.iter().filter(|&&f| f < 29.5).count();
+    let none = fps.iter().filter(|&&f| f == 0.0).count();
     let mean_fps = fps.iter().sum::<f64>() / fps.len().max(1) as f64;
     let mut p50s: Vec<f64> = steady.iter().map(|&c| stats(c).decode_latency_p50_us as f64 / 1e3).collect();
     let p99 = steady.iter().map(|&c| stats(c).decode_latency_p99_us as f64 / 1e3).fold(0.0, f64::max);
@@ -162,6 +180,66 @@ fn report(label: &str, seen: &[Arc<Mutex<Seen>>], steady: &[u64], from: Instant,
         p99,
         cpu_cores_between(from, to)
     );
+    if slow > 0 {
+        println!("| ({slow} steady cameras under 29.5 fps, {none} of them with no frame) |");
+    }
+    if std::env::var("CHURN_STAGES").is_ok_and(|v| v == "1") {
+        // Publication → consumer: a late consumer (its thread not scheduled, a lock) against a
+        // late worker (the stages below).
+        let mut h = Vec::new();
+        let mut skipped = 0;
+        for s in seen {
+            for &(t, ms, k) in &s.lock().unwrap().handoff {
+                if t >= from && t <= to {
+                    h.push(ms);
+                    skipped += k;
+                }
+            }
+        }
+        let late = h.iter().filter(|&&ms| ms >= 10.0).count();
+        // When the long gaps came, by half second of the window.
+        let bins = (to.duration_since(from).as_secs_f64() / 0.5).ceil() as usize;
+        let mut long = vec![0u32; bins.max(1)];
+        for s in seen {
+            for &(t, gap) in &s.lock().unwrap().frames {
+                if t >= from && t <= to && gap >= 50.0 {
+                    long[((t.duration_since(from).as_secs_f64() / 0.5) as usize).min(bins.max(1) - 1)] += 1;
+                }
+            }
+        }
+        println!("gaps of 50 ms or more, per half second of the window: {long:?}");
+        println!(
+            "handoff (publication → consumer): p50 {:.2} p99 {:.2} max {:.1} ms, {late} ≥ 10 ms; frames skipped (replaced before taken): {skipped}",
+            pct(&mut h, 0.5),
+            pct(&mut h, 0.99),
+            pct(&mut h, 1.0)
+        );
+    }
+}
+
+/// Where the camera threads' time went since the last call (`nvcam::diag::stage_times`): per
+/// stage, calls, mean, p50 and p99 (upper bounds of log2 buckets), max, and calls of 16 ms or more.
+fn stage_lines() {
+    let t = nvcam::diag::stage_times();
+    if t.is_empty() {
+        return;
+    }
+    let cells: Vec<String> = t
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {}× mean {:.2} p50 ≤{:.2} p99 ≤{:.2} max {:.1} ms, ≥16 ms {}",
+                s.stage.name(),
+                s.count,
+                s.mean_us / 1e3,
+                s.quantile_us(0.5) / 1e3,
+                s.quantile_us(0.99) / 1e3,
+                s.max_us / 1e3,
+                s.at_least_us(16_384)
+            )
+        })
+        .collect();
+    println!("stages: {}", cells.join("; "));
 }
 
 /// (decoders created, decoders adopted) so far, over the process.
@@ -180,6 +258,8 @@ fn main() {
         std::thread::sleep(Duration::from_millis(100));
     });
     let secs: f64 = arg(&args, "--seconds", "5").parse().unwrap();
+    // The baseline may need longer than a churn phase: long enough to hold a loop of the clip.
+    let baseline_secs: f64 = arg(&args, "--baseline-seconds", &secs.to_string()).parse().unwrap();
     let rounds: usize = arg(&args, "--rounds", "3").parse().unwrap();
     let phases = arg(&args, "--phases", "baseline,loop,burst,openclose");
     let latency = match arg(&args, "--latency", "auto").as_str() {
@@ -192,11 +272,12 @@ fn main() {
         assert_eq!(nvcam_init(std::ptr::null()), NVCAM_OK, "{}", last_error());
     }
     println!(
-        "churn_bench: clip {clip}; {n_steady} steady + {n_churn} churned cameras; {} CPU cores; latency {}; env NVCAM_NVDEC_CTXLOCK={:?} NVCAM_NVDEC_REUSE={:?}",
+        "churn_bench: clip {clip}; {n_steady} steady + {n_churn} churned cameras; {} CPU cores; latency {}; env NVCAM_NVDEC_CTXLOCK={:?} NVCAM_NVDEC_REUSE={:?} NVCAM_HW_LOOP_FLUSH={:?}",
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
         arg(&args, "--latency", "auto"),
         std::env::var("NVCAM_NVDEC_CTXLOCK").ok(),
-        std::env::var("NVCAM_NVDEC_REUSE").ok()
+        std::env::var("NVCAM_NVDEC_REUSE").ok(),
+        std::env::var("NVCAM_HW_LOOP_FLUSH").ok()
     );
     for backend in arg(&args, "--backends", "nvdec,ffmpeg-hw").split(',') {
         let (device, decoder) = match backend {
@@ -223,15 +304,25 @@ fn main() {
                 let (stop, seen) = (stop.clone(), seen.clone());
                 std::thread::spawn(move || {
                     let mut last: Option<Instant> = None;
+                    let mut last_seq = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         let mut f = 0;
                         let r = unsafe { nvcam_camera_get_frame(cam, 1000, &mut f) };
                         let now = Instant::now();
                         if r == NVCAM_OK {
+                            let wall = now_ns();
+                            let mut i: nvcam_frame_info = unsafe { std::mem::zeroed() };
+                            i.struct_size = std::mem::size_of::<nvcam_frame_info>() as u32;
+                            unsafe { nvcam_frame_info(f, &mut i) };
                             nvcam_frame_release(f);
+                            let mut s = seen.lock().unwrap();
                             if let Some(l) = last {
-                                seen.lock().unwrap().frames.push((now, now.duration_since(l).as_secs_f64() * 1e3));
+                                s.frames.push((now, now.duration_since(l).as_secs_f64() * 1e3));
+                                let skipped = i.seq.saturating_sub(last_seq + 1);
+                                s.handoff.push((now, wall.saturating_sub(i.wallclock_ns) as f64 / 1e6, skipped));
                             }
+                            drop(s);
+                            last_seq = i.seq;
                             last = Some(now);
                         } else {
                             seen.lock().unwrap().timeouts.push(now);
@@ -248,28 +339,42 @@ fn main() {
         }
         std::thread::sleep(Duration::from_secs(2));
         let window = Duration::from_secs_f64(secs);
+        let baseline_window = Duration::from_secs_f64(baseline_secs);
         for phase in phases.split(',') {
             let nv0 = nvdec_made();
+            let _ = nvcam::diag::stage_times();
             match phase {
                 "baseline" => {
                     let t0 = Instant::now();
-                    std::thread::sleep(window);
+                    std::thread::sleep(baseline_window);
                     report(&format!("{n_steady} steady, none else"), &seen, &steady, t0, Instant::now(), &[]);
                 }
                 "loop" => {
                     let churn: Vec<u64> = (0..n_churn).filter_map(|_| open(&o).ok()).collect();
                     let go = Arc::new(AtomicBool::new(true));
                     let count = Arc::new(AtomicU64::new(0));
+                    // When every churned camera had come back from its first reconnect (its first
+                    // decoder made), and the reconnect count then.
+                    let up = Arc::new(Mutex::new((0usize, None::<(Instant, u64)>)));
                     std::thread::sleep(Duration::from_millis(500));
                     let t0 = Instant::now();
+                    let n = churn.len();
                     let loops: Vec<_> = churn
                         .iter()
                         .map(|&c| {
-                            let (go, count) = (go.clone(), count.clone());
+                            let (go, count, up) = (go.clone(), count.clone(), up.clone());
                             std::thread::spawn(move || {
+                                let mut first = true;
                                 while go.load(Ordering::Relaxed) {
                                     reconnect_and_wait(c, Duration::from_secs(5));
-                                    count.fetch_add(1, Ordering::Relaxed);
+                                    let k = count.fetch_add(1, Ordering::Relaxed) + 1;
+                                    if std::mem::take(&mut first) {
+                                        let mut u = up.lock().unwrap();
+                                        u.0 += 1;
+                                        if u.0 == n {
+                                            u.1 = Some((Instant::now(), k));
+                                        }
+                                    }
                                 }
                             })
                         })
@@ -278,8 +383,17 @@ fn main() {
                     let t1 = Instant::now();
                     go.store(false, Ordering::Relaxed);
                     loops.into_iter().for_each(|t| t.join().unwrap());
-                    let label = format!("{n_steady} steady + {} reconnecting in a loop ({} reconnects)", churn.len(), count.load(Ordering::Relaxed));
+                    let total = count.load(Ordering::Relaxed);
+                    let label = format!("{n_steady} steady + {} reconnecting in a loop ({total} reconnects)", churn.len());
                     report(&label, &seen, &steady, t0, t1, &[]);
+                    // The same window in two parts: while the churned cameras' first decoders are
+                    // made (the start of the phase is their open burst), then the loop alone.
+                    if let Some((tu, k)) = up.lock().unwrap().1.filter(|(tu, _)| t1.saturating_duration_since(*tu) >= Duration::from_secs(1) && tu.duration_since(t0) >= Duration::from_millis(500)) {
+                        let first = format!("… of which until every churned camera was back once ({:.2} s, {k} reconnects)", tu.duration_since(t0).as_secs_f64());
+                        report(&first, &seen, &steady, t0, tu, &[]);
+                        let rest = format!("… of which the loop alone ({:.2} s, {} reconnects)", t1.duration_since(tu).as_secs_f64(), total - k);
+                        report(&rest, &seen, &steady, tu, t1, &[]);
+                    }
                     churn.iter().for_each(|&c| {
                         let _ = nvcam_camera_close(c, 5000);
                     });
@@ -348,6 +462,9 @@ fn main() {
             let nv1 = nvdec_made();
             if phase != "baseline" && backend == "nvdec" {
                 println!("| ({phase}: NVDEC decoders created +{}, adopted from the last connection +{}) |", nv1.0 - nv0.0, nv1.1 - nv0.1);
+            }
+            if std::env::var("CHURN_STAGES").is_ok_and(|v| v == "1") {
+                stage_lines();
             }
         }
         stop.store(true, Ordering::Relaxed);

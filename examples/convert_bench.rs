@@ -5,8 +5,11 @@
 //!    with events; GB/s = (NV12 bytes read + output bytes written) / time. Beside it a
 //!    device-to-device cuMemcpyAsync moving the same number of bytes (half read, half written),
 //!    and the host time one `nvcam_frame_convert` call takes to enqueue.
-//! 2. Host download of 1080p BGRA (`nvcam_frame_convert` into a plain Vec, returns when the bytes
-//!    are there) against cuMemcpyDtoH of the same bytes into pinned memory and into pageable memory.
+//! 2. Host download of BGRA at 1080p and 4K (`nvcam_frame_convert`, returns when the bytes are
+//!    there) into page-locked memory (cuMemHostAlloc) and into a plain Vec, with the variants the
+//!    library can be switched to by test hooks (kernel writing pinned memory directly; chunk count
+//!    and polled or blocking waits of the pageable path), against cuMemcpyDtoH of the same bytes
+//!    into pinned and into pageable memory; then 4 cameras downloading at once.
 //! 3. N cameras (default 16) on the 1080p H.264 clip, direct NVDEC, looped and unpaced: decode
 //!    only (frames_decoded, as nvdec_bench counts them), then decode + one consumer thread per
 //!    camera that converts every frame it gets into letterboxed 640x640 planar fp16 on its own
@@ -175,44 +178,122 @@ fn kernels_and_download(url: &str, s: sys::CUstream) {
             sys::cuMemFree_v2(cdst);
         }
     }
-    if fi.height == 1080 {
-        // Part 2: host BGRA download.
-        let sp = spec(NVCAM_FORMAT_BGRA8, 0, 0, false);
-        let n = (fi.width * fi.height * 4) as usize;
-        let mut host = vec![0u8; n];
-        let reps = 100;
-        ok("convert host", unsafe { nvcam_frame_convert(f, &sp, host.as_mut_ptr().cast(), 0, n as u64, 0) });
-        let t = Instant::now();
-        for _ in 0..reps {
-            ok("convert host", unsafe { nvcam_frame_convert(f, &sp, host.as_mut_ptr().cast(), 0, n as u64, 0) });
-        }
-        let ours = n as f64 * reps as f64 / t.elapsed().as_secs_f64() / 1e9;
-        let src = alloc(n);
-        let mut pinned: *mut std::ffi::c_void = std::ptr::null_mut();
-        unsafe { ck("cuMemHostAlloc", sys::cuMemHostAlloc(&mut pinned, n, 0)) };
-        let time_copy = |dst: *mut std::ffi::c_void| {
-            unsafe { ck("cuMemcpyDtoH", sys::cuMemcpyDtoH_v2(dst, src, n)) };
-            let t = Instant::now();
-            for _ in 0..reps {
-                unsafe { ck("cuMemcpyDtoH", sys::cuMemcpyDtoH_v2(dst, src, n)) };
-            }
-            n as f64 * reps as f64 / t.elapsed().as_secs_f64() / 1e9
-        };
-        let pinned_gbs = time_copy(pinned);
-        let pageable_gbs = time_copy(host.as_mut_ptr().cast());
-        println!("\n## Host download, {}x{} BGRA ({:.1} MB), {reps} calls", fi.width, fi.height, n as f64 / 1e6);
-        println!("| path | GB/s | vs pinned |");
-        println!("|---|---|---|");
-        println!("| nvcam_frame_convert into a Vec (kernel + staging, returns with the bytes) | {ours:.1} | {:.2} |", ours / pinned_gbs);
-        println!("| cuMemcpyDtoH into pinned memory (same bytes, no conversion) | {pinned_gbs:.1} | 1.00 |");
-        println!("| cuMemcpyDtoH into pageable memory | {pageable_gbs:.1} | {:.2} |", pageable_gbs / pinned_gbs);
-        unsafe {
-            sys::cuMemFreeHost(pinned);
-            sys::cuMemFree_v2(src);
-        }
-    }
+    host_download(f, &fi);
     nvcam_frame_release(f);
     nvcam_camera_close(cam, 5000);
+}
+
+/// GB/s of `reps` calls of `body` moving `n` bytes each (after one warm-up call).
+fn gbs(n: usize, reps: usize, mut body: impl FnMut()) -> f64 {
+    body();
+    let t = Instant::now();
+    for _ in 0..reps {
+        body();
+    }
+    n as f64 * reps as f64 / t.elapsed().as_secs_f64() / 1e9
+}
+
+/// Page-locked host memory (cuMemHostAlloc, flags 0), freed on drop.
+struct Pinned(*mut u8);
+
+impl Pinned {
+    fn new(n: usize) -> Pinned {
+        let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
+        unsafe { ck("cuMemHostAlloc", sys::cuMemHostAlloc(&mut p, n, 0)) };
+        Pinned(p.cast())
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        unsafe { sys::cuMemFreeHost(self.0.cast()) };
+    }
+}
+
+/// Part 2: host BGRA download of frame `f` into pageable and pinned memory, with the variants
+/// the library can be switched to (test hooks), against plain cuMemcpyDtoH of the same bytes.
+fn host_download(f: u64, fi: &nvcam_frame_info) {
+    let sp = spec(NVCAM_FORMAT_BGRA8, 0, 0, false);
+    let n = (fi.width * fi.height * 4) as usize;
+    let reps = if fi.height > 1080 { 40 } else { 100 };
+    let mut host = vec![0u8; n];
+    let pinned = Pinned::new(n);
+    let convert = |dst: *mut u8| ok("convert host", unsafe { nvcam_frame_convert(f, &sp, dst.cast(), 0, n as u64, 0) });
+    let src = alloc(n);
+    let copy = |dst: *mut u8| unsafe { ck("cuMemcpyDtoH", sys::cuMemcpyDtoH_v2(dst.cast(), src, n)) };
+    let pinned_gbs = gbs(n, reps, || copy(pinned.0));
+    let pageable_gbs = gbs(n, reps, || copy(host.as_mut_ptr()));
+    println!("\n## Host download, {}x{} BGRA ({:.1} MB), {reps} calls each", fi.width, fi.height, n as f64 / 1e6);
+    println!("| path | GB/s | vs pinned cuMemcpyDtoH |");
+    println!("|---|---|---|");
+    let row = |name: String, v: f64| println!("| {name} | {v:.1} | {:.2} |", v / pinned_gbs);
+    row("cuMemcpyDtoH into pinned memory (same bytes, no conversion)".into(), pinned_gbs);
+    row("cuMemcpyDtoH into pageable memory".into(), pageable_gbs);
+    // (chunks (0 = by size, the default), kernel writes pinned dst, poll) variants; the
+    // library's default first.
+    for (chunks, kernel, poll) in [(0, false, true), (0, true, true), (0, false, false), (8, false, true), (16, false, true), (32, false, true)] {
+        nvcam::diag::set_download_knobs(chunks, kernel, poll);
+        let wait = if poll { "polled waits" } else { "blocking waits" };
+        if chunks == 0 {
+            let how = if kernel { "kernel writes it through its mapping" } else { "kernel into scratch, one DMA into it" };
+            row(format!("nvcam_frame_convert into pinned memory ({how}, {wait})"), gbs(n, reps, || convert(pinned.0)));
+        }
+        if !kernel {
+            let chunks = if chunks == 0 { "chunks of ~512 KiB".to_string() } else { format!("{chunks} chunks") };
+            row(format!("nvcam_frame_convert into a Vec ({chunks} through pinned staging, worker pool, {wait})"), gbs(n, reps, || convert(host.as_mut_ptr())));
+        }
+    }
+    nvcam::diag::set_download_knobs(0, false, true);
+    unsafe { sys::cuMemFree_v2(src) };
+    drop(pinned);
+}
+
+/// Part 2b: `k` cameras' 1080p BGRA downloads at once, one host thread each, into pageable or
+/// pinned memory: aggregate GB/s.
+fn concurrent_downloads(k: usize, reps: usize) {
+    let cams: Vec<u64> = (0..k).map(|_| open_cam("testsrc://1920x1080@30", NVCAM_OPEN_NO_PACING, NVCAM_DECODER_AUTO)).collect();
+    let frames: Vec<u64> = cams
+        .iter()
+        .map(|&c| {
+            let mut f = 0;
+            ok("get_frame", unsafe { nvcam_camera_get_frame(c, 10_000, &mut f) });
+            f
+        })
+        .collect();
+    let n = 1920 * 1080 * 4;
+    let sp = spec(NVCAM_FORMAT_BGRA8, 0, 0, false);
+    println!("\n## {k} cameras downloading at once (1080p BGRA, one host thread each, {reps} calls each)");
+    println!("| destination | aggregate GB/s | per camera GB/s |");
+    println!("|---|---|---|");
+    for pinned in [false, true] {
+        let barrier = std::sync::Barrier::new(k);
+        let t = Instant::now();
+        std::thread::scope(|sc| {
+            for &f in &frames {
+                let (barrier, sp) = (&barrier, &sp);
+                sc.spawn(move || {
+                    push_primary(); // for cuMemHostAlloc on this thread
+                    let mut v = vec![0u8; n];
+                    let p = if pinned { Some(Pinned::new(n)) } else { None };
+                    let dst = p.as_ref().map_or(v.as_mut_ptr(), |p| p.0);
+                    ok("convert", unsafe { nvcam_frame_convert(f, sp, dst.cast(), 0, n as u64, 0) });
+                    barrier.wait();
+                    for _ in 0..reps {
+                        ok("convert", unsafe { nvcam_frame_convert(f, sp, dst.cast(), 0, n as u64, 0) });
+                    }
+                });
+            }
+        });
+        // Includes each thread's buffer setup; small against the calls.
+        let total = (k * reps * n) as f64 / t.elapsed().as_secs_f64() / 1e9;
+        println!("| {} | {total:.1} | {:.1} |", if pinned { "pinned (cuMemHostAlloc)" } else { "pageable Vec" }, total / k as f64);
+    }
+    for f in frames {
+        nvcam_frame_release(f);
+    }
+    for c in cams {
+        nvcam_camera_close(c, 5000);
+    }
 }
 
 /// Part 3: aggregate fps of `n` cameras, decode only or decode + letterboxed fp16 conversion.
@@ -294,8 +375,9 @@ fn main() {
     let s = stream();
     kernels_and_download("testsrc://1920x1080@30", s);
     kernels_and_download("testsrc://3840x2160@30", s);
+    concurrent_downloads(4, 50);
     let clip = format!("{fixtures}/bench-h264-1920x1080.mp4");
-    if std::path::Path::new(&clip).exists() {
+    if n > 0 && std::path::Path::new(&clip).exists() {
         let (dec_only, _) = cameras(&clip, n, seconds, false);
         let (dec, conv) = cameras(&clip, n, seconds, true);
         println!("\n## N = {n} cameras, {clip}, direct NVDEC, {seconds} s window");
@@ -304,7 +386,7 @@ fn main() {
         println!("| decode only | {dec_only:.0} | - | - |");
         println!("| decode + convert on each consumer's stream | {dec:.0} | {conv:.0} | {:.3} |", conv / dec_only);
     } else {
-        println!("\n(no {clip}: camera rows skipped)");
+        println!("\n(--cams 0 or no {clip}: camera rows skipped)");
     }
     unsafe { sys::cuStreamDestroy_v2(s) };
     nvcam_shutdown(20_000);

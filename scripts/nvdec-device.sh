@@ -16,7 +16,8 @@
 #   racecheck-convert tests/gpu_convert.rs under compute-sanitizer --tool racecheck
 #   python-gpu     bindings/python/test_gpu.py with the bundle's libnvcam.so (torch/CuPy zero copy,
 #                  DLPack outliving a reconnect, convert into tensors, batch); bundle --with bindings/python
-#   bench-convert  examples/convert_bench (conversion vs copy GB/s, host download, N = 16 fp16 letterbox)
+#   bench-convert  examples/convert_bench (conversion vs copy GB/s, host download, N = 16 fp16 letterbox;
+#                  CONVERT_BENCH_ARGS='--cams 0' skips the N cameras part)
 #   kernel-bench   scripts/convert-kernel-bench.py: the kernels alone vs a copy (CuPy); bundle --with kernels
 #   soak           tests/soak.rs on GPU 0 for SOAK_S seconds (default 300; no RTSP: no GStreamer there)
 #   memcheck-soak  the same under compute-sanitizer memcheck for MEMCHECK_SOAK_S (default 120)
@@ -32,6 +33,14 @@
 #   churn-noreuse  the same with NVCAM_NVDEC_REUSE=0 (a new decoder at every reconnect, as before)
 #   latency        32 paced 1080p30 cameras (no B-frames), decode latency at low latency and throughput
 #   bench16        nvdec_bench, direct NVDEC, N = 16 (throughput mode against the 4,927 fps before)
+#   hw-churn       churn_bench, FFmpeg hwaccel only: 96 steady + 32 churned, every phase, an 11 s
+#                  baseline (each steady camera passes the end of its looped clip), stage timings
+#   hw-latency     32 paced cameras of the 40-frame no-B clip (a loop every 1.3 s), low latency, on
+#                  FFmpeg's hwaccel: as now, then with NVCAM_HW_LOOP_FLUSH=1 (drain + flush per loop)
+#   nvdec-loop     churn_bench direct NVDEC, reuse on: 96 steady + 32 reconnecting in a loop for 6 s,
+#                  stage timings and hand-off (where a late steady frame waited)
+#   nvdec-loop-poll10  the same with the reconnecting threads polling their stats every 10 ms, not 1
+#   upload-churn   churn_bench, software decode + upload: 32 steady + 8 churned, every phase
 set -u
 out=${OUT:-/tmp}
 b=$GPU_BUNDLE
@@ -97,7 +106,7 @@ kernel-bench)
   step kernel-bench 90 bash -c "python3 '$BUNDLE_WITH/scripts/convert-kernel-bench.py' '$BUNDLE_WITH/kernels/nvcam_kernels.fatbin' 2>&1 | tee '$out/kernel-bench.log'"
   ;;
 bench-convert)
-  step bench-convert 150 bash -c "'$b/bin/convert_bench' --fixtures '$fix' 2>>'$out/bench-stderr.log' | tee '$out/bench-convert.log'"
+  step bench-convert 150 bash -c "'$b/bin/convert_bench' --fixtures '$fix' ${CONVERT_BENCH_ARGS:-} 2>>'$out/bench-stderr.log' | tee '$out/bench-convert.log'"
   ;;
 soak)
   soak_test=$(ls "$b"/tests/soak-* | head -1)
@@ -142,6 +151,22 @@ latency)
   ;;
 bench16)
   step bench16 40 bash -c "$(bench "" "$fix/bench-h264-1920x1080.mp4" --label h264-1080p-4M --backends nvdec --cams 16 --cli none --seconds 3 --warmup 1)"
+  ;;
+hw-churn)
+  step hw-churn 110 bash -c "CHURN_STAGES=1 '$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 96 --churn 32 --backends ffmpeg-hw --seconds 3 --baseline-seconds 11 --rounds 2 2>'$out/hw-churn-stderr.log' | tee '$out/hw-churn.log'"
+  ;;
+hw-latency)
+  step hw-latency 40 bash -c "CHURN_STAGES=1 '$b/bin/churn_bench' '$fix/nvdec-h264-nob-1920x1080.mp4' --steady 32 --churn 0 --backends ffmpeg-hw --phases baseline --seconds 4 --latency low 2>>'$out/hw-latency-stderr.log' | tee -a '$out/hw-latency.log'"
+  step hw-latency-loopflush 40 bash -c "NVCAM_HW_LOOP_FLUSH=1 CHURN_STAGES=1 '$b/bin/churn_bench' '$fix/nvdec-h264-nob-1920x1080.mp4' --steady 32 --churn 0 --backends ffmpeg-hw --phases baseline --seconds 4 --latency low 2>>'$out/hw-latency-stderr.log' | tee -a '$out/hw-latency.log'"
+  ;;
+nvdec-loop)
+  step nvdec-loop 60 bash -c "CHURN_STAGES=1 '$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 96 --churn 32 --backends nvdec --phases loop --seconds 6 2>'$out/nvdec-loop-stderr.log' | tee '$out/nvdec-loop.log'"
+  ;;
+nvdec-loop-poll10)
+  step nvdec-loop-poll10 60 bash -c "CHURN_POLL_MS=10 CHURN_STAGES=1 '$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 96 --churn 32 --backends nvdec --phases loop --seconds 6 2>'$out/nvdec-loop-poll10-stderr.log' | tee '$out/nvdec-loop-poll10.log'"
+  ;;
+upload-churn)
+  step upload-churn 90 bash -c "CHURN_STAGES=1 '$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 32 --churn 8 --backends upload --seconds 3 --rounds 2 2>'$out/upload-churn-stderr.log' | tee '$out/upload-churn.log'"
   ;;
 *) echo "unknown step $what"; rc=1 ;;
 esac

@@ -13,7 +13,8 @@
 //! gpu, decode   device contexts/memory/decoders; the decoder seam and the software decoder
 //! input, source, ffmpeg   FFmpeg I/O under our deadlines; URLs; small FFmpeg owners
 //! registry, frame, pool, handle   frame handles, frames, slots and leases, generational tables
-//! config, logging, pin, status    options and defaults; log sinks; self-pin; codes and errors
+//! config, logging, pin, status, workers    options and defaults; log sinks; self-pin; codes and
+//!               errors; the worker threads calls split their work over
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks, unreachable_pub)]
@@ -37,6 +38,7 @@ mod registry;
 mod select;
 mod source;
 pub mod status;
+mod workers;
 
 pub use ffi::camera::*;
 pub use ffi::frame::*;
@@ -79,6 +81,8 @@ pub use status::{
 pub mod diag {
     pub use crate::gpu::nvdec::sys::{available as nvcuvid_available, layout_report as nvcuvid_layout_report, lib as nvcuvid_lib};
     pub use crate::gpu::nvdec::{counters as nvdec_counters, NvdecCounters};
+    pub use crate::gpu::hwdec::sessions_made as ffmpeg_hw_sessions_made;
+    pub use crate::gpu::timing::{take as stage_times, Stage, StageTimes};
     pub use crate::instances::live as lv_instances_live;
     pub use crate::pool::live_pools;
     /// IEEE half bits → f32 (reading fp16 conversions).
@@ -102,6 +106,12 @@ pub mod diag {
     /// Conversion kernel launches so far (a device batch of up to 32 frames is one).
     #[cfg(feature = "test-hooks")]
     pub use crate::gpu::kernels::convert_launches;
+    /// Host-download variants (benchmark) and counts by path (tests).
+    #[cfg(feature = "test-hooks")]
+    pub use crate::gpu::download::{paths as download_paths, set_knobs as set_download_knobs};
+    /// Staging areas made on a GPU (they are made only for concurrent conversions).
+    #[cfg(feature = "test-hooks")]
+    pub use crate::gpu::staging::made as staging_areas;
     /// NVDEC fault and delay hooks (the `test-hooks` feature).
     #[cfg(feature = "test-hooks")]
     pub mod hooks {

@@ -239,6 +239,9 @@ pub(crate) fn shutdown(timeout: Duration) -> Result<usize> {
         }
     }
     crate::gpu::shutdown(end.saturating_duration_since(Instant::now()));
+    if !crate::workers::stop(end) {
+        log::warn!("nvcam_shutdown: a worker thread did not stop in time; it ends on its own");
+    }
     crate::logging::clear_callback();
     log::info!("nvcam shut down ({leaked} leaked handle(s) released)");
     if all_closed {

@@ -277,4 +277,12 @@ impl Decoder for Fallback {
     fn reset(&mut self) -> bool {
         self.inner().map(|d| d.reset()).unwrap_or(false)
     }
+    fn continues_across_rewind(&self) -> bool {
+        match &self.hw {
+            Hw::Nvdec(n) => n.continues_across_rewind(),
+            Hw::Ffmpeg(h) => h.continues_across_rewind(),
+            Hw::Upload(u) => u.continues_across_rewind(),
+            Hw::Empty => false,
+        }
+    }
 }

@@ -569,6 +569,53 @@ fn hw_session_cap_falls_back_to_software() {
     println!("cap 2, 4 cameras: 2 NVDEC, 2 software + upload, all streaming into device pools");
 }
 
+/// A looped file goes on across its end in the same decoder on both hardware backends: every
+/// loop's frames equal FFmpeg's software decode, in order, and no NVDEC session is made. FFmpeg's
+/// hwaccel used to drain and flush at every loop, and a flush makes FFmpeg's h264 decoder destroy
+/// and re-create its NVDEC session; cameras looping together (paced files opened together) then
+/// queued in the driver's `cuvidCreateDecoder` for seconds (issue 11: 32 paced cameras of a
+/// 40-frame clip at 12 fps). Direct NVDEC made a new parser at every loop, whose first picture
+/// then waited for the engine without the display delay's head start.
+#[test]
+fn looped_file_keeps_its_decoder_and_frame_order() {
+    if !need_gpu("looped_file_keeps_its_decoder_and_frame_order") {
+        return;
+    }
+    let _s = Session::new(config(0));
+    // 60 frames with B-frames (pictures still in the reorder buffer at the end of each loop).
+    let clip = small_clip();
+    let reference = reference_frames(&clip, 640, 360);
+    assert_eq!(reference.len(), 60);
+    let decoders: Vec<u32> = if nvcam::diag::nvcuvid_available() { vec![NVCAM_DECODER_NVDEC, NVCAM_DECODER_FFMPEG_HW] } else { vec![NVCAM_DECODER_FFMPEG_HW] };
+    let made = || (nvcam::diag::ffmpeg_hw_sessions_made(), nvcam::diag::nvdec_counters().decoders_created.load(Ordering::Relaxed));
+    for d in decoders {
+        let cam = open(clip.to_str().unwrap(), &gpu_options(NVCAM_OPEN_LOOP | NVCAM_OPEN_NO_PACING | NVCAM_OPEN_LOSSLESS, d)).unwrap();
+        let mut made0 = None;
+        let mut pts = Vec::new();
+        for k in 0..181 {
+            let f = get_frame(cam, 10_000).unwrap_or_else(|e| panic!("decoder {d}: frame {k}: {e:?}"));
+            let i = info(f).unwrap();
+            assert_eq!(i.seq, k as u64 + 1, "decoder {d}: lossless camera skipped a frame");
+            let got = pixels(f).unwrap();
+            if let Some(at) = first_diff(&got, &reference[k % 60]) {
+                panic!("decoder {d}: frame {k} (loop {}, picture {}) differs from FFmpeg's software decode at byte {at}", k / 60, k % 60);
+            }
+            pts.push(i.pts_us);
+            release(f).unwrap();
+            // The sessions of the first picture are made by now; none may follow.
+            made0.get_or_insert_with(made);
+        }
+        let (hw, nv) = made();
+        let (hw0, nv0) = made0.unwrap();
+        assert_eq!(stats(cam).decoder, d);
+        assert!(pts[..60].windows(2).all(|w| w[0] < w[1]), "decoder {d}: one loop in display order: {:?}", &pts[..60]);
+        assert!(pts.iter().enumerate().all(|(k, &p)| p == pts[k % 60]), "decoder {d}: every loop the same timestamps");
+        assert_eq!((hw - hw0, nv - nv0), (0, 0), "decoder {d}: NVDEC sessions made over 3 loops (FFmpeg's, direct)");
+        println!("decoder {d}, 3 loops of a 60-frame clip: 181 frames equal to FFmpeg's software decode, in order; NVDEC sessions made +0");
+        close(cam, 5000).unwrap();
+    }
+}
+
 /// The CPU path of a GPU request, where there is no GPU (CI): the camera decodes on the CPU,
 /// an explicit hardware policy is an error, and the GPU calls answer sensibly.
 #[test]

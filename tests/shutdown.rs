@@ -27,6 +27,14 @@ fn shutdown_with_leaked_clones_frees_all_and_old_handles_stay_stale() {
     }
     assert_eq!(leaked.len(), 72);
     assert!(threads_named("nvcam-cam") >= 3);
+    // A conversion big enough to be split over the worker pool (640x480 out of 320x240).
+    let spec = nvcam_convert { struct_size: std::mem::size_of::<nvcam_convert>() as u32, format: NVCAM_FORMAT_BGRA8, width: 640, height: 480, ..Default::default() };
+    let mut out = vec![0u8; 640 * 480 * 4];
+    // SAFETY (test): `out` is writable for its length.
+    ok(unsafe { nvcam_frame_convert(leaked[7], &spec, out.as_mut_ptr().cast(), 0, out.len() as u64, 0) }).unwrap();
+    if std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) > 1 {
+        assert!(threads_named("nvcam-work") > 0, "a large conversion started no worker thread: the check below proves nothing");
+    }
     assert!(nvcam::diag::live_pools().0 >= pools_before + 3);
 
     let t0 = Instant::now();
@@ -36,6 +44,7 @@ fn shutdown_with_leaked_clones_frees_all_and_old_handles_stay_stale() {
     // Every byte is back: no pool survives its leaked clones past shutdown, no thread is left.
     assert_eq!(nvcam::diag::live_pools(), (pools_before, 0));
     assert_eq!(threads_named("nvcam-cam"), 0);
+    assert_eq!(threads_named("nvcam-work"), 0, "worker threads outlived shutdown");
     for &h in &leaked {
         assert_eq!(info(h).unwrap_err().0, NVCAM_E_STALE_HANDLE);
         assert_eq!(release(h).unwrap_err().0, NVCAM_E_STALE_HANDLE);

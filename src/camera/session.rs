@@ -7,6 +7,7 @@ use super::shared::{CameraState, Shared};
 use crate::config::DEFAULTS;
 use crate::decode::pts_us;
 use crate::frame::TimeSource;
+use crate::gpu::timing::{self, Stage};
 use crate::input::{self, Read};
 use crate::select::{self, Chosen};
 use crate::status::*;
@@ -14,6 +15,9 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Pictures a session delivers before its stage timings count (its start is not steady).
+const STEADY_AFTER: u64 = 30;
 
 pub(super) enum SessionEnd {
     Stop,
@@ -60,6 +64,10 @@ fn note_decoder(sh: &Shared, kind: crate::decode::DecoderKind) {
 struct Pacer {
     clock: Option<(Instant, i64)>,
     reanchors: u64,
+    /// How late the last picture was at its due time (zero when it was not).
+    late: Duration,
+    /// The last picture's timestamp: one at or before it is a jump (a rewound file), not lateness.
+    last_pts: Option<i64>,
 }
 
 impl Pacer {
@@ -72,7 +80,11 @@ impl Pacer {
         let late_ok = Duration::from_millis(DEFAULTS.pace_reanchor_late_ms as u64);
         let ahead = pts_us - p0;
         let due = t0 + Duration::from_micros(ahead.max(0) as u64);
-        if ahead < 0 || due > now + Duration::from_secs(2) || now > due + late_ok {
+        // A timestamp jump (a rewound file, a gap in the stream) is not lateness.
+        let back = self.last_pts.replace(pts_us).is_some_and(|l| pts_us <= l);
+        let jump = back || ahead < 0 || due > now + Duration::from_secs(2);
+        self.late = if jump { Duration::ZERO } else { now.saturating_duration_since(due) };
+        if jump || self.late > late_ok {
             self.clock = Some((now, pts_us));
             self.reanchors += 1;
             return None;
@@ -80,9 +92,19 @@ impl Pacer {
         (due > now + Duration::from_millis(1)).then(|| due - now)
     }
 
-    fn wait(&mut self, sh: &Shared, pts_us: i64) {
-        if let Some(d) = self.delay(Instant::now(), pts_us) {
+    /// Waits until the picture is due; `steady` records how late it was, or how much longer
+    /// than asked the wait took (`timing`).
+    fn wait(&mut self, sh: &Shared, pts_us: i64, steady: bool) {
+        let now = Instant::now();
+        let d = self.delay(now, pts_us);
+        if steady && !self.late.is_zero() {
+            timing::record(Stage::Late, self.late);
+        }
+        if let Some(d) = d {
             sh.sleep_interruptible(d);
+            if steady {
+                timing::record(Stage::Oversleep, now.elapsed().saturating_sub(d));
+            }
         }
     }
 }
@@ -90,8 +112,12 @@ impl Pacer {
 pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32, connected: &mut bool) -> Result<SessionEnd> {
     let o = &sh.opts;
     let low_latency = o.latency.is_low(sh.is_network());
+    let t_open = Instant::now();
     let mut input = input::open(&sh.source, &o.ffmpeg, &sh.irq, o.open_timeout)?;
+    timing::since(Stage::Open, t_open);
+    let t_select = Instant::now();
     let Chosen { decoder: mut dec, pools } = select::decoder_for(o, &input.stream(), &sh.backend, low_latency)?;
+    timing::since(Stage::Select, t_select);
     note_codec(sh, &input);
     let mut kind = dec.kind();
     note_decoder(sh, kind);
@@ -110,7 +136,13 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
     let mut seq = sh.counters.decoded.load(Ordering::Relaxed);
     let mut fps_window = (Instant::now(), 0u64);
     let mut eof = false;
+    // Pictures this session delivered: the stage timings count a session's steady state only
+    // (after its first second), not its start.
+    let mut delivered = 0u64;
+    let looping = !sh.source.is_live() && o.flags.loop_file;
+    let mut read_since_rewind = false;
     loop {
+        let steady = delivered >= STEADY_AFTER;
         if sh.irq.stopping() {
             return Ok(SessionEnd::Stop);
         }
@@ -118,16 +150,33 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
             return Ok(SessionEnd::Kicked);
         }
         if !eof {
-            match input.read_video(o.stall_timeout) {
+            let t_read = Instant::now();
+            let read = input.read_video(o.stall_timeout);
+            if steady {
+                timing::since(Stage::Read, t_read);
+            }
+            match read {
                 Ok(Read::Packet(p)) => {
                     sh.note_packet();
+                    read_since_rewind = true;
                     // A kick or close that came after the read: the session ends, nothing more
                     // goes into the decoder.
                     if sh.irq.stopping() || sh.irq.kicked() {
                         continue;
                     }
                     arrivals.read(Arrival { pts_us: pts_us(p.pts(), time_base), at: Instant::now(), wall_ns: wall_ns() });
-                    sh.report(dec.send_packet(&p)?);
+                    let t_send = Instant::now();
+                    let sent = dec.send_packet(&p)?;
+                    if steady {
+                        timing::since(Stage::Send, t_send);
+                    }
+                    sh.report(sent);
+                }
+                // A looped file whose decoder goes on across the rewind: no drain, no reset
+                // (unless the file gave no packet since the last rewind: then drain as usual).
+                Ok(Read::Eof) if looping && read_since_rewind && dec.continues_across_rewind() => {
+                    input.rewind()?;
+                    read_since_rewind = false;
                 }
                 Ok(Read::Eof) => {
                     dec.send_eof()?;
@@ -144,7 +193,11 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
             }
         }
         let mut got_any = false;
+        let mut t_receive = Instant::now();
         while let Some(pic) = dec.receive()? {
+            if steady {
+                timing::since(Stage::Receive, t_receive);
+            }
             got_any = true;
             seq += 1;
             sh.counters.decoded.store(seq, Ordering::Relaxed);
@@ -154,7 +207,7 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
             let arrival = arrivals.take(pic.pts_us);
             let before_pacing = Instant::now();
             if paced {
-                pacer.wait(sh, pic.pts_us);
+                pacer.wait(sh, pic.pts_us, steady);
             }
             // Decode latency counts from the packet's read, less the time pacing held it on purpose.
             let since = arrival.map_or(before_pacing, |a| a.at) + before_pacing.elapsed();
@@ -165,7 +218,12 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                 _ => (arrival.map_or_else(wall_ns, |a| a.wall_ns), TimeSource::Receive),
             };
             let Some(_in_flight) = sh.gate.enter() else { return Ok(SessionEnd::Stop) };
+            let t_deliver = Instant::now();
             deliver(sh, &mut *dec, &pools, pic, seq, since, capture)?;
+            if steady {
+                timing::since(Stage::Deliver, t_deliver);
+            }
+            delivered += 1;
             // A GPU decoder may have fallen back to another (same device, same pools); the
             // shared record is touched only when that happens, not per frame.
             if dec.kind() != kind {
@@ -178,11 +236,13 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                 sh.counters.fps_milli.store(fps_window.1 * 1_000_000 / el.as_millis().max(1) as u64, Ordering::Relaxed);
                 fps_window = (Instant::now(), 0);
             }
+            t_receive = Instant::now();
         }
         crate::gpu::maintain();
         if eof && !got_any {
-            if !sh.source.is_live() && o.flags.loop_file {
+            if looping {
                 input.rewind()?;
+                read_since_rewind = false;
                 if !dec.reset() {
                     // The old decoder goes first: it may park its NVDEC decoder for the new one.
                     drop(dec);
@@ -218,8 +278,12 @@ mod tests {
         assert_eq!(p.reanchors, 1);
         let d = p.delay(t1 + Duration::from_millis(1), 100_000).unwrap();
         assert!((Duration::from_millis(32)..=Duration::from_millis(33)).contains(&d), "{d:?}");
-        // Timestamps going backward (a rewound file) re-anchor too.
-        assert_eq!(p.delay(t1 + Duration::from_millis(40), 0), None);
-        assert_eq!(p.reanchors, 2);
+        // Timestamps going backward (a rewound file) re-anchor too, and are not lateness, even
+        // back to the anchor's own timestamp.
+        assert_eq!(p.delay(t1 + Duration::from_millis(40), 66_667), None);
+        assert_eq!((p.reanchors, p.late), (2, Duration::ZERO));
+        assert!(p.delay(t1 + Duration::from_millis(41), 100_000).is_some());
+        assert_eq!(p.delay(t1 + Duration::from_millis(2000), 66_667), None);
+        assert_eq!((p.reanchors, p.late), (3, Duration::ZERO));
     }
 }

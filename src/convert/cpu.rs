@@ -2,7 +2,7 @@
 //! multiply-adds on either side), so CPU and GPU results are bit-identical. Where the kernel takes
 //! an exact shortcut (integer chroma weights at the same scale, bytes made floats by the 2^23
 //! trick) this side computes the plain form, which gives the same values. Large images are split
-//! into bands of rows over a few threads.
+//! into bands of rows over the library's worker pool ([`crate::workers`]).
 
 use super::{f16_bits, Layout, Mode, Plan, PixelFormat};
 use crate::status::*;
@@ -225,7 +225,7 @@ pub(crate) fn convert(p: &Plan, src: &Nv12, dst: &mut [u8], l: &Layout) -> Resul
     let out_h = p.out_h as usize;
     // Bands of rows over a few threads once the image is worth it (a camera at 1080p: ~8).
     let threads = if p.out_w as usize * out_h >= 256 * 256 {
-        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8)
+        crate::workers::parallelism()
     } else {
         1
     };
@@ -250,14 +250,13 @@ pub(crate) fn convert(p: &Plan, src: &Nv12, dst: &mut [u8], l: &Layout) -> Resul
         band(p, src, l.pitch, 0, out_h, &mut bands[0]);
         return Ok(());
     }
-    std::thread::scope(|sc| {
-        for (b, mut planes) in bands.into_iter().enumerate() {
-            let y0 = b * band_rows;
-            let rows = band_rows.min(out_h - y0);
-            sc.spawn(move || band(p, src, l.pitch, y0, rows, &mut planes));
-        }
-    });
-    Ok(())
+    // On the library's worker pool (and this thread): no thread is started per call.
+    let bands: Vec<parking_lot::Mutex<Vec<&mut [u8]>>> = bands.into_iter().map(parking_lot::Mutex::new).collect();
+    crate::workers::for_each(bands.len(), &|b| {
+        let y0 = b * band_rows;
+        let rows = band_rows.min(out_h - y0);
+        band(p, src, l.pitch, y0, rows, &mut bands[b].lock());
+    })
 }
 
 #[cfg(test)]

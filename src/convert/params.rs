@@ -2,7 +2,8 @@
 //! `nvcam_convert_item`, `nvcam_convert_params` and `nvcam_convert_batch_params` in
 //! `kernels/nvcam_convert.cu` (the same sizes and offsets are asserted on both sides).
 
-use super::{Mode, Plan};
+use super::{Layout, Mode, Plan};
+use crate::frame::Frame;
 
 /// Items one batch launch takes: its parameter block (3,648 bytes) stays under the 4 KiB that
 /// every driver accepts (`NVCAM_BATCH_PER_LAUNCH` in the kernel source).
@@ -131,6 +132,11 @@ impl KernelItem {
 }
 
 impl KernelParams {
+    /// The block for converting frame `f` (a device frame) into `dst`, laid out as `l`.
+    pub(crate) fn for_frame(f: &Frame, p: &Plan, dst: u64, l: &Layout) -> KernelParams {
+        KernelParams::new(p, f.y_addr(), f.uv_addr(), f.geom().pitch, dst, l.pitch, l.plane)
+    }
+
     /// The block for converting the NV12 image at `y`/`uv` (rows `src_pitch` apart) into `dst`.
     pub(crate) fn new(p: &Plan, y: u64, uv: u64, src_pitch: usize, dst: u64, dst_pitch: usize, dst_plane: usize) -> KernelParams {
         KernelParams { c: KernelCommon::new(p, dst_pitch, dst_plane), it: KernelItem::new(p, y, uv, src_pitch, dst) }

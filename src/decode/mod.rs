@@ -77,6 +77,14 @@ pub(crate) trait Decoder: Send {
     fn reset(&mut self) -> bool {
         false
     }
+    /// Whether a looped file goes on into this decoder as one stream at its end: no drain, no
+    /// [`Decoder::reset`]; the rewound file's first key frame follows the last picture as a key
+    /// frame follows in any live stream, and the pictures still in the decoder's reorder buffer
+    /// come out, in order, with the next ones. For decoders whose reset is expensive (FFmpeg's
+    /// CUDA hwaccel makes a new NVDEC session after every flush).
+    fn continues_across_rewind(&self) -> bool {
+        false
+    }
 }
 
 /// What `avcodec_receive_frame` returned, for a [`Decoder::receive`]: the picture in `frame`

@@ -133,14 +133,18 @@ unsafe fn spec_and_pitch(spec: *const nvcam_convert, dst_pitch: u64) -> crate::s
 /// (`nvcam_frame_convert_size` says how many).
 ///
 /// `spec->dst_memory` says where `dst` is:
-/// - `NVCAM_MEMORY_DEVICE`: `dst` is a `CUdeviceptr` on `spec->dst_device` (the frame's GPU). The
-///   work is enqueued on `cuda_stream` (a `CUstream` of that device's primary context, as PyTorch
-///   and CuPy use; 0 = its legacy default stream), which first waits for the frame to be ready:
-///   the call does not wait on the host. The frame's slot is fenced by that work, so the handle
-///   may be released at once. Frames of CPU cameras cannot be converted into device memory.
+/// - `NVCAM_MEMORY_DEVICE`: `dst` is a `CUdeviceptr` on `spec->dst_device`. The work is enqueued
+///   on `cuda_stream` (a `CUstream` of that device's primary context, as PyTorch and CuPy use;
+///   0 = its legacy default stream), which first waits for the frame to be ready: the call does
+///   not wait on the host. The frame's slot is fenced by that work, so the handle may be released
+///   at once. `dst_device` may be another GPU than the frame's: the kernel then runs on the
+///   frame's GPU and `cuda_stream` copies the result over (peer access where the GPUs have it),
+///   still without a host wait. Frames of CPU cameras cannot be converted into device memory.
 /// - `NVCAM_MEMORY_HOST`: any host memory (a LabVIEW array); the call returns when the bytes are
-///   there (GPU frames go through a pinned staging buffer; CPU frames convert on the CPU with the
-///   same arithmetic). `cuda_stream` is ignored.
+///   there. GPU frames: page-locked memory (`cuMemHostAlloc`, `cuMemHostRegister`, a pinned torch
+///   tensor) receives one DMA directly, the fastest way; pageable memory goes through the
+///   library's pinned staging. CPU frames convert on the CPU with the same arithmetic.
+///   `cuda_stream` is ignored.
 ///
 /// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_UNSUPPORTED, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_INTERNAL, NVCAM_E_PANIC
 ///

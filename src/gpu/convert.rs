@@ -1,8 +1,9 @@
 //! Conversions of a frame as a [`Spec`] says: device frames by the embedded kernels
 //! ([`super::kernels`]) on the caller's stream for device destinations (after a cuStreamWaitEvent
-//! on the frame's ready event: no host wait) or through the staging path of [`super::download`]
-//! for host destinations (returning when the bytes are there). Host frames convert on the CPU
-//! ([`crate::convert::cpu`]), the same arithmetic.
+//! on the frame's ready event: no host wait), through [`super::peer`] for device memory of
+//! another GPU (still no host wait), or through [`super::download`] for host destinations
+//! (returning when the bytes are there). Host frames convert on the CPU ([`crate::convert::cpu`]),
+//! the same arithmetic.
 
 use super::context::{ck, Device};
 use super::download::to_host;
@@ -19,7 +20,7 @@ use std::sync::Arc;
 
 /// Library shutdown: staging areas, then modules, before the contexts are released.
 pub(crate) fn shutdown() {
-    super::download::shutdown();
+    super::staging::shutdown();
     super::kernels::shutdown();
 }
 
@@ -32,10 +33,10 @@ pub(crate) enum Dst<'a> {
 }
 
 /// Converts `f` as `spec` says into `dst` (rows `dst_pitch` apart, 0 = packed). Device
-/// destinations are written by work enqueued on `stream` (a stream of the device's primary
-/// context; 0 = its legacy default stream), which first waits for the frame; the frame's slot is
-/// then fenced by that work, so releasing the handle at once is safe. Host destinations hold the
-/// bytes when this returns.
+/// destinations are written by work enqueued on `stream` (a stream of the destination device's
+/// primary context; 0 = its legacy default stream), which first waits for the frame (for another
+/// GPU: for the kernel on the frame's GPU); the frame's slot is then fenced by that work, so
+/// releasing the handle at once is safe. Host destinations hold the bytes when this returns.
 pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, stream: u64) -> Result<()> {
     let g = *f.geom();
     let plan = Plan::new(spec, g.width, g.height, f.color_resolved())?;
@@ -61,18 +62,16 @@ pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, 
         )),
         (MemoryKind::Device, Dst::Device { ptr, len, device }) => {
             need(len)?;
-            if device != f.device() {
-                return Err(Error::new(
-                    NVCAM_E_UNSUPPORTED,
-                    format!("the frame is on GPU {}, dst on GPU {device}: cross-device conversion is not supported yet", f.device()),
-                ));
-            }
             let a = plan.format.align();
             if ptr % a as u64 != 0 || l.pitch % a != 0 {
                 return Err(Error::arg(format!("{:?} needs dst and dst_pitch aligned to {a} bytes", plan.format)));
             }
             let dev = super::device(device)?;
             check_device_range(&dev, ptr, l.total)?;
+            if device != f.device() {
+                // Another GPU: kernel on the frame's GPU, then a copy on the caller's stream.
+                return super::peer::to_device(f, &plan, ptr, &l, &dev, stream);
+            }
             let k = kernels(&dev)?;
             let p = params(f, &plan, ptr, &l);
             f.storage().wait_on_stream(f.slot(), stream)?;
@@ -89,8 +88,8 @@ pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, 
     }
 }
 
-pub(super) fn params(f: &Frame, plan: &Plan, dst: u64, l: &Layout) -> KernelParams {
-    KernelParams::new(plan, f.y_addr(), f.uv_addr(), f.geom().pitch, dst, l.pitch, l.plane)
+fn params(f: &Frame, plan: &Plan, dst: u64, l: &Layout) -> KernelParams {
+    KernelParams::for_frame(f, plan, dst, l)
 }
 
 /// Refuses a device destination that is not device memory of `dev`, or whose allocation ends

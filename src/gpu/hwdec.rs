@@ -6,9 +6,20 @@
 //! pool slot with cuMemcpy2DAsync on the same stream, an event is recorded, and the AVFrame (and
 //! so the surface) is held until that event has completed, found by querying, never by waiting
 //! on the hot path, then unreffed. `extra_hw_frames` covers exactly what is held.
+//!
+//! FFmpeg makes its NVDEC session lazily (at the first slice, through `get_format`), and makes a
+//! new one whenever its h264 decoder re-initialises, which `avcodec_flush_buffers` forces. The
+//! driver creates decoders one after another (about 75 ms each on an H100, seconds when dozens
+//! queue), so a looped file goes on across its end in this decoder without a drain or a flush
+//! ([`Decoder::continues_across_rewind`]): draining and flushing at every loop made cameras that
+//! loop together queue for their new sessions (32 paced cameras of a 40-frame clip fell to 12 fps
+//! with 1.5 s gaps). A new connection still gets a new decoder, hence a new session (a reconnect
+//! must not carry pictures over; FFmpeg 5.1 cannot keep a session across a flush), so a burst of
+//! reconnects on this backend waits for the driver; direct NVDEC keeps its decoder instead.
 
 use super::context::{Copy2D, Event, Mem};
 use super::memory::device_slot;
+use super::timing::{self, Stage};
 use super::{stats, CamGpu, HwTicket};
 use crate::decode::{received, Decoder, DecoderKind, Outcome, Picture};
 use crate::pool::Lease;
@@ -16,8 +27,9 @@ use crate::status::*;
 use ff::ffi;
 use ffmpeg_next as ff;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Copied-out frames whose copies may still run; beyond this the oldest is waited for (counted).
 const MAX_PENDING: usize = 2;
@@ -33,6 +45,16 @@ struct FmtState {
     refused: AtomicBool,
     no_cuda: AtomicBool,
     sw_format: AtomicI32,
+    /// Times get_format chose CUDA: each time FFmpeg (re)creates its NVDEC session.
+    inits: AtomicU32,
+}
+
+/// NVDEC sessions FFmpeg's hwaccel made in this process (each CUDA choice in get_format).
+static SESSIONS_MADE: AtomicU64 = AtomicU64::new(0);
+
+/// NVDEC sessions the FFmpeg hwaccel decoders made so far (tests: a looped file keeps its one).
+pub fn sessions_made() -> u64 {
+    SESSIONS_MADE.load(Ordering::Relaxed)
 }
 
 fn is_nv12_compatible(f: ffi::AVPixelFormat) -> bool {
@@ -59,12 +81,17 @@ unsafe extern "C" fn get_format_cuda(ctx: *mut ffi::AVCodecContext, fmts: *const
         }
         // SAFETY: `ctx` is the decoder's live context (FFmpeg's contract).
         let (sw, opaque) = unsafe { ((*ctx).sw_pix_fmt, (*ctx).opaque as *const FmtState) };
-        if has_cuda && is_nv12_compatible(sw) {
-            return ffi::AVPixelFormat::AV_PIX_FMT_CUDA;
-        }
         // SAFETY: `opaque` is null or the FmtState boxed in the HwDecoder that owns this codec
         // context, which outlives every call into it.
-        if let Some(st) = unsafe { opaque.as_ref() } {
+        let st = unsafe { opaque.as_ref() };
+        if has_cuda && is_nv12_compatible(sw) {
+            if let Some(st) = st {
+                st.inits.fetch_add(1, Ordering::Relaxed);
+            }
+            SESSIONS_MADE.fetch_add(1, Ordering::Relaxed);
+            return ffi::AVPixelFormat::AV_PIX_FMT_CUDA;
+        }
+        if let Some(st) = st {
             st.no_cuda.store(!has_cuda, Ordering::Relaxed);
             st.sw_format.store(sw as i32, Ordering::Relaxed);
             st.refused.store(true, Ordering::Release);
@@ -113,6 +140,8 @@ pub(crate) struct HwDecoder {
     fmt: Box<FmtState>,
     codec: String,
     hw_dev: Option<HwDevRef>,
+    /// FFmpeg's NVDEC session (re)creations seen so far (each timed as `HwCreate`).
+    inits_seen: u32,
     _ticket: HwTicket,
 }
 
@@ -133,6 +162,7 @@ impl HwDecoder {
                 format!("{codec} in pixel format {}: nvcam's GPU decoders output 8-bit 4:2:0 (NV12) only", crate::ffmpeg::pixfmt::name(fmt)),
             ));
         }
+        let t_new = Instant::now();
         let dev = &cam.stream.dev;
         let _g = dev.push()?;
         // SAFETY: allocation only; checked below.
@@ -183,6 +213,7 @@ impl HwDecoder {
         })?;
         stats::of(dev.ordinal).hw_decoders.fetch_add(1, Ordering::Relaxed);
         log::info!("GPU {}: FFmpeg CUDA hwaccel decoder for {codec} (our context, camera stream)", dev.ordinal);
+        timing::since(Stage::HwNew, t_new);
         Ok(HwDecoder {
             cam: cam.clone(),
             dec: Some(dec),
@@ -195,6 +226,7 @@ impl HwDecoder {
             fmt,
             codec,
             hw_dev: Some(hw_dev),
+            inits_seen: 0,
             _ticket: ticket,
         })
     }
@@ -234,12 +266,16 @@ impl HwDecoder {
                 if self.pending.len() <= MAX_PENDING {
                     break;
                 }
+                let t0 = Instant::now();
                 ev.synchronize()?;
+                timing::since(Stage::HwWait, t0);
             }
             let (mut f, ev) = self.pending.pop_front().expect("front exists");
+            let t0 = Instant::now();
             let _g = self.cam.stream.dev.push()?;
             // SAFETY: our frame; its copy completed (event), so the NVDEC surface may go back.
             unsafe { ffi::av_frame_unref(f.as_mut_ptr()) };
+            timing::since(Stage::HwUnref, t0);
             self.spare_frames.push(f);
             self.spare_events.push(ev);
         }
@@ -251,6 +287,7 @@ impl Drop for HwDecoder {
     fn drop(&mut self) {
         // Teardown: wait for our own copies (events only), then release the surfaces, then the
         // NVDEC session, all inside our context.
+        let t0 = Instant::now();
         let _g = self.cam.stream.dev.push();
         for (f, ev) in self.pending.drain(..) {
             if !ev.query().unwrap_or(true) {
@@ -264,6 +301,7 @@ impl Drop for HwDecoder {
         drop(self.dec.take());
         drop(self.hw_dev.take());
         stats::of(self.cam.stream.dev.ordinal).hw_decoders.fetch_sub(1, Ordering::Relaxed);
+        timing::since(Stage::HwDrop, t0);
     }
 }
 
@@ -273,7 +311,15 @@ impl Decoder for HwDecoder {
     }
     fn send_packet(&mut self, pkt: &ff::Packet) -> Result<Outcome> {
         self.reap()?;
+        let t0 = Instant::now();
         let r = self.dec().send_packet(pkt);
+        let inits = self.fmt.inits.load(Ordering::Relaxed);
+        if inits != self.inits_seen {
+            self.inits_seen = inits;
+            timing::since(Stage::HwCreate, t0);
+        } else {
+            timing::since(Stage::HwSend, t0);
+        }
         self.check_refused()?;
         match r {
             Ok(()) => Ok(Outcome::Clean),
@@ -291,7 +337,11 @@ impl Decoder for HwDecoder {
         self.reap()?;
         // receive_frame unrefs a picture that was received but never written (dropped).
         let mut f = std::mem::replace(&mut self.frame, ff::frame::Video::empty());
+        let t0 = Instant::now();
         let r = self.dec().receive_frame(&mut f);
+        if r.is_ok() {
+            timing::since(Stage::HwReceive, t0);
+        }
         self.frame = f;
         self.has_frame = false;
         self.check_refused()?;
@@ -311,6 +361,7 @@ impl Decoder for HwDecoder {
         if !self.has_frame {
             return Err(Error::internal("write_into without a received picture"));
         }
+        let t0 = Instant::now();
         let g = lease.pool().geom;
         let s = &self.cam.stream;
         let dst = device_slot(lease, s, Some((self.frame.width(), self.frame.height())))?;
@@ -349,7 +400,15 @@ impl Decoder for HwDecoder {
         self.has_frame = false;
         self.pending.push_back((held, ev));
         stats::of(s.dev.ordinal).frames_copied.fetch_add(1, Ordering::Relaxed);
+        timing::since(Stage::HwWrite, t0);
         Ok(Outcome::Clean)
+    }
+    fn continues_across_rewind(&self) -> bool {
+        // A flush (reset) makes FFmpeg's h264 decoder re-initialise at its next slice, and that
+        // destroys and re-creates its NVDEC session: cuvidCreateDecoder, which the driver runs one
+        // at a time, so cameras that loop together (paced files opened together) queue for
+        // seconds. `NVCAM_HW_LOOP_FLUSH=1` restores drain + flush at every loop, for measurements.
+        !std::env::var("NVCAM_HW_LOOP_FLUSH").is_ok_and(|v| v == "1")
     }
     fn reset(&mut self) -> bool {
         // Held surfaces keep their own references; they are reaped as their copies complete.

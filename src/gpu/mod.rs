@@ -21,7 +21,10 @@ pub(crate) mod hwdec;
 pub(crate) mod kernels;
 pub(crate) mod memory;
 pub(crate) mod nvdec;
+pub(crate) mod peer;
+pub(crate) mod staging;
 pub(crate) mod stats;
+pub(crate) mod timing;
 pub(crate) mod upload;
 
 pub(crate) use stats::GpuStats;

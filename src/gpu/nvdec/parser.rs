@@ -317,6 +317,7 @@ pub(super) fn copy_picture(
     let t0 = Instant::now();
     let m = dec.map(info, stream)?;
     t.map += ns(t0);
+    crate::gpu::timing::since(crate::gpu::timing::Stage::NvMap, t0);
     let status = dec.decode_status(info.picture_index);
     let t1 = Instant::now();
     let luma = m.ptr + g.top as u64 * m.pitch as u64 + g.left as u64;
@@ -347,6 +348,7 @@ pub(super) fn copy_picture(
     let t2 = Instant::now();
     let ur = m.unmap();
     t.unmap += ns(t2);
+    crate::gpu::timing::since(crate::gpu::timing::Stage::NvCopy, t1);
     r?;
     if probe_order && !lease.pool().storage().reusable(lease.index()) {
         // The slot's event (recorded after the copy) is still pending: this surface is back with

@@ -1,0 +1,176 @@
+//! Where a camera thread's time goes, per stage: a log2 histogram of call durations for each
+//! [`Stage`], process-wide (three relaxed atomics per call), read and cleared by the churn
+//! benchmark (`nvcam::diag::stage_times`) to say which call a late frame waited in.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// A timed stage of a camera thread's work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// `avcodec_send_packet` on the FFmpeg hwaccel decoder (FFmpeg decodes and maps in it).
+    HwSend,
+    /// The send that made FFmpeg create its NVDEC decoder (first picture of a session).
+    HwCreate,
+    /// `avcodec_receive_frame` that returned a picture.
+    HwReceive,
+    /// Copy out of FFmpeg's surface into the pool slot, event recorded.
+    HwWrite,
+    /// Waiting for a held surface's copy (more than the allowed number were pending).
+    HwWait,
+    /// Unreffing a held FFmpeg frame (unmaps its surface).
+    HwUnref,
+    /// Making an FFmpeg hwaccel decoder (device context, codec open).
+    HwNew,
+    /// Dropping one (its NVDEC session is destroyed inside).
+    HwDrop,
+    /// `cuvidParseVideoData` (cuvidDecodePicture inside).
+    NvParse,
+    /// `cuvidMapVideoFrame64`.
+    NvMap,
+    /// Copies enqueued, event recorded, surface unmapped.
+    NvCopy,
+    /// Making a direct-NVDEC decoder (parser; the NVDEC session is adopted or made at the first
+    /// sequence header, inside `NvParse`).
+    NvNew,
+    /// Dropping one (parser destroyed; decoder parked or destroyed).
+    NvDrop,
+    /// Opening the input (connect, probe).
+    Open,
+    /// Choosing and making the decoder.
+    Select,
+    /// A steady session's packet read.
+    Read,
+    /// A steady session's send of a packet into the decoder.
+    Send,
+    /// A steady session's receive.
+    Receive,
+    /// A steady session's delivery (lease, write into the slot, publish).
+    Deliver,
+    /// How late a paced picture was at its due time (only late ones).
+    Late,
+    /// How much longer than asked a pacing sleep took.
+    Oversleep,
+}
+
+const STAGES: usize = Stage::Oversleep as usize + 1;
+const BUCKETS: usize = 32;
+
+impl Stage {
+    pub fn name(self) -> &'static str {
+        use Stage::*;
+        match self {
+            HwSend => "hw.send",
+            HwCreate => "hw.create",
+            HwReceive => "hw.receive",
+            HwWrite => "hw.write",
+            HwWait => "hw.wait",
+            HwUnref => "hw.unref",
+            HwNew => "hw.new",
+            HwDrop => "hw.drop",
+            NvParse => "nv.parse",
+            NvMap => "nv.map",
+            NvCopy => "nv.copy",
+            NvNew => "nv.new",
+            NvDrop => "nv.drop",
+            Open => "open",
+            Select => "select",
+            Read => "read",
+            Send => "send",
+            Receive => "receive",
+            Deliver => "deliver",
+            Late => "late",
+            Oversleep => "oversleep",
+        }
+    }
+
+    fn all() -> [Stage; STAGES] {
+        use Stage::*;
+        [HwSend, HwCreate, HwReceive, HwWrite, HwWait, HwUnref, HwNew, HwDrop, NvParse, NvMap, NvCopy, NvNew, NvDrop, Open, Select, Read, Send, Receive, Deliver, Late, Oversleep]
+    }
+}
+
+struct Hist {
+    count: AtomicU64,
+    sum_ns: AtomicU64,
+    max_ns: AtomicU64,
+    /// Bucket b: [2^b, 2^(b+1)) microseconds (bucket 0 also holds < 1 µs).
+    buckets: [AtomicU64; BUCKETS],
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const ZERO_HIST: Hist = Hist {
+    count: AtomicU64::new(0),
+    sum_ns: AtomicU64::new(0),
+    max_ns: AtomicU64::new(0),
+    buckets: [const { AtomicU64::new(0) }; BUCKETS],
+};
+
+static HISTS: [Hist; STAGES] = [ZERO_HIST; STAGES];
+
+/// Adds one call of `stage` that took `d`.
+pub(crate) fn record(stage: Stage, d: Duration) {
+    let ns = d.as_nanos().min(u64::MAX as u128) as u64;
+    let us = ns / 1000;
+    let b = (63 - us.max(1).leading_zeros() as usize).min(BUCKETS - 1);
+    let h = &HISTS[stage as usize];
+    let r = Ordering::Relaxed;
+    h.count.fetch_add(1, r);
+    h.sum_ns.fetch_add(ns, r);
+    h.max_ns.fetch_max(ns, r);
+    h.buckets[b].fetch_add(1, r);
+}
+
+/// Records the time since `t0` under `stage`.
+pub(crate) fn since(stage: Stage, t0: Instant) {
+    record(stage, t0.elapsed());
+}
+
+/// One stage's calls since the last [`take`].
+#[derive(Clone, Debug)]
+pub struct StageTimes {
+    pub stage: Stage,
+    pub count: u64,
+    pub mean_us: f64,
+    pub max_us: f64,
+    buckets: [u64; BUCKETS],
+}
+
+impl StageTimes {
+    /// The upper edge of the bucket holding quantile `q` (a factor-of-two bound), microseconds.
+    pub fn quantile_us(&self, q: f64) -> f64 {
+        let want = ((self.count as f64) * q).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (b, n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= want {
+                return ((2u64 << b) as f64).min(self.max_us.max(1.0));
+            }
+        }
+        self.max_us
+    }
+    /// Calls that took at least `us` microseconds (by bucket: those in buckets from 2^⌊log2 us⌋).
+    pub fn at_least_us(&self, us: u64) -> u64 {
+        let b = (63 - us.max(1).leading_zeros() as usize).min(BUCKETS - 1);
+        self.buckets[b..].iter().sum()
+    }
+}
+
+/// Every stage with calls since the last take, and clears them.
+pub fn take() -> Vec<StageTimes> {
+    let r = Ordering::Relaxed;
+    Stage::all()
+        .into_iter()
+        .filter_map(|stage| {
+            let h = &HISTS[stage as usize];
+            let count = h.count.swap(0, r);
+            let sum = h.sum_ns.swap(0, r);
+            let max = h.max_ns.swap(0, r);
+            let mut buckets = [0u64; BUCKETS];
+            for (o, b) in buckets.iter_mut().zip(&h.buckets) {
+                *o = b.swap(0, r);
+            }
+            (count > 0).then(|| StageTimes { stage, count, mean_us: sum as f64 / count as f64 / 1e3, max_us: max as f64 / 1e3, buckets })
+        })
+        .collect()
+}
