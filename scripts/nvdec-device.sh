@@ -10,7 +10,7 @@
 #   nvdec-tests    tests/gpu_nvdec.rs (bit-exact, ordering, resolution change, recovery, AUTO)
 #   gpu-suite      tests/gpu.rs (the GPU issue's suite; AUTO now means direct NVDEC)
 #   memcheck-nvdec tests/gpu_nvdec.rs under compute-sanitizer --tool memcheck
-#   memcheck-gpu   tests/gpu.rs under compute-sanitizer --tool memcheck
+#   memcheck-gpu   tests/gpu.rs under compute-sanitizer --tool memcheck (the storm test: churn-memcheck)
 #   convert-tests  tests/gpu_convert.rs (kernels vs the CPU twin at every size, stream hand-off)
 #   memcheck-convert  tests/gpu_convert.rs under compute-sanitizer --tool memcheck
 #   racecheck-convert tests/gpu_convert.rs under compute-sanitizer --tool racecheck
@@ -79,13 +79,14 @@ zero-allocs)
   step zero-allocs 60 bash -c "'$gpu_test' --test-threads 1 --nocapture zero_allocs hw_session_cap > '$out/tests-gpu.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|decoder [0-9]|cap 2' '$out/tests-gpu.log'; exit \$r"
   ;;
 gpu-suite)
-  step gpu-suite 180 bash -c "'$gpu_test' --include-ignored --skip make_ --test-threads 1 > '$out/tests-gpu.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|decoder [0-9]|reconnects|leaked|cap 2|frames equal' '$out/tests-gpu.log'; exit \$r"
+  step gpu-suite 180 bash -c "'$gpu_test' --include-ignored --skip make_ --test-threads 1 > '$out/tests-gpu.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|decoder [0-9]|reconnects|leaked|cap 2|frames equal' '$out/tests-gpu.log'; [ \$r -ne 0 ] && grep -A8 panicked '$out/tests-gpu.log' | head -40; exit \$r"
   ;;
 memcheck-nvdec)
   step memcheck-nvdec 200 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck.log' '$nvdec_test' --include-ignored --skip make_ --test-threads 1 --nocapture > '$out/memcheck-tests.log' 2>&1; r=\$?; grep -E '^test |test result|exact|equal|unmapped|resumed|AUTO:|reconfigures' '$out/memcheck-tests.log' | grep -v 'ignored\$'; grep -E 'ERROR SUMMARY' '$out/memcheck.log' | sort | uniq -c; exit \$r"
   ;;
 memcheck-gpu)
-  step memcheck-gpu 240 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-gpu.log' '$gpu_test' --include-ignored --skip make_ --test-threads 1 >> '$out/memcheck-tests.log' 2>&1; r=\$?; grep -E '^test |test result' '$out/memcheck-tests.log' | tail -12; grep -E 'ERROR SUMMARY' '$out/memcheck-gpu.log' | sort | uniq -c; cat '$out/memcheck-gpu.log' >> '$out/memcheck.log'; rm -f '$out/memcheck-gpu.log'; exit \$r"
+  # The storm test runs scaled under the sanitizer: step churn-memcheck.
+  step memcheck-gpu 240 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-gpu.log' '$gpu_test' --include-ignored --skip make_ --skip reconnect_storm --test-threads 1 > '$out/memcheck-gpu-tests.log' 2>&1; r=\$?; grep -E '^test |test result' '$out/memcheck-gpu-tests.log' | tail -12; [ \$r -ne 0 ] && grep -A8 panicked '$out/memcheck-gpu-tests.log' | head -40; grep -E 'ERROR SUMMARY' '$out/memcheck-gpu.log' | sort | uniq -c; cat '$out/memcheck-gpu.log' >> '$out/memcheck.log'; rm -f '$out/memcheck-gpu.log'; exit \$r"
   ;;
 convert-tests)
   step convert-tests 150 bash -c "'$convert_test' --include-ignored --test-threads 1 --nocapture > '$out/tests-convert.log' 2>&1; r=\$?; grep -E '^test |test result|GPU - CPU|release_after_stream:|NVDEC frame|^batch ' '$out/tests-convert.log'; grep -A6 panicked '$out/tests-convert.log' | head -40; exit \$r"
