@@ -1,10 +1,15 @@
 //! Conversion throughput on one GPU (issue 12), in one invocation:
 //!
-//! 1. Kernel throughput: `nvcam_frame_convert` of one device frame (1080p and 4K) into device
-//!    memory, 200 launches queued behind a spin kernel so the GPU runs them back to back, timed
-//!    with events; GB/s = (NV12 bytes read + output bytes written) / time. Beside it a
-//!    device-to-device cuMemcpyAsync moving the same number of bytes (half read, half written),
-//!    and the host time one `nvcam_frame_convert` call takes to enqueue.
+//! 1. Conversion throughput through the API: `nvcam_frame_convert` of one device frame (1080p
+//!    and 4K) into device memory, in 10 rounds of 20 calls, each round queued behind its own
+//!    spin kernel (a few ms) so the GPU runs the calls back to back, timed with events around
+//!    each round; GB/s = (NV12 bytes read + output bytes written) / GPU time. 20 calls at a time
+//!    never fill the stream's queue of pending work, so the figure is the GPU's (a row says
+//!    "host-bound" when a round's enqueue outlasted its spin). Beside it a device-to-device
+//!    cuMemcpyAsync moving the same number of bytes (half read, half written), timed the same
+//!    way; the ratio measured the old way (200 calls queued at once behind one long spin: the
+//!    queue fills, the host blocks and the GPU then runs at the host's pace); and the host time
+//!    one `nvcam_frame_convert` call takes to enqueue (200 calls in a row, GPU idle at the start).
 //! 2. Host download of BGRA at 1080p and 4K (`nvcam_frame_convert`, returns when the bytes are
 //!    there) into page-locked memory (cuMemHostAlloc) and into a plain Vec, with the variants the
 //!    library can be switched to by test hooks (kernel writing pinned memory directly; chunk count
@@ -71,22 +76,55 @@ fn event() -> sys::CUevent {
     e
 }
 
-/// GPU milliseconds of `body`'s work on `s`, queued behind a spin kernel so the host's enqueue
-/// time does not leave the GPU idle between launches.
-fn gpu_ms(s: sys::CUstream, body: impl Fn()) -> f64 {
-    let (a, b) = (event(), event());
-    nvcam::diag::spin_copy(0, 0, 0, 0, 200_000_000, s as u64).unwrap();
+/// GPU milliseconds of `body`'s work on `s`, queued behind a spin kernel of `spin` clocks so the
+/// host's enqueue time does not leave the GPU idle between launches, and the host milliseconds
+/// `body` took to enqueue. Where the enqueue outlasts the spin, the host blocked (the stream's
+/// queue of pending work was full) or was slower than the GPU: the GPU then ran at the host's pace.
+fn gpu_ms(s: sys::CUstream, spin: i64, body: impl Fn()) -> (f64, f64, f64) {
+    let (z, a, b) = (event(), event(), event());
+    unsafe { ck("cuEventRecord", sys::cuEventRecord(z, s)) };
+    nvcam::diag::spin_copy(0, 0, 0, 0, spin, s as u64).unwrap();
     unsafe { ck("cuEventRecord", sys::cuEventRecord(a, s)) };
+    let t = Instant::now();
     body();
+    let host_ms = t.elapsed().as_secs_f64() * 1e3;
     unsafe {
         ck("cuEventRecord", sys::cuEventRecord(b, s));
         ck("cuEventSynchronize", sys::cuEventSynchronize(b));
-        let mut ms = 0f32;
+        let (mut ms, mut spin_ms) = (0f32, 0f32);
         ck("cuEventElapsedTime", sys::cuEventElapsedTime_v2(&mut ms, a, b));
-        sys::cuEventDestroy_v2(a);
-        sys::cuEventDestroy_v2(b);
-        ms as f64
+        ck("cuEventElapsedTime", sys::cuEventElapsedTime_v2(&mut spin_ms, z, a));
+        for e in [z, a, b] {
+            sys::cuEventDestroy_v2(e);
+        }
+        (ms as f64, host_ms, spin_ms as f64)
     }
+}
+
+/// Calls per timed round in the API rows: few enough that the stream's queue of pending work
+/// (each call enqueues a kernel and an event record, and a wait while the frame is not ready)
+/// never fills while the spin kernel in front runs, so the GPU time is the calls' own.
+const ROUND: usize = 20;
+/// Rounds per API row (ROUND x ROUNDS calls timed in all).
+const ROUNDS: usize = 10;
+/// Spin clocks in front of each round (some milliseconds: far longer than ROUND enqueues).
+const ROUND_SPIN: i64 = 20_000_000;
+
+/// GPU milliseconds of `ROUNDS` rounds of `ROUND` calls of `call`, each round behind its own
+/// spin kernel; and whether any round's enqueue outlasted its spin (then the figure is not the
+/// GPU's own).
+fn gpu_ms_rounds(s: sys::CUstream, call: impl Fn()) -> (f64, bool) {
+    let (mut total, mut late) = (0.0, false);
+    for _ in 0..ROUNDS {
+        let (ms, host_ms, spin_ms) = gpu_ms(s, ROUND_SPIN, || {
+            for _ in 0..ROUND {
+                call();
+            }
+        });
+        total += ms;
+        late |= host_ms >= spin_ms;
+    }
+    (total, late)
 }
 
 fn spec(format: u32, w: u32, h: u32, letterbox: bool) -> nvcam_convert {
@@ -131,8 +169,10 @@ fn kernels_and_download(url: &str, s: sys::CUstream) {
     let read = fi.nv12_size as f64;
     let n_iter = 200;
     println!("\n## {}x{} device frame", fi.width, fi.height);
-    println!("| conversion | bytes read + written | kernel GB/s | D2D copy of the same bytes, GB/s | ratio | host µs per call (enqueue) |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| conversion | bytes read + written | GB/s through nvcam_frame_convert | D2D copy of the same bytes, GB/s | ratio | ratio, {n_iter} calls queued at once (the old figure) | host µs per call (enqueue) |"
+    );
+    println!("|---|---|---|---|---|---|---|");
     for (name, sp) in [
         ("BGRA8, same size", spec(NVCAM_FORMAT_BGRA8, 0, 0, false)),
         ("RGB8, same size", spec(NVCAM_FORMAT_RGB8, 0, 0, false)),
@@ -144,33 +184,35 @@ fn kernels_and_download(url: &str, s: sys::CUstream) {
         let dst = alloc(need as usize);
         let mut d = sp;
         d.dst_memory = NVCAM_MEMORY_DEVICE;
+        let call = || ok("convert", unsafe { nvcam_frame_convert(f, &d, dst as *mut _, 0, need, s as u64) });
         let conv = || {
             for _ in 0..n_iter {
-                ok("convert", unsafe { nvcam_frame_convert(f, &d, dst as *mut _, 0, need, s as u64) });
+                call();
             }
         };
         conv(); // warm-up: module load, first launch
         unsafe { ck("sync", sys::cuStreamSynchronize(s)) };
-        let ms = gpu_ms(s, conv);
+        let (ms, late) = gpu_ms_rounds(s, call);
+        let (ms_queued, _, _) = gpu_ms(s, 200_000_000, conv);
         let t0 = Instant::now();
         conv();
         let enqueue_us = t0.elapsed().as_secs_f64() * 1e6 / n_iter as f64;
         unsafe { ck("sync", sys::cuStreamSynchronize(s)) };
         let bytes = read + need as f64;
-        let gbs = bytes * n_iter as f64 / (ms / 1e3) / 1e9;
-        // The same traffic as a copy: bytes/2 read and bytes/2 written.
+        let gbs = bytes * (ROUND * ROUNDS) as f64 / (ms / 1e3) / 1e9;
+        let gbs_queued = bytes * n_iter as f64 / (ms_queued / 1e3) / 1e9;
+        // The same traffic as a copy: bytes/2 read and bytes/2 written, timed the same way.
         let half = (bytes / 2.0) as usize;
         let (src, cdst) = (alloc(half), alloc(half));
-        let ms_copy = gpu_ms(s, || {
-            for _ in 0..n_iter {
-                unsafe { ck("cuMemcpyDtoDAsync", sys::cuMemcpyDtoDAsync_v2(cdst, src, half, s)) };
-            }
-        });
-        let copy_gbs = (2 * half) as f64 * n_iter as f64 / (ms_copy / 1e3) / 1e9;
+        let copy = || unsafe { ck("cuMemcpyDtoDAsync", sys::cuMemcpyDtoDAsync_v2(cdst, src, half, s)) };
+        let (ms_copy, _) = gpu_ms_rounds(s, copy);
+        let copy_gbs = (2 * half) as f64 * (ROUND * ROUNDS) as f64 / (ms_copy / 1e3) / 1e9;
         println!(
-            "| {name} | {:.1} MB | {gbs:.0} | {copy_gbs:.0} | {:.2} | {enqueue_us:.1} |",
+            "| {name} | {:.1} MB | {gbs:.0}{} | {copy_gbs:.0} | {:.2} | {:.2} | {enqueue_us:.1} |",
             bytes / 1e6,
-            gbs / copy_gbs
+            if late { " (host-bound: a round's enqueue outlasted its spin)" } else { "" },
+            gbs / copy_gbs,
+            gbs_queued / copy_gbs
         );
         unsafe {
             sys::cuMemFree_v2(dst);
