@@ -195,11 +195,19 @@ impl Device {
         self.ctx
     }
 
-    /// Makes this device's context current on the calling thread until the guard drops.
+    /// Makes this device's context current on the calling thread until the guard drops. Where
+    /// it is current already (an outer guard of ours, or a host such as PyTorch working in the
+    /// same primary context) nothing is pushed or popped: the calls under the guard run in this
+    /// context either way, and the thread's context stack is left as it was. This keeps the
+    /// per-call cost of the hot exports (a conversion enqueued per frame) to one push at most,
+    /// however many helpers under it take their own guard.
     pub(crate) fn push(&self) -> Result<CtxGuard> {
+        if current_context()? == self.ctx {
+            return Ok(CtxGuard { pushed: false, _not_send: PhantomData });
+        }
         // SAFETY: our retained context, valid while `self` lives; the guard pops it.
         ck("cuCtxPushCurrent", unsafe { sys::cuCtxPushCurrent_v2(self.ctx) })?;
-        Ok(CtxGuard { _not_send: PhantomData })
+        Ok(CtxGuard { pushed: true, _not_send: PhantomData })
     }
 
     /// (free, total) bytes of device memory.
@@ -225,13 +233,18 @@ impl Drop for Device {
     }
 }
 
-/// Pops the context pushed by [`Device::push`] when dropped; bound to its thread.
+/// Pops the context pushed by [`Device::push`] (if it pushed) when dropped; bound to its thread.
 pub(crate) struct CtxGuard {
+    /// Whether [`Device::push`] pushed (false: the context was current already; nothing to pop).
+    pushed: bool,
     _not_send: PhantomData<*mut ()>,
 }
 
 impl Drop for CtxGuard {
     fn drop(&mut self) {
+        if !self.pushed {
+            return;
+        }
         let mut popped: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: pops the context this guard's push made current on this thread (the guard is
         // not Send, so this is that thread).

@@ -67,6 +67,8 @@ pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, 
                 return Err(Error::arg(format!("{:?} needs dst and dst_pitch aligned to {a} bytes", plan.format)));
             }
             let dev = super::device(device)?;
+            // One context push for the whole call: the helpers' own guards find it current.
+            let _g = dev.push()?;
             check_device_range(&dev, ptr, l.total)?;
             if device != f.device() {
                 // Another GPU: kernel on the frame's GPU, then a copy on the caller's stream.
@@ -198,6 +200,8 @@ pub(crate) fn convert_batch(frames: &[Arc<Frame>], spec: &Spec, dst: Dst, stride
                 return Err(Error::arg(format!("{:?} needs dst and dst_item_stride aligned to {a} bytes", spec.format)));
             }
             let dev = super::device(device)?;
+            // One context push for the whole call (the helpers' guards find it current).
+            let _g = dev.push()?;
             check_device_range(&dev, ptr, need)?;
             let k = kernels(&dev)?;
             let l = plans[0].layout(0)?;
