@@ -253,6 +253,8 @@ fn main() {
     let clip = args.get(1).filter(|a| !a.starts_with("--")).cloned().expect("usage: churn_bench CLIP [options]");
     let n_steady: usize = arg(&args, "--steady", "96").parse().unwrap();
     let n_churn: usize = arg(&args, "--churn", "32").parse().unwrap();
+    // The stage timings cost shared atomics per frame: on only when asked for.
+    nvcam::diag::enable_stage_times(std::env::var("CHURN_STAGES").is_ok_and(|v| v == "1"));
     std::thread::spawn(|| loop {
         CPU_SAMPLES.lock().unwrap().push((Instant::now(), cpu_seconds()));
         std::thread::sleep(Duration::from_millis(100));

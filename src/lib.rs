@@ -82,7 +82,7 @@ pub mod diag {
     pub use crate::gpu::nvdec::sys::{available as nvcuvid_available, layout_report as nvcuvid_layout_report, lib as nvcuvid_lib};
     pub use crate::gpu::nvdec::{counters as nvdec_counters, NvdecCounters};
     pub use crate::gpu::hwdec::sessions_made as ffmpeg_hw_sessions_made;
-    pub use crate::gpu::timing::{take as stage_times, Stage, StageTimes};
+    pub use crate::gpu::timing::{enable as enable_stage_times, take as stage_times, Stage, StageTimes};
     pub use crate::instances::live as lv_instances_live;
     pub use crate::pool::live_pools;
     /// IEEE half bits → f32 (reading fp16 conversions).

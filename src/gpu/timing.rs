@@ -1,8 +1,11 @@
 //! Where a camera thread's time goes, per stage: a log2 histogram of call durations for each
-//! [`Stage`], process-wide (three relaxed atomics per call), read and cleared by the churn
-//! benchmark (`nvcam::diag::stage_times`) to say which call a late frame waited in.
+//! [`Stage`], process-wide, read and cleared by the churn benchmark (`nvcam::diag::stage_times`)
+//! to say which call a late frame waited in. Off unless a benchmark turns it on
+//! ([`enable`]): the histograms are shared by every camera thread, and their atomics on the
+//! per-frame path would be cache-line traffic between cores for nothing in production; off,
+//! a call costs one relaxed load.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// A timed stage of a camera thread's work.
@@ -108,8 +111,18 @@ const ZERO_HIST: Hist = Hist {
 
 static HISTS: [Hist; STAGES] = [ZERO_HIST; STAGES];
 
-/// Adds one call of `stage` that took `d`.
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// Turns the stage timings on or off (process-wide; off by default).
+pub fn enable(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+}
+
+/// Adds one call of `stage` that took `d` (nothing while the timings are off).
 pub(crate) fn record(stage: Stage, d: Duration) {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return;
+    }
     let ns = d.as_nanos().min(u64::MAX as u128) as u64;
     let us = ns / 1000;
     let b = (63 - us.max(1).leading_zeros() as usize).min(BUCKETS - 1);
@@ -123,7 +136,9 @@ pub(crate) fn record(stage: Stage, d: Duration) {
 
 /// Records the time since `t0` under `stage`.
 pub(crate) fn since(stage: Stage, t0: Instant) {
-    record(stage, t0.elapsed());
+    if ENABLED.load(Ordering::Relaxed) {
+        record(stage, t0.elapsed());
+    }
 }
 
 /// One stage's calls since the last [`take`].
