@@ -23,7 +23,10 @@ import cupy as cp
 
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
-N = 200
+N = int(os.environ.get("KB_N", "200"))
+# KB_FENCE=1: also time each single-frame case with the API's per-call stream work after every
+# launch (query + wait on the slot's consumer event, then record it), to split the API's cost.
+FENCE = os.environ.get("KB_FENCE") == "1"
 KERNELS = {"same8": "nvcam_convert_same", "samef": "nvcam_convert_same_float", "area": "nvcam_convert_area",
            "batch": "nvcam_convert_batch", "spin": "nvcam_test_spin_copy"}
 
@@ -51,7 +54,8 @@ def load(fatbin):
     mod = ctypes.c_void_p()
     ck(cu.cuModuleLoadData(ctypes.byref(mod), image), "cuModuleLoadData")
     k = {"image": image, "px": {"same8": m["SAME8_PX"] * m["SAME8_G"], "samef": m["SAMEF_PX"] * m["SAMEF_G"],
-                                "area": m["AREA_PX"], "batch": m["BATCH_PX"]}}
+                                "area": m["AREA_PX"], "batch": m["BATCH_PX"]},
+         "rows": {"same8": m.get("SAME8_ROWS", 1), "samef": m.get("SAMEF_ROWS", 1), "area": 1, "batch": 1}}
     for key, name in KERNELS.items():
         f = ctypes.c_void_p()
         ck(cu.cuModuleGetFunction(ctypes.byref(f), mod, name.encode()), name)
@@ -134,14 +138,14 @@ def main():
                 if nb > 1:
                     p = common(fmt, out_w, out_h, bpp) + b"".join(item(w, h, y, uv, pitch, dst.data.ptr + i * need, img, mode) for i in range(nb))
                     p += bytes(112 * (32 - nb))
-                    f, px = k["batch"], k["px"]["batch"]
+                    key = "batch"
                 else:
                     key = "area" if mode == 2 else ("samef" if fmt >= 5 else "same8")
                     p = common(fmt, out_w, out_h, bpp) + item(w, h, y, uv, pitch, dst.data.ptr, img, mode)
-                    f, px = k[key], k["px"][key]
+                f, px, rows = k[key], k["px"][key], k["rows"][key]
                 buf = ctypes.create_string_buffer(p, len(p))
                 args = (ctypes.c_void_p * 1)(ctypes.cast(buf, ctypes.c_void_p))
-                gx, gy = (out_w + 32 * px - 1) // (32 * px), (out_h + 7) // 8
+                gx, gy = (out_w + 32 * px - 1) // (32 * px), (out_h + 8 * rows - 1) // (8 * rows)
 
                 def conv():
                     for _ in range(N):
@@ -151,6 +155,23 @@ def main():
                 stream.synchronize()
                 gbs = nbytes * N / timed(k, conv) / 1e9
                 cells.append(f"{gbs:,.0f} ({gbs / copy_gbs:.2f})")
+                if FENCE and nb == 1:
+                    ev = ctypes.c_void_p()
+                    ck(cu.cuEventCreate(ctypes.byref(ev), 2), "cuEventCreate")  # CU_EVENT_DISABLE_TIMING
+
+                    def conv_fenced(wait):
+                        for _ in range(N):
+                            ck(cu.cuLaunchKernel(f, gx, gy, nb, 32, 8, 1, 0, S, args, None), "cuLaunchKernel")
+                            if wait and cu.cuEventQuery(ev) != 0:
+                                ck(cu.cuStreamWaitEvent(S, ev, 0), "cuStreamWaitEvent")
+                            ck(cu.cuEventRecord(ev, S), "cuEventRecord")
+
+                    for wait in (False, True):
+                        conv_fenced(wait)
+                        stream.synchronize()
+                        fg = nbytes * N / timed(k, lambda: conv_fenced(wait)) / 1e9
+                        cells.append(f"{'wait+record' if wait else 'record'}: {fg:,.0f} ({fg / copy_gbs:.2f})")
+                    cu.cuEventDestroy(ev)
                 if nb == 1:
                     ratios[bn].append(gbs / copy_gbs)
             print(f"| {w}x{h} | {name} | {nbytes / 1e6:.1f} MB | {copy_gbs:,.0f} | " + " | ".join(cells) + " |", flush=True)

@@ -256,6 +256,19 @@ impl Drop for CtxGuard {
 }
 
 /// A non-blocking stream (it never serializes with the legacy NULL stream or other cameras').
+/// The driver's unique id of a caller's stream (`cuStreamGetId`, drivers of CUDA 12.0 and
+/// later; `None` before them or on an error). Unlike the handle, an id is never given to another
+/// stream, so "the same id" means "the same stream, in its order".
+pub(crate) fn stream_id(stream: sys::CUstream) -> Option<u64> {
+    if super::driver_version() < 12000 {
+        return None;
+    }
+    let mut id: std::ffi::c_ulonglong = 0;
+    // SAFETY: the caller's stream of the current context (the caller's contract); writes `id`.
+    let r = unsafe { sys::cuStreamGetId(stream, &mut id) };
+    (r == sys::CUresult::CUDA_SUCCESS).then_some(id as u64)
+}
+
 pub(crate) struct Stream {
     pub dev: Arc<Device>,
     raw: sys::CUstream,

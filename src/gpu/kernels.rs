@@ -21,13 +21,20 @@ static FATBIN: &Aligned<[u8]> = &Aligned(*include_bytes!("../../kernels/nvcam_ke
 /// `BLOCK_Y` in the kernel source).
 const BLOCK: (u32, u32) = (32, 8);
 
-/// Output pixels one thread converts along a row, per kernel (`*_PX` x `*_G` in the kernel
-/// source): the grids are sized by them.
-const SAME8_PIXELS: u32 = 8;
-const SAMEF_PIXELS: u32 = 8;
-const RESIZE_PIXELS: u32 = 4;
-const AREA_PIXELS: u32 = 2;
-const BATCH_PIXELS: u32 = 2;
+/// How much of the output one thread converts, per kernel: `px` pixels along a row (`*_PX` x
+/// `*_G` in the kernel source) on `rows` rows (`*_ROWS`); the grids are sized by them, and a
+/// test below reads them back from the source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Shape {
+    px: u32,
+    rows: u32,
+}
+
+const SAME8: Shape = Shape { px: 8, rows: 2 };
+const SAMEF: Shape = Shape { px: 8, rows: 2 };
+const RESIZE: Shape = Shape { px: 4, rows: 1 };
+const AREA: Shape = Shape { px: 2, rows: 1 };
+const BATCH: Shape = Shape { px: 2, rows: 1 };
 
 /// Conversion kernel launches so far, all devices (test hooks: the batch test counts them).
 #[cfg(feature = "test-hooks")]
@@ -120,16 +127,16 @@ impl Kernels {
     /// writes until the work completes; `stream` is a stream of this context (or 0).
     pub(crate) unsafe fn launch(&self, p: &KernelParams, stream: sys::CUstream) -> Result<()> {
         let float = p.c.format >= PixelFormat::RgbF32.code();
-        let (f, px) = match p.mode() {
-            Mode::Same if float => (self.convert[1], SAMEF_PIXELS),
-            Mode::Same => (self.convert[0], SAME8_PIXELS),
-            Mode::Bilinear => (self.convert[2], RESIZE_PIXELS),
-            Mode::Area => (self.convert[3], AREA_PIXELS),
+        let (f, shape) = match p.mode() {
+            Mode::Same if float => (self.convert[1], SAMEF),
+            Mode::Same => (self.convert[0], SAME8),
+            Mode::Bilinear => (self.convert[2], RESIZE),
+            Mode::Area => (self.convert[3], AREA),
         };
         let mut block = *p;
         // SAFETY: the kernel takes one parameter of exactly `KernelParams`'s layout (asserted on
         // both sides); memory validity: this function's contract.
-        unsafe { self.enqueue(f, &mut block as *mut KernelParams as *mut c_void, p.c.out_w, p.c.out_h, px, 1, stream) }
+        unsafe { self.enqueue(f, &mut block as *mut KernelParams as *mut c_void, p.c.out_w, p.c.out_h, shape, 1, stream) }
     }
 
     /// Enqueues `b.items[..n]` (1 ..= [`BATCH_PER_LAUNCH`]) as one launch on `stream`.
@@ -143,17 +150,17 @@ impl Kernels {
         let mut block = *b;
         // SAFETY: the kernel takes one parameter of exactly `BatchParams`'s layout (asserted on
         // both sides) and reads items 0..n (grid z); memory validity: this function's contract.
-        unsafe { self.enqueue(self.batch, &mut block as *mut BatchParams as *mut c_void, b.c.out_w, b.c.out_h, BATCH_PIXELS, n as u32, stream) }
+        unsafe { self.enqueue(self.batch, &mut block as *mut BatchParams as *mut c_void, b.c.out_w, b.c.out_h, BATCH, n as u32, stream) }
     }
 
     /// # Safety
     /// `f` takes one parameter, `*param`, and the launch is valid (the callers' contracts).
     #[allow(clippy::too_many_arguments)]
-    unsafe fn enqueue(&self, f: sys::CUfunction, param: *mut c_void, out_w: i32, out_h: i32, px: u32, items: u32, stream: sys::CUstream) -> Result<()> {
+    unsafe fn enqueue(&self, f: sys::CUfunction, param: *mut c_void, out_w: i32, out_h: i32, shape: Shape, items: u32, stream: sys::CUstream) -> Result<()> {
         let _g = self.dev.push()?;
         let mut args = [param];
-        let gx = (out_w as u32).div_ceil(BLOCK.0 * px);
-        let gy = (out_h as u32).div_ceil(BLOCK.1);
+        let gx = (out_w as u32).div_ceil(BLOCK.0 * shape.px);
+        let gy = (out_h as u32).div_ceil(BLOCK.1 * shape.rows);
         #[cfg(feature = "test-hooks")]
         LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // SAFETY: the caller's contract; the driver copies the parameter before returning.
@@ -212,3 +219,28 @@ pub fn spin_copy(device: i32, src: u64, dst: u64, n: u64, cycles: i64, stream: u
     .map_err(|e| e.to_string())
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kernel source retuned without its grid here would leave pixels unconverted (a grid too
+    /// small) or launch idle blocks: the shapes must be the source's.
+    #[test]
+    fn grid_shapes_match_the_kernel_source() {
+        let src = include_str!("../../kernels/nvcam_convert.cu");
+        let define = |name: &str| -> u32 {
+            let line = src.lines().find(|l| l.starts_with(&format!("#define {name} "))).unwrap_or_else(|| panic!("{name} not in the source"));
+            line.split_whitespace().nth(2).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{line}"))
+        };
+        let shape = |k: &str, g: bool, rows: bool| Shape {
+            px: define(&format!("{k}_PX")) * if g { define(&format!("{k}_G")) } else { 1 },
+            rows: if rows { define(&format!("{k}_ROWS")) } else { 1 },
+        };
+        assert_eq!(SAME8, shape("SAME8", true, true));
+        assert_eq!(SAMEF, shape("SAMEF", true, true));
+        assert_eq!(RESIZE, shape("RESIZE", false, false));
+        assert_eq!(AREA, shape("AREA", false, false));
+        assert_eq!(BATCH, shape("BATCH", false, false));
+        assert_eq!(BLOCK, (define("BLOCK_X"), define("BLOCK_Y")));
+    }
+}

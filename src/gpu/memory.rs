@@ -51,8 +51,9 @@ pub(crate) struct DeviceStorage {
     /// Recorded on consumers' streams (`nvcam_frame_release_after_stream`, conversions on a
     /// caller's stream): the slot is reused only once their work on it completed.
     consumers: Vec<Event>,
-    /// Serializes the chaining of consumer fences (wait on the previous, record the new).
-    fence_lock: Mutex<()>,
+    /// Serializes the chaining of consumer fences (wait on the previous, record the new), and
+    /// holds the id of the stream each slot's consumer fence was last recorded on.
+    fence_lock: Mutex<Vec<Option<u64>>>,
     /// Host downloads, one at a time per pool; allocated on the first.
     staging: Mutex<Option<PinnedBuf>>,
 }
@@ -88,7 +89,7 @@ impl DeviceStorage {
             slots,
             events,
             consumers,
-            fence_lock: Mutex::new(()),
+            fence_lock: Mutex::new(vec![None; slots]),
             staging: Mutex::new(None),
         })
     }
@@ -140,17 +141,22 @@ impl Storage for DeviceStorage {
     }
     fn fence_after_stream(&self, i: usize, stream: u64) -> Result<()> {
         let e = &self.consumers[i];
-        let _lock = self.fence_lock.lock();
+        let mut last = self.fence_lock.lock();
         let _g = e.dev.push()?;
         let s = stream as sys::CUstream;
-        if !e.query()? {
-            // Another consumer's fence is pending: the new record must cover it too, so this
-            // stream waits for it first (one event per slot, no allocation).
+        let id = super::context::stream_id(s);
+        // A pending fence recorded on this same stream is covered by the new record (stream
+        // order); one from another stream (or of unknown origin) must be waited for first, so
+        // that the one event per slot covers both consumers (no allocation). The id, not the
+        // handle, decides: a destroyed stream's handle may come back for a new stream.
+        if (id.is_none() || last[i] != id) && !e.query()? {
             // SAFETY: our event, context current (guard); the caller's stream (contract).
             ck("cuStreamWaitEvent(previous consumer)", unsafe { sys::cuStreamWaitEvent(s, e.raw(), 0) })?;
         }
         // SAFETY: our event and the caller's stream of the same context (contract), current.
-        ck("cuEventRecord(consumer fence)", unsafe { sys::cuEventRecord(e.raw(), s) })
+        ck("cuEventRecord(consumer fence)", unsafe { sys::cuEventRecord(e.raw(), s) })?;
+        last[i] = id;
+        Ok(())
     }
     fn mark_written(&self, i: usize) -> Result<()> {
         self.events[i].record(&self.stream)

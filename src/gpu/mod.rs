@@ -40,6 +40,8 @@ use std::time::{Duration, Instant};
 static PROBE: OnceLock<std::result::Result<i32, String>> = OnceLock::new();
 static DEVICES: Mutex<Vec<Option<Arc<Device>>>> = Mutex::new(Vec::new());
 static MAX_HW_PER_DEVICE: AtomicU32 = AtomicU32::new(0);
+/// The driver's CUDA version (e.g. 13000), set by the probe.
+static DRIVER_VERSION: AtomicU32 = AtomicU32::new(0);
 
 /// Whether the CUDA driver is loadable and has devices: `Ok(count)` or the reason there is no GPU
 /// path. Checked once per process, before any other CUDA call (cudarc panics on a missing
@@ -70,12 +72,18 @@ pub(crate) fn probe() -> std::result::Result<i32, String> {
                 }
                 let mut v = 0;
                 let _ = sys::cuDriverGetVersion(&mut v);
+                DRIVER_VERSION.store(v.max(0) as u32, Ordering::Relaxed);
                 log::info!("CUDA driver {}.{}: {n} device(s)", v / 1000, (v % 1000) / 10);
                 Ok(n)
             })
             .unwrap_or_else(|_| Err("probing the CUDA driver panicked".into()))
         })
         .clone()
+}
+
+/// The driver's CUDA version as `1000 * major + 10 * minor` (0 before a successful probe).
+pub(crate) fn driver_version() -> u32 {
+    DRIVER_VERSION.load(Ordering::Relaxed)
 }
 
 /// Library init: settings, and one probe with its result in the log.
