@@ -10,11 +10,14 @@
 // bit-identical.
 //
 // Speed: a thread writes PX neighbouring output pixels of one row (the *_PX and *_G tunables
-// below: 8 at the same scale for 8-bit formats, 2 x 4 for float formats, 4 bilinear, 2 box), with
+// below: 8 at the same scale for 8-bit formats, 4 for float formats, 4 bilinear, 2 box); at the
+// same scale it does so on two rows (*_ROWS), which share their chroma rows and set-up, with
 // vector stores where the address allows (packed RGB goes through shared memory so that a warp's
 // stores are whole lines); bytes become floats by an integer OR and a float subtraction and floats
 // become bytes by one F2I, so the per-pixel work at the same scale is a few dozen instructions.
-// The box filter keeps several rows' loads in flight. One kernel per sampling mode (fewer
+// The box filter keeps several rows' loads in flight. (Tried and measured slower, in git
+// history on branch kern4: the box filter's rows as dp4a sums of aligned words, and from a
+// shared-memory copy of the block's footprint; both bit-identical.) One kernel per sampling mode (fewer
 // registers), and one for batches (any mode per item). scripts/convert-kernel-bench.py measures
 // builds against each other on a GPU.
 //
@@ -48,12 +51,14 @@ typedef unsigned long long u64;
 #define BLOCK_Y 8
 
 // Pixels per thread and segments per warp of each kernel (src/gpu/kernels.rs sizes its grids by
-// them), the box filter's pixels in flight per thread and its rows in flight. Same scale: one
-// kernel for 8-bit outputs, one for float outputs (they write 3x the bytes: other trade-offs).
+// them; a test there reads them back), rows per thread, the box filter's pixels in flight per
+// thread and its rows in flight, and the blocks per SM the same-scale kernels are built for
+// (their register cap). Same scale: one kernel for 8-bit outputs, one for float outputs (they
+// write 3x the bytes: other trade-offs).
 #define SAME8_PX 8
 #define SAME8_G 1
 #define SAMEF_PX 4
-#define SAMEF_G 2
+#define SAMEF_G 1
 #define SAME8_ROWS 2
 #define SAMEF_ROWS 2
 #define SAME_BLOCKS_PER_SM 4
@@ -61,9 +66,6 @@ typedef unsigned long long u64;
 #define AREA_PX 2
 #define AREA_N 2
 #define AREA_ROWS 2
-#define AREA_WORDS 1
-#define AREA_TILED 1
-#define AREA_TILE_BYTES 32768
 #define BATCH_PX 2
 
 // What every item of a launch shares (64 bytes).
@@ -396,215 +398,6 @@ __device__ __forceinline__ void area_chroma(const nvcam_convert_item& it, const 
     }
 }
 
-// ---- Box filter by words ----------------------------------------------------------------------
-//
-// The same values as area_luma / area_chroma, with far fewer instructions: a footprint row of up
-// to 12 bytes is read as three aligned words instead of byte by byte, its inner bytes are summed
-// by dp4a against 0/1 byte weights (exact integers, as the byte loop's sum), and everything that
-// depends on the columns only (word base, end bytes, weights) is worked out once per pixel, not
-// once per row. Used when the planes are 4-byte aligned and the footprint fits the window
-// (down-scales up to about 8x); wider footprints take the byte loop above.
-
-// The 0/1 byte weights of word j of a window for the bytes first <= t < end.
-__device__ __forceinline__ u32 win_mask(int first, int end, int j) {
-    int lo = clampi(first - 4 * j, 0, 4), hi = clampi(end - 4 * j, 0, 4);
-    u32 upto_hi = (u32)((1ull << (8 * hi)) - 1), upto_lo = (u32)((1ull << (8 * lo)) - 1);
-    return upto_hi & ~upto_lo & 0x01010101u;
-}
-
-// acc + the bytes of w weighed by m (0 or 1 each).
-__device__ __forceinline__ u32 dot4(u32 w, u32 m, u32 acc) {
-#if __CUDA_ARCH__ >= 610
-    u32 r;
-    asm("dp4a.u32.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(w), "r"(m), "r"(acc));
-    return r;
-#else
-    u32 x = w & (m * 0xffu);
-    x = (x & 0x00ff00ffu) + ((x >> 8) & 0x00ff00ffu);
-    return acc + (x & 0xffffu) + (x >> 16);
-#endif
-}
-
-// Word t >> 2 of the window.
-__device__ __forceinline__ u32 win_word(u32 w0, u32 w1, u32 w2, int t) {
-    return t < 4 ? w0 : (t < 8 ? w1 : w2);
-}
-
-// Byte t of the window as a float (exact).
-__device__ __forceinline__ float win_byte(u32 w0, u32 w1, u32 w2, int t) {
-    return byte_2p23(win_word(w0, w1, w2, t), t & 3) - 8388608.f;
-}
-
-// One pixel's horizontal footprint as a window: the aligned start (bytes into the row), the end
-// pixels' first bytes in the window, the words to read, the inner bytes' weights (luma: one
-// per byte; chroma: U and V apart) and the end weights.
-struct Win {
-    int base, e0, e1, nw;
-    u32 m0, m1, m2;
-    float w0, w1;
-    bool multi;
-};
-
-// A luma span as a window; false when it does not fit in 12 bytes.
-__device__ __forceinline__ bool luma_win(const Span& s, Win* w) {
-    w->base = s.i0 & ~3;
-    w->e0 = s.i0 - w->base;
-    w->e1 = s.i1 - w->base;
-    w->nw = (w->e1 >> 2) + 1;
-    w->m0 = win_mask(w->e0 + 1, w->e1, 0);
-    w->m1 = win_mask(w->e0 + 1, w->e1, 1);
-    w->m2 = win_mask(w->e0 + 1, w->e1, 2);
-    w->w0 = s.w0;
-    w->w1 = s.w1;
-    w->multi = s.i1 > s.i0;
-    return w->e1 < 12;
-}
-
-// A chroma span (in UV pairs) as a window of bytes; false when it does not fit in 12 bytes.
-__device__ __forceinline__ bool chroma_win(const Span& s, Win* w) {
-    int p = s.i0 & ~1;
-    w->base = 2 * p;
-    w->e0 = 2 * (s.i0 - p);
-    w->e1 = 2 * (s.i1 - p);
-    w->nw = ((w->e1 + 1) >> 2) + 1;
-    // The U bytes of the inner pairs; their V bytes are the next ones (weights shifted by 8).
-    w->m0 = win_mask(w->e0 + 2, w->e1, 0) & 0x00010001u;
-    w->m1 = win_mask(w->e0 + 2, w->e1, 1) & 0x00010001u;
-    w->m2 = win_mask(w->e0 + 2, w->e1, 2) & 0x00010001u;
-    w->w0 = s.w0;
-    w->w1 = s.w1;
-    w->multi = s.i1 > s.i0;
-    return w->e1 + 1 < 12;
-}
-
-// The window's words from a row of global memory (read-only cache) or of a block's tile in
-// shared memory (`__ldg` is for global memory only).
-template <bool SH>
-__device__ __forceinline__ u32 word_at(const u32* p) {
-    return SH ? *p : __ldg(p);
-}
-
-template <bool SH>
-__device__ __forceinline__ void win_load(const u8* row, const Win& w, u32* a, u32* b, u32* c) {
-    const u32* p = (const u32*)(row + w.base);
-    *a = word_at<SH>(p);
-    *b = w.nw > 1 ? word_at<SH>(p + 1) : 0u;
-    *c = w.nw > 2 ? word_at<SH>(p + 2) : 0u;
-}
-
-// row_luma's value from the window.
-template <bool SH>
-__device__ __forceinline__ float win_luma(const u8* row, const Win& w) {
-    u32 a, b, c;
-    win_load<SH>(row, w, &a, &b, &c);
-    float v = win_byte(a, b, c, w.e0) * w.w0;
-    if (w.multi) {
-        u32 sum = dot4(a, w.m0, dot4(b, w.m1, dot4(c, w.m2, 0u)));
-        v = v + u2f(sum);
-        v = v + win_byte(a, b, c, w.e1) * w.w1;
-    }
-    return v;
-}
-
-// row_chroma's value from the window.
-template <bool SH>
-__device__ __forceinline__ float2 win_chroma(const u8* row, const Win& w) {
-    u32 a, b, c;
-    win_load<SH>(row, w, &a, &b, &c);
-    float2 v = make_float2(win_byte(a, b, c, w.e0) * w.w0, win_byte(a, b, c, w.e0 + 1) * w.w0);
-    if (w.multi) {
-        u32 su = dot4(a, w.m0, dot4(b, w.m1, dot4(c, w.m2, 0u)));
-        u32 sv = dot4(a, w.m0 << 8, dot4(b, w.m1 << 8, dot4(c, w.m2 << 8, 0u)));
-        v.x = v.x + u2f(su);
-        v.y = v.y + u2f(sv);
-        v.x = v.x + win_byte(a, b, c, w.e1) * w.w1;
-        v.y = v.y + win_byte(a, b, c, w.e1 + 1) * w.w1;
-    }
-    return v;
-}
-
-// The box filter of N pixels of output row dy (dx[k] into the image) by windows: Y, U, V as
-// area_luma and area_chroma give them. False (nothing written) when a footprint is too wide or
-// the planes are not 4-byte aligned: the caller takes the byte loop.
-// A block's copy of its footprint in shared memory (nvcam_convert_area): luma rows y0.. of
-// `pitch` bytes holding the source bytes from x0 on, then the chroma rows the same way. A row
-// pointer from it is indexed by the byte's position in the source row, as a plane's row is.
-struct Tile {
-    const u8* l;
-    int ly0, lpitch, lx0;
-    const u8* c;
-    int cy0, cpitch, cx0;
-};
-
-template <int N>
-__device__ __forceinline__ bool area_words(const nvcam_convert_item& it, const int* dx, int dy, float* Y, float* U, float* V, const Tile* t) {
-    if (((it.y | it.uv | it.src_pitch) & 3) != 0) return false;
-    int lx0 = it.roi_x, lx1 = it.roi_x + it.roi_w - 1;
-    int cx0 = it.roi_x / 2, cx1 = (it.roi_x + it.roi_w - 1) / 2;
-    Span sx[N];
-    Win lw[N], cw[N];
-    bool fit = true;
-#pragma unroll
-    for (int k = 0; k < N; k++) {
-        float ax = (float)dx[k] * it.sx + (float)it.roi_x, bx = ax + it.sx;
-        sx[k] = span(ax, bx, lx0, lx1);
-        fit &= luma_win(sx[k], &lw[k]);
-        Span c = span(ax * 0.5f, bx * 0.5f, cx0, cx1);
-        fit &= chroma_win(c, &cw[k]);
-        sx[k].w0 = wsum(sx[k]);  // now the luma span's total weight
-        sx[k].w1 = wsum(c);      // and the chroma span's
-    }
-    if (!fit) return false;
-    float ay = (float)dy * it.sy + (float)it.roi_y, by = ay + it.sy;
-    Span ly = span(ay, by, it.roi_y, it.roi_y + it.roi_h - 1);
-    float acc[N], inner[N];
-    for (int y = ly.i0; y <= ly.i1; y++) {
-        const u8* r = t ? t->l + (y - t->ly0) * t->lpitch - t->lx0 : y_row(it, y);
-#pragma unroll
-        for (int k = 0; k < N; k++) {
-            float v = t ? win_luma<true>(r, lw[k]) : win_luma<false>(r, lw[k]);
-            if (y == ly.i0) {
-                acc[k] = v * ly.w0;
-                inner[k] = 0.f;
-            } else if (y < ly.i1) {
-                inner[k] = inner[k] + v;
-            } else {
-                acc[k] = (acc[k] + inner[k]) + v * ly.w1;
-            }
-        }
-    }
-    float wly = wsum(ly);
-#pragma unroll
-    for (int k = 0; k < N; k++) Y[k] = acc[k] / (sx[k].w0 * wly);
-    Span cy = span(ay * 0.5f, by * 0.5f, it.roi_y / 2, (it.roi_y + it.roi_h - 1) / 2);
-    float2 cacc[N], cin[N];
-    for (int y = cy.i0; y <= cy.i1; y++) {
-        const u8* r = t ? t->c + (y - t->cy0) * t->cpitch - t->cx0 : (const u8*)it.uv + (u64)y * it.src_pitch;
-#pragma unroll
-        for (int k = 0; k < N; k++) {
-            float2 v = t ? win_chroma<true>(r, cw[k]) : win_chroma<false>(r, cw[k]);
-            if (y == cy.i0) {
-                cacc[k] = make_float2(v.x * cy.w0, v.y * cy.w0);
-                cin[k] = make_float2(0.f, 0.f);
-            } else if (y < cy.i1) {
-                cin[k].x = cin[k].x + v.x;
-                cin[k].y = cin[k].y + v.y;
-            } else {
-                cacc[k].x = (cacc[k].x + cin[k].x) + v.x * cy.w1;
-                cacc[k].y = (cacc[k].y + cin[k].y) + v.y * cy.w1;
-            }
-        }
-    }
-    float wcy = wsum(cy);
-#pragma unroll
-    for (int k = 0; k < N; k++) {
-        float w = sx[k].w1 * wcy;
-        U[k] = cacc[k].x / w;
-        V[k] = cacc[k].y / w;
-    }
-    return true;
-}
-
 // ---- Same scale --------------------------------------------------------------------------------
 
 // [u, 0, v, 0]: a chroma pair in two 16-bit lanes, so one multiply weighs both channels.
@@ -896,7 +689,7 @@ __device__ __forceinline__ void store(const nvcam_convert_common& c, const nvcam
 // The PX pixels at (ox0, oy), sampled and stored. MODE: the item's mode when the kernel is for
 // one mode, -1 for any (batches).
 template <int MODE, int PX, int FC>
-__device__ __forceinline__ void convert_px(const nvcam_convert_common& c, const nvcam_convert_item& it, u32 mode, int ox0, int oy, bool warp_full, const Tile* tile = nullptr) {
+__device__ __forceinline__ void convert_px(const nvcam_convert_common& c, const nvcam_convert_item& it, u32 mode, int ox0, int oy, bool warp_full) {
     float r[PX], g[PX], b[PX];
     bool row_in = oy >= it.img_y && oy < it.img_y + it.img_h;
     int ix1 = it.img_x + it.img_w;
@@ -921,7 +714,6 @@ __device__ __forceinline__ void convert_px(const nvcam_convert_common& c, const 
                 const int N = PX < AREA_N ? PX : AREA_N;
 #pragma unroll
                 for (int h = 0; h < PX; h += N) {
-                    if (AREA_WORDS && area_words<N>(it, dx + h, dy, Y + h, U + h, V + h, tile)) continue;
                     area_luma<N>(it, dx + h, dy, Y + h);
                     area_chroma<N>(it, dx + h, dy, U + h, V + h);
                 }
@@ -991,7 +783,7 @@ __device__ __forceinline__ void same_pair(const nvcam_convert_common& c, const n
 // neighbouring pixels in each (so each store instruction of the warp covers one contiguous run).
 // ROWS = 2 (same scale only): a thread's two rows share their chroma rows (same_pair).
 template <int MODE, int PX, int G, int FC = -1, int ROWS = 1>
-__device__ __forceinline__ void convert(const nvcam_convert_common& c, const nvcam_convert_item& it, const Tile* tile = nullptr) {
+__device__ __forceinline__ void convert(const nvcam_convert_common& c, const nvcam_convert_item& it) {
     u32 mode = MODE < 0 ? it.mode : (u32)MODE;
     int oy = (blockIdx.y * BLOCK_Y + threadIdx.y) * ROWS;
     if (oy >= c.out_h) return;
@@ -1013,7 +805,7 @@ __device__ __forceinline__ void convert(const nvcam_convert_common& c, const nvc
         }
 #pragma unroll
         for (int r = 0; r < ROWS; r++)
-            if (oy + r < c.out_h) convert_px<MODE, PX, FC>(c, it, mode, ox0, oy + r, full, tile);
+            if (oy + r < c.out_h) convert_px<MODE, PX, FC>(c, it, mode, ox0, oy + r, full);
     }
 }
 
@@ -1030,55 +822,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, 4) nvcam_convert
     convert<MODE_BILINEAR, RESIZE_PX, 1>(p.c, p.it);
 }
 
-// Rows y0..y1 of a plane into a tile, rows `pitch` bytes
-// apart, in 16-byte copies from x0 (16-byte aligned) for `pitch` bytes (a multiple of 16, up
-// to the 16 bytes that hold the last byte a window reads). The caller checked the size.
-__device__ __forceinline__ void tile_copy(u8* dst, const u8* plane, u64 src_pitch, int y0, int y1, int x0, int pitch) {
-    int n16 = pitch >> 4, n = (y1 - y0 + 1) * n16;
-    for (int i = threadIdx.y * BLOCK_X + threadIdx.x; i < n; i += BLOCK_X * BLOCK_Y) {
-        int r = i / n16, q = i - r * n16;
-        ((uint4*)dst)[i] = __ldg((const uint4*)(plane + (u64)(y0 + r) * src_pitch + x0) + q);
-    }
-}
-
-// The box filter with the block's footprint staged in shared memory first: one round of
-// coalesced 16-byte loads for all of it, so the rows each thread sums come from shared memory
-// instead of one dependent trip to global memory per row. The values are area_words' (the
-// same windows and sums, read from the copy). False when the block has no image pixels, the
-// planes are not 16-byte aligned, or the footprint does not fit (the caller takes the plain
-// path, block-wide: every thread decides the same).
-__device__ __forceinline__ bool area_tiled(const nvcam_convert_common& c, const nvcam_convert_item& it, u8* smem) {
-    if (((it.y | it.uv | it.src_pitch) & 15) != 0) return false;
-    int bx0 = blockIdx.x * BLOCK_X * AREA_PX, by0 = blockIdx.y * BLOCK_Y;
-    int bx1 = min(bx0 + BLOCK_X * AREA_PX, c.out_w) - 1, by1 = min(by0 + BLOCK_Y, c.out_h) - 1;
-    // The block's output pixels inside the image, as offsets into it.
-    int dxa = max(bx0, it.img_x) - it.img_x, dxb = min(bx1, it.img_x + it.img_w - 1) - it.img_x;
-    int dya = max(by0, it.img_y) - it.img_y, dyb = min(by1, it.img_y + it.img_h - 1) - it.img_y;
-    if (dxa > dxb || dya > dyb) return false;
-    // Their footprints (spans grow with the offset): luma columns and rows, chroma pairs and rows.
-    int lx0 = it.roi_x, lx1 = it.roi_x + it.roi_w - 1, ly0 = it.roi_y, ly1 = it.roi_y + it.roi_h - 1;
-    float axa = (float)dxa * it.sx + (float)it.roi_x, axb = (float)dxb * it.sx + (float)it.roi_x;
-    float aya = (float)dya * it.sy + (float)it.roi_y, ayb = (float)dyb * it.sy + (float)it.roi_y;
-    Span sxa = span(axa, axa + it.sx, lx0, lx1), sxb = span(axb, axb + it.sx, lx0, lx1);
-    Span sya = span(aya, aya + it.sy, ly0, ly1), syb = span(ayb, ayb + it.sy, ly0, ly1);
-    Span cxa = span(axa * 0.5f, (axa + it.sx) * 0.5f, lx0 / 2, lx1 / 2), cxb = span(axb * 0.5f, (axb + it.sx) * 0.5f, lx0 / 2, lx1 / 2);
-    Span cya = span(aya * 0.5f, (aya + it.sy) * 0.5f, ly0 / 2, ly1 / 2), cyb = span(ayb * 0.5f, (ayb + it.sy) * 0.5f, ly0 / 2, ly1 / 2);
-    int tlx0 = sxa.i0 & ~15, tlp = (((sxb.i1 | 3) + 16) & ~15) - tlx0;
-    int tcx0 = (2 * cxa.i0) & ~15, tcp = ((((2 * cxb.i1 + 1) | 3) + 16) & ~15) - tcx0;
-    int lrows = syb.i1 - sya.i0 + 1, crows = cyb.i1 - cya.i0 + 1;
-    int lbytes = tlp * lrows;
-    if (lbytes + tcp * crows > AREA_TILE_BYTES) return false;
-    tile_copy(smem, (const u8*)it.y, it.src_pitch, sya.i0, syb.i1, tlx0, tlp);
-    tile_copy(smem + lbytes, (const u8*)it.uv, it.src_pitch, cya.i0, cyb.i1, tcx0, tcp);
-    __syncthreads();
-    Tile t = {smem, sya.i0, tlp, tlx0, smem + lbytes, cya.i0, tcp, tcx0};
-    convert<MODE_AREA, AREA_PX, 1>(c, it, &t);
-    return true;
-}
-
 extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, 4) nvcam_convert_area(const nvcam_convert_params p) {
-    __shared__ __align__(16) u8 smem[AREA_TILED ? AREA_TILE_BYTES : 16];
-    if (AREA_TILED && area_tiled(p.c, p.it, smem)) return;
     convert<MODE_AREA, AREA_PX, 1>(p.c, p.it);
 }
 

@@ -31,7 +31,7 @@ struct Shape {
 }
 
 const SAME8: Shape = Shape { px: 8, rows: 2 };
-const SAMEF: Shape = Shape { px: 8, rows: 2 };
+const SAMEF: Shape = Shape { px: 4, rows: 2 };
 const RESIZE: Shape = Shape { px: 4, rows: 1 };
 const AREA: Shape = Shape { px: 2, rows: 1 };
 const BATCH: Shape = Shape { px: 2, rows: 1 };
