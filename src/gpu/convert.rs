@@ -75,7 +75,7 @@ pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, 
                 return super::peer::to_device(f, &plan, ptr, &l, &dev, stream);
             }
             let k = kernels(&dev)?;
-            let p = params(f, &plan, ptr, &l);
+            let p = KernelParams::for_frame(f, &plan, ptr, &l);
             f.storage().wait_on_stream(f.slot(), stream)?;
             // SAFETY: the frame's slot stays valid (we hold the frame, and fence it below before
             // any release); dst was checked to be device memory of this device holding
@@ -88,10 +88,6 @@ pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, 
             to_host(f, &plan, buf, &l)
         }
     }
-}
-
-fn params(f: &Frame, plan: &Plan, dst: u64, l: &Layout) -> KernelParams {
-    KernelParams::for_frame(f, plan, dst, l)
 }
 
 /// Refuses a device destination that is not device memory of `dev`, or whose allocation ends
