@@ -10,7 +10,7 @@ use super::download::to_host;
 use super::kernels::kernels;
 use crate::convert::cpu::{self, Nv12};
 use crate::convert::params::{BatchParams, KernelCommon, KernelItem, KernelParams, BATCH_PER_LAUNCH};
-use crate::convert::{Layout, Plan, Spec};
+use crate::convert::{Plan, Spec};
 use crate::frame::Frame;
 use crate::pool::MemoryKind;
 use crate::status::*;
