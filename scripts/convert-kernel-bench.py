@@ -55,7 +55,8 @@ def load(fatbin):
     ck(cu.cuModuleLoadData(ctypes.byref(mod), image), "cuModuleLoadData")
     k = {"image": image, "px": {"same8": m["SAME8_PX"] * m["SAME8_G"], "samef": m["SAMEF_PX"] * m["SAMEF_G"],
                                 "area": m["AREA_PX"], "batch": m["BATCH_PX"]},
-         "rows": {"same8": m.get("SAME8_ROWS", 1), "samef": m.get("SAMEF_ROWS", 1), "area": 1, "batch": 1}}
+         "rows": {"same8": m.get("SAME8_ROWS", 1), "samef": m.get("SAMEF_ROWS", 1), "area": 1, "batch": 1},
+         "block": (m.get("BLOCK_X", 32), m.get("BLOCK_Y", 8))}
     for key, name in KERNELS.items():
         f = ctypes.c_void_p()
         ck(cu.cuModuleGetFunction(ctypes.byref(f), mod, name.encode()), name)
@@ -145,11 +146,12 @@ def main():
                 f, px, rows = k[key], k["px"][key], k["rows"][key]
                 buf = ctypes.create_string_buffer(p, len(p))
                 args = (ctypes.c_void_p * 1)(ctypes.cast(buf, ctypes.c_void_p))
-                gx, gy = (out_w + 32 * px - 1) // (32 * px), (out_h + 8 * rows - 1) // (8 * rows)
+                bx, by = k["block"]
+                gx, gy = (out_w + bx * px - 1) // (bx * px), (out_h + by * rows - 1) // (by * rows)
 
                 def conv():
                     for _ in range(N):
-                        ck(cu.cuLaunchKernel(f, gx, gy, nb, 32, 8, 1, 0, S, args, None), "cuLaunchKernel")
+                        ck(cu.cuLaunchKernel(f, gx, gy, nb, bx, by, 1, 0, S, args, None), "cuLaunchKernel")
 
                 conv()
                 stream.synchronize()
@@ -161,7 +163,7 @@ def main():
 
                     def conv_fenced(wait):
                         for _ in range(N):
-                            ck(cu.cuLaunchKernel(f, gx, gy, nb, 32, 8, 1, 0, S, args, None), "cuLaunchKernel")
+                            ck(cu.cuLaunchKernel(f, gx, gy, nb, bx, by, 1, 0, S, args, None), "cuLaunchKernel")
                             if wait and cu.cuEventQuery(ev) != 0:
                                 ck(cu.cuStreamWaitEvent(S, ev, 0), "cuStreamWaitEvent")
                             ck(cu.cuEventRecord(ev, S), "cuEventRecord")

@@ -17,9 +17,9 @@ struct Aligned<T: ?Sized>(T);
 
 static FATBIN: &Aligned<[u8]> = &Aligned(*include_bytes!("../../kernels/nvcam_kernels.fatbin"));
 
-/// Threads per block: 32 wide (one warp per row segment, coalesced), 8 rows (`BLOCK_X`,
+/// Threads per block: 32 wide (one warp per row segment, coalesced), 4 rows (`BLOCK_X`,
 /// `BLOCK_Y` in the kernel source).
-const BLOCK: (u32, u32) = (32, 8);
+const BLOCK: (u32, u32) = (32, 4);
 
 /// How much of the output one thread converts, per kernel: `px` pixels along a row (`*_PX` x
 /// `*_G` in the kernel source) on `rows` rows (`*_ROWS`); the grids are sized by them, and a
