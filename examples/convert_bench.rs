@@ -13,7 +13,7 @@
 //! 2. Host download of BGRA at 1080p and 4K (`nvcam_frame_convert`, returns when the bytes are
 //!    there) into page-locked memory (cuMemHostAlloc) and into a plain Vec, with the variants the
 //!    library can be switched to by test hooks (kernel writing pinned memory directly; chunk count
-//!    and polled or blocking waits of the pageable path), against cuMemcpyDtoH of the same bytes
+//!    and polled or sleeping waits of the pageable path), against cuMemcpyDtoH of the same bytes
 //!    into pinned and into pageable memory; then 4 cameras downloading at once.
 //! 3. N cameras (default 16) on the 1080p H.264 clip, direct NVDEC, looped and unpaced: decode
 //!    only (frames_decoded, as nvdec_bench counts them), then decode + one consumer thread per
@@ -275,7 +275,7 @@ fn host_download(f: u64, fi: &nvcam_frame_info) {
     // library's default first.
     for (chunks, kernel, poll) in [(0, false, true), (0, true, true), (0, false, false), (8, false, true), (16, false, true), (32, false, true)] {
         nvcam::diag::set_download_knobs(chunks, kernel, poll);
-        let wait = if poll { "polled waits" } else { "blocking waits" };
+        let wait = if poll { "polled waits" } else { "sleeping waits" };
         if chunks == 0 {
             let how = if kernel { "kernel writes it through its mapping" } else { "kernel into scratch, one DMA into it" };
             row(format!("nvcam_frame_convert into pinned memory ({how}, {wait})"), gbs(n, reps, || convert(pinned.0)));

@@ -159,7 +159,10 @@ def main():
                 cells.append(f"{gbs:,.0f} ({gbs / copy_gbs:.2f})")
                 if FENCE and nb == 1:
                     ev = ctypes.c_void_p()
-                    ck(cu.cuEventCreate(ctypes.byref(ev), 2), "cuEventCreate")  # CU_EVENT_DISABLE_TIMING
+                    # CU_EVENT_DISABLE_TIMING (2), as nvcam's events; KB_EVENT_FLAGS=3 adds
+                    # CU_EVENT_BLOCKING_SYNC (1).
+                    flags = int(os.environ.get("KB_EVENT_FLAGS", "2"))
+                    ck(cu.cuEventCreate(ctypes.byref(ev), flags), "cuEventCreate")
 
                     def conv_fenced(wait):
                         for _ in range(N):

@@ -315,7 +315,12 @@ impl Drop for Stream {
 pub(crate) struct Event {
     pub dev: Arc<Device>,
     raw: sys::CUevent,
+    /// Made with `CU_EVENT_BLOCKING_SYNC` ([`Event::new`]), or a fence ([`Event::fence`]).
+    blocking: bool,
 }
+
+/// How long a host wait on a fence event sleeps between queries.
+const FENCE_POLL: std::time::Duration = std::time::Duration::from_micros(50);
 
 // SAFETY: a CUevent is a driver handle usable from any thread with its context pushed.
 unsafe impl Send for Event {}
@@ -323,13 +328,30 @@ unsafe impl Send for Event {}
 unsafe impl Sync for Event {}
 
 impl Event {
+    /// An event a host thread may wait on ([`Event::synchronize`]): the waiting thread sleeps
+    /// instead of spinning a core (`CU_EVENT_BLOCKING_SYNC`).
     pub(crate) fn new(dev: &Arc<Device>) -> Result<Event> {
+        Self::make(dev, true)
+    }
+    /// An event recorded on a stream per call (a consumer fence on the caller's stream, a
+    /// download's staging events) that streams wait on and the host queries or polls. No
+    /// blocking sync: recording a blocking-sync event costs the stream GPU time, recording this
+    /// one nothing measurable (an H100, after each 1080p conversion kernel: 0.82 x a copy's
+    /// speed fell to 0.63 for BGRA8 and 0.84 to 0.42 for planar f32 with blocking-sync records;
+    /// docs/BENCHMARKS.md). A host wait on it polls and sleeps ([`Event::synchronize`]).
+    pub(crate) fn fence(dev: &Arc<Device>) -> Result<Event> {
+        Self::make(dev, false)
+    }
+    fn make(dev: &Arc<Device>, blocking: bool) -> Result<Event> {
+        let mut flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+        if blocking {
+            flags |= sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32;
+        }
         let _g = dev.push()?;
         let mut e: sys::CUevent = std::ptr::null_mut();
-        let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32 | sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32;
         // SAFETY: our context is current (guard); writes one handle.
         ck("cuEventCreate", unsafe { sys::cuEventCreate(&mut e, flags) })?;
-        Ok(Event { dev: dev.clone(), raw: e })
+        Ok(Event { dev: dev.clone(), raw: e, blocking })
     }
     pub(crate) fn raw(&self) -> sys::CUevent {
         self.raw
@@ -352,8 +374,19 @@ impl Event {
     /// Waits for the recorded work (counted). Only where a wait is the point: teardown, a
     /// download the host asked for, or a frame handed out before its copy finished.
     pub(crate) fn synchronize(&self) -> Result<()> {
-        let _g = self.dev.push()?;
         super::stats::count_sync(self.dev.ordinal);
+        self.wait()
+    }
+    /// [`Event::synchronize`] without the count (a wait the caller counted already). A fence
+    /// event is polled with short sleeps: cuEventSynchronize would spin a core on it.
+    pub(crate) fn wait(&self) -> Result<()> {
+        let _g = self.dev.push()?;
+        if !self.blocking {
+            while !self.query()? {
+                std::thread::sleep(FENCE_POLL);
+            }
+            return Ok(());
+        }
         // SAFETY: our event, context current (guard).
         ck("cuEventSynchronize", unsafe { sys::cuEventSynchronize(self.raw) })
     }

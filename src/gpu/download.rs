@@ -11,8 +11,11 @@
 //!   transfer instead of following it.
 //!
 //! The call returns when the bytes are there: that wait is the point (counted once per call).
-//! Waits poll the events first (a transfer takes 0.1–1 ms; a blocking-sync wake-up would add
-//! tens of µs to each), one thread at a time, and block after [`SPIN`].
+//! Waits poll the events first (a transfer takes 0.1–1 ms), one thread at a time, and sleep
+//! between queries after [`SPIN`]. The staging events are fences, not blocking-sync events:
+//! recording a blocking-sync event costs the stream GPU time per record, and a download records
+//! one per chunk (measured: 4K into a Vec 0.74 x a pinned cuMemcpyDtoH with blocking-sync
+//! events, 0.89 without; docs/BENCHMARKS.md).
 
 use super::context::{ck, Copy2D, Device, Event, Mem};
 use super::kernels::kernels;
@@ -35,8 +38,8 @@ const CHUNKED_FROM: usize = 1 << 20;
 /// (8.3 MB: 22.7 GB/s against 18.1 with 8 and 16.4 with 32), 32 (~1 MB) for 4K (33 MB: 35.7 GB/s
 /// against 26.1 with 8); this size gives those counts.
 const CHUNK_BYTES: usize = 512 << 10;
-/// How long a wait polls before it blocks on the event (polled: 43.9 GB/s into pinned memory at
-/// 1080p; blocking-sync waits: 37.3).
+/// How long a wait polls before it sleeps between queries (polled: 43.9 GB/s into pinned
+/// memory at 1080p; blocking-sync waits, before the staging events became fences: 37.3).
 const SPIN: Duration = Duration::from_millis(5);
 
 /// How downloads run (fixed in production; the benchmark compares variants through
@@ -47,7 +50,7 @@ static CHUNKS: AtomicUsize = AtomicUsize::new(0);
 /// but keeps the SMs busy for the whole PCIe transfer (other cameras' kernels queue behind it),
 /// where a copy engine does the DMA beside them.
 static KERNEL_DIRECT: AtomicBool = AtomicBool::new(false);
-/// Poll events before blocking (else block at once).
+/// Poll events before sleeping between queries (else sleep at once).
 static POLL: AtomicBool = AtomicBool::new(true);
 
 /// Downloads by path: DMA into page-locked memory, kernel into page-locked memory, pageable.
@@ -118,7 +121,7 @@ fn pinned_dst(dev: &Arc<Device>, p: *mut u8, len: usize, want_dev_ptr: bool) -> 
     Ok(Some(Pinned { dev_ptr }))
 }
 
-/// Waits for `e`: polls up to [`SPIN`], then blocks. Counted as one host wait.
+/// Waits for `e`: polls up to [`SPIN`], then sleeps between queries. Counted as one host wait.
 fn wait(e: &Event) -> Result<()> {
     if POLL.load(Ordering::Relaxed) {
         let t0 = Instant::now();
@@ -241,9 +244,8 @@ fn pageable(st: &mut staging::Lease, scratch: u64, dst: &mut [u8], pitch: usize,
             }
             std::hint::spin_loop();
         }
-        let _g = st.dev.push()?;
-        // SAFETY: our event, context current (guard). Not counted: the call counts one wait.
-        ck("cuEventSynchronize(staging chunk)", unsafe { sys::cuEventSynchronize(st.chunk_done[c].raw()) })
+        // Not counted: the call counts one wait.
+        st.chunk_done[c].wait()
     };
     crate::workers::for_each(n, &|c| {
         if let Err(e) = wait_chunk(c) {
@@ -274,7 +276,7 @@ fn pageable(st: &mut staging::Lease, scratch: u64, dst: &mut [u8], pitch: usize,
 /// Test hook: how downloads run (the benchmark compares them). `chunks`: pageable downloads of
 /// 1 MiB or more are cut into this many (1..=32; 0 = by size, the default); `kernel_direct`: the
 /// kernel writes page-locked destinations through their device mapping; `poll`: waits poll
-/// before blocking. The defaults: `(0, false, true)`.
+/// before they sleep between queries. The defaults: `(0, false, true)`.
 #[cfg(feature = "test-hooks")]
 pub fn set_knobs(chunks: usize, kernel_direct: bool, poll: bool) {
     CHUNKS.store(chunks.min(MAX_CHUNKS), Ordering::Relaxed);

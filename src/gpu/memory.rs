@@ -66,7 +66,7 @@ impl DeviceStorage {
         let shape = Geometry::nv12(width, height);
         let rows = shape.y_rows() + shape.uv_rows();
         let events = (0..slots).map(|_| Event::new(dev)).collect::<Result<Vec<_>>>()?;
-        let consumers = (0..slots).map(|_| Event::new(dev)).collect::<Result<Vec<_>>>()?;
+        let consumers = (0..slots).map(|_| Event::fence(dev)).collect::<Result<Vec<_>>>()?;
         let (mut base, mut pitch) = (0 as sys::CUdeviceptr, 0usize);
         {
             let _g = dev.push()?;

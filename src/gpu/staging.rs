@@ -75,8 +75,8 @@ impl Stage {
             stream: Stream::new(dev)?,
             scratch: None,
             pinned: None,
-            done: Event::new(dev)?,
-            chunk_done: (0..MAX_CHUNKS).map(|_| Event::new(dev)).collect::<Result<Vec<_>>>()?,
+            done: Event::fence(dev)?,
+            chunk_done: (0..MAX_CHUNKS).map(|_| Event::fence(dev)).collect::<Result<Vec<_>>>()?,
             peer_done: Vec::new(),
         })
     }
@@ -93,7 +93,7 @@ impl Stage {
         if self.scratch_len() < len {
             if let Some(old) = self.scratch.take() {
                 let mut fences: Vec<Event> = std::mem::take(&mut self.peer_done).into_iter().flatten().collect();
-                let ours = Event::new(&self.dev)?;
+                let ours = Event::fence(&self.dev)?;
                 ours.record(&self.stream)?;
                 fences.push(ours);
                 old.retire(fences);
@@ -139,7 +139,7 @@ impl Stage {
             self.peer_done.resize_with(i + 1, || None);
         }
         if self.peer_done[i].is_none() {
-            self.peer_done[i] = Some(Event::new(dst)?);
+            self.peer_done[i] = Some(Event::fence(dst)?);
         }
         Ok(self.peer_done[i].as_ref().expect("made above"))
     }
