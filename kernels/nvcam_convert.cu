@@ -15,9 +15,10 @@
 // vector stores where the address allows (packed RGB goes through shared memory so that a warp's
 // stores are whole lines); bytes become floats by an integer OR and a float subtraction and floats
 // become bytes by one F2I, so the per-pixel work at the same scale is a few dozen instructions.
-// The box filter keeps several rows' loads in flight. (Tried and measured slower, in git
-// history on branch kern4: the box filter's rows as dp4a sums of aligned words, and from a
-// shared-memory copy of the block's footprint; both bit-identical.) One kernel per sampling mode (fewer
+// The box filter reads footprints of up to 4 x 4 samples without a data-dependent branch
+// (clamped loads, selects), larger ones byte by byte with several rows' loads in flight. (Tried
+// and measured slower, in git history at 3234cab: the box filter's rows as dp4a sums of aligned
+// words, and from a shared-memory copy of the block's footprint; both bit-identical.) One kernel per sampling mode (fewer
 // registers), and one for batches (any mode per item). scripts/convert-kernel-bench.py measures
 // builds against each other on a GPU.
 //
@@ -400,6 +401,154 @@ __device__ __forceinline__ void area_chroma(const nvcam_convert_item& it, const 
     }
 }
 
+// ---- Box filter, footprint bounded at compile time -----------------------------------------------
+//
+// area_luma / area_chroma's values with no data-dependent branch: a footprint of at most F x F
+// samples (F = 2, 3 or 4, the smallest that holds it) is read in fixed, unrolled loops whose
+// indices are clamped into the footprint (so every load is inside it), and what the byte loop
+// would skip is selected away instead of branched around. The profile of the byte loop: a quarter of its
+// instructions were branches and their reconvergence, for about 26 loads per output pixel. The
+// float operations are the same, in the same order (the CPU twin is unchanged).
+
+// row_luma's value of the footprint whose first byte is p and whose last is p[n], n < FX.
+template <int FX>
+__device__ __forceinline__ float row_luma_fx(const u8* p, int n, float w0, float w1) {
+    u32 b[FX];
+#pragma unroll
+    for (int j = 0; j < FX; j++) b[j] = __ldg(p + min(j, n));
+    u32 sum = 0, last = b[0];
+#pragma unroll
+    for (int j = 1; j < FX; j++) {
+        sum += j < n ? b[j] : 0u;
+        last = j == n ? b[j] : last;
+    }
+    float v = u2f(b[0]) * w0;
+    float m = (v + u2f(sum)) + u2f(last) * w1;
+    return n > 0 ? m : v;
+}
+
+// row_chroma's value (U, V) of the footprint of UV pairs p[0] .. p[n], n < CX.
+template <int CX>
+__device__ __forceinline__ float2 row_chroma_fx(const u16* p, int n, float w0, float w1) {
+    u32 c[CX];
+#pragma unroll
+    for (int j = 0; j < CX; j++) c[j] = __ldg(p + min(j, n));
+    u32 su = 0, sv = 0, last = c[0];
+#pragma unroll
+    for (int j = 1; j < CX; j++) {
+        u32 t = j < n ? c[j] : 0u;
+        su += t & 0xff;
+        sv += t >> 8;
+        last = j == n ? c[j] : last;
+    }
+    float2 v = make_float2(u2f(c[0] & 0xff) * w0, u2f(c[0] >> 8) * w0);
+    float mx = (v.x + u2f(su)) + u2f(last & 0xff) * w1;
+    float my = (v.y + u2f(sv)) + u2f(last >> 8) * w1;
+    return n > 0 ? make_float2(mx, my) : v;
+}
+
+// area_luma's values from the spans (ly: rows; lx[k]: pixel k's columns), each at most F samples.
+template <int N, int F>
+__device__ __forceinline__ void luma_fixed(const nvcam_convert_item& it, const Span& ly, const Span* lx, float* Y) {
+    int ny = ly.i1 - ly.i0;
+    float acc[N], inner[N], last[N];
+#pragma unroll
+    for (int r = 0; r < F; r++) {
+        const u8* row = y_row(it, ly.i0 + min(r, ny));
+#pragma unroll
+        for (int k = 0; k < N; k++) {
+            float v = row_luma_fx<F>(row + lx[k].i0, lx[k].i1 - lx[k].i0, lx[k].w0, lx[k].w1);
+            if (r == 0) {
+                acc[k] = v * ly.w0;
+                inner[k] = 0.f;
+                last[k] = v;
+            } else {
+                inner[k] = r < ny ? inner[k] + v : inner[k];
+                last[k] = r == ny ? v : last[k];
+            }
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+        float a = (acc[k] + inner[k]) + last[k] * ly.w1;
+        Y[k] = (ny > 0 ? a : acc[k]) / (wsum(lx[k]) * wsum(ly));
+    }
+}
+
+// area_chroma's values from the spans (cy: rows; cx[k]: pixel k's UV pairs), each at most F.
+template <int N, int F>
+__device__ __forceinline__ void chroma_fixed(const nvcam_convert_item& it, const Span& cy, const Span* cx, float* U, float* V) {
+    int ny = cy.i1 - cy.i0;
+    float2 acc[N], inner[N], last[N];
+#pragma unroll
+    for (int r = 0; r < F; r++) {
+        const u16* row = uv_row(it, cy.i0 + min(r, ny));
+#pragma unroll
+        for (int k = 0; k < N; k++) {
+            float2 v = row_chroma_fx<F>(row + cx[k].i0, cx[k].i1 - cx[k].i0, cx[k].w0, cx[k].w1);
+            if (r == 0) {
+                acc[k] = make_float2(v.x * cy.w0, v.y * cy.w0);
+                inner[k] = make_float2(0.f, 0.f);
+                last[k] = v;
+            } else {
+                inner[k] = r < ny ? make_float2(inner[k].x + v.x, inner[k].y + v.y) : inner[k];
+                last[k] = r == ny ? v : last[k];
+            }
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+        float ax = (acc[k].x + inner[k].x) + last[k].x * cy.w1;
+        float ay = (acc[k].y + inner[k].y) + last[k].y * cy.w1;
+        float w = wsum(cx[k]) * wsum(cy);
+        U[k] = (ny > 0 ? ax : acc[k].x) / w;
+        V[k] = (ny > 0 ? ay : acc[k].y) / w;
+    }
+}
+
+// The box filter's luma for N pixels: the spans once, then the branch-free path whose bound fits
+// the largest of them exactly (a larger bound costs clamped loads that are thrown away), or the
+// byte loop beyond 4 samples (measured faster there: 4K to 640 wide, 6 samples, 0.56 x a copy's
+// speed against 0.51 with a bound of 6).
+template <int N>
+__device__ __forceinline__ void area_luma_sized(const nvcam_convert_item& it, const int* dx, int dy, float* Y) {
+    int lx0 = it.roi_x, lx1 = it.roi_x + it.roi_w - 1;
+    float ay = (float)dy * it.sy + (float)it.roi_y;
+    Span ly = span(ay, ay + it.sy, it.roi_y, it.roi_y + it.roi_h - 1);
+    int f = ly.i1 - ly.i0;
+    Span lx[N];
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+        float ax = (float)dx[k] * it.sx + (float)it.roi_x;
+        lx[k] = span(ax, ax + it.sx, lx0, lx1);
+        f = max(f, lx[k].i1 - lx[k].i0);
+    }
+    if (f < 2) luma_fixed<N, 2>(it, ly, lx, Y);
+    else if (f < 3) luma_fixed<N, 3>(it, ly, lx, Y);
+    else if (f < 4) luma_fixed<N, 4>(it, ly, lx, Y);
+    else area_luma<N>(it, dx, dy, Y);
+}
+
+// The same for chroma.
+template <int N>
+__device__ __forceinline__ void area_chroma_sized(const nvcam_convert_item& it, const int* dx, int dy, float* U, float* V) {
+    int cx0 = it.roi_x / 2, cx1 = (it.roi_x + it.roi_w - 1) / 2;
+    float ay = (float)dy * it.sy + (float)it.roi_y, by = ay + it.sy;
+    Span cy = span(ay * 0.5f, by * 0.5f, it.roi_y / 2, (it.roi_y + it.roi_h - 1) / 2);
+    int f = cy.i1 - cy.i0;
+    Span cx[N];
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+        float ax = (float)dx[k] * it.sx + (float)it.roi_x, bx = ax + it.sx;
+        cx[k] = span(ax * 0.5f, bx * 0.5f, cx0, cx1);
+        f = max(f, cx[k].i1 - cx[k].i0);
+    }
+    if (f < 2) chroma_fixed<N, 2>(it, cy, cx, U, V);
+    else if (f < 3) chroma_fixed<N, 3>(it, cy, cx, U, V);
+    else if (f < 4) chroma_fixed<N, 4>(it, cy, cx, U, V);
+    else area_chroma<N>(it, dx, dy, U, V);
+}
+
 // ---- Same scale --------------------------------------------------------------------------------
 
 // [u, 0, v, 0]: a chroma pair in two 16-bit lanes, so one multiply weighs both channels.
@@ -717,8 +866,8 @@ __device__ __forceinline__ void convert_px(const nvcam_convert_common& c, const 
                 const int N = PX < AREA_N ? PX : AREA_N;
 #pragma unroll
                 for (int h = 0; h < PX; h += N) {
-                    area_luma<N>(it, dx + h, dy, Y + h);
-                    area_chroma<N>(it, dx + h, dy, U + h, V + h);
+                    area_luma_sized<N>(it, dx + h, dy, Y + h);
+                    area_chroma_sized<N>(it, dx + h, dy, U + h, V + h);
                 }
             } else {
 #pragma unroll
