@@ -154,11 +154,6 @@ __device__ __forceinline__ u32 bgra(float r, float g, float b) {
     return __byte_perm(__byte_perm(to_u8(b), to_u8(g), 0x3340), to_u8(r) | 0xff00u, 0x5410);
 }
 
-// c0, c1, c2 in the low three bytes (packed RGB / BGR).
-__device__ __forceinline__ u32 three(float c0, float c1, float c2) {
-    return __byte_perm(__byte_perm(to_u8(c0), to_u8(c1), 0x3340), to_u8(c2), 0x5410);
-}
-
 __device__ __forceinline__ u32 to_half(float f) {
     u16 h;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
@@ -718,10 +713,12 @@ __device__ __forceinline__ void store8(u32 format, u8* row, int ox0, int n, bool
     }
     case FMT_BGR8:
     case FMT_RGB8: {
-        bool bgr = format == FMT_BGR8;
+        // [r, g] then b into bytes 2, 1, 0 (BGR) or 0, 1, 2 (RGB): one permute whose selector is
+        // chosen once, not both orders packed and one of them thrown away per pixel.
+        u32 order = format == FMT_BGR8 ? 0x5014u : 0x5410u;
         u32 px[PX];  // [c0, c1, c2, 0]
 #pragma unroll
-        for (int k = 0; k < PX; k++) px[k] = bgr ? three(b[k], g[k], r[k]) : three(r[k], g[k], b[k]);
+        for (int k = 0; k < PX; k++) px[k] = __byte_perm(__byte_perm(to_u8(r[k]), to_u8(g[k]), 0x3340), to_u8(b[k]), order);
         u8* o = row + 3 * ox0;
         if (PX % 4 == 0 && n == PX) {
             u32 words[PX % 4 == 0 ? 3 * PX / 4 : 1];
