@@ -131,11 +131,6 @@ __device__ __forceinline__ float u2f(u32 v) {
     return __int_as_float(0x4B000000u | v) - 8388608.f;
 }
 
-// An integer |v| < 2^22 as a float, exactly (1.5 * 2^23 + v).
-__device__ __forceinline__ float i2f(int v) {
-    return __int_as_float(0x4B400000 + v) - 12582912.f;
-}
-
 // 2^23 + byte k of w, as a float (one byte permute); subtract 2^23 (+ an integer) to use it.
 __device__ __forceinline__ float byte_2p23(u32 w, int k) {
     return __int_as_float(__byte_perm(w, 0x4B000000u, 0x7440 | k));
@@ -442,62 +437,67 @@ __device__ __forceinline__ float2 row_chroma_fx(const u16* p, int n, float w0, f
     return n > 0 ? make_float2(mx, my) : v;
 }
 
-// area_luma's values from the spans (ly: rows; lx[k]: pixel k's columns), each at most F samples.
-template <int N, int F>
-__device__ __forceinline__ void luma_fixed(const nvcam_convert_item& it, const Span& ly, const Span* lx, float* Y) {
-    int ny = ly.i1 - ly.i0;
-    float acc[N], inner[N], last[N];
+// Component-wise product with a weight, and sum, of a luma value (float) or a chroma pair (float2).
+__device__ __forceinline__ float scaled(float v, float w) {
+    return v * w;
+}
+__device__ __forceinline__ float2 scaled(float2 v, float w) {
+    return make_float2(v.x * w, v.y * w);
+}
+__device__ __forceinline__ float plus(float a, float b) {
+    return a + b;
+}
+__device__ __forceinline__ float2 plus(float2 a, float2 b) {
+    return make_float2(a.x + b.x, a.y + b.y);
+}
+
+// The rows of a vertical span s combined as the byte loop combines them, for N pixels: (R[i0] *
+// w0 + (0 + the inner R, in row order)) + R[i1] * w1, or R[i0] * w0 for one row. F rows at most,
+// unrolled; `row(y, k)` is pixel k's value of row y (rows past i1 are clamped to it, read and
+// thrown away).
+template <int N, int F, typename T, typename RowValue>
+__device__ __forceinline__ void rows_fixed(const Span& s, RowValue row, T* out) {
+    int ny = s.i1 - s.i0;
+    T acc[N], inner[N], last[N];
 #pragma unroll
     for (int r = 0; r < F; r++) {
-        const u8* row = y_row(it, ly.i0 + min(r, ny));
+        int y = s.i0 + min(r, ny);
 #pragma unroll
         for (int k = 0; k < N; k++) {
-            float v = row_luma_fx<F>(row + lx[k].i0, lx[k].i1 - lx[k].i0, lx[k].w0, lx[k].w1);
+            T v = row(y, k);
             if (r == 0) {
-                acc[k] = v * ly.w0;
-                inner[k] = 0.f;
+                acc[k] = scaled(v, s.w0);
+                inner[k] = T{};
                 last[k] = v;
             } else {
-                inner[k] = r < ny ? inner[k] + v : inner[k];
+                inner[k] = r < ny ? plus(inner[k], v) : inner[k];
                 last[k] = r == ny ? v : last[k];
             }
         }
     }
 #pragma unroll
-    for (int k = 0; k < N; k++) {
-        float a = (acc[k] + inner[k]) + last[k] * ly.w1;
-        Y[k] = (ny > 0 ? a : acc[k]) / (wsum(lx[k]) * wsum(ly));
-    }
+    for (int k = 0; k < N; k++) out[k] = ny > 0 ? plus(plus(acc[k], inner[k]), scaled(last[k], s.w1)) : acc[k];
+}
+
+// area_luma's values from the spans (ly: rows; lx[k]: pixel k's columns), each at most F samples.
+template <int N, int F>
+__device__ __forceinline__ void luma_fixed(const nvcam_convert_item& it, const Span& ly, const Span* lx, float* Y) {
+    float acc[N];
+    rows_fixed<N, F>(ly, [&](int y, int k) { return row_luma_fx<F>(y_row(it, y) + lx[k].i0, lx[k].i1 - lx[k].i0, lx[k].w0, lx[k].w1); }, acc);
+#pragma unroll
+    for (int k = 0; k < N; k++) Y[k] = acc[k] / (wsum(lx[k]) * wsum(ly));
 }
 
 // area_chroma's values from the spans (cy: rows; cx[k]: pixel k's UV pairs), each at most F.
 template <int N, int F>
 __device__ __forceinline__ void chroma_fixed(const nvcam_convert_item& it, const Span& cy, const Span* cx, float* U, float* V) {
-    int ny = cy.i1 - cy.i0;
-    float2 acc[N], inner[N], last[N];
-#pragma unroll
-    for (int r = 0; r < F; r++) {
-        const u16* row = uv_row(it, cy.i0 + min(r, ny));
-#pragma unroll
-        for (int k = 0; k < N; k++) {
-            float2 v = row_chroma_fx<F>(row + cx[k].i0, cx[k].i1 - cx[k].i0, cx[k].w0, cx[k].w1);
-            if (r == 0) {
-                acc[k] = make_float2(v.x * cy.w0, v.y * cy.w0);
-                inner[k] = make_float2(0.f, 0.f);
-                last[k] = v;
-            } else {
-                inner[k] = r < ny ? make_float2(inner[k].x + v.x, inner[k].y + v.y) : inner[k];
-                last[k] = r == ny ? v : last[k];
-            }
-        }
-    }
+    float2 acc[N];
+    rows_fixed<N, F>(cy, [&](int y, int k) { return row_chroma_fx<F>(uv_row(it, y) + cx[k].i0, cx[k].i1 - cx[k].i0, cx[k].w0, cx[k].w1); }, acc);
 #pragma unroll
     for (int k = 0; k < N; k++) {
-        float ax = (acc[k].x + inner[k].x) + last[k].x * cy.w1;
-        float ay = (acc[k].y + inner[k].y) + last[k].y * cy.w1;
         float w = wsum(cx[k]) * wsum(cy);
-        U[k] = (ny > 0 ? ax : acc[k].x) / w;
-        V[k] = (ny > 0 ? ay : acc[k].y) / w;
+        U[k] = acc[k].x / w;
+        V[k] = acc[k].y / w;
     }
 }
 

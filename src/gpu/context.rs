@@ -255,7 +255,6 @@ impl Drop for CtxGuard {
     }
 }
 
-/// A non-blocking stream (it never serializes with the legacy NULL stream or other cameras').
 /// The driver's unique id of a caller's stream (`cuStreamGetId`, drivers of CUDA 12.0 and
 /// later; `None` before them or on an error). Unlike the handle, an id is never given to another
 /// stream, so "the same id" means "the same stream, in its order".
@@ -269,6 +268,7 @@ pub(crate) fn stream_id(stream: sys::CUstream) -> Option<u64> {
     (r == sys::CUresult::CUDA_SUCCESS).then_some(id as u64)
 }
 
+/// A non-blocking stream (it never serializes with the legacy NULL stream or other cameras').
 pub(crate) struct Stream {
     pub dev: Arc<Device>,
     raw: sys::CUstream,
