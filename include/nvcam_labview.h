@@ -1047,8 +1047,8 @@ int nvcam_frame_convert(unsigned __int64 frame, const nvcam_convert_t *spec, voi
  * conversions are enqueued on `cuda_stream` (one kernel launch for up to 32 frames, after
  * their ready events, no host wait; larger batches take one launch per 32) and each frame's
  * slot is fenced by that work, so the handles may be released at once. Host memory: the bytes
- * are there on return (GPU frames through pinned staging, CPU frames on the CPU). A failure after the checks (a CUDA error)
- * may leave earlier items written.
+ * are there on return (GPU frames through pinned staging, CPU frames on the CPU). A failure
+ * after the checks (a CUDA error) may leave earlier items written.
  *
  * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_UNSUPPORTED, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_INTERNAL, NVCAM_E_PANIC
  *
