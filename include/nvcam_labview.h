@@ -198,6 +198,11 @@
 #define NVCAM_MATRIX_BT709 2
 
 /**
+ * BT.2020 non-constant luminance (HDR and wide-gamut streams).
+ */
+#define NVCAM_MATRIX_BT2020 3
+
+/**
  * Colour range: not known (`nvcam_frame_info_t`), or "the stream's" (conversion specs).
  */
 #define NVCAM_RANGE_UNKNOWN 0
@@ -211,6 +216,49 @@
  * 0..255 (JPEG, "PC" range).
  */
 #define NVCAM_RANGE_FULL 2
+
+/**
+ * `nvcam_frame_info_t.color_transfer`: the stream does not say (treat as SDR).
+ */
+#define NVCAM_TRANSFER_UNKNOWN 0
+
+/**
+ * Standard dynamic range (BT.709, BT.601, sRGB, BT.2020 gamma).
+ */
+#define NVCAM_TRANSFER_SDR 1
+
+/**
+ * HDR: SMPTE ST 2084 perceptual quantizer (HDR10).
+ */
+#define NVCAM_TRANSFER_PQ 2
+
+/**
+ * HDR: ARIB STD-B67 hybrid log-gamma.
+ */
+#define NVCAM_TRANSFER_HLG 3
+
+/**
+ * `nvcam_frame_info_t.chroma_siting`: where chroma samples sit on the luma grid (the numbering
+ * of FFmpeg's `AVChromaLocation`). Left (H.273 type 0) is what H.264/HEVC mean when the stream
+ * does not say.
+ */
+#define NVCAM_SITING_LEFT 1
+
+/**
+ * Centred in each 2x2 block (JPEG, MPEG-1).
+ */
+#define NVCAM_SITING_CENTER 2
+
+/**
+ * With the top-left luma sample (BT.2020 / UHD).
+ */
+#define NVCAM_SITING_TOPLEFT 3
+
+#define NVCAM_SITING_TOP 4
+
+#define NVCAM_SITING_BOTTOMLEFT 5
+
+#define NVCAM_SITING_BOTTOM 6
 
 /**
  * Log levels for `nvcam_log_init`, the callback and `nvcam_log_pop`.
@@ -599,8 +647,15 @@ typedef struct {
    * The stream's colour range, `NVCAM_RANGE_*`.
    */
   unsigned int color_range;
+  /**
+   * The stream's transfer function, `NVCAM_TRANSFER_*` (PQ or HLG: HDR).
+   */
+  unsigned int color_transfer;
+  /**
+   * Where the chroma samples sit, `NVCAM_SITING_*` (conversions interpolate at that place).
+   */
+  unsigned int chroma_siting;
   unsigned int reserved32;
-  unsigned __int64 reserved[1];
 } nvcam_frame_info_t;
 
 /**

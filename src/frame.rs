@@ -24,6 +24,8 @@ pub(crate) enum Matrix {
     Unspecified,
     Bt601,
     Bt709,
+    /// BT.2020 non-constant luminance (H.273 code point 9): HDR and wide-gamut cameras.
+    Bt2020,
 }
 
 /// The quantization range of a stream's samples.
@@ -32,10 +34,97 @@ pub(crate) enum Range {
     /// The stream does not say: limited, as players assume.
     #[default]
     Unspecified,
-    /// Y 16..235, Cb/Cr 16..240 ("TV", "MPEG").
+    /// Y 16..235, Cb/Cr 16..240 ("TV", "MPEG"); scaled by 4 at 10 bits.
     Limited,
     /// 0..255 ("PC", "JPEG").
     Full,
+}
+
+/// The transfer function a stream says its samples went through, reduced to what a consumer
+/// must act on: standard dynamic range, or one of the two HDR curves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum Transfer {
+    #[default]
+    Unspecified,
+    /// BT.709 / BT.601 / sRGB / BT.2020 10- and 12-bit gamma (H.273 1, 4..8, 11..15).
+    Sdr,
+    /// SMPTE ST 2084 perceptual quantizer (H.273 16): HDR10.
+    Pq,
+    /// ARIB STD-B67 hybrid log-gamma (H.273 18).
+    Hlg,
+}
+
+impl Transfer {
+    /// From H.273 `transfer_characteristics`.
+    pub(crate) fn from_h273(tc: u32) -> Transfer {
+        match tc {
+            1 | 4..=8 | 11..=15 => Transfer::Sdr,
+            16 => Transfer::Pq,
+            18 => Transfer::Hlg,
+            _ => Transfer::Unspecified,
+        }
+    }
+}
+
+/// Where the chroma samples of a 4:2:0 picture sit relative to the luma grid (H.273
+/// `chroma_sample_location_type`, FFmpeg's `AVChromaLocation`). Conversions interpolate chroma at
+/// the positions the stream says; getting it wrong shifts colour edges by a quarter chroma sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum Siting {
+    /// The stream does not say: H.264/HEVC/AV1 (and MPEG-2) then mean [`Siting::Left`].
+    #[default]
+    Unspecified,
+    /// Horizontally with the even luma column, vertically between rows (H.273 type 0, MPEG-2).
+    Left,
+    /// In the middle of each 2x2 luma block (type 1; JPEG, MPEG-1).
+    Center,
+    /// With the top-left luma sample (type 2; BT.2020 and UHD broadcast).
+    TopLeft,
+    /// Between the top two luma samples (type 3).
+    Top,
+    /// With the bottom-left luma sample (type 4).
+    BottomLeft,
+    /// Between the bottom two luma samples (type 5).
+    Bottom,
+}
+
+impl Siting {
+    /// From FFmpeg's `AVChromaLocation` (0 unspecified, 1 left, 2 center, 3 top-left, 4 top,
+    /// 5 bottom-left, 6 bottom).
+    pub(crate) fn from_ffmpeg(loc: u32) -> Siting {
+        match loc {
+            1 => Siting::Left,
+            2 => Siting::Center,
+            3 => Siting::TopLeft,
+            4 => Siting::Top,
+            5 => Siting::BottomLeft,
+            6 => Siting::Bottom,
+            _ => Siting::Unspecified,
+        }
+    }
+
+    /// Unspecified resolved as the video standards say (left, H.273 type 0).
+    pub(crate) fn resolved(self) -> Siting {
+        match self {
+            Siting::Unspecified => Siting::Left,
+            s => s,
+        }
+    }
+
+    /// Where a chroma sample sits, in chroma samples, relative to the centre of the 2x2 luma block
+    /// it covers: (x, y), each -0.25, 0 or 0.25 (left: x -0.25; top: y -0.25; bottom: y +0.25).
+    /// A chroma coordinate of luma position `u` (pixel centres at k + 0.5) is then
+    /// `u / 2 - 0.5 - offset` for point sampling (`u / 2 - offset` for box footprints).
+    pub(crate) fn offsets(self) -> (f32, f32) {
+        match self.resolved() {
+            Siting::Center => (0.0, 0.0),
+            Siting::Left | Siting::Unspecified => (-0.25, 0.0),
+            Siting::TopLeft => (-0.25, -0.25),
+            Siting::Top => (0.0, -0.25),
+            Siting::BottomLeft => (-0.25, 0.25),
+            Siting::Bottom => (0.0, 0.25),
+        }
+    }
 }
 
 /// A stream's colour description as the decoder reported it.
@@ -43,17 +132,21 @@ pub(crate) enum Range {
 pub(crate) struct Color {
     pub matrix: Matrix,
     pub range: Range,
+    pub transfer: Transfer,
+    pub siting: Siting,
 }
 
 impl Color {
     /// From H.273 / ISO 23091-2 code points (`matrix_coefficients`, `video_full_range_flag`), as
     /// the H.264/HEVC VUI and NVDEC's video signal description carry them: 1 is BT.709; 5, 6
-    /// (BT.601 625/525) and 4 (FCC, close enough) are BT.601; anything else (2 = unspecified,
-    /// BT.2020, identity, ...) is left unspecified and resolved by size.
+    /// (BT.601 625/525) and 4 (FCC, close enough) are BT.601; 9 is BT.2020 non-constant
+    /// luminance; anything else (2 = unspecified, identity, ...) is left unspecified and
+    /// resolved by size.
     pub(crate) fn from_h273(matrix_coefficients: u32, full_range: Option<bool>) -> Color {
         let matrix = match matrix_coefficients {
             1 => Matrix::Bt709,
             4..=6 => Matrix::Bt601,
+            9 => Matrix::Bt2020,
             _ => Matrix::Unspecified,
         };
         let range = match full_range {
@@ -61,7 +154,19 @@ impl Color {
             Some(false) => Range::Limited,
             None => Range::Unspecified,
         };
-        Color { matrix, range }
+        Color { matrix, range, ..Color::default() }
+    }
+
+    /// A JPEG picture's colours, whatever else was signalled: JFIF (ITU-T T.871) defines its
+    /// Y'CbCr as BT.601 at full range with chroma centred, and JPEG has no other. The samples are
+    /// delivered as decoded (0..255), the way the hardware decoders write them.
+    pub(crate) fn jpeg() -> Color {
+        Color { matrix: Matrix::Bt601, range: Range::Full, transfer: Transfer::Sdr, siting: Siting::Center }
+    }
+
+    /// The same description with the transfer and siting set.
+    pub(crate) fn with(self, transfer: Transfer, siting: Siting) -> Color {
+        Color { transfer, siting, ..self }
     }
 
     /// What an unspecified stream is taken to be, as FFmpeg's players do: BT.601 below 720 lines

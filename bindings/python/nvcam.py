@@ -290,8 +290,9 @@ class FrameInfo(_Sized):
         ("time_source", c_uint32),
         ("color_matrix", c_uint32),
         ("color_range", c_uint32),
+        ("color_transfer", c_uint32),
+        ("chroma_siting", c_uint32),
         ("reserved32", c_uint32),
-        ("reserved", c_uint64 * 1),
     ]
 
     @property

@@ -131,6 +131,7 @@ impl Coeffs {
     pub(crate) fn new(m: Matrix, r: Range) -> Coeffs {
         let (kr, kb) = match m {
             Matrix::Bt709 => (0.2126f64, 0.0722f64),
+            Matrix::Bt2020 => (0.2627, 0.0593),
             Matrix::Bt601 | Matrix::Unspecified => (0.299, 0.114),
         };
         let kg = 1.0 - kr - kb;

@@ -9,7 +9,7 @@
 
 pub(crate) mod software;
 
-use crate::frame::Color;
+use crate::frame::{Color, Siting, Transfer};
 use crate::pool::Lease;
 use crate::status::*;
 use ffmpeg_next as ff;
@@ -95,13 +95,14 @@ pub(crate) fn received(
     frame: &ff::frame::Video,
     time_base: ff::Rational,
     call: &str,
+    jpeg: bool,
 ) -> Result<Option<Picture>> {
     match r {
         Ok(()) => Ok(Some(Picture {
             width: frame.width(),
             height: frame.height(),
             pts_us: pts_us(frame.timestamp(), time_base),
-            color: color_of(frame),
+            color: if jpeg { Color::jpeg() } else { color_of(frame) },
         })),
         Err(ff::Error::Eof) | Err(ff::Error::InvalidData) => Ok(None),
         Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => Ok(None),
@@ -125,8 +126,8 @@ pub(crate) unsafe fn set_low_delay(ctx: *mut ff::ffi::AVCodecContext, params: &f
     }
 }
 
-/// An FFmpeg frame's colour description (`colorspace` holds H.273 code points; the `yuvj`
-/// formats mean full range even where `color_range` is unset).
+/// An FFmpeg frame's colour description (`colorspace` and `color_trc` hold H.273 code points;
+/// the `yuvj` formats mean full range even where `color_range` is unset).
 fn color_of(frame: &ff::frame::Video) -> Color {
     use ff::util::color::Range;
     use ff::util::format::Pixel;
@@ -137,7 +138,9 @@ fn color_of(frame: &ff::frame::Video) -> Color {
         _ if matches!(frame.format(), Pixel::YUVJ420P | Pixel::YUVJ422P | Pixel::YUVJ444P) => Some(true),
         _ => None,
     };
-    Color::from_h273(matrix, full)
+    let trc = ff::ffi::AVColorTransferCharacteristic::from(frame.color_transfer_characteristic()) as u32;
+    let loc = ff::ffi::AVChromaLocation::from(frame.chroma_location()) as u32;
+    Color::from_h273(matrix, full).with(Transfer::from_h273(trc), Siting::from_ffmpeg(loc))
 }
 
 /// Stream timestamp → microseconds.

@@ -13,6 +13,8 @@ pub(crate) struct SoftwareDecoder {
     frame: ff::frame::Video,
     time_base: ff::Rational,
     sws: *mut ffi::SwsContext,
+    /// JPEG pictures: full-range BT.601 whatever the frame says (`Color::jpeg`).
+    jpeg: bool,
 }
 
 // SAFETY: the codec and SwsContext are owned by this decoder and used through `&mut self` only.
@@ -38,7 +40,7 @@ impl SoftwareDecoder {
             unsafe { super::set_low_delay(ctx.as_mut_ptr(), &params) };
         }
         let dec = ctx.decoder().video().map_err(|e| Error::ffmpeg("avcodec_open2", e))?;
-        Ok(SoftwareDecoder { dec, frame: ff::frame::Video::empty(), time_base, sws: std::ptr::null_mut() })
+        Ok(SoftwareDecoder { dec, frame: ff::frame::Video::empty(), time_base, sws: std::ptr::null_mut(), jpeg: id == ff::codec::Id::MJPEG })
     }
 
     /// Converts the picture last received to NV12 at `g` (Y rows, then UV rows, at `g.pitch`)
@@ -117,7 +119,7 @@ impl Decoder for SoftwareDecoder {
     }
     fn receive(&mut self) -> Result<Option<Picture>> {
         let r = self.dec.receive_frame(&mut self.frame);
-        received(r, &self.frame, self.time_base, "avcodec_receive_frame")
+        received(r, &self.frame, self.time_base, "avcodec_receive_frame", self.jpeg)
     }
     fn write_into(&mut self, lease: &mut Lease) -> Result<Outcome> {
         let g = lease.pool().geom;

@@ -6,7 +6,7 @@ use crate::camera::{CameraState, Stats};
 use crate::config::{Config, DecoderPolicy, LatencyMode, OpenFlags, Options, Placement, DEFAULTS, POOL_SLOTS_MAX, POOL_SLOTS_MIN};
 use crate::decode::DecoderKind;
 use crate::convert::{PixelFormat, Rect, Spec};
-use crate::frame::{Frame, Matrix, Range, TimeSource};
+use crate::frame::{Frame, Matrix, Range, Siting, TimeSource, Transfer};
 use crate::gpu::GpuStats;
 use crate::pool::MemoryKind;
 use crate::status::*;
@@ -214,8 +214,30 @@ pub(crate) fn frame_info(f: &Frame, struct_size: u32) -> nvcam_frame_info {
         },
         color_matrix: matrix_code(matrix),
         color_range: range_code(range),
+        color_transfer: transfer_code(f.color.transfer),
+        chroma_siting: siting_code(f.color.siting),
         reserved32: 0,
-        reserved: [0; 1],
+    }
+}
+
+fn transfer_code(t: Transfer) -> u32 {
+    match t {
+        Transfer::Unspecified => NVCAM_TRANSFER_UNKNOWN,
+        Transfer::Sdr => NVCAM_TRANSFER_SDR,
+        Transfer::Pq => NVCAM_TRANSFER_PQ,
+        Transfer::Hlg => NVCAM_TRANSFER_HLG,
+    }
+}
+
+/// The siting conversions use (unspecified resolved to left).
+fn siting_code(s: Siting) -> u32 {
+    match s.resolved() {
+        Siting::Left | Siting::Unspecified => NVCAM_SITING_LEFT,
+        Siting::Center => NVCAM_SITING_CENTER,
+        Siting::TopLeft => NVCAM_SITING_TOPLEFT,
+        Siting::Top => NVCAM_SITING_TOP,
+        Siting::BottomLeft => NVCAM_SITING_BOTTOMLEFT,
+        Siting::Bottom => NVCAM_SITING_BOTTOM,
     }
 }
 
@@ -224,6 +246,7 @@ fn matrix_code(m: Matrix) -> u32 {
         Matrix::Unspecified => NVCAM_MATRIX_UNKNOWN,
         Matrix::Bt601 => NVCAM_MATRIX_BT601,
         Matrix::Bt709 => NVCAM_MATRIX_BT709,
+        Matrix::Bt2020 => NVCAM_MATRIX_BT2020,
     }
 }
 
@@ -265,6 +288,7 @@ pub(crate) fn convert_spec(c: &nvcam_convert) -> Result<(Spec, DstKind)> {
         NVCAM_MATRIX_UNKNOWN => None,
         NVCAM_MATRIX_BT601 => Some(Matrix::Bt601),
         NVCAM_MATRIX_BT709 => Some(Matrix::Bt709),
+        NVCAM_MATRIX_BT2020 => Some(Matrix::Bt2020),
         m => return Err(Error::arg(format!("matrix {m} is not an NVCAM_MATRIX_* value"))),
     };
     let range = match c.range {
@@ -303,10 +327,11 @@ pub(crate) fn cpu_reference(nv12: &[u8], width: u32, height: u32, spec: &nvcam_c
     let m = match color.0 {
         NVCAM_MATRIX_BT601 => Matrix::Bt601,
         NVCAM_MATRIX_BT709 => Matrix::Bt709,
+        NVCAM_MATRIX_BT2020 => Matrix::Bt2020,
         _ => Matrix::Unspecified,
     };
     let r = if color.1 == NVCAM_RANGE_FULL { Range::Full } else { Range::Limited };
-    let plan = crate::convert::Plan::new(&s, width, height, crate::frame::Color { matrix: m, range: r }.resolved(height))?;
+    let plan = crate::convert::Plan::new(&s, width, height, crate::frame::Color { matrix: m, range: r, ..Default::default() }.resolved(height))?;
     let l = plan.layout(dst_pitch)?;
     let pitch = (width as usize).div_ceil(2) * 2;
     let src = crate::convert::cpu::Nv12 { bytes: nv12, pitch, uv_offset: pitch * height as usize };

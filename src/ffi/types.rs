@@ -102,6 +102,8 @@ pub const NVCAM_TIME_SOURCE: u32 = 1;
 pub const NVCAM_MATRIX_UNKNOWN: u32 = 0;
 pub const NVCAM_MATRIX_BT601: u32 = 1;
 pub const NVCAM_MATRIX_BT709: u32 = 2;
+/// BT.2020 non-constant luminance (HDR and wide-gamut streams).
+pub const NVCAM_MATRIX_BT2020: u32 = 3;
 
 /// Colour range: not known (`nvcam_frame_info_t`), or "the stream's" (conversion specs).
 pub const NVCAM_RANGE_UNKNOWN: u32 = 0;
@@ -109,6 +111,27 @@ pub const NVCAM_RANGE_UNKNOWN: u32 = 0;
 pub const NVCAM_RANGE_LIMITED: u32 = 1;
 /// 0..255 (JPEG, "PC" range).
 pub const NVCAM_RANGE_FULL: u32 = 2;
+
+/// `nvcam_frame_info_t.color_transfer`: the stream does not say (treat as SDR).
+pub const NVCAM_TRANSFER_UNKNOWN: u32 = 0;
+/// Standard dynamic range (BT.709, BT.601, sRGB, BT.2020 gamma).
+pub const NVCAM_TRANSFER_SDR: u32 = 1;
+/// HDR: SMPTE ST 2084 perceptual quantizer (HDR10).
+pub const NVCAM_TRANSFER_PQ: u32 = 2;
+/// HDR: ARIB STD-B67 hybrid log-gamma.
+pub const NVCAM_TRANSFER_HLG: u32 = 3;
+
+/// `nvcam_frame_info_t.chroma_siting`: where chroma samples sit on the luma grid (the numbering
+/// of FFmpeg's `AVChromaLocation`). Left (H.273 type 0) is what H.264/HEVC mean when the stream
+/// does not say.
+pub const NVCAM_SITING_LEFT: u32 = 1;
+/// Centred in each 2x2 block (JPEG, MPEG-1).
+pub const NVCAM_SITING_CENTER: u32 = 2;
+/// With the top-left luma sample (BT.2020 / UHD).
+pub const NVCAM_SITING_TOPLEFT: u32 = 3;
+pub const NVCAM_SITING_TOP: u32 = 4;
+pub const NVCAM_SITING_BOTTOMLEFT: u32 = 5;
+pub const NVCAM_SITING_BOTTOM: u32 = 6;
 
 /// Log levels for `nvcam_log_init`, the callback and `nvcam_log_pop`.
 pub const NVCAM_LOG_OFF: i32 = 0;
@@ -265,8 +288,11 @@ pub struct nvcam_frame_info {
     pub color_matrix: u32,
     /// The stream's colour range, `NVCAM_RANGE_*`.
     pub color_range: u32,
+    /// The stream's transfer function, `NVCAM_TRANSFER_*` (PQ or HLG: HDR).
+    pub color_transfer: u32,
+    /// Where the chroma samples sit, `NVCAM_SITING_*` (conversions interpolate at that place).
+    pub chroma_siting: u32,
     pub reserved32: u32,
-    pub reserved: [u64; 1],
 }
 
 /// What `nvcam_frame_convert` makes of a frame. Zero in any field means its default, so a zeroed

@@ -139,6 +139,8 @@ pub(crate) struct HwDecoder {
     time_base: ff::Rational,
     fmt: Box<FmtState>,
     codec: String,
+    /// JPEG pictures: full-range BT.601 whatever the frame says (`Color::jpeg`).
+    jpeg: bool,
     hw_dev: Option<HwDevRef>,
     /// FFmpeg's NVDEC session (re)creations seen so far (each timed as `HwCreate`).
     inits_seen: u32,
@@ -225,6 +227,7 @@ impl HwDecoder {
             time_base,
             fmt,
             codec,
+            jpeg: id == ff::codec::Id::MJPEG,
             hw_dev: Some(hw_dev),
             inits_seen: 0,
             _ticket: ticket,
@@ -345,7 +348,7 @@ impl Decoder for HwDecoder {
         self.frame = f;
         self.has_frame = false;
         self.check_refused()?;
-        let Some(pic) = received(r, &self.frame, self.time_base, "avcodec_receive_frame (CUDA hwaccel)")? else {
+        let Some(pic) = received(r, &self.frame, self.time_base, "avcodec_receive_frame (CUDA hwaccel)", self.jpeg)? else {
             return Ok(None);
         };
         // SAFETY: our frame, just filled by the decoder.

@@ -471,7 +471,9 @@ static void check_camera(void) {
     CHECK(fi.camera == cam, "info.camera 0x%" PRIx64 " != 0x%" PRIx64, fi.camera, cam);
     CHECK(fi.wallclock_ns >= t0 - 1000000000ull && fi.wallclock_ns <= now_ns() + 1000000000ull,
           "wallclock %" PRIu64 " not near now", fi.wallclock_ns);
-    CHECK(fi.reserved[0] == 0 && fi.reserved32 == 0 && fi.capture_ns != 0, "reserved not zero, or no capture time");
+    CHECK(fi.reserved32 == 0 && fi.capture_ns != 0, "reserved not zero, or no capture time");
+    CHECK(fi.chroma_siting == NVCAM_SITING_LEFT && fi.color_transfer <= NVCAM_TRANSFER_HLG,
+          "an H.264 test stream's siting %u (want left, the default) transfer %u", fi.chroma_siting, fi.color_transfer);
     printf("   frame: %ux%u pitch %" PRIu64 " seq %" PRIu64 " pts %" PRId64 " us\n", fi.width, fi.height, fi.pitch,
            fi.seq, fi.pts_us);
 

@@ -14,7 +14,7 @@ use super::sys::{self as cu, Nvcuvid};
 use crate::gpu::context::{Copy2D, Mem};
 use crate::gpu::memory::{device_slot, new_pool};
 use crate::gpu::CamGpu;
-use crate::frame::Color;
+use crate::frame::{Color, Siting, Transfer};
 use crate::pool::{Geometry, Lease};
 use crate::status::*;
 use std::collections::VecDeque;
@@ -47,12 +47,17 @@ pub(super) struct SeqGeom {
 }
 
 /// NVDEC's video signal description: byte 0 packs video_format (3 bits) and
-/// video_full_range_flag (bit 3); byte 3 is matrix_coefficients. Without a description in the
-/// stream the parser reports 0 and 2 (unspecified), which resolve by size.
-fn seq_color(f: &cu::CUVIDEOFORMAT) -> Color {
+/// video_full_range_flag (bit 3); byte 2 is transfer_characteristics, byte 3
+/// matrix_coefficients. Without a description in the stream the parser reports 0 and 2
+/// (unspecified), which resolve by size. JPEG carries none: its colours are JFIF's. The
+/// parser does not report chroma siting; `siting` is the stream's as FFmpeg probed it.
+fn seq_color(f: &cu::CUVIDEOFORMAT, siting: Siting) -> Color {
+    if f.codec == cu::cudaVideoCodec_JPEG {
+        return Color::jpeg();
+    }
     let v = f.video_signal_description;
     let described = v[3] != 0 && v[3] != 2;
-    Color::from_h273(v[3] as u32, (described || v[0] & 0x08 != 0).then_some(v[0] & 0x08 != 0))
+    Color::from_h273(v[3] as u32, (described || v[0] & 0x08 != 0).then_some(v[0] & 0x08 != 0)).with(Transfer::from_h273(v[2] as u32), siting)
 }
 
 /// A picture handed out by the parser in display order, not yet written.
@@ -85,6 +90,8 @@ pub(super) struct State {
     /// The stream cannot be decoded here (format, caps, no session): fall back, don't retry.
     pub refused: bool,
     pub knobs: Option<Knobs>,
+    /// The stream's chroma siting as FFmpeg probed it (NVDEC's parser does not report it).
+    pub siting: Siting,
     decodes: u32,
 }
 
@@ -102,6 +109,7 @@ impl State {
             error: None,
             refused: false,
             knobs: None,
+            siting: Siting::Unspecified,
             decodes: 0,
         }
     }
@@ -145,7 +153,7 @@ impl State {
             left: d.left.max(0) as u32,
             top: d.top.max(0) as u32,
             surface_rows: f.coded_height,
-            color: seq_color(f),
+            color: seq_color(f, self.siting),
         };
         if geom.width == 0 || geom.height == 0 {
             return Err(Error::new(NVCAM_E_FFMPEG, "sequence with an empty display area"));
