@@ -158,10 +158,12 @@ impl Color {
     }
 
     /// A JPEG picture's colours, whatever else was signalled: JFIF (ITU-T T.871) defines its
-    /// Y'CbCr as BT.601 at full range with chroma centred, and JPEG has no other. The samples are
-    /// delivered as decoded (0..255), the way the hardware decoders write them.
-    pub(crate) fn jpeg() -> Color {
-        Color { matrix: Matrix::Bt601, range: Range::Full, transfer: Transfer::Sdr, siting: Siting::Center }
+    /// Y'CbCr as BT.601 at full range with chroma centred. The one exception FFmpeg knows is a
+    /// limited-range JPEG marked by a `CS=ITU601` comment (`full` false). The samples are
+    /// delivered as decoded, the way the hardware decoders write them, never rescaled.
+    pub(crate) fn jpeg(full: bool) -> Color {
+        let range = if full { Range::Full } else { Range::Limited };
+        Color { matrix: Matrix::Bt601, range, transfer: Transfer::Sdr, siting: Siting::Center }
     }
 
     /// The same description with the transfer and siting set.

@@ -59,13 +59,61 @@ fn odd_size_frames_match_ffmpeg_decode() {
 
 /// 4:4:4 and 4:2:2 sources (MJPEG cameras) had their chroma point-sampled into NV12: up to 144
 /// off in U/V against FFmpeg's own conversion on every frame of its test pattern. Now every frame
-/// equals `ffmpeg -pix_fmt nv12` (the same swscale filter).
+/// equals `ffmpeg -vf scale=in_range=full:out_range=full -pix_fmt nv12` (the same swscale
+/// filter, the samples' range kept).
 #[test]
 fn mjpeg_444_and_422_chroma_matches_ffmpeg_conversion() {
     let c = clip("mjpeg444_321x241.avi", "321x241", 6, "mjpeg", &["-pix_fmt", "yuvj444p", "-q:v", "3"]);
     assert_matches_ffmpeg(&c, 321, 241, 6);
     let c = clip("mjpeg422_320x240.avi", "320x240", 6, "mjpeg", &["-pix_fmt", "yuvj422p", "-q:v", "3"]);
     assert_matches_ffmpeg(&c, 320, 240, 6);
+}
+
+/// JPEG samples were squeezed from 0..255 into 16..235 on the CPU path (swscale's default for the
+/// `yuvj` formats) while frames reported full range, so the CPU and the GPU decoders (which write
+/// the samples as decoded) gave one camera different pixels, and conversions of CPU frames lost
+/// contrast. Every JPEG layout now keeps its samples: luma equals FFmpeg's decode in its own
+/// pixel format byte for byte, 4:2:0 chroma is those planes interleaved, gray gets neutral
+/// chroma, and frames report JFIF's colours (BT.601, the clip's range, chroma centred).
+#[test]
+fn jpeg_samples_keep_their_range_and_report_jfif_colours() {
+    init();
+    let (w, h, n) = (96usize, 64usize, 4usize);
+    for (c, fmt, range) in jpeg_clips(w as u32, h as u32, n as u32) {
+        let (cw, chh) = match fmt {
+            "yuvj444p" => (w, h),
+            "yuvj422p" => (w / 2, h),
+            "gray" => (0, 0),
+            _ => (w / 2, h / 2),
+        };
+        let native = native_frames(&c, fmt, w * h + 2 * cw * chh);
+        let samples = reference_nv12(&c, w, h);
+        assert_eq!(native.len(), n, "{fmt}: reference frames");
+        let cam = open(c.to_str().unwrap(), &options(FAST)).unwrap();
+        for (k, want) in native.iter().enumerate() {
+            let f = get_frame(cam, 5000).unwrap();
+            let i = info(f).unwrap();
+            assert_eq!(
+                (i.color_matrix, i.color_range, i.chroma_siting),
+                (NVCAM_MATRIX_BT601, range, NVCAM_SITING_CENTER),
+                "{fmt}: a JPEG frame's colours (matrix, range, siting)"
+            );
+            let px = pixels(f).unwrap();
+            assert!(px[..w * h] == want[..w * h], "{fmt} frame {k}: luma differs from FFmpeg's decode");
+            let uv = &px[w * h..];
+            match fmt {
+                "gray" => assert!(uv.iter().all(|&v| v == 128), "{fmt} frame {k}: chroma not neutral"),
+                "yuvj420p" | "yuv420p" => {
+                    let (u, v) = want[w * h..].split_at(cw * chh);
+                    let inter: Vec<u8> = u.iter().zip(v).flat_map(|(&a, &b)| [a, b]).collect();
+                    assert!(uv == inter, "{fmt} frame {k}: chroma is not the decoded planes interleaved");
+                }
+                _ => assert!(px == samples[k], "{fmt} frame {k}: differs from FFmpeg's range-keeping NV12 conversion"),
+            }
+            release(f).unwrap();
+        }
+        close(cam, 2000).unwrap();
+    }
 }
 
 #[test]

@@ -102,7 +102,7 @@ pub(crate) fn received(
             width: frame.width(),
             height: frame.height(),
             pts_us: pts_us(frame.timestamp(), time_base),
-            color: if jpeg { Color::jpeg() } else { color_of(frame) },
+            color: if jpeg { Color::jpeg(frame.color_range() != ff::util::color::Range::MPEG) } else { color_of(frame) },
         })),
         Err(ff::Error::Eof) | Err(ff::Error::InvalidData) => Ok(None),
         Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => Ok(None),
@@ -141,6 +141,19 @@ fn color_of(frame: &ff::frame::Video) -> Color {
     let trc = ff::ffi::AVColorTransferCharacteristic::from(frame.color_transfer_characteristic()) as u32;
     let loc = ff::ffi::AVChromaLocation::from(frame.chroma_location()) as u32;
     Color::from_h273(matrix, full).with(Transfer::from_h273(trc), Siting::from_ffmpeg(loc))
+}
+
+/// A stream's colours as FFmpeg's probe saw them (its codec parameters): what a decoder that
+/// reports less (NVDEC's parser) falls back on.
+pub(crate) fn probed_color(params: &ff::codec::Parameters) -> Color {
+    // SAFETY: `params` owns a valid AVCodecParameters.
+    let p = unsafe { &*params.as_ptr() };
+    let full = match p.color_range {
+        ff::ffi::AVColorRange::AVCOL_RANGE_JPEG => Some(true),
+        ff::ffi::AVColorRange::AVCOL_RANGE_MPEG => Some(false),
+        _ => None,
+    };
+    Color::from_h273(p.color_space as u32, full).with(Transfer::from_h273(p.color_trc as u32), Siting::from_ffmpeg(p.chroma_location as u32))
 }
 
 /// Stream timestamp → microseconds.

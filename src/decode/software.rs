@@ -13,6 +13,8 @@ pub(crate) struct SoftwareDecoder {
     frame: ff::frame::Video,
     time_base: ff::Rational,
     sws: *mut ffi::SwsContext,
+    /// The source (width, height, pixel format) `sws` was made for.
+    sws_key: (i32, i32, i32),
     /// JPEG pictures: full-range BT.601 whatever the frame says (`Color::jpeg`).
     jpeg: bool,
 }
@@ -40,13 +42,14 @@ impl SoftwareDecoder {
             unsafe { super::set_low_delay(ctx.as_mut_ptr(), &params) };
         }
         let dec = ctx.decoder().video().map_err(|e| Error::ffmpeg("avcodec_open2", e))?;
-        Ok(SoftwareDecoder { dec, frame: ff::frame::Video::empty(), time_base, sws: std::ptr::null_mut(), jpeg: id == ff::codec::Id::MJPEG })
+        Ok(SoftwareDecoder { dec, frame: ff::frame::Video::empty(), time_base, sws: std::ptr::null_mut(), sws_key: (0, 0, -1), jpeg: id == ff::codec::Id::MJPEG })
     }
 
     /// Converts the picture last received to NV12 at `g` (Y rows, then UV rows, at `g.pitch`)
-    /// into `dst`, which holds at least `g.slot_bytes()`. 4:2:0 input is only interleaved; 4:2:2
-    /// and 4:4:4 chroma (MJPEG cameras) is filtered with swscale's bicubic, the filter of
-    /// FFmpeg's own `-pix_fmt nv12`, so frames equal FFmpeg's conversion byte for byte.
+    /// into `dst`, which holds at least `g.slot_bytes()`. The samples keep their range (see
+    /// [`same_range_scaler`]): 4:2:0 input is only interleaved, luma copied; 4:2:2 and 4:4:4
+    /// chroma (MJPEG cameras) is filtered with swscale's bicubic, the filter of FFmpeg's own
+    /// `-pix_fmt nv12`; gray gets neutral chroma (128).
     pub(crate) fn convert_into(&mut self, dst: &mut [u8], g: &Geometry) -> Result<()> {
         let (w, h) = (self.frame.width() as i32, self.frame.height() as i32);
         if (w as u32, h as u32) != (g.width, g.height) {
@@ -57,15 +60,23 @@ impl SoftwareDecoder {
         }
         // SAFETY: the decoder's frame is a valid AVFrame holding the picture last received.
         let f = unsafe { &*self.frame.as_ptr() };
-        // SAFETY: `f.format` is a pixel format FFmpeg's decoder set (a valid AVPixelFormat value);
-        // `self.sws` is null or the context this function made before.
-        self.sws = unsafe {
-            ffi::sws_getCachedContext(
-                self.sws, w, h, std::mem::transmute::<i32, ffi::AVPixelFormat>(f.format),
-                w, h, ffi::AVPixelFormat::AV_PIX_FMT_NV12,
-                ffi::SWS_BICUBIC, std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null(),
-            )
-        };
+        if f.format == ffi::AVPixelFormat::AV_PIX_FMT_GRAY8 as i32 {
+            // Gray JPEG: luma as decoded, neutral chroma (swscale does not write 128 there).
+            let (y, uv) = dst.split_at_mut(g.uv_offset());
+            for r in 0..h as usize {
+                // SAFETY: row r of the frame's only plane holds `w` bytes at `linesize[0]` apart.
+                let src = unsafe { std::slice::from_raw_parts(f.data[0].offset(r as isize * f.linesize[0] as isize), w as usize) };
+                y[r * g.pitch..r * g.pitch + w as usize].copy_from_slice(src);
+            }
+            uv[..g.pitch * (h as usize).div_ceil(2)].fill(128);
+            return Ok(());
+        }
+        if self.sws.is_null() || self.sws_key != (w, h, f.format) {
+            // SAFETY: null or the context this decoder made; replaced below.
+            unsafe { ffi::sws_freeContext(self.sws) };
+            self.sws = same_range_scaler(w, h, f.format);
+            self.sws_key = (w, h, f.format);
+        }
         if self.sws.is_null() {
             return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("no conversion from pixel format {} to NV12", crate::ffmpeg::pixfmt::name(f.format))));
         }
@@ -90,6 +101,48 @@ impl SoftwareDecoder {
     pub(crate) fn flush(&mut self) {
         self.dec.flush();
     }
+}
+
+/// A swscale context from `w`x`h` pictures of `fmt` to NV12 of the same size that leaves the
+/// sample values' range alone (null if swscale has no such conversion).
+///
+/// Why: swscale takes the `yuvj` formats (JPEG, and H.264/HEVC flagged full range) as full range
+/// and NV12 as limited, and by default squeezes 0..255 into 16..235. The hardware decoders
+/// write the samples as decoded, and frames report the stream's range, so the CPU path must
+/// write them as decoded too, or one camera's colours would depend on its decoder.
+fn same_range_scaler(w: i32, h: i32, fmt: i32) -> *mut ffi::SwsContext {
+    // SAFETY: allocation only.
+    let c = unsafe { ffi::sws_alloc_context() };
+    if c.is_null() {
+        return c;
+    }
+    let opts: [(&std::ffi::CStr, i64); 9] = [
+        (c"srcw", w as i64),
+        (c"srch", h as i64),
+        (c"src_format", fmt as i64),
+        (c"dstw", w as i64),
+        (c"dsth", h as i64),
+        (c"dst_format", ffi::AVPixelFormat::AV_PIX_FMT_NV12 as i64),
+        (c"sws_flags", ffi::SWS_BICUBIC as i64),
+        // Both full: swscale keeps the yuvj formats' full range, and equal ranges convert nothing.
+        (c"src_range", 1),
+        (c"dst_range", 1),
+    ];
+    for (k, v) in opts {
+        // SAFETY: `c` is a fresh SwsContext (an AVOptions object); `k` is NUL-terminated.
+        if unsafe { ffi::av_opt_set_int(c as *mut std::ffi::c_void, k.as_ptr(), v, 0) } < 0 {
+            // SAFETY: the context made above, freed once.
+            unsafe { ffi::sws_freeContext(c) };
+            return std::ptr::null_mut();
+        }
+    }
+    // SAFETY: every option of the context is set; no filters.
+    if unsafe { ffi::sws_init_context(c, std::ptr::null_mut(), std::ptr::null_mut()) } < 0 {
+        // SAFETY: as above.
+        unsafe { ffi::sws_freeContext(c) };
+        return std::ptr::null_mut();
+    }
+    c
 }
 
 impl Drop for SoftwareDecoder {

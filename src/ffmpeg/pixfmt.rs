@@ -21,11 +21,37 @@ pub(crate) fn name(fmt: i32) -> String {
     unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }
 
+/// The chroma layout of an 8-bit planar Y'CbCr (or gray) pixel format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Chroma {
+    /// Luma only (gray JPEG).
+    Gray,
+    C420,
+    C422,
+    C444,
+}
+
+/// The chroma layout of 8-bit pixel format `fmt` (`None`: another depth or layout, or not known).
+pub(crate) fn chroma_8bit(fmt: i32) -> Option<Chroma> {
+    use ffi::AVPixelFormat::*;
+    let is = |fs: &[ffi::AVPixelFormat]| fs.iter().any(|&f| f as i32 == fmt);
+    if is(&[AV_PIX_FMT_YUV420P, AV_PIX_FMT_YUVJ420P, AV_PIX_FMT_NV12]) {
+        Some(Chroma::C420)
+    } else if is(&[AV_PIX_FMT_YUV422P, AV_PIX_FMT_YUVJ422P]) {
+        Some(Chroma::C422)
+    } else if is(&[AV_PIX_FMT_YUV444P, AV_PIX_FMT_YUVJ444P]) {
+        Some(Chroma::C444)
+    } else if is(&[AV_PIX_FMT_GRAY8]) {
+        Some(Chroma::Gray)
+    } else {
+        None
+    }
+}
+
 /// Whether the hardware decoders (direct NVDEC, FFmpeg's CUDA hwaccel) take a stream of pixel
 /// format `fmt` as it was probed: 8-bit 4:2:0, or not known before the first picture.
 pub(crate) fn hw_ok(fmt: i32) -> bool {
-    use ffi::AVPixelFormat::*;
-    [AV_PIX_FMT_NONE as i32, AV_PIX_FMT_YUV420P as i32, AV_PIX_FMT_YUVJ420P as i32, AV_PIX_FMT_NV12 as i32].contains(&fmt)
+    fmt == ffi::AVPixelFormat::AV_PIX_FMT_NONE as i32 || chroma_8bit(fmt) == Some(Chroma::C420)
 }
 
 #[cfg(test)]
@@ -38,5 +64,8 @@ mod tests {
         assert_eq!(super::name(-1), "unknown");
         assert_eq!(super::name(100_000), "#100000");
         assert!(super::hw_ok(AV_PIX_FMT_YUVJ420P as i32) && !super::hw_ok(AV_PIX_FMT_YUV422P as i32));
+        assert_eq!(super::chroma_8bit(AV_PIX_FMT_YUVJ422P as i32), Some(super::Chroma::C422));
+        assert_eq!(super::chroma_8bit(AV_PIX_FMT_GRAY8 as i32), Some(super::Chroma::Gray));
+        assert_eq!(super::chroma_8bit(AV_PIX_FMT_YUV420P10LE as i32), None);
     }
 }

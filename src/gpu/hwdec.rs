@@ -47,6 +47,9 @@ struct FmtState {
     sw_format: AtomicI32,
     /// Times get_format chose CUDA: each time FFmpeg (re)creates its NVDEC session.
     inits: AtomicU32,
+    /// A JPEG stream: FFmpeg's NVDEC hwaccel writes every 8-bit JPEG layout as NV12 (its MJPEG
+    /// hwaccel asks for no 4:4:4 surfaces), so 4:2:2, 4:4:4 and gray are taken too.
+    jpeg: bool,
 }
 
 /// NVDEC sessions FFmpeg's hwaccel made in this process (each CUDA choice in get_format).
@@ -57,9 +60,14 @@ pub fn sessions_made() -> u64 {
     SESSIONS_MADE.load(Ordering::Relaxed)
 }
 
-fn is_nv12_compatible(f: ffi::AVPixelFormat) -> bool {
-    use ffi::AVPixelFormat::*;
-    matches!(f, AV_PIX_FMT_YUV420P | AV_PIX_FMT_YUVJ420P | AV_PIX_FMT_NV12)
+/// Whether NVDEC writes pictures of software format `f` as NV12 (any 8-bit layout for JPEG).
+fn is_nv12_compatible(f: ffi::AVPixelFormat, jpeg: bool) -> bool {
+    use crate::ffmpeg::pixfmt::{chroma_8bit, Chroma};
+    match chroma_8bit(f as i32) {
+        Some(Chroma::C420) => true,
+        Some(_) => jpeg,
+        None => false,
+    }
 }
 
 /// Picks CUDA when it is offered for an 8-bit 4:2:0 stream; otherwise notes why and refuses, so
@@ -84,7 +92,7 @@ unsafe extern "C" fn get_format_cuda(ctx: *mut ffi::AVCodecContext, fmts: *const
         // SAFETY: `opaque` is null or the FmtState boxed in the HwDecoder that owns this codec
         // context, which outlives every call into it.
         let st = unsafe { opaque.as_ref() };
-        if has_cuda && is_nv12_compatible(sw) {
+        if has_cuda && is_nv12_compatible(sw, st.is_some_and(|s| s.jpeg)) {
             if let Some(st) = st {
                 st.inits.fetch_add(1, Ordering::Relaxed);
             }
@@ -158,7 +166,9 @@ impl HwDecoder {
         // 4:2:0 (10-bit, 4:2:2) would otherwise open and fail at its first picture.
         // SAFETY: `params` owns a valid AVCodecParameters.
         let fmt = unsafe { (*params.as_ptr()).format };
-        if !crate::ffmpeg::pixfmt::hw_ok(fmt) {
+        let jpeg = id == ff::codec::Id::MJPEG;
+        let jpeg_layout = jpeg && crate::ffmpeg::pixfmt::chroma_8bit(fmt).is_some();
+        if !crate::ffmpeg::pixfmt::hw_ok(fmt) && !jpeg_layout {
             return Err(Error::new(
                 NVCAM_E_UNSUPPORTED,
                 format!("{codec} in pixel format {}: nvcam's GPU decoders output 8-bit 4:2:0 (NV12) only", crate::ffmpeg::pixfmt::name(fmt)),
@@ -188,7 +198,7 @@ impl HwDecoder {
             log::warn!("{err}");
             return Err(err);
         }
-        let fmt = Box::new(FmtState::default());
+        let fmt = Box::new(FmtState { jpeg, ..Default::default() });
         let mut ctx = ff::codec::Context::from_parameters(params.clone()).map_err(|e| Error::ffmpeg("avcodec_parameters_to_context", e))?;
         // SAFETY: an unopened codec context we own. `fmt` is boxed, so the opaque pointer stays
         // valid while the decoder (which holds both) lives.
@@ -227,7 +237,7 @@ impl HwDecoder {
             time_base,
             fmt,
             codec,
-            jpeg: id == ff::codec::Id::MJPEG,
+            jpeg,
             hw_dev: Some(hw_dev),
             inits_seen: 0,
             _ticket: ticket,
@@ -356,6 +366,19 @@ impl Decoder for HwDecoder {
         if fmt != ffi::AVPixelFormat::AV_PIX_FMT_CUDA as i32 {
             self.fmt.refused.store(true, Ordering::Release);
             return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("hardware decoder returned a software frame ({})", crate::ffmpeg::pixfmt::name(fmt))));
+        }
+        // SAFETY: a CUDA frame carries its frames context (FFmpeg's contract for hardware frames).
+        let sw = unsafe {
+            let fc = (*self.frame.as_ptr()).hw_frames_ctx;
+            if fc.is_null() {
+                -1
+            } else {
+                (*((*fc).data as *const ffi::AVHWFramesContext)).sw_format as i32
+            }
+        };
+        if sw != ffi::AVPixelFormat::AV_PIX_FMT_NV12 as i32 {
+            self.fmt.refused.store(true, Ordering::Release);
+            return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("hardware decoder wrote {} surfaces, not NV12", crate::ffmpeg::pixfmt::name(sw))));
         }
         self.has_frame = true;
         Ok(Some(pic))

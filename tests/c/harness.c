@@ -52,7 +52,9 @@ _Static_assert(offsetof(nvcam_frame_info_t, camera) == 80, "info.camera");
 _Static_assert(offsetof(nvcam_frame_info_t, capture_ns) == 88, "info.capture_ns");
 _Static_assert(offsetof(nvcam_frame_info_t, time_source) == 96, "info.time_source");
 _Static_assert(offsetof(nvcam_frame_info_t, color_range) == 104, "info.color_range");
-_Static_assert(offsetof(nvcam_frame_info_t, reserved) == 112, "info.reserved");
+_Static_assert(offsetof(nvcam_frame_info_t, color_transfer) == 108, "info.color_transfer");
+_Static_assert(offsetof(nvcam_frame_info_t, chroma_siting) == 112, "info.chroma_siting");
+_Static_assert(offsetof(nvcam_frame_info_t, reserved32) == 116, "info.reserved32");
 _Static_assert(NVCAM_ABI_VERSION == 1, "this harness was written for ABI 1");
 
 /* ---- check machinery ---- */

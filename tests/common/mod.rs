@@ -173,11 +173,12 @@ pub fn reference_nv12(clip: &Path, width: usize, height: usize) -> Vec<Vec<u8>> 
         .collect()
 }
 
-/// The ffmpeg CLI's raw NV12 decode of `clip`, kept beside it as `<clip>.nv12` (remade when the
-/// clip is newer), so the Windows tests under Wine, which cannot run the Linux CLI, compare with
-/// the same reference the Linux run made.
+/// The ffmpeg CLI's raw NV12 decode of `clip` with the samples' range kept as decoded (swscale
+/// would otherwise squeeze full-range `yuvj` pictures into 16..235), kept beside it as
+/// `<clip>.samples.nv12` (remade when the clip is newer), so the Windows tests under Wine, which
+/// cannot run the Linux CLI, compare with the same reference the Linux run made.
 fn reference_raw(clip: &Path) -> Vec<u8> {
-    let cache = PathBuf::from(format!("{}.nv12", clip.display()));
+    let cache = PathBuf::from(format!("{}.samples.nv12", clip.display()));
     let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     if mtime(&cache).is_some() && mtime(&cache) >= mtime(clip) {
         return std::fs::read(&cache).expect("read the cached reference decode");
@@ -188,7 +189,7 @@ fn reference_raw(clip: &Path) -> Vec<u8> {
     let out = Command::new("ffmpeg")
         .args(["-hide_banner", "-loglevel", "error", "-i"])
         .arg(clip)
-        .args(["-f", "rawvideo", "-pix_fmt", "nv12", "-"])
+        .args(["-vf", "scale=in_range=full:out_range=full", "-f", "rawvideo", "-pix_fmt", "nv12", "-"])
         .output()
         .expect("ffmpeg CLI");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -196,6 +197,59 @@ fn reference_raw(clip: &Path) -> Vec<u8> {
     std::fs::write(&tmp, &out.stdout).expect("write the reference decode");
     std::fs::rename(&tmp, &cache).expect("keep the reference decode");
     out.stdout
+}
+
+/// The ffmpeg CLI's decode of `clip` in the decoder's own pixel format `pix_fmt` (no conversion:
+/// the planes as FFmpeg's decoder wrote them), one `Vec` per frame of `frame_bytes`.
+pub fn native_frames(clip: &Path, pix_fmt: &str, frame_bytes: usize) -> Vec<Vec<u8>> {
+    let bin = if Command::new("ffmpeg-nvdec").arg("-version").output().is_ok() { "ffmpeg-nvdec" } else { "ffmpeg" };
+    let out = Command::new(bin)
+        .args(["-hide_banner", "-loglevel", "error", "-i"])
+        .arg(clip)
+        .args(["-f", "rawvideo", "-pix_fmt", pix_fmt, "-"])
+        .output()
+        .expect("ffmpeg CLI");
+    assert!(out.status.success(), "{bin}: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.stdout.len() % frame_bytes, 0, "{pix_fmt}: whole frames");
+    out.stdout.chunks(frame_bytes).map(|c| c.to_vec()).collect()
+}
+
+/// JPEG clips of every layout a camera sends, with the decoder's own pixel format and the range
+/// their frames must report: 4:2:0, 4:2:2, 4:4:4 and gray at full range (JFIF), and a
+/// limited-range 4:2:0 JPEG (FFmpeg marks it with a `CS=ITU601` comment).
+pub fn jpeg_clips(w: u32, h: u32, frames: u32) -> Vec<(PathBuf, &'static str, u32)> {
+    let size = format!("{w}x{h}");
+    [("yuvj420p", NVCAM_RANGE_FULL), ("yuvj422p", NVCAM_RANGE_FULL), ("yuvj444p", NVCAM_RANGE_FULL), ("gray", NVCAM_RANGE_FULL), ("yuv420p", NVCAM_RANGE_LIMITED)]
+        .into_iter()
+        .map(|(fmt, range)| {
+            let name = format!("jpeg-{fmt}-{size}.avi");
+            let c = if fmt == "gray" { gray_jpeg_clip(&name, w, h, frames) } else { clip(&name, &size, frames, "mjpeg", &["-pix_fmt", fmt, "-q:v", "3", "-strict", "-1"]) };
+            (c, fmt, range)
+        })
+        .collect()
+}
+
+/// A gray (one-component) JPEG clip: FFmpeg's MJPEG encoder writes only Y'CbCr, so libjpeg
+/// through GStreamer's `jpegenc` (Debian's python3-gi binds to /usr/bin/python3) makes it.
+fn gray_jpeg_clip(name: &str, w: u32, h: u32, frames: u32) -> PathBuf {
+    let path = fixtures_dir().join(name);
+    if path.exists() {
+        return path;
+    }
+    assert!(!cfg!(windows), "{} is missing: the Windows tests use the clips the Linux tests make", path.display());
+    let tmp = path.with_file_name(format!("part-{name}"));
+    let pipeline = format!(
+        "videotestsrc num-buffers={frames} pattern=smpte ! video/x-raw,format=GRAY8,width={w},height={h},framerate=30/1 ! jpegenc quality=90 ! avimux ! filesink location={}",
+        tmp.display()
+    );
+    let script = "import sys, gi\ngi.require_version('Gst', '1.0')\nfrom gi.repository import Gst\nGst.init(None)\n\
+        p = Gst.parse_launch(sys.argv[1])\np.set_state(Gst.State.PLAYING)\n\
+        m = p.get_bus().timed_pop_filtered(30 * Gst.SECOND, Gst.MessageType.EOS | Gst.MessageType.ERROR)\n\
+        p.set_state(Gst.State.NULL)\nsys.exit(0 if m and m.type == Gst.MessageType.EOS else 1)\n";
+    let out = Command::new("/usr/bin/python3").args(["-c", script, &pipeline]).output().expect("/usr/bin/python3 with python3-gi");
+    assert!(out.status.success(), "GStreamer gray JPEG encode failed: {}", String::from_utf8_lossy(&out.stderr));
+    std::fs::rename(&tmp, &path).unwrap();
+    path
 }
 
 /// Whether libcuda loads and shows at least one device.

@@ -2,6 +2,7 @@
 //! check that decides whether direct NVDEC is offered a stream at all.
 
 use super::sys::{self as cu};
+use crate::ffmpeg::pixfmt::{chroma_8bit, Chroma};
 use crate::gpu::context::{CuCode, Device};
 use ffmpeg_next as ff;
 use parking_lot::Mutex;
@@ -19,19 +20,36 @@ pub(crate) fn cuda_codec(id: ff::codec::Id) -> Option<cu::cudaVideoCodec> {
     })
 }
 
-type Entry = (i32, cu::cudaVideoCodec, Option<cu::CUVIDDECODECAPS>);
+type Entry = (i32, cu::cudaVideoCodec, cu::cudaVideoChromaFormat, Option<cu::CUVIDDECODECAPS>);
 static CAPS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 
-/// NVDEC's capabilities for 8-bit 4:2:0 `codec` on `dev` (None: not supported, or the query
-/// failed). The library must be loadable.
-pub(crate) fn caps(dev: &Device, codec: cu::cudaVideoCodec) -> Option<cu::CUVIDDECODECAPS> {
-    if let Some(e) = CAPS.lock().iter().find(|e| e.0 == dev.ordinal && e.1 == codec) {
-        return e.2;
+/// NVDEC's chroma format for an 8-bit layout.
+pub(crate) fn cuda_chroma(c: Chroma) -> cu::cudaVideoChromaFormat {
+    match c {
+        Chroma::Gray => cu::cudaVideoChromaFormat_Monochrome,
+        Chroma::C420 => cu::cudaVideoChromaFormat_420,
+        Chroma::C422 => cu::cudaVideoChromaFormat_422,
+        Chroma::C444 => cu::cudaVideoChromaFormat_444,
+    }
+}
+
+/// Which 8-bit chroma layouts direct NVDEC is offered for `codec`: 4:2:0 for video codecs; every
+/// layout for JPEG, whose engine writes NV12 from 4:2:2, 4:4:4 and gray pictures where
+/// `cuvidGetDecoderCaps` says so (checked per GPU by [`caps`]).
+pub(crate) fn takes_layout(codec: cu::cudaVideoCodec, chroma: cu::cudaVideoChromaFormat) -> bool {
+    chroma == cu::cudaVideoChromaFormat_420 || codec == cu::cudaVideoCodec_JPEG
+}
+
+/// NVDEC's capabilities for 8-bit `codec` in `chroma` on `dev`, where the engine can write them
+/// as NV12 (None: not supported, or the query failed). The library must be loadable.
+pub(crate) fn caps(dev: &Device, codec: cu::cudaVideoCodec, chroma: cu::cudaVideoChromaFormat) -> Option<cu::CUVIDDECODECAPS> {
+    if let Some(e) = CAPS.lock().iter().find(|e| e.0 == dev.ordinal && e.1 == codec && e.2 == chroma) {
+        return e.3;
     }
     let lib = cu::lib().ok()?;
     let mut c = cu::CUVIDDECODECAPS {
         eCodecType: codec,
-        eChromaFormat: cu::cudaVideoChromaFormat_420,
+        eChromaFormat: chroma,
         nBitDepthMinus8: 0,
         ..Default::default()
     };
@@ -42,9 +60,9 @@ pub(crate) fn caps(dev: &Device, codec: cu::cudaVideoCodec) -> Option<cu::CUVIDD
     };
     let v = (r == CuCode::SUCCESS && c.bIsSupported != 0 && c.nOutputFormatMask & 1 != 0).then_some(c);
     if r != CuCode::SUCCESS {
-        log::warn!("GPU {}: cuvidGetDecoderCaps(codec {codec}) failed: {}", dev.ordinal, r.name());
+        log::warn!("GPU {}: cuvidGetDecoderCaps(codec {codec}, chroma {chroma}) failed: {}", dev.ordinal, r.name());
     }
-    CAPS.lock().push((dev.ordinal, codec, v));
+    CAPS.lock().push((dev.ordinal, codec, chroma, v));
     v
 }
 
@@ -54,8 +72,9 @@ pub(crate) fn size_fits(c: &cu::CUVIDDECODECAPS, w: u32, h: u32) -> bool {
 }
 
 /// Whether the direct NVDEC backend can take this stream on `dev`: libnvcuvid loads, the codec
-/// is one it handles, its pixel format (when FFmpeg knows it) is 8-bit 4:2:0, and the GPU's
-/// decoder supports the codec at this size. The reason otherwise.
+/// is one it handles, its pixel format (when FFmpeg knows it) is 8-bit 4:2:0 (any 8-bit layout
+/// for JPEG), and the GPU's decoder supports the codec in that layout at this size, writing
+/// NV12. The reason otherwise.
 pub(crate) fn supports(dev: &Device, params: &ff::codec::Parameters) -> std::result::Result<cu::cudaVideoCodec, String> {
     if let Err(e) = cu::lib() {
         return Err(format!("libnvcuvid unavailable: {e}"));
@@ -65,10 +84,16 @@ pub(crate) fn supports(dev: &Device, params: &ff::codec::Parameters) -> std::res
     // SAFETY: `params` owns a valid AVCodecParameters.
     let p = unsafe { &*params.as_ptr() };
     let (fmt, w, h) = (p.format, p.width, p.height);
-    if !crate::ffmpeg::pixfmt::hw_ok(fmt) {
-        return Err(format!("pixel format {} is not 8-bit 4:2:0", crate::ffmpeg::pixfmt::name(fmt)));
-    }
-    let c = caps(dev, codec).ok_or_else(|| format!("GPU {} has no NVDEC support for {id:?} 8-bit 4:2:0", dev.ordinal))?;
+    let name = crate::ffmpeg::pixfmt::name(fmt);
+    // Not known before the first picture: 4:2:0 is what such streams nearly always are, and the
+    // sequence callback refuses anything else.
+    let layout = if fmt == ff::ffi::AVPixelFormat::AV_PIX_FMT_NONE as i32 { Some(Chroma::C420) } else { chroma_8bit(fmt) };
+    let chroma = match layout.map(cuda_chroma) {
+        Some(c) if takes_layout(codec, c) => c,
+        _ if codec == cu::cudaVideoCodec_JPEG => return Err(format!("pixel format {name} is not an 8-bit JPEG layout")),
+        _ => return Err(format!("pixel format {name} is not 8-bit 4:2:0")),
+    };
+    let c = caps(dev, codec, chroma).ok_or_else(|| format!("GPU {} has no NVDEC support for {id:?} in {name} with NV12 output", dev.ordinal))?;
     if w > 0 && h > 0 && !size_fits(&c, w as u32, h as u32) {
         return Err(format!("{w}x{h} is outside NVDEC's {}x{}..{}x{} for {id:?}", c.nMinWidth, c.nMinHeight, c.nMaxWidth, c.nMaxHeight));
     }

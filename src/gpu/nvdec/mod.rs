@@ -82,7 +82,6 @@ pub use counters::{counters, NvdecCounters};
 pub(crate) use reuse::{DecoderSlot, Reuse};
 
 use crate::decode::{pts_us, Decoder, DecoderKind, Outcome, Picture};
-use crate::frame::Siting;
 use crate::gpu::context::{Copy2D, Mem};
 use crate::gpu::memory::device_slot;
 use crate::gpu::timing::{self, Stage};
@@ -179,8 +178,7 @@ impl NvDecoder {
             slot,
             ticket: Some(ticket),
         };
-        // SAFETY: `params` owns a valid AVCodecParameters.
-        me.st.siting = Siting::from_ffmpeg(unsafe { (*params.as_ptr()).chroma_location } as u32);
+        me.st.probed = crate::decode::probed_color(params);
         me.new_parser()?;
         log::info!("GPU {}: direct NVDEC decoder for {:?} (parser on the camera thread)", dev.ordinal, params.id());
         timing::since(Stage::NvNew, t_new);

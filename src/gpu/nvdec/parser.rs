@@ -6,7 +6,7 @@
 //! panic) is kept in `State::error` for the parse's caller and fails the callback, so nothing
 //! ever unwinds into the driver.
 
-use super::caps::{caps, size_fits};
+use super::caps::{caps, size_fits, takes_layout};
 use super::counters::{count, ns, Timing, COUNTERS};
 use super::hooks::{self, Knobs};
 use super::session::VideoDecoder;
@@ -14,7 +14,7 @@ use super::sys::{self as cu, Nvcuvid};
 use crate::gpu::context::{Copy2D, Mem};
 use crate::gpu::memory::{device_slot, new_pool};
 use crate::gpu::CamGpu;
-use crate::frame::{Color, Siting, Transfer};
+use crate::frame::{Color, Range, Transfer};
 use crate::pool::{Geometry, Lease};
 use crate::status::*;
 use std::collections::VecDeque;
@@ -49,15 +49,16 @@ pub(super) struct SeqGeom {
 /// NVDEC's video signal description: byte 0 packs video_format (3 bits) and
 /// video_full_range_flag (bit 3); byte 2 is transfer_characteristics, byte 3
 /// matrix_coefficients. Without a description in the stream the parser reports 0 and 2
-/// (unspecified), which resolve by size. JPEG carries none: its colours are JFIF's. The
-/// parser does not report chroma siting; `siting` is the stream's as FFmpeg probed it.
-fn seq_color(f: &cu::CUVIDEOFORMAT, siting: Siting) -> Color {
+/// (unspecified), which resolve by size. JPEG carries none: its colours are JFIF's, at the
+/// range FFmpeg's probe found. The parser does not report chroma siting: `probed` (the stream
+/// as FFmpeg probed it) gives it.
+fn seq_color(f: &cu::CUVIDEOFORMAT, probed: Color) -> Color {
     if f.codec == cu::cudaVideoCodec_JPEG {
-        return Color::jpeg();
+        return Color::jpeg(probed.range != Range::Limited);
     }
     let v = f.video_signal_description;
     let described = v[3] != 0 && v[3] != 2;
-    Color::from_h273(v[3] as u32, (described || v[0] & 0x08 != 0).then_some(v[0] & 0x08 != 0)).with(Transfer::from_h273(v[2] as u32), siting)
+    Color::from_h273(v[3] as u32, (described || v[0] & 0x08 != 0).then_some(v[0] & 0x08 != 0)).with(Transfer::from_h273(v[2] as u32), probed.siting)
 }
 
 /// A picture handed out by the parser in display order, not yet written.
@@ -90,8 +91,9 @@ pub(super) struct State {
     /// The stream cannot be decoded here (format, caps, no session): fall back, don't retry.
     pub refused: bool,
     pub knobs: Option<Knobs>,
-    /// The stream's chroma siting as FFmpeg probed it (NVDEC's parser does not report it).
-    pub siting: Siting,
+    /// The stream's colours as FFmpeg probed them (NVDEC's parser reports no chroma siting, and
+    /// no range for JPEG).
+    pub probed: Color,
     decodes: u32,
 }
 
@@ -109,7 +111,7 @@ impl State {
             error: None,
             refused: false,
             knobs: None,
-            siting: Siting::Unspecified,
+            probed: Color::default(),
             decodes: 0,
         }
     }
@@ -131,17 +133,20 @@ impl State {
     fn sequence(&mut self, f: &cu::CUVIDEOFORMAT) -> Result<c_int> {
         let dev = self.cam.ordinal();
         let adopting = std::mem::take(&mut self.adopting);
-        if f.chroma_format != cu::cudaVideoChromaFormat_420 || f.bit_depth_luma_minus8 != 0 || f.bit_depth_chroma_minus8 != 0 {
+        if !takes_layout(f.codec, f.chroma_format) || f.bit_depth_luma_minus8 != 0 || f.bit_depth_chroma_minus8 != 0 {
             return Err(self.refuse(format!(
-                "stream is chroma format {} at {} bits; direct NVDEC writes 8-bit 4:2:0 (NV12) only",
+                "stream is chroma format {} at {} bits; direct NVDEC writes 8-bit 4:2:0 (NV12) only, and NV12 from 8-bit JPEG of any layout",
                 f.chroma_format,
                 8 + f.bit_depth_luma_minus8 as u32
             )));
         }
-        let ok = caps(&self.cam.stream.dev, f.codec)
+        let ok = caps(&self.cam.stream.dev, f.codec, f.chroma_format)
             .is_some_and(|c| size_fits(&c, f.coded_width, f.coded_height) && (f.coded_width >> 4) * (f.coded_height >> 4) <= c.nMaxMBCount);
         if !ok {
-            return Err(self.refuse(format!("GPU {dev}: NVDEC cannot decode codec {} at {}x{}", f.codec, f.coded_width, f.coded_height)));
+            return Err(self.refuse(format!(
+                "GPU {dev}: NVDEC cannot decode codec {} chroma format {} at {}x{} into NV12",
+                f.codec, f.chroma_format, f.coded_width, f.coded_height
+            )));
         }
         if self.knobs.is_none() {
             self.knobs = hooks::for_width(f.coded_width);
@@ -153,7 +158,7 @@ impl State {
             left: d.left.max(0) as u32,
             top: d.top.max(0) as u32,
             surface_rows: f.coded_height,
-            color: seq_color(f, self.siting),
+            color: seq_color(f, self.probed),
         };
         if geom.width == 0 || geom.height == 0 {
             return Err(Error::new(NVCAM_E_FFMPEG, "sequence with an empty display area"));
@@ -162,7 +167,8 @@ impl State {
         if let Some(dec) = &self.decoder {
             let old = dec.fmt;
             let same_size = (old.coded_width, old.coded_height) == (f.coded_width, f.coded_height);
-            if old.codec == f.codec && same_size && want <= dec.surfaces {
+            let same_kind = old.codec == f.codec && old.chroma_format == f.chroma_format;
+            if same_kind && same_size && want <= dec.surfaces {
                 // Same surfaces; at most the display window moved (pictures carry their own).
                 if adopting {
                     count(&COUNTERS.decoders_adopted);
@@ -175,7 +181,7 @@ impl State {
             self.park_queue()?;
             let dec = self.decoder.as_mut().expect("checked above");
             let fits = f.coded_width <= dec.max_w && f.coded_height <= dec.max_h;
-            if old.codec == f.codec && want <= dec.surfaces && fits && dec.reconfigure(f).is_ok() {
+            if same_kind && want <= dec.surfaces && fits && dec.reconfigure(f).is_ok() {
                 if adopting {
                     count(&COUNTERS.decoders_adopted);
                 }
