@@ -659,6 +659,19 @@ fn make_gpu_fixtures() {
     clip("bench-h264-1920x1080.mp4", "1920x1080", 300, "libx264", &["-preset", "veryfast", "-b:v", "4M", "-g", "60", "-bf", "2"]);
     clip("gpu-h264-10bit-320x240.mp4", "320x240", 30, "libx264", &["-pix_fmt", "yuv420p10le"]);
     clip("gpu-h264-422-320x240.mp4", "320x240", 30, "libx264", &["-pix_fmt", "yuv422p"]);
+    make_format_fixtures();
+}
+
+/// The clips of the camera-format tests and benchmarks alone (`-- --ignored make_format_fixtures`):
+/// JPEG of every layout at two sizes, and 1080p30 MJPEG camera clips (4:2:2 and 4:2:0, 2 s, looped
+/// by the benchmarks).
+#[test]
+#[ignore]
+fn make_format_fixtures() {
+    jpeg_clips(640, 480, 8);
+    jpeg_clips(1280, 720, 8);
+    clip("bench-mjpeg422-1920x1080.mkv", "1920x1080", 60, "mjpeg", &["-pix_fmt", "yuvj422p", "-q:v", "5", "-r", "30"]);
+    clip("bench-mjpeg420-1920x1080.mkv", "1920x1080", 60, "mjpeg", &["-pix_fmt", "yuvj420p", "-q:v", "5", "-r", "30"]);
 }
 
 /// The issue's isolation scenario on a GPU: steady 1080p30 cameras (looped, paced, AUTO) while
@@ -721,6 +734,130 @@ fn reconnect_storm_never_stalls_steady_gpu_cameras() {
     for &c in steady.iter().chain(&churn) {
         close(c, 5000).unwrap();
     }
+}
+
+/// MJPEG cameras got wrong pixels on the GPU by default, or never reached it: every JPEG
+/// layout (4:2:0, 4:2:2, 4:4:4, gray; full and limited range) on every decoder choice must give
+/// FFmpeg's software decode within 2 levels per sample (p99 <= 1: JPEG IDCTs may round apart),
+/// report JFIF's colours (BT.601, the stream's range, chroma centred), and land on NVDEC where
+/// the GPU's decoder takes that layout. Luma is compared with FFmpeg's decode in its own format;
+/// 4:2:0 chroma with its planes interleaved; 4:2:2 and 4:4:4 chroma with the nearer of a box
+/// average of the decoded chroma (each NV12 sample the mean of the 2 or 4 it covers) and
+/// swscale's conversion (the CPU path's), since a decoder that writes NV12 from them may use
+/// either; gray with neutral chroma. Prints one line per clip and decoder for the closing note.
+#[test]
+fn jpeg_every_layout_on_every_decoder_matches_ffmpeg() {
+    if !need_gpu("jpeg_every_layout_on_every_decoder_matches_ffmpeg") {
+        return;
+    }
+    let _s = Session::new(config(0));
+    let mut failures = Vec::new();
+    for (w, h) in [(640usize, 480usize), (1280, 720)] {
+        let n = 8usize;
+        for (c, fmt, range) in jpeg_clips(w as u32, h as u32, n as u32) {
+            let (cw, chh) = match fmt {
+                "yuvj444p" => (w, h),
+                "yuvj422p" => (w / 2, h),
+                "gray" => (0, 0),
+                _ => (w / 2, h / 2),
+            };
+            let native = native_frames(&c, fmt, w * h + 2 * cw * chh);
+            let swscale = reference_nv12(&c, w, h);
+            assert_eq!(native.len(), n, "{fmt}: reference frames");
+            // NV12 chroma (U, V interleaved) of frame k as FFmpeg decoded it, box-averaged.
+            let boxed = |k: usize| -> Vec<u8> {
+                let f = &native[k];
+                if cw == 0 {
+                    return vec![128; w * h / 2];
+                }
+                let (fx, fy) = (2 * cw / w, 2 * chh / h);
+                let mut out = Vec::with_capacity(w * h / 2);
+                for y in 0..h / 2 {
+                    for x in 0..w / 2 {
+                        for p in 0..2 {
+                            let plane = &f[w * h + p * cw * chh..];
+                            let mut sum = 0u32;
+                            for dy in 0..fy {
+                                for dx in 0..fx {
+                                    sum += plane[(y * fy + dy) * cw + x * fx + dx] as u32;
+                                }
+                            }
+                            let k = (fx * fy) as u32;
+                            out.push(((sum + k / 2) / k) as u8);
+                        }
+                    }
+                }
+                out
+            };
+            for (dname, decoder) in [("nvdec", NVCAM_DECODER_NVDEC), ("ffmpeg-hw", NVCAM_DECODER_FFMPEG_HW), ("auto", NVCAM_DECODER_AUTO), ("cpu", u32::MAX)] {
+                let o = if decoder == u32::MAX { options(NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING) } else { gpu_options(NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING, decoder) };
+                let what = format!("{w}x{h} {fmt} on {dname}");
+                let cam = match open(c.to_str().unwrap(), &o) {
+                    Ok(cam) => cam,
+                    Err(e) => {
+                        println!("{what}: open refused: {e:?}");
+                        failures.push(format!("{what}: open: {e:?}"));
+                        continue;
+                    }
+                };
+                let (mut ly, mut lc) = (Vec::new(), Vec::new());
+                let mut colours = None;
+                for k in 0..n {
+                    let f = match get_frame(cam, 20_000) {
+                        Ok(f) => f,
+                        Err(e) => {
+                            failures.push(format!("{what}: frame {k}: {e:?}"));
+                            break;
+                        }
+                    };
+                    let i = info(f).unwrap();
+                    colours = Some((i.color_matrix, i.color_range, i.chroma_siting));
+                    let px = pixels(f).unwrap();
+                    release(f).unwrap();
+                    ly.extend(px[..w * h].iter().zip(&native[k][..w * h]).map(|(&a, &b)| a.abs_diff(b)));
+                    let uv = &px[w * h..];
+                    let d = |r: &[u8]| uv.iter().zip(r).map(|(&a, &b)| a.abs_diff(b)).collect::<Vec<u8>>();
+                    let chroma = match fmt {
+                        "yuvj420p" | "yuv420p" => {
+                            let (u, v) = native[k][w * h..].split_at(cw * chh);
+                            d(&u.iter().zip(v).flat_map(|(&a, &b)| [a, b]).collect::<Vec<u8>>())
+                        }
+                        _ => {
+                            let (a, b) = (d(&boxed(k)), d(&swscale[k][w * h..]));
+                            if a.iter().map(|&v| v as u64).sum::<u64>() <= b.iter().map(|&v| v as u64).sum::<u64>() { a } else { b }
+                        }
+                    };
+                    lc.extend(chroma);
+                }
+                let st = stats(cam);
+                close(cam, 5000).unwrap();
+                let summary = |v: &mut Vec<u8>| -> (u8, u8, f64) {
+                    if v.is_empty() {
+                        return (255, 255, 255.0);
+                    }
+                    let mean = v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64;
+                    v.sort_unstable();
+                    (v[v.len() - 1], v[(v.len() - 1) * 99 / 100], mean)
+                };
+                let (ymax, yp99, ymean) = summary(&mut ly);
+                let (cmax, cp99, cmean) = summary(&mut lc);
+                println!(
+                    "{what}: decoder {} memory {} colours {:?}; luma max {ymax} p99 {yp99} mean {ymean:.3}; chroma max {cmax} p99 {cp99} mean {cmean:.3}",
+                    st.decoder, st.memory, colours
+                );
+                if colours != Some((NVCAM_MATRIX_BT601, range, NVCAM_SITING_CENTER)) {
+                    failures.push(format!("{what}: colours {colours:?}, want BT.601, range {range}, centred"));
+                }
+                if ymax > 2 || yp99 > 1 || cmax > 2 || cp99 > 1 {
+                    failures.push(format!("{what}: luma max {ymax} p99 {yp99}, chroma max {cmax} p99 {cp99}"));
+                }
+                if decoder == NVCAM_DECODER_NVDEC && st.decoder != NVCAM_DECODER_NVDEC {
+                    failures.push(format!("{what}: decoded by {}", st.decoder));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
 /// A 10-bit or 4:2:2 stream is handled the same way by every decoder choice: the GPU-only ones

@@ -116,10 +116,17 @@ fn same_range_scaler(w: i32, h: i32, fmt: i32) -> *mut ffi::SwsContext {
     if c.is_null() {
         return c;
     }
+    // swscale's own name for a `yuvj` format's layout (what its `handle_jpeg` does, without the
+    // "deprecated pixel format" warning per camera): the range is set below.
+    use ffi::AVPixelFormat::*;
+    let layout = [(AV_PIX_FMT_YUVJ420P, AV_PIX_FMT_YUV420P), (AV_PIX_FMT_YUVJ422P, AV_PIX_FMT_YUV422P), (AV_PIX_FMT_YUVJ444P, AV_PIX_FMT_YUV444P), (AV_PIX_FMT_YUVJ440P, AV_PIX_FMT_YUV440P), (AV_PIX_FMT_YUVJ411P, AV_PIX_FMT_YUV411P)]
+        .iter()
+        .find(|(j, _)| *j as i32 == fmt)
+        .map_or(fmt, |(_, p)| *p as i32);
     let opts: [(&std::ffi::CStr, i64); 9] = [
         (c"srcw", w as i64),
         (c"srch", h as i64),
-        (c"src_format", fmt as i64),
+        (c"src_format", layout as i64),
         (c"dstw", w as i64),
         (c"dsth", h as i64),
         (c"dst_format", ffi::AVPixelFormat::AV_PIX_FMT_NV12 as i64),

@@ -186,7 +186,9 @@ fn reference_raw(clip: &Path) -> Vec<u8> {
     if cfg!(windows) {
         panic!("{} is missing: the Windows tests use the reference decodes the Linux tests make (scripts/windows-test.sh)", cache.display());
     }
-    let out = Command::new("ffmpeg")
+    // The GPU machine has only the bundle's ffmpeg-nvdec (the same FFmpeg 5.1, decoders and swscale).
+    let bin = if Command::new("ffmpeg-nvdec").arg("-version").output().is_ok() { "ffmpeg-nvdec" } else { "ffmpeg" };
+    let out = Command::new(bin)
         .args(["-hide_banner", "-loglevel", "error", "-i"])
         .arg(clip)
         .args(["-vf", "scale=in_range=full:out_range=full", "-f", "rawvideo", "-pix_fmt", "nv12", "-"])
@@ -222,7 +224,7 @@ pub fn jpeg_clips(w: u32, h: u32, frames: u32) -> Vec<(PathBuf, &'static str, u3
     [("yuvj420p", NVCAM_RANGE_FULL), ("yuvj422p", NVCAM_RANGE_FULL), ("yuvj444p", NVCAM_RANGE_FULL), ("gray", NVCAM_RANGE_FULL), ("yuv420p", NVCAM_RANGE_LIMITED)]
         .into_iter()
         .map(|(fmt, range)| {
-            let name = format!("jpeg-{fmt}-{size}.avi");
+            let name = format!("jpeg-{fmt}-{size}.mkv");
             let c = if fmt == "gray" { gray_jpeg_clip(&name, w, h, frames) } else { clip(&name, &size, frames, "mjpeg", &["-pix_fmt", fmt, "-q:v", "3", "-strict", "-1"]) };
             (c, fmt, range)
         })
@@ -239,7 +241,7 @@ fn gray_jpeg_clip(name: &str, w: u32, h: u32, frames: u32) -> PathBuf {
     assert!(!cfg!(windows), "{} is missing: the Windows tests use the clips the Linux tests make", path.display());
     let tmp = path.with_file_name(format!("part-{name}"));
     let pipeline = format!(
-        "videotestsrc num-buffers={frames} pattern=smpte ! video/x-raw,format=GRAY8,width={w},height={h},framerate=30/1 ! jpegenc quality=90 ! avimux ! filesink location={}",
+        "videotestsrc num-buffers={frames} pattern=smpte ! video/x-raw,format=GRAY8,width={w},height={h},framerate=30/1 ! jpegenc quality=90 ! matroskamux ! filesink location={}",
         tmp.display()
     );
     let script = "import sys, gi\ngi.require_version('Gst', '1.0')\nfrom gi.repository import Gst\nGst.init(None)\n\
