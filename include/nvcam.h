@@ -64,6 +64,12 @@
 #define NVCAM_OPEN_RELEASE_CLONES_ON_RECONNECT 16
 
 /**
+ * Deliver 10- and 12-bit streams as NV12 (8 bits, rounded by the decoder) instead of
+ * `NVCAM_FORMAT_P016`, for hosts that handle 8-bit frames only.
+ */
+#define NVCAM_OPEN_8BIT 32
+
+/**
  * `device` of `nvcam_camera_options`: decode on the CPU into host memory.
  */
 #define NVCAM_DEVICE_CPU -1
@@ -166,6 +172,13 @@
  * As `NVCAM_FORMAT_RGB_F32_PLANAR` in IEEE half precision (`uint16_t` bits).
  */
 #define NVCAM_FORMAT_RGB_F16_PLANAR 6
+
+/**
+ * `format` of `nvcam_frame_info`: P016, NV12's layout with 16-bit little-endian samples, the
+ * stream's `bit_depth` bits in the high bits of each (a 10-bit stream is P010: value << 6), as
+ * NVDEC writes 10- and 12-bit 4:2:0 streams. Row widths in bytes are twice NV12's.
+ */
+#define NVCAM_FORMAT_P016 7
 
 /**
  * `flags` of `nvcam_convert_t`: keep the ROI's aspect ratio; scale it to fit the output, centre
@@ -605,7 +618,8 @@ typedef struct {
   uint32_t width;
   uint32_t height;
   /**
-   * `NVCAM_FORMAT_*` (always NV12 for now).
+   * `NVCAM_FORMAT_NV12`, or `NVCAM_FORMAT_P016` for a 10- or 12-bit stream (unless the camera
+   * was opened with `NVCAM_OPEN_8BIT`).
    */
   uint32_t format;
   /**
@@ -673,7 +687,10 @@ typedef struct {
    * Where the chroma samples sit, `NVCAM_SITING_*` (conversions interpolate at that place).
    */
   uint32_t chroma_siting;
-  uint32_t reserved32;
+  /**
+   * Significant bits per sample in the planes: 8 (NV12), 10 or 12 (P016).
+   */
+  uint32_t bit_depth;
 } nvcam_frame_info_t;
 
 /**

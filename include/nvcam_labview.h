@@ -46,6 +46,12 @@
 #define NVCAM_OPEN_RELEASE_CLONES_ON_RECONNECT 16
 
 /**
+ * Deliver 10- and 12-bit streams as NV12 (8 bits, rounded by the decoder) instead of
+ * `NVCAM_FORMAT_P016`, for hosts that handle 8-bit frames only.
+ */
+#define NVCAM_OPEN_8BIT 32
+
+/**
  * `device` of `nvcam_camera_options`: decode on the CPU into host memory.
  */
 #define NVCAM_DEVICE_CPU -1
@@ -148,6 +154,13 @@
  * As `NVCAM_FORMAT_RGB_F32_PLANAR` in IEEE half precision (`unsigned short` bits).
  */
 #define NVCAM_FORMAT_RGB_F16_PLANAR 6
+
+/**
+ * `format` of `nvcam_frame_info`: P016, NV12's layout with 16-bit little-endian samples, the
+ * stream's `bit_depth` bits in the high bits of each (a 10-bit stream is P010: value << 6), as
+ * NVDEC writes 10- and 12-bit 4:2:0 streams. Row widths in bytes are twice NV12's.
+ */
+#define NVCAM_FORMAT_P016 7
 
 /**
  * `flags` of `nvcam_convert_t`: keep the ROI's aspect ratio; scale it to fit the output, centre
@@ -587,7 +600,8 @@ typedef struct {
   unsigned int width;
   unsigned int height;
   /**
-   * `NVCAM_FORMAT_*` (always NV12 for now).
+   * `NVCAM_FORMAT_NV12`, or `NVCAM_FORMAT_P016` for a 10- or 12-bit stream (unless the camera
+   * was opened with `NVCAM_OPEN_8BIT`).
    */
   unsigned int format;
   /**
@@ -655,7 +669,10 @@ typedef struct {
    * Where the chroma samples sit, `NVCAM_SITING_*` (conversions interpolate at that place).
    */
   unsigned int chroma_siting;
-  unsigned int reserved32;
+  /**
+   * Significant bits per sample in the planes: 8 (NV12), 10 or 12 (P016).
+   */
+  unsigned int bit_depth;
 } nvcam_frame_info_t;
 
 /**

@@ -110,6 +110,8 @@ pub(crate) struct OpenFlags {
     pub no_pacing: bool,
     /// Invalidate the camera's frame handles on every reconnect.
     pub release_clones_on_reconnect: bool,
+    /// Deliver NV12 (8-bit) from 10- and 12-bit streams instead of P016.
+    pub eight_bit: bool,
 }
 
 /// A camera's validated options.

@@ -202,20 +202,34 @@ pub(crate) struct Frame {
     pub time_source: TimeSource,
     /// The stream's colour description (unspecified until a decoder reports one).
     pub color: Color,
+    /// The stream's bits per sample (8; 10 or 12 in a P016 slot, or rounded into NV12).
+    pub bits: u32,
 }
 
 impl Frame {
     pub(crate) fn new(lease: Lease, owner: u64, seq: u64, pts_us: i64, wallclock_ns: u64, capture: (u64, TimeSource)) -> Frame {
-        Frame { lease, owner, seq, pts_us, wallclock_ns, capture_ns: capture.0, time_source: capture.1, color: Color::default() }
+        Frame { lease, owner, seq, pts_us, wallclock_ns, capture_ns: capture.0, time_source: capture.1, color: Color::default(), bits: 8 }
     }
-    /// The same frame, with the colour description its decoder reported.
-    pub(crate) fn with_color(mut self, color: Color) -> Frame {
+    /// The same frame, with the colour description and bit depth its decoder reported.
+    pub(crate) fn with_color(mut self, color: Color, bits: u32) -> Frame {
         self.color = color;
+        self.bits = bits;
         self
     }
     /// The matrix and range conversions use: the stream's, with unspecified ones resolved.
     pub(crate) fn color_resolved(&self) -> (Matrix, Range) {
         self.color.resolved(self.geom().height)
+    }
+    /// Whether conversions read this frame's slot: NV12 only so far; a P016 frame (a 10- or
+    /// 12-bit stream) is refused with a reason, never read as bytes.
+    pub(crate) fn convertible(&self) -> Result<()> {
+        match self.geom().depth {
+            crate::pool::Depth::Eight => Ok(()),
+            crate::pool::Depth::Sixteen => Err(Error::new(
+                NVCAM_E_UNSUPPORTED,
+                format!("this frame is P016 ({}-bit): conversions take NV12 frames; open the camera with NVCAM_OPEN_8BIT for NV12", self.bits),
+            )),
+        }
     }
     /// The pool slot's index (events and stream hand-offs are per slot).
     pub(crate) fn slot(&self) -> usize {

@@ -26,22 +26,51 @@ pub(crate) struct Geometry {
     pub width: u32,
     pub height: u32,
     pub pitch: usize,
+    /// How wide a sample is: NV12's bytes or P016's 16-bit words.
+    pub depth: Depth,
+}
+
+/// A slot's sample width. `Sixteen` is P016: two planes like NV12, each sample a little-endian
+/// 16-bit word with the stream's 10 or 12 bits in its high bits (what NVDEC writes; P010 is the
+/// 10-bit case of it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum Depth {
+    #[default]
+    Eight,
+    Sixteen,
+}
+
+impl Depth {
+    pub(crate) fn bytes(self) -> usize {
+        match self {
+            Depth::Eight => 1,
+            Depth::Sixteen => 2,
+        }
+    }
 }
 
 impl Geometry {
     /// Row alignment of pool slots: 256 bytes suits both CPU SIMD and CUDA's pitched copies.
     pub(crate) const ALIGN: usize = 256;
 
+    #[cfg(test)]
     pub(crate) fn nv12(width: u32, height: u32) -> Geometry {
-        let row = Self::row_bytes_for(width);
-        Geometry { width, height, pitch: row.div_ceil(Self::ALIGN) * Self::ALIGN }
+        Self::new(width, height, Depth::Eight)
     }
-    fn row_bytes_for(width: u32) -> usize {
-        (width as usize).div_ceil(2) * 2
+    pub(crate) fn new(width: u32, height: u32, depth: Depth) -> Geometry {
+        let row = Self::row_bytes_for(width, depth);
+        Geometry { width, height, pitch: row.div_ceil(Self::ALIGN) * Self::ALIGN, depth }
     }
-    /// Bytes of one row of the UV plane (the widest row; Y rows are `width` bytes).
+    fn row_bytes_for(width: u32, depth: Depth) -> usize {
+        (width as usize).div_ceil(2) * 2 * depth.bytes()
+    }
+    /// Bytes of one row of the UV plane (the widest row).
     pub(crate) fn row_bytes(&self) -> usize {
-        Self::row_bytes_for(self.width)
+        Self::row_bytes_for(self.width, self.depth)
+    }
+    /// Bytes of one row of the Y plane.
+    pub(crate) fn y_row_bytes(&self) -> usize {
+        self.width as usize * self.depth.bytes()
     }
     pub(crate) fn y_rows(&self) -> usize {
         self.height as usize
@@ -171,7 +200,7 @@ pub(crate) fn copy_planes(src: &[u8], geom: &Geometry, dst: &mut [u8], dst_pitch
     let dp = if dst_pitch == 0 { geom.row_bytes() } else { dst_pitch };
     let rows = geom.y_rows() + geom.uv_rows();
     for r in 0..rows {
-        let n = if r < geom.y_rows() { geom.width as usize } else { geom.row_bytes() };
+        let n = if r < geom.y_rows() { geom.y_row_bytes() } else { geom.row_bytes() };
         dst[r * dp..r * dp + n].copy_from_slice(&src[r * geom.pitch..r * geom.pitch + n]);
     }
 }

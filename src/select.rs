@@ -16,7 +16,7 @@
 
 use crate::config::{DecoderPolicy, Options, Placement};
 use crate::decode::software::SoftwareDecoder;
-use crate::decode::{Decoder, DecoderKind, Outcome, Picture};
+use crate::decode::{DecodeOpts, Decoder, DecoderKind, Outcome, Picture};
 use crate::gpu::hwdec::HwDecoder;
 use crate::gpu::nvdec::{DecoderSlot, NvDecoder};
 use crate::gpu::upload::UploadDecoder;
@@ -89,7 +89,7 @@ pub(crate) struct Chosen {
 /// `low_latency` is the camera's resolved latency mode (see `LatencyMode::is_low`).
 pub(crate) fn decoder_for(opts: &Options, stream: &ff::format::stream::Stream<'_>, backend: &CameraBackend, low_latency: bool) -> Result<Chosen> {
     let software = || -> Result<Chosen> {
-        Ok(Chosen { decoder: Box::new(SoftwareDecoder::new(stream, opts.decode_threads, low_latency)?), pools: Pools::Host })
+        Ok(Chosen { decoder: Box::new(SoftwareDecoder::new(stream, decode_opts(opts, low_latency))?), pools: Pools::Host })
     };
     let Placement::Gpu(device) = opts.placement else { return software() };
     let cam = match backend.gpu(device) {
@@ -113,8 +113,11 @@ pub(crate) fn decoder_for(opts: &Options, stream: &ff::format::stream::Stream<'_
 struct Stream {
     params: ff::codec::Parameters,
     time_base: ff::Rational,
-    threads: usize,
-    low_latency: bool,
+    o: DecodeOpts,
+}
+
+fn decode_opts(opts: &Options, low_latency: bool) -> DecodeOpts {
+    DecodeOpts { threads: opts.decode_threads, low_latency, eight_bit: opts.flags.eight_bit }
 }
 
 fn cap_reached(cam: &CamGpu) -> Error {
@@ -125,33 +128,33 @@ fn cap_reached(cam: &CamGpu) -> Error {
 }
 
 fn upload(cam: &Arc<CamGpu>, s: &Stream) -> Result<Box<dyn Decoder>> {
-    Ok(Box::new(UploadDecoder::new(cam, s.params.clone(), s.time_base, s.threads, s.low_latency)?))
+    Ok(Box::new(UploadDecoder::new(cam, s.params.clone(), s.time_base, s.o)?))
 }
 
 fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::Stream<'_>, low_latency: bool, slot: &Arc<DecoderSlot>) -> Result<Box<dyn Decoder>> {
     // The last connection's NVDEC decoder, moved out of the camera's slot: a new direct-NVDEC
     // decoder adopts it; any other choice (or a failure on the way) drops it here.
     let mut reuse = slot.begin(cam);
-    let s = Stream { params: stream.parameters().clone(), time_base: stream.time_base(), threads: opts.decode_threads, low_latency };
+    let s = Stream { params: stream.parameters().clone(), time_base: stream.time_base(), o: decode_opts(opts, low_latency) };
     let dev = &cam.stream.dev;
     let fixed = |hw: Hw| -> Result<Box<dyn Decoder>> { Ok(Box::new(Fallback { hw, cam: cam.clone(), next: None })) };
     match opts.decoder {
         DecoderPolicy::Software => upload(cam, &s),
         DecoderPolicy::Nvdec => {
             let t = reuse.ticket(dev).ok_or_else(|| cap_reached(cam))?;
-            fixed(Hw::Nvdec(NvDecoder::new(cam, &s.params, s.time_base, t, s.low_latency, reuse)?))
+            fixed(Hw::Nvdec(NvDecoder::new(cam, &s.params, s.time_base, t, s.o, reuse)?))
         }
         DecoderPolicy::FfmpegHw => {
             let t = HwTicket::take(dev).ok_or_else(|| cap_reached(cam))?;
-            fixed(Hw::Ffmpeg(HwDecoder::new(cam, &s.params, s.time_base, t, s.low_latency)?))
+            fixed(Hw::Ffmpeg(HwDecoder::new(cam, &s.params, s.time_base, t, s.o)?))
         }
         DecoderPolicy::Auto => {
             let mut why = Vec::new();
             match reuse.ticket(dev) {
                 None => why.push(format!("hardware decoder cap ({} per device) reached", gpu::hw_cap())),
                 Some(t) => {
-                    match gpu::nvdec::supports(dev, &s.params) {
-                        Ok(_) => match NvDecoder::new(cam, &s.params, s.time_base, t, s.low_latency, reuse) {
+                    match gpu::nvdec::supports(dev, &s.params, s.o.eight_bit) {
+                        Ok(_) => match NvDecoder::new(cam, &s.params, s.time_base, t, s.o, reuse) {
                             Ok(n) => return Ok(Box::new(Fallback { hw: Hw::Nvdec(n), cam: cam.clone(), next: Some(s) })),
                             Err(e) => why.push(format!("direct NVDEC: {}", e.msg)),
                         },
@@ -162,7 +165,7 @@ fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::S
                             log::info!("GPU {}: direct NVDEC not used ({w}); trying FFmpeg's CUDA hwaccel", dev.ordinal);
                         }
                     }
-                    match HwTicket::take(dev).map(|t| HwDecoder::new(cam, &s.params, s.time_base, t, s.low_latency)) {
+                    match HwTicket::take(dev).map(|t| HwDecoder::new(cam, &s.params, s.time_base, t, s.o)) {
                         Some(Ok(h)) => return Ok(Box::new(Fallback { hw: Hw::Ffmpeg(h), cam: cam.clone(), next: Some(s) })),
                         Some(Err(e)) => why.push(format!("FFmpeg CUDA hwaccel: {}", e.msg)),
                         None => why.push("hardware decoder cap reached".into()),
@@ -204,7 +207,7 @@ impl Fallback {
         self.hw = Hw::Empty;
         if from_nvdec {
             log::warn!("GPU {}: direct NVDEC: {}; trying FFmpeg's CUDA hwaccel", dev.ordinal, why.msg);
-            match HwTicket::take(&dev).map(|t| HwDecoder::new(&self.cam, &s.params, s.time_base, t, s.low_latency)) {
+            match HwTicket::take(&dev).map(|t| HwDecoder::new(&self.cam, &s.params, s.time_base, t, s.o)) {
                 Some(Ok(h)) => {
                     self.hw = Hw::Ffmpeg(h);
                     return Ok(());

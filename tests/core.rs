@@ -116,6 +116,53 @@ fn jpeg_samples_keep_their_range_and_report_jfif_colours() {
     }
 }
 
+/// 10-bit cameras (HEVC Main10) had their samples rounded to 8 bits on every path. Frames now
+/// keep them in P016 (each sample the decoded value << 6, little-endian 16-bit), report the
+/// format and bit depth, copy out as those bytes, and are refused by conversions with a reason
+/// (not read as NV12 bytes); `NVCAM_OPEN_8BIT` delivers NV12 for 8-bit hosts, equal to
+/// FFmpeg's own 10 -> 8-bit conversion.
+#[test]
+fn ten_bit_hevc_keeps_its_bits_in_p016() {
+    init();
+    let (w, h, n) = (96usize, 64usize, 4usize);
+    let c = ten_bit_clip(w as u32, h as u32, n as u32);
+    let native = native_frames(&c, "yuv420p10le", 2 * (w * h + w * h / 2));
+    assert_eq!(native.len(), n);
+    let cam = open(c.to_str().unwrap(), &options(FAST)).unwrap();
+    for (k, want) in native.iter().enumerate() {
+        let f = get_frame(cam, 5000).unwrap();
+        let i = info(f).unwrap();
+        assert_eq!((i.format, i.bit_depth, i.nv12_size as usize), (NVCAM_FORMAT_P016, 10, 2 * (w * h + w * h / 2)), "frame {k}");
+        let px = pixels(f).unwrap();
+        let sample = |b: &[u8], i: usize| u16::from_le_bytes([b[2 * i], b[2 * i + 1]]);
+        for i in 0..w * h {
+            assert_eq!(sample(&px, i), sample(want, i) << 6, "frame {k}: luma sample {i}");
+        }
+        let (u, v) = (w * h, w * h + w * h / 4);
+        for i in 0..w * h / 4 {
+            let got = (sample(&px, w * h + 2 * i), sample(&px, w * h + 2 * i + 1));
+            assert_eq!(got, (sample(want, u + i) << 6, sample(want, v + i) << 6), "frame {k}: chroma sample {i}");
+        }
+        let mut spec = nvcam_convert { struct_size: std::mem::size_of::<nvcam_convert>() as u32, format: NVCAM_FORMAT_RGB8, ..Default::default() };
+        spec.dst_memory = NVCAM_MEMORY_HOST;
+        let mut out = vec![0u8; w * h * 3];
+        let r = unsafe { nvcam_frame_convert(f, &spec, out.as_mut_ptr().cast(), 0, out.len() as u64, 0) };
+        assert_eq!(r, NVCAM_E_UNSUPPORTED, "a P016 frame is not converted as NV12: {}", last_error());
+        release(f).unwrap();
+    }
+    close(cam, 2000).unwrap();
+    let eight = reference_nv12(&c, w, h);
+    let cam = open(c.to_str().unwrap(), &options(FAST | NVCAM_OPEN_8BIT)).unwrap();
+    for (k, want) in eight.iter().enumerate() {
+        let f = get_frame(cam, 5000).unwrap();
+        let i = info(f).unwrap();
+        assert_eq!((i.format, i.bit_depth), (NVCAM_FORMAT_NV12, 8), "frame {k} with NVCAM_OPEN_8BIT");
+        assert!(pixels(f).unwrap() == *want, "frame {k}: NV12 differs from FFmpeg's 10 -> 8-bit conversion");
+        release(f).unwrap();
+    }
+    close(cam, 2000).unwrap();
+}
+
 #[test]
 fn double_release_returns_error() {
     init();

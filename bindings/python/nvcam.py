@@ -84,6 +84,7 @@ OPEN_LOOP = 2
 OPEN_LOSSLESS = 4
 OPEN_NO_PACING = 8
 OPEN_RELEASE_CLONES_ON_RECONNECT = 16
+OPEN_8BIT = 32
 
 DEVICE_CPU = -1
 
@@ -144,6 +145,7 @@ FORMAT_RGB8 = 3
 FORMAT_GRAY8 = 4
 FORMAT_RGB_F32_PLANAR = 5
 FORMAT_RGB_F16_PLANAR = 6
+FORMAT_P016 = 7
 
 CONVERT_LETTERBOX = 1
 
@@ -303,13 +305,14 @@ class FrameInfo(_Sized):
         ("color_range", c_uint32),
         ("color_transfer", c_uint32),
         ("chroma_siting", c_uint32),
-        ("reserved32", c_uint32),
+        ("bit_depth", c_uint32),
     ]
 
     @property
     def row_bytes(self):
-        """Bytes per row of a packed copy (``dst_pitch`` 0): the width rounded up to even."""
-        return (self.width + 1) // 2 * 2
+        """Bytes per row of a packed copy (``dst_pitch`` 0): the width rounded up to even, twice
+        that for P016 frames (16-bit samples)."""
+        return (self.width + 1) // 2 * 2 * (2 if self.format == FORMAT_P016 else 1)
 
     @property
     def rows(self):
@@ -766,17 +769,18 @@ ctypes.pythonapi.Py_IncRef(_dl_deleter)
 ctypes.pythonapi.Py_IncRef(_capsule_dtor)
 
 
-def _dl_capsule(handle, ptr, shape, strides, device_type, device_id):
-    """A "dltensor" capsule of a uint8 array at ``ptr`` that holds frame ``handle`` (released by
-    the deleter, or by the capsule's destructor if nobody consumed it)."""
+def _dl_capsule(handle, ptr, shape, strides, device_type, device_id, itemsize=1):
+    """A "dltensor" capsule of a uint8 (``itemsize`` 1) or uint16 (2) array at ``ptr`` with
+    ``strides`` in bytes, that holds frame ``handle`` (released by the deleter, or by the
+    capsule's destructor if nobody consumed it)."""
     m = _DLManagedTensor()
     nd = len(shape)
     sh = (c_int64 * nd)(*shape)
-    st = (c_int64 * nd)(*strides)
+    st = (c_int64 * nd)(*(s // itemsize for s in strides))
     m.dl_tensor.data = ptr
     m.dl_tensor.device = _DLDevice(device_type, device_id)
     m.dl_tensor.ndim = nd
-    m.dl_tensor.dtype = _DLDataType(_DL_UINT, 8, 1)
+    m.dl_tensor.dtype = _DLDataType(_DL_UINT, 8 * itemsize, 1)
     m.dl_tensor.shape = ctypes.cast(sh, POINTER(c_int64))
     m.dl_tensor.strides = ctypes.cast(st, POINTER(c_int64))
     m.dl_tensor.byte_offset = 0
@@ -819,10 +823,11 @@ class _Hold:
 
 
 class Plane:
-    """A zero-copy view of one frame's pixels: ``"y"`` (``(height, width)`` uint8), ``"uv"``
-    (``(ceil(h/2), ceil(w/2), 2)`` uint8, interleaved U and V) or ``"nv12"`` (both planes as one
-    ``(height + ceil(h/2), row_bytes)`` uint8 array, where the frame's UV plane follows its Y
-    plane at the same pitch, which nvcam's pools do). Rows are ``pitch`` bytes apart.
+    """A zero-copy view of one frame's pixels: ``"y"`` (``(height, width)``), ``"uv"``
+    (``(ceil(h/2), ceil(w/2), 2)``, interleaved U and V) or ``"nv12"`` (both planes as one
+    ``(height + ceil(h/2), 2 * ceil(w/2))`` array, where the frame's UV plane follows its Y
+    plane at the same pitch, which nvcam's pools do). Rows are ``pitch`` bytes apart. Samples are
+    uint8, or uint16 for P016 frames (10- and 12-bit streams; the bits are the high ones).
 
     A plane holds a frame handle of its own (a clone), so it stays valid after the :class:`Frame`
     is released. Device frames expose ``__cuda_array_interface__`` (version 3; ``stream`` is 1,
@@ -833,7 +838,7 @@ class Plane:
     tensor's deleter releases that clone, so a DLPack tensor keeps its pixels (and the pool slot)
     for as long as it lives, across reconnects."""
 
-    __slots__ = ("_hold", "kind", "memory", "device", "ptr", "shape", "strides")
+    __slots__ = ("_hold", "kind", "memory", "device", "ptr", "shape", "strides", "itemsize")
 
     def __init__(self, hold, info, kind):
         self._hold = hold
@@ -842,14 +847,15 @@ class Plane:
         self.device = info.device
         w, h, pitch = info.width, info.height, info.pitch
         ch = (h + 1) // 2
+        n = self.itemsize = 2 if info.format == FORMAT_P016 else 1
         if kind == "y":
-            self.ptr, self.shape, self.strides = info.y_ptr, (h, w), (pitch, 1)
+            self.ptr, self.shape, self.strides = info.y_ptr, (h, w), (pitch, n)
         elif kind == "uv":
-            self.ptr, self.shape, self.strides = info.uv_ptr, (ch, (w + 1) // 2, 2), (pitch, 2, 1)
+            self.ptr, self.shape, self.strides = info.uv_ptr, (ch, (w + 1) // 2, 2), (pitch, 2 * n, n)
         elif kind == "nv12":
             if info.uv_ptr != info.y_ptr + pitch * h:
                 raise BufferError("this frame's UV plane does not follow its Y plane: use frame.planes()")
-            self.ptr, self.shape, self.strides = info.y_ptr, (h + ch, info.row_bytes), (pitch, 1)
+            self.ptr, self.shape, self.strides = info.y_ptr, (h + ch, info.row_bytes // n), (pitch, n)
         else:
             raise ValueError("plane kind %r (y, uv or nv12)" % (kind,))
 
@@ -864,7 +870,7 @@ class Plane:
         _check(lib.nvcam_frame_wait_stream(self._hold.handle, 0), "nvcam_frame_wait_stream")
         return {
             "shape": self.shape,
-            "typestr": "|u1",
+            "typestr": "|u1" if self.itemsize == 1 else "<u2",
             "data": (self.ptr, False),
             "strides": self.strides,
             "version": 3,
@@ -875,7 +881,7 @@ class Plane:
     def __array_interface__(self):
         if self.memory != MEMORY_HOST:
             raise AttributeError("a device frame has no __array_interface__ (use __cuda_array_interface__ or DLPack)")
-        return {"shape": self.shape, "typestr": "|u1", "data": (self.ptr, False), "strides": self.strides, "version": 3}
+        return {"shape": self.shape, "typestr": "|u1" if self.itemsize == 1 else "<u2", "data": (self.ptr, False), "strides": self.strides, "version": 3}
 
     def __dlpack_device__(self):
         if self.memory == MEMORY_DEVICE:
@@ -888,7 +894,7 @@ class Plane:
         out = c_uint64(0)
         _check(lib.nvcam_frame_clone(self._hold.handle, byref(out)), "nvcam_frame_clone")
         dev_type, dev_id = self.__dlpack_device__()
-        return _dl_capsule(out.value, self.ptr, self.shape, self.strides, dev_type, dev_id)
+        return _dl_capsule(out.value, self.ptr, self.shape, self.strides, dev_type, dev_id, self.itemsize)
 
     def __repr__(self):
         return "Plane(%s, %s, shape=%r)" % (self.kind, "device %d" % self.device if self.memory == MEMORY_DEVICE else "host", self.shape)
@@ -982,13 +988,14 @@ class Frame:
 
     def to_numpy_nv12(self):
         """A copy of the pixels: with numpy a ``uint8`` array of shape ``(rows, row_bytes)`` (luma
-        rows ``[:height, :width]``, interleaved UV rows ``[height:]``); without numpy, ``bytes``."""
+        rows ``[:height, :width]``, interleaved UV rows ``[height:]``), for P016 frames a ``uint16``
+        one of shape ``(rows, row_bytes // 2)``; without numpy, ``bytes``."""
         if _np is None:
             return self.copy_nv12()
         info = self.info
         a = _np.empty((info.rows, info.row_bytes), dtype=_np.uint8)
         self.copy_nv12_into(a)
-        return a
+        return a.view("<u2") if info.format == FORMAT_P016 else a
 
     def to_numpy_y(self):
         """The luma plane as a ``(height, width)`` uint8 array (numpy required)."""
@@ -1114,7 +1121,7 @@ class Frame:
         out = c_uint64(0)
         _check(lib.nvcam_frame_clone(self.handle, byref(out)), "nvcam_frame_clone")
         dev_type, dev_id = self.__dlpack_device__()
-        return _dl_capsule(out.value, p.ptr, p.shape, p.strides, dev_type, dev_id)
+        return _dl_capsule(out.value, p.ptr, p.shape, p.strides, dev_type, dev_id, p.itemsize)
 
     def convert(self, format=FORMAT_BGRA8, out=None, stream=None, **spec):
         """Converts into ``out`` and returns it: a CUDA tensor (torch, CuPy, anything with

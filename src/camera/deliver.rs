@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 /// one lives on while frames use it) when either changed.
 fn pool_for(sh: &Shared, pools: &Pools, pic: &Picture) -> Result<Arc<Pool>> {
     let mut p = sh.pools.lock();
-    if let Some(cur) = p.current.as_ref().filter(|c| (c.geom.width, c.geom.height) == (pic.width, pic.height) && pools.holds(c)) {
+    if let Some(cur) = p.current.as_ref().filter(|c| (c.geom.width, c.geom.height, c.geom.depth) == (pic.width, pic.height, pic.depth) && pools.holds(c)) {
         return Ok(cur.clone());
     }
     if let Some(o) = p.current.as_ref() {
@@ -27,7 +27,7 @@ fn pool_for(sh: &Shared, pools: &Pools, pic: &Picture) -> Result<Arc<Pool>> {
         sh.counters.stream_changes.fetch_add(1, Ordering::Relaxed);
     }
     p.retire();
-    let new = pools.new_pool(Geometry::nv12(pic.width, pic.height), sh.opts.pool_slots)?;
+    let new = pools.new_pool(Geometry::new(pic.width, pic.height, pic.depth), sh.opts.pool_slots)?;
     sh.stream.lock().size = (pic.width, pic.height);
     p.current = Some(new.clone());
     Ok(new)
@@ -68,7 +68,7 @@ pub(super) fn deliver(
     if sh.report(dec.write_into(&mut lease)?) {
         return Ok(()); // the decoder recovered; this picture is lost (counted)
     }
-    let frame = Arc::new(Frame::new(lease, sh.handle(), seq, pic.pts_us, wall_ns(), capture).with_color(pic.color));
+    let frame = Arc::new(Frame::new(lease, sh.handle(), seq, pic.pts_us, wall_ns(), capture).with_color(pic.color, pic.bits));
     let replaced = {
         let mut m = sh.mailbox.lock();
         let old = m.replace(frame);

@@ -10,6 +10,7 @@
 pub(crate) mod software;
 
 use crate::frame::{Color, Siting, Transfer};
+use crate::pool::Depth;
 use crate::pool::Lease;
 use crate::status::*;
 use ffmpeg_next as ff;
@@ -48,6 +49,9 @@ pub(crate) struct Picture {
     pub pts_us: i64,
     /// The stream's colour matrix and range, as the decoder saw them.
     pub color: Color,
+    /// The sample width it is written at (NV12 or P016), and the stream's bits per sample.
+    pub depth: Depth,
+    pub bits: u32,
 }
 
 /// What a successful call met on the way, for the camera to report.
@@ -87,6 +91,17 @@ pub(crate) trait Decoder: Send {
     }
 }
 
+/// How a camera wants its stream decoded, from its options, whichever decoder does it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DecodeOpts {
+    /// FFmpeg decoder threads (software decode).
+    pub threads: usize,
+    /// The camera's resolved latency mode is low (see `LatencyMode::is_low`).
+    pub low_latency: bool,
+    /// Deliver NV12 from 10- and 12-bit streams too (`NVCAM_OPEN_8BIT`), not P016.
+    pub eight_bit: bool,
+}
+
 /// What `avcodec_receive_frame` returned, for a [`Decoder::receive`]: the picture in `frame`
 /// (`Some`), none ready yet or the end (`None`, also for a corrupt picture FFmpeg skipped), or a
 /// real failure of `call`.
@@ -103,6 +118,8 @@ pub(crate) fn received(
             height: frame.height(),
             pts_us: pts_us(frame.timestamp(), time_base),
             color: if jpeg { Color::jpeg(frame.color_range() != ff::util::color::Range::MPEG) } else { color_of(frame) },
+            depth: if depth_of(frame) > 8 { Depth::Sixteen } else { Depth::Eight },
+            bits: depth_of(frame),
         })),
         Err(ff::Error::Eof) | Err(ff::Error::InvalidData) => Ok(None),
         Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => Ok(None),
@@ -141,6 +158,27 @@ fn color_of(frame: &ff::frame::Video) -> Color {
     let trc = ff::ffi::AVColorTransferCharacteristic::from(frame.color_transfer_characteristic()) as u32;
     let loc = ff::ffi::AVChromaLocation::from(frame.chroma_location()) as u32;
     Color::from_h273(matrix, full).with(Transfer::from_h273(trc), Siting::from_ffmpeg(loc))
+}
+
+/// Bits per sample of an FFmpeg frame: its pixel format's, or for a CUDA frame its surfaces'
+/// (NVDEC writes P010 for 10-bit and P016 for 12-bit streams).
+fn depth_of(frame: &ff::frame::Video) -> u32 {
+    // SAFETY: the decoder's frame, holding a picture; a hardware frame carries its frames context.
+    let (fmt, sw) = unsafe {
+        let f = &*frame.as_ptr();
+        let sw = if f.hw_frames_ctx.is_null() { -1 } else { (*((*f.hw_frames_ctx).data as *const ff::ffi::AVHWFramesContext)).sw_format as i32 };
+        (f.format, sw)
+    };
+    use ff::ffi::AVPixelFormat::*;
+    if fmt != AV_PIX_FMT_CUDA as i32 {
+        crate::ffmpeg::pixfmt::bit_depth(fmt).max(8)
+    } else if sw == AV_PIX_FMT_P010LE as i32 {
+        10
+    } else if sw == AV_PIX_FMT_P016LE as i32 {
+        12
+    } else {
+        8
+    }
 }
 
 /// A stream's colours as FFmpeg's probe saw them (its codec parameters): what a decoder that

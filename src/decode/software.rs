@@ -1,7 +1,7 @@
 //! FFmpeg's software decoder: the CPU path, and the first half of software + upload.
 
-use super::{received, Decoder, DecoderKind, Outcome, Picture};
-use crate::pool::{Geometry, Lease};
+use super::{received, DecodeOpts, Decoder, DecoderKind, Outcome, Picture};
+use crate::pool::{Depth, Geometry, Lease};
 use crate::status::*;
 use ff::ffi;
 use ffmpeg_next as ff;
@@ -13,8 +13,10 @@ pub(crate) struct SoftwareDecoder {
     frame: ff::frame::Video,
     time_base: ff::Rational,
     sws: *mut ffi::SwsContext,
-    /// The source (width, height, pixel format) `sws` was made for.
-    sws_key: (i32, i32, i32),
+    /// The (width, height, source format, destination format) `sws` was made for.
+    sws_key: (i32, i32, i32, i32),
+    /// Deliver NV12 from 10- and 12-bit pictures too (`NVCAM_OPEN_8BIT`).
+    eight_bit: bool,
     /// JPEG pictures: full-range BT.601 whatever the frame says (`Color::jpeg`).
     jpeg: bool,
 }
@@ -23,13 +25,14 @@ pub(crate) struct SoftwareDecoder {
 unsafe impl Send for SoftwareDecoder {}
 
 impl SoftwareDecoder {
-    pub(crate) fn new(stream: &ff::format::stream::Stream<'_>, threads: usize, low_latency: bool) -> Result<SoftwareDecoder> {
-        Self::from_parameters(stream.parameters(), stream.time_base(), threads, low_latency)
+    pub(crate) fn new(stream: &ff::format::stream::Stream<'_>, o: DecodeOpts) -> Result<SoftwareDecoder> {
+        Self::from_parameters(stream.parameters(), stream.time_base(), o)
     }
 
     /// At low latency the decoder threads split each picture (slice threads) instead of working
     /// on several pictures at once (frame threads, which hold one picture back per thread).
-    pub(crate) fn from_parameters(params: ff::codec::Parameters, time_base: ff::Rational, threads: usize, low_latency: bool) -> Result<SoftwareDecoder> {
+    pub(crate) fn from_parameters(params: ff::codec::Parameters, time_base: ff::Rational, o: DecodeOpts) -> Result<SoftwareDecoder> {
+        let (threads, low_latency) = (o.threads, o.low_latency);
         let id = params.id();
         if ff::decoder::find(id).is_none() {
             return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("codec {id:?} not supported on this path (no FFmpeg decoder)")));
@@ -42,7 +45,7 @@ impl SoftwareDecoder {
             unsafe { super::set_low_delay(ctx.as_mut_ptr(), &params) };
         }
         let dec = ctx.decoder().video().map_err(|e| Error::ffmpeg("avcodec_open2", e))?;
-        Ok(SoftwareDecoder { dec, frame: ff::frame::Video::empty(), time_base, sws: std::ptr::null_mut(), sws_key: (0, 0, -1), jpeg: id == ff::codec::Id::MJPEG })
+        Ok(SoftwareDecoder { dec, frame: ff::frame::Video::empty(), time_base, sws: std::ptr::null_mut(), sws_key: (0, 0, -1, -1), eight_bit: o.eight_bit, jpeg: id == ff::codec::Id::MJPEG })
     }
 
     /// Converts the picture last received to NV12 at `g` (Y rows, then UV rows, at `g.pitch`)
@@ -71,14 +74,24 @@ impl SoftwareDecoder {
             uv[..g.pitch * (h as usize).div_ceil(2)].fill(128);
             return Ok(());
         }
-        if self.sws.is_null() || self.sws_key != (w, h, f.format) {
+        // P016 slots: 10-bit pictures as P010 (the value << 6), 12-bit as P016 (<< 4), exact.
+        use ffi::AVPixelFormat::*;
+        let to = match g.depth {
+            Depth::Eight => AV_PIX_FMT_NV12,
+            Depth::Sixteen if crate::ffmpeg::pixfmt::bit_depth(f.format) > 10 => AV_PIX_FMT_P016LE,
+            Depth::Sixteen => AV_PIX_FMT_P010LE,
+        } as i32;
+        if self.sws.is_null() || self.sws_key != (w, h, f.format, to) {
             // SAFETY: null or the context this decoder made; replaced below.
             unsafe { ffi::sws_freeContext(self.sws) };
-            self.sws = same_range_scaler(w, h, f.format);
-            self.sws_key = (w, h, f.format);
+            self.sws = same_range_scaler(w, h, f.format, to);
+            self.sws_key = (w, h, f.format, to);
         }
         if self.sws.is_null() {
-            return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("no conversion from pixel format {} to NV12", crate::ffmpeg::pixfmt::name(f.format))));
+            return Err(Error::new(
+                NVCAM_E_UNSUPPORTED,
+                format!("no conversion from pixel format {} to {}", crate::ffmpeg::pixfmt::name(f.format), crate::ffmpeg::pixfmt::name(to)),
+            ));
         }
         let (y, uv) = dst.split_at_mut(g.uv_offset());
         let dst_planes = [y.as_mut_ptr(), uv.as_mut_ptr(), std::ptr::null_mut(), std::ptr::null_mut()];
@@ -103,14 +116,14 @@ impl SoftwareDecoder {
     }
 }
 
-/// A swscale context from `w`x`h` pictures of `fmt` to NV12 of the same size that leaves the
-/// sample values' range alone (null if swscale has no such conversion).
+/// A swscale context from `w`x`h` pictures of `fmt` to `to` (NV12, P010 or P016) of the same size
+/// that leaves the sample values' range alone (null if swscale has no such conversion).
 ///
 /// Why: swscale takes the `yuvj` formats (JPEG, and H.264/HEVC flagged full range) as full range
 /// and NV12 as limited, and by default squeezes 0..255 into 16..235. The hardware decoders
 /// write the samples as decoded, and frames report the stream's range, so the CPU path must
 /// write them as decoded too, or one camera's colours would depend on its decoder.
-fn same_range_scaler(w: i32, h: i32, fmt: i32) -> *mut ffi::SwsContext {
+fn same_range_scaler(w: i32, h: i32, fmt: i32, to: i32) -> *mut ffi::SwsContext {
     // SAFETY: allocation only.
     let c = unsafe { ffi::sws_alloc_context() };
     if c.is_null() {
@@ -129,7 +142,7 @@ fn same_range_scaler(w: i32, h: i32, fmt: i32) -> *mut ffi::SwsContext {
         (c"src_format", layout as i64),
         (c"dstw", w as i64),
         (c"dsth", h as i64),
-        (c"dst_format", ffi::AVPixelFormat::AV_PIX_FMT_NV12 as i64),
+        (c"dst_format", to as i64),
         (c"sws_flags", ffi::SWS_BICUBIC as i64),
         // Both full: swscale keeps the yuvj formats' full range, and equal ranges convert nothing.
         (c"src_range", 1),
@@ -179,7 +192,9 @@ impl Decoder for SoftwareDecoder {
     }
     fn receive(&mut self) -> Result<Option<Picture>> {
         let r = self.dec.receive_frame(&mut self.frame);
-        received(r, &self.frame, self.time_base, "avcodec_receive_frame", self.jpeg)
+        let pic = received(r, &self.frame, self.time_base, "avcodec_receive_frame", self.jpeg)?;
+        // swscale writes P010 or P016 exactly; NV12 for an 8-bit camera, rounded (dithered).
+        Ok(pic.map(|p| if self.eight_bit { Picture { depth: Depth::Eight, bits: 8, ..p } } else { p }))
     }
     fn write_into(&mut self, lease: &mut Lease) -> Result<Outcome> {
         let g = lease.pool().geom;

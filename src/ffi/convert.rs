@@ -8,7 +8,7 @@ use crate::decode::DecoderKind;
 use crate::convert::{PixelFormat, Rect, Spec};
 use crate::frame::{Frame, Matrix, Range, Siting, TimeSource, Transfer};
 use crate::gpu::GpuStats;
-use crate::pool::MemoryKind;
+use crate::pool::{Depth, MemoryKind};
 use crate::status::*;
 use log::{Level, LevelFilter};
 use std::time::Duration;
@@ -72,6 +72,7 @@ fn open_flags(bits: u32) -> Result<OpenFlags> {
         lossless: on(NVCAM_OPEN_LOSSLESS),
         no_pacing: on(NVCAM_OPEN_NO_PACING),
         release_clones_on_reconnect: on(NVCAM_OPEN_RELEASE_CLONES_ON_RECONNECT),
+        eight_bit: on(NVCAM_OPEN_8BIT),
     })
 }
 
@@ -196,7 +197,10 @@ pub(crate) fn frame_info(f: &Frame, struct_size: u32) -> nvcam_frame_info {
         struct_size,
         width: g.width,
         height: g.height,
-        format: NVCAM_FORMAT_NV12,
+        format: match g.depth {
+            Depth::Eight => NVCAM_FORMAT_NV12,
+            Depth::Sixteen => NVCAM_FORMAT_P016,
+        },
         memory: memory(f.memory()),
         device: f.device(),
         pitch: g.pitch as u64,
@@ -216,7 +220,7 @@ pub(crate) fn frame_info(f: &Frame, struct_size: u32) -> nvcam_frame_info {
         color_range: range_code(range),
         color_transfer: transfer_code(f.color.transfer),
         chroma_siting: siting_code(f.color.siting),
-        reserved32: 0,
+        bit_depth: f.bits,
     }
 }
 

@@ -23,7 +23,10 @@ pub const NVCAM_OPEN_NO_PACING: u32 = 8;
 /// Invalidate the camera's frame handles on every reconnect (by default they stay valid: their
 /// pixels live in the camera's pool, not in the decoder).
 pub const NVCAM_OPEN_RELEASE_CLONES_ON_RECONNECT: u32 = 16;
-pub(crate) const NVCAM_OPEN_ALL: u32 = 31;
+/// Deliver 10- and 12-bit streams as NV12 (8 bits, rounded by the decoder) instead of
+/// `NVCAM_FORMAT_P016`, for hosts that handle 8-bit frames only.
+pub const NVCAM_OPEN_8BIT: u32 = 32;
+pub(crate) const NVCAM_OPEN_ALL: u32 = 63;
 
 /// `device` of `nvcam_camera_options`: decode on the CPU into host memory.
 pub const NVCAM_DEVICE_CPU: i32 = -1;
@@ -74,6 +77,10 @@ pub const NVCAM_FORMAT_GRAY8: u32 = 4;
 pub const NVCAM_FORMAT_RGB_F32_PLANAR: u32 = 5;
 /// As `NVCAM_FORMAT_RGB_F32_PLANAR` in IEEE half precision (`uint16_t` bits).
 pub const NVCAM_FORMAT_RGB_F16_PLANAR: u32 = 6;
+/// `format` of `nvcam_frame_info`: P016, NV12's layout with 16-bit little-endian samples, the
+/// stream's `bit_depth` bits in the high bits of each (a 10-bit stream is P010: value << 6), as
+/// NVDEC writes 10- and 12-bit 4:2:0 streams. Row widths in bytes are twice NV12's.
+pub const NVCAM_FORMAT_P016: u32 = 7;
 
 /// `flags` of `nvcam_convert_t`: keep the ROI's aspect ratio; scale it to fit the output, centre
 /// it and fill the rest with `pad`.
@@ -257,7 +264,8 @@ pub struct nvcam_frame_info {
     pub struct_size: u32,
     pub width: u32,
     pub height: u32,
-    /// `NVCAM_FORMAT_*` (always NV12 for now).
+    /// `NVCAM_FORMAT_NV12`, or `NVCAM_FORMAT_P016` for a 10- or 12-bit stream (unless the camera
+    /// was opened with `NVCAM_OPEN_8BIT`).
     pub format: u32,
     /// `NVCAM_MEMORY_*`.
     pub memory: u32,
@@ -292,7 +300,8 @@ pub struct nvcam_frame_info {
     pub color_transfer: u32,
     /// Where the chroma samples sit, `NVCAM_SITING_*` (conversions interpolate at that place).
     pub chroma_siting: u32,
-    pub reserved32: u32,
+    /// Significant bits per sample in the planes: 8 (NV12), 10 or 12 (P016).
+    pub bit_depth: u32,
 }
 
 /// What `nvcam_frame_convert` makes of a frame. Zero in any field means its default, so a zeroed

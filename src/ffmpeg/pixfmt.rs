@@ -48,10 +48,21 @@ pub(crate) fn chroma_8bit(fmt: i32) -> Option<Chroma> {
     }
 }
 
-/// Whether the hardware decoders (direct NVDEC, FFmpeg's CUDA hwaccel) take a stream of pixel
-/// format `fmt` as it was probed: 8-bit 4:2:0, or not known before the first picture.
-pub(crate) fn hw_ok(fmt: i32) -> bool {
-    fmt == ffi::AVPixelFormat::AV_PIX_FMT_NONE as i32 || chroma_8bit(fmt) == Some(Chroma::C420)
+/// Bits per sample of pixel format `fmt` (its first component), 0 if FFmpeg does not know it.
+pub(crate) fn bit_depth(fmt: i32) -> u32 {
+    if !(0..ffi::AVPixelFormat::AV_PIX_FMT_NB as i32).contains(&fmt) {
+        return 0;
+    }
+    // SAFETY: `fmt` is within the enum's range (checked); the descriptor is static or null.
+    let d = unsafe { ffi::av_pix_fmt_desc_get(std::mem::transmute::<i32, ffi::AVPixelFormat>(fmt)) };
+    // SAFETY: null or FFmpeg's static descriptor.
+    unsafe { d.as_ref() }.map_or(0, |d| d.comp[0].depth as u32)
+}
+
+/// Whether `fmt` is 4:2:0 at 10 or 12 bits (planar or P010/P016): what NVDEC writes as P016.
+pub(crate) fn high_depth_420(fmt: i32) -> bool {
+    use ffi::AVPixelFormat::*;
+    [AV_PIX_FMT_YUV420P10LE, AV_PIX_FMT_YUV420P12LE, AV_PIX_FMT_P010LE, AV_PIX_FMT_P016LE].iter().any(|&f| f as i32 == fmt)
 }
 
 #[cfg(test)]
@@ -63,9 +74,10 @@ mod tests {
         assert_eq!(super::name(AV_PIX_FMT_NV12 as i32), "nv12");
         assert_eq!(super::name(-1), "unknown");
         assert_eq!(super::name(100_000), "#100000");
-        assert!(super::hw_ok(AV_PIX_FMT_YUVJ420P as i32) && !super::hw_ok(AV_PIX_FMT_YUV422P as i32));
         assert_eq!(super::chroma_8bit(AV_PIX_FMT_YUVJ422P as i32), Some(super::Chroma::C422));
         assert_eq!(super::chroma_8bit(AV_PIX_FMT_GRAY8 as i32), Some(super::Chroma::Gray));
         assert_eq!(super::chroma_8bit(AV_PIX_FMT_YUV420P10LE as i32), None);
+        assert_eq!((super::bit_depth(AV_PIX_FMT_YUV420P10LE as i32), super::bit_depth(AV_PIX_FMT_NV12 as i32), super::bit_depth(-1)), (10, 8, 0));
+        assert!(super::high_depth_420(AV_PIX_FMT_P010LE as i32) && !super::high_depth_420(AV_PIX_FMT_YUV422P10LE as i32));
     }
 }

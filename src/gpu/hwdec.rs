@@ -21,7 +21,7 @@ use super::context::{Copy2D, Event, Mem};
 use super::memory::device_slot;
 use super::timing::{self, Stage};
 use super::{stats, CamGpu, HwTicket};
-use crate::decode::{received, Decoder, DecoderKind, Outcome, Picture};
+use crate::decode::{received, DecodeOpts, Decoder, DecoderKind, Outcome, Picture};
 use crate::pool::Lease;
 use crate::status::*;
 use ff::ffi;
@@ -50,6 +50,10 @@ struct FmtState {
     /// A JPEG stream: FFmpeg's NVDEC hwaccel writes every 8-bit JPEG layout as NV12 (its MJPEG
     /// hwaccel asks for no 4:4:4 surfaces), so 4:2:2, 4:4:4 and gray are taken too.
     jpeg: bool,
+    /// 10- and 12-bit 4:2:0 pictures are taken (as P010/P016): the codec has them on NVDEC
+    /// (HEVC, VP9, AV1) and the camera did not ask for 8-bit frames (FFmpeg's hwaccel writes no
+    /// NV12 from them; AUTO then decodes in software and rounds to NV12).
+    high_depth: bool,
 }
 
 /// NVDEC sessions FFmpeg's hwaccel made in this process (each CUDA choice in get_format).
@@ -60,13 +64,15 @@ pub fn sessions_made() -> u64 {
     SESSIONS_MADE.load(Ordering::Relaxed)
 }
 
-/// Whether NVDEC writes pictures of software format `f` as NV12 (any 8-bit layout for JPEG).
-fn is_nv12_compatible(f: ffi::AVPixelFormat, jpeg: bool) -> bool {
-    use crate::ffmpeg::pixfmt::{chroma_8bit, Chroma};
-    match chroma_8bit(f as i32) {
+/// Whether FFmpeg's NVDEC hwaccel writes pictures of software format `f` as a pool takes them:
+/// 8-bit 4:2:0 (any 8-bit layout for JPEG) as NV12, 10- and 12-bit 4:2:0 as P010/P016 where
+/// `high_depth` (see `FmtState::high_depth`).
+fn takes_format(f: i32, jpeg: bool, high_depth: bool) -> bool {
+    use crate::ffmpeg::pixfmt::{chroma_8bit, high_depth_420, Chroma};
+    match chroma_8bit(f) {
         Some(Chroma::C420) => true,
         Some(_) => jpeg,
-        None => false,
+        None => high_depth_420(f) && high_depth,
     }
 }
 
@@ -92,7 +98,8 @@ unsafe extern "C" fn get_format_cuda(ctx: *mut ffi::AVCodecContext, fmts: *const
         // SAFETY: `opaque` is null or the FmtState boxed in the HwDecoder that owns this codec
         // context, which outlives every call into it.
         let st = unsafe { opaque.as_ref() };
-        if has_cuda && is_nv12_compatible(sw, st.is_some_and(|s| s.jpeg)) {
+        let (jpeg, high_depth) = st.map_or((false, false), |s| (s.jpeg, s.high_depth));
+        if has_cuda && takes_format(sw as i32, jpeg, high_depth) {
             if let Some(st) = st {
                 st.inits.fetch_add(1, Ordering::Relaxed);
             }
@@ -156,7 +163,8 @@ pub(crate) struct HwDecoder {
 }
 
 impl HwDecoder {
-    pub(crate) fn new(cam: &Arc<CamGpu>, params: &ff::codec::Parameters, time_base: ff::Rational, ticket: HwTicket, low_latency: bool) -> Result<HwDecoder> {
+    pub(crate) fn new(cam: &Arc<CamGpu>, params: &ff::codec::Parameters, time_base: ff::Rational, ticket: HwTicket, o: DecodeOpts) -> Result<HwDecoder> {
+        let low_latency = o.low_latency;
         let id = params.id();
         let codec = format!("{id:?}").to_lowercase();
         if !codec_has_cuda(id) {
@@ -167,11 +175,14 @@ impl HwDecoder {
         // SAFETY: `params` owns a valid AVCodecParameters.
         let fmt = unsafe { (*params.as_ptr()).format };
         let jpeg = id == ff::codec::Id::MJPEG;
-        let jpeg_layout = jpeg && crate::ffmpeg::pixfmt::chroma_8bit(fmt).is_some();
-        if !crate::ffmpeg::pixfmt::hw_ok(fmt) && !jpeg_layout {
+        let high_depth = matches!(id, ff::codec::Id::HEVC | ff::codec::Id::VP9 | ff::codec::Id::AV1) && !o.eight_bit;
+        if fmt != ffi::AVPixelFormat::AV_PIX_FMT_NONE as i32 && !takes_format(fmt, jpeg, high_depth) {
             return Err(Error::new(
                 NVCAM_E_UNSUPPORTED,
-                format!("{codec} in pixel format {}: nvcam's GPU decoders output 8-bit 4:2:0 (NV12) only", crate::ffmpeg::pixfmt::name(fmt)),
+                format!(
+                    "{codec} in pixel format {}: FFmpeg's CUDA hwaccel here takes 8-bit 4:2:0, 8-bit JPEG of any layout, and 10/12-bit 4:2:0 HEVC, VP9 and AV1 (without NVCAM_OPEN_8BIT)",
+                    crate::ffmpeg::pixfmt::name(fmt)
+                ),
             ));
         }
         let t_new = Instant::now();
@@ -198,7 +209,7 @@ impl HwDecoder {
             log::warn!("{err}");
             return Err(err);
         }
-        let fmt = Box::new(FmtState { jpeg, ..Default::default() });
+        let fmt = Box::new(FmtState { jpeg, high_depth, ..Default::default() });
         let mut ctx = ff::codec::Context::from_parameters(params.clone()).map_err(|e| Error::ffmpeg("avcodec_parameters_to_context", e))?;
         // SAFETY: an unopened codec context we own. `fmt` is boxed, so the opaque pointer stays
         // valid while the decoder (which holds both) lives.
@@ -376,9 +387,11 @@ impl Decoder for HwDecoder {
                 (*((*fc).data as *const ffi::AVHWFramesContext)).sw_format as i32
             }
         };
-        if sw != ffi::AVPixelFormat::AV_PIX_FMT_NV12 as i32 {
+        use ffi::AVPixelFormat::*;
+        let want = if pic.depth == crate::pool::Depth::Eight { [AV_PIX_FMT_NV12, AV_PIX_FMT_NV12] } else { [AV_PIX_FMT_P010LE, AV_PIX_FMT_P016LE] };
+        if !want.iter().any(|&f| f as i32 == sw) {
             self.fmt.refused.store(true, Ordering::Release);
-            return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("hardware decoder wrote {} surfaces, not NV12", crate::ffmpeg::pixfmt::name(sw))));
+            return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("hardware decoder wrote {} surfaces, not NV12, P010 or P016", crate::ffmpeg::pixfmt::name(sw))));
         }
         self.has_frame = true;
         Ok(Some(pic))
@@ -403,7 +416,7 @@ impl Decoder for HwDecoder {
         // until the event recorded after these copies completes; the slot is ours (lease) and has
         // the frame's size (checked).
         unsafe {
-            Copy2D { src: Mem::Device(src_y), src_pitch: pitch_y, dst: Mem::Device(dst), dst_pitch: g.pitch, width_bytes: g.width as usize, rows: g.y_rows() }
+            Copy2D { src: Mem::Device(src_y), src_pitch: pitch_y, dst: Mem::Device(dst), dst_pitch: g.pitch, width_bytes: g.y_row_bytes(), rows: g.y_rows() }
                 .enqueue(s)?;
             Copy2D {
                 src: Mem::Device(src_uv),

@@ -8,7 +8,7 @@
 
 use super::context::{ck, Copy2D, Device, Event, Mem, Stream};
 use super::{deferred, stats, CamGpu};
-use crate::pool::{copy_planes, Geometry, Lease, MemoryKind, Pool, Storage};
+use crate::pool::{copy_planes, Depth, Geometry, Lease, MemoryKind, Pool, Storage};
 use crate::status::*;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
@@ -18,7 +18,7 @@ use std::sync::Arc;
 /// A device pool of `slots` slots for `geom`'s size on the camera's GPU (the driver picks the
 /// pitch). Every GPU decoder's pools come from here.
 pub(crate) fn new_pool(cam: &CamGpu, geom: Geometry, slots: usize) -> Result<Arc<Pool>> {
-    let st = DeviceStorage::new(&cam.stream, geom.width, geom.height, slots)?;
+    let st = DeviceStorage::new(&cam.stream, geom.width, geom.height, geom.depth, slots)?;
     Ok(Pool::new(st.geom, slots, Box::new(st)))
 }
 
@@ -61,9 +61,9 @@ pub(crate) struct DeviceStorage {
 impl DeviceStorage {
     /// Allocates `slots` NV12 slots of `width`×`height` on the stream's device (once per
     /// resolution). The pitch is the driver's choice.
-    fn new(stream: &Arc<Stream>, width: u32, height: u32, slots: usize) -> Result<DeviceStorage> {
+    fn new(stream: &Arc<Stream>, width: u32, height: u32, depth: Depth, slots: usize) -> Result<DeviceStorage> {
         let dev = &stream.dev;
-        let shape = Geometry::nv12(width, height);
+        let shape = Geometry::new(width, height, depth);
         let rows = shape.y_rows() + shape.uv_rows();
         let events = (0..slots).map(|_| Event::new(dev)).collect::<Result<Vec<_>>>()?;
         let consumers = (0..slots).map(|_| Event::fence(dev)).collect::<Result<Vec<_>>>()?;
@@ -75,7 +75,7 @@ impl DeviceStorage {
             ck("cuMemAllocPitch", r)
                 .map_err(|e| Error::new(e.code, format!("{} ({slots} slots of {width}x{height} NV12 on GPU {})", e.msg, dev.ordinal)))?;
         }
-        let geom = Geometry { width, height, pitch };
+        let geom = Geometry { width, height, pitch, depth };
         let slot_bytes = pitch * rows;
         let c = stats::of(dev.ordinal);
         c.device_allocs.fetch_add(1, Ordering::Relaxed);
@@ -184,7 +184,7 @@ impl Storage for DeviceStorage {
         // `need` bytes (Y then UV, packed) and is only reused after the wait below. The copies
         // are ordered after the slot's write on the same stream.
         unsafe {
-            Copy2D { src: Mem::Device(src), src_pitch: self.geom.pitch, dst: Mem::Host(buf.ptr()), dst_pitch: packed.pitch, width_bytes: geom.width as usize, rows: geom.y_rows() }
+            Copy2D { src: Mem::Device(src), src_pitch: self.geom.pitch, dst: Mem::Host(buf.ptr()), dst_pitch: packed.pitch, width_bytes: geom.y_row_bytes(), rows: geom.y_rows() }
                 .enqueue(&self.stream)?;
             Copy2D {
                 src: Mem::Device(src + self.geom.uv_offset() as u64),

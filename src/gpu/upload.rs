@@ -11,7 +11,7 @@ use super::context::{Copy2D, Mem};
 use super::memory::{device_slot, PinnedBuf};
 use super::{stats, CamGpu};
 use crate::decode::software::SoftwareDecoder;
-use crate::decode::{Decoder, DecoderKind, Outcome, Picture};
+use crate::decode::{DecodeOpts, Decoder, DecoderKind, Outcome, Picture};
 use crate::pool::{Geometry, Lease};
 use crate::status::*;
 use ffmpeg_next as ff;
@@ -30,8 +30,8 @@ pub(crate) struct UploadDecoder {
 }
 
 impl UploadDecoder {
-    pub(crate) fn new(cam: &Arc<CamGpu>, params: ff::codec::Parameters, time_base: ff::Rational, threads: usize, low_latency: bool) -> Result<UploadDecoder> {
-        let sw = SoftwareDecoder::from_parameters(params, time_base, threads, low_latency)?;
+    pub(crate) fn new(cam: &Arc<CamGpu>, params: ff::codec::Parameters, time_base: ff::Rational, o: DecodeOpts) -> Result<UploadDecoder> {
+        let sw = SoftwareDecoder::from_parameters(params, time_base, o)?;
         stats::of(cam.stream.dev.ordinal).upload_decoders.fetch_add(1, Ordering::Relaxed);
         Ok(UploadDecoder { sw, cam: cam.clone(), ring: Vec::new(), ring_geom: None, next: 0 })
     }

@@ -54,7 +54,7 @@ _Static_assert(offsetof(nvcam_frame_info_t, time_source) == 96, "info.time_sourc
 _Static_assert(offsetof(nvcam_frame_info_t, color_range) == 104, "info.color_range");
 _Static_assert(offsetof(nvcam_frame_info_t, color_transfer) == 108, "info.color_transfer");
 _Static_assert(offsetof(nvcam_frame_info_t, chroma_siting) == 112, "info.chroma_siting");
-_Static_assert(offsetof(nvcam_frame_info_t, reserved32) == 116, "info.reserved32");
+_Static_assert(offsetof(nvcam_frame_info_t, bit_depth) == 116, "info.bit_depth");
 _Static_assert(NVCAM_ABI_VERSION == 1, "this harness was written for ABI 1");
 
 /* ---- check machinery ---- */
@@ -473,7 +473,7 @@ static void check_camera(void) {
     CHECK(fi.camera == cam, "info.camera 0x%" PRIx64 " != 0x%" PRIx64, fi.camera, cam);
     CHECK(fi.wallclock_ns >= t0 - 1000000000ull && fi.wallclock_ns <= now_ns() + 1000000000ull,
           "wallclock %" PRIu64 " not near now", fi.wallclock_ns);
-    CHECK(fi.reserved32 == 0 && fi.capture_ns != 0, "reserved not zero, or no capture time");
+    CHECK(fi.bit_depth == 8 && fi.capture_ns != 0, "bit depth %u (want 8), or no capture time", fi.bit_depth);
     CHECK(fi.chroma_siting == NVCAM_SITING_LEFT && fi.color_transfer <= NVCAM_TRANSFER_HLG,
           "an H.264 test stream's siting %u (want left, the default) transfer %u", fi.chroma_siting, fi.color_transfer);
     printf("   frame: %ux%u pitch %" PRIu64 " seq %" PRIu64 " pts %" PRId64 " us\n", fi.width, fi.height, fi.pitch,

@@ -2,7 +2,8 @@
 //! check that decides whether direct NVDEC is offered a stream at all.
 
 use super::sys::{self as cu};
-use crate::ffmpeg::pixfmt::{chroma_8bit, Chroma};
+use crate::ffmpeg::pixfmt::{bit_depth, chroma_8bit, high_depth_420, Chroma};
+use crate::pool::Depth;
 use crate::gpu::context::{CuCode, Device};
 use ffmpeg_next as ff;
 use parking_lot::Mutex;
@@ -20,8 +21,31 @@ pub(crate) fn cuda_codec(id: ff::codec::Id) -> Option<cu::cudaVideoCodec> {
     })
 }
 
-type Entry = (i32, cu::cudaVideoCodec, cu::cudaVideoChromaFormat, Option<cu::CUVIDDECODECAPS>);
+type Entry = (i32, cu::cudaVideoCodec, cu::cudaVideoChromaFormat, u32, Option<cu::CUVIDDECODECAPS>);
 static CAPS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+/// What NVDEC writes a picture as (`cudaVideoSurfaceFormat`), the pool's sample width with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Surface {
+    Nv12,
+    /// 16-bit samples, the stream's bits in the high ones (P010 for 10-bit streams).
+    P016,
+}
+
+impl Surface {
+    pub(crate) fn cuda(self) -> cu::cudaVideoSurfaceFormat {
+        match self {
+            Surface::Nv12 => cu::cudaVideoSurfaceFormat_NV12,
+            Surface::P016 => cu::cudaVideoSurfaceFormat_P016,
+        }
+    }
+    pub(crate) fn depth(self) -> Depth {
+        match self {
+            Surface::Nv12 => Depth::Eight,
+            Surface::P016 => Depth::Sixteen,
+        }
+    }
+}
 
 /// NVDEC's chroma format for an 8-bit layout.
 pub(crate) fn cuda_chroma(c: Chroma) -> cu::cudaVideoChromaFormat {
@@ -33,24 +57,36 @@ pub(crate) fn cuda_chroma(c: Chroma) -> cu::cudaVideoChromaFormat {
     }
 }
 
-/// Which 8-bit chroma layouts direct NVDEC is offered for `codec`: 4:2:0 for video codecs; every
-/// layout for JPEG, whose engine writes NV12 from 4:2:2, 4:4:4 and gray pictures where
-/// `cuvidGetDecoderCaps` says so (checked per GPU by [`caps`]).
-pub(crate) fn takes_layout(codec: cu::cudaVideoCodec, chroma: cu::cudaVideoChromaFormat) -> bool {
-    chroma == cu::cudaVideoChromaFormat_420 || codec == cu::cudaVideoCodec_JPEG
+/// Which layouts direct NVDEC is offered for `codec`: 4:2:0 (8, 10 or 12 bits) for video codecs;
+/// every 8-bit layout for JPEG, whose engine writes NV12 from 4:2:2, 4:4:4 and gray pictures
+/// where `cuvidGetDecoderCaps` says so (checked per GPU by [`caps`]).
+pub(crate) fn takes_layout(codec: cu::cudaVideoCodec, chroma: cu::cudaVideoChromaFormat, bits: u32) -> bool {
+    match bits {
+        8 => chroma == cu::cudaVideoChromaFormat_420 || codec == cu::cudaVideoCodec_JPEG,
+        10 | 12 => chroma == cu::cudaVideoChromaFormat_420 && codec != cu::cudaVideoCodec_JPEG,
+        _ => false,
+    }
 }
 
-/// NVDEC's capabilities for 8-bit `codec` in `chroma` on `dev`, where the engine can write them
-/// as NV12 (None: not supported, or the query failed). The library must be loadable.
-pub(crate) fn caps(dev: &Device, codec: cu::cudaVideoCodec, chroma: cu::cudaVideoChromaFormat) -> Option<cu::CUVIDDECODECAPS> {
-    if let Some(e) = CAPS.lock().iter().find(|e| e.0 == dev.ordinal && e.1 == codec && e.2 == chroma) {
-        return e.3;
+/// The surface NVDEC writes a `bits`-bit picture as: NV12 at 8 bits, or when the camera asked for
+/// 8-bit output (`eight_bit`; the engine rounds); P016 above 8 bits. None if the engine offers
+/// neither for these caps.
+pub(crate) fn surface_for(c: &cu::CUVIDDECODECAPS, bits: u32, eight_bit: bool) -> Option<Surface> {
+    let s = if bits == 8 || eight_bit { Surface::Nv12 } else { Surface::P016 };
+    (c.nOutputFormatMask & (1 << s.cuda()) != 0).then_some(s)
+}
+
+/// NVDEC's capabilities for `codec` in `chroma` at `bits` on `dev` (None: not supported, or the
+/// query failed). The library must be loadable.
+pub(crate) fn caps(dev: &Device, codec: cu::cudaVideoCodec, chroma: cu::cudaVideoChromaFormat, bits: u32) -> Option<cu::CUVIDDECODECAPS> {
+    if let Some(e) = CAPS.lock().iter().find(|e| e.0 == dev.ordinal && e.1 == codec && e.2 == chroma && e.3 == bits) {
+        return e.4;
     }
     let lib = cu::lib().ok()?;
     let mut c = cu::CUVIDDECODECAPS {
         eCodecType: codec,
         eChromaFormat: chroma,
-        nBitDepthMinus8: 0,
+        nBitDepthMinus8: bits.saturating_sub(8),
         ..Default::default()
     };
     let r = match dev.push() {
@@ -58,11 +94,11 @@ pub(crate) fn caps(dev: &Device, codec: cu::cudaVideoCodec, chroma: cu::cudaVide
         Ok(_g) => CuCode(unsafe { (lib.cuvidGetDecoderCaps)(&mut c) }),
         Err(_) => CuCode(999),
     };
-    let v = (r == CuCode::SUCCESS && c.bIsSupported != 0 && c.nOutputFormatMask & 1 != 0).then_some(c);
+    let v = (r == CuCode::SUCCESS && c.bIsSupported != 0).then_some(c);
     if r != CuCode::SUCCESS {
-        log::warn!("GPU {}: cuvidGetDecoderCaps(codec {codec}, chroma {chroma}) failed: {}", dev.ordinal, r.name());
+        log::warn!("GPU {}: cuvidGetDecoderCaps(codec {codec}, chroma {chroma}, {bits} bits) failed: {}", dev.ordinal, r.name());
     }
-    CAPS.lock().push((dev.ordinal, codec, chroma, v));
+    CAPS.lock().push((dev.ordinal, codec, chroma, bits, v));
     v
 }
 
@@ -72,10 +108,11 @@ pub(crate) fn size_fits(c: &cu::CUVIDDECODECAPS, w: u32, h: u32) -> bool {
 }
 
 /// Whether the direct NVDEC backend can take this stream on `dev`: libnvcuvid loads, the codec
-/// is one it handles, its pixel format (when FFmpeg knows it) is 8-bit 4:2:0 (any 8-bit layout
-/// for JPEG), and the GPU's decoder supports the codec in that layout at this size, writing
-/// NV12. The reason otherwise.
-pub(crate) fn supports(dev: &Device, params: &ff::codec::Parameters) -> std::result::Result<cu::cudaVideoCodec, String> {
+/// is one it handles, its pixel format (when FFmpeg knows it) is 4:2:0 at 8, 10 or 12 bits (any
+/// 8-bit layout for JPEG), and the GPU's decoder supports the codec in that layout at this size,
+/// writing the surface the camera wants (NV12, or P016 above 8 bits unless `eight_bit`). The
+/// reason otherwise.
+pub(crate) fn supports(dev: &Device, params: &ff::codec::Parameters, eight_bit: bool) -> std::result::Result<cu::cudaVideoCodec, String> {
     if let Err(e) = cu::lib() {
         return Err(format!("libnvcuvid unavailable: {e}"));
     }
@@ -87,13 +124,20 @@ pub(crate) fn supports(dev: &Device, params: &ff::codec::Parameters) -> std::res
     let name = crate::ffmpeg::pixfmt::name(fmt);
     // Not known before the first picture: 4:2:0 is what such streams nearly always are, and the
     // sequence callback refuses anything else.
-    let layout = if fmt == ff::ffi::AVPixelFormat::AV_PIX_FMT_NONE as i32 { Some(Chroma::C420) } else { chroma_8bit(fmt) };
-    let chroma = match layout.map(cuda_chroma) {
-        Some(c) if takes_layout(codec, c) => c,
-        _ if codec == cu::cudaVideoCodec_JPEG => return Err(format!("pixel format {name} is not an 8-bit JPEG layout")),
-        _ => return Err(format!("pixel format {name} is not 8-bit 4:2:0")),
+    let layout = if fmt == ff::ffi::AVPixelFormat::AV_PIX_FMT_NONE as i32 {
+        Some((cu::cudaVideoChromaFormat_420, 8))
+    } else if let Some(c) = chroma_8bit(fmt) {
+        Some((cuda_chroma(c), 8))
+    } else {
+        high_depth_420(fmt).then(|| (cu::cudaVideoChromaFormat_420, bit_depth(fmt)))
     };
-    let c = caps(dev, codec, chroma).ok_or_else(|| format!("GPU {} has no NVDEC support for {id:?} in {name} with NV12 output", dev.ordinal))?;
+    let (chroma, bits) = match layout {
+        Some((c, b)) if takes_layout(codec, c, b) => (c, b),
+        _ if codec == cu::cudaVideoCodec_JPEG => return Err(format!("pixel format {name} is not an 8-bit JPEG layout")),
+        _ => return Err(format!("pixel format {name} is not 4:2:0 at 8, 10 or 12 bits")),
+    };
+    let c = caps(dev, codec, chroma, bits).ok_or_else(|| format!("GPU {} has no NVDEC support for {id:?} in {name}", dev.ordinal))?;
+    surface_for(&c, bits, eight_bit).ok_or_else(|| format!("GPU {}: NVDEC writes no {} surface for {id:?} in {name}", dev.ordinal, if bits == 8 || eight_bit { "NV12" } else { "P016" }))?;
     if w > 0 && h > 0 && !size_fits(&c, w as u32, h as u32) {
         return Err(format!("{w}x{h} is outside NVDEC's {}x{}..{}x{} for {id:?}", c.nMinWidth, c.nMinHeight, c.nMaxWidth, c.nMaxHeight));
     }

@@ -81,7 +81,7 @@ pub(crate) use caps::supports;
 pub use counters::{counters, NvdecCounters};
 pub(crate) use reuse::{DecoderSlot, Reuse};
 
-use crate::decode::{pts_us, Decoder, DecoderKind, Outcome, Picture};
+use crate::decode::{pts_us, DecodeOpts, Decoder, DecoderKind, Outcome, Picture};
 use crate::gpu::context::{Copy2D, Mem};
 use crate::gpu::memory::device_slot;
 use crate::gpu::timing::{self, Stage};
@@ -151,12 +151,13 @@ impl NvDecoder {
         params: &ff::codec::Parameters,
         time_base: ff::Rational,
         ticket: HwTicket,
-        low_latency: bool,
+        o: DecodeOpts,
         reuse: Reuse,
     ) -> Result<NvDecoder> {
+        let low_latency = o.low_latency;
         let t_new = Instant::now();
         let dev = &cam.stream.dev;
-        let codec = supports(dev, params).map_err(|why| Error::new(NVCAM_E_UNSUPPORTED, why))?;
+        let codec = supports(dev, params, o.eight_bit).map_err(|why| Error::new(NVCAM_E_UNSUPPORTED, why))?;
         let lib = cu::lib().map_err(|e| Error::new(NVCAM_E_UNSUPPORTED, e))?;
         let (annexb, prime) = AnnexB::new(params, time_base)?;
         let (slot, parked) = reuse.split();
@@ -179,6 +180,7 @@ impl NvDecoder {
             ticket: Some(ticket),
         };
         me.st.probed = crate::decode::probed_color(params);
+        me.st.eight_bit = o.eight_bit;
         me.new_parser()?;
         log::info!("GPU {}: direct NVDEC decoder for {:?} (parser on the camera thread)", dev.ordinal, params.id());
         timing::since(Stage::NvNew, t_new);
@@ -394,6 +396,8 @@ impl Decoder for NvDecoder {
                 height: d.geom.height,
                 pts_us: if self.saw_pts { pts_us(Some(d.info.timestamp), self.time_base) } else { i64::MIN },
                 color: d.geom.color,
+                depth: d.geom.surface.depth(),
+                bits: if d.geom.surface.depth() == crate::pool::Depth::Eight { 8 } else { d.geom.bits },
             };
             self.current = Some(d);
             return Ok(Some(pic));
@@ -412,7 +416,7 @@ impl Decoder for NvDecoder {
             // SAFETY: both slots are ours (the parked lease and the caller's) on this GPU with
             // the same size; the events marked right after fence both.
             unsafe {
-                Copy2D { src: Mem::Device(src), src_pitch: sg.pitch, dst: Mem::Device(dst), dst_pitch: g.pitch, width_bytes: g.width as usize, rows: g.y_rows() + g.uv_rows() }
+                Copy2D { src: Mem::Device(src), src_pitch: sg.pitch, dst: Mem::Device(dst), dst_pitch: g.pitch, width_bytes: g.row_bytes(), rows: g.y_rows() + g.uv_rows() }
                     .enqueue(s)?;
             }
             lease.pool().storage().mark_written(lease.index())?;

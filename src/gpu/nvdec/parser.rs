@@ -6,7 +6,7 @@
 //! panic) is kept in `State::error` for the parse's caller and fails the callback, so nothing
 //! ever unwinds into the driver.
 
-use super::caps::{caps, size_fits, takes_layout};
+use super::caps::{caps, size_fits, surface_for, takes_layout, Surface};
 use super::counters::{count, ns, Timing, COUNTERS};
 use super::hooks::{self, Knobs};
 use super::session::VideoDecoder;
@@ -44,6 +44,9 @@ pub(super) struct SeqGeom {
     surface_rows: u32,
     /// The sequence's colour description (its video signal description).
     pub color: Color,
+    /// What the decoder writes (NV12, or P016 above 8 bits) and the stream's bits per sample.
+    pub surface: Surface,
+    pub bits: u32,
 }
 
 /// NVDEC's video signal description: byte 0 packs video_format (3 bits) and
@@ -91,6 +94,8 @@ pub(super) struct State {
     /// The stream cannot be decoded here (format, caps, no session): fall back, don't retry.
     pub refused: bool,
     pub knobs: Option<Knobs>,
+    /// The camera asked for 8-bit output: NVDEC writes NV12 from 10- and 12-bit streams too.
+    pub eight_bit: bool,
     /// The stream's colours as FFmpeg probed them (NVDEC's parser reports no chroma siting, and
     /// no range for JPEG).
     pub probed: Color,
@@ -111,6 +116,7 @@ impl State {
             error: None,
             refused: false,
             knobs: None,
+            eight_bit: false,
             probed: Color::default(),
             decodes: 0,
         }
@@ -133,21 +139,25 @@ impl State {
     fn sequence(&mut self, f: &cu::CUVIDEOFORMAT) -> Result<c_int> {
         let dev = self.cam.ordinal();
         let adopting = std::mem::take(&mut self.adopting);
-        if !takes_layout(f.codec, f.chroma_format) || f.bit_depth_luma_minus8 != 0 || f.bit_depth_chroma_minus8 != 0 {
+        let bits = 8 + f.bit_depth_luma_minus8 as u32;
+        if !takes_layout(f.codec, f.chroma_format, bits) || f.bit_depth_chroma_minus8 != f.bit_depth_luma_minus8 {
             return Err(self.refuse(format!(
-                "stream is chroma format {} at {} bits; direct NVDEC writes 8-bit 4:2:0 (NV12) only, and NV12 from 8-bit JPEG of any layout",
+                "stream is chroma format {} at {bits} bits; direct NVDEC takes 4:2:0 at 8, 10 or 12 bits, and 8-bit JPEG of any layout",
+                f.chroma_format
+            )));
+        }
+        let c = caps(&self.cam.stream.dev, f.codec, f.chroma_format, bits)
+            .filter(|c| size_fits(c, f.coded_width, f.coded_height) && (f.coded_width >> 4) * (f.coded_height >> 4) <= c.nMaxMBCount);
+        let Some(surface) = c.and_then(|c| surface_for(&c, bits, self.eight_bit)) else {
+            return Err(self.refuse(format!(
+                "GPU {dev}: NVDEC cannot decode codec {} chroma format {} at {bits} bits, {}x{}, into {}",
+                f.codec,
                 f.chroma_format,
-                8 + f.bit_depth_luma_minus8 as u32
+                f.coded_width,
+                f.coded_height,
+                if bits == 8 || self.eight_bit { "NV12" } else { "P016" }
             )));
-        }
-        let ok = caps(&self.cam.stream.dev, f.codec, f.chroma_format)
-            .is_some_and(|c| size_fits(&c, f.coded_width, f.coded_height) && (f.coded_width >> 4) * (f.coded_height >> 4) <= c.nMaxMBCount);
-        if !ok {
-            return Err(self.refuse(format!(
-                "GPU {dev}: NVDEC cannot decode codec {} chroma format {} at {}x{} into NV12",
-                f.codec, f.chroma_format, f.coded_width, f.coded_height
-            )));
-        }
+        };
         if self.knobs.is_none() {
             self.knobs = hooks::for_width(f.coded_width);
         }
@@ -159,6 +169,8 @@ impl State {
             top: d.top.max(0) as u32,
             surface_rows: f.coded_height,
             color: seq_color(f, self.probed),
+            surface,
+            bits,
         };
         if geom.width == 0 || geom.height == 0 {
             return Err(Error::new(NVCAM_E_FFMPEG, "sequence with an empty display area"));
@@ -167,7 +179,10 @@ impl State {
         if let Some(dec) = &self.decoder {
             let old = dec.fmt;
             let same_size = (old.coded_width, old.coded_height) == (f.coded_width, f.coded_height);
-            let same_kind = old.codec == f.codec && old.chroma_format == f.chroma_format;
+            let same_kind = old.codec == f.codec
+                && old.chroma_format == f.chroma_format
+                && old.bit_depth_luma_minus8 == f.bit_depth_luma_minus8
+                && dec.surface == surface;
             if same_kind && same_size && want <= dec.surfaces {
                 // Same surfaces; at most the display window moved (pictures carry their own).
                 if adopting {
@@ -204,7 +219,7 @@ impl State {
             self.decoder = None;
         }
         let outputs = self.knobs.map(|k| k.output_surfaces).filter(|&n| n > 0).unwrap_or(OUTPUT_SURFACES);
-        let dec = VideoDecoder::create(self.lib, &self.cam, f, want, outputs).inspect_err(|_| {
+        let dec = VideoDecoder::create(self.lib, &self.cam, f, surface, want, outputs).inspect_err(|_| {
             // Out of sessions or memory, or a size the engine refuses: not ours to retry.
             self.refused = true;
         })?;
@@ -228,7 +243,7 @@ impl State {
         let n = self.queue.iter().filter(|d| !d.stale && d.parked.is_none()).count();
         let Some(dec) = self.decoder.as_ref().filter(|_| n > 0) else { return Ok(()) };
         let g = self.queue.iter().find(|d| !d.stale && d.parked.is_none()).map(|d| d.geom).expect("n > 0");
-        let pool = new_pool(&self.cam, Geometry::nv12(g.width, g.height), n)?;
+        let pool = new_pool(&self.cam, Geometry::new(g.width, g.height, g.surface.depth()), n)?;
         let stream = self.stream();
         for d in self.queue.iter_mut().filter(|d| !d.stale && d.parked.is_none()) {
             let mut lease = pool.acquire().ok_or_else(|| Error::internal("side pool exhausted"))?;
@@ -341,7 +356,7 @@ pub(super) fn copy_picture(
     // the surface runs after them (module docs); the slot is ours (lease) and has the picture's
     // size (checked).
     let r = unsafe {
-        Copy2D { src: Mem::Device(luma), src_pitch: m.pitch, dst: Mem::Device(dst), dst_pitch: slot.pitch, width_bytes: g.width as usize, rows: slot.y_rows() }
+        Copy2D { src: Mem::Device(luma), src_pitch: m.pitch, dst: Mem::Device(dst), dst_pitch: slot.pitch, width_bytes: slot.y_row_bytes(), rows: slot.y_rows() }
             .enqueue(s)
             .and_then(|_| {
                 Copy2D {

@@ -1,6 +1,7 @@
 //! RAII owners of NVDEC's handles: the context lock, the parser, the decoder, and a mapped
 //! picture that unmaps when it goes. Nothing here is destroyed by hand elsewhere.
 
+use super::caps::Surface;
 use super::counters::{count, COUNTERS};
 use super::sys::{self as cu, Nvcuvid};
 use crate::gpu::context::{ck, cuda_error, CuCode, Device};
@@ -176,6 +177,8 @@ pub(super) struct VideoDecoder {
     faulted: AtomicBool,
     /// The format it was made (or last reconfigured) for.
     pub fmt: cu::CUVIDEOFORMAT,
+    /// What it writes (NV12 or P016).
+    pub surface: Surface,
     pub surfaces: u32,
     /// The coded size it was made for (`ulMaxWidth`/`ulMaxHeight`).
     pub max_w: u32,
@@ -190,6 +193,7 @@ impl VideoDecoder {
         lib: &'static Nvcuvid,
         cam: &Arc<CamGpu>,
         f: &cu::CUVIDEOFORMAT,
+        surface: Surface,
         surfaces: u32,
         outputs: u32,
     ) -> Result<VideoDecoder> {
@@ -201,14 +205,14 @@ impl VideoDecoder {
             CodecType: f.codec,
             ChromaFormat: f.chroma_format,
             ulCreationFlags: cu::cudaVideoCreate_PreferCUVID,
-            bitDepthMinus8: 0,
+            bitDepthMinus8: f.bit_depth_luma_minus8 as _,
             ulIntraDecodeOnly: 0,
             ulMaxWidth: f.coded_width as _,
             ulMaxHeight: f.coded_height as _,
             Reserved1: 0,
             // Zero: the whole coded picture; we crop to the display window in the copy.
             display_area: cu::ShortRect::default(),
-            OutputFormat: cu::cudaVideoSurfaceFormat_NV12,
+            OutputFormat: surface.cuda(),
             // No deinterlacing: interlaced content stays woven, as FFmpeg's software decode outputs it.
             DeinterlaceMode: cu::cudaVideoDeinterlaceMode_Weave,
             ulTargetWidth: f.coded_width as _,
@@ -235,6 +239,7 @@ impl VideoDecoder {
             _lock: lock,
             faulted: AtomicBool::new(false),
             fmt: *f,
+            surface,
             surfaces,
             max_w: f.coded_width,
             max_h: f.coded_height,
