@@ -501,8 +501,10 @@ fn zero_allocs_per_frame_steady_state() {
         return;
     }
     let _s = Session::new(config(0));
-    let clip = clip("gpu-h264-1920x1080.mp4", "1920x1080", 48, "libx264", &x264());
-    for decoder in [NVCAM_DECODER_AUTO, NVCAM_DECODER_SOFTWARE] {
+    let h264 = clip("gpu-h264-1920x1080.mp4", "1920x1080", 48, "libx264", &x264());
+    // 10-bit into P016 pools: the same steady state (AUTO is direct NVDEC there too).
+    let hevc10 = ten_bit_clip(1920, 1080, 48);
+    for (clip, decoder) in [(&h264, NVCAM_DECODER_AUTO), (&h264, NVCAM_DECODER_SOFTWARE), (&hevc10, NVCAM_DECODER_AUTO), (&hevc10, NVCAM_DECODER_FFMPEG_HW)] {
         let cam = open(clip.to_str().unwrap(), &gpu_options(NVCAM_OPEN_LOOP | NVCAM_OPEN_NO_PACING, decoder)).unwrap();
         for _ in 0..30 {
             release(get_frame(cam, 10_000).unwrap()).unwrap();
@@ -517,7 +519,8 @@ fn zero_allocs_per_frame_steady_state() {
         let s1 = gpu_stats(0);
         let st = stats(cam);
         println!(
-            "decoder {}: {} frames copied, {} loops of the clip: device allocs +{}, pinned allocs +{}, frees +{}, syncs +{}, ready waits +{}",
+            "{} decoder {}: {} frames copied, {} loops of the clip: device allocs +{}, pinned allocs +{}, frees +{}, syncs +{}, ready waits +{}",
+            clip.file_name().unwrap().to_string_lossy(),
             st.decoder,
             s1.frames_copied - s0.frames_copied,
             (s1.frames_copied - s0.frames_copied) / 48,
@@ -534,7 +537,11 @@ fn zero_allocs_per_frame_steady_state() {
         assert_eq!(s1.pinned_allocs, s0.pinned_allocs, "pinned allocations in steady state");
         assert_eq!(s1.device_frees, s0.device_frees);
         assert_eq!(s1.syncs, s0.syncs, "blocking waits in steady state");
-        assert_eq!(st.decoder, if decoder == NVCAM_DECODER_AUTO { auto_hw_decoder() } else { NVCAM_DECODER_SOFTWARE });
+        let want = match decoder {
+            NVCAM_DECODER_AUTO => auto_hw_decoder(),
+            d => d,
+        };
+        assert_eq!(st.decoder, want);
         close(cam, 5000).unwrap();
     }
 }
@@ -672,6 +679,12 @@ fn make_format_fixtures() {
     jpeg_clips(1280, 720, 8);
     clip("bench-mjpeg422-1920x1080.mkv", "1920x1080", 60, "mjpeg", &["-pix_fmt", "yuvj422p", "-q:v", "5", "-r", "30"]);
     clip("bench-mjpeg420-1920x1080.mkv", "1920x1080", 60, "mjpeg", &["-pix_fmt", "yuvj420p", "-q:v", "5", "-r", "30"]);
+    ten_bit_clip(1920, 1080, 48);
+    ten_bit_clip(1920, 1080, 24);
+    ten_bit_clip(1366, 768, 12);
+    // 10-bit against 8-bit decode speed: the same content and rate, HEVC Main10 and Main.
+    clip("bench-hevc10-1920x1080.mkv", "1920x1080", 300, "libx265", &["-pix_fmt", "yuv420p10le", "-preset", "ultrafast", "-b:v", "2M", "-x265-params", "log-level=error"]);
+    clip("bench-hevc8-1920x1080.mkv", "1920x1080", 300, "libx265", &["-preset", "ultrafast", "-b:v", "2M", "-x265-params", "log-level=error"]);
 }
 
 /// The issue's isolation scenario on a GPU: steady 1080p30 cameras (looped, paced, AUTO) while
@@ -858,6 +871,87 @@ fn jpeg_every_layout_on_every_decoder_matches_ffmpeg() {
         }
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// 10-bit cameras were decoded in software and rounded to 8 bits on a GPU (0.5 CPU cores per
+/// 1080p30 camera, NVDEC idle). HEVC Main10 now decodes on NVDEC into P016 pools on every GPU
+/// decoder choice (and in software + upload, and on the CPU), each frame bit-exact: every sample
+/// is FFmpeg's software decode << 6, the frame says P016 and 10 bits. With `NVCAM_OPEN_8BIT`
+/// direct NVDEC writes NV12, each sample within 1 of the 10-bit value / 4 (the engine rounds).
+#[test]
+fn ten_bit_hevc_on_every_decoder_is_bit_exact_p016() {
+    if !need_gpu("ten_bit_hevc_on_every_decoder_is_bit_exact_p016") {
+        return;
+    }
+    let _s = Session::new(config(0));
+    for (w, h, n) in [(1920usize, 1080usize, 24usize), (1366, 768, 12)] {
+        let c = ten_bit_clip(w as u32, h as u32, n as u32);
+        let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+        let native = native_frames(&c, "yuv420p10le", 2 * (w * h + 2 * cw * ch));
+        assert_eq!(native.len(), n);
+        let sample = |b: &[u8], i: usize| u16::from_le_bytes([b[2 * i], b[2 * i + 1]]);
+        let cases = [
+            ("nvdec", NVCAM_DECODER_NVDEC, NVCAM_DECODER_NVDEC),
+            ("ffmpeg-hw", NVCAM_DECODER_FFMPEG_HW, NVCAM_DECODER_FFMPEG_HW),
+            ("auto", NVCAM_DECODER_AUTO, auto_hw_decoder()),
+            ("upload", NVCAM_DECODER_SOFTWARE, NVCAM_DECODER_SOFTWARE),
+            ("cpu", u32::MAX, NVCAM_DECODER_SOFTWARE),
+        ];
+        for (name, decoder, want_decoder) in cases {
+            let flags = NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING;
+            let o = if decoder == u32::MAX { options(flags) } else { gpu_options(flags, decoder) };
+            let cam = open(c.to_str().unwrap(), &o).unwrap_or_else(|e| panic!("{w}x{h} on {name}: open: {e:?}"));
+            for (k, want) in native.iter().enumerate() {
+                let f = get_frame(cam, 20_000).unwrap_or_else(|e| panic!("{w}x{h} on {name}: frame {k}: {e:?}"));
+                let i = info(f).unwrap();
+                assert_eq!((i.format, i.bit_depth, i.width as usize, i.height as usize), (NVCAM_FORMAT_P016, 10, w, h), "{w}x{h} on {name}: frame {k}");
+                let px = pixels(f).unwrap();
+                let row = 2 * cw;
+                for y in 0..h {
+                    for x in 0..w {
+                        assert_eq!(sample(&px, y * row + x), sample(want, y * w + x) << 6, "{w}x{h} on {name}: frame {k} luma ({x}, {y})");
+                    }
+                }
+                for y in 0..ch {
+                    for x in 0..cw {
+                        let at = h * row + y * row + 2 * x;
+                        let (u, v) = (w * h + y * cw + x, w * h + cw * ch + y * cw + x);
+                        assert_eq!(
+                            (sample(&px, at), sample(&px, at + 1)),
+                            (sample(want, u) << 6, sample(want, v) << 6),
+                            "{w}x{h} on {name}: frame {k} chroma ({x}, {y})"
+                        );
+                    }
+                }
+                release(f).unwrap();
+            }
+            let st = stats(cam);
+            assert_eq!(st.decoder, want_decoder, "{w}x{h} on {name}");
+            println!("{w}x{h} HEVC Main10 on {name}: {n} P016 frames equal FFmpeg's decode << 6 (decoder {})", st.decoder);
+            close(cam, 5000).unwrap();
+        }
+        // 8-bit hosts: NV12 from the engine, each sample the 10-bit value rounded to 8 bits.
+        let cam = open(c.to_str().unwrap(), &gpu_options(NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING | NVCAM_OPEN_8BIT, NVCAM_DECODER_NVDEC)).unwrap();
+        let mut worst = 0i32;
+        for want in &native {
+            let f = get_frame(cam, 20_000).unwrap();
+            let i = info(f).unwrap();
+            assert_eq!((i.format, i.bit_depth), (NVCAM_FORMAT_NV12, 8));
+            let px = pixels(f).unwrap();
+            let row = 2 * cw;
+            for y in 0..h {
+                for x in 0..w {
+                    let d = px[y * row + x] as i32 - ((sample(want, y * w + x) as i32 + 2) >> 2).min(255);
+                    worst = worst.max(d.abs());
+                }
+            }
+            release(f).unwrap();
+        }
+        println!("{w}x{h} HEVC Main10 on nvdec with NVCAM_OPEN_8BIT: NV12, luma at most {worst} from the 10-bit value / 4");
+        assert!(worst <= 1, "NV12 from a 10-bit stream: {worst} levels from the rounded value");
+        assert_eq!(stats(cam).decoder, NVCAM_DECODER_NVDEC);
+        close(cam, 5000).unwrap();
+    }
 }
 
 /// A 10-bit or 4:2:2 stream is handled the same way by every decoder choice: the GPU-only ones

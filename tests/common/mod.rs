@@ -233,7 +233,7 @@ pub fn jpeg_clips(w: u32, h: u32, frames: u32) -> Vec<(PathBuf, &'static str, u3
 
 /// A 10-bit HEVC (Main10) clip, what HDR and many new IP cameras send.
 pub fn ten_bit_clip(w: u32, h: u32, frames: u32) -> PathBuf {
-    clip(&format!("hevc10-{w}x{h}.mkv"), &format!("{w}x{h}"), frames, "libx265", &["-pix_fmt", "yuv420p10le", "-x265-params", "log-level=error"])
+    clip(&format!("hevc10-{w}x{h}-{frames}.mkv"), &format!("{w}x{h}"), frames, "libx265", &["-pix_fmt", "yuv420p10le", "-preset", "ultrafast", "-x265-params", "log-level=error"])
 }
 
 /// A gray (one-component) JPEG clip: FFmpeg's MJPEG encoder writes only Y'CbCr, so libjpeg

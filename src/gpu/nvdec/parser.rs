@@ -349,8 +349,10 @@ pub(super) fn copy_picture(
     crate::gpu::timing::since(crate::gpu::timing::Stage::NvMap, t0);
     let status = dec.decode_status(info.picture_index);
     let t1 = Instant::now();
-    let luma = m.ptr + g.top as u64 * m.pitch as u64 + g.left as u64;
-    let chroma = m.ptr + (m.pitch * (g.surface_rows as usize).next_multiple_of(2)) as u64 + (g.top / 2) as u64 * m.pitch as u64 + g.left as u64;
+    // The display window's left edge in bytes (P016 samples are two).
+    let left = g.left as u64 * g.surface.depth().bytes() as u64;
+    let luma = m.ptr + g.top as u64 * m.pitch as u64 + left;
+    let chroma = m.ptr + (m.pitch * (g.surface_rows as usize).next_multiple_of(2)) as u64 + (g.top / 2) as u64 * m.pitch as u64 + left;
     // SAFETY: the mapped surface holds the picture at `m.pitch`; the copies are enqueued on the
     // camera's stream, which is also the surface's post-processing stream, so any later write to
     // the surface runs after them (module docs); the slot is ours (lease) and has the picture's
