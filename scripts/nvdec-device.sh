@@ -41,6 +41,13 @@
 #                  stage timings and hand-off (where a late steady frame waited)
 #   nvdec-loop-poll10  the same with the reconnecting threads polling their stats every 10 ms, not 1
 #   upload-churn   churn_bench, software decode + upload: 32 steady + 8 churned, every phase
+#   formats        the camera-format GPU tests of tests/gpu.rs: every JPEG layout on every decoder,
+#                  10-bit HEVC bit-exact P016 (and NV12 with NVCAM_OPEN_8BIT), the zero-allocation
+#                  steady state (8-bit and P016) and the 10-bit/4:2:2 refusals
+#   memcheck-formats  the same under compute-sanitizer --tool memcheck
+#   bench-mjpeg    churn_bench: 64 paced 1080p30 MJPEG 4:2:2 cameras on direct NVDEC (stage timings),
+#                  16 and 32 in software + upload, 4:2:0 at 64 on NVDEC; nvdec_bench unpaced MJPEG
+#   bench-hevc10   nvdec_bench direct NVDEC, N = 16 and 32: 1080p HEVC Main10 (P016) against Main (NV12)
 set -u
 out=${OUT:-/tmp}
 b=$GPU_BUNDLE
@@ -168,6 +175,24 @@ nvdec-loop-poll10)
   ;;
 upload-churn)
   step upload-churn 90 bash -c "CHURN_STAGES=1 '$b/bin/churn_bench' '$fix/bench-h264-1920x1080.mp4' --steady 32 --churn 8 --backends upload --seconds 3 --rounds 2 2>'$out/upload-churn-stderr.log' | tee '$out/upload-churn.log'"
+  ;;
+formats)
+  step formats 200 bash -c "'$gpu_test' --test-threads 1 --nocapture jpeg_every ten_bit zero_allocs > '$out/tests-formats.log' 2>&1; r=\$?; grep -E '^test |test result|panicked| on (nvdec|ffmpeg-hw|auto|cpu|upload)|HEVC Main10|decoder [0-9]|failures:' '$out/tests-formats.log'; [ \$r -ne 0 ] && grep -A12 panicked '$out/tests-formats.log' | head -40; exit \$r"
+  ;;
+memcheck-formats)
+  step memcheck-formats 300 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-formats.log' '$gpu_test' --test-threads 1 --nocapture jpeg_every ten_bit zero_allocs > '$out/memcheck-formats-tests.log' 2>&1; r=\$?; grep -E '^test |test result' '$out/memcheck-formats-tests.log'; [ \$r -ne 0 ] && grep -A8 panicked '$out/memcheck-formats-tests.log' | head -30; grep -E 'ERROR SUMMARY' '$out/memcheck-formats.log' | sort | uniq -c; exit \$r"
+  ;;
+bench-mjpeg)
+  step mjpeg422-nvdec-64 60 bash -c "CHURN_STAGES=1 '$b/bin/churn_bench' '$fix/bench-mjpeg422-1920x1080.mkv' --steady 64 --churn 0 --backends nvdec --phases baseline --seconds 5 2>'$out/mjpeg-stderr.log' | tee '$out/mjpeg.log'"
+  step mjpeg420-nvdec-64 50 bash -c "'$b/bin/churn_bench' '$fix/bench-mjpeg420-1920x1080.mkv' --steady 64 --churn 0 --backends nvdec --phases baseline --seconds 5 2>>'$out/mjpeg-stderr.log' | tee -a '$out/mjpeg.log'"
+  for n in 16 32; do
+    step mjpeg422-upload-$n 50 bash -c "'$b/bin/churn_bench' '$fix/bench-mjpeg422-1920x1080.mkv' --steady $n --churn 0 --backends upload --phases baseline --seconds 5 2>>'$out/mjpeg-stderr.log' | tee -a '$out/mjpeg.log'"
+  done
+  step mjpeg422-unpaced 60 bash -c "$(bench "" "$fix/bench-mjpeg422-1920x1080.mkv" --label mjpeg422-1080p --backends nvdec --cams 1,16,64 --cli ffmpeg-nvdec --seconds 2.5 --warmup 0.7)"
+  ;;
+bench-hevc10)
+  step bench-hevc8 40 bash -c "$(bench "" "$fix/bench-hevc8-1920x1080.mkv" --label hevc8-1080p-2M --backends nvdec --cams 16,32 --cli none --seconds 2.5 --warmup 0.7)"
+  step bench-hevc10 40 bash -c "$(bench "" "$fix/bench-hevc10-1920x1080.mkv" --label hevc10-1080p-2M --backends nvdec --cams 16,32 --cli none --seconds 2.5 --warmup 0.7)"
   ;;
 *) echo "unknown step $what"; rc=1 ;;
 esac

@@ -509,6 +509,11 @@ fn zero_allocs_per_frame_steady_state() {
         for _ in 0..30 {
             release(get_frame(cam, 10_000).unwrap()).unwrap();
         }
+        // The last camera's buffers retire in the background: free them before counting.
+        assert!(wait_until(Duration::from_secs(5), || {
+            assert_eq!(nvcam_gpu_drain(0), NVCAM_OK);
+            gpu_stats(0).deferred_buffers == 0
+        }));
         let s0 = gpu_stats(0);
         let n = 300;
         for _ in 0..n {
