@@ -202,18 +202,31 @@ fn reference_raw(clip: &Path) -> Vec<u8> {
 }
 
 /// The ffmpeg CLI's decode of `clip` in the decoder's own pixel format `pix_fmt` (no conversion:
-/// the planes as FFmpeg's decoder wrote them), one `Vec` per frame of `frame_bytes`.
+/// the planes as FFmpeg's decoder wrote them), one `Vec` per frame of `frame_bytes`. Kept beside
+/// the clip as `<clip>.<pix_fmt>.raw` for the Windows tests, as `reference_raw` does.
 pub fn native_frames(clip: &Path, pix_fmt: &str, frame_bytes: usize) -> Vec<Vec<u8>> {
-    let bin = if Command::new("ffmpeg-nvdec").arg("-version").output().is_ok() { "ffmpeg-nvdec" } else { "ffmpeg" };
-    let out = Command::new(bin)
-        .args(["-hide_banner", "-loglevel", "error", "-i"])
-        .arg(clip)
-        .args(["-f", "rawvideo", "-pix_fmt", pix_fmt, "-"])
-        .output()
-        .expect("ffmpeg CLI");
-    assert!(out.status.success(), "{bin}: {}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(out.stdout.len() % frame_bytes, 0, "{pix_fmt}: whole frames");
-    out.stdout.chunks(frame_bytes).map(|c| c.to_vec()).collect()
+    let cache = PathBuf::from(format!("{}.{pix_fmt}.raw", clip.display()));
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let raw = if mtime(&cache).is_some() && mtime(&cache) >= mtime(clip) {
+        std::fs::read(&cache).expect("read the cached decode")
+    } else {
+        assert!(!cfg!(windows), "{} is missing: the Windows tests use the decodes the Linux tests make", cache.display());
+        let bin = if Command::new("ffmpeg-nvdec").arg("-version").output().is_ok() { "ffmpeg-nvdec" } else { "ffmpeg" };
+        let out = Command::new(bin)
+            .args(["-hide_banner", "-loglevel", "error", "-i"])
+            .arg(clip)
+            .args(["-f", "rawvideo", "-pix_fmt", pix_fmt, "-"])
+            .output()
+            .expect("ffmpeg CLI");
+        assert!(out.status.success(), "{bin}: {}", String::from_utf8_lossy(&out.stderr));
+        let tmp = cache.with_extension(format!("part-{}", std::process::id()));
+        if std::fs::write(&tmp, &out.stdout).is_ok() {
+            std::fs::rename(&tmp, &cache).ok();
+        }
+        out.stdout
+    };
+    assert_eq!(raw.len() % frame_bytes, 0, "{pix_fmt}: whole frames");
+    raw.chunks(frame_bytes).map(|c| c.to_vec()).collect()
 }
 
 /// JPEG clips of every layout a camera sends, with the decoder's own pixel format and the range
