@@ -261,7 +261,7 @@ pub(crate) fn convert(p: &Plan, src: &Nv12, dst: &mut [u8], l: &Layout) -> Resul
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Rect, Spec};
+    use super::super::{colour, Rect, Spec};
     use super::*;
     use crate::frame::{Matrix, Range};
 
@@ -282,7 +282,7 @@ mod tests {
     }
 
     fn run(spec: &Spec, w: u32, h: u32, img: &(Vec<u8>, usize, usize), color: (Matrix, Range)) -> (Plan, Vec<u8>) {
-        let p = Plan::new(spec, w, h, color).unwrap();
+        let p = Plan::new(spec, w, h, &colour(color.0, color.1)).unwrap();
         let l = p.layout(0).unwrap();
         let mut out = vec![0u8; l.total];
         convert(&p, &Nv12 { bytes: &img.0, pitch: img.1, uv_offset: img.2 }, &mut out, &l).unwrap();
@@ -361,7 +361,7 @@ mod tests {
     #[test]
     fn short_destination_is_refused() {
         let img = image(8, 8, |_, _| (100, 128, 128));
-        let p = Plan::new(&Spec::new(PixelFormat::Bgra8), 8, 8, (Matrix::Bt601, Range::Limited)).unwrap();
+        let p = Plan::new(&Spec::new(PixelFormat::Bgra8), 8, 8, &colour(Matrix::Bt601, Range::Limited)).unwrap();
         let l = p.layout(0).unwrap();
         let mut out = vec![7u8; l.total - 1];
         let e = convert(&p, &Nv12 { bytes: &img.0, pitch: img.1, uv_offset: img.2 }, &mut out, &l).unwrap_err();

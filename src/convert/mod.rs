@@ -7,7 +7,7 @@
 pub(crate) mod cpu;
 pub(crate) mod params;
 
-use crate::frame::{Matrix, Range};
+use crate::frame::{Color, Matrix, Range};
 use crate::status::*;
 
 /// The largest output side accepted (a 16K image; anything bigger is a caller's mistake).
@@ -94,6 +94,12 @@ pub(crate) struct Spec {
     pub range: Option<Range>,
     pub mean: [f32; 3],
     pub std: [f32; 3],
+}
+
+/// A colour description of the given matrix and range (siting unspecified), for tests.
+#[cfg(test)]
+pub(crate) fn colour(m: Matrix, r: Range) -> Color {
+    Color { matrix: m, range: r, ..Color::default() }
 }
 
 impl Spec {
@@ -227,8 +233,9 @@ fn finite3(v: &[f32; 3], what: &str) -> Result<()> {
 }
 
 impl Plan {
-    /// `color` is the frame's (matrix, range), already resolved; the spec may override either.
-    pub(crate) fn new(spec: &Spec, src_w: u32, src_h: u32, color: (Matrix, Range)) -> Result<Plan> {
+    /// `color` is the frame's colour description as its decoder reported it (unspecified parts
+    /// are resolved here, by the frame's height); the spec may override matrix and range.
+    pub(crate) fn new(spec: &Spec, src_w: u32, src_h: u32, color: &Color) -> Result<Plan> {
         if src_w == 0 || src_h == 0 {
             return Err(Error::arg("the frame is empty"));
         }
@@ -262,8 +269,9 @@ impl Plan {
         };
         let sx = roi.w as f32 / img.w as f32;
         let sy = roi.h as f32 / img.h as f32;
-        let m = spec.matrix.unwrap_or(color.0);
-        let r = spec.range.unwrap_or(color.1);
+        let (m, r) = color.resolved(src_h);
+        let m = spec.matrix.unwrap_or(m);
+        let r = spec.range.unwrap_or(r);
         Ok(Plan {
             format: spec.format,
             src_w,
@@ -376,7 +384,7 @@ mod tests {
         s.width = 640;
         s.height = 640;
         s.letterbox = true;
-        let p = Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).unwrap();
+        let p = Plan::new(&s, 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).unwrap();
         assert_eq!(p.img, Rect { x: 0, y: 140, w: 640, h: 360 });
         assert_eq!(p.mode, Mode::Area, "3x down-scale uses the box filter");
         let l = p.layout(0).unwrap();
@@ -387,14 +395,14 @@ mod tests {
     fn roi_outside_the_frame_or_overflowing_is_refused() {
         let mut s = Spec::new(PixelFormat::Bgra8);
         s.roi = Some(Rect { x: 100, y: 0, w: 1821, h: 10 });
-        assert!(Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).is_err());
+        assert!(Plan::new(&s, 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).is_err());
         s.roi = Some(Rect { x: u32::MAX, y: 0, w: 2, h: 10 });
-        assert!(Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).is_err());
+        assert!(Plan::new(&s, 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).is_err());
         s.roi = Some(Rect { x: 0, y: 0, w: 0, h: 10 });
-        assert!(Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).is_err());
+        assert!(Plan::new(&s, 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).is_err());
         let s = Spec { std: [1.0, 0.0, 1.0], ..Spec::new(PixelFormat::RgbF32) };
-        assert!(Plan::new(&s, 64, 64, (Matrix::Bt709, Range::Limited)).is_err());
-        let p = Plan::new(&Spec::new(PixelFormat::Bgr8), 1920, 1080, (Matrix::Bt709, Range::Limited)).unwrap();
+        assert!(Plan::new(&s, 64, 64, &colour(Matrix::Bt709, Range::Limited)).is_err());
+        let p = Plan::new(&Spec::new(PixelFormat::Bgr8), 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).unwrap();
         assert!(p.layout(usize::MAX / 2).is_err(), "a pitch that wraps is refused");
         assert!(p.layout(100).is_err(), "a pitch below the row is refused");
     }

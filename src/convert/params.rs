@@ -157,7 +157,7 @@ impl BatchParams {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::convert::{PixelFormat, Spec};
+    use crate::convert::{colour, PixelFormat, Spec};
     use crate::frame::{Matrix, Range};
 
     /// The kernel's same-scale path computes Y - y_off as (2^23 + Y) - (2^23 + y_off), exact only
@@ -166,7 +166,7 @@ mod tests {
     fn luma_offset_is_an_integer_for_every_matrix_and_range() {
         for m in [Matrix::Bt601, Matrix::Bt709, Matrix::Unspecified] {
             for r in [Range::Limited, Range::Full, Range::Unspecified] {
-                let p = Plan::new(&Spec::new(PixelFormat::Bgra8), 64, 64, (m, r)).unwrap();
+                let p = Plan::new(&Spec::new(PixelFormat::Bgra8), 64, 64, &colour(m, r)).unwrap();
                 let k = KernelParams::new(&p, 0, 0, 64, 0, 256, 0);
                 assert_eq!(k.it.y_off, k.it.y_off.round(), "{m:?} {r:?}");
                 assert!((0.0..256.0).contains(&k.it.y_off));
@@ -177,12 +177,12 @@ mod tests {
     #[test]
     fn the_mode_picks_the_sampling() {
         let mut s = Spec::new(PixelFormat::RgbF16);
-        let p = Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).unwrap();
+        let p = Plan::new(&s, 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).unwrap();
         assert_eq!(KernelParams::new(&p, 0, 0, 2048, 0, 0, 0).mode(), Mode::Same);
         (s.width, s.height, s.letterbox) = (640, 640, true);
-        let p = Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).unwrap();
+        let p = Plan::new(&s, 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).unwrap();
         assert_eq!(KernelParams::new(&p, 0, 0, 2048, 0, 0, 0).mode(), Mode::Area);
-        let p = Plan::new(&s, 1280, 720, (Matrix::Bt709, Range::Limited)).unwrap();
+        let p = Plan::new(&s, 1280, 720, &colour(Matrix::Bt709, Range::Limited)).unwrap();
         assert_eq!(KernelParams::new(&p, 0, 0, 2048, 0, 0, 0).mode(), Mode::Bilinear);
     }
 }

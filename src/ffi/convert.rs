@@ -331,7 +331,7 @@ pub(crate) fn cpu_reference(nv12: &[u8], width: u32, height: u32, spec: &nvcam_c
         _ => Matrix::Unspecified,
     };
     let r = if color.1 == NVCAM_RANGE_FULL { Range::Full } else { Range::Limited };
-    let plan = crate::convert::Plan::new(&s, width, height, crate::frame::Color { matrix: m, range: r, ..Default::default() }.resolved(height))?;
+    let plan = crate::convert::Plan::new(&s, width, height, &crate::frame::Color { matrix: m, range: r, ..Default::default() })?;
     let l = plan.layout(dst_pitch)?;
     let pitch = (width as usize).div_ceil(2) * 2;
     let src = crate::convert::cpu::Nv12 { bytes: nv12, pitch, uv_offset: pitch * height as usize };

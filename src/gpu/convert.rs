@@ -39,7 +39,7 @@ pub(crate) enum Dst<'a> {
 /// releasing the handle at once is safe. Host destinations hold the bytes when this returns.
 pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, stream: u64) -> Result<()> {
     let g = *f.geom();
-    let plan = Plan::new(spec, g.width, g.height, f.color_resolved())?;
+    let plan = Plan::new(spec, g.width, g.height, &f.color)?;
     let l = plan.layout(dst_pitch)?;
     let need = |have: usize| -> Result<()> {
         if have < l.total {
@@ -127,7 +127,7 @@ fn check_device_range(dev: &Arc<Device>, ptr: u64, need: usize) -> Result<()> {
 /// The bytes `convert_frame` needs for `f` with `spec` at `dst_pitch`.
 pub(crate) fn required_size(f: &Frame, spec: &Spec, dst_pitch: usize) -> Result<usize> {
     let g = f.geom();
-    Ok(Plan::new(spec, g.width, g.height, f.color_resolved())?.layout(dst_pitch)?.total)
+    Ok(Plan::new(spec, g.width, g.height, &f.color)?.layout(dst_pitch)?.total)
 }
 
 /// `frames` converted into one tensor: item `i` at byte offset `i * stride` (0 = the size of one
@@ -143,7 +143,7 @@ pub(crate) fn convert_batch(frames: &[Arc<Frame>], spec: &Spec, dst: Dst, stride
     for (i, f) in frames.iter().enumerate() {
         let g = f.geom();
         let at = |e: Error| Error { msg: format!("frames[{i}]: {}", e.msg), ..e };
-        let plan = Plan::new(spec, g.width, g.height, f.color_resolved()).map_err(at)?;
+        let plan = Plan::new(spec, g.width, g.height, &f.color).map_err(at)?;
         let total = plan.layout(0).map_err(at)?.total;
         plans.push(plan);
         let dims = (plan.out_w, plan.out_h);
