@@ -199,7 +199,7 @@ fn check_one(cuda: &Cuda, frame: u64, fi: &nvcam_frame_info, nv12: &[u8], s: &nv
     let mut need = 0u64;
     assert_eq!(unsafe { nvcam_frame_convert_size(frame, s, 0, &mut need) }, NVCAM_OK, "{what}: {}", last_error());
     let n = need as usize;
-    let cpu = nvcam::diag::convert_nv12_cpu(nv12, fi.width, fi.height, s, (fi.color_matrix, fi.color_range), 0).unwrap();
+    let cpu = nvcam::diag::convert_nv12_cpu(nv12, fi.width, fi.height, s, (fi.color_matrix, fi.color_range, fi.chroma_siting), 0).unwrap();
     assert_eq!(cpu.len(), n, "{what}: reference size");
     // Device destination, on our stream; a guard past the end must stay untouched.
     let dst = cuda.alloc(n + 256);

@@ -55,8 +55,8 @@ fn lerp(a: f32, b: f32, f: f32) -> f32 {
     a + (b - a) * f
 }
 
-/// The box footprint `[a, b)` on one axis: pixels `i0..=i1` (clamped to `[lo, hi]`) and the end
-/// pixels' weights; the inner ones weigh exactly 1 (the kernel's `Span`).
+/// The box footprint `[a, b)` on one axis: pixels `i0..=i1` (clamped to the frame's `[0, hi]`)
+/// and the end pixels' weights; the inner ones weigh exactly 1 (the kernel's `Span`).
 #[derive(Clone, Copy)]
 struct Span {
     i0: i32,
@@ -65,16 +65,33 @@ struct Span {
     w1: f32,
 }
 
+/// The smallest first weight of a chroma footprint (the kernel's `MIN_W0`).
+const MIN_W0: f32 = 1.0 / 16_777_216.0;
+
 #[inline]
 fn overlap(i: i32, a: f32, b: f32) -> f32 {
     ((i + 1) as f32).min(b) - (i as f32).max(a)
 }
 
 impl Span {
-    fn new(a: f32, b: f32, lo: i32, hi: i32) -> Span {
-        let i0 = (a.floor() as i32).clamp(lo, hi);
-        let i1 = (b.ceil() as i32 - 1).clamp(lo, hi);
+    /// A luma footprint: it starts at `a >= 0` (the ROI's origin or after), so only `hi` clamps
+    /// it (the kernel's `span`).
+    fn luma(a: f32, b: f32, hi: i32) -> Span {
+        let i0 = (a.floor() as i32).min(hi);
+        let i1 = (b.ceil() as i32 - 1).min(hi);
         Span { i0, i1, w0: overlap(i0, a, b), w1: overlap(i1, a, b) }
+    }
+    /// A chroma footprint (the kernel's `chroma_span`): the siting shifts it by up to a quarter
+    /// sample, so it may start before 0 and is clamped at both ends; and `w0` is kept above 0. A
+    /// sited footprint narrower than that shift (a box filter that up-scales its other axis more
+    /// than 2x) can lie wholly past the edge sample: clamped onto it, it overlaps it by 0 or
+    /// less, and its value `v * w0 / w0` would be 0 / 0. Whenever the span has more than one
+    /// pixel, `w0` is at least 2^-24 already (the overlap of a float with its pixel), so the floor
+    /// changes nothing else; with one pixel, `w0` cancels.
+    fn chroma(a: f32, b: f32, hi: i32) -> Span {
+        let i0 = (a.floor() as i32).clamp(0, hi);
+        let i1 = (b.ceil() as i32 - 1).clamp(0, hi);
+        Span { i0, i1, w0: overlap(i0, a, b).max(MIN_W0), w1: overlap(i1, a, b) }
     }
     /// `(w0 + inner count) + w1`.
     fn wsum(&self) -> f32 {
@@ -97,24 +114,36 @@ impl Span {
     }
 }
 
+/// The chroma footprint of output pixel `d` (into the image) on one axis: `s` ROI pixels per
+/// output pixel from ROI origin `o`, chroma sited at `h` half pixels ([`Plan::chroma_pos`]).
+/// The kernel's `area_chroma_sized` set-up: `d * (s / 2) + (o / 2 + (1/2 - h / 4))`, then `+ s / 2`.
+#[inline]
+fn chroma_span(d: f32, s: f32, o: u32, h: i32, hi: i32) -> Span {
+    let hs = s * 0.5;
+    let c0 = o as f32 * 0.5 + (0.5 - h as f32 * 0.25);
+    let a = d * hs + c0;
+    Span::chroma(a, a + hs, hi)
+}
+
 /// Y, Cb, Cr at output pixel (ox, oy) inside the image rectangle: the kernel's `bilinear` or
-/// `area_luma` + `area_chroma` (the same-scale kernel path is bilinear, exactly).
+/// `area_luma` + `area_chroma` (the same-scale kernel path is bilinear, exactly). Taps clamp to
+/// the frame, not to the ROI: a ROI reads the pixels around it, as the whole frame's conversion
+/// does. Chroma is interpolated at the stream's siting ([`Plan::chroma_pos`]).
 fn sample(p: &Plan, s: &Nv12, ox: i32, oy: i32) -> (f32, f32, f32) {
     let r = &p.roi;
-    let (lx0, lx1) = (r.x as i32, (r.x + r.w) as i32 - 1);
-    let (ly0, ly1) = (r.y as i32, (r.y + r.h) as i32 - 1);
-    let (cx0, cx1) = (lx0 / 2, lx1 / 2);
-    let (cy0, cy1) = (ly0 / 2, ly1 / 2);
+    let (lx1, ly1) = (p.src_w as i32 - 1, p.src_h as i32 - 1);
+    let (cx1, cy1) = (lx1 / 2, ly1 / 2);
+    let (hx, hy) = p.chroma_pos();
     let dx = (ox - p.img.x as i32) as f32;
     let dy = (oy - p.img.y as i32) as f32;
     if p.mode != Mode::Area {
         let u = (dx + 0.5) * p.sx + r.x as f32;
         let v = (dy + 0.5) * p.sy + r.y as f32;
-        let l = taps(u - 0.5, v - 0.5, lx0, lx1, ly0, ly1);
+        let l = taps(u - 0.5, v - 0.5, 0, lx1, 0, ly1);
         let top = lerp(s.y(l.xa, l.ya), s.y(l.xb, l.ya), l.fx);
         let bot = lerp(s.y(l.xa, l.yb), s.y(l.xb, l.yb), l.fx);
         let yv = lerp(top, bot, l.fy);
-        let c = taps(u * 0.5 - 0.5, v * 0.5 - 0.5, cx0, cx1, cy0, cy1);
+        let c = taps(u * 0.5 - hx as f32 * 0.25, v * 0.5 - hy as f32 * 0.25, 0, cx1, 0, cy1);
         let (a, b, d, e) = (s.uv(c.xa, c.ya), s.uv(c.xb, c.ya), s.uv(c.xa, c.yb), s.uv(c.xb, c.yb));
         let (tu, bu) = (lerp(a.0, b.0, c.fx), lerp(d.0, e.0, c.fx));
         let (tv, bv) = (lerp(a.1, b.1, c.fx), lerp(d.1, e.1, c.fx));
@@ -126,8 +155,8 @@ fn sample(p: &Plan, s: &Nv12, ox: i32, oy: i32) -> (f32, f32, f32) {
         let bx = ax + p.sx;
         let ay = dy * p.sy + r.y as f32;
         let by = ay + p.sy;
-        let (lx, ly) = (Span::new(ax, bx, lx0, lx1), Span::new(ay, by, ly0, ly1));
-        let (cx, cy) = (Span::new(ax * 0.5, bx * 0.5, cx0, cx1), Span::new(ay * 0.5, by * 0.5, cy0, cy1));
+        let (lx, ly) = (Span::luma(ax, bx, lx1), Span::luma(ay, by, ly1));
+        let (cx, cy) = (chroma_span(dx, p.sx, r.x, hx, cx1), chroma_span(dy, p.sy, r.y, hy, cy1));
         let luma_row = |y: i32| {
             let row = s.y_row(y);
             lx.combine(|x| row[x as usize] as f32, |a, b| row[a as usize..b as usize].iter().map(|&v| v as u32).sum::<u32>() as f32, |v, w| v * w, |a, b| a + b)

@@ -7,7 +7,7 @@
 pub(crate) mod cpu;
 pub(crate) mod params;
 
-use crate::frame::{Color, Matrix, Range};
+use crate::frame::{Color, Matrix, Range, Siting};
 use crate::status::*;
 
 /// The largest output side accepted (a 16K image; anything bigger is a caller's mistake).
@@ -96,7 +96,7 @@ pub(crate) struct Spec {
     pub std: [f32; 3],
 }
 
-/// A colour description of the given matrix and range (siting unspecified), for tests.
+/// A colour description of the given matrix and range (siting unspecified: left), for tests.
 #[cfg(test)]
 pub(crate) fn colour(m: Matrix, r: Range) -> Color {
     Color { matrix: m, range: r, ..Color::default() }
@@ -209,6 +209,8 @@ pub(crate) struct Plan {
     pub sy: f32,
     pub mode: Mode,
     pub coeffs: Coeffs,
+    /// Where the chroma samples sit (resolved: never `Unspecified`).
+    pub siting: Siting,
     pub pad: [f32; 3],
     pub norm: Norm,
 }
@@ -290,9 +292,22 @@ impl Plan {
                 Mode::Bilinear
             },
             coeffs: Coeffs::new(m, r),
+            siting: color.siting.resolved(),
             pad: spec.pad,
             norm: Norm::new(&spec.mean, &spec.std),
         })
+    }
+
+    /// Where a chroma sample sits inside the 2x2 luma block it belongs to, on each axis, in half
+    /// luma pixels from the block's top-left corner: 1 (with the first column / row), 2 (between
+    /// the two: centred) or 3 (with the second row). Both back ends interpolate from this: the
+    /// chroma coordinate of luma position `u` (pixel centres at k + 0.5) is `u / 2 - h / 4` in
+    /// samples whose centres are at integers (bilinear), `u / 2 + 1 / 2 - h / 4` in samples
+    /// covering `[i, i + 1)` (box filter); at the same scale, `(2X + 1 - h) / 4` for luma column X.
+    pub(crate) fn chroma_pos(&self) -> (i32, i32) {
+        let (ox, oy) = self.siting.offsets();
+        // offsets() is in chroma samples (2 luma pixels) from the block's centre (2 half pixels).
+        ((2.0 + 4.0 * ox) as i32, (2.0 + 4.0 * oy) as i32)
     }
 
     /// Bytes of one output row, packed.
@@ -423,5 +438,26 @@ mod tests {
         assert_eq!(Color::default().resolved(480), (Matrix::Bt601, Range::Limited));
         assert_eq!(Color::default().resolved(720), (Matrix::Bt709, Range::Limited));
         assert_eq!(Color::from_h273(6, Some(true)).resolved(2160), (Matrix::Bt601, Range::Full));
+    }
+
+    /// Each siting's chroma position in half pixels from its 2x2 block's top-left corner (H.273
+    /// figure 2: left is on the first column, halfway down; top-left on the first sample; ...),
+    /// unspecified as left (what H.264/HEVC mean).
+    #[test]
+    fn siting_resolves_to_its_chroma_position() {
+        let cases = [
+            (Siting::Unspecified, (1, 2)),
+            (Siting::Left, (1, 2)),
+            (Siting::Center, (2, 2)),
+            (Siting::TopLeft, (1, 1)),
+            (Siting::Top, (2, 1)),
+            (Siting::BottomLeft, (1, 3)),
+            (Siting::Bottom, (2, 3)),
+        ];
+        for (siting, pos) in cases {
+            let c = Color { siting, ..colour(Matrix::Bt709, Range::Limited) };
+            let p = Plan::new(&Spec::new(PixelFormat::Rgb8), 64, 64, &c).unwrap();
+            assert_eq!((p.siting, p.chroma_pos()), (siting.resolved(), pos), "{siting:?}");
+        }
     }
 }

@@ -241,6 +241,12 @@ fn siting_code(s: Siting) -> u32 {
     }
 }
 
+/// An `NVCAM_SITING_*` value (numbered as FFmpeg's `AVChromaLocation`; anything else is
+/// unspecified).
+fn siting_from_code(code: u32) -> Siting {
+    Siting::from_ffmpeg(code)
+}
+
 fn matrix_code(m: Matrix) -> u32 {
     match m {
         Matrix::Unspecified => NVCAM_MATRIX_UNKNOWN,
@@ -320,18 +326,20 @@ pub(crate) fn convert_spec(c: &nvcam_convert) -> Result<(Spec, DstKind)> {
 }
 
 /// The CPU conversion of a packed NV12 image (`nv12_size` bytes as `nvcam_frame_copy_nv12`
-/// writes them) whose stream colours are the `NVCAM_MATRIX_*`/`NVCAM_RANGE_*` codes given: the
-/// reference the GPU tests compare the kernels against.
-pub(crate) fn cpu_reference(nv12: &[u8], width: u32, height: u32, spec: &nvcam_convert, color: (u32, u32), dst_pitch: usize) -> Result<Vec<u8>> {
+/// writes them) whose stream colours are the `NVCAM_MATRIX_*`/`NVCAM_RANGE_*`/`NVCAM_SITING_*`
+/// codes given (as `nvcam_frame_info_t` reports them): the reference the GPU tests compare the
+/// kernels against.
+pub(crate) fn cpu_reference(nv12: &[u8], width: u32, height: u32, spec: &nvcam_convert, color: (u32, u32, u32), dst_pitch: usize) -> Result<Vec<u8>> {
     let (s, _) = convert_spec(spec)?;
-    let m = match color.0 {
+    let matrix = match color.0 {
         NVCAM_MATRIX_BT601 => Matrix::Bt601,
         NVCAM_MATRIX_BT709 => Matrix::Bt709,
         NVCAM_MATRIX_BT2020 => Matrix::Bt2020,
         _ => Matrix::Unspecified,
     };
-    let r = if color.1 == NVCAM_RANGE_FULL { Range::Full } else { Range::Limited };
-    let plan = crate::convert::Plan::new(&s, width, height, &crate::frame::Color { matrix: m, range: r, ..Default::default() })?;
+    let range = if color.1 == NVCAM_RANGE_FULL { Range::Full } else { Range::Limited };
+    let color = crate::frame::Color { matrix, range, siting: siting_from_code(color.2), ..Default::default() };
+    let plan = crate::convert::Plan::new(&s, width, height, &color)?;
     let l = plan.layout(dst_pitch)?;
     let pitch = (width as usize).div_ceil(2) * 2;
     let src = crate::convert::cpu::Nv12 { bytes: nv12, pitch, uv_offset: pitch * height as usize };
