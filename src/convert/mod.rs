@@ -89,9 +89,10 @@ pub(crate) struct Spec {
     pub letterbox: bool,
     /// Letterbox colour R, G, B in 0..255 (float outputs normalize it like a pixel).
     pub pad: [f32; 3],
-    /// Overrides of the stream's matrix and range.
+    /// Overrides of the stream's matrix, range and chroma siting.
     pub matrix: Option<Matrix>,
     pub range: Option<Range>,
+    pub siting: Option<Siting>,
     pub mean: [f32; 3],
     pub std: [f32; 3],
 }
@@ -114,6 +115,7 @@ impl Spec {
             pad: [0.0; 3],
             matrix: None,
             range: None,
+            siting: None,
             mean: [0.0; 3],
             std: [1.0; 3],
         }
@@ -236,7 +238,7 @@ fn finite3(v: &[f32; 3], what: &str) -> Result<()> {
 
 impl Plan {
     /// `color` is the frame's colour description as its decoder reported it (unspecified parts
-    /// are resolved here, by the frame's height); the spec may override matrix and range.
+    /// are resolved here, by the frame's height); the spec may override matrix, range and siting.
     pub(crate) fn new(spec: &Spec, src_w: u32, src_h: u32, color: &Color) -> Result<Plan> {
         if src_w == 0 || src_h == 0 {
             return Err(Error::arg("the frame is empty"));
@@ -292,7 +294,7 @@ impl Plan {
                 Mode::Bilinear
             },
             coeffs: Coeffs::new(m, r),
-            siting: color.siting.resolved(),
+            siting: spec.siting.unwrap_or(color.siting).resolved(),
             pad: spec.pad,
             norm: Norm::new(&spec.mean, &spec.std),
         })
@@ -442,7 +444,7 @@ mod tests {
 
     /// Each siting's chroma position in half pixels from its 2x2 block's top-left corner (H.273
     /// figure 2: left is on the first column, halfway down; top-left on the first sample; ...),
-    /// unspecified as left (what H.264/HEVC mean).
+    /// unspecified as left (what H.264/HEVC mean), and the spec's override over the stream's.
     #[test]
     fn siting_resolves_to_its_chroma_position() {
         let cases = [
@@ -458,6 +460,8 @@ mod tests {
             let c = Color { siting, ..colour(Matrix::Bt709, Range::Limited) };
             let p = Plan::new(&Spec::new(PixelFormat::Rgb8), 64, 64, &c).unwrap();
             assert_eq!((p.siting, p.chroma_pos()), (siting.resolved(), pos), "{siting:?}");
+            let s = Spec { siting: Some(Siting::Center), ..Spec::new(PixelFormat::Rgb8) };
+            assert_eq!(Plan::new(&s, 64, 64, &c).unwrap().chroma_pos(), (2, 2), "the spec overrides {siting:?}");
         }
     }
 }

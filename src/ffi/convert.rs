@@ -303,6 +303,11 @@ pub(crate) fn convert_spec(c: &nvcam_convert) -> Result<(Spec, DstKind)> {
         NVCAM_RANGE_FULL => Some(Range::Full),
         r => return Err(Error::arg(format!("range {r} is not an NVCAM_RANGE_* value"))),
     };
+    let siting = match c.chroma_siting {
+        0 => None,
+        NVCAM_SITING_LEFT..=NVCAM_SITING_BOTTOM => Some(siting_from_code(c.chroma_siting)),
+        v => return Err(Error::arg(format!("chroma_siting {v} is not an NVCAM_SITING_* value"))),
+    };
     let dst = match c.dst_memory {
         NVCAM_MEMORY_HOST => DstKind::Host,
         NVCAM_MEMORY_DEVICE if c.dst_device >= 0 => DstKind::Device(c.dst_device),
@@ -319,6 +324,7 @@ pub(crate) fn convert_spec(c: &nvcam_convert) -> Result<(Spec, DstKind)> {
         pad: c.pad,
         matrix,
         range,
+        siting,
         mean: c.mean,
         std: c.std.map(|s| if s == 0.0 { 1.0 } else { s }),
     };
@@ -457,5 +463,24 @@ mod tests {
             assert_eq!(on.iter().filter(|&&b| b).count(), 1, "bit {bit}");
         }
         assert!(open_flags(NVCAM_OPEN_ALL + 1).is_err());
+    }
+
+    /// `chroma_siting` overrides the stream's siting with an `NVCAM_SITING_*` value (numbered as
+    /// FFmpeg's `AVChromaLocation`); 0 keeps the stream's; anything else is refused.
+    #[test]
+    fn chroma_siting_override_is_read_and_checked() {
+        let base = nvcam_convert { struct_size: std::mem::size_of::<nvcam_convert>() as u32, format: NVCAM_FORMAT_RGB8, ..Default::default() };
+        let siting = |v: u32| convert_spec(&nvcam_convert { chroma_siting: v, ..base }).map(|(s, _)| s.siting);
+        assert_eq!(siting(0).unwrap(), None);
+        assert_eq!(siting(NVCAM_SITING_LEFT).unwrap(), Some(Siting::Left));
+        assert_eq!(siting(NVCAM_SITING_TOPLEFT).unwrap(), Some(Siting::TopLeft));
+        assert_eq!(siting(NVCAM_SITING_BOTTOM).unwrap(), Some(Siting::Bottom));
+        for bad in [7, u32::MAX] {
+            assert_eq!(siting(bad).unwrap_err().code, NVCAM_E_INVALID_ARGUMENT, "{bad}");
+        }
+        // The frame_info numbering reads back as the same siting.
+        for s in [Siting::Left, Siting::Center, Siting::TopLeft, Siting::Top, Siting::BottomLeft, Siting::Bottom] {
+            assert_eq!(siting_from_code(siting_code(s)), s);
+        }
     }
 }
