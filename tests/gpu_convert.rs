@@ -307,6 +307,15 @@ fn all_formats_and_colours(cuda: &Cuda, url: &str, decoder: u32) {
             let (d, n) = check_one(cuda, f, &fi, &nv12, &s, &format!("{w}x{h} {name} siting {siting} odd crop"));
             worst[i] = worst[i].max(d);
             checked += n;
+            // Box filter across, up-scaled 2.5x down: the sited chroma footprints of the first and
+            // last rows lie partly or wholly past the edge samples (the kernels floor w0 there).
+            let mut s = spec(format);
+            s.chroma_siting = siting;
+            s.width = (w / 8).max(1);
+            s.height = h * 5 / 2;
+            let (d, n) = check_one(cuda, f, &fi, &nv12, &s, &format!("{w}x{h} {name} siting {siting} box across, up 2.5x down"));
+            worst[i] = worst[i].max(d);
+            checked += n;
         }
     }
     println!(
@@ -319,8 +328,8 @@ fn all_formats_and_colours(cuda: &Cuda, url: &str, decoder: u32) {
 }
 
 /// Every format x both matrices x both ranges (identity), and x five sitings (letterbox,
-/// crop+resize, a crop at odd offsets) at 1080p, 4K, 1366x768 and 161x97: the kernels equal the
-/// CPU twin bit for bit.
+/// crop+resize, a crop at odd offsets, a box filter across with the other axis up-scaled) at
+/// 1080p, 4K, 1366x768 and 161x97: the kernels equal the CPU twin bit for bit.
 #[test]
 #[ignore]
 fn gpu_conversions_match_the_cpu_reference_at_every_size() {
