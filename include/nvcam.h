@@ -753,9 +753,14 @@ typedef struct {
    */
   float std[3];
   /**
+   * `NVCAM_SITING_*`: where the frame's chroma samples sit, for a stream that says it wrong;
+   * 0 = the stream's (as `nvcam_frame_info_t.chroma_siting` reports it).
+   */
+  uint32_t chroma_siting;
+  /**
    * Must be 0.
    */
-  uint32_t reserved[6];
+  uint32_t reserved[5];
 } nvcam_convert_t;
 
 /**

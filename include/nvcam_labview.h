@@ -735,9 +735,14 @@ typedef struct {
    */
   float std[3];
   /**
+   * `NVCAM_SITING_*`: where the frame's chroma samples sit, for a stream that says it wrong;
+   * 0 = the stream's (as `nvcam_frame_info_t.chroma_siting` reports it).
+   */
+  unsigned int chroma_siting;
+  /**
    * Must be 0.
    */
-  unsigned int reserved[6];
+  unsigned int reserved[5];
 } nvcam_convert_t;
 
 /**

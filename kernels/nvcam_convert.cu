@@ -90,15 +90,24 @@ struct nvcam_convert_item {
     u64 uv;          // device address of the interleaved UV plane
     u64 dst;         // output image (planar formats: the R plane; G and B follow at dst_plane)
     u64 src_pitch;   // bytes between rows of Y (and of UV)
-    int roi_x, roi_y, roi_w, roi_h;  // crop rectangle in luma pixels, inside the frame
+    int roi_x, roi_y;  // the crop rectangle's origin in the frame, luma pixels
+    // The frame's size: every tap clamps to the frame, not to the ROI, so a ROI reads the pixels
+    // around it and equals that window of the whole frame's conversion.
+    int src_w, src_h;
     int img_x, img_y, img_w, img_h;  // where the scaled ROI lands in the output (the rest is pad)
-    float sx, sy;    // ROI pixels per output pixel (roi_w / img_w, roi_h / img_h)
+    float sx, sy;    // ROI pixels per output pixel (ROI width / img_w, ROI height / img_h)
     u32 mode;        // MODE_*
     // Y'CbCr -> R'G'B' (0..255 units): yy = (Y - y_off) * y_scale; du = U - 128; dv = V - 128;
     // R = yy + dv*k_r; G = (yy - du*k_gb) - dv*k_gr; B = yy + du*k_b. y_off is an integer (0 or
     // 16), so Y - y_off is exact however it is computed.
     float y_off, y_scale, k_r, k_gb, k_gr, k_b;
-    u32 reserved[3];
+    // The stream's chroma siting: where a chroma sample sits in the 2x2 luma block it belongs to,
+    // in half luma pixels from the block's top-left corner, 1 (with the first column / row), 2
+    // (centred) or 3 (with the second row). H.264/HEVC's default (left) is (1, 2), JPEG's (2, 2).
+    // Luma position u (pixel centres at k + 0.5) is at chroma position u / 2 - h / 4 (sample
+    // centres at integers).
+    int chroma_x, chroma_y;
+    u32 reserved;
 };
 
 struct nvcam_convert_params {
@@ -216,22 +225,20 @@ __device__ __forceinline__ Taps taps(float u, float v, int x0, int x1, int y0, i
 
 // Y, Cb, Cr (0..255) of the output pixel (dx, dy) pixels into the image rectangle, bilinear.
 // Also exact for MODE_SAME: the luma taps fall on pixel centres (the second weighs 0) and the
-// chroma weights are quarters.
+// chroma weights are quarters or halves. Taps clamp to the frame.
 __device__ __forceinline__ void bilinear(const nvcam_convert_item& it, int dx, int dy, float* Y, float* U, float* V) {
-    int lx0 = it.roi_x, lx1 = it.roi_x + it.roi_w - 1;
-    int ly0 = it.roi_y, ly1 = it.roi_y + it.roi_h - 1;
-    int cx0 = lx0 / 2, cx1 = lx1 / 2, cy0 = ly0 / 2, cy1 = ly1 / 2;
+    int lx1 = it.src_w - 1, ly1 = it.src_h - 1;
     // Pixel centres: output centre (dx + 0.5) maps to ROI position (dx + 0.5) * sx.
     float u = ((float)dx + 0.5f) * it.sx + (float)it.roi_x;
     float v = ((float)dy + 0.5f) * it.sy + (float)it.roi_y;
-    Taps l = taps(u - 0.5f, v - 0.5f, lx0, lx1, ly0, ly1);
+    Taps l = taps(u - 0.5f, v - 0.5f, 0, lx1, 0, ly1);
     const u8* ra = y_row(it, l.ya);
     const u8* rb = y_row(it, l.yb);
     float top = lerp(ld(ra, l.xa), ld(ra, l.xb), l.fx);
     float bot = lerp(ld(rb, l.xa), ld(rb, l.xb), l.fx);
     *Y = lerp(top, bot, l.fy);
-    // Chroma sample j covers luma [2j, 2j + 2): its centre is at luma 2j + 1.
-    Taps c = taps(u * 0.5f - 0.5f, v * 0.5f - 0.5f, cx0, cx1, cy0, cy1);
+    // Chroma sample j sits at luma 2j + h / 2 (h: chroma_x, chroma_y).
+    Taps c = taps(u * 0.5f - (float)it.chroma_x * 0.25f, v * 0.5f - (float)it.chroma_y * 0.25f, 0, lx1 >> 1, 0, ly1 >> 1);
     const u16* ca = uv_row(it, c.ya);
     const u16* cb = uv_row(it, c.yb);
     float2 a = ld2(ca, c.xa), b = ld2(ca, c.xb);
@@ -244,8 +251,8 @@ __device__ __forceinline__ void bilinear(const nvcam_convert_item& it, int dx, i
 
 // ---- Box filter --------------------------------------------------------------------------------
 
-// The footprint [a, b) on one axis: pixels i0..i1 (clamped to [lo, hi]) and the end pixels'
-// weights (their overlap with [a, b)); the inner pixels weigh exactly 1.
+// The footprint [a, b) on one axis: pixels i0..i1 (clamped to the frame's [0, hi]) and the end
+// pixels' weights (their overlap with [a, b)); the inner pixels weigh exactly 1.
 struct Span {
     int i0, i1;
     float w0, w1;
@@ -255,13 +262,61 @@ __device__ __forceinline__ float overlap(int i, float a, float b) {
     return fminf((float)(i + 1), b) - fmaxf((float)i, a);
 }
 
-__device__ __forceinline__ Span span(float a, float b, int lo, int hi) {
+// A luma footprint: it starts at a >= 0 (the ROI's origin or after), so only hi clamps it.
+__device__ __forceinline__ Span span(float a, float b, int hi) {
     Span s;
-    s.i0 = clampi((int)floorf(a), lo, hi);
-    s.i1 = clampi((int)ceilf(b) - 1, lo, hi);
+    s.i0 = min((int)floorf(a), hi);
+    s.i1 = min((int)ceilf(b) - 1, hi);
     s.w0 = overlap(s.i0, a, b);
     s.w1 = overlap(s.i1, a, b);
     return s;
+}
+
+// The smallest first weight of a chroma footprint (2^-24; the CPU's MIN_W0).
+#define MIN_W0 5.9604644775390625e-08f
+
+// A chroma footprint: the siting shifts it by up to a quarter sample, so it may start before 0
+// and is clamped at both ends; and w0 is kept above 0. A sited footprint narrower than that
+// shift (a box filter that up-scales its other axis more than 2x) can lie wholly past the edge
+// sample: clamped onto it, it overlaps it by 0 or less, and v * w0 / w0 would be 0 / 0. With
+// more than one sample w0 is at least 2^-24 already; with one, w0 cancels.
+__device__ __forceinline__ Span chroma_span(float a, float b, int hi) {
+    Span s;
+    s.i0 = clampi((int)floorf(a), 0, hi);
+    s.i1 = clampi((int)ceilf(b) - 1, 0, hi);
+    s.w0 = fmaxf(overlap(s.i0, a, b), MIN_W0);
+    s.w1 = overlap(s.i1, a, b);
+    return s;
+}
+
+// The luma footprints of N pixels of one output row (dy; dx[k] into the image): rows ly, pixel
+// k's columns lx[k], clamped to the frame.
+template <int N>
+__device__ __forceinline__ void luma_spans(const nvcam_convert_item& it, const int* dx, int dy, Span& ly, Span* lx) {
+    float ay = (float)dy * it.sy + (float)it.roi_y;
+    ly = span(ay, ay + it.sy, it.src_h - 1);
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+        float ax = (float)dx[k] * it.sx + (float)it.roi_x;
+        lx[k] = span(ax, ax + it.sx, it.src_w - 1);
+    }
+}
+
+// Their chroma footprints: chroma sample i covers [i, i + 1) at chroma position
+// u / 2 + 1 / 2 - h / 4 of luma position u (h: chroma_x, chroma_y), so output pixel d's footprint
+// starts at d * (s / 2) + (roi / 2 + (1 / 2 - h / 4)) and is s / 2 long (the CPU's chroma_span).
+template <int N>
+__device__ __forceinline__ void chroma_spans(const nvcam_convert_item& it, const int* dx, int dy, Span& cy, Span* cx) {
+    float hsx = it.sx * 0.5f, hsy = it.sy * 0.5f;
+    float c0x = (float)it.roi_x * 0.5f + (0.5f - (float)it.chroma_x * 0.25f);
+    float c0y = (float)it.roi_y * 0.5f + (0.5f - (float)it.chroma_y * 0.25f);
+    float ay = (float)dy * hsy + c0y;
+    cy = chroma_span(ay, ay + hsy, (it.src_h - 1) >> 1);
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+        float ax = (float)dx[k] * hsx + c0x;
+        cx[k] = chroma_span(ax, ax + hsx, (it.src_w - 1) >> 1);
+    }
 }
 
 // The span's total weight: (w0 + inner count) + w1.
@@ -318,20 +373,11 @@ __device__ __forceinline__ float2 row_chroma(const u16* row, const Span& s) {
     return v;
 }
 
-// Box filter of N pixels of one output row (dy), at dx[k] into the image; they share the rows
-// (vertical span). Per pixel: the rows' values R combined as (R[i0] * w0 + sum of the inner R,
-// in row order) + R[i1] * w1, divided by the product of both spans' total weights.
+// Box filter of N pixels of one output row, over their footprints (luma_spans); they share the
+// rows (vertical span). Per pixel: the rows' values R combined as (R[i0] * w0 + sum of the inner
+// R, in row order) + R[i1] * w1, divided by the product of both spans' total weights.
 template <int N>
-__device__ __forceinline__ void area_luma(const nvcam_convert_item& it, const int* dx, int dy, float* Y) {
-    int lx0 = it.roi_x, lx1 = it.roi_x + it.roi_w - 1;
-    float ay = (float)dy * it.sy + (float)it.roi_y;
-    Span ly = span(ay, ay + it.sy, it.roi_y, it.roi_y + it.roi_h - 1);
-    Span lx[N];
-#pragma unroll
-    for (int k = 0; k < N; k++) {
-        float ax = (float)dx[k] * it.sx + (float)it.roi_x;
-        lx[k] = span(ax, ax + it.sx, lx0, lx1);
-    }
+__device__ __forceinline__ void area_luma(const nvcam_convert_item& it, const Span& ly, const Span* lx, float* Y) {
     float acc[N], inner[N];
 #pragma unroll AREA_ROWS
     for (int y = ly.i0; y <= ly.i1; y++) {
@@ -354,16 +400,7 @@ __device__ __forceinline__ void area_luma(const nvcam_convert_item& it, const in
 }
 
 template <int N>
-__device__ __forceinline__ void area_chroma(const nvcam_convert_item& it, const int* dx, int dy, float* U, float* V) {
-    int cx0 = it.roi_x / 2, cx1 = (it.roi_x + it.roi_w - 1) / 2;
-    float ay = (float)dy * it.sy + (float)it.roi_y, by = ay + it.sy;
-    Span cy = span(ay * 0.5f, by * 0.5f, it.roi_y / 2, (it.roi_y + it.roi_h - 1) / 2);
-    Span cx[N];
-#pragma unroll
-    for (int k = 0; k < N; k++) {
-        float ax = (float)dx[k] * it.sx + (float)it.roi_x, bx = ax + it.sx;
-        cx[k] = span(ax * 0.5f, bx * 0.5f, cx0, cx1);
-    }
+__device__ __forceinline__ void area_chroma(const nvcam_convert_item& it, const Span& cy, const Span* cx, float* U, float* V) {
     float2 acc[N], inner[N];
 #pragma unroll AREA_ROWS
     for (int y = cy.i0; y <= cy.i1; y++) {
@@ -507,41 +544,29 @@ __device__ __forceinline__ void chroma_fixed(const nvcam_convert_item& it, const
 // speed against 0.51 with a bound of 6).
 template <int N>
 __device__ __forceinline__ void area_luma_sized(const nvcam_convert_item& it, const int* dx, int dy, float* Y) {
-    int lx0 = it.roi_x, lx1 = it.roi_x + it.roi_w - 1;
-    float ay = (float)dy * it.sy + (float)it.roi_y;
-    Span ly = span(ay, ay + it.sy, it.roi_y, it.roi_y + it.roi_h - 1);
+    Span ly, lx[N];
+    luma_spans<N>(it, dx, dy, ly, lx);
     int f = ly.i1 - ly.i0;
-    Span lx[N];
 #pragma unroll
-    for (int k = 0; k < N; k++) {
-        float ax = (float)dx[k] * it.sx + (float)it.roi_x;
-        lx[k] = span(ax, ax + it.sx, lx0, lx1);
-        f = max(f, lx[k].i1 - lx[k].i0);
-    }
+    for (int k = 0; k < N; k++) f = max(f, lx[k].i1 - lx[k].i0);
     if (f < 2) luma_fixed<N, 2>(it, ly, lx, Y);
     else if (f < 3) luma_fixed<N, 3>(it, ly, lx, Y);
     else if (f < 4) luma_fixed<N, 4>(it, ly, lx, Y);
-    else area_luma<N>(it, dx, dy, Y);
+    else area_luma<N>(it, ly, lx, Y);
 }
 
 // The same for chroma.
 template <int N>
 __device__ __forceinline__ void area_chroma_sized(const nvcam_convert_item& it, const int* dx, int dy, float* U, float* V) {
-    int cx0 = it.roi_x / 2, cx1 = (it.roi_x + it.roi_w - 1) / 2;
-    float ay = (float)dy * it.sy + (float)it.roi_y, by = ay + it.sy;
-    Span cy = span(ay * 0.5f, by * 0.5f, it.roi_y / 2, (it.roi_y + it.roi_h - 1) / 2);
+    Span cy, cx[N];
+    chroma_spans<N>(it, dx, dy, cy, cx);
     int f = cy.i1 - cy.i0;
-    Span cx[N];
 #pragma unroll
-    for (int k = 0; k < N; k++) {
-        float ax = (float)dx[k] * it.sx + (float)it.roi_x, bx = ax + it.sx;
-        cx[k] = span(ax * 0.5f, bx * 0.5f, cx0, cx1);
-        f = max(f, cx[k].i1 - cx[k].i0);
-    }
+    for (int k = 0; k < N; k++) f = max(f, cx[k].i1 - cx[k].i0);
     if (f < 2) chroma_fixed<N, 2>(it, cy, cx, U, V);
     else if (f < 3) chroma_fixed<N, 3>(it, cy, cx, U, V);
     else if (f < 4) chroma_fixed<N, 4>(it, cy, cx, U, V);
-    else area_chroma<N>(it, dx, dy, U, V);
+    else area_chroma<N>(it, cy, cx, U, V);
 }
 
 // ---- Same scale --------------------------------------------------------------------------------
@@ -551,10 +576,14 @@ __device__ __forceinline__ u32 spread(u32 uv) {
     return __byte_perm(uv, 0, 0x4140);
 }
 
-// MODE_SAME, PX pixels all inside the image. The bilinear arithmetic at this scale is exact
-// (luma: the sample itself; chroma: weights 1/4 and 3/4 on each axis, so no rounding anywhere),
-// so integer weights give the same values: U = S / 16 with S the sum of (1 or 3) x (1 or 3) x
-// sample, and du * k = (S - 2048) * (k / 16) with one rounding either way.
+// MODE_SAME, PX pixels all inside the image. The bilinear arithmetic at this scale is exact, so
+// integer weights give the same values. Luma: the sample itself. Chroma: luma column X is at
+// chroma position n / 4 with n = 2X + 1 - chroma_x (rows likewise), between samples n >> 2 and
+// the next, which weighs (n & 3) / 4: quarters (1/4, 3/4) for centred chroma (n odd), halves
+// (0, 1/2) for chroma with a luma column or row (n even). Weights in those units (4 or 2 on an
+// axis) give U = S / D, D = 16, 8 or 4, with S the weighted sum of the samples (no rounding
+// anywhere), and du * k = (S - 128 D) * (k / D) with one rounding either way.
+
 // PX luma bytes from yp as words (aligned loads when yp allows).
 template <int PX>
 __device__ __forceinline__ void luma_words(const u8* yp, u32* w) {
@@ -570,22 +599,68 @@ __device__ __forceinline__ void luma_words(const u8* yp, u32* w) {
     }
 }
 
-// Chroma columns c0 .. c0 + NC - 1 of one row (clamped to [cx0, cx1]), spread.
+// Chroma columns c0 .. c0 + NC - 1 of one row (clamped to [0, cx1]), spread.
 template <int NC>
-__device__ __forceinline__ void uv_cols(const u16* row, int c0, int cx0, int cx1, u32* v) {
-    if (c0 >= cx0 && c0 + NC - 1 <= cx1) {
+__device__ __forceinline__ void uv_cols(const u16* row, int c0, int cx1, u32* v) {
+    if (c0 >= 0 && c0 + NC - 1 <= cx1) {
 #pragma unroll
         for (int m = 0; m < NC; m++) v[m] = spread(__ldg(row + c0 + m));
     } else {
 #pragma unroll
-        for (int m = 0; m < NC; m++) v[m] = spread(__ldg(row + clampi(c0 + m, cx0, cx1)));
+        for (int m = 0; m < NC; m++) v[m] = spread(__ldg(row + clampi(c0 + m, 0, cx1)));
     }
 }
 
-// R, G, B of PX pixels at luma column X0 from their luma words and their chroma columns
-// weighed vertically (col: PX / 2 + 2 of them from column (X0 >> 1) - 1).
+// Where PX pixels from luma (X0, Yr) take their chroma: the first pixel's n on each axis (see
+// above) as its sample (c0; row) and its quarter (qx; qy). Pixel k is at nx + 2k, row Yr + 1 at
+// ny + 2: the same parity, so one D for all.
+struct SameChroma {
+    int c0, row, qx, qy;
+};
+
+__device__ __forceinline__ SameChroma same_chroma(const nvcam_convert_item& it, int X0, int Yr) {
+    int nx = 2 * X0 + 1 - it.chroma_x, ny = 2 * Yr + 1 - it.chroma_y;
+    SameChroma c;
+    c.c0 = nx >> 2;
+    c.qx = nx & 3;
+    c.row = ny >> 2;
+    c.qy = ny & 3;
+    return c;
+}
+
+// Samples a and b weighed for a position q / 4 of the way from a to b (q in 0..3, a constant once
+// unrolled): in quarters when q is odd (3a + b, a + 3b), in halves when even (2a, a + b).
+__device__ __forceinline__ u32 mix(int q, u32 a, u32 b) {
+    return (q & 1) ? (u32)(4 - q) * a + (u32)q * b : (q == 0 ? 2 * a : a + b);
+}
+
+// The horizontal sums of PX pixels from the columns col (col[0] is sample c0), the first pixel
+// at quarter R: pixel k is at R + 2k quarters from c0.
+template <int PX, int R>
+__device__ __forceinline__ void mix_cols(const u32* col, u32* s) {
+#pragma unroll
+    for (int k = 0; k < PX; k++) {
+        int q = R + 2 * k;
+        s[k] = mix(q & 3, col[q >> 2], col[(q >> 2) + 1]);
+    }
+}
+
+// mix_cols for the first pixel's quarter qx (one branch per thread: it is the same for the
+// whole item, since every thread's first column has the parity of roi_x - img_x).
 template <int PX>
-__device__ __forceinline__ void same_finish(const nvcam_convert_item& it, u32 format, const u32* w, const u32* col, int X0, float* r, float* g, float* b) {
+__device__ __forceinline__ void mix_row(int qx, const u32* col, u32* s) {
+    switch (qx) {
+    case 0: mix_cols<PX, 0>(col, s); break;
+    case 1: mix_cols<PX, 1>(col, s); break;
+    case 2: mix_cols<PX, 2>(col, s); break;
+    default: mix_cols<PX, 3>(col, s); break;
+    }
+}
+
+// R, G, B of PX pixels from their luma words and their chroma columns weighed vertically (col:
+// PX / 2 + 2 of them from sample c.c0).
+template <int PX>
+__device__ __forceinline__ void same_finish(const nvcam_convert_item& it, u32 format, const u32* w, const u32* col, const SameChroma& c, float* r, float* g, float* b) {
     float yk = 8388608.f + it.y_off;  // exact: y_off is an integer
     float yy[PX];
 #pragma unroll
@@ -595,38 +670,25 @@ __device__ __forceinline__ void same_finish(const nvcam_convert_item& it, u32 fo
         for (int k = 0; k < PX; k++) r[k] = yy[k];
         return;
     }
-    // Horizontally: pixel X = X0 + k; even X takes columns (j-1, j) at (1, 3), odd X (j, j+1) at
-    // (3, 1), with j = X >> 1; as column indices m: ((X0 & 1) + k) >> 1 (+ 1 for odd X).
     u32 s[PX];
-    if ((X0 & 1) == 0) {
-#pragma unroll
-        for (int k = 0; k < PX; k++) {
-            int m = k >> 1;
-            s[k] = (k & 1) ? 3 * col[m + 1] + col[m + 2] : col[m] + 3 * col[m + 1];
-        }
-    } else {
-#pragma unroll
-        for (int k = 0; k < PX; k++) {
-            int m = (k + 1) >> 1;
-            s[k] = (k & 1) ? col[m] + 3 * col[m + 1] : 3 * col[m + 1] + col[m + 2];
-        }
-    }
-    float kr = it.k_r * 0.0625f, kgb = it.k_gb * 0.0625f, kgr = it.k_gr * 0.0625f, kb = it.k_b * 0.0625f;
+    mix_row<PX>(c.qx, col, s);
+    // D = 2^lg: 4 (quarters) or 2 (halves) per axis; 1 / D and 2^23 + 128 D as float bits.
+    int lg = 2 + (c.qx & 1) + (c.qy & 1);
+    float inv = __int_as_float((127 - lg) << 23);
+    float off = __int_as_float(0x4B000000u | (128u << lg));
+    float kr = it.k_r * inv, kgb = it.k_gb * inv, kgr = it.k_gr * inv, kb = it.k_b * inv;
 #pragma unroll
     for (int k = 0; k < PX; k++) {
-        // 2^23 + each 16-bit sum as a float (one byte permute), less 2^23 + 2048: exact.
-        float du = __int_as_float(__byte_perm(s[k], 0x4B000000u, 0x7410)) - 8390656.f;
-        float dv = __int_as_float(__byte_perm(s[k], 0x4B000000u, 0x7432)) - 8390656.f;
+        // 2^23 + each 16-bit sum as a float (one byte permute), less 2^23 + 128 D: exact.
+        float du = __int_as_float(__byte_perm(s[k], 0x4B000000u, 0x7410)) - off;
+        float dv = __int_as_float(__byte_perm(s[k], 0x4B000000u, 0x7432)) - off;
         r[k] = yy[k] + dv * kr;
         g[k] = (yy[k] - du * kgb) - dv * kgr;
         b[k] = yy[k] + du * kb;
     }
 }
 
-// MODE_SAME, PX pixels all inside the image. The bilinear arithmetic at this scale is exact
-// (luma: the sample itself; chroma: weights 1/4 and 3/4 on each axis, so no rounding anywhere),
-// so integer weights give the same values: U = S / 16 with S the sum of (1 or 3) x (1 or 3) x
-// sample, and du * k = (S - 2048) * (k / 16) with one rounding either way.
+// MODE_SAME, one row of PX pixels all inside the image (see the section's head).
 template <int PX>
 __device__ __forceinline__ void same_scale(const nvcam_convert_item& it, u32 format, int ox0, int oy, float* r, float* g, float* b) {
     int X0 = ox0 - it.img_x + it.roi_x;
@@ -635,21 +697,37 @@ __device__ __forceinline__ void same_scale(const nvcam_convert_item& it, u32 for
     luma_words<PX>(y_row(it, Yr) + X0, w);
     const int NC = PX / 2 + 2;
     u32 col[NC];
+    SameChroma sc = same_chroma(it, X0, Yr);
     if (format != FMT_GRAY8) {
-        int cx0 = it.roi_x >> 1, cx1 = (it.roi_x + it.roi_w - 1) >> 1;
-        int cy0 = it.roi_y >> 1, cy1 = (it.roi_y + it.roi_h - 1) >> 1;
-        // Luma row 2k takes chroma rows k-1, k at 1/4, 3/4; row 2k+1 rows k, k+1 at 3/4, 1/4.
-        int k2 = Yr >> 1;
-        bool odd = Yr & 1;
-        int c0 = (X0 >> 1) - 1;
+        int cx1 = (it.src_w - 1) >> 1, cy1 = (it.src_h - 1) >> 1;
         u32 a[NC], bb[NC];
-        uv_cols<NC>(uv_row(it, clampi(odd ? k2 : k2 - 1, cy0, cy1)), c0, cx0, cx1, a);
-        uv_cols<NC>(uv_row(it, clampi(odd ? k2 + 1 : k2, cy0, cy1)), c0, cx0, cx1, bb);
-        u32 wa = odd ? 3 : 1, wb = 4 - wa;
+        uv_cols<NC>(uv_row(it, clampi(sc.row, 0, cy1)), sc.c0, cx1, a);
+        uv_cols<NC>(uv_row(it, clampi(sc.row + 1, 0, cy1)), sc.c0, cx1, bb);
+        // mix(qy, a, b) with the weights known here only (the next row: qy quarters or qy / 2
+        // halves).
+        u32 wb = (sc.qy & 1) ? sc.qy : sc.qy >> 1, wa = ((sc.qy & 1) ? 4 : 2) - wb;
 #pragma unroll
         for (int m = 0; m < NC; m++) col[m] = wa * a[m] + wb * bb[m];
     }
-    same_finish<PX>(it, format, w, col, X0, r, g, b);
+    same_finish<PX>(it, format, w, col, sc, r, g, b);
+}
+
+// Two rows' chroma columns at the same scale, the first row at quarter R from chroma row `row`
+// (the second at R + 2): each chroma row read once for both, and only those with a weight (two,
+// or three when R = 3).
+template <int PX, int R>
+__device__ __forceinline__ void pair_cols(const nvcam_convert_item& it, int row, int c0, u32* col0, u32* col1) {
+    const int NC = PX / 2 + 2;
+    const int M1 = (R + 2) >> 2, NR = M1 + (((R + 2) & 3) ? 2 : 1);
+    int cx1 = (it.src_w - 1) >> 1, cy1 = (it.src_h - 1) >> 1;
+    u32 v[3][NC];
+#pragma unroll
+    for (int j = 0; j < NR; j++) uv_cols<NC>(uv_row(it, clampi(row + j, 0, cy1)), c0, cx1, v[j]);
+#pragma unroll
+    for (int m = 0; m < NC; m++) {
+        col0[m] = mix(R, v[0][m], v[1][m]);
+        col1[m] = mix((R + 2) & 3, v[M1][m], v[M1 + 1 < NR ? M1 + 1 : NR - 1][m]);
+    }
 }
 
 // ---- Stores ------------------------------------------------------------------------------------
@@ -883,7 +961,7 @@ __device__ __forceinline__ void convert_px(const nvcam_convert_common& c, const 
 }
 
 // MODE_SAME, rows oy and oy + 1, PX pixels at ox0 all inside the image: both rows read their
-// chroma from three rows at most (two when oy's source row is odd) and share the set-up, so
+// chroma from three rows at most (two unless the first is at quarter 3) and share the set-up, so
 // each chroma byte is loaded once for the pair, not twice.
 template <int PX, int FC>
 __device__ __forceinline__ void same_pair(const nvcam_convert_common& c, const nvcam_convert_item& it, int ox0, int oy, bool warp_full) {
@@ -894,37 +972,21 @@ __device__ __forceinline__ void same_pair(const nvcam_convert_common& c, const n
     luma_words<PX>(y_row(it, Yr + 1) + X0, w1);
     const int NC = PX / 2 + 2;
     u32 col0[NC], col1[NC];
+    SameChroma sc = same_chroma(it, X0, Yr);
     if (c.format != FMT_GRAY8) {
-        int cx0 = it.roi_x >> 1, cx1 = (it.roi_x + it.roi_w - 1) >> 1;
-        int cy0 = it.roi_y >> 1, cy1 = (it.roi_y + it.roi_h - 1) >> 1;
-        int k2 = Yr >> 1, c0 = (X0 >> 1) - 1;
-        u32 a[NC], b[NC];
-        if (Yr & 1) {
-            // Rows 2k+1 and 2k+2: chroma rows k, k+1 at (3/4, 1/4), then (1/4, 3/4).
-            uv_cols<NC>(uv_row(it, clampi(k2, cy0, cy1)), c0, cx0, cx1, a);
-            uv_cols<NC>(uv_row(it, clampi(k2 + 1, cy0, cy1)), c0, cx0, cx1, b);
-#pragma unroll
-            for (int m = 0; m < NC; m++) {
-                col0[m] = 3 * a[m] + b[m];
-                col1[m] = a[m] + 3 * b[m];
-            }
-        } else {
-            // Rows 2k and 2k+1: chroma rows k-1, k at (1/4, 3/4), then k, k+1 at (3/4, 1/4).
-            u32 d[NC];
-            uv_cols<NC>(uv_row(it, clampi(k2 - 1, cy0, cy1)), c0, cx0, cx1, a);
-            uv_cols<NC>(uv_row(it, clampi(k2, cy0, cy1)), c0, cx0, cx1, b);
-            uv_cols<NC>(uv_row(it, clampi(k2 + 1, cy0, cy1)), c0, cx0, cx1, d);
-#pragma unroll
-            for (int m = 0; m < NC; m++) {
-                col0[m] = a[m] + 3 * b[m];
-                col1[m] = 3 * b[m] + d[m];
-            }
+        // One branch per thread, the same for the whole item (oy is even: Yr has the parity of
+        // roi_y - img_y).
+        switch (sc.qy) {
+        case 0: pair_cols<PX, 0>(it, sc.row, sc.c0, col0, col1); break;
+        case 1: pair_cols<PX, 1>(it, sc.row, sc.c0, col0, col1); break;
+        case 2: pair_cols<PX, 2>(it, sc.row, sc.c0, col0, col1); break;
+        default: pair_cols<PX, 3>(it, sc.row, sc.c0, col0, col1); break;
         }
     }
     float r[PX], g[PX], b[PX];
-    same_finish<PX>(it, c.format, w0, col0, X0, r, g, b);
+    same_finish<PX>(it, c.format, w0, col0, sc, r, g, b);
     store<PX, FC>(c, it, ox0, oy, warp_full, r, g, b);
-    same_finish<PX>(it, c.format, w1, col1, X0, r, g, b);
+    same_finish<PX>(it, c.format, w1, col1, sc, r, g, b);
     store<PX, FC>(c, it, ox0, oy + 1, warp_full, r, g, b);
 }
 

@@ -27,6 +27,9 @@ N = int(os.environ.get("KB_N", "200"))
 # KB_FENCE=1: also time each single-frame case with the API's per-call stream work after every
 # launch (query + wait on the slot's consumer event, then record it), to split the API's cost.
 FENCE = os.environ.get("KB_FENCE") == "1"
+# KB_SITING: the frames' chroma siting, as the item's (chroma_x, chroma_y) in half pixels:
+# left (H.264/HEVC's default), center (JPEG) or topleft. Builds from before siting ignore it.
+SITING = {"left": (1, 2), "center": (2, 2), "topleft": (1, 1)}[os.environ.get("KB_SITING", "left")]
 KERNELS = {"same8": "nvcam_convert_same", "samef": "nvcam_convert_same_float", "area": "nvcam_convert_area",
            "batch": "nvcam_convert_batch", "spin": "nvcam_test_spin_copy"}
 
@@ -92,8 +95,10 @@ def common(fmt, out_w, out_h, bpp):
 
 
 def item(w, h, y, uv, pitch, dst, img, mode):
+    # The whole frame: ROI origin (0, 0), frame size w x h (before siting: the ROI's size, the
+    # same numbers), then the chroma siting.
     ix, iy, iw, ih = img
-    return struct.pack("<QQQQiiiiiiiiffIffffff3I", y, uv, dst, pitch, 0, 0, w, h, ix, iy, iw, ih, w / iw, h / ih, mode, *COEFFS, 0, 0, 0)
+    return struct.pack("<QQQQiiiiiiiiffIffffffiiI", y, uv, dst, pitch, 0, 0, w, h, ix, iy, iw, ih, w / iw, h / ih, mode, *COEFFS, *SITING, 0)
 
 
 # (name, format, mode, bytes per pixel, frames per launch)
@@ -106,7 +111,7 @@ def main():
     builds = {os.path.basename(p)[: -len(".fatbin")]: load(p) for p in paths}
     first = next(iter(builds.values()))
     ratios = {b: [] for b in builds}
-    print(f"convert-kernel-bench on {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, {N} launches per figure")
+    print(f"convert-kernel-bench on {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, {N} launches per figure, chroma siting {os.environ.get('KB_SITING', 'left')}")
     print("| frame | conversion | bytes read + written | D2D copy GB/s | " + " | ".join(f"{b} GB/s (ratio)" for b in builds) + " |")
     print("|---|---|---:|---:|" + "---:|" * len(builds))
     for (w, h) in [(1920, 1080), (3840, 2160)]:

@@ -115,7 +115,6 @@ impl Siting {
     /// it covers: (x, y), each -0.25, 0 or 0.25 (left: x -0.25; top: y -0.25; bottom: y +0.25).
     /// A chroma coordinate of luma position `u` (pixel centres at k + 0.5) is then
     /// `u / 2 - 0.5 - offset` for point sampling (`u / 2 - offset` for box footprints).
-    #[allow(dead_code)] // read by the conversions' siting, which lands next
     pub(crate) fn offsets(self) -> (f32, f32) {
         match self.resolved() {
             Siting::Center => (0.0, 0.0),

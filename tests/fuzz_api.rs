@@ -442,8 +442,9 @@ fn convert_spec(r: &mut Rng) -> nvcam_convert {
     c.pad = [*r.pick(&[0.0f32, 114.0, 255.0, -1.0, f32::NAN, any]); 3];
     c.mean = [*r.pick(&[0.0f32, 0.485, f32::INFINITY, any]), 0.456, 0.406];
     c.std = [*r.pick(&[0.0f32, 0.229, 1.0, -0.0, any]), 0.224, 0.225];
+    c.chroma_siting = *r.pick(&[0u32, 0, 0, 1, 2, 3, 6, 7, u32::MAX]);
     if r.chance(10) {
-        c.reserved[r.below(6) as usize] = 1;
+        c.reserved[r.below(5) as usize] = 1;
     }
     if r.chance(10) {
         c.struct_size = *r.pick(&[0u32, 4, 111, u32::MAX]);

@@ -1,11 +1,13 @@
 //! The conversion kernels on a GPU (issue 12): every output format at 1080p, 4K and odd sizes,
-//! both matrices and both ranges, identity, letterbox and crop+resize, against the CPU twin
+//! both matrices and both ranges, chroma sitings (issue 20), identity, crops at odd offsets,
+//! letterbox and crop+resize, against the CPU twin
 //! (`nvcam::diag::convert_nv12_cpu`, the same arithmetic): bit-identical (the issue allows one
 //! step per 8-bit channel, 1/255 for floats; the twin is built to match exactly). Both
 //! destinations: device memory on the test's own stream, and host memory through the library's
 //! pinned staging. Then the stream hand-off: a slow kernel on the
 //! consumer's stream reads a frame released right after its launch, and the slot is not
-//! rewritten until it finished.
+//! rewritten until it finished. And crops on the device equal that window of the whole frame's
+//! device conversion (no seam at a ROI's border).
 //!
 //! `#[ignore]`d (run on the GPU machine with `--include-ignored`); without a GPU they return
 //! early, and fail under REQUIRE_GPU=1.
@@ -168,6 +170,10 @@ const FORMATS: [(u32, &str); 6] = [
     (NVCAM_FORMAT_RGB_F16_PLANAR, "RGB_F16"),
 ];
 
+/// The stream's siting (0), then left (H.264/HEVC's default), centre (JPEG), top-left (BT.2020)
+/// and bottom (the other vertical shift).
+const SITINGS: [u32; 5] = [0, NVCAM_SITING_LEFT, NVCAM_SITING_CENTER, NVCAM_SITING_TOPLEFT, NVCAM_SITING_BOTTOM];
+
 fn spec(format: u32) -> nvcam_convert {
     nvcam_convert { struct_size: std::mem::size_of::<nvcam_convert>() as u32, format, ..Default::default() }
 }
@@ -199,7 +205,7 @@ fn check_one(cuda: &Cuda, frame: u64, fi: &nvcam_frame_info, nv12: &[u8], s: &nv
     let mut need = 0u64;
     assert_eq!(unsafe { nvcam_frame_convert_size(frame, s, 0, &mut need) }, NVCAM_OK, "{what}: {}", last_error());
     let n = need as usize;
-    let cpu = nvcam::diag::convert_nv12_cpu(nv12, fi.width, fi.height, s, (fi.color_matrix, fi.color_range), 0).unwrap();
+    let cpu = nvcam::diag::convert_nv12_cpu(nv12, fi.width, fi.height, s, (fi.color_matrix, fi.color_range, fi.chroma_siting), 0).unwrap();
     assert_eq!(cpu.len(), n, "{what}: reference size");
     // Device destination, on our stream; a guard past the end must stay untouched.
     let dst = cuda.alloc(n + 256);
@@ -265,26 +271,52 @@ fn all_formats_and_colours(cuda: &Cuda, url: &str, decoder: u32) {
                 checked += n;
             }
         }
-        // Letterboxed detector input (box filter for the big frames, bilinear up for small ones).
-        let mut s = spec(format);
-        s.width = 640;
-        s.height = 640;
-        s.flags = NVCAM_CONVERT_LETTERBOX;
-        s.pad = [114.0, 114.0, 114.0];
-        let (d, n) = check_one(cuda, f, &fi, &nv12, &s, &format!("{w}x{h} {name} letterbox 640"));
-        worst[i] = worst[i].max(d);
-        checked += n;
-        // Crop + an odd-sized bilinear resize.
-        let mut s = spec(format);
-        s.roi_x = w / 5;
-        s.roi_y = (h / 7) | 1;
-        s.roi_width = (w / 2) | 1;
-        s.roi_height = (h / 2).max(1);
-        s.width = 333;
-        s.height = 187;
-        let (d, n) = check_one(cuda, f, &fi, &nv12, &s, &format!("{w}x{h} {name} roi+resize"));
-        worst[i] = worst[i].max(d);
-        checked += n;
+        // The stream's siting (0), then the others a stream may signal (every kernel path reads
+        // chroma at the sited positions; the CPU twin is written from the same geometry).
+        for siting in SITINGS {
+            // Letterboxed detector input (box filter for the big frames, bilinear up for small ones).
+            let mut s = spec(format);
+            s.chroma_siting = siting;
+            s.width = 640;
+            s.height = 640;
+            s.flags = NVCAM_CONVERT_LETTERBOX;
+            s.pad = [114.0, 114.0, 114.0];
+            let (d, n) = check_one(cuda, f, &fi, &nv12, &s, &format!("{w}x{h} {name} siting {siting} letterbox 640"));
+            worst[i] = worst[i].max(d);
+            checked += n;
+            // Crop + an odd-sized bilinear resize.
+            let mut s = spec(format);
+            s.chroma_siting = siting;
+            s.roi_x = w / 5;
+            s.roi_y = (h / 7) | 1;
+            s.roi_width = (w / 2) | 1;
+            s.roi_height = (h / 2).max(1);
+            s.width = 333;
+            s.height = 187;
+            let (d, n) = check_one(cuda, f, &fi, &nv12, &s, &format!("{w}x{h} {name} siting {siting} roi+resize"));
+            worst[i] = worst[i].max(d);
+            checked += n;
+            // A crop at odd offsets, odd-sized, at the same scale (the same-scale kernel's rows
+            // and columns of both parities; its border reads the frame around it).
+            let mut s = spec(format);
+            s.chroma_siting = siting;
+            s.roi_x = (w / 5) | 1;
+            s.roi_y = (h / 7) | 1;
+            s.roi_width = ((w / 2) | 1).min(w - s.roi_x);
+            s.roi_height = ((h / 2) | 1).min(h - s.roi_y);
+            let (d, n) = check_one(cuda, f, &fi, &nv12, &s, &format!("{w}x{h} {name} siting {siting} odd crop"));
+            worst[i] = worst[i].max(d);
+            checked += n;
+            // Box filter across, up-scaled 2.5x down: the sited chroma footprints of the first and
+            // last rows lie partly or wholly past the edge samples (the kernels floor w0 there).
+            let mut s = spec(format);
+            s.chroma_siting = siting;
+            s.width = (w / 8).max(1);
+            s.height = h * 5 / 2;
+            let (d, n) = check_one(cuda, f, &fi, &nv12, &s, &format!("{w}x{h} {name} siting {siting} box across, up 2.5x down"));
+            worst[i] = worst[i].max(d);
+            checked += n;
+        }
     }
     println!(
         "{w}x{h}: {checked} bytes compared in {:.1}s; max |GPU - CPU| per format (steps of 1/255): {}",
@@ -295,8 +327,9 @@ fn all_formats_and_colours(cuda: &Cuda, url: &str, decoder: u32) {
     close(cam, 5000).unwrap();
 }
 
-/// Every format x both matrices x both ranges x (identity, letterbox, crop+resize) at 1080p, 4K,
-/// 1366x768 and 161x97: the kernels equal the CPU twin bit for bit.
+/// Every format x both matrices x both ranges (identity), and x five sitings (letterbox,
+/// crop+resize, a crop at odd offsets, a box filter across with the other axis up-scaled) at
+/// 1080p, 4K, 1366x768 and 161x97: the kernels equal the CPU twin bit for bit.
 #[test]
 #[ignore]
 fn gpu_conversions_match_the_cpu_reference_at_every_size() {
@@ -335,7 +368,7 @@ fn nvdec_frame_converts_with_its_stream_colours() {
     let _s = Session::new();
     let cuda = Cuda::new();
     let (cam, f, fi, nv12) = frame_of(&clip, NVCAM_DECODER_AUTO);
-    println!("{}x{} NVDEC frame: matrix {} range {}", fi.width, fi.height, fi.color_matrix, fi.color_range);
+    println!("{}x{} NVDEC frame: matrix {} range {} siting {}", fi.width, fi.height, fi.color_matrix, fi.color_range, fi.chroma_siting);
     assert_eq!((fi.color_matrix, fi.color_range), (NVCAM_MATRIX_BT709, NVCAM_RANGE_LIMITED), "an unflagged 1080p stream is BT.709 limited");
     for (format, name) in FORMATS {
         let mut s = spec(format);
@@ -343,9 +376,103 @@ fn nvdec_frame_converts_with_its_stream_colours() {
         s.height = 640;
         s.flags = NVCAM_CONVERT_LETTERBOX;
         check_one(&cuda, f, &fi, &nv12, &s, &format!("nvdec {name}"));
+        // A tile at odd offsets, the stream's siting.
+        let mut s = spec(format);
+        (s.roi_x, s.roi_y, s.roi_width, s.roi_height) = (333, 177, 641, 361);
+        check_one(&cuda, f, &fi, &nv12, &s, &format!("nvdec {name} odd tile"));
     }
     release(f).unwrap();
     close(cam, 5000).unwrap();
+}
+
+/// `s` converted from frame `f` into device memory on the test's stream, packed, downloaded.
+fn on_device(cuda: &Cuda, f: u64, s: &nvcam_convert) -> Vec<u8> {
+    let mut need = 0u64;
+    assert_eq!(unsafe { nvcam_frame_convert_size(f, s, 0, &mut need) }, NVCAM_OK, "{}", last_error());
+    let n = need as usize;
+    let dst = cuda.alloc(n);
+    let mut d = *s;
+    d.dst_memory = NVCAM_MEMORY_DEVICE;
+    d.dst_device = 0;
+    assert_eq!(unsafe { nvcam_frame_convert(f, &d, dst.0 as *mut _, 0, n as u64, cuda.stream()) }, NVCAM_OK, "{}", last_error());
+    cuda.sync();
+    dst.download(n)
+}
+
+/// Bytes per pixel in one plane, and planes, of a format.
+fn pixel_layout(format: u32) -> (usize, usize) {
+    match format {
+        NVCAM_FORMAT_BGRA8 => (4, 1),
+        NVCAM_FORMAT_BGR8 | NVCAM_FORMAT_RGB8 => (3, 1),
+        NVCAM_FORMAT_GRAY8 => (1, 1),
+        NVCAM_FORMAT_RGB_F32_PLANAR => (4, 3),
+        _ => (2, 3),
+    }
+}
+
+/// The `(x, y, w, h)` window (pixels) of a packed image `iw` pixels wide and `ih` high, planes
+/// after each other.
+fn window(img: &[u8], format: u32, (iw, ih): (u32, u32), (x, y, w, h): Roi) -> Vec<u8> {
+    let (px, planes) = pixel_layout(format);
+    let (row, plane) = (iw as usize * px, iw as usize * px * ih as usize);
+    let mut v = Vec::with_capacity(w as usize * px * h as usize * planes);
+    for p in 0..planes {
+        for r in y..y + h {
+            let at = p * plane + r as usize * row + x as usize * px;
+            v.extend_from_slice(&img[at..at + w as usize * px]);
+        }
+    }
+    v
+}
+
+/// A crop rectangle (x, y, w, h) in frame pixels.
+type Roi = (u32, u32, u32, u32);
+
+/// Crops on the device equal that window of the whole frame's device conversion, byte for byte,
+/// for every format and siting: at the same scale at odd and even offsets (tiles touching the
+/// frame's edges too), and resized with the origin on the whole frame's output grid (down 2x
+/// bilinear, down 4x box filter, up 2x bilinear at any origin). A ROI's border reads the frame
+/// around it: no seam where tiles meet.
+#[test]
+#[ignore]
+fn gpu_roi_equals_the_window_of_the_whole_frame() {
+    if !need_gpu("gpu_roi_equals_the_window_of_the_whole_frame", gpu_usable(), "usable GPU (libcuda and a device)") {
+        return;
+    }
+    let _s = Session::new();
+    let cuda = Cuda::new();
+    // (source, output pixels per frame pixel as num / den, ROIs in frame pixels)
+    let cases: [(&str, (u32, u32), &[Roi]); 4] = [
+        ("testsrc://1920x1080@30", (1, 1), &[(333, 177, 641, 361), (2, 2, 64, 64), (1279, 719, 641, 361), (0, 1, 1920, 1079), (1919, 1079, 1, 1), (7, 0, 33, 1080)]),
+        ("testsrc://1920x1080@30", (1, 2), &[(2, 2, 640, 360), (1000, 500, 920, 580)]),
+        ("testsrc://1920x1080@30", (1, 4), &[(4, 4, 640, 360), (1280, 720, 640, 360)]),
+        ("testsrc://640x360@30", (2, 1), &[(1, 1, 101, 51), (333, 177, 307, 183)]),
+    ];
+    let mut compared = 0usize;
+    for (url, (num, den), rois) in cases {
+        let (cam, f, fi, _) = frame_of(url, NVCAM_DECODER_AUTO);
+        let out = |n: u32| n * num / den;
+        for siting in SITINGS {
+            for (format, name) in FORMATS {
+                let mut whole = spec(format);
+                whole.chroma_siting = siting;
+                (whole.width, whole.height) = (out(fi.width), out(fi.height));
+                let all = on_device(&cuda, f, &whole);
+                for &(x, y, w, h) in rois {
+                    let mut s = whole;
+                    (s.roi_x, s.roi_y, s.roi_width, s.roi_height) = (x, y, w, h);
+                    (s.width, s.height) = (out(w), out(h));
+                    let got = on_device(&cuda, f, &s);
+                    let want = window(&all, format, (whole.width, whole.height), (out(x), out(y), out(w), out(h)));
+                    assert!(got == want, "{url} x{num}/{den} {name} siting {siting} roi {:?}: differs from that window of the whole frame", (x, y, w, h));
+                    compared += got.len();
+                }
+            }
+        }
+        release(f).unwrap();
+        close(cam, 5000).unwrap();
+    }
+    println!("ROIs on the device equal their windows of the whole frame: {compared} bytes compared (same scale, down 2x, down 4x, up 2x; 6 formats, 5 sitings)");
 }
 
 /// A consumer kernel on the consumer's stream spins ~1 s, then copies the frame's slot; the

@@ -118,6 +118,14 @@ SITING_TOP = 4
 SITING_BOTTOMLEFT = 5
 SITING_BOTTOM = 6
 
+# Chroma siting (FrameInfo.chroma_siting; Convert.chroma_siting overrides it, 0 = the stream's).
+SITING_LEFT = 1
+SITING_CENTER = 2
+SITING_TOPLEFT = 3
+SITING_TOP = 4
+SITING_BOTTOMLEFT = 5
+SITING_BOTTOM = 6
+
 STATE_CONNECTING = 0
 STATE_STREAMING = 1
 STATE_STALLED = 2
@@ -341,7 +349,8 @@ class Convert(_Sized):
         ("pad", ctypes.c_float * 3),
         ("mean", ctypes.c_float * 3),
         ("std", ctypes.c_float * 3),
-        ("reserved", c_uint32 * 6),
+        ("chroma_siting", c_uint32),
+        ("reserved", c_uint32 * 5),
     ]
 
 
@@ -1006,9 +1015,10 @@ class Frame:
 
     @staticmethod
     def spec(format, width=0, height=0, roi=None, letterbox=False, pad=(0, 0, 0), matrix=0, range=0,
-             mean=(0, 0, 0), std=(1, 1, 1), device=None):
+             mean=(0, 0, 0), std=(1, 1, 1), device=None, siting=0):
         """A :class:`Convert` spec. ``roi`` is ``(x, y, w, h)``; ``device`` a GPU ordinal for a
-        device destination (``None``: host memory)."""
+        device destination (``None``: host memory); ``siting`` a ``SITING_*`` override of the
+        stream's chroma siting (0: the stream's)."""
         c = Convert()
         c.format = format
         c.width, c.height = width, height
@@ -1016,6 +1026,7 @@ class Frame:
             c.roi_x, c.roi_y, c.roi_width, c.roi_height = roi
         c.flags = CONVERT_LETTERBOX if letterbox else 0
         c.matrix, c.range = matrix, range
+        c.chroma_siting = siting
         c.dst_memory = MEMORY_HOST if device is None else MEMORY_DEVICE
         c.dst_device = 0 if device is None else device
         c.pad[:] = list(pad)

@@ -7,7 +7,7 @@
 pub(crate) mod cpu;
 pub(crate) mod params;
 
-use crate::frame::{Matrix, Range};
+use crate::frame::{Color, Matrix, Range, Siting};
 use crate::status::*;
 
 /// The largest output side accepted (a 16K image; anything bigger is a caller's mistake).
@@ -89,11 +89,18 @@ pub(crate) struct Spec {
     pub letterbox: bool,
     /// Letterbox colour R, G, B in 0..255 (float outputs normalize it like a pixel).
     pub pad: [f32; 3],
-    /// Overrides of the stream's matrix and range.
+    /// Overrides of the stream's matrix, range and chroma siting.
     pub matrix: Option<Matrix>,
     pub range: Option<Range>,
+    pub siting: Option<Siting>,
     pub mean: [f32; 3],
     pub std: [f32; 3],
+}
+
+/// A colour description of the given matrix and range (siting unspecified: left), for tests.
+#[cfg(test)]
+pub(crate) fn colour(m: Matrix, r: Range) -> Color {
+    Color { matrix: m, range: r, ..Color::default() }
 }
 
 impl Spec {
@@ -108,6 +115,7 @@ impl Spec {
             pad: [0.0; 3],
             matrix: None,
             range: None,
+            siting: None,
             mean: [0.0; 3],
             std: [1.0; 3],
         }
@@ -203,6 +211,8 @@ pub(crate) struct Plan {
     pub sy: f32,
     pub mode: Mode,
     pub coeffs: Coeffs,
+    /// Where the chroma samples sit (resolved: never `Unspecified`).
+    pub siting: Siting,
     pub pad: [f32; 3],
     pub norm: Norm,
 }
@@ -227,8 +237,9 @@ fn finite3(v: &[f32; 3], what: &str) -> Result<()> {
 }
 
 impl Plan {
-    /// `color` is the frame's (matrix, range), already resolved; the spec may override either.
-    pub(crate) fn new(spec: &Spec, src_w: u32, src_h: u32, color: (Matrix, Range)) -> Result<Plan> {
+    /// `color` is the frame's colour description as its decoder reported it (unspecified parts
+    /// are resolved here, by the frame's height); the spec may override matrix, range and siting.
+    pub(crate) fn new(spec: &Spec, src_w: u32, src_h: u32, color: &Color) -> Result<Plan> {
         if src_w == 0 || src_h == 0 {
             return Err(Error::arg("the frame is empty"));
         }
@@ -262,8 +273,9 @@ impl Plan {
         };
         let sx = roi.w as f32 / img.w as f32;
         let sy = roi.h as f32 / img.h as f32;
-        let m = spec.matrix.unwrap_or(color.0);
-        let r = spec.range.unwrap_or(color.1);
+        let (m, r) = color.resolved(src_h);
+        let m = spec.matrix.unwrap_or(m);
+        let r = spec.range.unwrap_or(r);
         Ok(Plan {
             format: spec.format,
             src_w,
@@ -282,9 +294,22 @@ impl Plan {
                 Mode::Bilinear
             },
             coeffs: Coeffs::new(m, r),
+            siting: spec.siting.unwrap_or(color.siting).resolved(),
             pad: spec.pad,
             norm: Norm::new(&spec.mean, &spec.std),
         })
+    }
+
+    /// Where a chroma sample sits inside the 2x2 luma block it belongs to, on each axis, in half
+    /// luma pixels from the block's top-left corner: 1 (with the first column / row), 2 (between
+    /// the two: centred) or 3 (with the second row). Both back ends interpolate from this: the
+    /// chroma coordinate of luma position `u` (pixel centres at k + 0.5) is `u / 2 - h / 4` in
+    /// samples whose centres are at integers (bilinear), `u / 2 + 1 / 2 - h / 4` in samples
+    /// covering `[i, i + 1)` (box filter); at the same scale, `(2X + 1 - h) / 4` for luma column X.
+    pub(crate) fn chroma_pos(&self) -> (i32, i32) {
+        let (ox, oy) = self.siting.offsets();
+        // offsets() is in chroma samples (2 luma pixels) from the block's centre (2 half pixels).
+        ((2.0 + 4.0 * ox) as i32, (2.0 + 4.0 * oy) as i32)
     }
 
     /// Bytes of one output row, packed.
@@ -376,7 +401,7 @@ mod tests {
         s.width = 640;
         s.height = 640;
         s.letterbox = true;
-        let p = Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).unwrap();
+        let p = Plan::new(&s, 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).unwrap();
         assert_eq!(p.img, Rect { x: 0, y: 140, w: 640, h: 360 });
         assert_eq!(p.mode, Mode::Area, "3x down-scale uses the box filter");
         let l = p.layout(0).unwrap();
@@ -387,14 +412,14 @@ mod tests {
     fn roi_outside_the_frame_or_overflowing_is_refused() {
         let mut s = Spec::new(PixelFormat::Bgra8);
         s.roi = Some(Rect { x: 100, y: 0, w: 1821, h: 10 });
-        assert!(Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).is_err());
+        assert!(Plan::new(&s, 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).is_err());
         s.roi = Some(Rect { x: u32::MAX, y: 0, w: 2, h: 10 });
-        assert!(Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).is_err());
+        assert!(Plan::new(&s, 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).is_err());
         s.roi = Some(Rect { x: 0, y: 0, w: 0, h: 10 });
-        assert!(Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).is_err());
+        assert!(Plan::new(&s, 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).is_err());
         let s = Spec { std: [1.0, 0.0, 1.0], ..Spec::new(PixelFormat::RgbF32) };
-        assert!(Plan::new(&s, 64, 64, (Matrix::Bt709, Range::Limited)).is_err());
-        let p = Plan::new(&Spec::new(PixelFormat::Bgr8), 1920, 1080, (Matrix::Bt709, Range::Limited)).unwrap();
+        assert!(Plan::new(&s, 64, 64, &colour(Matrix::Bt709, Range::Limited)).is_err());
+        let p = Plan::new(&Spec::new(PixelFormat::Bgr8), 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).unwrap();
         assert!(p.layout(usize::MAX / 2).is_err(), "a pitch that wraps is refused");
         assert!(p.layout(100).is_err(), "a pitch below the row is refused");
     }
@@ -415,5 +440,28 @@ mod tests {
         assert_eq!(Color::default().resolved(480), (Matrix::Bt601, Range::Limited));
         assert_eq!(Color::default().resolved(720), (Matrix::Bt709, Range::Limited));
         assert_eq!(Color::from_h273(6, Some(true)).resolved(2160), (Matrix::Bt601, Range::Full));
+    }
+
+    /// Each siting's chroma position in half pixels from its 2x2 block's top-left corner (H.273
+    /// figure 2: left is on the first column, halfway down; top-left on the first sample; ...),
+    /// unspecified as left (what H.264/HEVC mean), and the spec's override over the stream's.
+    #[test]
+    fn siting_resolves_to_its_chroma_position() {
+        let cases = [
+            (Siting::Unspecified, (1, 2)),
+            (Siting::Left, (1, 2)),
+            (Siting::Center, (2, 2)),
+            (Siting::TopLeft, (1, 1)),
+            (Siting::Top, (2, 1)),
+            (Siting::BottomLeft, (1, 3)),
+            (Siting::Bottom, (2, 3)),
+        ];
+        for (siting, pos) in cases {
+            let c = Color { siting, ..colour(Matrix::Bt709, Range::Limited) };
+            let p = Plan::new(&Spec::new(PixelFormat::Rgb8), 64, 64, &c).unwrap();
+            assert_eq!((p.siting, p.chroma_pos()), (siting.resolved(), pos), "{siting:?}");
+            let s = Spec { siting: Some(Siting::Center), ..Spec::new(PixelFormat::Rgb8) };
+            assert_eq!(Plan::new(&s, 64, 64, &c).unwrap().chroma_pos(), (2, 2), "the spec overrides {siting:?}");
+        }
     }
 }

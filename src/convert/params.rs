@@ -31,10 +31,13 @@ pub(crate) struct KernelItem {
     pub uv: u64,
     pub dst: u64,
     pub src_pitch: u64,
+    /// The ROI's origin in the frame.
     pub roi_x: i32,
     pub roi_y: i32,
-    pub roi_w: i32,
-    pub roi_h: i32,
+    /// The frame's size: taps clamp to the frame, not to the ROI, so a ROI reads the pixels
+    /// around it and equals that window of the whole frame's conversion.
+    pub src_w: i32,
+    pub src_h: i32,
     pub img_x: i32,
     pub img_y: i32,
     pub img_w: i32,
@@ -48,7 +51,10 @@ pub(crate) struct KernelItem {
     pub k_gb: f32,
     pub k_gr: f32,
     pub k_b: f32,
-    pub reserved: [u32; 3],
+    /// [`Plan::chroma_pos`]: where chroma samples sit in their 2x2 luma block (half pixels).
+    pub chroma_x: i32,
+    pub chroma_y: i32,
+    pub reserved: u32,
 }
 
 /// One frame's launch (`nvcam_convert_same` / `_bilinear` / `_area`).
@@ -76,10 +82,14 @@ const _: () = assert!(std::mem::offset_of!(KernelCommon, format) == 16);
 const _: () = assert!(std::mem::offset_of!(KernelCommon, pad) == 28);
 const _: () = assert!(std::mem::offset_of!(KernelCommon, noff) == 52);
 const _: () = assert!(std::mem::offset_of!(KernelItem, roi_x) == 32);
+const _: () = assert!(std::mem::offset_of!(KernelItem, src_w) == 40);
+const _: () = assert!(std::mem::offset_of!(KernelItem, src_h) == 44);
 const _: () = assert!(std::mem::offset_of!(KernelItem, sx) == 64);
 const _: () = assert!(std::mem::offset_of!(KernelItem, mode) == 72);
 const _: () = assert!(std::mem::offset_of!(KernelItem, y_off) == 76);
 const _: () = assert!(std::mem::offset_of!(KernelItem, k_b) == 96);
+const _: () = assert!(std::mem::offset_of!(KernelItem, chroma_x) == 100);
+const _: () = assert!(std::mem::offset_of!(KernelItem, chroma_y) == 104);
 const _: () = assert!(std::mem::offset_of!(KernelParams, it) == 64);
 const _: () = assert!(std::mem::offset_of!(BatchParams, items) == 64);
 
@@ -104,6 +114,7 @@ impl KernelItem {
     /// The NV12 image at `y`/`uv` (rows `src_pitch` apart) into `dst`, as `p` says.
     pub(crate) fn new(p: &Plan, y: u64, uv: u64, src_pitch: usize, dst: u64) -> KernelItem {
         let c = &p.coeffs;
+        let (chroma_x, chroma_y) = p.chroma_pos();
         KernelItem {
             y,
             uv,
@@ -111,8 +122,8 @@ impl KernelItem {
             src_pitch: src_pitch as u64,
             roi_x: p.roi.x as i32,
             roi_y: p.roi.y as i32,
-            roi_w: p.roi.w as i32,
-            roi_h: p.roi.h as i32,
+            src_w: p.src_w as i32,
+            src_h: p.src_h as i32,
             img_x: p.img.x as i32,
             img_y: p.img.y as i32,
             img_w: p.img.w as i32,
@@ -126,7 +137,9 @@ impl KernelItem {
             k_gb: c.k_gb,
             k_gr: c.k_gr,
             k_b: c.k_b,
-            reserved: [0; 3],
+            chroma_x,
+            chroma_y,
+            reserved: 0,
         }
     }
 }
@@ -157,7 +170,7 @@ impl BatchParams {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::convert::{PixelFormat, Spec};
+    use crate::convert::{colour, PixelFormat, Spec};
     use crate::frame::{Matrix, Range};
 
     /// The kernel's same-scale path computes Y - y_off as (2^23 + Y) - (2^23 + y_off), exact only
@@ -166,7 +179,7 @@ mod tests {
     fn luma_offset_is_an_integer_for_every_matrix_and_range() {
         for m in [Matrix::Bt601, Matrix::Bt709, Matrix::Unspecified] {
             for r in [Range::Limited, Range::Full, Range::Unspecified] {
-                let p = Plan::new(&Spec::new(PixelFormat::Bgra8), 64, 64, (m, r)).unwrap();
+                let p = Plan::new(&Spec::new(PixelFormat::Bgra8), 64, 64, &colour(m, r)).unwrap();
                 let k = KernelParams::new(&p, 0, 0, 64, 0, 256, 0);
                 assert_eq!(k.it.y_off, k.it.y_off.round(), "{m:?} {r:?}");
                 assert!((0.0..256.0).contains(&k.it.y_off));
@@ -177,12 +190,26 @@ mod tests {
     #[test]
     fn the_mode_picks_the_sampling() {
         let mut s = Spec::new(PixelFormat::RgbF16);
-        let p = Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).unwrap();
+        let p = Plan::new(&s, 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).unwrap();
         assert_eq!(KernelParams::new(&p, 0, 0, 2048, 0, 0, 0).mode(), Mode::Same);
         (s.width, s.height, s.letterbox) = (640, 640, true);
-        let p = Plan::new(&s, 1920, 1080, (Matrix::Bt709, Range::Limited)).unwrap();
+        let p = Plan::new(&s, 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).unwrap();
         assert_eq!(KernelParams::new(&p, 0, 0, 2048, 0, 0, 0).mode(), Mode::Area);
-        let p = Plan::new(&s, 1280, 720, (Matrix::Bt709, Range::Limited)).unwrap();
+        let p = Plan::new(&s, 1280, 720, &colour(Matrix::Bt709, Range::Limited)).unwrap();
         assert_eq!(KernelParams::new(&p, 0, 0, 2048, 0, 0, 0).mode(), Mode::Bilinear);
+    }
+
+    /// The kernel clamps taps to the frame and reads the siting from the item: a ROI's item
+    /// carries the frame's size (not the ROI's) and the chroma position in half pixels.
+    #[test]
+    fn the_item_carries_the_frame_size_and_the_siting() {
+        use crate::frame::{Color, Siting};
+        let mut s = Spec::new(PixelFormat::Bgra8);
+        s.roi = Some(crate::convert::Rect { x: 3, y: 5, w: 64, h: 32 });
+        let c = Color { siting: Siting::TopLeft, ..colour(Matrix::Bt709, Range::Limited) };
+        let p = Plan::new(&s, 1920, 1080, &c).unwrap();
+        let it = KernelParams::new(&p, 0, 0, 2048, 0, 0, 0).it;
+        assert_eq!((it.roi_x, it.roi_y, it.src_w, it.src_h), (3, 5, 1920, 1080));
+        assert_eq!((it.chroma_x, it.chroma_y, it.reserved), (1, 1, 0));
     }
 }

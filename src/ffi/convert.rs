@@ -245,6 +245,12 @@ fn siting_code(s: Siting) -> u32 {
     }
 }
 
+/// An `NVCAM_SITING_*` value (numbered as FFmpeg's `AVChromaLocation`; anything else is
+/// unspecified).
+fn siting_from_code(code: u32) -> Siting {
+    Siting::from_ffmpeg(code)
+}
+
 fn matrix_code(m: Matrix) -> u32 {
     match m {
         Matrix::Unspecified => NVCAM_MATRIX_UNKNOWN,
@@ -301,6 +307,11 @@ pub(crate) fn convert_spec(c: &nvcam_convert) -> Result<(Spec, DstKind)> {
         NVCAM_RANGE_FULL => Some(Range::Full),
         r => return Err(Error::arg(format!("range {r} is not an NVCAM_RANGE_* value"))),
     };
+    let siting = match c.chroma_siting {
+        0 => None,
+        NVCAM_SITING_LEFT..=NVCAM_SITING_BOTTOM => Some(siting_from_code(c.chroma_siting)),
+        v => return Err(Error::arg(format!("chroma_siting {v} is not an NVCAM_SITING_* value"))),
+    };
     let dst = match c.dst_memory {
         NVCAM_MEMORY_HOST => DstKind::Host,
         NVCAM_MEMORY_DEVICE if c.dst_device >= 0 => DstKind::Device(c.dst_device),
@@ -317,6 +328,7 @@ pub(crate) fn convert_spec(c: &nvcam_convert) -> Result<(Spec, DstKind)> {
         pad: c.pad,
         matrix,
         range,
+        siting,
         mean: c.mean,
         std: c.std.map(|s| if s == 0.0 { 1.0 } else { s }),
     };
@@ -324,18 +336,20 @@ pub(crate) fn convert_spec(c: &nvcam_convert) -> Result<(Spec, DstKind)> {
 }
 
 /// The CPU conversion of a packed NV12 image (`nv12_size` bytes as `nvcam_frame_copy_nv12`
-/// writes them) whose stream colours are the `NVCAM_MATRIX_*`/`NVCAM_RANGE_*` codes given: the
-/// reference the GPU tests compare the kernels against.
-pub(crate) fn cpu_reference(nv12: &[u8], width: u32, height: u32, spec: &nvcam_convert, color: (u32, u32), dst_pitch: usize) -> Result<Vec<u8>> {
+/// writes them) whose stream colours are the `NVCAM_MATRIX_*`/`NVCAM_RANGE_*`/`NVCAM_SITING_*`
+/// codes given (as `nvcam_frame_info_t` reports them): the reference the GPU tests compare the
+/// kernels against.
+pub(crate) fn cpu_reference(nv12: &[u8], width: u32, height: u32, spec: &nvcam_convert, color: (u32, u32, u32), dst_pitch: usize) -> Result<Vec<u8>> {
     let (s, _) = convert_spec(spec)?;
-    let m = match color.0 {
+    let matrix = match color.0 {
         NVCAM_MATRIX_BT601 => Matrix::Bt601,
         NVCAM_MATRIX_BT709 => Matrix::Bt709,
         NVCAM_MATRIX_BT2020 => Matrix::Bt2020,
         _ => Matrix::Unspecified,
     };
-    let r = if color.1 == NVCAM_RANGE_FULL { Range::Full } else { Range::Limited };
-    let plan = crate::convert::Plan::new(&s, width, height, crate::frame::Color { matrix: m, range: r, ..Default::default() }.resolved(height))?;
+    let range = if color.1 == NVCAM_RANGE_FULL { Range::Full } else { Range::Limited };
+    let color = crate::frame::Color { matrix, range, siting: siting_from_code(color.2), ..Default::default() };
+    let plan = crate::convert::Plan::new(&s, width, height, &color)?;
     let l = plan.layout(dst_pitch)?;
     let pitch = (width as usize).div_ceil(2) * 2;
     let src = crate::convert::cpu::Nv12 { bytes: nv12, pitch, uv_offset: pitch * height as usize };
@@ -453,5 +467,24 @@ mod tests {
             assert_eq!(on.iter().filter(|&&b| b).count(), 1, "bit {bit}");
         }
         assert!(open_flags(NVCAM_OPEN_ALL + 1).is_err());
+    }
+
+    /// `chroma_siting` overrides the stream's siting with an `NVCAM_SITING_*` value (numbered as
+    /// FFmpeg's `AVChromaLocation`); 0 keeps the stream's; anything else is refused.
+    #[test]
+    fn chroma_siting_override_is_read_and_checked() {
+        let base = nvcam_convert { struct_size: std::mem::size_of::<nvcam_convert>() as u32, format: NVCAM_FORMAT_RGB8, ..Default::default() };
+        let siting = |v: u32| convert_spec(&nvcam_convert { chroma_siting: v, ..base }).map(|(s, _)| s.siting);
+        assert_eq!(siting(0).unwrap(), None);
+        assert_eq!(siting(NVCAM_SITING_LEFT).unwrap(), Some(Siting::Left));
+        assert_eq!(siting(NVCAM_SITING_TOPLEFT).unwrap(), Some(Siting::TopLeft));
+        assert_eq!(siting(NVCAM_SITING_BOTTOM).unwrap(), Some(Siting::Bottom));
+        for bad in [7, u32::MAX] {
+            assert_eq!(siting(bad).unwrap_err().code, NVCAM_E_INVALID_ARGUMENT, "{bad}");
+        }
+        // The frame_info numbering reads back as the same siting.
+        for s in [Siting::Left, Siting::Center, Siting::TopLeft, Siting::Top, Siting::BottomLeft, Siting::Bottom] {
+            assert_eq!(siting_from_code(siting_code(s)), s);
+        }
     }
 }

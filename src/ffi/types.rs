@@ -339,8 +339,11 @@ pub struct nvcam_convert {
     pub mean: [f32; 3],
     /// ... and standard deviation; 0 = 1.
     pub std: [f32; 3],
+    /// `NVCAM_SITING_*`: where the frame's chroma samples sit, for a stream that says it wrong;
+    /// 0 = the stream's (as `nvcam_frame_info_t.chroma_siting` reports it).
+    pub chroma_siting: u32,
     /// Must be 0.
-    pub reserved: [u32; 6],
+    pub reserved: [u32; 5],
 }
 
 /// Process-wide GPU counters (`nvcam_gpu_stats`), for one device or summed over all (`device`

@@ -40,7 +40,7 @@ pub(crate) enum Dst<'a> {
 pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, stream: u64) -> Result<()> {
     f.convertible()?;
     let g = *f.geom();
-    let plan = Plan::new(spec, g.width, g.height, f.color_resolved())?;
+    let plan = Plan::new(spec, g.width, g.height, &f.color)?;
     let l = plan.layout(dst_pitch)?;
     let need = |have: usize| -> Result<()> {
         if have < l.total {
@@ -129,7 +129,7 @@ fn check_device_range(dev: &Arc<Device>, ptr: u64, need: usize) -> Result<()> {
 pub(crate) fn required_size(f: &Frame, spec: &Spec, dst_pitch: usize) -> Result<usize> {
     f.convertible()?;
     let g = f.geom();
-    Ok(Plan::new(spec, g.width, g.height, f.color_resolved())?.layout(dst_pitch)?.total)
+    Ok(Plan::new(spec, g.width, g.height, &f.color)?.layout(dst_pitch)?.total)
 }
 
 /// `frames` converted into one tensor: item `i` at byte offset `i * stride` (0 = the size of one
@@ -146,7 +146,7 @@ pub(crate) fn convert_batch(frames: &[Arc<Frame>], spec: &Spec, dst: Dst, stride
         let g = f.geom();
         let at = |e: Error| Error { msg: format!("frames[{i}]: {}", e.msg), ..e };
         f.convertible().map_err(at)?;
-        let plan = Plan::new(spec, g.width, g.height, f.color_resolved()).map_err(at)?;
+        let plan = Plan::new(spec, g.width, g.height, &f.color).map_err(at)?;
         let total = plan.layout(0).map_err(at)?.total;
         plans.push(plan);
         let dims = (plan.out_w, plan.out_h);
