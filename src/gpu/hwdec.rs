@@ -47,9 +47,6 @@ struct FmtState {
     sw_format: AtomicI32,
     /// Times get_format chose CUDA: each time FFmpeg (re)creates its NVDEC session.
     inits: AtomicU32,
-    /// A JPEG stream: FFmpeg's NVDEC hwaccel writes every 8-bit JPEG layout as NV12 (its MJPEG
-    /// hwaccel asks for no 4:4:4 surfaces), so 4:2:2, 4:4:4 and gray are taken too.
-    jpeg: bool,
     /// 10- and 12-bit 4:2:0 pictures are taken (as P010/P016): the codec has them on NVDEC
     /// (HEVC, VP9, AV1) and the camera did not ask for 8-bit frames (FFmpeg's hwaccel writes no
     /// NV12 from them; AUTO then decodes in software and rounds to NV12).
@@ -65,13 +62,13 @@ pub fn sessions_made() -> u64 {
 }
 
 /// Whether FFmpeg's NVDEC hwaccel writes pictures of software format `f` as a pool takes them:
-/// 8-bit 4:2:0 (any 8-bit layout for JPEG) as NV12, 10- and 12-bit 4:2:0 as P010/P016 where
-/// `high_depth` (see `FmtState::high_depth`).
-fn takes_format(f: i32, jpeg: bool, high_depth: bool) -> bool {
+/// 8-bit 4:2:0 as NV12, 10- and 12-bit 4:2:0 as P010/P016 where `high_depth` (see
+/// `FmtState::high_depth`).
+fn takes_format(f: i32, high_depth: bool) -> bool {
     use crate::ffmpeg::pixfmt::{chroma_8bit, high_depth_420, Chroma};
     match chroma_8bit(f) {
         Some(Chroma::C420) => true,
-        Some(_) => jpeg,
+        Some(_) => false,
         None => high_depth_420(f) && high_depth,
     }
 }
@@ -98,8 +95,7 @@ unsafe extern "C" fn get_format_cuda(ctx: *mut ffi::AVCodecContext, fmts: *const
         // SAFETY: `opaque` is null or the FmtState boxed in the HwDecoder that owns this codec
         // context, which outlives every call into it.
         let st = unsafe { opaque.as_ref() };
-        let (jpeg, high_depth) = st.map_or((false, false), |s| (s.jpeg, s.high_depth));
-        if has_cuda && takes_format(sw as i32, jpeg, high_depth) {
+        if has_cuda && takes_format(sw as i32, st.is_some_and(|s| s.high_depth)) {
             if let Some(st) = st {
                 st.inits.fetch_add(1, Ordering::Relaxed);
             }
@@ -154,8 +150,6 @@ pub(crate) struct HwDecoder {
     time_base: ff::Rational,
     fmt: Box<FmtState>,
     codec: String,
-    /// JPEG pictures: full-range BT.601 whatever the frame says (`Color::jpeg`).
-    jpeg: bool,
     hw_dev: Option<HwDevRef>,
     /// FFmpeg's NVDEC session (re)creations seen so far (each timed as `HwCreate`).
     inits_seen: u32,
@@ -174,13 +168,22 @@ impl HwDecoder {
         // 4:2:0 (10-bit, 4:2:2) would otherwise open and fail at its first picture.
         // SAFETY: `params` owns a valid AVCodecParameters.
         let fmt = unsafe { (*params.as_ptr()).format };
-        let jpeg = id == ff::codec::Id::MJPEG;
+        if id == ff::codec::Id::MJPEG {
+            // Its frames came out wrong (up to 255 levels, p99 up to 255 on some clips) when
+            // compute-sanitizer slowed the GPU's work down, while direct NVDEC and software decode
+            // stayed exact: a frame whose pixels depend on timing is not handed out. JPEG goes to
+            // direct NVDEC, or software + upload (AUTO's order without this step).
+            return Err(Error::new(
+                NVCAM_E_UNSUPPORTED,
+                "mjpeg on FFmpeg's CUDA hwaccel is not offered (its frames were found timing-dependent); direct NVDEC or software decode take JPEG",
+            ));
+        }
         let high_depth = matches!(id, ff::codec::Id::HEVC | ff::codec::Id::VP9 | ff::codec::Id::AV1) && !o.eight_bit;
-        if fmt != ffi::AVPixelFormat::AV_PIX_FMT_NONE as i32 && !takes_format(fmt, jpeg, high_depth) {
+        if fmt != ffi::AVPixelFormat::AV_PIX_FMT_NONE as i32 && !takes_format(fmt, high_depth) {
             return Err(Error::new(
                 NVCAM_E_UNSUPPORTED,
                 format!(
-                    "{codec} in pixel format {}: FFmpeg's CUDA hwaccel here takes 8-bit 4:2:0, 8-bit JPEG of any layout, and 10/12-bit 4:2:0 HEVC, VP9 and AV1 (without NVCAM_OPEN_8BIT)",
+                    "{codec} in pixel format {}: FFmpeg's CUDA hwaccel here takes 8-bit 4:2:0, and 10/12-bit 4:2:0 HEVC, VP9 and AV1 (without NVCAM_OPEN_8BIT)",
                     crate::ffmpeg::pixfmt::name(fmt)
                 ),
             ));
@@ -209,7 +212,7 @@ impl HwDecoder {
             log::warn!("{err}");
             return Err(err);
         }
-        let fmt = Box::new(FmtState { jpeg, high_depth, ..Default::default() });
+        let fmt = Box::new(FmtState { high_depth, ..Default::default() });
         let mut ctx = ff::codec::Context::from_parameters(params.clone()).map_err(|e| Error::ffmpeg("avcodec_parameters_to_context", e))?;
         // SAFETY: an unopened codec context we own. `fmt` is boxed, so the opaque pointer stays
         // valid while the decoder (which holds both) lives.
@@ -248,7 +251,6 @@ impl HwDecoder {
             time_base,
             fmt,
             codec,
-            jpeg,
             hw_dev: Some(hw_dev),
             inits_seen: 0,
             _ticket: ticket,
@@ -369,7 +371,7 @@ impl Decoder for HwDecoder {
         self.frame = f;
         self.has_frame = false;
         self.check_refused()?;
-        let Some(pic) = received(r, &self.frame, self.time_base, "avcodec_receive_frame (CUDA hwaccel)", self.jpeg)? else {
+        let Some(pic) = received(r, &self.frame, self.time_base, "avcodec_receive_frame (CUDA hwaccel)", false)? else {
             return Ok(None);
         };
         // SAFETY: our frame, just filled by the decoder.
