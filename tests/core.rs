@@ -80,12 +80,7 @@ fn jpeg_samples_keep_their_range_and_report_jfif_colours() {
     init();
     let (w, h, n) = (96usize, 64usize, 4usize);
     for (c, fmt, range) in jpeg_clips(w as u32, h as u32, n as u32) {
-        let (cw, chh) = match fmt {
-            "yuvj444p" => (w, h),
-            "yuvj422p" => (w / 2, h),
-            "gray" => (0, 0),
-            _ => (w / 2, h / 2),
-        };
+        let (cw, chh) = jpeg_chroma_size(fmt, w, h);
         let native = native_frames(&c, fmt, w * h + 2 * cw * chh);
         let samples = reference_nv12(&c, w, h);
         assert_eq!(native.len(), n, "{fmt}: reference frames");

@@ -774,12 +774,7 @@ fn jpeg_every_layout_on_every_decoder_matches_ffmpeg() {
     for (w, h) in [(640usize, 480usize), (1280, 720)] {
         let n = 8usize;
         for (c, fmt, range) in jpeg_clips(w as u32, h as u32, n as u32) {
-            let (cw, chh) = match fmt {
-                "yuvj444p" => (w, h),
-                "yuvj422p" => (w / 2, h),
-                "gray" => (0, 0),
-                _ => (w / 2, h / 2),
-            };
+            let (cw, chh) = jpeg_chroma_size(fmt, w, h);
             let native = native_frames(&c, fmt, w * h + 2 * cw * chh);
             let swscale = reference_nv12(&c, w, h);
             assert_eq!(native.len(), n, "{fmt}: reference frames");

@@ -111,12 +111,6 @@ TRANSFER_UNKNOWN = 0
 TRANSFER_SDR = 1
 TRANSFER_PQ = 2
 TRANSFER_HLG = 3
-SITING_LEFT = 1
-SITING_CENTER = 2
-SITING_TOPLEFT = 3
-SITING_TOP = 4
-SITING_BOTTOMLEFT = 5
-SITING_BOTTOM = 6
 
 # Chroma siting (FrameInfo.chroma_siting; Convert.chroma_siting overrides it, 0 = the stream's).
 SITING_LEFT = 1

@@ -246,6 +246,17 @@ pub fn jpeg_clips(w: u32, h: u32, frames: u32) -> Vec<(PathBuf, &'static str, u3
         .collect()
 }
 
+/// The size of one chroma plane of a `jpeg_clips` clip decoded in its own pixel format `fmt`
+/// ((0, 0) for gray).
+pub fn jpeg_chroma_size(fmt: &str, w: usize, h: usize) -> (usize, usize) {
+    match fmt {
+        "yuvj444p" => (w, h),
+        "yuvj422p" => (w / 2, h),
+        "gray" => (0, 0),
+        _ => (w / 2, h / 2),
+    }
+}
+
 /// A 10-bit HEVC (Main10) clip, what HDR and many new IP cameras send.
 pub fn ten_bit_clip(w: u32, h: u32, frames: u32) -> PathBuf {
     clip(&format!("hevc10-{w}x{h}-{frames}.mkv"), &format!("{w}x{h}"), frames, "libx265", &["-pix_fmt", "yuv420p10le", "-preset", "ultrafast", "-x265-params", "log-level=error"])
