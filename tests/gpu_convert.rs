@@ -1,7 +1,7 @@
 //! The conversion kernels on a GPU (issue 12): every output format at 1080p, 4K and odd sizes,
 //! both matrices and both ranges, chroma sitings (issue 20), identity, crops at odd offsets,
 //! letterbox and crop+resize, against the CPU twin
-//! (`nvcam::diag::convert_nv12_cpu`, the same arithmetic): bit-identical (the issue allows one
+//! (`nvcam::diag::convert_cpu`, the same arithmetic): bit-identical (the issue allows one
 //! step per 8-bit channel, 1/255 for floats; the twin is built to match exactly). Both
 //! destinations: device memory on the test's own stream, and host memory through the library's
 //! pinned staging. Then the stream hand-off: a slow kernel on the
@@ -205,7 +205,7 @@ fn check_one(cuda: &Cuda, frame: u64, fi: &nvcam_frame_info, nv12: &[u8], s: &nv
     let mut need = 0u64;
     assert_eq!(unsafe { nvcam_frame_convert_size(frame, s, 0, &mut need) }, NVCAM_OK, "{what}: {}", last_error());
     let n = need as usize;
-    let cpu = nvcam::diag::convert_nv12_cpu(nv12, fi.width, fi.height, s, (fi.color_matrix, fi.color_range, fi.chroma_siting), 0).unwrap();
+    let cpu = nvcam::diag::convert_cpu(nv12, fi.format, fi.width, fi.height, s, (fi.color_matrix, fi.color_range, fi.chroma_siting), 0).unwrap();
     assert_eq!(cpu.len(), n, "{what}: reference size");
     // Device destination, on our stream; a guard past the end must stay untouched.
     let dst = cuda.alloc(n + 256);

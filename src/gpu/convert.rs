@@ -8,7 +8,7 @@
 use super::context::{ck, Device};
 use super::download::to_host;
 use super::kernels::kernels;
-use crate::convert::cpu::{self, Nv12};
+use crate::convert::cpu::{self, Image};
 use crate::convert::params::{BatchParams, KernelCommon, KernelItem, KernelParams, BATCH_PER_LAUNCH};
 use crate::convert::{Plan, Spec};
 use crate::frame::Frame;
@@ -55,7 +55,7 @@ pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, 
         (MemoryKind::Host, Dst::Host(buf)) => {
             need(buf.len())?;
             let bytes = f.host_bytes().ok_or_else(|| Error::internal("host frame without host bytes"))?;
-            cpu::convert(&plan, &Nv12 { bytes, pitch: g.pitch, uv_offset: g.uv_offset() }, buf, &l)
+            cpu::convert(&plan, &Image { bytes, pitch: g.pitch, uv_offset: g.uv_offset(), depth: g.depth }, buf, &l)
         }
         (MemoryKind::Host, Dst::Device { .. }) => Err(Error::new(
             NVCAM_E_UNSUPPORTED,
