@@ -38,7 +38,6 @@ pub(crate) enum Dst<'a> {
 /// GPU: for the kernel on the frame's GPU); the frame's slot is then fenced by that work, so
 /// releasing the handle at once is safe. Host destinations hold the bytes when this returns.
 pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, stream: u64) -> Result<()> {
-    f.convertible()?;
     let g = *f.geom();
     let plan = Plan::new(spec, g.width, g.height, &f.color)?;
     let l = plan.layout(dst_pitch)?;
@@ -127,7 +126,6 @@ fn check_device_range(dev: &Arc<Device>, ptr: u64, need: usize) -> Result<()> {
 
 /// The bytes `convert_frame` needs for `f` with `spec` at `dst_pitch`.
 pub(crate) fn required_size(f: &Frame, spec: &Spec, dst_pitch: usize) -> Result<usize> {
-    f.convertible()?;
     let g = f.geom();
     Ok(Plan::new(spec, g.width, g.height, &f.color)?.layout(dst_pitch)?.total)
 }
@@ -147,7 +145,6 @@ pub(crate) fn convert_batch(frames: &[Arc<Frame>], spec: &Spec, dst: Dst, stride
     for (i, f) in frames.iter().enumerate() {
         let g = f.geom();
         let at = |e: Error| Error { msg: format!("frames[{i}]: {}", e.msg), ..e };
-        f.convertible().map_err(at)?;
         let plan = Plan::new(spec, g.width, g.height, &f.color).map_err(at)?;
         let total = plan.layout(0).map_err(at)?.total;
         plans.push(plan);
