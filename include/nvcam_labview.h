@@ -159,6 +159,8 @@
  * `format` of `nvcam_frame_info`: P016, NV12's layout with 16-bit little-endian samples, the
  * stream's `bit_depth` bits in the high bits of each (a 10-bit stream is P010: value << 6), as
  * NVDEC writes 10- and 12-bit 4:2:0 streams. Row widths in bytes are twice NV12's.
+ * `nvcam_frame_convert` takes it in every output format, at full precision (float outputs keep
+ * the bits; 8-bit outputs are rounded from them).
  */
 #define NVCAM_FORMAT_P016 7
 
@@ -1084,7 +1086,8 @@ int nvcam_registry_stats(unsigned __int64 cam, unsigned int *for_camera, unsigne
  * Converts the frame as `spec` says (format, output size, crop, letterbox, colours, mean/std)
  * into `dst`, rows `dst_pitch` bytes apart (0 = packed; planar formats: the planes follow each
  * other, `height` rows each). Nothing is written unless the whole image fits in `dst_size` bytes
- * (`nvcam_frame_convert_size` says how many).
+ * (`nvcam_frame_convert_size` says how many). NV12 and P016 frames (10- and 12-bit streams)
+ * alike: P016 samples are read at full precision.
  *
  * `spec->dst_memory` says where `dst` is:
  * - `NVCAM_MEMORY_DEVICE`: `dst` is a `CUdeviceptr` on `spec->dst_device`. The work is enqueued
@@ -1122,10 +1125,11 @@ int nvcam_frame_convert(unsigned __int64 frame, const nvcam_convert_t *spec, voi
  * Everything (handles, sizes, memory kinds) is checked before anything is written. Device
  * memory (`spec->dst_memory`): every frame must be a device frame of `spec->dst_device`; the
  * conversions are enqueued on `cuda_stream` (one kernel launch for up to 32 frames, after
- * their ready events, no host wait; larger batches take one launch per 32) and each frame's
- * slot is fenced by that work, so the handles may be released at once. Host memory: the bytes
- * are there on return (GPU frames through pinned staging, CPU frames on the CPU). A failure
- * after the checks (a CUDA error) may leave earlier items written.
+ * their ready events, no host wait; larger batches take one launch per 32, and NV12 and P016
+ * frames launch apart: one launch per 32 of each) and each frame's slot is fenced by that work,
+ * so the handles may be released at once. Host memory: the bytes are there on return (GPU frames
+ * through pinned staging, CPU frames on the CPU). A failure after the checks (a CUDA error) may
+ * leave earlier items written.
  *
  * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_UNSUPPORTED, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_INTERNAL, NVCAM_E_PANIC
  *

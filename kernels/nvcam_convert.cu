@@ -1,5 +1,6 @@
-// nvcam's frame conversion kernels: NV12 -> BGRA8 / BGR8 / RGB8 / GRAY8 / planar RGB f32 / f16,
-// with crop (ROI), resize (bilinear; box/area for down-scales beyond 2x) and letterbox in one pass.
+// nvcam's frame conversion kernels: NV12 or P016 -> BGRA8 / BGR8 / RGB8 / GRAY8 / planar RGB f32 /
+// f16, with crop (ROI), resize (bilinear; box/area for down-scales beyond 2x) and letterbox in one
+// pass.
 //
 // Built by scripts/build-kernels.sh with NVRTC (no CUDA toolkit, no host compiler) into
 // kernels/nvcam_kernels.fatbin, which the library embeds. The Rust CPU path (src/convert/cpu.rs)
@@ -21,6 +22,11 @@
 // words, and from a shared-memory copy of the block's footprint; both bit-identical.) One kernel per sampling mode (fewer
 // registers), and one for batches (any mode per item). scripts/convert-kernel-bench.py measures
 // builds against each other on a GPU.
+//
+// P016 frames (10- and 12-bit streams: NV12's layout, 16-bit samples with the stream's bits high)
+// have kernels of their own, nvcam_convert_p016 and nvcam_convert_batch_p016 (the host picks them
+// by the item's `depth`): any mode, the generic bilinear and box filter loops on 16-bit samples
+// (`Words` below), none of the 8-bit paths' byte tricks, so those stay as tuned.
 //
 // Parameter layout: `nvcam_convert_common` + `nvcam_convert_item`, mirrored by
 // src/convert/params.rs, which asserts the sizes and offsets; keep both in the same order, all 4-
@@ -70,6 +76,7 @@ typedef unsigned long long u64;
 #define AREA_N 2
 #define AREA_ROWS 2
 #define BATCH_PX 2
+#define P016_PX 2
 
 // What every item of a launch shares (64 bytes).
 struct nvcam_convert_common {
@@ -107,7 +114,9 @@ struct nvcam_convert_item {
     // Luma position u (pixel centres at k + 0.5) is at chroma position u / 2 - h / 4 (sample
     // centres at integers).
     int chroma_x, chroma_y;
-    u32 reserved;
+    // The frame's sample width: 0 NV12, 1 P016. The host launches the _p016 kernels for P016
+    // items (a batch launch holds items of one width); the kernels themselves do not read it.
+    u32 depth;
 };
 
 struct nvcam_convert_params {
@@ -168,15 +177,7 @@ __device__ __forceinline__ float norm(const nvcam_convert_common& c, float v, in
     return clampf(v, 0.f, 255.f) * c.nscale[ch] + c.noff[ch];
 }
 
-// Rows of the source planes, read through the read-only cache.
-__device__ __forceinline__ const u8* y_row(const nvcam_convert_item& it, int y) {
-    return (const u8*)it.y + (u64)y * it.src_pitch;
-}
-
-__device__ __forceinline__ const u16* uv_row(const nvcam_convert_item& it, int y) {
-    return (const u16*)((const u8*)it.uv + (u64)y * it.src_pitch);
-}
-
+// A source sample (byte) and UV pair (two bytes) in 0..255 units.
 __device__ __forceinline__ float ld(const u8* row, int x) {
     return u2f(__ldg(row + x));
 }
@@ -184,6 +185,59 @@ __device__ __forceinline__ float ld(const u8* row, int x) {
 __device__ __forceinline__ float2 ld2(const u16* row, int x) {
     u32 c = __ldg(row + x);
     return make_float2(u2f(c & 0xff), u2f(c >> 8));
+}
+
+// ---- Sample widths -----------------------------------------------------------------------------
+//
+// How the generic paths (bilinear, the box filter's loops) read a frame's planes: Y samples of
+// type Y, UV pairs of type UV (U in the low half), a sample's value in 0..255 units (`ld`, `ld2`),
+// the integer value of a sample or pair's half (`u`, `v` of a loaded pair) for the box filter's
+// inner sums, and such a sum in 0..255 units (`sum`). The 8-bit fast paths read NV12 bytes
+// directly and are used only for `Bytes` (FAST).
+
+// NV12: bytes, exactly what the 8-bit paths compute.
+struct Bytes {
+    typedef u8 Y;
+    typedef u16 UV;
+    static constexpr bool FAST = true;
+    __device__ static __forceinline__ float ld(const u8* row, int x) { return ::ld(row, x); }
+    __device__ static __forceinline__ float2 ld2(const u16* row, int x) { return ::ld2(row, x); }
+    __device__ static __forceinline__ u32 u(u32 c) { return c & 0xff; }
+    __device__ static __forceinline__ u32 v(u32 c) { return c >> 8; }
+    __device__ static __forceinline__ float sum(u32 s) { return (float)s; }
+};
+
+// 1 / 256: a 16-bit sample v is v / 256 in 0..255 units (exact: a power of two), so y_off, the
+// chroma centre 128 and the coefficients are the 8-bit ones (10-bit limited-range Y 64..940 << 6
+// is 16.0..235.0 exactly).
+#define WORD_UNIT 0.00390625f
+
+// P016: little-endian 16-bit words, a UV pair in one 32-bit word. A sum of n samples is exact in
+// a u32 (n < 65537); made a float it rounds only past 2^24, as the CPU twin's does.
+struct Words {
+    typedef u16 Y;
+    typedef u32 UV;
+    static constexpr bool FAST = false;
+    __device__ static __forceinline__ float ld(const u16* row, int x) { return u2f(__ldg(row + x)) * WORD_UNIT; }
+    __device__ static __forceinline__ float2 ld2(const u32* row, int x) {
+        u32 c = __ldg(row + x);
+        return make_float2(u2f(c & 0xffff) * WORD_UNIT, u2f(c >> 16) * WORD_UNIT);
+    }
+    __device__ static __forceinline__ u32 u(u32 c) { return c & 0xffff; }
+    __device__ static __forceinline__ u32 v(u32 c) { return c >> 16; }
+    __device__ static __forceinline__ float sum(u32 s) { return (float)s * WORD_UNIT; }
+};
+
+// Rows of the source planes, read through the read-only cache. S: the sample width (Bytes for
+// NV12, Words for P016); the pitch is in bytes either way.
+template <typename S = Bytes>
+__device__ __forceinline__ const typename S::Y* y_row(const nvcam_convert_item& it, int y) {
+    return (const typename S::Y*)((const u8*)it.y + (u64)y * it.src_pitch);
+}
+
+template <typename S = Bytes>
+__device__ __forceinline__ const typename S::UV* uv_row(const nvcam_convert_item& it, int y) {
+    return (const typename S::UV*)((const u8*)it.uv + (u64)y * it.src_pitch);
 }
 
 __device__ __forceinline__ float lerp(float a, float b, float f) {
@@ -225,24 +279,25 @@ __device__ __forceinline__ Taps taps(float u, float v, int x0, int x1, int y0, i
 
 // Y, Cb, Cr (0..255) of the output pixel (dx, dy) pixels into the image rectangle, bilinear.
 // Also exact for MODE_SAME: the luma taps fall on pixel centres (the second weighs 0) and the
-// chroma weights are quarters or halves. Taps clamp to the frame.
+// chroma weights are quarters or halves. Taps clamp to the frame. S: the sample width.
+template <typename S = Bytes>
 __device__ __forceinline__ void bilinear(const nvcam_convert_item& it, int dx, int dy, float* Y, float* U, float* V) {
     int lx1 = it.src_w - 1, ly1 = it.src_h - 1;
     // Pixel centres: output centre (dx + 0.5) maps to ROI position (dx + 0.5) * sx.
     float u = ((float)dx + 0.5f) * it.sx + (float)it.roi_x;
     float v = ((float)dy + 0.5f) * it.sy + (float)it.roi_y;
     Taps l = taps(u - 0.5f, v - 0.5f, 0, lx1, 0, ly1);
-    const u8* ra = y_row(it, l.ya);
-    const u8* rb = y_row(it, l.yb);
-    float top = lerp(ld(ra, l.xa), ld(ra, l.xb), l.fx);
-    float bot = lerp(ld(rb, l.xa), ld(rb, l.xb), l.fx);
+    const typename S::Y* ra = y_row<S>(it, l.ya);
+    const typename S::Y* rb = y_row<S>(it, l.yb);
+    float top = lerp(S::ld(ra, l.xa), S::ld(ra, l.xb), l.fx);
+    float bot = lerp(S::ld(rb, l.xa), S::ld(rb, l.xb), l.fx);
     *Y = lerp(top, bot, l.fy);
     // Chroma sample j sits at luma 2j + h / 2 (h: chroma_x, chroma_y).
     Taps c = taps(u * 0.5f - (float)it.chroma_x * 0.25f, v * 0.5f - (float)it.chroma_y * 0.25f, 0, lx1 >> 1, 0, ly1 >> 1);
-    const u16* ca = uv_row(it, c.ya);
-    const u16* cb = uv_row(it, c.yb);
-    float2 a = ld2(ca, c.xa), b = ld2(ca, c.xb);
-    float2 d = ld2(cb, c.xa), e = ld2(cb, c.xb);
+    const typename S::UV* ca = uv_row<S>(it, c.ya);
+    const typename S::UV* cb = uv_row<S>(it, c.yb);
+    float2 a = S::ld2(ca, c.xa), b = S::ld2(ca, c.xb);
+    float2 d = S::ld2(cb, c.xa), e = S::ld2(cb, c.xb);
     float tu = lerp(a.x, b.x, c.fx), bu = lerp(d.x, e.x, c.fx);
     float tv = lerp(a.y, b.y, c.fx), bv = lerp(d.y, e.y, c.fx);
     *U = lerp(tu, bu, c.fy);
@@ -329,9 +384,11 @@ __device__ __forceinline__ float wsum(const Span& s) {
 // Inner taps unrolled (independent loads in flight) up to this many; longer spans loop on.
 #define INNER_UNROLL 4
 
-// One row of a luma footprint: (v[i0] * w0 + sum of the inner v) + v[i1] * w1.
-__device__ __forceinline__ float row_luma(const u8* row, const Span& s) {
-    float v = ld(row, s.i0) * s.w0;
+// One row of a luma footprint: (v[i0] * w0 + sum of the inner v) + v[i1] * w1, the inner
+// samples summed as integers and the sum made a float once (S::sum; P016: times 1 / 256, exact).
+template <typename S = Bytes>
+__device__ __forceinline__ float row_luma(const typename S::Y* row, const Span& s) {
+    float v = S::ld(row, s.i0) * s.w0;
     if (s.i1 > s.i0) {
         u32 sum = 0;
         int x = s.i0 + 1;
@@ -340,15 +397,16 @@ __device__ __forceinline__ float row_luma(const u8* row, const Span& s) {
             if (x + j < s.i1) sum += __ldg(row + x + j);
         }
         for (x += INNER_UNROLL; x < s.i1; x++) sum += __ldg(row + x);
-        v = v + (float)sum;
-        v = v + ld(row, s.i1) * s.w1;
+        v = v + S::sum(sum);
+        v = v + S::ld(row, s.i1) * s.w1;
     }
     return v;
 }
 
 // The same for one row of chroma, both channels.
-__device__ __forceinline__ float2 row_chroma(const u16* row, const Span& s) {
-    float2 a = ld2(row, s.i0);
+template <typename S = Bytes>
+__device__ __forceinline__ float2 row_chroma(const typename S::UV* row, const Span& s) {
+    float2 a = S::ld2(row, s.i0);
     float2 v = make_float2(a.x * s.w0, a.y * s.w0);
     if (s.i1 > s.i0) {
         u32 su = 0, sv = 0;
@@ -357,18 +415,18 @@ __device__ __forceinline__ float2 row_chroma(const u16* row, const Span& s) {
         for (int j = 0; j < INNER_UNROLL / 2; j++) {
             if (x + j < s.i1) {
                 u32 c = __ldg(row + x + j);
-                su += c & 0xff;
-                sv += c >> 8;
+                su += S::u(c);
+                sv += S::v(c);
             }
         }
         for (x += INNER_UNROLL / 2; x < s.i1; x++) {
             u32 c = __ldg(row + x);
-            su += c & 0xff;
-            sv += c >> 8;
+            su += S::u(c);
+            sv += S::v(c);
         }
-        float2 b = ld2(row, s.i1);
-        v.x = v.x + (float)su;
-        v.y = v.y + (float)sv;
+        float2 b = S::ld2(row, s.i1);
+        v.x = v.x + S::sum(su);
+        v.y = v.y + S::sum(sv);
         v.x = v.x + b.x * s.w1;
         v.y = v.y + b.y * s.w1;
     }
@@ -378,18 +436,19 @@ __device__ __forceinline__ float2 row_chroma(const u16* row, const Span& s) {
 // Box filter of N pixels of one output row (dy), at dx[k] into the image; they share the rows
 // (vertical span). Per pixel: the rows' values R combined as (R[i0] * w0 + sum of the inner R,
 // in row order) + R[i1] * w1, divided by the product of both spans' total weights. The spans are
-// made again here (luma_spans) rather than kept from area_luma_sized's dispatch.
-template <int N>
+// made again here (luma_spans) rather than kept from area_luma_sized's dispatch. S: the sample
+// width (P016 frames take this loop whatever the footprint).
+template <int N, typename S = Bytes>
 __device__ __forceinline__ void area_luma(const nvcam_convert_item& it, const int* dx, int dy, float* Y) {
     Span ly, lx[N];
     luma_spans<N>(it, dx, dy, ly, lx);
     float acc[N], inner[N];
 #pragma unroll AREA_ROWS
     for (int y = ly.i0; y <= ly.i1; y++) {
-        const u8* r = y_row(it, y);
+        const typename S::Y* r = y_row<S>(it, y);
 #pragma unroll
         for (int k = 0; k < N; k++) {
-            float v = row_luma(r, lx[k]);
+            float v = row_luma<S>(r, lx[k]);
             if (y == ly.i0) {
                 acc[k] = v * ly.w0;
                 inner[k] = 0.f;
@@ -404,17 +463,17 @@ __device__ __forceinline__ void area_luma(const nvcam_convert_item& it, const in
     for (int k = 0; k < N; k++) Y[k] = acc[k] / (wsum(lx[k]) * wsum(ly));
 }
 
-template <int N>
+template <int N, typename S = Bytes>
 __device__ __forceinline__ void area_chroma(const nvcam_convert_item& it, const int* dx, int dy, float* U, float* V) {
     Span cy, cx[N];
     chroma_spans<N>(it, dx, dy, cy, cx);
     float2 acc[N], inner[N];
 #pragma unroll AREA_ROWS
     for (int y = cy.i0; y <= cy.i1; y++) {
-        const u16* c = uv_row(it, y);
+        const typename S::UV* c = uv_row<S>(it, y);
 #pragma unroll
         for (int k = 0; k < N; k++) {
-            float2 v = row_chroma(c, cx[k]);
+            float2 v = row_chroma<S>(c, cx[k]);
             if (y == cy.i0) {
                 acc[k] = make_float2(v.x * cy.w0, v.y * cy.w0);
                 inner[k] = make_float2(0.f, 0.f);
@@ -584,6 +643,20 @@ __device__ __forceinline__ void area_chroma_sized(const nvcam_convert_item& it, 
     else if (fy < 2) chroma_fixed_x<N, 2>(it, cy, cx, fx, U, V);
     else if (fy < 3) chroma_fixed_x<N, 3>(it, cy, cx, fx, U, V);
     else chroma_fixed_x<N, 4>(it, cy, cx, fx, U, V);
+}
+
+// The box filter's Y, Cb, Cr of N pixels: NV12 through the footprint-sized paths above, P016
+// through the generic loops (area_luma / area_chroma on 16-bit samples).
+template <int N>
+__device__ __forceinline__ void area(const nvcam_convert_item& it, const int* dx, int dy, float* Y, float* U, float* V, Bytes) {
+    area_luma_sized<N>(it, dx, dy, Y);
+    area_chroma_sized<N>(it, dx, dy, U, V);
+}
+
+template <int N>
+__device__ __forceinline__ void area(const nvcam_convert_item& it, const int* dx, int dy, float* Y, float* U, float* V, Words) {
+    area_luma<N, Words>(it, dx, dy, Y);
+    area_chroma<N, Words>(it, dx, dy, U, V);
 }
 
 // ---- Same scale --------------------------------------------------------------------------------
@@ -931,13 +1004,14 @@ __device__ __forceinline__ void store(const nvcam_convert_common& c, const nvcam
 // ---- Kernels -----------------------------------------------------------------------------------
 
 // The PX pixels at (ox0, oy), sampled and stored. MODE: the item's mode when the kernel is for
-// one mode, -1 for any (batches).
-template <int MODE, int PX, int FC>
+// one mode, -1 for any (batches). S: the sample width (the same-scale fast path is for bytes only;
+// P016 takes bilinear there, which is exact at that scale).
+template <int MODE, int PX, int FC, typename S = Bytes>
 __device__ __forceinline__ void convert_px(const nvcam_convert_common& c, const nvcam_convert_item& it, u32 mode, int ox0, int oy, bool warp_full) {
     float r[PX], g[PX], b[PX];
     bool row_in = oy >= it.img_y && oy < it.img_y + it.img_h;
     int ix1 = it.img_x + it.img_w;
-    if (PX % 4 == 0 && MODE != MODE_AREA && MODE != MODE_BILINEAR && row_in && mode == MODE_SAME && ox0 >= it.img_x && ox0 + PX <= ix1) {
+    if (S::FAST && PX % 4 == 0 && MODE != MODE_AREA && MODE != MODE_BILINEAR && row_in && mode == MODE_SAME && ox0 >= it.img_x && ox0 + PX <= ix1) {
         same_scale<PX % 4 == 0 ? PX : 4>(it, c.format, ox0, oy, r, g, b);
     } else {
 #pragma unroll
@@ -957,13 +1031,10 @@ __device__ __forceinline__ void convert_px(const nvcam_convert_common& c, const 
                 // AREA_N pixels at a time (their loads in flight together; fewer live registers).
                 const int N = PX < AREA_N ? PX : AREA_N;
 #pragma unroll
-                for (int h = 0; h < PX; h += N) {
-                    area_luma_sized<N>(it, dx + h, dy, Y + h);
-                    area_chroma_sized<N>(it, dx + h, dy, U + h, V + h);
-                }
+                for (int h = 0; h < PX; h += N) area<N>(it, dx + h, dy, Y + h, U + h, V + h, S());
             } else {
 #pragma unroll
-                for (int k = 0; k < PX; k++) bilinear(it, dx[k], dy, &Y[k], &U[k], &V[k]);
+                for (int k = 0; k < PX; k++) bilinear<S>(it, dx[k], dy, &Y[k], &U[k], &V[k]);
             }
 #pragma unroll
             for (int k = 0; k < PX; k++) {
@@ -1009,8 +1080,9 @@ __device__ __forceinline__ void same_pair(const nvcam_convert_common& c, const n
 
 // A warp converts G consecutive segments of 32 x PX pixels of ROWS rows; a thread takes PX
 // neighbouring pixels in each (so each store instruction of the warp covers one contiguous run).
-// ROWS = 2 (same scale only): a thread's two rows share their chroma rows (same_pair).
-template <int MODE, int PX, int G, int FC = -1, int ROWS = 1>
+// ROWS = 2 (same scale only, NV12 only): a thread's two rows share their chroma rows (same_pair).
+// S: the sample width.
+template <int MODE, int PX, int G, int FC = -1, int ROWS = 1, typename S = Bytes>
 __device__ __forceinline__ void convert(const nvcam_convert_common& c, const nvcam_convert_item& it) {
     u32 mode = MODE < 0 ? it.mode : (u32)MODE;
     int oy = (blockIdx.y * BLOCK_Y + threadIdx.y) * ROWS;
@@ -1027,13 +1099,13 @@ __device__ __forceinline__ void convert(const nvcam_convert_common& c, const nvc
         // pairs only when all of it is inside the image, so the warp stays on one path.
         int ix1 = it.img_x + it.img_w;
         bool inside = full ? seg >= it.img_x && seg + BLOCK_X * PX <= ix1 : ox0 >= it.img_x && ox0 + PX <= ix1;
-        if (ROWS == 2 && PX % 4 == 0 && pair_rows && inside) {
+        if (S::FAST && ROWS == 2 && PX % 4 == 0 && pair_rows && inside) {
             same_pair<PX % 4 == 0 ? PX : 4, FC>(c, it, ox0, oy, full);
             continue;
         }
 #pragma unroll
         for (int r = 0; r < ROWS; r++)
-            if (oy + r < c.out_h) convert_px<MODE, PX, FC>(c, it, mode, ox0, oy + r, full);
+            if (oy + r < c.out_h) convert_px<MODE, PX, FC, S>(c, it, mode, ox0, oy + r, full);
     }
 }
 
@@ -1058,6 +1130,16 @@ extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, MIN_BLOCKS) nvca
 // items take the bilinear path, which gives the same values).
 extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, MIN_BLOCKS) nvcam_convert_batch(const nvcam_convert_batch_params p) {
     convert<-1, BATCH_PX, 1>(p.c, p.items[blockIdx.z]);
+}
+
+// P016 frames, one item / up to NVCAM_BATCH_PER_LAUNCH items (all P016), any mode, every format:
+// 16-bit samples through the generic bilinear and box filter loops.
+extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, MIN_BLOCKS) nvcam_convert_p016(const nvcam_convert_params p) {
+    convert<-1, P016_PX, 1, -1, 1, Words>(p.c, p.it);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, MIN_BLOCKS) nvcam_convert_batch_p016(const nvcam_convert_batch_params p) {
+    convert<-1, P016_PX, 1, -1, 1, Words>(p.c, p.items[blockIdx.z]);
 }
 
 // Test-only: spins for `cycles` clock cycles, then copies `n` bytes from `src` to `dst`. The

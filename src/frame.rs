@@ -220,22 +220,11 @@ impl Frame {
     pub(crate) fn color_resolved(&self) -> (Matrix, Range) {
         self.color.resolved(self.geom().height)
     }
-    /// Whether conversions read this frame's slot: NV12 only so far; a P016 frame (a 10- or
-    /// 12-bit stream) is refused with a reason, never read as bytes.
-    pub(crate) fn convertible(&self) -> Result<()> {
-        match self.geom().depth {
-            crate::pool::Depth::Eight => Ok(()),
-            crate::pool::Depth::Sixteen => Err(Error::new(
-                NVCAM_E_UNSUPPORTED,
-                format!("this frame is P016 ({}-bit): conversions take NV12 frames; open the camera with NVCAM_OPEN_8BIT for NV12", self.bits),
-            )),
-        }
-    }
     /// The pool slot's index (events and stream hand-offs are per slot).
     pub(crate) fn slot(&self) -> usize {
         self.lease.index()
     }
-    /// A host frame's slot bytes (NV12 at `geom()`); `None` for device frames.
+    /// A host frame's slot bytes (NV12 or P016 at `geom()`); `None` for device frames.
     pub(crate) fn host_bytes(&self) -> Option<&[u8]> {
         self.lease.host_bytes()
     }

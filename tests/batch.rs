@@ -199,6 +199,38 @@ fn batch_items_equal_single_conversions() {
     }
 }
 
+/// A batch of NV12 and P016 (10-bit) frames converts each item as `nvcam_frame_convert` does
+/// that frame (P016 frames were refused, and must never be read as NV12 bytes).
+#[test]
+fn batch_of_nv12_and_p016_frames_converts_each_as_alone() {
+    init();
+    let ten = ten_bit_clip(96, 64, 4);
+    let cams: Vec<u64> = [ten.to_str().unwrap(), "testsrc://96x64@30"].iter().map(|u| open(u, &options(0)).unwrap()).collect();
+    let frames: Vec<u64> = cams.iter().map(|&c| get_frame(c, 5000).unwrap()).collect();
+    assert_eq!((info(frames[0]).unwrap().format, info(frames[1]).unwrap().format), (NVCAM_FORMAT_P016, NVCAM_FORMAT_NV12));
+    let mixed = [frames[0], frames[1], frames[0]];
+    for format in [NVCAM_FORMAT_BGRA8, NVCAM_FORMAT_GRAY8, NVCAM_FORMAT_RGB_F32_PLANAR] {
+        // Same scale, bilinear and box filter.
+        for (w, h) in [(96, 64), (64, 40), (24, 16)] {
+            let s = spec(format, w, h);
+            let singles: Vec<Vec<u8>> = mixed.iter().map(|&f| convert_one(f, &s)).collect();
+            assert!(singles[0] != singles[1], "format {format} {w}x{h}: the two frames convert alike: the test proves nothing");
+            let item = singles[0].len();
+            let mut dst = vec![0xa5u8; 3 * item];
+            assert_eq!(batch(&mixed, &s, &mut dst, 0), NVCAM_OK, "format {format} {w}x{h}: {}", last_error());
+            for (i, one) in singles.iter().enumerate() {
+                assert!(dst[i * item..(i + 1) * item] == one[..], "format {format} {w}x{h}: item {i} differs from nvcam_frame_convert");
+            }
+        }
+    }
+    for f in frames {
+        release(f).unwrap();
+    }
+    for c in cams {
+        close(c, 2000).unwrap();
+    }
+}
+
 #[test]
 fn batch_refuses_mixed_sizes_bad_handles_and_device_memory_for_cpu_frames() {
     init();

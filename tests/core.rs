@@ -111,11 +111,85 @@ fn jpeg_samples_keep_their_range_and_report_jfif_colours() {
     }
 }
 
+/// BT.601 limited-range R'G'B' (0..255, unclamped) of 10-bit Y'CbCr samples, from the
+/// standard's definitions (BT.601 / BT.2100 quantization at 10 bits: Y = 4 (219 E'Y + 16),
+/// Cb = 4 (224 E'Pb + 128); E'R = E'Y + 2 (1 - Kr) E'Pr, ...), in f64; written without the
+/// library's coefficients.
+fn bt601_limited_10(y: f64, cb: f64, cr: f64) -> [f64; 3] {
+    let (kr, kb) = (0.299, 0.114);
+    let ey = (y / 4.0 - 16.0) / 219.0;
+    let (pb, pr) = ((cb / 4.0 - 128.0) / 224.0, (cr / 4.0 - 128.0) / 224.0);
+    let (r, b) = (ey + 2.0 * (1.0 - kr) * pr, ey + 2.0 * (1.0 - kb) * pb);
+    let g = (ey - kr * r - kb * b) / (1.0 - kr - kb);
+    [r * 255.0, g * 255.0, b * 255.0]
+}
+
+/// The R'G'B' of luma pixel (x, y) of a `yuv420p10le` picture (even size) whose chroma is sited
+/// left (H.273 type 0: chroma sample (i, j) at luma position (2i, 2j + 1/2)), chroma interpolated
+/// bilinearly there (edges extended); `round8` reads every sample rounded to 8 bits first (what
+/// an 8-bit conversion could do at best).
+fn reference_rgb_10(pic: &[u8], w: usize, h: usize, x: usize, y: usize, round8: bool) -> [f64; 3] {
+    let s = |i: usize| {
+        let v = u16::from_le_bytes([pic[2 * i], pic[2 * i + 1]]) as f64;
+        if round8 {
+            (v / 4.0).round() * 4.0
+        } else {
+            v
+        }
+    };
+    let (cw, ch) = (w / 2, h / 2);
+    let (tx, ty) = (x as f64 / 2.0, (y as f64 - 0.5) / 2.0);
+    let chroma = |plane: usize| {
+        let at = |i: f64, j: f64| s(plane + j.clamp(0.0, (ch - 1) as f64) as usize * cw + i.clamp(0.0, (cw - 1) as f64) as usize);
+        let (i, j) = (tx.floor(), ty.floor());
+        let (fx, fy) = (tx - i, ty - j);
+        let top = at(i, j) * (1.0 - fx) + at(i + 1.0, j) * fx;
+        let bot = at(i, j + 1.0) * (1.0 - fx) + at(i + 1.0, j + 1.0) * fx;
+        top * (1.0 - fy) + bot * fy
+    };
+    bt601_limited_10(s(y * w + x), chroma(w * h), chroma(w * h + cw * ch))
+}
+
+/// A P016 frame of the `yuv420p10le` picture `want` (w x h) converted on the CPU to GRAY8, RGB8
+/// and RGB_F32 (BT.601 limited, left siting, given in the spec) against the standard's formula
+/// on the 10-bit samples: 8-bit outputs round correctly (within half a level and a hair), the
+/// floats are within 0.01 of a level, nearer than any 8-bit reading of the samples could be.
+fn assert_converts_with_its_10_bits(f: u64, want: &[u8], w: usize, h: usize, k: usize) {
+    let convert = |format: u32, bytes: usize| {
+        let mut spec = nvcam_convert { struct_size: std::mem::size_of::<nvcam_convert>() as u32, format, ..Default::default() };
+        (spec.matrix, spec.range, spec.chroma_siting, spec.dst_memory) = (NVCAM_MATRIX_BT601, NVCAM_RANGE_LIMITED, NVCAM_SITING_LEFT, NVCAM_MEMORY_HOST);
+        let mut out = vec![0u8; w * h * bytes];
+        let r = unsafe { nvcam_frame_convert(f, &spec, out.as_mut_ptr().cast(), 0, out.len() as u64, 0) };
+        assert_eq!(r, NVCAM_OK, "frame {k}: format {format}: {}", last_error());
+        out
+    };
+    let (gray, rgb) = (convert(NVCAM_FORMAT_GRAY8, 1), convert(NVCAM_FORMAT_RGB8, 3));
+    let float = convert(NVCAM_FORMAT_RGB_F32_PLANAR, 12);
+    let plane = |c: usize, i: usize| 255.0 * f32::from_ne_bytes(float[4 * (c * w * h + i)..4 * (c * w * h + i) + 4].try_into().unwrap()) as f64;
+    let (mut worst8, mut worst_f, mut nearest_8bit) = (0f64, 0f64, 0f64);
+    for y in 0..h {
+        for x in 0..w {
+            let i = y * w + x;
+            let luma = (u16::from_le_bytes([want[2 * i], want[2 * i + 1]]) as f64 / 4.0 - 16.0) * 255.0 / 219.0;
+            worst8 = worst8.max((gray[i] as f64 - luma.clamp(0.0, 255.0)).abs());
+            let (ten, eight) = (reference_rgb_10(want, w, h, x, y, false), reference_rgb_10(want, w, h, x, y, true));
+            for c in 0..3 {
+                worst8 = worst8.max((rgb[3 * i + c] as f64 - ten[c].clamp(0.0, 255.0)).abs());
+                worst_f = worst_f.max((plane(c, i) - ten[c].clamp(0.0, 255.0)).abs());
+                nearest_8bit = nearest_8bit.max((plane(c, i) - eight[c].clamp(0.0, 255.0)).abs());
+            }
+        }
+    }
+    assert!(worst8 <= 0.501, "frame {k}: an 8-bit output is {worst8} levels from the 10-bit formula: not rounded from the 10-bit value");
+    assert!(worst_f < 0.01, "frame {k}: a float output is {worst_f} levels from the 10-bit formula");
+    assert!(nearest_8bit > 0.2, "frame {k}: the floats are within {nearest_8bit} levels of the samples rounded to 8 bits: the low bits were dropped, or the picture cannot tell");
+}
+
 /// 10-bit cameras (HEVC Main10) had their samples rounded to 8 bits on every path. Frames now
 /// keep them in P016 (each sample the decoded value << 6, little-endian 16-bit), report the
-/// format and bit depth, copy out as those bytes, and are refused by conversions with a reason
-/// (not read as NV12 bytes); `NVCAM_OPEN_8BIT` delivers NV12 for 8-bit hosts, equal to
-/// FFmpeg's own 10 -> 8-bit conversion.
+/// format and bit depth, copy out as those bytes, and convert with their 10 bits (8-bit outputs
+/// rounded from the 10-bit values, floats keeping the precision), never read as NV12 bytes;
+/// `NVCAM_OPEN_8BIT` delivers NV12 for 8-bit hosts, equal to FFmpeg's own 10 -> 8-bit conversion.
 #[test]
 fn ten_bit_hevc_keeps_its_bits_in_p016() {
     init();
@@ -138,11 +212,7 @@ fn ten_bit_hevc_keeps_its_bits_in_p016() {
             let got = (sample(&px, w * h + 2 * i), sample(&px, w * h + 2 * i + 1));
             assert_eq!(got, (sample(want, u + i) << 6, sample(want, v + i) << 6), "frame {k}: chroma sample {i}");
         }
-        let mut spec = nvcam_convert { struct_size: std::mem::size_of::<nvcam_convert>() as u32, format: NVCAM_FORMAT_RGB8, ..Default::default() };
-        spec.dst_memory = NVCAM_MEMORY_HOST;
-        let mut out = vec![0u8; w * h * 3];
-        let r = unsafe { nvcam_frame_convert(f, &spec, out.as_mut_ptr().cast(), 0, out.len() as u64, 0) };
-        assert_eq!(r, NVCAM_E_UNSUPPORTED, "a P016 frame is not converted as NV12: {}", last_error());
+        assert_converts_with_its_10_bits(f, want, w, h, k);
         release(f).unwrap();
     }
     close(cam, 2000).unwrap();

@@ -687,6 +687,7 @@ fn make_format_fixtures() {
     ten_bit_clip(1920, 1080, 48);
     ten_bit_clip(1920, 1080, 24);
     ten_bit_clip(1366, 768, 12);
+    ten_bit_odd_clip();
     // 10-bit against 8-bit decode speed: the same content and rate, HEVC Main10 and Main.
     clip("bench-hevc10-1920x1080.mkv", "1920x1080", 300, "libx265", &["-pix_fmt", "yuv420p10le", "-preset", "ultrafast", "-b:v", "2M", "-x265-params", "log-level=error"]);
     clip("bench-hevc8-1920x1080.mkv", "1920x1080", 300, "libx265", &["-preset", "ultrafast", "-b:v", "2M", "-x265-params", "log-level=error"]);

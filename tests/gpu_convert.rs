@@ -1,7 +1,7 @@
 //! The conversion kernels on a GPU (issue 12): every output format at 1080p, 4K and odd sizes,
 //! both matrices and both ranges, chroma sitings (issue 20), identity, crops at odd offsets,
-//! letterbox and crop+resize, against the CPU twin
-//! (`nvcam::diag::convert_nv12_cpu`, the same arithmetic): bit-identical (the issue allows one
+//! letterbox and crop+resize, NV12 and P016 (10-bit) frames, against the CPU twin
+//! (`nvcam::diag::convert_cpu`, the same arithmetic): bit-identical (the issue allows one
 //! step per 8-bit channel, 1/255 for floats; the twin is built to match exactly). Both
 //! destinations: device memory on the test's own stream, and host memory through the library's
 //! pinned staging. Then the stream hand-off: a slow kernel on the
@@ -205,7 +205,7 @@ fn check_one(cuda: &Cuda, frame: u64, fi: &nvcam_frame_info, nv12: &[u8], s: &nv
     let mut need = 0u64;
     assert_eq!(unsafe { nvcam_frame_convert_size(frame, s, 0, &mut need) }, NVCAM_OK, "{what}: {}", last_error());
     let n = need as usize;
-    let cpu = nvcam::diag::convert_nv12_cpu(nv12, fi.width, fi.height, s, (fi.color_matrix, fi.color_range, fi.chroma_siting), 0).unwrap();
+    let cpu = nvcam::diag::convert_cpu(nv12, fi.format, fi.width, fi.height, s, (fi.color_matrix, fi.color_range, fi.chroma_siting), 0).unwrap();
     assert_eq!(cpu.len(), n, "{what}: reference size");
     // Device destination, on our stream; a guard past the end must stay untouched.
     let dst = cuda.alloc(n + 256);
@@ -249,9 +249,13 @@ fn frame_of(url: &str, decoder: u32) -> (u64, u64, nvcam_frame_info, Vec<u8>) {
     (cam, f, fi, nv12)
 }
 
-fn all_formats_and_colours(cuda: &Cuda, url: &str, decoder: u32) {
+/// Every format x both matrices x both ranges at the same scale, and x five sitings letterboxed
+/// to 640x640, crop + resize to 333x187, an odd crop at the same scale and a box filter across
+/// (up-scaled 2.5x down), of the first frame of `url` (whose frames are `frame_format`).
+fn all_formats_and_colours(cuda: &Cuda, url: &str, decoder: u32, frame_format: u32) {
     let (cam, f, fi, nv12) = frame_of(url, decoder);
     let (w, h) = (fi.width, fi.height);
+    assert_eq!(fi.format, frame_format, "{url}: the frame's format");
     if url.contains("161x97") {
         assert_eq!((w, h), (161, 97), "the odd-size clip decodes at its odd size");
     }
@@ -341,7 +345,7 @@ fn gpu_conversions_match_the_cpu_reference_at_every_size() {
     // NVCAM_CONVERT_SIZES narrows the sizes (the sanitizer runs, which are slow per launch).
     let sizes = std::env::var("NVCAM_CONVERT_SIZES").unwrap_or_else(|_| "1920x1080,3840x2160,1366x768,161x97".into());
     for size in sizes.split(',').filter(|s| *s != "161x97") {
-        all_formats_and_colours(&cuda, &format!("testsrc://{size}@30"), NVCAM_DECODER_AUTO);
+        all_formats_and_colours(&cuda, &format!("testsrc://{size}@30"), NVCAM_DECODER_AUTO, NVCAM_FORMAT_NV12);
     }
     if !sizes.contains("161x97") {
         return;
@@ -349,7 +353,43 @@ fn gpu_conversions_match_the_cpu_reference_at_every_size() {
     // Odd width and height (testsrc in 4:2:0 rounds down to even; H.264 encoders refuse odd
     // sizes): an MJPEG clip, decoded in software and uploaded.
     let odd = clip("conv-mjpeg-161x97.mkv", "161x97", 10, "mjpeg", &["-strict", "-1", "-q:v", "3"]);
-    all_formats_and_colours(&cuda, odd.to_str().unwrap(), NVCAM_DECODER_SOFTWARE);
+    all_formats_and_colours(&cuda, odd.to_str().unwrap(), NVCAM_DECODER_SOFTWARE, NVCAM_FORMAT_NV12);
+}
+
+/// P016 frames (10-bit streams) convert on their own kernels bit for bit as the CPU twin does
+/// (16-bit samples in 1/256 steps of the 8-bit units): an 8-bit kernel reading the words as bytes,
+/// or a 16-bit path that rounds or orders one operation differently, fails here. An NVDEC frame of
+/// HEVC Main10 at 1366x768 (letterbox and crop + resize take the box filter there) with a
+/// bilinear down-scale and a tile at odd offsets besides, and an odd-sized (161x97) FFV1 frame
+/// decoded in software and uploaded (letterbox and crop + resize up-scale bilinearly); every
+/// format, matrix, range and five sitings, as the NV12 test.
+#[test]
+#[ignore]
+fn gpu_p016_conversions_match_the_cpu_twin() {
+    if !need_gpu("gpu_p016_conversions_match_the_cpu_twin", gpu_usable(), "usable GPU (libcuda and a device)") {
+        return;
+    }
+    let _s = Session::new();
+    let cuda = Cuda::new();
+    let hevc10 = ten_bit_clip(1366, 768, 12);
+    let url = hevc10.to_str().unwrap();
+    all_formats_and_colours(&cuda, url, NVCAM_DECODER_AUTO, NVCAM_FORMAT_P016);
+    let (cam, f, fi, p016) = frame_of(url, NVCAM_DECODER_AUTO);
+    for (format, name) in FORMATS {
+        // Bilinear down 1.5x (the letterbox and crop + resize above took the box filter).
+        let mut s = spec(format);
+        (s.width, s.height) = (911, 512);
+        s.mean = [0.485, 0.456, 0.406];
+        s.std = [0.229, 0.224, 0.225];
+        check_one(&cuda, f, &fi, &p016, &s, &format!("P016 {name} bilinear down 1.5x"));
+        let mut s = spec(format);
+        (s.roi_x, s.roi_y, s.roi_width, s.roi_height) = (333, 177, 641, 361);
+        check_one(&cuda, f, &fi, &p016, &s, &format!("P016 {name} odd tile"));
+    }
+    release(f).unwrap();
+    close(cam, 5000).unwrap();
+    let odd = ten_bit_odd_clip();
+    all_formats_and_colours(&cuda, odd.to_str().unwrap(), NVCAM_DECODER_SOFTWARE, NVCAM_FORMAT_P016);
 }
 
 /// A real NVDEC frame (H.264 1080p clip): colour info comes from the stream, and the conversion
@@ -641,6 +681,74 @@ fn gpu_batch_equals_single_conversions() {
     }
     for c in cams {
         close(c, 5000).unwrap();
+    }
+}
+
+/// A device batch mixing NV12 and P016 frames (an NVDEC HEVC Main10 frame, a 640x360 NV12
+/// frame, an odd-sized uploaded 10-bit frame; five items, repeats included): the P016 items run
+/// on the 16-bit batch kernel and the NV12 ones on the 8-bit one, two launches in all, and every
+/// item lands at its own index, equal to `nvcam_frame_convert` of its frame byte for byte, for
+/// every format; the gaps and the guard past the end stay untouched, and the host batch equals
+/// the device one. A batch that ran P016 items on the 8-bit kernel, or dropped or misplaced one
+/// width's items, fails here.
+#[test]
+#[ignore]
+fn gpu_batch_mixing_nv12_and_p016_frames_equals_single_conversions() {
+    if !need_gpu("gpu_batch_mixing_nv12_and_p016_frames_equals_single_conversions", gpu_usable(), "usable GPU (libcuda and a device)") {
+        return;
+    }
+    let _s = Session::new();
+    let cuda = Cuda::new();
+    let (hevc10, odd) = (ten_bit_clip(1366, 768, 12), ten_bit_odd_clip());
+    let sources = [(hevc10.to_str().unwrap(), NVCAM_DECODER_AUTO, NVCAM_FORMAT_P016), ("testsrc://640x360@30", NVCAM_DECODER_AUTO, NVCAM_FORMAT_NV12), (odd.to_str().unwrap(), NVCAM_DECODER_SOFTWARE, NVCAM_FORMAT_P016)];
+    let held: Vec<(u64, u64)> = sources
+        .iter()
+        .map(|&(url, decoder, want)| {
+            let (cam, f, fi, _) = frame_of(url, decoder);
+            assert_eq!(fi.format, want, "{url}: the frame's format");
+            (cam, f)
+        })
+        .collect();
+    let batch = [held[0].1, held[1].1, held[2].1, held[1].1, held[0].1];
+    for (format, name) in FORMATS {
+        let mut s = spec(format);
+        (s.width, s.height, s.flags, s.pad) = (320, 320, NVCAM_CONVERT_LETTERBOX, [114.0; 3]);
+        s.mean = [0.485, 0.456, 0.406];
+        s.std = [0.229, 0.224, 0.225];
+        let mut h = s;
+        (s.dst_memory, s.dst_device) = (NVCAM_MEMORY_DEVICE, 0);
+        let singles: Vec<Vec<u8>> = batch.iter().map(|&f| on_device(&cuda, f, &s)).collect();
+        let item = singles[0].len();
+        let stride = (item + 256).next_multiple_of(256);
+        let need = stride * (batch.len() - 1) + item;
+        let dst = cuda.alloc(need + 256);
+        unsafe { ck("cuMemsetD8", sys::cuMemsetD8_v2(dst.0, 0xA5, need + 256)) };
+        let launches = nvcam::diag::convert_launches();
+        let code = unsafe { nvcam_frames_convert_batch(batch.as_ptr(), batch.len() as u32, &s, dst.0 as *mut _, stride as u64, need as u64, cuda.stream()) };
+        assert_eq!(code, NVCAM_OK, "{name}: mixed batch: {}", last_error());
+        assert_eq!(nvcam::diag::convert_launches() - launches, 2, "{name}: a batch of NV12 and P016 frames is one launch per sample width");
+        cuda.sync();
+        let got = dst.download(need + 256);
+        for (i, one) in singles.iter().enumerate() {
+            assert!(got[i * stride..i * stride + item] == one[..], "{name}: mixed batch item {i} differs from nvcam_frame_convert of the same frame");
+            if i + 1 < singles.len() {
+                assert!(got[i * stride + item..(i + 1) * stride].iter().all(|&b| b == 0xA5), "{name}: the gap after item {i} was written");
+            }
+        }
+        assert!(got[need..].iter().all(|&b| b == 0xA5), "{name}: the mixed batch wrote past dst_size");
+        h.dst_memory = NVCAM_MEMORY_HOST;
+        let mut host = vec![0x5Au8; batch.len() * item + 16];
+        let code = unsafe { nvcam_frames_convert_batch(batch.as_ptr(), batch.len() as u32, &h, host.as_mut_ptr().cast(), 0, (batch.len() * item) as u64, 0) };
+        assert_eq!(code, NVCAM_OK, "{name}: mixed host batch: {}", last_error());
+        assert!(host[batch.len() * item..].iter().all(|&b| b == 0x5A), "{name}: the mixed host batch wrote past dst_size");
+        for (i, one) in singles.iter().enumerate() {
+            assert!(host[i * item..(i + 1) * item] == one[..], "{name}: mixed host batch item {i} differs from nvcam_frame_convert");
+        }
+        println!("mixed batch {name}: 3 P016 and 2 NV12 items of {item} bytes in two launches equal single conversions (device and host)");
+    }
+    for (cam, f) in held {
+        release(f).unwrap();
+        close(cam, 5000).unwrap();
     }
 }
 

@@ -3,34 +3,75 @@
 //! an exact shortcut (integer chroma weights at the same scale, bytes made floats by the 2^23
 //! trick) this side computes the plain form, which gives the same values. Large images are split
 //! into bands of rows over the library's worker pool ([`crate::workers`]).
+//!
+//! P016 frames (16-bit samples, the stream's bits high) take the same arithmetic: a sample `v`
+//! enters it as `v as f32 * (1/256)` (exact: a power of two), in the 8-bit samples' 0..255 units,
+//! and the box filter's integer sums of inner samples likewise once made floats (the kernel's
+//! `Words`).
 
 use super::{f16_bits, Layout, Mode, Plan, PixelFormat};
+use crate::pool::Depth;
 use crate::status::*;
 
-/// An NV12 image in host memory: Y rows then UV rows, `pitch` bytes apart, UV at `uv_offset`.
-pub(crate) struct Nv12<'a> {
+/// A frame's image in host memory: Y rows then interleaved UV rows, `pitch` bytes apart, UV at
+/// `uv_offset`; samples of `depth`: NV12's bytes, or P016's little-endian 16-bit words (sample
+/// `x` of a row at byte `2x`).
+pub(crate) struct Image<'a> {
     pub bytes: &'a [u8],
     pub pitch: usize,
     pub uv_offset: usize,
+    pub depth: Depth,
 }
 
-impl Nv12<'_> {
+/// A 16-bit sample's value in 8-bit units is `v / 256`: an exact scaling, so 10-bit limited-range
+/// Y 64..940 (<< 6) is 16.0..235.0 and every constant of the 8-bit arithmetic holds.
+const WORD_UNIT: f32 = 1.0 / 256.0;
+
+impl Image<'_> {
+    /// Sample `i` of the row starting at byte `at`, as stored (a byte or a 16-bit word).
+    #[inline]
+    fn raw(&self, at: usize, i: usize) -> u32 {
+        match self.depth {
+            Depth::Eight => self.bytes[at + i] as u32,
+            Depth::Sixteen => u16::from_le_bytes([self.bytes[at + 2 * i], self.bytes[at + 2 * i + 1]]) as u32,
+        }
+    }
+    /// A stored sample, or an integer sum of them, in the arithmetic's 0..255 units (the kernel's
+    /// `u2f` / `(float)sum`, times `WORD_UNIT` for 16-bit samples).
+    #[inline]
+    fn units(&self, raw: u32) -> f32 {
+        match self.depth {
+            Depth::Eight => raw as f32,
+            Depth::Sixteen => raw as f32 * WORD_UNIT,
+        }
+    }
+    /// The integer sum of `n` samples `first, first + step, ...` of the row at byte `at` (the box
+    /// filter's inner samples: luma `step` 1; U or V of the UV pairs, `step` 2).
+    #[inline]
+    fn sum(&self, at: usize, first: usize, n: usize, step: usize) -> u32 {
+        match self.depth {
+            Depth::Eight if step == 1 => self.bytes[at + first..at + first + n].iter().map(|&v| v as u32).sum(),
+            Depth::Eight => self.bytes[at + first..].iter().step_by(step).take(n).map(|&v| v as u32).sum(),
+            Depth::Sixteen => self.bytes[at + 2 * first..].chunks_exact(2).step_by(step).take(n).map(|w| u16::from_le_bytes([w[0], w[1]]) as u32).sum(),
+        }
+    }
+    /// Where Y row `y` and UV row `y` start.
+    #[inline]
+    fn y_at(&self, y: i32) -> usize {
+        y as usize * self.pitch
+    }
+    #[inline]
+    fn uv_at(&self, y: i32) -> usize {
+        self.uv_offset + y as usize * self.pitch
+    }
     #[inline]
     fn y(&self, x: i32, y: i32) -> f32 {
-        self.bytes[y as usize * self.pitch + x as usize] as f32
+        self.units(self.raw(self.y_at(y), x as usize))
     }
     #[inline]
     fn uv(&self, x: i32, y: i32) -> (f32, f32) {
-        let i = self.uv_offset + y as usize * self.pitch + 2 * x as usize;
-        (self.bytes[i] as f32, self.bytes[i + 1] as f32)
-    }
-    #[inline]
-    fn y_row(&self, y: i32) -> &[u8] {
-        &self.bytes[y as usize * self.pitch..]
-    }
-    #[inline]
-    fn uv_row(&self, y: i32) -> &[u8] {
-        &self.bytes[self.uv_offset + y as usize * self.pitch..]
+        let at = self.uv_at(y);
+        (self.units(self.raw(at, 2 * x as usize)), self.units(self.raw(at, 2 * x as usize + 1)))
     }
 }
 
@@ -129,7 +170,7 @@ fn chroma_span(d: f32, s: f32, o: u32, h: i32, hi: i32) -> Span {
 /// `area_luma` + `area_chroma` (the same-scale kernel path is bilinear, exactly). Taps clamp to
 /// the frame, not to the ROI: a ROI reads the pixels around it, as the whole frame's conversion
 /// does. Chroma is interpolated at the stream's siting ([`Plan::chroma_pos`]).
-fn sample(p: &Plan, s: &Nv12, ox: i32, oy: i32) -> (f32, f32, f32) {
+fn sample(p: &Plan, s: &Image, ox: i32, oy: i32) -> (f32, f32, f32) {
     let r = &p.roi;
     let (lx1, ly1) = (p.src_w as i32 - 1, p.src_h as i32 - 1);
     let (cx1, cy1) = (lx1 / 2, ly1 / 2);
@@ -150,7 +191,8 @@ fn sample(p: &Plan, s: &Nv12, ox: i32, oy: i32) -> (f32, f32, f32) {
         (yv, lerp(tu, bu, c.fy), lerp(tv, bv, c.fy))
     } else {
         // Box filter: rows combined over the vertical span, each row over the horizontal span;
-        // inner pixels summed as integers (exact), inner rows summed in row order.
+        // inner pixels summed as integers (exact) and made a float once, inner rows summed in row
+        // order.
         let ax = dx * p.sx + r.x as f32;
         let bx = ax + p.sx;
         let ay = dy * p.sy + r.y as f32;
@@ -158,8 +200,8 @@ fn sample(p: &Plan, s: &Nv12, ox: i32, oy: i32) -> (f32, f32, f32) {
         let (lx, ly) = (Span::luma(ax, bx, lx1), Span::luma(ay, by, ly1));
         let (cx, cy) = (chroma_span(dx, p.sx, r.x, hx, cx1), chroma_span(dy, p.sy, r.y, hy, cy1));
         let luma_row = |y: i32| {
-            let row = s.y_row(y);
-            lx.combine(|x| row[x as usize] as f32, |a, b| row[a as usize..b as usize].iter().map(|&v| v as u32).sum::<u32>() as f32, |v, w| v * w, |a, b| a + b)
+            let at = s.y_at(y);
+            lx.combine(|x| s.units(s.raw(at, x as usize)), |a, b| s.units(s.sum(at, a as usize, (b - a) as usize, 1)), |v, w| v * w, |a, b| a + b)
         };
         let luma_inner = |a: i32, b: i32| (a..b).fold(0f32, |acc, y| acc + luma_row(y));
         let yv = ly.combine(luma_row, luma_inner, |v, w| v * w, |a, b| a + b) / (lx.wsum() * ly.wsum());
@@ -167,17 +209,12 @@ fn sample(p: &Plan, s: &Nv12, ox: i32, oy: i32) -> (f32, f32, f32) {
         let mul = |v: Uv, w: f32| (v.0 * w, v.1 * w);
         let add = |a: Uv, b: Uv| (a.0 + b.0, a.1 + b.1);
         let chroma_row = |y: i32| {
-            let row = s.uv_row(y);
-            let at = |x: i32| (row[2 * x as usize] as f32, row[2 * x as usize + 1] as f32);
+            let row = s.uv_at(y);
             let inner = |a: i32, b: i32| {
-                let (mut su, mut sv) = (0u32, 0u32);
-                for x in a..b {
-                    su += row[2 * x as usize] as u32;
-                    sv += row[2 * x as usize + 1] as u32;
-                }
-                (su as f32, sv as f32)
+                let (first, n) = (2 * a as usize, (b - a) as usize);
+                (s.units(s.sum(row, first, n, 2)), s.units(s.sum(row, first + 1, n, 2)))
             };
-            cx.combine(at, inner, mul, add)
+            cx.combine(|x| s.uv(x, y), inner, mul, add)
         };
         let chroma_inner = |a: i32, b: i32| (a..b).fold((0f32, 0f32), |acc, y| add(acc, chroma_row(y)));
         let (su, sv) = cy.combine(chroma_row, chroma_inner, mul, add);
@@ -188,7 +225,7 @@ fn sample(p: &Plan, s: &Nv12, ox: i32, oy: i32) -> (f32, f32, f32) {
 
 /// R, G, B (0..255 units, unclamped) of output pixel (ox, oy): the kernel's body (gray: yy).
 #[inline]
-fn rgb(p: &Plan, s: &Nv12, ox: i32, oy: i32) -> [f32; 3] {
+fn rgb(p: &Plan, s: &Image, ox: i32, oy: i32) -> [f32; 3] {
     let i = &p.img;
     let inside = ox >= i.x as i32 && ox < (i.x + i.w) as i32 && oy >= i.y as i32 && oy < (i.y + i.h) as i32;
     if !inside {
@@ -216,7 +253,7 @@ fn norm(p: &Plan, v: f32, c: usize) -> f32 {
 }
 
 /// Converts rows `y0..y0 + rows` into `planes` (each starting at row `y0` of its plane).
-fn band(p: &Plan, s: &Nv12, pitch: usize, y0: usize, rows: usize, planes: &mut [&mut [u8]]) {
+fn band(p: &Plan, s: &Image, pitch: usize, y0: usize, rows: usize, planes: &mut [&mut [u8]]) {
     for r in 0..rows {
         let oy = (y0 + r) as i32;
         let at = r * pitch;
@@ -243,12 +280,12 @@ fn band(p: &Plan, s: &Nv12, pitch: usize, y0: usize, rows: usize, planes: &mut [
 }
 
 /// Converts `src` into `dst` laid out as `l` (`dst` holds at least `l.total` bytes).
-pub(crate) fn convert(p: &Plan, src: &Nv12, dst: &mut [u8], l: &Layout) -> Result<()> {
+pub(crate) fn convert(p: &Plan, src: &Image, dst: &mut [u8], l: &Layout) -> Result<()> {
     if dst.len() < l.total {
         return Err(Error::new(NVCAM_E_BUFFER_TOO_SMALL, format!("destination holds {} bytes, the conversion needs {}", dst.len(), l.total)));
     }
     let need_src = src.uv_offset + src.pitch * (p.src_h as usize).div_ceil(2);
-    if src.bytes.len() < need_src || src.pitch < p.src_w.div_ceil(2) as usize * 2 {
+    if src.bytes.len() < need_src || src.pitch < p.src_w.div_ceil(2) as usize * 2 * src.depth.bytes() {
         return Err(Error::internal("source image smaller than its geometry"));
     }
     let out_h = p.out_h as usize;
@@ -310,12 +347,21 @@ mod tests {
         (v, pitch, uv_off)
     }
 
-    fn run(spec: &Spec, w: u32, h: u32, img: &(Vec<u8>, usize, usize), color: (Matrix, Range)) -> (Plan, Vec<u8>) {
+    /// An image as (bytes, pitch, UV offset) read at `depth`.
+    fn view(img: &(Vec<u8>, usize, usize), depth: Depth) -> Image<'_> {
+        Image { bytes: &img.0, pitch: img.1, uv_offset: img.2, depth }
+    }
+
+    fn run_at(spec: &Spec, w: u32, h: u32, src: &Image, color: (Matrix, Range)) -> (Plan, Vec<u8>) {
         let p = Plan::new(spec, w, h, &colour(color.0, color.1)).unwrap();
         let l = p.layout(0).unwrap();
         let mut out = vec![0u8; l.total];
-        convert(&p, &Nv12 { bytes: &img.0, pitch: img.1, uv_offset: img.2 }, &mut out, &l).unwrap();
+        convert(&p, src, &mut out, &l).unwrap();
         (p, out)
+    }
+
+    fn run(spec: &Spec, w: u32, h: u32, img: &(Vec<u8>, usize, usize), color: (Matrix, Range)) -> (Plan, Vec<u8>) {
+        run_at(spec, w, h, &view(img, Depth::Eight), color)
     }
 
     /// The matrices themselves: limited-range BT.601 and BT.709 reference colours (75% bars and
@@ -393,7 +439,7 @@ mod tests {
         let p = Plan::new(&Spec::new(PixelFormat::Bgra8), 8, 8, &colour(Matrix::Bt601, Range::Limited)).unwrap();
         let l = p.layout(0).unwrap();
         let mut out = vec![7u8; l.total - 1];
-        let e = convert(&p, &Nv12 { bytes: &img.0, pitch: img.1, uv_offset: img.2 }, &mut out, &l).unwrap_err();
+        let e = convert(&p, &view(&img, Depth::Eight), &mut out, &l).unwrap_err();
         assert_eq!(e.code, NVCAM_E_BUFFER_TOO_SMALL);
         assert!(out.iter().all(|&b| b == 7));
     }
@@ -445,6 +491,76 @@ mod tests {
                 }
             }
             (b, pitch, uv_off)
+        }
+        /// As P016, each sample `(v << 8) | low` (`low`: luma's, chroma's), rows padded past the
+        /// width by an odd number of words (like no decoder's pitch) with bytes no sample has.
+        fn p016(&self, (y_low, c_low): (u16, u16)) -> (Vec<u8>, usize, usize) {
+            let pitch = self.cw() * 4 + 10;
+            let uv_off = pitch * self.h;
+            let mut b = vec![0xA5u8; uv_off + pitch * self.ch()];
+            let mut put = |at: usize, v: u8, low: u16| b[at..at + 2].copy_from_slice(&(((v as u16) << 8) | low).to_le_bytes());
+            for y in 0..self.h {
+                for x in 0..self.w {
+                    put(y * pitch + 2 * x, self.y[y * self.w + x], y_low);
+                }
+            }
+            for j in 0..self.ch() {
+                for i in 0..self.cw() {
+                    put(uv_off + j * pitch + 4 * i, self.u[j * self.cw() + i], c_low);
+                    put(uv_off + j * pitch + 4 * i + 2, self.v[j * self.cw() + i], c_low);
+                }
+            }
+            (b, pitch, uv_off)
+        }
+    }
+
+    /// The 16-bit arithmetic is the 8-bit one in the same units: a P016 image whose samples are
+    /// an NV12 image's << 8 converts to the same bytes, for every format, sampling mode (same
+    /// scale, bilinear up and down, box filter with its integer sums, letterbox) and siting, with
+    /// ROIs at odd offsets. A 16-bit reading off by a factor, a byte order or a sample's place
+    /// (byte 2x of the row) shows here.
+    #[test]
+    fn sixteen_bit_samples_convert_as_their_8_bit_values() {
+        let pic = Picture::random(37, 23, 9, (0, 255), (0, 255));
+        let (nv12, p016) = (pic.nv12(), pic.p016((0, 0)));
+        let r = |x, y, w, h| Some(Rect { x, y, w, h });
+        // (output size, ROI, letterbox, mode)
+        let cases = [
+            ((0, 0), None, false, Mode::Same),
+            ((0, 0), r(3, 5, 21, 13), false, Mode::Same),
+            ((50, 31), None, false, Mode::Bilinear),
+            ((25, 16), r(1, 3, 33, 19), false, Mode::Bilinear),
+            ((9, 5), None, false, Mode::Area),
+            ((12, 12), r(5, 1, 31, 21), true, Mode::Area),
+            ((40, 40), None, true, Mode::Bilinear),
+        ];
+        for ((ow, oh), roi, letterbox, mode) in cases {
+            for siting in [Siting::Left, Siting::Center, Siting::TopLeft, Siting::Bottom] {
+                for format in [PixelFormat::Bgra8, PixelFormat::Bgr8, PixelFormat::Rgb8, PixelFormat::Gray8, PixelFormat::RgbF32, PixelFormat::RgbF16] {
+                    let spec = Spec { width: ow, height: oh, roi, letterbox, pad: [114.0, 20.0, 200.0], siting: Some(siting), mean: [0.4, 0.5, 0.6], std: [0.2, 0.3, 0.25], ..Spec::new(format) };
+                    let (p, want) = run(&spec, 37, 23, &nv12, (Matrix::Bt709, Range::Limited));
+                    assert_eq!(p.mode, mode, "{ow}x{oh} {roi:?}");
+                    let (_, got) = run_at(&spec, 37, 23, &view(&p016, Depth::Sixteen), (Matrix::Bt709, Range::Limited));
+                    assert!(got == want, "{format:?} {siting:?} {ow}x{oh} {roi:?} letterbox {letterbox}: P016 (v << 8) differs from NV12 (v)");
+                }
+            }
+        }
+    }
+
+    /// The bits below the top 8 count: a flat P016 picture of Y = 100.5 (100 << 8 | 0x80, full
+    /// range, neutral chroma) gives float outputs of 100.5 / 255 in every sampling mode, not the
+    /// 100 or 101 an 8-bit reading would.
+    #[test]
+    fn sixteen_bit_samples_keep_their_low_bits() {
+        let img = Picture::random(40, 24, 3, (100, 100), (128, 128)).p016((0x80, 0));
+        for (w, h, mode) in [(40, 24, Mode::Same), (30, 18, Mode::Bilinear), (8, 6, Mode::Area)] {
+            let spec = Spec { width: w, height: h, ..Spec::new(PixelFormat::RgbF32) };
+            let (p, out) = run_at(&spec, 40, 24, &view(&img, Depth::Sixteen), (Matrix::Bt601, Range::Full));
+            assert_eq!(p.mode, mode);
+            for (i, c) in out.chunks_exact(4).enumerate() {
+                let v = f32::from_ne_bytes(c.try_into().unwrap()) * 255.0;
+                assert!((v - 100.5).abs() < 1e-3, "{mode:?}: value {i} is {v}, not 100.5");
+            }
         }
     }
 
@@ -649,7 +765,7 @@ mod tests {
     /// The kernel's same-scale arithmetic (`same_chroma`, `mix`, `pair_cols`, `same_finish` in
     /// kernels/nvcam_convert.cu), ported: integer chroma weights in quarters or halves, sums in
     /// units of 1 / D, `du * k` as `(S - 128 D) * (k / D)`. Returns R, G, B of luma pixel (x, y).
-    fn kernel_same_scale(p: &Plan, s: &Nv12, x: i32, y: i32) -> [f32; 3] {
+    fn kernel_same_scale(p: &Plan, s: &Image, x: i32, y: i32) -> [f32; 3] {
         let (hx, hy) = p.chroma_pos();
         let (cx1, cy1) = ((p.src_w as i32 - 1) >> 1, (p.src_h as i32 - 1) >> 1);
         let mix = |q: i32, a: u32, b: u32| if q & 1 == 1 { (4 - q) as u32 * a + q as u32 * b } else if q == 0 { 2 * a } else { a + b };
@@ -679,7 +795,7 @@ mod tests {
     fn same_scale_integer_weights_give_the_bilinear_bits() {
         let pic = Picture::random(23, 15, 5, (0, 255), (0, 255));
         let img = pic.nv12();
-        let src = Nv12 { bytes: &img.0, pitch: img.1, uv_offset: img.2 };
+        let src = view(&img, Depth::Eight);
         for (siting, _, _) in H273_LOCATIONS {
             for (m, r) in [(Matrix::Bt709, Range::Limited), (Matrix::Bt601, Range::Full)] {
                 let spec = Spec { siting: Some(siting), ..Spec::new(PixelFormat::RgbF32) };

@@ -4,6 +4,7 @@
 
 use super::{Layout, Mode, Plan};
 use crate::frame::Frame;
+use crate::pool::Depth;
 
 /// Items one batch launch takes: its parameter block (3,648 bytes) stays under the 4 KiB that
 /// every driver accepts (`NVCAM_BATCH_PER_LAUNCH` in the kernel source).
@@ -54,7 +55,9 @@ pub(crate) struct KernelItem {
     /// [`Plan::chroma_pos`]: where chroma samples sit in their 2x2 luma block (half pixels).
     pub chroma_x: i32,
     pub chroma_y: i32,
-    pub reserved: u32,
+    /// The frame's sample width ([`KernelItem::depth`]): 0 NV12, 1 P016. The host launches the
+    /// `_p016` kernels for P016 items (the 8-bit ones read bytes); the kernels do not read it.
+    pub depth: u32,
 }
 
 /// One frame's launch (`nvcam_convert_same` / `_bilinear` / `_area`).
@@ -90,6 +93,7 @@ const _: () = assert!(std::mem::offset_of!(KernelItem, y_off) == 76);
 const _: () = assert!(std::mem::offset_of!(KernelItem, k_b) == 96);
 const _: () = assert!(std::mem::offset_of!(KernelItem, chroma_x) == 100);
 const _: () = assert!(std::mem::offset_of!(KernelItem, chroma_y) == 104);
+const _: () = assert!(std::mem::offset_of!(KernelItem, depth) == 108);
 const _: () = assert!(std::mem::offset_of!(KernelParams, it) == 64);
 const _: () = assert!(std::mem::offset_of!(BatchParams, items) == 64);
 
@@ -110,9 +114,14 @@ impl KernelCommon {
     }
 }
 
+/// `KernelItem::depth`'s codes.
+const DEPTH_EIGHT: u32 = 0;
+const DEPTH_SIXTEEN: u32 = 1;
+
 impl KernelItem {
-    /// The NV12 image at `y`/`uv` (rows `src_pitch` apart) into `dst`, as `p` says.
-    pub(crate) fn new(p: &Plan, y: u64, uv: u64, src_pitch: usize, dst: u64) -> KernelItem {
+    /// The NV12 or P016 (`depth`) image at `y`/`uv` (rows `src_pitch` bytes apart) into `dst`,
+    /// as `p` says.
+    pub(crate) fn new(p: &Plan, depth: Depth, y: u64, uv: u64, src_pitch: usize, dst: u64) -> KernelItem {
         let c = &p.coeffs;
         let (chroma_x, chroma_y) = p.chroma_pos();
         KernelItem {
@@ -139,7 +148,19 @@ impl KernelItem {
             k_b: c.k_b,
             chroma_x,
             chroma_y,
-            reserved: 0,
+            depth: match depth {
+                Depth::Eight => DEPTH_EIGHT,
+                Depth::Sixteen => DEPTH_SIXTEEN,
+            },
+        }
+    }
+
+    /// The frame's sample width (which kernels run the item).
+    pub(crate) fn depth(&self) -> Depth {
+        if self.depth == DEPTH_SIXTEEN {
+            Depth::Sixteen
+        } else {
+            Depth::Eight
         }
     }
 }
@@ -147,17 +168,25 @@ impl KernelItem {
 impl KernelParams {
     /// The block for converting frame `f` (a device frame) into `dst`, laid out as `l`.
     pub(crate) fn for_frame(f: &Frame, p: &Plan, dst: u64, l: &Layout) -> KernelParams {
-        KernelParams::new(p, f.y_addr(), f.uv_addr(), f.geom().pitch, dst, l.pitch, l.plane)
+        let g = f.geom();
+        KernelParams::new(p, g.depth, f.y_addr(), f.uv_addr(), g.pitch, dst, l.pitch, l.plane)
     }
 
-    /// The block for converting the NV12 image at `y`/`uv` (rows `src_pitch` apart) into `dst`.
-    pub(crate) fn new(p: &Plan, y: u64, uv: u64, src_pitch: usize, dst: u64, dst_pitch: usize, dst_plane: usize) -> KernelParams {
-        KernelParams { c: KernelCommon::new(p, dst_pitch, dst_plane), it: KernelItem::new(p, y, uv, src_pitch, dst) }
+    /// The block for converting the NV12 or P016 (`depth`) image at `y`/`uv` (rows `src_pitch`
+    /// bytes apart) into `dst`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(p: &Plan, depth: Depth, y: u64, uv: u64, src_pitch: usize, dst: u64, dst_pitch: usize, dst_plane: usize) -> KernelParams {
+        KernelParams { c: KernelCommon::new(p, dst_pitch, dst_plane), it: KernelItem::new(p, depth, y, uv, src_pitch, dst) }
     }
 
     /// The sampling mode (which kernel runs it).
     pub(crate) fn mode(&self) -> Mode {
         Mode::from_code(self.it.mode)
+    }
+
+    /// The frame's sample width (P016 runs the `_p016` kernel whatever the mode).
+    pub(crate) fn depth(&self) -> Depth {
+        self.it.depth()
     }
 }
 
@@ -180,7 +209,7 @@ mod tests {
         for m in [Matrix::Bt601, Matrix::Bt709, Matrix::Unspecified] {
             for r in [Range::Limited, Range::Full, Range::Unspecified] {
                 let p = Plan::new(&Spec::new(PixelFormat::Bgra8), 64, 64, &colour(m, r)).unwrap();
-                let k = KernelParams::new(&p, 0, 0, 64, 0, 256, 0);
+                let k = KernelParams::new(&p, Depth::Eight, 0, 0, 64, 0, 256, 0);
                 assert_eq!(k.it.y_off, k.it.y_off.round(), "{m:?} {r:?}");
                 assert!((0.0..256.0).contains(&k.it.y_off));
             }
@@ -191,12 +220,12 @@ mod tests {
     fn the_mode_picks_the_sampling() {
         let mut s = Spec::new(PixelFormat::RgbF16);
         let p = Plan::new(&s, 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).unwrap();
-        assert_eq!(KernelParams::new(&p, 0, 0, 2048, 0, 0, 0).mode(), Mode::Same);
+        assert_eq!(KernelParams::new(&p, Depth::Eight, 0, 0, 2048, 0, 0, 0).mode(), Mode::Same);
         (s.width, s.height, s.letterbox) = (640, 640, true);
         let p = Plan::new(&s, 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).unwrap();
-        assert_eq!(KernelParams::new(&p, 0, 0, 2048, 0, 0, 0).mode(), Mode::Area);
+        assert_eq!(KernelParams::new(&p, Depth::Eight, 0, 0, 2048, 0, 0, 0).mode(), Mode::Area);
         let p = Plan::new(&s, 1280, 720, &colour(Matrix::Bt709, Range::Limited)).unwrap();
-        assert_eq!(KernelParams::new(&p, 0, 0, 2048, 0, 0, 0).mode(), Mode::Bilinear);
+        assert_eq!(KernelParams::new(&p, Depth::Eight, 0, 0, 2048, 0, 0, 0).mode(), Mode::Bilinear);
     }
 
     /// The kernel clamps taps to the frame and reads the siting from the item: a ROI's item
@@ -208,8 +237,21 @@ mod tests {
         s.roi = Some(crate::convert::Rect { x: 3, y: 5, w: 64, h: 32 });
         let c = Color { siting: Siting::TopLeft, ..colour(Matrix::Bt709, Range::Limited) };
         let p = Plan::new(&s, 1920, 1080, &c).unwrap();
-        let it = KernelParams::new(&p, 0, 0, 2048, 0, 0, 0).it;
+        let it = KernelParams::new(&p, Depth::Eight, 0, 0, 2048, 0, 0, 0).it;
         assert_eq!((it.roi_x, it.roi_y, it.src_w, it.src_h), (3, 5, 1920, 1080));
-        assert_eq!((it.chroma_x, it.chroma_y, it.reserved), (1, 1, 0));
+        assert_eq!((it.chroma_x, it.chroma_y), (1, 1));
+    }
+
+    /// A P016 frame's item says so (the host then launches the 16-bit kernels; an 8-bit kernel
+    /// would read its words as bytes), and a default (unused batch) item is NV12.
+    #[test]
+    fn the_item_carries_the_sample_width() {
+        let p = Plan::new(&Spec::new(PixelFormat::Rgb8), 64, 48, &colour(Matrix::Bt709, Range::Limited)).unwrap();
+        for d in [Depth::Eight, Depth::Sixteen] {
+            let k = KernelParams::new(&p, d, 0, 0, 256, 0, 0, 0);
+            assert_eq!((k.depth(), k.it.depth()), (d, d));
+        }
+        assert_eq!(KernelParams::new(&p, Depth::Sixteen, 0, 0, 256, 0, 0, 0).it.depth, 1);
+        assert_eq!(KernelItem::default().depth(), Depth::Eight);
     }
 }

@@ -335,12 +335,17 @@ pub(crate) fn convert_spec(c: &nvcam_convert) -> Result<(Spec, DstKind)> {
     Ok((spec, dst))
 }
 
-/// The CPU conversion of a packed NV12 image (`nv12_size` bytes as `nvcam_frame_copy_nv12`
-/// writes them) whose stream colours are the `NVCAM_MATRIX_*`/`NVCAM_RANGE_*`/`NVCAM_SITING_*`
-/// codes given (as `nvcam_frame_info_t` reports them): the reference the GPU tests compare the
-/// kernels against.
-pub(crate) fn cpu_reference(nv12: &[u8], width: u32, height: u32, spec: &nvcam_convert, color: (u32, u32, u32), dst_pitch: usize) -> Result<Vec<u8>> {
+/// The CPU conversion of a packed NV12 or P016 image (`frame_format` `NVCAM_FORMAT_NV12` or
+/// `NVCAM_FORMAT_P016`; `nv12_size` bytes as `nvcam_frame_copy_nv12` writes them) whose stream
+/// colours are the `NVCAM_MATRIX_*`/`NVCAM_RANGE_*`/`NVCAM_SITING_*` codes given (as
+/// `nvcam_frame_info_t` reports them): the reference the GPU tests compare the kernels against.
+pub(crate) fn cpu_reference(pixels: &[u8], frame_format: u32, width: u32, height: u32, spec: &nvcam_convert, color: (u32, u32, u32), dst_pitch: usize) -> Result<Vec<u8>> {
     let (s, _) = convert_spec(spec)?;
+    let depth = match frame_format {
+        NVCAM_FORMAT_NV12 => Depth::Eight,
+        NVCAM_FORMAT_P016 => Depth::Sixteen,
+        f => return Err(Error::arg(format!("frame format {f} is neither NVCAM_FORMAT_NV12 nor NVCAM_FORMAT_P016"))),
+    };
     let matrix = match color.0 {
         NVCAM_MATRIX_BT601 => Matrix::Bt601,
         NVCAM_MATRIX_BT709 => Matrix::Bt709,
@@ -351,8 +356,9 @@ pub(crate) fn cpu_reference(nv12: &[u8], width: u32, height: u32, spec: &nvcam_c
     let color = crate::frame::Color { matrix, range, siting: siting_from_code(color.2), ..Default::default() };
     let plan = crate::convert::Plan::new(&s, width, height, &color)?;
     let l = plan.layout(dst_pitch)?;
-    let pitch = (width as usize).div_ceil(2) * 2;
-    let src = crate::convert::cpu::Nv12 { bytes: nv12, pitch, uv_offset: pitch * height as usize };
+    // Packed: both planes at the UV rows' width (the frame's `row_bytes`).
+    let pitch = (width as usize).div_ceil(2) * 2 * depth.bytes();
+    let src = crate::convert::cpu::Image { bytes: pixels, pitch, uv_offset: pitch * height as usize, depth };
     let mut out = vec![0u8; l.total];
     crate::convert::cpu::convert(&plan, &src, &mut out, &l)?;
     Ok(out)

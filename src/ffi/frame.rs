@@ -130,7 +130,8 @@ unsafe fn spec_and_pitch(spec: *const nvcam_convert, dst_pitch: u64) -> crate::s
 /// Converts the frame as `spec` says (format, output size, crop, letterbox, colours, mean/std)
 /// into `dst`, rows `dst_pitch` bytes apart (0 = packed; planar formats: the planes follow each
 /// other, `height` rows each). Nothing is written unless the whole image fits in `dst_size` bytes
-/// (`nvcam_frame_convert_size` says how many).
+/// (`nvcam_frame_convert_size` says how many). NV12 and P016 frames (10- and 12-bit streams)
+/// alike: P016 samples are read at full precision.
 ///
 /// `spec->dst_memory` says where `dst` is:
 /// - `NVCAM_MEMORY_DEVICE`: `dst` is a `CUdeviceptr` on `spec->dst_device`. The work is enqueued
@@ -195,10 +196,11 @@ pub unsafe extern "C" fn nvcam_frame_convert(
 /// Everything (handles, sizes, memory kinds) is checked before anything is written. Device
 /// memory (`spec->dst_memory`): every frame must be a device frame of `spec->dst_device`; the
 /// conversions are enqueued on `cuda_stream` (one kernel launch for up to 32 frames, after
-/// their ready events, no host wait; larger batches take one launch per 32) and each frame's
-/// slot is fenced by that work, so the handles may be released at once. Host memory: the bytes
-/// are there on return (GPU frames through pinned staging, CPU frames on the CPU). A failure
-/// after the checks (a CUDA error) may leave earlier items written.
+/// their ready events, no host wait; larger batches take one launch per 32, and NV12 and P016
+/// frames launch apart: one launch per 32 of each) and each frame's slot is fenced by that work,
+/// so the handles may be released at once. Host memory: the bytes are there on return (GPU frames
+/// through pinned staging, CPU frames on the CPU). A failure after the checks (a CUDA error) may
+/// leave earlier items written.
 ///
 /// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_UNSUPPORTED, NVCAM_E_CUDA, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_NO_DEVICE, NVCAM_E_INTERNAL, NVCAM_E_PANIC
 ///

@@ -80,6 +80,8 @@ pub const NVCAM_FORMAT_RGB_F16_PLANAR: u32 = 6;
 /// `format` of `nvcam_frame_info`: P016, NV12's layout with 16-bit little-endian samples, the
 /// stream's `bit_depth` bits in the high bits of each (a 10-bit stream is P010: value << 6), as
 /// NVDEC writes 10- and 12-bit 4:2:0 streams. Row widths in bytes are twice NV12's.
+/// `nvcam_frame_convert` takes it in every output format, at full precision (float outputs keep
+/// the bits; 8-bit outputs are rounded from them).
 pub const NVCAM_FORMAT_P016: u32 = 7;
 
 /// `flags` of `nvcam_convert_t`: keep the ROI's aspect ratio; scale it to fit the output, centre

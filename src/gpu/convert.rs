@@ -8,11 +8,11 @@
 use super::context::{ck, Device};
 use super::download::to_host;
 use super::kernels::kernels;
-use crate::convert::cpu::{self, Nv12};
+use crate::convert::cpu::{self, Image};
 use crate::convert::params::{BatchParams, KernelCommon, KernelItem, KernelParams, BATCH_PER_LAUNCH};
 use crate::convert::{Plan, Spec};
 use crate::frame::Frame;
-use crate::pool::MemoryKind;
+use crate::pool::{Depth, MemoryKind};
 use crate::status::*;
 use cudarc::driver::sys;
 use std::ffi::c_void;
@@ -38,7 +38,6 @@ pub(crate) enum Dst<'a> {
 /// GPU: for the kernel on the frame's GPU); the frame's slot is then fenced by that work, so
 /// releasing the handle at once is safe. Host destinations hold the bytes when this returns.
 pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, stream: u64) -> Result<()> {
-    f.convertible()?;
     let g = *f.geom();
     let plan = Plan::new(spec, g.width, g.height, &f.color)?;
     let l = plan.layout(dst_pitch)?;
@@ -55,7 +54,7 @@ pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, 
         (MemoryKind::Host, Dst::Host(buf)) => {
             need(buf.len())?;
             let bytes = f.host_bytes().ok_or_else(|| Error::internal("host frame without host bytes"))?;
-            cpu::convert(&plan, &Nv12 { bytes, pitch: g.pitch, uv_offset: g.uv_offset() }, buf, &l)
+            cpu::convert(&plan, &Image { bytes, pitch: g.pitch, uv_offset: g.uv_offset(), depth: g.depth }, buf, &l)
         }
         (MemoryKind::Host, Dst::Device { .. }) => Err(Error::new(
             NVCAM_E_UNSUPPORTED,
@@ -127,7 +126,6 @@ fn check_device_range(dev: &Arc<Device>, ptr: u64, need: usize) -> Result<()> {
 
 /// The bytes `convert_frame` needs for `f` with `spec` at `dst_pitch`.
 pub(crate) fn required_size(f: &Frame, spec: &Spec, dst_pitch: usize) -> Result<usize> {
-    f.convertible()?;
     let g = f.geom();
     Ok(Plan::new(spec, g.width, g.height, &f.color)?.layout(dst_pitch)?.total)
 }
@@ -136,16 +134,17 @@ pub(crate) fn required_size(f: &Frame, spec: &Spec, dst_pitch: usize) -> Result<
 /// item), each item packed as `convert_frame` writes it at pitch 0: planar formats give NCHW,
 /// 8-bit formats NHWC. Every frame must convert to the same output size, and for a device
 /// destination be a device frame of that GPU: all of that is checked before anything is written.
-/// Device destinations: one kernel launch per [`BATCH_PER_LAUNCH`] frames on `stream` (after
-/// every frame's ready event; the parameters go by value, so nothing is allocated or copied
-/// first), no host wait. Host destinations: the bytes are there on return. Returns the item size.
+/// Device destinations: one kernel launch per [`BATCH_PER_LAUNCH`] frames of one sample width on
+/// `stream` (NV12 and P016 frames have kernels of their own, so a batch mixing them launches each
+/// width's frames apart), after every frame's ready event (the parameters go by value, so nothing
+/// is allocated or copied first), no host wait. Host destinations: the bytes are there on return.
+/// Returns the item size.
 pub(crate) fn convert_batch(frames: &[Arc<Frame>], spec: &Spec, dst: Dst, stride: usize, stream: u64) -> Result<usize> {
     let mut item: Option<((u32, u32), usize)> = None;
     let mut plans = Vec::with_capacity(frames.len());
     for (i, f) in frames.iter().enumerate() {
         let g = f.geom();
         let at = |e: Error| Error { msg: format!("frames[{i}]: {}", e.msg), ..e };
-        f.convertible().map_err(at)?;
         let plan = Plan::new(spec, g.width, g.height, &f.color).map_err(at)?;
         let total = plan.layout(0).map_err(at)?.total;
         plans.push(plan);
@@ -205,18 +204,24 @@ pub(crate) fn convert_batch(frames: &[Arc<Frame>], spec: &Spec, dst: Dst, stride
             let k = kernels(&dev)?;
             let l = plans[0].layout(0)?;
             let mut b = BatchParams::new(KernelCommon::new(&plans[0], l.pitch, l.plane));
-            for (c, chunk) in frames.chunks(BATCH_PER_LAUNCH).enumerate() {
-                for (j, f) in chunk.iter().enumerate() {
-                    let i = c * BATCH_PER_LAUNCH + j;
-                    b.items[j] = KernelItem::new(&plans[i], f.y_addr(), f.uv_addr(), f.geom().pitch, ptr + (i * stride) as u64);
-                    f.storage().wait_on_stream(f.slot(), stream)?;
-                }
-                // SAFETY: every frame's slot stays valid (we hold the frames, and fence them below
-                // before any release); each item's dst lies inside [ptr, ptr + need), checked to
-                // be device memory of this device; the stream is the caller's of this context.
-                unsafe { k.launch_batch(&b, chunk.len(), stream as sys::CUstream) }?;
-                for f in chunk {
-                    f.storage().fence_after_stream(f.slot(), stream)?;
+            // A launch holds frames of one sample width; each item keeps its place in dst.
+            for depth in [Depth::Eight, Depth::Sixteen] {
+                let group: Vec<usize> = (0..frames.len()).filter(|&i| frames[i].geom().depth == depth).collect();
+                for chunk in group.chunks(BATCH_PER_LAUNCH) {
+                    for (j, &i) in chunk.iter().enumerate() {
+                        let f = &frames[i];
+                        let g = f.geom();
+                        b.items[j] = KernelItem::new(&plans[i], g.depth, f.y_addr(), f.uv_addr(), g.pitch, ptr + (i * stride) as u64);
+                        f.storage().wait_on_stream(f.slot(), stream)?;
+                    }
+                    // SAFETY: every frame's slot stays valid (we hold the frames, and fence them
+                    // below before any release); each item's dst lies inside [ptr, ptr + need),
+                    // checked to be device memory of this device; the stream is the caller's of
+                    // this context.
+                    unsafe { k.launch_batch(&b, chunk.len(), stream as sys::CUstream) }?;
+                    for &i in chunk {
+                        frames[i].storage().fence_after_stream(frames[i].slot(), stream)?;
+                    }
                 }
             }
         }

@@ -5,6 +5,7 @@
 use super::context::{ck, Device};
 use crate::convert::params::{BatchParams, KernelParams, BATCH_PER_LAUNCH};
 use crate::convert::{Mode, PixelFormat};
+use crate::pool::Depth;
 use crate::status::*;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
@@ -35,6 +36,7 @@ const SAMEF: Shape = Shape { px: 4, rows: 2 };
 const RESIZE: Shape = Shape { px: 4, rows: 1 };
 const AREA: Shape = Shape { px: 2, rows: 1 };
 const BATCH: Shape = Shape { px: 2, rows: 1 };
+const P016: Shape = Shape { px: 2, rows: 1 };
 
 /// Conversion kernel launches so far, all devices (test hooks: the batch test counts them).
 #[cfg(feature = "test-hooks")]
@@ -54,6 +56,10 @@ pub(crate) struct Kernels {
     convert: [sys::CUfunction; 4],
     /// `nvcam_convert_batch`: up to [`BATCH_PER_LAUNCH`] items, any mode each.
     batch: sys::CUfunction,
+    /// `nvcam_convert_p016` and `nvcam_convert_batch_p016`: P016 frames, any mode (the kernels
+    /// above read NV12 bytes; these read 16-bit samples).
+    p016: sys::CUfunction,
+    batch_p016: sys::CUfunction,
     /// The test hooks' slow consumer (the kernel ships in the fatbin either way).
     #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
     spin_copy: sys::CUfunction,
@@ -114,6 +120,8 @@ impl Kernels {
             module,
             convert: [get(c"nvcam_convert_same")?, get(c"nvcam_convert_same_float")?, get(c"nvcam_convert_bilinear")?, get(c"nvcam_convert_area")?],
             batch: get(c"nvcam_convert_batch")?,
+            p016: get(c"nvcam_convert_p016")?,
+            batch_p016: get(c"nvcam_convert_batch_p016")?,
             spin_copy: get(c"nvcam_test_spin_copy")?,
         };
         log::info!("GPU {}: conversion kernels loaded ({} bytes of fatbin)", dev.ordinal, FATBIN.0.len());
@@ -127,11 +135,13 @@ impl Kernels {
     /// writes until the work completes; `stream` is a stream of this context (or 0).
     pub(crate) unsafe fn launch(&self, p: &KernelParams, stream: sys::CUstream) -> Result<()> {
         let float = p.c.format >= PixelFormat::RgbF32.code();
-        let (f, shape) = match p.mode() {
-            Mode::Same if float => (self.convert[1], SAMEF),
-            Mode::Same => (self.convert[0], SAME8),
-            Mode::Bilinear => (self.convert[2], RESIZE),
-            Mode::Area => (self.convert[3], AREA),
+        let (f, shape) = match (p.depth(), p.mode()) {
+            // One kernel for every mode: the per-mode ones read NV12 bytes.
+            (Depth::Sixteen, _) => (self.p016, P016),
+            (Depth::Eight, Mode::Same) if float => (self.convert[1], SAMEF),
+            (Depth::Eight, Mode::Same) => (self.convert[0], SAME8),
+            (Depth::Eight, Mode::Bilinear) => (self.convert[2], RESIZE),
+            (Depth::Eight, Mode::Area) => (self.convert[3], AREA),
         };
         let mut block = *p;
         // SAFETY: the kernel takes one parameter of exactly `KernelParams`'s layout (asserted on
@@ -139,7 +149,8 @@ impl Kernels {
         unsafe { self.enqueue(f, &mut block as *mut KernelParams as *mut c_void, p.c.out_w, p.c.out_h, shape, 1, stream) }
     }
 
-    /// Enqueues `b.items[..n]` (1 ..= [`BATCH_PER_LAUNCH`]) as one launch on `stream`.
+    /// Enqueues `b.items[..n]` (1 ..= [`BATCH_PER_LAUNCH`], all of one sample width: NV12 and
+    /// P016 items have kernels of their own) as one launch on `stream`.
     ///
     /// # Safety
     /// As [`Kernels::launch`], for every item.
@@ -147,10 +158,18 @@ impl Kernels {
         if n == 0 || n > BATCH_PER_LAUNCH {
             return Err(Error::internal(format!("a batch launch of {n} items")));
         }
+        let depth = b.items[0].depth();
+        if b.items[..n].iter().any(|it| it.depth() != depth) {
+            return Err(Error::internal("a batch launch mixing NV12 and P016 items"));
+        }
+        let (f, shape) = match depth {
+            Depth::Eight => (self.batch, BATCH),
+            Depth::Sixteen => (self.batch_p016, P016),
+        };
         let mut block = *b;
         // SAFETY: the kernel takes one parameter of exactly `BatchParams`'s layout (asserted on
         // both sides) and reads items 0..n (grid z); memory validity: this function's contract.
-        unsafe { self.enqueue(self.batch, &mut block as *mut BatchParams as *mut c_void, b.c.out_w, b.c.out_h, BATCH, n as u32, stream) }
+        unsafe { self.enqueue(f, &mut block as *mut BatchParams as *mut c_void, b.c.out_w, b.c.out_h, shape, n as u32, stream) }
     }
 
     /// # Safety
@@ -241,6 +260,7 @@ mod tests {
         assert_eq!(RESIZE, shape("RESIZE", false, false));
         assert_eq!(AREA, shape("AREA", false, false));
         assert_eq!(BATCH, shape("BATCH", false, false));
+        assert_eq!(P016, shape("P016", false, false));
         assert_eq!(BLOCK, (define("BLOCK_X"), define("BLOCK_Y")));
     }
 }

@@ -262,6 +262,12 @@ pub fn ten_bit_clip(w: u32, h: u32, frames: u32) -> PathBuf {
     clip(&format!("hevc10-{w}x{h}-{frames}.mkv"), &format!("{w}x{h}"), frames, "libx265", &["-pix_fmt", "yuv420p10le", "-preset", "ultrafast", "-x265-params", "log-level=error"])
 }
 
+/// A 10-bit clip of odd size (161x97: HEVC encoders refuse it), lossless FFV1 `yuv420p10le`:
+/// decoded in software, uploaded into a P016 pool on a GPU.
+pub fn ten_bit_odd_clip() -> PathBuf {
+    clip("p016-ffv1-161x97.mkv", "161x97", 4, "ffv1", &["-pix_fmt", "yuv420p10le"])
+}
+
 /// A gray (one-component) JPEG clip: FFmpeg's MJPEG encoder writes only Y'CbCr, so libjpeg
 /// through GStreamer's `jpegenc` (Debian's python3-gi binds to /usr/bin/python3) makes it.
 fn gray_jpeg_clip(name: &str, w: u32, h: u32, frames: u32) -> PathBuf {
