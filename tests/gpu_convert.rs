@@ -360,7 +360,7 @@ fn gpu_conversions_match_the_cpu_reference_at_every_size() {
 /// (16-bit samples in 1/256 steps of the 8-bit units): an 8-bit kernel reading the words as bytes,
 /// or a 16-bit path that rounds or orders one operation differently, fails here. An NVDEC frame of
 /// HEVC Main10 at 1366x768 (letterbox and crop + resize take the box filter there) with a
-/// bilinear down-scale and a tile at odd offsets besides, and an odd-sized (161x97) FFV1 frame
+/// bilinear down-scale and a tile at odd offsets besides, and an odd-sized (161x97) VP9 profile 2 frame
 /// decoded in software and uploaded (letterbox and crop + resize up-scale bilinearly); every
 /// format, matrix, range and five sitings, as the NV12 test.
 #[test]

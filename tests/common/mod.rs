@@ -262,10 +262,10 @@ pub fn ten_bit_clip(w: u32, h: u32, frames: u32) -> PathBuf {
     clip(&format!("hevc10-{w}x{h}-{frames}.mkv"), &format!("{w}x{h}"), frames, "libx265", &["-pix_fmt", "yuv420p10le", "-preset", "ultrafast", "-x265-params", "log-level=error"])
 }
 
-/// A 10-bit clip of odd size (161x97: HEVC encoders refuse it), lossless FFV1 `yuv420p10le`:
-/// decoded in software, uploaded into a P016 pool on a GPU.
+/// A 10-bit clip of odd size (161x97: HEVC encoders refuse it), lossless VP9 profile 2
+/// (`yuv420p10le`; the GPU machine's FFmpeg has no FFV1 decoder): a P016 frame on a GPU.
 pub fn ten_bit_odd_clip() -> PathBuf {
-    clip("p016-ffv1-161x97.mkv", "161x97", 4, "ffv1", &["-pix_fmt", "yuv420p10le"])
+    clip("p016-vp9-161x97.mkv", "161x97", 4, "libvpx-vp9", &["-pix_fmt", "yuv420p10le", "-lossless", "1"])
 }
 
 /// A gray (one-component) JPEG clip: FFmpeg's MJPEG encoder writes only Y'CbCr, so libjpeg
