@@ -228,6 +228,27 @@ fn ten_bit_hevc_keeps_its_bits_in_p016() {
     close(cam, 2000).unwrap();
 }
 
+/// HDR cameras could not be told from SDR ones: their BT.2020 matrix was reported as unknown
+/// (and converted as BT.709) and the transfer not at all. A 10-bit HEVC stream flagged BT.2020
+/// with the PQ curve, and one with HLG, now report BT.2020, that transfer, and left siting.
+#[test]
+fn hdr_streams_report_bt2020_and_their_transfer() {
+    init();
+    for (trc, want) in [("smpte2084", NVCAM_TRANSFER_PQ), ("arib-std-b67", NVCAM_TRANSFER_HLG)] {
+        let c = hdr_clip(trc, 96, 64);
+        let cam = open(c.to_str().unwrap(), &options(FAST)).unwrap();
+        let f = get_frame(cam, 5000).unwrap();
+        let i = info(f).unwrap();
+        assert_eq!(
+            (i.color_matrix, i.color_transfer, i.chroma_siting, i.format, i.bit_depth),
+            (NVCAM_MATRIX_BT2020, want, NVCAM_SITING_LEFT, NVCAM_FORMAT_P016, 10),
+            "{trc}: matrix, transfer, siting, format, bits"
+        );
+        release(f).unwrap();
+        close(cam, 2000).unwrap();
+    }
+}
+
 #[test]
 fn double_release_returns_error() {
     init();

@@ -687,6 +687,8 @@ fn make_format_fixtures() {
     ten_bit_clip(1920, 1080, 48);
     ten_bit_clip(1920, 1080, 24);
     ten_bit_clip(1366, 768, 12);
+    hdr_clip("smpte2084", 320, 240);
+    hdr_clip("arib-std-b67", 320, 240);
     ten_bit_odd_clip();
     // 10-bit against 8-bit decode speed: the same content and rate, HEVC Main10 and Main.
     clip("bench-hevc10-1920x1080.mkv", "1920x1080", 300, "libx265", &["-pix_fmt", "yuv420p10le", "-preset", "ultrafast", "-b:v", "2M", "-x265-params", "log-level=error"]);
@@ -964,6 +966,29 @@ fn ten_bit_hevc_on_every_decoder_is_bit_exact_p016() {
         assert!(worst <= 1, "NV12 from a 10-bit stream: {worst} levels from the rounded value");
         assert_eq!(stats(cam).decoder, NVCAM_DECODER_NVDEC);
         close(cam, 5000).unwrap();
+    }
+}
+
+/// HDR cameras reported unknown colours on the GPU: an HEVC Main10 stream flagged BT.2020 + PQ
+/// (and one + HLG) reports BT.2020, the transfer, and P016 at 10 bits on every decoder choice
+/// (direct NVDEC reads them from its video signal description, FFmpeg from the VUI).
+#[test]
+fn hdr_stream_reports_bt2020_and_its_transfer_on_every_decoder() {
+    if !need_gpu("hdr_stream_reports_bt2020_and_its_transfer_on_every_decoder") {
+        return;
+    }
+    let _s = Session::new(config(0));
+    for (trc, want) in [("smpte2084", NVCAM_TRANSFER_PQ), ("arib-std-b67", NVCAM_TRANSFER_HLG)] {
+        let c = hdr_clip(trc, 320, 240);
+        for (name, decoder) in [("nvdec", NVCAM_DECODER_NVDEC), ("ffmpeg-hw", NVCAM_DECODER_FFMPEG_HW), ("auto", NVCAM_DECODER_AUTO), ("upload", NVCAM_DECODER_SOFTWARE)] {
+            let cam = open(c.to_str().unwrap(), &gpu_options(NVCAM_OPEN_NO_PACING, decoder)).unwrap_or_else(|e| panic!("{trc} on {name}: {e:?}"));
+            let f = get_frame(cam, 20_000).unwrap();
+            let i = info(f).unwrap();
+            println!("{trc} on {name}: matrix {} transfer {} siting {} format {} bits {}", i.color_matrix, i.color_transfer, i.chroma_siting, i.format, i.bit_depth);
+            assert_eq!((i.color_matrix, i.color_transfer, i.format, i.bit_depth), (NVCAM_MATRIX_BT2020, want, NVCAM_FORMAT_P016, 10), "{trc} on {name}");
+            release(f).unwrap();
+            close(cam, 5000).unwrap();
+        }
     }
 }
 

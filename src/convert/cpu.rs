@@ -371,7 +371,10 @@ mod tests {
         // (Y, Cb, Cr) limited BT.709 → RGB
         let cases709 = [((16u8, 128u8, 128u8), [0u8, 0, 0]), ((235, 128, 128), [255, 255, 255]), ((63, 102, 240), [255, 0, 0]), ((173, 42, 26), [0, 255, 0]), ((32, 240, 118), [0, 0, 255])];
         let cases601 = [((82u8, 90u8, 240u8), [255u8, 0, 0]), ((145, 54, 34), [0, 255, 0]), ((41, 240, 110), [0, 0, 255])];
-        for (m, cases) in [(Matrix::Bt709, &cases709[..]), (Matrix::Bt601, &cases601[..])] {
+        // BT.2020 non-constant luminance (Kr 0.2627, Kb 0.0593), limited range: the primaries as
+        // BT.2020's equations code them (Y = 16 + 219 Y', Cb/Cr = 128 + 224 (B'/R' - Y') / ...).
+        let cases2020 = [((74u8, 97u8, 240u8), [255u8, 0, 0]), ((164, 47, 25), [0, 255, 0]), ((29, 240, 119), [0, 0, 255]), ((16, 128, 128), [0, 0, 0])];
+        for (m, cases) in [(Matrix::Bt709, &cases709[..]), (Matrix::Bt601, &cases601[..]), (Matrix::Bt2020, &cases2020[..])] {
             for &((y, u, v), want) in cases {
                 let img = image(4, 4, |_, _| (y, u, v));
                 let (_, out) = run(&Spec::new(PixelFormat::Rgb8), 4, 4, &img, (m, Range::Limited));

@@ -246,6 +246,19 @@ pub fn jpeg_clips(w: u32, h: u32, frames: u32) -> Vec<(PathBuf, &'static str, u3
         .collect()
 }
 
+/// A 10-bit HEVC clip flagged as HDR: BT.2020 primaries and matrix (non-constant luminance) and
+/// transfer `trc` (`smpte2084`, PQ, or `arib-std-b67`, HLG), in the stream's VUI.
+pub fn hdr_clip(trc: &str, w: u32, h: u32) -> PathBuf {
+    let params = format!("log-level=error:colorprim=bt2020:transfer={trc}:colormatrix=bt2020nc");
+    clip(
+        &format!("hdr-{trc}-{w}x{h}.mkv"),
+        &format!("{w}x{h}"),
+        2,
+        "libx265",
+        &["-pix_fmt", "yuv420p10le", "-preset", "ultrafast", "-color_primaries", "bt2020", "-color_trc", trc, "-colorspace", "bt2020nc", "-x265-params", &params],
+    )
+}
+
 /// The size of one chroma plane of a `jpeg_clips` clip decoded in its own pixel format `fmt`
 /// ((0, 0) for gray).
 pub fn jpeg_chroma_size(fmt: &str, w: usize, h: usize) -> (usize, usize) {
