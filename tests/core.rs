@@ -249,6 +249,25 @@ fn hdr_streams_report_bt2020_and_their_transfer() {
     }
 }
 
+/// Keeping Y'CbCr samples' range must not reach RGB sources: an RGB stream (FFV1 `bgr0`) still
+/// becomes limited-range BT.601 NV12, as FFmpeg's own `-pix_fmt nv12` makes it, and says so.
+#[test]
+fn rgb_source_becomes_limited_range_nv12() {
+    init();
+    let (w, h) = (96usize, 64usize);
+    let c = clip("rgb-ffv1-96x64.mkv", "96x64", 3, "ffv1", &["-pix_fmt", "bgr0"]);
+    let want = native_frames(&c, "nv12", w * h + w * h / 2);
+    let cam = open(c.to_str().unwrap(), &options(FAST)).unwrap();
+    for (k, want) in want.iter().enumerate() {
+        let f = get_frame(cam, 5000).unwrap();
+        let i = info(f).unwrap();
+        assert_eq!(i.color_range, NVCAM_RANGE_LIMITED, "frame {k}");
+        assert!(pixels(f).unwrap() == *want, "frame {k}: differs from ffmpeg -pix_fmt nv12");
+        release(f).unwrap();
+    }
+    close(cam, 2000).unwrap();
+}
+
 #[test]
 fn double_release_returns_error() {
     init();

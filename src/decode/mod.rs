@@ -148,6 +148,11 @@ pub(crate) unsafe fn set_low_delay(ctx: *mut ff::ffi::AVCodecContext, params: &f
 fn color_of(frame: &ff::frame::Video) -> Color {
     use ff::util::color::Range;
     use ff::util::format::Pixel;
+    // SAFETY: the decoder's frame, holding a picture.
+    if crate::ffmpeg::pixfmt::becomes_bt601_limited(unsafe { (*frame.as_ptr()).format }) {
+        // An RGB or gray picture: what swscale makes of it (`SoftwareDecoder::convert_into`).
+        return Color::from_h273(5, Some(false));
+    }
     let matrix = ff::ffi::AVColorSpace::from(frame.color_space()) as u32;
     let full = match frame.color_range() {
         Range::JPEG => Some(true),

@@ -63,8 +63,8 @@ impl SoftwareDecoder {
         }
         // SAFETY: the decoder's frame is a valid AVFrame holding the picture last received.
         let f = unsafe { &*self.frame.as_ptr() };
-        if f.format == ffi::AVPixelFormat::AV_PIX_FMT_GRAY8 as i32 {
-            // Gray JPEG: luma as decoded, neutral chroma (swscale does not write 128 there).
+        if self.jpeg && f.format == ffi::AVPixelFormat::AV_PIX_FMT_GRAY8 as i32 {
+            // Gray JPEG: luma as decoded (full range, as its frames report), neutral chroma.
             let (y, uv) = dst.split_at_mut(g.uv_offset());
             for r in 0..h as usize {
                 // SAFETY: row r of the frame's only plane holds `w` bytes at `linesize[0]` apart.
@@ -117,7 +117,9 @@ impl SoftwareDecoder {
 }
 
 /// A swscale context from `w`x`h` pictures of `fmt` to `to` (NV12, P010 or P016) of the same size
-/// that leaves the sample values' range alone (null if swscale has no such conversion).
+/// that leaves a Y'CbCr source's sample values' range alone (null if swscale has no such
+/// conversion). RGB and gray sources keep swscale's defaults: limited-range BT.601 Y'CbCr, what
+/// their frames are then taken to be (unflagged, resolved as limited).
 ///
 /// Why: swscale takes the `yuvj` formats (JPEG, and H.264/HEVC flagged full range) as full range
 /// and NV12 as limited, and by default squeezes 0..255 into 16..235. The hardware decoders
@@ -136,6 +138,7 @@ fn same_range_scaler(w: i32, h: i32, fmt: i32, to: i32) -> *mut ffi::SwsContext 
         .iter()
         .find(|(j, _)| *j as i32 == fmt)
         .map_or(fmt, |(_, p)| *p as i32);
+    let keep = crate::ffmpeg::pixfmt::is_ycbcr(layout);
     let opts: [(&std::ffi::CStr, i64); 9] = [
         (c"srcw", w as i64),
         (c"srch", h as i64),
@@ -145,8 +148,8 @@ fn same_range_scaler(w: i32, h: i32, fmt: i32, to: i32) -> *mut ffi::SwsContext 
         (c"dst_format", to as i64),
         (c"sws_flags", ffi::SWS_BICUBIC as i64),
         // Both full: swscale keeps the yuvj formats' full range, and equal ranges convert nothing.
-        (c"src_range", 1),
-        (c"dst_range", 1),
+        (c"src_range", keep as i64),
+        (c"dst_range", keep as i64),
     ];
     for (k, v) in opts {
         // SAFETY: `c` is a fresh SwsContext (an AVOptions object); `k` is NUL-terminated.

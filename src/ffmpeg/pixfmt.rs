@@ -59,6 +59,30 @@ pub(crate) fn bit_depth(fmt: i32) -> u32 {
     unsafe { d.as_ref() }.map_or(0, |d| d.comp[0].depth as u32)
 }
 
+/// Whether `fmt` holds Y'CbCr (three or four components, not RGB): the formats whose samples keep
+/// their range on the way into a pool (RGB and gray sources take swscale's default conversion).
+pub(crate) fn is_ycbcr(fmt: i32) -> bool {
+    if !(0..ffi::AVPixelFormat::AV_PIX_FMT_NB as i32).contains(&fmt) {
+        return false;
+    }
+    // SAFETY: `fmt` is within the enum's range (checked); the descriptor is static or null.
+    let d = unsafe { ffi::av_pix_fmt_desc_get(std::mem::transmute::<i32, ffi::AVPixelFormat>(fmt)) };
+    // SAFETY: null or FFmpeg's static descriptor.
+    unsafe { d.as_ref() }.is_some_and(|d| d.nb_components >= 3 && d.flags & ffi::AV_PIX_FMT_FLAG_RGB as u64 == 0)
+}
+
+/// Whether `fmt` is a software format that is not Y'CbCr (RGB, gray): swscale turns such
+/// pictures into limited-range BT.601 Y'CbCr, whatever their frames say.
+pub(crate) fn becomes_bt601_limited(fmt: i32) -> bool {
+    if !(0..ffi::AVPixelFormat::AV_PIX_FMT_NB as i32).contains(&fmt) {
+        return false;
+    }
+    // SAFETY: `fmt` is within the enum's range (checked); the descriptor is static or null.
+    let d = unsafe { ffi::av_pix_fmt_desc_get(std::mem::transmute::<i32, ffi::AVPixelFormat>(fmt)) };
+    // SAFETY: null or FFmpeg's static descriptor.
+    unsafe { d.as_ref() }.is_some_and(|d| d.flags & ffi::AV_PIX_FMT_FLAG_HWACCEL as u64 == 0) && !is_ycbcr(fmt)
+}
+
 /// Whether `fmt` is 4:2:0 at 10 or 12 bits (planar or P010/P016): what NVDEC writes as P016.
 pub(crate) fn high_depth_420(fmt: i32) -> bool {
     use ffi::AVPixelFormat::*;
@@ -79,5 +103,9 @@ mod tests {
         assert_eq!(super::chroma_8bit(AV_PIX_FMT_YUV420P10LE as i32), None);
         assert_eq!((super::bit_depth(AV_PIX_FMT_YUV420P10LE as i32), super::bit_depth(AV_PIX_FMT_NV12 as i32), super::bit_depth(-1)), (10, 8, 0));
         assert!(super::high_depth_420(AV_PIX_FMT_P010LE as i32) && !super::high_depth_420(AV_PIX_FMT_YUV422P10LE as i32));
+        assert!(super::is_ycbcr(AV_PIX_FMT_YUVJ422P as i32) && super::is_ycbcr(AV_PIX_FMT_YUV420P10LE as i32));
+        assert!(!super::is_ycbcr(AV_PIX_FMT_RGB24 as i32) && !super::is_ycbcr(AV_PIX_FMT_GRAY8 as i32) && !super::is_ycbcr(-1));
+        assert!(super::becomes_bt601_limited(AV_PIX_FMT_BGR0 as i32) && !super::becomes_bt601_limited(AV_PIX_FMT_CUDA as i32));
+        assert!(!super::becomes_bt601_limited(AV_PIX_FMT_NV12 as i32));
     }
 }
