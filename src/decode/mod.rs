@@ -113,14 +113,17 @@ pub(crate) fn received(
     jpeg: bool,
 ) -> Result<Option<Picture>> {
     match r {
-        Ok(()) => Ok(Some(Picture {
-            width: frame.width(),
-            height: frame.height(),
-            pts_us: pts_us(frame.timestamp(), time_base),
-            color: if jpeg { Color::jpeg(frame.color_range() != ff::util::color::Range::MPEG) } else { color_of(frame) },
-            depth: if depth_of(frame) > 8 { Depth::Sixteen } else { Depth::Eight },
-            bits: depth_of(frame),
-        })),
+        Ok(()) => {
+            let bits = depth_of(frame);
+            Ok(Some(Picture {
+                width: frame.width(),
+                height: frame.height(),
+                pts_us: pts_us(frame.timestamp(), time_base),
+                color: if jpeg { Color::jpeg(frame.color_range() != ff::util::color::Range::MPEG) } else { color_of(frame) },
+                depth: if bits > 8 { Depth::Sixteen } else { Depth::Eight },
+                bits,
+            }))
+        }
         Err(ff::Error::Eof) | Err(ff::Error::InvalidData) => Ok(None),
         Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => Ok(None),
         Err(e) => Err(Error::ffmpeg(call, e)),

@@ -205,23 +205,31 @@ pub(crate) fn convert_batch(frames: &[Arc<Frame>], spec: &Spec, dst: Dst, stride
             let l = plans[0].layout(0)?;
             let mut b = BatchParams::new(KernelCommon::new(&plans[0], l.pitch, l.plane));
             // A launch holds frames of one sample width; each item keeps its place in dst.
+            // Frames of one sample width fill a launch, up to BATCH_PER_LAUNCH, each at its own
+            // place in dst; nothing is allocated (`held` is the launch's frame indices).
+            let mut held = [0usize; BATCH_PER_LAUNCH];
+            let launch = |b: &BatchParams, held: &[usize]| -> Result<()> {
+                // SAFETY: every frame's slot stays valid (we hold the frames, and fence them below
+                // before any release); each item's dst lies inside [ptr, ptr + need), checked to
+                // be device memory of this device; the stream is the caller's of this context.
+                unsafe { k.launch_batch(b, held.len(), stream as sys::CUstream) }?;
+                held.iter().try_for_each(|&i| frames[i].storage().fence_after_stream(frames[i].slot(), stream))
+            };
             for depth in [Depth::Eight, Depth::Sixteen] {
-                let group: Vec<usize> = (0..frames.len()).filter(|&i| frames[i].geom().depth == depth).collect();
-                for chunk in group.chunks(BATCH_PER_LAUNCH) {
-                    for (j, &i) in chunk.iter().enumerate() {
-                        let f = &frames[i];
-                        let g = f.geom();
-                        b.items[j] = KernelItem::new(&plans[i], g.depth, f.y_addr(), f.uv_addr(), g.pitch, ptr + (i * stride) as u64);
-                        f.storage().wait_on_stream(f.slot(), stream)?;
+                let mut n = 0;
+                for (i, f) in frames.iter().enumerate().filter(|(_, f)| f.geom().depth == depth) {
+                    let g = f.geom();
+                    b.items[n] = KernelItem::new(&plans[i], g.depth, f.y_addr(), f.uv_addr(), g.pitch, ptr + (i * stride) as u64);
+                    f.storage().wait_on_stream(f.slot(), stream)?;
+                    held[n] = i;
+                    n += 1;
+                    if n == BATCH_PER_LAUNCH {
+                        launch(&b, &held[..n])?;
+                        n = 0;
                     }
-                    // SAFETY: every frame's slot stays valid (we hold the frames, and fence them
-                    // below before any release); each item's dst lies inside [ptr, ptr + need),
-                    // checked to be device memory of this device; the stream is the caller's of
-                    // this context.
-                    unsafe { k.launch_batch(&b, chunk.len(), stream as sys::CUstream) }?;
-                    for &i in chunk {
-                        frames[i].storage().fence_after_stream(frames[i].slot(), stream)?;
-                    }
+                }
+                if n > 0 {
+                    launch(&b, &held[..n])?;
                 }
             }
         }
