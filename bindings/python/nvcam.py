@@ -1048,7 +1048,8 @@ def _plain(v):
 
 
 def _spec_ref(format, device, kw):
-    """``(struct, byref(struct))`` of ``Frame.spec(format, device=device, **kw)``, from the cache."""
+    """``(struct, byref(struct))`` of ``Frame.spec(format, device=device, **kw)``, from the cache.
+    ``kw`` is the caller's own ``**kwargs`` dict, which nobody changes after the call."""
     global _spec_last
     last = _spec_last
     try:
@@ -1057,29 +1058,35 @@ def _spec_ref(format, device, kw):
     except Exception:  # noqa: BLE001 - e.g. an array among the values (no truth value)
         pass
     key = (format, device, *kw.items())
-    snapshot = False
     try:
         hit = _spec_cache.get(key)
-    except TypeError:  # a list or an array among the values
-        hit, snapshot = None, True
-    if hit is None:
+    except TypeError:  # a list or an array among the values: keyed by a snapshot of them
         try:
-            items = [(k, _plain(v)) for k, v in kw.items()]
+            key = (format, device, *((k, _plain(v)) for k, v in kw.items()))
         except TypeError:  # not a cacheable spec (or not a valid one: Frame.spec says which)
             c = Frame.spec(format, device=device, **kw)
             return c, byref(c)
-        if snapshot:
-            key = (format, device, *items)
-            hit = _spec_cache.get(key)
+        hit = _spec_cache.get(key)
         if hit is None:
+            hit = _spec_cache[key] = _spec_new(format, device, kw)
+        return hit  # not the last spec: its values may change in place
+    if hit is None:
+        try:
+            for v in kw.values():
+                _plain(v)
+        except TypeError:  # hashable, but not a number or a tuple of numbers
             c = Frame.spec(format, device=device, **kw)
-            hit = (c, byref(c))
-            if len(_spec_cache) >= _SPEC_CACHE_MAX:
-                _spec_cache.clear()
-            _spec_cache[key] = hit
-        if not snapshot:  # immutable values only
-            _spec_last = (format, device, dict(kw), hit)
+            return c, byref(c)
+        hit = _spec_cache[key] = _spec_new(format, device, kw)
+    _spec_last = (format, device, kw, hit)
     return hit
+
+
+def _spec_new(format, device, kw):
+    c = Frame.spec(format, device=device, **kw)
+    if len(_spec_cache) >= _SPEC_CACHE_MAX:
+        _spec_cache.clear()
+    return c, byref(c)
 
 
 class Frame:
