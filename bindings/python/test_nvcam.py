@@ -420,6 +420,37 @@ class NvcamTest(unittest.TestCase):
             self.assertLessEqual(len(nvcam._spec_cache), nvcam._SPEC_CACHE_MAX)
             self.assertEqual(bytes(f.convert(fmt, out=bytearray(n), **specs[0])), fresh(specs[0]))
 
+    def test_convert_batch_from_many_threads(self):
+        # Each thread fills a handle array of its own while other threads' calls run (GIL released).
+        import threading
+
+        with open_cam() as a, open_cam("testsrc://96x64@30") as b:
+            fa, fb = a.get_frame(2000), b.get_frame(2000)
+            kw = dict(width=40, height=40, letterbox=True, pad=(114, 114, 114))
+            n = fa.convert_size(nvcam.Frame.spec(nvcam.FORMAT_BGR8, **kw))
+            want = {fr.handle: bytes(fr.convert(nvcam.FORMAT_BGR8, out=bytearray(n), **kw)) for fr in (fa, fb)}
+            self.assertNotEqual(want[fa.handle], want[fb.handle])
+            errors = []
+
+            def work(frames):
+                try:
+                    for _ in range(30):
+                        out = bytearray(len(frames) * n)
+                        nvcam.convert_batch(frames, nvcam.FORMAT_BGR8, out, **kw)
+                        if bytes(out) != b"".join(want[fr.handle] for fr in frames):
+                            errors.append("wrong bytes for %r" % (frames,))
+                except Exception as e:  # noqa: BLE001
+                    errors.append(repr(e))
+
+            threads = [threading.Thread(target=work, args=(fs,)) for fs in ([fa, fa, fa], [fb, fb], [fa, fb, fa, fb])]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertEqual(errors, [])
+            fa.release()
+            fb.release()
+
     def test_cuda_destinations_without_a_gpu(self):
         # The arguments that reach nvcam_frame_convert / nvcam_frames_convert_batch for a CUDA
         # destination: a stand-in torch.Tensor (read through its attributes), and a generic
