@@ -483,6 +483,10 @@ for _name, (_res, _args) in _PROTOTYPES.items():
     _f.restype = _res
     _f.argtypes = _args
 
+# The per-frame conversion calls, bound once (an attribute lookup less per call).
+_c_frame_convert = lib.nvcam_frame_convert
+_c_frames_convert_batch = lib.nvcam_frames_convert_batch
+
 if lib.nvcam_abi_version() != ABI_VERSION:
     raise ImportError(
         "%s has ABI version %d, this binding expects %d" % (library_path, lib.nvcam_abi_version(), ABI_VERSION)
@@ -903,10 +907,11 @@ class Plane:
         return "Plane(%s, %s, shape=%r)" % (self.kind, "device %d" % self.device if self.memory == MEMORY_DEVICE else "host", self.shape)
 
 
-def _cuda_target(out):
-    """``(address, bytes, device, stream)`` of a contiguous CUDA array (torch, CuPy, anything with
-    ``__cuda_array_interface__``)."""
-    cai = out.__cuda_array_interface__
+def _cuda_target(out, cai=None):
+    """``(address, bytes, device, stream)`` of a contiguous CUDA array from its
+    ``__cuda_array_interface__`` (``cai``, read from ``out`` when not given)."""
+    if cai is None:
+        cai = out.__cuda_array_interface__
     shape = tuple(cai["shape"])
     itemsize = int(cai["typestr"][2:])
     n = itemsize
@@ -945,6 +950,143 @@ def _stream_of(out, stream):
 
         return cupy.cuda.get_current_stream().ptr
     return None
+
+
+# Destinations by type, decided once per type (_kind_of): torch.Tensor and cupy.ndarray are read
+# through their own attributes, which costs far less than building their
+# __cuda_array_interface__ dict; anything else (host buffers, other CUDA arrays, subclasses)
+# goes through the generic path. Neither library is imported here: an object of its type exists
+# only once the library is, so sys.modules has it.
+_K_OTHER, _K_TORCH, _K_CUPY = 0, 1, 2
+_kinds = {}
+_torch_strided = None
+_torch_raw_stream = None  # device ordinal -> the current stream's CUstream, as an int
+_cupy_current_stream = None
+
+
+def _torch_setup(torch):
+    global _torch_strided, _torch_raw_stream
+    raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+    if raw is None:  # the public call: same stream, slower
+
+        def raw(device, _current=torch.cuda.current_stream):
+            return _current(device).cuda_stream
+
+    _torch_raw_stream = raw
+    _torch_strided = torch.strided
+
+
+def _kind_of(t):
+    kind = _K_OTHER
+    torch = sys.modules.get("torch")
+    cupy = sys.modules.get("cupy")
+    if torch is not None and t is getattr(torch, "Tensor", None):
+        _torch_setup(torch)
+        kind = _K_TORCH
+    elif cupy is not None and t is getattr(cupy, "ndarray", None):
+        global _cupy_current_stream
+        _cupy_current_stream = cupy.cuda.get_current_stream
+        kind = _K_CUPY
+    if len(_kinds) >= 64:
+        _kinds.clear()
+    _kinds[t] = kind
+    return kind
+
+
+def _device_dst(out, stream):
+    """``(address, bytes, device or None, stream)`` when ``out`` is a CUDA array, None for a host
+    buffer. ``stream`` None: the array library's current stream (torch, CuPy), else the one its
+    ``__cuda_array_interface__`` names, else 0. Raises ValueError for a non-contiguous array."""
+    kind = _kinds.get(type(out))
+    if kind is None:
+        kind = _kind_of(type(out))
+    if kind == _K_TORCH:
+        # CPU and sparse tensors take the generic path, as before (no __cuda_array_interface__).
+        if out.is_cuda and out.layout is _torch_strided:
+            if out.requires_grad:  # what torch's __cuda_array_interface__ raises
+                raise RuntimeError("the destination tensor requires grad: pass out.detach() (the same memory)")
+            if not out.is_contiguous():
+                raise ValueError("the destination must be C-contiguous")
+            device = out.get_device()
+            return out.data_ptr(), out.nbytes, device, _torch_raw_stream(device) if stream is None else int(stream)
+    elif kind == _K_CUPY:
+        if not out.flags.c_contiguous and out.size:
+            raise ValueError("the destination must be C-contiguous")
+        return out.data.ptr, out.nbytes, out.device.id, _cupy_current_stream().ptr if stream is None else int(stream)
+    cai = getattr(out, "__cuda_array_interface__", None)
+    if cai is None:
+        return None
+    ptr, n, device, cai_stream = _cuda_target(out, cai)
+    s = _stream_of(out, stream)
+    return ptr, n, device, cai_stream if s is None else s
+
+
+# Frame.spec(format, device=device, **kw) -> (struct, byref) for the conversion calls, which only
+# read it: built once per distinct spec, shared, never mutated nor handed out (Frame.spec still
+# returns a new struct). Keys compare by value; a list or array (pad=[...]) is keyed by a tuple
+# of its values at the time of the call. A spec with any other kind of value (not a number, None,
+# or a sequence of numbers) is built every time: it might change without its key changing.
+_spec_cache = {}
+_SPEC_CACHE_MAX = 64
+_NUMBER = (int, float) if _np is None else (int, float, _np.number, _np.bool_)
+# The last spec looked up, as (format, device, kwargs, (struct, byref)): a repeated call with the
+# same arguments skips building and hashing a key. Only specs of immutable values are kept here.
+_spec_last = (None, None, None, None)
+
+
+def _plain(v):
+    """``v`` as an immutable key part (a number, None or a tuple of numbers), or raises TypeError."""
+    if v is None or isinstance(v, _NUMBER):
+        return v
+    if isinstance(v, (tuple, list)) or (_np is not None and isinstance(v, _np.ndarray)):
+        t = tuple(v)
+        for x in t:
+            if not isinstance(x, _NUMBER):
+                raise TypeError
+        return t
+    raise TypeError
+
+
+def _spec_ref(format, device, kw):
+    """``(struct, byref(struct))`` of ``Frame.spec(format, device=device, **kw)``, from the cache.
+    ``kw`` is the caller's own ``**kwargs`` dict, which nobody changes after the call."""
+    global _spec_last
+    last = _spec_last
+    try:
+        if last[2] == kw and last[0] == format and last[1] == device:
+            return last[3]
+    except Exception:  # noqa: BLE001 - e.g. an array among the values (no truth value)
+        pass
+    key = (format, device, *kw.items())
+    try:
+        hit = _spec_cache.get(key)
+    except TypeError:  # a list or an array among the values: keyed by a snapshot of them
+        try:
+            key = (format, device, *((k, _plain(v)) for k, v in kw.items()))
+        except TypeError:  # not a cacheable spec (or not a valid one: Frame.spec says which)
+            c = Frame.spec(format, device=device, **kw)
+            return c, byref(c)
+        hit = _spec_cache.get(key)
+        if hit is None:
+            hit = _spec_cache[key] = _spec_new(format, device, kw)
+        return hit  # not the last spec: its values may change in place
+    if hit is None:
+        try:
+            for v in kw.values():
+                _plain(v)
+        except TypeError:  # hashable, but not a number or a tuple of numbers
+            c = Frame.spec(format, device=device, **kw)
+            return c, byref(c)
+        hit = _spec_cache[key] = _spec_new(format, device, kw)
+    _spec_last = (format, device, kw, hit)
+    return hit
+
+
+def _spec_new(format, device, kw):
+    c = Frame.spec(format, device=device, **kw)
+    if len(_spec_cache) >= _SPEC_CACHE_MAX:
+        _spec_cache.clear()
+    return c, byref(c)
 
 
 class Frame:
@@ -1138,18 +1280,23 @@ class Frame:
         if out is None:
             return self.to_numpy(format, **spec)
         spec.pop("device", None)
-        if hasattr(out, "__cuda_array_interface__"):
-            ptr, n, device, cai_stream = _cuda_target(out)
+        dst = _device_dst(out, stream)
+        if dst is not None:
+            ptr, n, device, s = dst
             if device is None:
                 device = self.info.device
-            s = _stream_of(out, stream)
-            if s is None:
-                s = cai_stream
-            c = Frame.spec(format, device=device, **spec)
-            _check(lib.nvcam_frame_convert(self.handle, byref(c), ptr, 0, n, s), "nvcam_frame_convert")
+            rc = _c_frame_convert(self.handle, _spec_ref(format, device, spec)[1], ptr, 0, n, s)
+            if rc:
+                raise _error(rc, "nvcam_frame_convert")
             return out
-        c = Frame.spec(format, **spec)
-        self.convert_into(c, out, 0)
+        ref = _spec_ref(format, None, spec)[1]
+        mv = memoryview(out).cast("B")
+        if mv.readonly:
+            raise ValueError("buffer is read-only")
+        addr = ctypes.addressof((c_char * len(mv)).from_buffer(mv)) if len(mv) else None
+        rc = _c_frame_convert(self.handle, ref, addr, 0, len(mv), 0)
+        if rc:
+            raise _error(rc, "nvcam_frame_convert")
         return out
 
     def clone(self):
@@ -1391,6 +1538,12 @@ def get_frames(cameras, timeout_ms=1000, partial=True):
     return batch
 
 
+# One handle array per thread for convert_batch (filled, never reallocated): taken out of the
+# thread's slot for the call, so a call that re-enters on the same thread (from a log callback)
+# allocates its own instead of overwriting one the library is reading.
+_batch_tls = threading.local()
+
+
 def convert_batch(frames, format, out, stream=None, item_stride=0, **spec):
     """``nvcam_frames_convert_batch``: the frames into one tensor ``out`` (NCHW for the planar
     float formats, NHWC for 8-bit ones; item ``i`` at ``i * item_stride`` bytes, 0 = packed).
@@ -1399,22 +1552,32 @@ def convert_batch(frames, format, out, stream=None, item_stride=0, **spec):
     ``out``. Keyword arguments as :meth:`Frame.spec`."""
     hs = [f.handle if isinstance(f, Frame) else int(f) for f in frames]
     n = len(hs)
-    arr = (c_uint64 * max(n, 1))(*hs)
     spec.pop("device", None)
-    if hasattr(out, "__cuda_array_interface__"):
-        ptr, size, device, cai_stream = _cuda_target(out)
+    dst = _device_dst(out, stream)
+    if dst is not None:
+        ptr, size, device, s = dst
         if device is None:
             device = 0
-        s = _stream_of(out, stream)
-        if s is None:
-            s = cai_stream
-        c = Frame.spec(format, device=device, **spec)
-        _check(lib.nvcam_frames_convert_batch(arr, n, byref(c), ptr, item_stride, size, s), "nvcam_frames_convert_batch")
-        return out
-    c = Frame.spec(format, **spec)
-    mv = memoryview(out).cast("B")
-    if mv.readonly:
-        raise ValueError("buffer is read-only")
-    addr = ctypes.addressof((c_char * len(mv)).from_buffer(mv)) if len(mv) else None
-    _check(lib.nvcam_frames_convert_batch(arr, n, byref(c), addr, item_stride, len(mv), 0), "nvcam_frames_convert_batch")
+        ref = _spec_ref(format, device, spec)[1]
+    else:
+        ref = _spec_ref(format, None, spec)[1]
+        mv = memoryview(out).cast("B")
+        if mv.readonly:
+            raise ValueError("buffer is read-only")
+        ptr = ctypes.addressof((c_char * len(mv)).from_buffer(mv)) if len(mv) else None
+        size, s = len(mv), 0
+    arr = None
+    if n <= BATCH_MAX:
+        arr = getattr(_batch_tls, "handles", None)
+        _batch_tls.handles = None
+    if arr is None:
+        arr = (c_uint64 * max(n, BATCH_MAX))()
+    arr[:n] = hs
+    try:
+        rc = _c_frames_convert_batch(arr, n, ref, ptr, item_stride, size, s)
+    finally:
+        if n <= BATCH_MAX:
+            _batch_tls.handles = arr
+    if rc:
+        raise _error(rc, "nvcam_frames_convert_batch")
     return out

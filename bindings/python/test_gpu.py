@@ -11,7 +11,9 @@ CuPy every test is skipped, unless REQUIRE_GPU=1, where that is a failure.
 - a DLPack tensor outlives its Frame's release and a reconnect with its pixels unchanged, while
   the camera keeps delivering frames; its deleter releases the handle when the tensor goes;
 - frame.convert into a torch tensor (default and a side stream) and into a CuPy array equals the
-  host conversion; convert_batch into an NCHW torch tensor equals per-frame conversions.
+  host conversion; convert_batch into an NCHW torch tensor equals per-frame conversions;
+- the host cost of one convert / convert_batch into a torch tensor (issue 23), printed, and
+  asserted against NVCAM_HOST_US (microseconds) when it is set.
 """
 
 import gc
@@ -151,6 +153,52 @@ class GpuZeroCopy(unittest.TestCase):
                 want = f.to_numpy(nvcam.FORMAT_BGR8, width=320, height=320, letterbox=True, pad=(114, 114, 114))
                 self.assertTrue(np.array_equal(cupy.asnumpy(c), want), "convert into cupy")
         print("frame.convert into torch (current and side stream) and cupy equals the host conversion")
+
+    def test_convert_host_cost_into_torch(self):
+        # Issue 23: the host cost of one convert / convert_batch into a torch tensor. The tensor
+        # is read through its attributes (never __cuda_array_interface__), and the call returns
+        # in a few microseconds. The time is printed; NVCAM_HOST_US=<limit> also asserts it.
+        need(torch is not None, "torch is not installed")
+        from unittest import mock
+
+        batch_cams = [nvcam.Camera.open("testsrc://320x240@30") for _ in range(3)]
+        try:
+            with self.frame() as f, nvcam.get_frames([self.cam] + batch_cams, 10000, partial=False) as batch:
+                t = torch.empty((3, 320, 320), dtype=torch.float16, device="cuda:0")
+                tb = torch.empty((4, 3, 320, 320), dtype=torch.float16, device="cuda:0")
+                with mock.patch.object(nvcam, "_cuda_target", side_effect=AssertionError("generic path taken")):
+                    f.convert(nvcam.FORMAT_RGB_F16_PLANAR, out=t, **LETTERBOX)
+                    nvcam.convert_batch(batch, nvcam.FORMAT_RGB_F16_PLANAR, tb, **LETTERBOX)
+                with self.assertRaises(ValueError):
+                    f.convert(nvcam.FORMAT_RGB_F16_PLANAR, out=t.transpose(1, 2), **LETTERBOX)
+                with self.assertRaises(RuntimeError):
+                    f.convert(nvcam.FORMAT_RGB_F16_PLANAR, out=t.clone().requires_grad_(), **LETTERBOX)
+
+                def per_call_us(fn, n=200):  # few enough launches that the GPU's queue never fills
+                    torch.cuda.synchronize()
+                    best = float("inf")
+                    for _ in range(25):
+                        t0 = time.perf_counter()
+                        for _ in range(n):
+                            fn()
+                        best = min(best, (time.perf_counter() - t0) / n * 1e6)
+                        torch.cuda.synchronize()  # the queued kernels, outside the timed loop
+                    return best
+
+                one = per_call_us(lambda: f.convert(nvcam.FORMAT_RGB_F16_PLANAR, out=t, **LETTERBOX))
+                four = per_call_us(lambda: nvcam.convert_batch(batch, nvcam.FORMAT_RGB_F16_PLANAR, tb, **LETTERBOX))
+                s = torch.cuda.current_stream().cuda_stream
+                for fr in batch:
+                    fr.release_after_stream(s)
+                f.release_after_stream(s)
+        finally:
+            for c in batch_cams:
+                c.close()
+        print("host cost: frame.convert into torch %.2f us, convert_batch of 4 %.2f us per call" % (one, four))
+        limit = os.environ.get("NVCAM_HOST_US")
+        if limit:
+            self.assertLessEqual(one, float(limit))
+            self.assertLessEqual(four, float(limit))
 
     def test_convert_batch_into_an_nchw_torch_tensor(self):
         need(torch is not None, "torch is not installed")
