@@ -19,7 +19,12 @@ Rows (keys for --rows, see --list):
 
 Run (from the repository root, on the GPU machine, with the bundle's FFmpeg libraries):
   bash .gpu-bundle/run.sh python3 examples/convert_roofline.py --fixtures .gpu-bundle/with/fixtures
-  ... --lib OLD/libnvcam.so --binding OLD/nvcam.py --label old   # compare two builds, one call
+  ... --lib OLD/libnvcam.so --binding OLD/nvcam.py --label old   # another build (same process kind)
+  # two builds in one device call (each run its own process, same warm GPU):
+  bash .gpu-bundle/run.sh bash -c 'python3 examples/convert_roofline.py --fixtures .gpu-bundle/with/fixtures \
+      --label new --json /tmp/new.json; python3 examples/convert_roofline.py --fixtures .gpu-bundle/with/fixtures \
+      --lib old/libnvcam.so --binding old/nvcam.py --label old --json /tmp/old.json'
+  The CV-CUDA rows need .cvcuda (bash scripts/cvcuda-slim.sh here, then carry .cvcuda: ~31 MB).
   ... --rows 'issue'   # the issue's four rows;  --rows '1080p/same,host'  (comma = or, regexes)
 Options: --rounds 10 --calls 40 --host-calls 2000 --cvcuda DIR (default .cvcuda, scripts/cvcuda-slim.sh)
 --json FILE (the rows as JSON), --no-npp, --no-cvcuda, --no-torch.
@@ -220,7 +225,7 @@ class Timer:
             e1.synchronize()
             if started:
                 hb += 1
-                spin *= 2
+                spin = min(spin * 2, 200_000.0)
             per.append(e0.elapsed_time(e1) * 1e3 / n)
             enq.append((t1 - t0) / 1e3 / n)
         return statistics.median(per), hb, statistics.median(enq)
