@@ -30,7 +30,7 @@ FENCE = os.environ.get("KB_FENCE") == "1"
 # KB_SITING: the frames' chroma siting, as the item's (chroma_x, chroma_y) in half pixels:
 # left (H.264/HEVC's default), center (JPEG) or topleft. Builds from before siting ignore it.
 SITING = {"left": (1, 2), "center": (2, 2), "topleft": (1, 1)}[os.environ.get("KB_SITING", "left")]
-KERNELS = {"same8": "nvcam_convert_same", "samef": "nvcam_convert_same_float", "area": "nvcam_convert_area",
+KERNELS = {"same8": "nvcam_convert_same", "samef": "nvcam_convert_same_float", "area": "nvcam_convert_area", "bilinear": "nvcam_convert_bilinear",
            "batch": "nvcam_convert_batch", "spin": "nvcam_test_spin_copy"}
 
 cp.cuda.Device(0).use()
@@ -57,9 +57,19 @@ def load(fatbin):
     mod = ctypes.c_void_p()
     ck(cu.cuModuleLoadData(ctypes.byref(mod), image), "cuModuleLoadData")
     k = {"image": image, "px": {"same8": m["SAME8_PX"] * m["SAME8_G"], "samef": m["SAMEF_PX"] * m["SAMEF_G"],
-                                "area": m["AREA_PX"], "batch": m["BATCH_PX"]},
-         "rows": {"same8": m.get("SAME8_ROWS", 1), "samef": m.get("SAMEF_ROWS", 1), "area": 1, "batch": 1},
+                                "area": m["AREA_PX"], "batch": m["BATCH_PX"], "bilinear": m["RESIZE_PX"]},
+         "rows": {"same8": m.get("SAME8_ROWS", 1), "samef": m.get("SAMEF_ROWS", 1), "area": m.get("AREA_ROWS", 1) if "AREA_ROW_UNROLL" in open(src).read() else 1, "batch": 1, "bilinear": 1},
+         # Builds with the shared-memory box filter get dynamic shared memory for it.
+         "tiled": "area_tiled" in open(src).read(),
+         "rows_too": "pass1_luma" in open(src).read(),
          "block": (m.get("BLOCK_X", 32), m.get("BLOCK_Y", 8))}
+    # Builds with nvcam_convert_area4 (issue 23): the host picks it for large box-filter outputs.
+    for key in ("area4", "area_tiled", "batch_tiled"):
+        k[key] = None
+        if ("nvcam_convert_%s(" % key) in open(src).read():
+            fk = ctypes.c_void_p()
+            ck(cu.cuModuleGetFunction(ctypes.byref(fk), mod, ("nvcam_convert_" + key).encode()), key)
+            k[key] = fk
     for key, name in KERNELS.items():
         f = ctypes.c_void_p()
         ck(cu.cuModuleGetFunction(ctypes.byref(f), mod, name.encode()), name)
@@ -101,9 +111,32 @@ def item(w, h, y, uv, pitch, dst, img, mode):
     return struct.pack("<QQQQiiiiiiiiffIffffffiiI", y, uv, dst, pitch, 0, 0, w, h, ix, iy, iw, ih, w / iw, h / ih, mode, *COEFFS, *SITING, 0)
 
 
-# (name, format, mode, bytes per pixel, frames per launch)
-CASES = [("BGRA8, same size", 1, 0, 4, 1), ("RGB8, same size", 3, 0, 3, 1), ("planar f32, same size", 5, 0, 4, 1),
-         ("planar f16, letterbox 640x640", 6, 2, 2, 1), ("planar f16, letterbox 640x640, batch of 16 (one launch)", 6, 2, 2, 16)]
+# (name, format, bytes per pixel, output side (0: same size), letterbox, frames per launch)
+CASES = [("BGRA8, same size", 1, 4, 0, False, 1), ("RGB8, same size", 3, 3, 0, False, 1), ("planar f32, same size", 5, 4, 0, False, 1),
+         ("planar f16, letterbox 640x640", 6, 2, 640, True, 1), ("planar f16, letterbox 640x640, batch of 16 (one launch)", 6, 2, 640, True, 16)]
+# KB_ALL=1: also the issue-23 goal rows (every same-size format, downscales into 640 and 320).
+if os.environ.get("KB_ALL") == "1":
+    CASES += [("BGR8, same size", 2, 3, 0, False, 1), ("GRAY8, same size", 4, 1, 0, False, 1), ("planar f16, same size", 6, 2, 0, False, 1),
+              ("RGB8, letterbox 640x640", 3, 3, 640, True, 1), ("planar f16, resize 640x640", 6, 2, 640, False, 1),
+              ("planar f16, letterbox 320x320", 6, 2, 320, True, 1), ("RGB8, resize 320x320", 3, 3, 320, False, 1),
+              ("planar f32, resize 640x640, batch of 16 (one launch)", 5, 4, 640, False, 16)]
+# KB_ONLY: run only the cases whose name contains this text (e.g. for a profiler).
+if os.environ.get("KB_ONLY"):
+    CASES = [c for c in CASES if os.environ["KB_ONLY"] in c[0]]
+SIZES = [tuple(int(v) for v in s.split("x")) for s in os.environ.get("KB_SIZES", "1920x1080,3840x2160").split(",")]
+THREADS = (32, 4)
+SMS = 132
+MISMATCH = []
+
+
+def area_smem(px, sx, sy, rows_too=False, rpt=1):
+    """src/gpu/kernels.rs area_smem: the dynamic shared memory a box-filter launch gets."""
+    import math
+    tw, th = THREADS[0] * px, THREADS[1] * rpt
+    align = lambda b: (math.ceil(b) + 15) // 16 * 16
+    lw, lr = align(tw * sx + 2 + 32), math.ceil(th * sy) + 3
+    cw, cr = align(2 * (math.ceil(tw * sx / 2) + 3) + 32), math.ceil(th * sy / 2) + 3
+    return lr * lw + cr * cw + 64 + ((lr * tw * 4 + cr * tw * 8) if rows_too else 0)
 
 
 def main():
@@ -114,18 +147,35 @@ def main():
     print(f"convert-kernel-bench on {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, {N} launches per figure, chroma siting {os.environ.get('KB_SITING', 'left')}")
     print("| frame | conversion | bytes read + written | D2D copy GB/s | " + " | ".join(f"{b} GB/s (ratio)" for b in builds) + " |")
     print("|---|---|---:|---:|" + "---:|" * len(builds))
-    for (w, h) in [(1920, 1080), (3840, 2160)]:
+    optin = ctypes.c_int()
+    ck(cu.cuDeviceGetAttribute(ctypes.byref(optin), 97, 0), "cuDeviceGetAttribute")  # ..._PER_BLOCK_OPTIN
+    cap = min(optin.value, 100 * 1024)
+    global SMS
+    sms = ctypes.c_int()
+    ck(cu.cuDeviceGetAttribute(ctypes.byref(sms), 16, 0), "cuDeviceGetAttribute")  # MULTIPROCESSOR_COUNT
+    SMS = sms.value
+    for k in builds.values():
+        if k["tiled"]:
+            for key in ("area", "batch", "area4", "area_tiled", "batch_tiled"):
+                if k.get(key) is not None:
+                    ck(cu.cuFuncSetAttribute(k[key], 8, cap), "cuFuncSetAttribute")  # MAX_DYNAMIC_SHARED_SIZE_BYTES
+    for (w, h) in SIZES:
         pitch = (w + 511) // 512 * 512
         src = cp.random.randint(0, 256, size=pitch * (h + h // 2), dtype=cp.uint8)
         y, uv = src.data.ptr, src.data.ptr + pitch * h
-        for name, fmt, mode, bpp, nb in CASES:
-            if mode == 2:
-                out_w = out_h = 640
-                s = min(640 / w, 640 / h)
+        for name, fmt, bpp, side, letterbox, nb in CASES:
+            if side and letterbox:
+                out_w = out_h = side
+                s = min(side / w, side / h)
                 iw, ih = round(w * s), round(h * s)
-                img = ((640 - iw) // 2, (640 - ih) // 2, iw, ih)
+                img = ((side - iw) // 2, (side - ih) // 2, iw, ih)
+            elif side:
+                out_w = out_h = side
+                img = (0, 0, side, side)
             else:
                 out_w, out_h, img = w, h, (0, 0, w, h)
+            sx, sy = w / img[2], h / img[3]
+            mode = 0 if not side else (2 if sx > 2 or sy > 2 else 1)
             need = out_w * bpp * out_h * (3 if fmt >= 5 else 1)
             dst = cp.empty(need * nb, dtype=cp.uint8)
             nbytes = (w * h * 3 // 2 + need) * nb
@@ -140,24 +190,47 @@ def main():
             stream.synchronize()
             copy_gbs = 2 * half * N / timed(first, copy) / 1e9
             cells = []
+            first_out = None
             for bn, k in builds.items():
                 if nb > 1:
                     p = common(fmt, out_w, out_h, bpp) + b"".join(item(w, h, y, uv, pitch, dst.data.ptr + i * need, img, mode) for i in range(nb))
                     p += bytes(112 * (32 - nb))
                     key = "batch"
                 else:
-                    key = "area" if mode == 2 else ("samef" if fmt >= 5 else "same8")
+                    key = {1: "bilinear", 2: "area"}.get(mode, "samef" if fmt >= 5 else "same8")
                     p = common(fmt, out_w, out_h, bpp) + item(w, h, y, uv, pitch, dst.data.ptr, img, mode)
                 f, px, rows = k[key], k["px"][key], k["rows"][key]
                 buf = ctypes.create_string_buffer(p, len(p))
                 args = (ctypes.c_void_p * 1)(ctypes.cast(buf, ctypes.c_void_p))
+                smem = area_smem(px, sx, sy, k["rows_too"], rows) if k["tiled"] and mode == 2 and key in ("area", "batch") else 0
+                if k["area4"] is not None and mode == 2:
+                    # src/gpu/kernels.rs area_launch / smem_for.
+                    sxf, syf = struct.unpack("<ff", struct.pack("<ff", sx, sy))
+                    staged = sxf * syf > 36 or (sxf * syf >= 16 and sxf != int(sxf))
+                    smem = area_smem(px, sx, sy) if staged else 0
+                    blocks4 = -(-img[2] // 32) * -(-img[3] // 16)
+                    if key == "area" and staged and blocks4 >= 2 * SMS and area_smem(1, sx, sy, rpt=4) <= cap:
+                        f, px, rows, smem = k["area4"], 1, 4, area_smem(1, sx, sy, rpt=4)
+                    elif staged and smem <= cap and k["area_tiled"] is not None:
+                        # The per-pixel kernels have no tiled path in these builds.
+                        f = k["area_tiled"] if key == "area" else k["batch_tiled"]
+                smem = smem if smem <= cap else 0
                 bx, by = k["block"]
                 gx, gy = (out_w + bx * px - 1) // (bx * px), (out_h + by * rows - 1) // (by * rows)
 
                 def conv():
                     for _ in range(N):
-                        ck(cu.cuLaunchKernel(f, gx, gy, nb, bx, by, 1, 0, S, args, None), "cuLaunchKernel")
+                        ck(cu.cuLaunchKernel(f, gx, gy, nb, bx, by, 1, smem, S, args, None), "cuLaunchKernel")
 
+                dst.fill(0xA5)
+                ck(cu.cuLaunchKernel(f, gx, gy, nb, bx, by, 1, smem, S, args, None), "cuLaunchKernel")
+                stream.synchronize()
+                # Every build must write the same bytes (the kernels' values are exact).
+                if first_out is None:
+                    first_out = dst.copy()
+                elif not bool((dst == first_out).all()):
+                    print(f"  {bn}: {w}x{h} {name}: output DIFFERS from {next(iter(builds))} in {int((dst != first_out).sum())} bytes", flush=True)
+                    MISMATCH.append((bn, w, h, name))
                 conv()
                 stream.synchronize()
                 gbs = nbytes * N / timed(k, conv) / 1e9
@@ -187,6 +260,9 @@ def main():
             print(f"| {w}x{h} | {name} | {nbytes / 1e6:.1f} MB | {copy_gbs:,.0f} | " + " | ".join(cells) + " |", flush=True)
     for bn, r in ratios.items():
         print(f"{bn}: lowest ratio {min(r):.2f}, mean {sum(r) / len(r):.2f} (single-frame rows)")
+    print(f"outputs: {'all builds wrote identical bytes' if not MISMATCH else f'{len(MISMATCH)} cases DIFFER'}")
+    if MISMATCH:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

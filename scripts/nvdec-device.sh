@@ -102,6 +102,8 @@ memcheck-convert|racecheck-convert)
   tool=${what%-convert}
   # Every kernel variant at the sizes that differ in shape (4K adds only launch time here).
   export NVCAM_CONVERT_SIZES=${NVCAM_CONVERT_SIZES:-1366x768,161x97}
+  # The tiled box filter in both its kernels (area4 at 4K, area below), two formats.
+  export NVCAM_TILED_SIZES=${NVCAM_TILED_SIZES:-4096x2160,1366x768} NVCAM_TILED_QUICK=1
   step "$what" 240 bash -c "compute-sanitizer --tool $tool --error-exitcode 99 --log-file '$out/$tool-convert.log' '$convert_test' --include-ignored --test-threads 1 --nocapture > '$out/$tool-convert-tests.log' 2>&1; r=\$?; grep -E '^test |test result|panicked' '$out/$tool-convert-tests.log'; grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' '$out/$tool-convert.log' | sort | uniq -c; [ \$r -ne 0 ] && { grep -A6 panicked '$out/$tool-convert-tests.log' | head -20; grep -B2 -A12 -m2 -E '^========= (Invalid|Error|Race|Program hit)' '$out/$tool-convert.log'; }; exit \$r"
   ;;
 python-gpu)

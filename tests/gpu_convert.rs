@@ -356,6 +356,75 @@ fn gpu_conversions_match_the_cpu_reference_at_every_size() {
     all_formats_and_colours(&cuda, odd.to_str().unwrap(), NVCAM_DECODER_SOFTWARE, NVCAM_FORMAT_NV12);
 }
 
+/// The box filter's tiled path (a block's footprint staged in shared memory, issue 23) at the
+/// scales that take it, in both kernels that have it (`_area4` for large outputs, `_area` for
+/// small ones) and in a batch: every format, three sitings, letterbox, plain resize and a crop,
+/// bit for bit as the CPU twin. A staged rectangle one byte short, a word mask off by one or a
+/// row combined out of order fails here (the per-pixel path's scales are the test above's).
+#[test]
+#[ignore]
+fn tiled_box_filter_matches_the_cpu_twin_in_every_kernel() {
+    if !need_gpu("tiled_box_filter_matches_the_cpu_twin_in_every_kernel", gpu_usable(), "usable GPU (libcuda and a device)") {
+        return;
+    }
+    let _s = Session::new();
+    let cuda = Cuda::new();
+    let sizes = std::env::var("NVCAM_TILED_SIZES").unwrap_or_else(|_| "4096x2160,3840x2160,1366x768".into());
+    for size in sizes.split(',') {
+        let (cam, f, fi, nv12) = frame_of(&format!("testsrc://{size}@30"), NVCAM_DECODER_AUTO);
+        let (w, h) = (fi.width, fi.height);
+        let mut checked = 0usize;
+        // (what, width, height, letterbox, roi): 6.4x (4096 into 640), 6.5x (area4 at 4K, area
+        // below), 8.5x (area), 12x-12.8x (letterbox 320), and 6.5x of a crop at odd offsets.
+        let cases: [(&str, u32, u32, bool, Option<Roi>); 5] = [
+            ("letterbox 640", 640, 640, true, None),
+            ("resize /6.5", w * 2 / 13, h * 2 / 13, false, None),
+            ("resize /8.5", w * 2 / 17, h * 2 / 17, false, None),
+            ("letterbox 320", 320, 320, true, None),
+            ("crop /6.5", (w / 2) * 2 / 13, (h / 2) * 2 / 13, false, Some(((w / 5) | 1, (h / 7) | 1, (w / 2) | 1, h / 2))),
+        ];
+        // NVCAM_TILED_QUICK (the sanitizer runs): two formats, the stream's siting.
+        let quick = std::env::var_os("NVCAM_TILED_QUICK").is_some();
+        let sitings: &[u32] = if quick { &[0] } else { &[0, NVCAM_SITING_CENTER, NVCAM_SITING_TOPLEFT] };
+        for &(format, name) in FORMATS.iter().filter(|(f, _)| !quick || [NVCAM_FORMAT_BGRA8, NVCAM_FORMAT_RGB_F16_PLANAR].contains(f)) {
+            for &siting in sitings {
+                for &(what, ow, oh, letterbox, roi) in &cases {
+                    let mut s = spec(format);
+                    s.chroma_siting = siting;
+                    (s.width, s.height) = (ow, oh);
+                    if letterbox {
+                        s.flags = NVCAM_CONVERT_LETTERBOX;
+                        s.pad = [114.0, 114.0, 114.0];
+                    }
+                    if let Some((x, y, rw, rh)) = roi {
+                        (s.roi_x, s.roi_y, s.roi_width, s.roi_height) = (x, y, rw, rh);
+                    }
+                    checked += check_one(&cuda, f, &fi, &nv12, &s, &format!("{w}x{h} {name} siting {siting} {what}")).1;
+                }
+            }
+        }
+        // A batch of three items, each as its single conversion.
+        let mut s = spec(NVCAM_FORMAT_RGB_F16_PLANAR);
+        (s.width, s.height) = (w * 2 / 13, h * 2 / 13);
+        let one = on_device(&cuda, f, &s);
+        let frames = [f, f, f];
+        let mut d = s;
+        d.dst_memory = NVCAM_MEMORY_DEVICE;
+        d.dst_device = 0;
+        let dst = cuda.alloc(3 * one.len());
+        let code = unsafe { nvcam_frames_convert_batch(frames.as_ptr(), 3, &d, dst.0 as *mut _, 0, 3 * one.len() as u64, cuda.stream()) };
+        assert_eq!(code, NVCAM_OK, "{}", last_error());
+        cuda.sync();
+        let got = dst.download(3 * one.len());
+        for (i, item) in got.chunks_exact(one.len()).enumerate() {
+            assert!(item == &one[..], "{w}x{h}: batch item {i} differs from its single conversion");
+        }
+        println!("{w}x{h}: tiled box filter, {checked} bytes equal to the CPU twin; batch of 3 equal to single conversions");
+        release(f).unwrap();
+        close(cam, 5000).unwrap();
+    }
+}
+
 /// P016 frames (10-bit streams) convert on their own kernels bit for bit as the CPU twin does
 /// (16-bit samples in 1/256 steps of the 8-bit units): an 8-bit kernel reading the words as bytes,
 /// or a 16-bit path that rounds or orders one operation differently, fails here. An NVDEC frame of
@@ -482,10 +551,12 @@ fn gpu_roi_equals_the_window_of_the_whole_frame() {
     let _s = Session::new();
     let cuda = Cuda::new();
     // (source, output pixels per frame pixel as num / den, ROIs in frame pixels)
-    let cases: [(&str, (u32, u32), &[Roi]); 4] = [
+    let cases: [(&str, (u32, u32), &[Roi]); 5] = [
         ("testsrc://1920x1080@30", (1, 1), &[(333, 177, 641, 361), (2, 2, 64, 64), (1279, 719, 641, 361), (0, 1, 1920, 1079), (1919, 1079, 1, 1), (7, 0, 33, 1080)]),
         ("testsrc://1920x1080@30", (1, 2), &[(2, 2, 640, 360), (1000, 500, 920, 580)]),
         ("testsrc://1920x1080@30", (1, 4), &[(4, 4, 640, 360), (1280, 720, 640, 360)]),
+        // 7x down: the box filter staged in shared memory (its tiles read the frame around them).
+        ("testsrc://1960x1092@30", (1, 7), &[(7, 7, 700, 350), (1001, 497, 910, 581)]),
         ("testsrc://640x360@30", (2, 1), &[(1, 1, 101, 51), (333, 177, 307, 183)]),
     ];
     let mut compared = 0usize;
@@ -512,7 +583,7 @@ fn gpu_roi_equals_the_window_of_the_whole_frame() {
         release(f).unwrap();
         close(cam, 5000).unwrap();
     }
-    println!("ROIs on the device equal their windows of the whole frame: {compared} bytes compared (same scale, down 2x, down 4x, up 2x; 6 formats, 5 sitings)");
+    println!("ROIs on the device equal their windows of the whole frame: {compared} bytes compared (same scale, down 2x, 4x and 7x, up 2x; 6 formats, 5 sitings)");
 }
 
 /// A consumer kernel on the consumer's stream spins ~1 s, then copies the frame's slot; the
