@@ -57,6 +57,9 @@ def parse_args(argv=None):
     bw = os.environ.get("BUNDLE_WITH")
     ap.add_argument("--fixtures", default=os.path.join(bw, "fixtures") if bw else os.path.join(ROOT, "fixtures"),
                     help="directory with gpu-h264-1920x1080.mp4 and a 4096x2160 H.264 clip (default $BUNDLE_WITH/fixtures or ./fixtures)")
+    ap.add_argument("--synthetic", action="store_true",
+                    help="anchors only (NPP, CV-CUDA, torch) on synthetic NV12 frames of the same sizes and a 512-byte "
+                         "pitch, without nvcam: for a device call that cannot carry both nvcam's libraries and CV-CUDA")
     ap.add_argument("--lib", help="libnvcam.so to load (sets NVCAM_LIB; default: NVCAM_LIB or the binding's search)")
     ap.add_argument("--binding", help="nvcam.py (or its directory) to import (default bindings/python/nvcam.py)")
     ap.add_argument("--label", default="", help="printed in the header (which build this is)")
@@ -681,6 +684,21 @@ def load_cvcuda(path):
         return "import cvcuda failed: %s: %s" % (type(e).__name__, e)
 
 
+def synthetic_frame(torch, w, h):
+    """A device NV12 frame as a torch tensor (random bytes, rows 512-aligned as NVDEC's) with the
+    `info` the anchor rows read (width, height, pitch, plane addresses); from_dlpack gives it back."""
+    pitch = (w + 511) // 512 * 512
+    t = torch.randint(0, 256, (h * 3 // 2, pitch), dtype=torch.uint8, device="cuda")
+    class Info:  # noqa: N801
+        pass
+    i = Info()
+    i.width, i.height, i.pitch, i.row_bytes = w, h, pitch, pitch
+    i.y_ptr, i.uv_ptr = t.data_ptr(), t.data_ptr() + pitch * h
+    i.color_matrix, i.color_range = 1, 1
+    t.info = i
+    return t
+
+
 def hold_frames(nv, clip, n=16):
     """Opens the clip on GPU 0 (nvcam's GPU decoder) and holds n distinct decoded frames."""
     cam = nv.Camera.open(clip, device=0, flags=nv.OPEN_LOSSLESS | nv.OPEN_NO_PACING, pool_slots=n + 4)
@@ -705,9 +723,14 @@ def main(argv=None):
         return 0
     import torch  # noqa: WPS433
 
-    nv, binding = load_nvcam(args)
-    nv.Library()
-    c1080, c4k, clip_note = find_clips(args)
+    if args.synthetic:
+        nv, binding = None, "none (--synthetic)"
+        c1080 = c4k = None
+        clip_note = "anchors only, on synthetic NV12 frames (random bytes, 512-byte pitch)"
+    else:
+        nv, binding = load_nvcam(args)
+        nv.Library()
+        c1080, c4k, clip_note = find_clips(args)
     drv = "?"
     try:
         drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True,
@@ -725,7 +748,8 @@ def main(argv=None):
     print()
     print("- GPU: %s, driver %s; torch %s (CUDA %s), Python %s" % (torch.cuda.get_device_name(0), drv, torch.__version__, torch.version.cuda,
                                                                    sys.version.split()[0]))
-    print("- nvcam: %s (%s), binding %s" % (nv.version(), nv.library_path, binding))
+    if nv is not None:
+        print("- nvcam: %s (%s), binding %s" % (nv.version(), nv.library_path, binding))
     print("- method: per row, %d rounds of %d calls queued behind torch.cuda._sleep on one torch stream, CUDA events around the "
           "calls, median round / calls; copy = %d torch copy_ of (read + written) / 2 bytes, same way; ratio = copy µs / µs"
           % (args.rounds, args.calls, args.calls))
@@ -740,6 +764,20 @@ def main(argv=None):
     with torch.cuda.stream(stream):
         b = Bench(args, nv, torch)
         held = []
+        if args.synthetic:
+            b.header()
+            for (size, w, h) in SIZES:
+                f = synthetic_frame(torch, w, h)
+                if not args.no_npp:
+                    b.npp_rows(size, f)
+                if not args.no_cvcuda:
+                    b.cvcuda_rows(size, f, cv if cv is not None else "not loaded")
+                if not args.no_torch:
+                    b.torch_rows(size, f)
+            torch.cuda.synchronize()
+            for n in b.notes:
+                print("- " + n)
+            return 0
         for (size, _w, _h), clip in zip(SIZES, (c1080, c4k)):
             if not any(sel(k) for k in catalogue() if ("/%s/" % size) in ("/" + k + "/")):
                 continue
