@@ -401,4 +401,60 @@ mod tests {
         assert_eq!(P016, shape("P016", false, false));
         assert_eq!(BLOCK, (define("BLOCK_X"), define("BLOCK_Y")));
     }
+
+    /// A bound below a block's footprint sends that block to the per-pixel path without a word
+    /// (the values stay exact, so no GPU test would see it, only a slower kernel): `area_smem`
+    /// covers every block's footprint, computed as the kernel's `tile_run` computes it (spans in
+    /// f32, 16-byte aligned rectangles), for frames, outputs, crops and sitings that take the
+    /// tiled path, in each tiled kernel's block shape.
+    #[test]
+    fn area_smem_covers_every_block_footprint() {
+        let luma = |a: f32, b: f32, hi: i32| ((a.floor() as i32).min(hi), (b.ceil() as i32 - 1).min(hi));
+        let chroma = |a: f32, b: f32, hi: i32| ((a.floor() as i32).clamp(0, hi), (b.ceil() as i32 - 1).clamp(0, hi));
+        // The kernel's `staged`: rows x (16-aligned start to the last byte, rounded up to 16).
+        let staged = |xa: i32, xb: i32, ya: i32, yb: i32| {
+            let x0 = xa & !15;
+            ((yb - ya + 1) * ((xb + 1 - x0 + 15) & !15)) as u32
+        };
+        let mut checked = 0;
+        for (src_w, src_h) in [(1920, 1080), (3840, 2160), (4096, 2160), (1366, 768), (7680, 4320)] {
+            for (img_w, img_h) in [(640, 338), (640, 360), (320, 169), (451, 254), (295, 166), (590, 332), (100, 57), (640, 640)] {
+                for (roi_x, roi_y) in [(0, 0), (7, 3), (333, 177)] {
+                    let (rw, rh) = (src_w - roi_x, src_h - roi_y);
+                    let (sx, sy) = (rw as f32 / img_w as f32, rh as f32 / img_h as f32);
+                    let it = KernelItem { mode: Mode::Area as u32, sx, sy, ..Default::default() };
+                    if !tiled_scale(&it) {
+                        continue;
+                    }
+                    for h in 1..=3 {
+                        let c0x = roi_x as f32 * 0.5 + (0.5 - h as f32 * 0.25);
+                        let c0y = roi_y as f32 * 0.5 + (0.5 - h as f32 * 0.25);
+                        for shape in [AREA, AREA4, BATCH] {
+                            let bound = area_smem(shape, sx, sy);
+                            let (tw, th) = ((BLOCK.0 * shape.px) as i32, (BLOCK.1 * shape.rows) as i32);
+                            for by in (0..img_h).step_by(th as usize) {
+                                for bx in (0..img_w).step_by(tw as usize) {
+                                    let (d0x, d1x) = (bx as f32, ((bx + tw).min(img_w) - 1) as f32);
+                                    let (d0y, d1y) = (by as f32, ((by + th).min(img_h) - 1) as f32);
+                                    let lx = (luma(d0x * sx + roi_x as f32, d0x * sx + roi_x as f32 + sx, src_w - 1).0, luma(d1x * sx + roi_x as f32, d1x * sx + roi_x as f32 + sx, src_w - 1).1);
+                                    let ly = (luma(d0y * sy + roi_y as f32, d0y * sy + roi_y as f32 + sy, src_h - 1).0, luma(d1y * sy + roi_y as f32, d1y * sy + roi_y as f32 + sy, src_h - 1).1);
+                                    let (hx, hy) = (sx * 0.5, sy * 0.5);
+                                    let cspan = |d: f32, hs: f32, c0: f32, hi: i32| chroma(d * hs + c0, d * hs + c0 + hs, hi);
+                                    let cx = (cspan(d0x, hx, c0x, (src_w - 1) >> 1).0, cspan(d1x, hx, c0x, (src_w - 1) >> 1).1);
+                                    let cy = (cspan(d0y, hy, c0y, (src_h - 1) >> 1).0, cspan(d1y, hy, c0y, (src_h - 1) >> 1).1);
+                                    let need = staged(lx.0, lx.1, ly.0, ly.1) + staged(2 * cx.0, 2 * cx.1 + 1, cy.0, cy.1) + 4 * 6;
+                                    assert!(
+                                        need <= bound,
+                                        "{src_w}x{src_h} roi +{roi_x}+{roi_y} into {img_w}x{img_h}, siting {h}, {shape:?}, block ({bx}, {by}): needs {need} bytes, bound {bound}"
+                                    );
+                                    checked += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 10_000, "only {checked} blocks checked");
+    }
 }
