@@ -11,6 +11,13 @@
 # import libraries (nvcam.def, nvcam.lib for MSVC made by dlltool, libnvcam.dll.a for mingw), the
 # LabVIEW folder and a README. Linux: libnvcam.so and nvcam.so (LabVIEW's `nvcam.*` wildcard name)
 # beside it, the header, the LabVIEW folder and a README. Binaries are stripped of debug info.
+# Both: include/nvcam.hpp (the header-only C++ wrapper), a CMake package
+# (lib/cmake/nvcam/nvcamConfig.cmake: find_package(nvcam), targets nvcam::nvcam and nvcam::cpp) and
+# lib/pkgconfig/nvcam.pc, from packaging/, every path relative to the unpacked folder.
+#
+# NVCAM_PACKAGE_LIB=path/libnvcam.so packages that build instead of running cargo (Linux; the
+# package test uses the cdylib its `cargo test` built), NVCAM_PACKAGE_DIST=dir writes there
+# instead of dist/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -19,9 +26,23 @@ case "$what" in all|windows|linux) ;; *) echo "usage: $0 [all|windows|linux]" >&
 die() { echo "package: $*" >&2; exit 1; }
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 [ -n "$version" ] || die "no version in Cargo.toml"
-mkdir -p dist
+dist=${NVCAM_PACKAGE_DIST:-dist}
+mkdir -p "$dist"
+dist=$(cd "$dist" && pwd)
 stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 abi=$(sed -n 's/^#define NVCAM_ABI_VERSION \([0-9]*\).*/\1/p' include/nvcam.h)
+
+# The build integration of package folder $1, whose import or shared library is in folder $2
+# below it ("" or "/lib"): the C++ header, the CMake package and the pkg-config file.
+integration() {
+  local d=$1 libdir=$2
+  mkdir -p "$d/lib/cmake/nvcam" "$d/lib/pkgconfig"
+  cp bindings/cpp/nvcam.hpp "$d/include/"
+  local subst=(-e "s/@VERSION@/$version/g" -e "s/@ABI@/$abi/g" -e "s|@LIBDIR@|$libdir|g")
+  sed "${subst[@]}" packaging/nvcamConfig.cmake.in >"$d/lib/cmake/nvcam/nvcamConfig.cmake"
+  sed "${subst[@]}" packaging/nvcamConfigVersion.cmake.in >"$d/lib/cmake/nvcam/nvcamConfigVersion.cmake"
+  sed "${subst[@]}" packaging/nvcam.pc.in >"$d/lib/pkgconfig/nvcam.pc"
+}
 
 windows() {
   local T=x86_64-pc-windows-gnu name="nvcam-$version-windows-x64"
@@ -50,6 +71,7 @@ windows() {
   cp "$ff/share/licenses/ffmpeg/"* "$d/licenses/FFmpeg/"
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
+  integration "$d" /lib
   # Import libraries: a .def from the DLL's own export table, a .lib for MSVC (dlltool writes the
   # same short-import format FFmpeg's own .lib files use), and a mingw .dll.a.
   {
@@ -86,6 +108,9 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@). Project: se
 | `lib/nvcam.lib` | import library for MSVC (`link ... nvcam.lib`), made by mingw-w64's dlltool |
 | `lib/nvcam.def` | the export list; `lib /def:lib\nvcam.def /machine:x64 /out:nvcam.lib` remakes the .lib with MSVC's own tool |
 | `lib/libnvcam.dll.a` | import library for mingw-w64 (gcc/clang) |
+| `include/nvcam.hpp` | the header-only C++17 wrapper (RAII handles, exceptions) |
+| `lib/cmake/nvcam/` | CMake package: `find_package(nvcam)` with this folder in `CMAKE_PREFIX_PATH`, targets `nvcam::nvcam` (C) and `nvcam::cpp` (C++) |
+| `lib/pkgconfig/nvcam.pc` | pkg-config file (`PKG_CONFIG_PATH=<this folder>/lib/pkgconfig`) |
 | `labview/` | how to call every function from LabVIEW (Call Library Function Nodes), and `nvcam-errors.txt` |
 | `licenses/FFmpeg/` | FFmpeg's licence (LGPL v2.1), its terms and how these DLLs were configured and built |
 
@@ -136,8 +161,8 @@ nvcam is MIT OR Apache-2.0. The FFmpeg DLLs are LGPL v2.1 or later, built from D
 exact configure line); you may replace them with your own build of the same FFmpeg version and
 options.
 EOF
-  rm -f "dist/$name.zip"
-  (cd "$stage" && python3 - "$name" "$root/dist/$name.zip" <<'PY'
+  rm -f "$dist/$name.zip"
+  (cd "$stage" && python3 - "$name" "$dist/$name.zip" <<'PY'
 import os, sys, zipfile
 name, out = sys.argv[1], sys.argv[2]
 with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
@@ -147,18 +172,23 @@ with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
             z.write(os.path.join(base, f))
 PY
   )
-  echo "dist/$name.zip ($(du -h "dist/$name.zip" | cut -f1))"
+  echo "$dist/$name.zip ($(du -h "$dist/$name.zip" | cut -f1))"
 }
 
 linux() {
   local name="nvcam-$version-linux-x64"
   local d="$stage/$name"
-  cargo build --release --lib
+  local lib=${NVCAM_PACKAGE_LIB:-}
+  if [ -z "$lib" ]; then
+    cargo build --release --lib
+    lib=target/release/libnvcam.so
+  fi
   mkdir -p "$d/include"
-  strip --strip-debug -o "$d/libnvcam.so" target/release/libnvcam.so
+  strip --strip-debug -o "$d/libnvcam.so" "$lib"
   ln -s libnvcam.so "$d/nvcam.so"
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
+  integration "$d" ""
   local ffdeps; ffdeps=$(readelf -d "$d/libnvcam.so" | sed -n 's/.*Shared library: \[\(lib\(av\|sw\)[^]]*\)\]/\1/p' | tr '\n' ' ')
   sed -e "s/@VERSION@/$version/g" -e "s/@ABI@/$abi/g" -e "s/@FFDEPS@/$ffdeps/" >"$d/README.md" <<'EOF'
 # nvcam @VERSION@ for Linux x86-64
@@ -172,6 +202,9 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@).
 | `nvcam.so` | a link to `libnvcam.so`, so LabVIEW's library name `nvcam.*` (which becomes `nvcam.dll` on Windows and `nvcam.so` on Linux) works on both with the same VIs |
 | `include/nvcam.h` | the C header |
 | `include/nvcam_labview.h` | the same declarations in plain C for LabVIEW's Import Shared Library wizard |
+| `include/nvcam.hpp` | the header-only C++17 wrapper (RAII handles, exceptions) |
+| `lib/cmake/nvcam/` | CMake package: `find_package(nvcam)` with this folder in `CMAKE_PREFIX_PATH`, targets `nvcam::nvcam` (C) and `nvcam::cpp` (C++) |
+| `lib/pkgconfig/nvcam.pc` | pkg-config file: `PKG_CONFIG_PATH=<this folder>/lib/pkgconfig pkg-config --cflags --libs nvcam` |
 | `labview/` | how to call every function from LabVIEW, and `nvcam-errors.txt` |
 
 ## What the machine needs
@@ -185,9 +218,9 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@).
 Strings (URLs, paths, FFmpeg options) are UTF-8; on Linux nothing else is accepted
 (`NVCAM_E_INVALID_ARGUMENT`). `include/nvcam_labview.h` is for LabVIEW's Import Shared Library wizard.
 EOF
-  rm -f "dist/$name.tar.gz"
-  tar -C "$stage" --owner=0 --group=0 --sort=name -czf "dist/$name.tar.gz" "$name"
-  echo "dist/$name.tar.gz ($(du -h "dist/$name.tar.gz" | cut -f1))"
+  rm -f "$dist/$name.tar.gz"
+  tar -C "$stage" --owner=0 --group=0 --sort=name -czf "$dist/$name.tar.gz" "$name"
+  echo "$dist/$name.tar.gz ($(du -h "$dist/$name.tar.gz" | cut -f1))"
 }
 
 case "$what" in

@@ -11,7 +11,8 @@
 # 4. Every Rust test executable under Wine (scripts/wine-run.sh is cargo's runner), CPU path; the
 #    tests listed in SKIP below do not run, each with its reason printed.
 # 5. tests/c/harness.c and tests/c/dlopen_stress.c (LoadLibrary/GetProcAddress/FreeLibrary) and the
-#    C++ wrapper's example, built with mingw-w64 and run under Wine.
+#    C++ wrapper's example, built with mingw-w64 and run under Wine; the release zip
+#    (scripts/package.sh windows), and the example built against it by CMake (find_package) alone.
 # 6. RTSP across Wine: the GStreamer server of the RTSP tests, on Linux loopback, streamed by the
 #    Windows example program (nvcam_view.exe) under Wine; and an open of a closed port.
 #
@@ -186,6 +187,26 @@ if grep -q '^ok' "$cdir/cpp_example.log"; then  # the checks of tests/bindings.r
     && grep -q 'stats: state=STREAMING' "$cdir/cpp_example.txt" && grep -q 'delivered=10 ' "$cdir/cpp_example.txt" \
     || { failed+=(cpp_example_output); echo "FAILED: the C++ example's output lacks what tests/bindings.rs checks"; cat "$cdir/cpp_example.txt"; }
 fi
+
+# The release zip as a mingw CMake user meets it: scripts/package.sh windows, unpacked; the C++
+# example configured with find_package(nvcam) alone (mingw-w64 as the cross compiler), built, and
+# run under Wine from the zip's folder with no FFmpeg on the DLL path (nvcam.dll and the FFmpeg DLLs
+# beside the .exe, as a user unpacks them).
+step "the release zip: the C++ example built by CMake from find_package(nvcam), run under Wine"
+command -v cmake >/dev/null || die "cmake not found (see .ci/packages.txt)"
+zipdir="$cdir/zip"
+rm -rf "$zipdir"; mkdir -p "$zipdir/src"
+NVCAM_PACKAGE_DIST="$zipdir" bash scripts/package.sh windows >"$zipdir/package.log" 2>&1 \
+  || die "scripts/package.sh windows failed: $(tail -n 5 "$zipdir/package.log")"
+pkgver=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
+python3 -m zipfile -e "$zipdir/nvcam-$pkgver-windows-x64.zip" "$zipdir" || die "unpacking the zip failed"
+pkgdir="$zipdir/nvcam-$pkgver-windows-x64"
+cp bindings/cpp/example.cpp bindings/cpp/CMakeLists.txt "$zipdir/src/"
+{ cmake -S "$zipdir/src" -B "$zipdir/build" -DCMAKE_SYSTEM_NAME=Windows -DCMAKE_CXX_COMPILER=x86_64-w64-mingw32-g++ \
+    -DCMAKE_PREFIX_PATH="$pkgdir" -DCMAKE_EXE_LINKER_FLAGS=-static && cmake --build "$zipdir/build"; } >"$zipdir/cmake.log" 2>&1 \
+  || die "the CMake build against the zip failed: $(tail -n 15 "$zipdir/cmake.log")"
+cp "$zipdir/build/nvcam_example.exe" "$pkgdir/"
+c_host zip_cmake_example "^ok" env NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/wine-run.sh" "$pkgdir/nvcam_example.exe" "testsrc://320x240@30" 5
 
 # A file path with non-ASCII characters, passed as UTF-8: FFmpeg on Windows converts it to UTF-16
 # for _wsopen. (The same path in the ANSI code page, as LabVIEW passes it, is tests/text_encoding.rs.)

@@ -1,0 +1,112 @@
+//! The Linux package as a C or C++ integrator meets it. `scripts/package.sh linux` packs the cdylib
+//! this `cargo test` built into the tarball, which is unpacked in a temporary folder. There the C++
+//! example builds with CMake from `find_package(nvcam)` alone, and a C program builds with
+//! `pkg-config nvcam` alone; both run on a test source, on the CPU. A package whose CMake
+//! targets, pkg-config file or headers are missing or point outside the folder fails here.
+//! Linux only: the Windows zip gets the same files from the documented Windows step.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The cdylib cargo built next to this test binary (`target/<profile>/deps`).
+fn cdylib() -> PathBuf {
+    let deps = std::env::current_exe().expect("current_exe").parent().expect("deps dir").to_path_buf();
+    let p = deps.join("libnvcam.so");
+    assert!(p.is_file(), "{} not found: cargo builds the cdylib next to the test binaries", p.display());
+    p
+}
+
+fn show(o: &Output) -> String {
+    format!("status {}\n--- stdout\n{}\n--- stderr\n{}", o.status, String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// Runs `cmd`; a missing program fails with what to install (the test must run on CI, never skip).
+fn run(what: &str, cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e} (apt-get install cmake pkg-config build-essential: .ci/packages.txt)"));
+    assert!(out.status.success(), "{what} failed\n{}", show(&out));
+    out
+}
+
+const C_PROGRAM: &str = r#"#include <stdio.h>
+#include "nvcam.h"
+
+int main(void) {
+    char v[128];
+    uint64_t cam = 0, frame = 0;
+    nvcam_camera_options_t o;
+    nvcam_frame_info_t i;
+    if (nvcam_init(NULL) != NVCAM_OK || nvcam_version_string(v, sizeof v) != NVCAM_OK) return 1;
+    nvcam_camera_options_init(&o);
+    o.device = NVCAM_DEVICE_CPU;
+    if (nvcam_camera_open("testsrc://160x120@30", &o, &cam) != NVCAM_OK) return 2;
+    if (nvcam_camera_get_frame(cam, 5000, &frame) != NVCAM_OK) return 3;
+    i.struct_size = sizeof i;
+    if (nvcam_frame_info(frame, &i) != NVCAM_OK) return 4;
+    printf("%s: a %ux%u frame\n", v, i.width, i.height);
+    nvcam_frame_release(frame);
+    nvcam_camera_close(cam, 5000);
+    return nvcam_shutdown(5000) == NVCAM_OK ? 0 : 5;
+}
+"#;
+
+#[test]
+fn linux_tarball_builds_with_cmake_and_pkg_config_alone() {
+    if !cfg!(target_os = "linux") {
+        eprintln!("note: the Linux tarball's test; the Windows zip is made by the Windows step");
+        return;
+    }
+    let version = env!("CARGO_PKG_VERSION");
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("package");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(tmp.join("src")).unwrap();
+    run(
+        "scripts/package.sh linux",
+        Command::new("bash").current_dir(root()).args(["scripts/package.sh", "linux"]).env("NVCAM_PACKAGE_LIB", cdylib()).env("NVCAM_PACKAGE_DIST", tmp.join("dist")),
+    );
+    let name = format!("nvcam-{version}-linux-x64");
+    run("tar", Command::new("tar").arg("-C").arg(&tmp).arg("-xzf").arg(tmp.join("dist").join(format!("{name}.tar.gz"))));
+    let pkg = tmp.join(&name);
+    for f in ["libnvcam.so", "include/nvcam.h", "include/nvcam.hpp", "lib/cmake/nvcam/nvcamConfig.cmake", "lib/cmake/nvcam/nvcamConfigVersion.cmake", "lib/pkgconfig/nvcam.pc"] {
+        assert!(pkg.join(f).is_file(), "{name}/{f} is missing from the tarball");
+    }
+
+    // C++: the example's sources without the repository's nvcam.hpp beside them, so the package's
+    // header and targets are what it builds with.
+    let src = tmp.join("src");
+    for f in ["example.cpp", "CMakeLists.txt"] {
+        std::fs::copy(root().join("bindings/cpp").join(f), src.join(f)).unwrap();
+    }
+    let build = tmp.join("build");
+    run("cmake configure", Command::new("cmake").arg("-S").arg(&src).arg("-B").arg(&build).arg(format!("-DCMAKE_PREFIX_PATH={}", pkg.display())).arg("-DCMAKE_BUILD_TYPE=Release"));
+    run("cmake --build", Command::new("cmake").arg("--build").arg(&build));
+    let exe = build.join("nvcam_example");
+    let out = run("the C++ example", Command::new(&exe).args(["testsrc://320x240@30", "5"]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().filter(|l| l.starts_with("frame ")).count(), 5, "{text}");
+    // The program needs "libnvcam.so", not the path of the folder it was built against.
+    let dynamic = run("readelf", Command::new("readelf").arg("-d").arg(&exe));
+    let needed = String::from_utf8_lossy(&dynamic.stdout);
+    assert!(needed.contains("Shared library: [libnvcam.so]"), "the example does not need libnvcam.so by name:\n{needed}");
+    // A version the package is not (0.x: another minor) is refused.
+    let mut other = std::fs::read_to_string(src.join("CMakeLists.txt")).unwrap();
+    other = other.replace("find_package(nvcam 0.1 REQUIRED)", "find_package(nvcam 0.99 REQUIRED)");
+    std::fs::write(src.join("CMakeLists.txt"), other).unwrap();
+    let refused = Command::new("cmake").arg("-S").arg(&src).arg("-B").arg(tmp.join("build-other")).arg(format!("-DCMAKE_PREFIX_PATH={}", pkg.display())).output().unwrap();
+    assert!(!refused.status.success(), "find_package(nvcam 0.99) accepted version {version}\n{}", show(&refused));
+
+    // C: pkg-config alone.
+    let c = src.join("c_example.c");
+    std::fs::write(&c, C_PROGRAM).unwrap();
+    let flags = run("pkg-config", Command::new("pkg-config").args(["--cflags", "--libs", "nvcam"]).env("PKG_CONFIG_PATH", pkg.join("lib/pkgconfig")));
+    let flags = String::from_utf8_lossy(&flags.stdout).split_whitespace().map(String::from).collect::<Vec<_>>();
+    let cexe = tmp.join("c_example");
+    run("cc", Command::new("cc").args(["-std=c11", "-Wall", "-Werror"]).arg(&c).args(&flags).arg("-o").arg(&cexe));
+    let out = run("the C program", Command::new(&cexe).env("LD_LIBRARY_PATH", &pkg));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("a 160x120 frame"), "{text}");
+    eprintln!("{name}: CMake (nvcam::cpp) and pkg-config builds ran: {}", text.trim());
+}
