@@ -12,7 +12,7 @@ use crate::pool::{copy_planes, Depth, Geometry, Lease, MemoryKind, Pool, Storage
 use crate::status::*;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// A device pool of `slots` slots for `geom`'s size on the camera's GPU (the driver picks the
@@ -48,12 +48,6 @@ pub(crate) struct DeviceStorage {
     slots: usize,
     /// Recorded on the camera's stream after each write into the slot.
     events: Vec<Event>,
-    /// Whether the slot's event, as last recorded, has been seen complete. A frame's ready event
-    /// is recorded once, when its slot is written, and a slot that a handle references is never
-    /// written again, so once seen complete it stays complete for as long as anyone can hold the
-    /// frame: the host wait of `get_frame` sees it, and conversions and stream hand-offs of the
-    /// frame then need no driver call for it at all. Cleared before each record.
-    ready_seen: Vec<AtomicBool>,
     /// Recorded on consumers' streams (`nvcam_frame_release_after_stream`, conversions on a
     /// caller's stream): the slot is reused only once their work on it completed.
     consumers: Vec<Event>,
@@ -94,7 +88,6 @@ impl DeviceStorage {
             slot_bytes,
             slots,
             events,
-            ready_seen: (0..slots).map(|_| AtomicBool::new(false)).collect(),
             consumers,
             fence_lock: Mutex::new(vec![None; slots]),
             staging: Mutex::new(None),
@@ -131,18 +124,15 @@ impl Storage for DeviceStorage {
     }
     fn reusable(&self, i: usize) -> bool {
         // A failing query means a broken context; reuse cannot make that worse.
-        (self.ready_seen[i].load(Ordering::Acquire) || self.events[i].query().unwrap_or(true)) && self.consumers[i].query().unwrap_or(true)
+        self.events[i].query().unwrap_or(true) && self.consumers[i].query().unwrap_or(true)
     }
     fn wait_on_stream(&self, i: usize, stream: u64) -> Result<()> {
-        // Complete once, complete while the caller holds the frame (`ready_seen`): the stream
-        // needs no wait, and the call no driver call.
-        if self.ready_seen[i].load(Ordering::Acquire) {
-            return Ok(());
-        }
         let e = &self.events[i];
-        let g = e.dev.push()?;
-        if e.query_under(&g)? {
-            self.ready_seen[i].store(true, Ordering::Release);
+        let _g = e.dev.push()?;
+        // A frame's ready event is recorded once, when its slot is written, and a slot a handle
+        // references is never written again: once complete it stays complete while the caller
+        // holds the frame, so the stream needs no wait (one command less on it per call).
+        if e.query()? {
             return Ok(());
         }
         // SAFETY: our event, context current (guard); the stream is the caller's handle of this
@@ -152,14 +142,14 @@ impl Storage for DeviceStorage {
     fn fence_after_stream(&self, i: usize, stream: u64) -> Result<()> {
         let e = &self.consumers[i];
         let mut last = self.fence_lock.lock();
-        let g = e.dev.push()?;
+        let _g = e.dev.push()?;
         let s = stream as sys::CUstream;
         let id = super::context::stream_id(s);
         // A pending fence recorded on this same stream is covered by the new record (stream
         // order); one from another stream (or of unknown origin) must be waited for first, so
         // that the one event per slot covers both consumers (no allocation). The id, not the
         // handle, decides: a destroyed stream's handle may come back for a new stream.
-        if (id.is_none() || last[i] != id) && !e.query_under(&g)? {
+        if (id.is_none() || last[i] != id) && !e.query()? {
             // SAFETY: our event, context current (guard); the caller's stream (contract).
             ck("cuStreamWaitEvent(previous consumer)", unsafe { sys::cuStreamWaitEvent(s, e.raw(), 0) })?;
         }
@@ -169,22 +159,16 @@ impl Storage for DeviceStorage {
         Ok(())
     }
     fn mark_written(&self, i: usize) -> Result<()> {
-        // Under the writer's exclusive lease: no frame of the slot exists to read the flag.
-        self.ready_seen[i].store(false, Ordering::Release);
         self.events[i].record(&self.stream)
     }
     fn wait_ready(&self, i: usize) -> Result<()> {
-        if self.ready_seen[i].load(Ordering::Acquire) {
-            return Ok(());
-        }
         let e = &self.events[i];
-        let g = e.dev.push()?;
-        if !e.query_under(&g)? {
+        if !e.query()? {
             stats::of(self.device()).ready_waits.fetch_add(1, Ordering::Relaxed);
+            let _g = e.dev.push()?;
             // SAFETY: our event, context current (guard).
             ck("cuEventSynchronize(frame ready)", unsafe { sys::cuEventSynchronize(e.raw()) })?;
         }
-        self.ready_seen[i].store(true, Ordering::Release);
         Ok(())
     }
     fn download(&self, i: usize, geom: &Geometry, dst: &mut [u8], dst_pitch: usize) -> Result<()> {
