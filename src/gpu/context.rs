@@ -203,11 +203,11 @@ impl Device {
     /// however many helpers under it take their own guard.
     pub(crate) fn push(&self) -> Result<CtxGuard> {
         if current_context()? == self.ctx {
-            return Ok(CtxGuard { pushed: false, ctx: self.ctx, _not_send: PhantomData });
+            return Ok(CtxGuard { pushed: false, _not_send: PhantomData });
         }
         // SAFETY: our retained context, valid while `self` lives; the guard pops it.
         ck("cuCtxPushCurrent", unsafe { sys::cuCtxPushCurrent_v2(self.ctx) })?;
-        Ok(CtxGuard { pushed: true, ctx: self.ctx, _not_send: PhantomData })
+        Ok(CtxGuard { pushed: true, _not_send: PhantomData })
     }
 
     /// (free, total) bytes of device memory.
@@ -234,23 +234,10 @@ impl Drop for Device {
 }
 
 /// Pops the context pushed by [`Device::push`] (if it pushed) when dropped; bound to its thread.
-/// While it lives (and no guard of another device was taken after it) its context is the
-/// thread's current one, so a helper handed the guard calls the driver without asking again
-/// ([`CtxGuard::holds`]): one `cuCtxGetCurrent` less per helper on the per-frame paths.
 pub(crate) struct CtxGuard {
     /// Whether [`Device::push`] pushed (false: the context was current already; nothing to pop).
     pushed: bool,
-    /// The context this guard made (or found) current.
-    ctx: sys::CUcontext,
     _not_send: PhantomData<*mut ()>,
-}
-
-impl CtxGuard {
-    /// Whether this guard holds `dev`'s context (a helper given the wrong device's guard pushes
-    /// its own instead of calling the driver in another context).
-    pub(crate) fn holds(&self, dev: &Device) -> bool {
-        self.ctx == dev.ctx
-    }
 }
 
 impl Drop for CtxGuard {
@@ -376,16 +363,8 @@ impl Event {
     }
     /// Whether the work recorded last has completed (an event never recorded has). Never waits.
     pub(crate) fn query(&self) -> Result<bool> {
-        let g = self.dev.push()?;
-        self.query_under(&g)
-    }
-    /// [`Event::query`] for a caller that holds a guard of the event's device already (no
-    /// context check of its own); under another device's guard it pushes its own.
-    pub(crate) fn query_under(&self, g: &CtxGuard) -> Result<bool> {
-        if !g.holds(&self.dev) {
-            return self.query();
-        }
-        // SAFETY: our event, context current (the caller's guard of this device).
+        let _g = self.dev.push()?;
+        // SAFETY: our event, context current (guard).
         match CuCode::from(unsafe { sys::cuEventQuery(self.raw) }) {
             CuCode::SUCCESS => Ok(true),
             CuCode::NOT_READY => Ok(false),
@@ -401,9 +380,9 @@ impl Event {
     /// [`Event::synchronize`] without the count (a wait the caller counted already). A fence
     /// event is polled with short sleeps: cuEventSynchronize would spin a core on it.
     pub(crate) fn wait(&self) -> Result<()> {
-        let g = self.dev.push()?;
+        let _g = self.dev.push()?;
         if !self.blocking {
-            while !self.query_under(&g)? {
+            while !self.query()? {
                 std::thread::sleep(FENCE_POLL);
             }
             return Ok(());

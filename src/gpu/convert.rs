@@ -7,7 +7,7 @@
 //! a caller's device pointer really is device memory of that GPU holding that many bytes.
 //! (Device frames into host memory: [`super::download`].)
 
-use super::context::{ck, CtxGuard, Device};
+use super::context::{ck, Device};
 use super::kernels::kernels;
 use crate::convert::params::{BatchParams, KernelCommon, KernelItem, KernelParams, BATCH_PER_LAUNCH};
 use crate::convert::{Layout, Plan};
@@ -38,8 +38,8 @@ pub(crate) fn to_device(f: &Frame, plan: &Plan, l: &Layout, ptr: u64, device: i3
     }
     let dev = super::device(device)?;
     // One context push for the whole call: the helpers' own guards find it current.
-    let g = dev.push()?;
-    check_device_range(&dev, &g, ptr, l.total)?;
+    let _g = dev.push()?;
+    check_device_range(&dev, ptr, l.total)?;
     if device != f.device() {
         // Another GPU: kernel on the frame's GPU, then a copy on the caller's stream.
         return super::peer::to_device(f, plan, ptr, l, &dev, stream);
@@ -55,16 +55,10 @@ pub(crate) fn to_device(f: &Frame, plan: &Plan, l: &Layout, ptr: u64, device: i3
 }
 
 /// Refuses a device destination that is not device memory of `dev`, or whose allocation ends
-/// before `need` bytes from `ptr` (the driver knows each allocation's range). One driver call
-/// per conversion, under the caller's guard `g` of `dev`, and not cached: a caller may free and
-/// reallocate between two calls, and only the driver knows the range as it is now.
-fn check_device_range(dev: &Arc<Device>, g: &CtxGuard, ptr: u64, need: usize) -> Result<()> {
+/// before `need` bytes from `ptr` (the driver knows each allocation's range). One driver call.
+fn check_device_range(dev: &Arc<Device>, ptr: u64, need: usize) -> Result<()> {
     use sys::CUpointer_attribute as A;
-    // The callers push first; a guard of another device would be a bug here, not a reason to
-    // call the driver in the wrong context.
-    if !g.holds(dev) {
-        return Err(Error::internal("check_device_range without the device's context"));
-    }
+    let _g = dev.push()?;
     let mut mem_type: u32 = 0;
     let mut ordinal: i32 = -1;
     let mut start: sys::CUdeviceptr = 0;
@@ -109,8 +103,8 @@ pub(crate) fn batch_to_device(frames: &[Arc<Frame>], plans: &[Plan], ptr: u64, s
     }
     let dev = super::device(device)?;
     // One context push for the whole call (the helpers' guards find it current).
-    let g = dev.push()?;
-    check_device_range(&dev, &g, ptr, need)?;
+    let _g = dev.push()?;
+    check_device_range(&dev, ptr, need)?;
     let k = kernels(&dev)?;
     let l = first.layout(0)?;
     let mut b = BatchParams::new(KernelCommon::new(first, l.pitch, l.plane));
