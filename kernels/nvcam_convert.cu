@@ -1009,17 +1009,15 @@ __device__ __forceinline__ void store(const nvcam_convert_common& c, const nvcam
 
 // ---- Box filter, tiled -------------------------------------------------------------------------
 //
-// The per-pixel box filter above reads each pixel's footprint with dependent rows of byte loads
-// and sets each pixel's spans up alone: at 4096x2160 into 640x640 it ran at a fifth of a copy's
-// speed, issue-bound on that set-up. Here a block (32 PX output columns, BLOCK_Y rows) stages its
-// whole footprint (the luma and chroma rectangles its pixels read) into shared memory with
-// 16-byte asynchronous copies, all in flight at once, then filters separably:
-//   1. every staged row's horizontal value for each output column (row_luma's and row_chroma's
-//      float operations), its inner samples summed four bytes at a time (masked words, dp4a);
-//   2. each output pixel's rows combined in row order (area_luma's vertical combination), divided
-//      by the spans' weights, made R'G'B' and stored.
-// The operations and their order are the per-pixel path's, so the values are bit-identical to it
-// and to the CPU twin.
+// The per-pixel box filter above reads each pixel's footprint with chains of dependent byte
+// loads: at 4096x2160 into 640x640 it ran at a fifth of a copy's speed. Here a block (32 PX
+// output columns, BLOCK_Y RPT rows) first stages its whole footprint (the luma and chroma
+// rectangles its pixels read) in shared memory with 16-byte asynchronous copies, all in flight at
+// once. Then each thread, for each of its pixels, takes each row of the pixel's footprint from
+// there (row_luma's and row_chroma's float operations, the inner samples summed four bytes at a
+// time: masked words, dp4a) and combines the rows in row order (area_luma's vertical
+// combination), divides by the spans' weights, makes R'G'B' and stores. The operations and their
+// order are the per-pixel path's, so the values are bit-identical to it and to the CPU twin.
 //
 // The host gives the launch dynamic shared memory for the footprint its scale implies
 // (src/gpu/kernels.rs, area_smem); a block whose footprint does not fit (or a frame whose planes
@@ -1252,16 +1250,17 @@ __device__ __forceinline__ void tile_pixels(const nvcam_convert_common& c, const
     }
 }
 
-// The box filter of one tile of the output (32 PX columns from ox0, BLOCK_Y RPT rows from oy0;
-// a thread takes columns lane + 32 k and RPT consecutive rows) through shared memory, pixels
-// outside the image as pad, stored. Returns false, having done nothing, when the planes are not
-// 16-byte aligned, the scale is not one tiled_scale takes, a row footprint is wider than
-// TILED_WORDS words or the tile's does not fit the launch's shared memory (the caller then
-// converts it per pixel). The same for every thread of the block.
+// The box filter of the block's tile of the output (32 PX columns, BLOCK_Y RPT rows; a thread
+// takes columns lane + 32 k and RPT consecutive rows) through shared memory, pixels outside the
+// image as pad, stored. Returns false, having done nothing, when the planes are not 16-byte
+// aligned, the scale is not one tiled_scale takes, a row footprint is wider than TILED_WORDS
+// words or the tile's does not fit the launch's shared memory (the caller then converts the block
+// per pixel). The same for every thread of the block.
 template <int PX, int RPT>
-__device__ __forceinline__ bool tile_run(const nvcam_convert_common& c, const nvcam_convert_item& it, int ox0, int oy0) {
+__device__ __forceinline__ bool area_tiled(const nvcam_convert_common& c, const nvcam_convert_item& it) {
     extern __shared__ __align__(16) u8 smem[];
     const int TW = BLOCK_X * PX, TH = BLOCK_Y * RPT;
+    int ox0 = blockIdx.x * TW, oy0 = blockIdx.y * TH;
     int oy = oy0 + threadIdx.y * RPT;
     Tile t;
     // The block's image pixels: columns [ix0, ix1], rows [iy0, iy1] of the output.
@@ -1334,13 +1333,6 @@ __device__ __forceinline__ bool tile_run(const nvcam_convert_common& c, const nv
     default: tile_pixels<TILED_WORDS, PX, RPT>(c, it, t, sx, cx, ox0, oy); break;
     }
     return true;
-}
-
-// A block of the box filter kernels: the tile of 32 PX columns and BLOCK_Y RPT rows at the
-// block's place, tiled (false: the caller converts the block per pixel).
-template <int PX, int RPT>
-__device__ __forceinline__ bool area_tiled(const nvcam_convert_common& c, const nvcam_convert_item& it) {
-    return tile_run<PX, RPT>(c, it, blockIdx.x * BLOCK_X * PX, blockIdx.y * BLOCK_Y * RPT);
 }
 
 // ---- Kernels -----------------------------------------------------------------------------------

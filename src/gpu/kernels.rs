@@ -404,7 +404,7 @@ mod tests {
 
     /// A bound below a block's footprint sends that block to the per-pixel path without a word
     /// (the values stay exact, so no GPU test would see it, only a slower kernel): `area_smem`
-    /// covers every block's footprint, computed as the kernel's `tile_run` computes it (spans in
+    /// covers every block's footprint, computed as the kernel's `area_tiled` computes it (spans in
     /// f32, 16-byte aligned rectangles), for frames, outputs, crops and sitings that take the
     /// tiled path, in each tiled kernel's block shape.
     #[test]
