@@ -7,7 +7,11 @@ NV12 frames (no nvcam calls, no events between launches: what the kernel itself 
 launches queued behind the fatbin's spin kernel and timed with events, and prints GB/s = (NV12
 read + output written) / time beside a device-to-device copy of the same bytes (half read, half
 written), and their ratio. examples/convert_bench measures the same conversions through
-nvcam_frame_convert (which adds an event wait and record per call).
+nvcam_frame_convert (which adds an event wait and record per call). The box filter is launched as
+src/gpu/kernels.rs launches it (its tiled kernels and their shared memory, in builds that have
+them). Every build must write the same bytes in every case, the kernels being exact: a difference
+is printed and the exit status is 1. KB_ALL=1 adds the issue-23 goal rows, KB_SIZES=WxH,... picks
+the frames, KB_ONLY=text the cases whose name contains it.
 
   python3 scripts/convert-kernel-bench.py [BUILD.fatbin ...]   # BUILD.cu beside each, or
                                                                # kernels/nvcam_convert.cu
@@ -58,12 +62,10 @@ def load(fatbin):
     ck(cu.cuModuleLoadData(ctypes.byref(mod), image), "cuModuleLoadData")
     k = {"image": image, "px": {"same8": m["SAME8_PX"] * m["SAME8_G"], "samef": m["SAMEF_PX"] * m["SAMEF_G"],
                                 "area": m["AREA_PX"], "batch": m["BATCH_PX"], "bilinear": m["RESIZE_PX"]},
-         "rows": {"same8": m.get("SAME8_ROWS", 1), "samef": m.get("SAMEF_ROWS", 1), "area": m.get("AREA_ROWS", 1) if "AREA_ROW_UNROLL" in open(src).read() else 1, "batch": 1, "bilinear": 1},
+         "rows": {"same8": m.get("SAME8_ROWS", 1), "samef": m.get("SAMEF_ROWS", 1), "area": 1, "batch": 1, "bilinear": 1},
          # Builds with the shared-memory box filter get dynamic shared memory for it.
-         "tiled": "area_tiled" in open(src).read(),
-         "rows_too": "pass1_luma" in open(src).read(),
          "block": (m.get("BLOCK_X", 32), m.get("BLOCK_Y", 8))}
-    # Builds with nvcam_convert_area4 (issue 23): the host picks it for large box-filter outputs.
+    # Builds from issue 23 on have the box filter's tiled kernels (None in older builds).
     for key in ("area4", "area_tiled", "batch_tiled"):
         k[key] = None
         if ("nvcam_convert_%s(" % key) in open(src).read():
@@ -129,14 +131,14 @@ SMS = 132
 MISMATCH = []
 
 
-def area_smem(px, sx, sy, rows_too=False, rpt=1):
+def area_smem(px, sx, sy, rpt=1):
     """src/gpu/kernels.rs area_smem: the dynamic shared memory a box-filter launch gets."""
     import math
     tw, th = THREADS[0] * px, THREADS[1] * rpt
     align = lambda b: (math.ceil(b) + 15) // 16 * 16
     lw, lr = align(tw * sx + 2 + 32), math.ceil(th * sy) + 3
     cw, cr = align(2 * (math.ceil(tw * sx / 2) + 3) + 32), math.ceil(th * sy / 2) + 3
-    return lr * lw + cr * cw + 64 + ((lr * tw * 4 + cr * tw * 8) if rows_too else 0)
+    return lr * lw + cr * cw + 64
 
 
 def main():
@@ -155,10 +157,9 @@ def main():
     ck(cu.cuDeviceGetAttribute(ctypes.byref(sms), 16, 0), "cuDeviceGetAttribute")  # MULTIPROCESSOR_COUNT
     SMS = sms.value
     for k in builds.values():
-        if k["tiled"]:
-            for key in ("area", "batch", "area4", "area_tiled", "batch_tiled"):
-                if k.get(key) is not None:
-                    ck(cu.cuFuncSetAttribute(k[key], 8, cap), "cuFuncSetAttribute")  # MAX_DYNAMIC_SHARED_SIZE_BYTES
+        for key in ("area4", "area_tiled", "batch_tiled"):
+            if k[key] is not None:
+                ck(cu.cuFuncSetAttribute(k[key], 8, cap), "cuFuncSetAttribute")  # MAX_DYNAMIC_SHARED_SIZE_BYTES
     for (w, h) in SIZES:
         pitch = (w + 511) // 512 * 512
         src = cp.random.randint(0, 256, size=pitch * (h + h // 2), dtype=cp.uint8)
@@ -202,19 +203,16 @@ def main():
                 f, px, rows = k[key], k["px"][key], k["rows"][key]
                 buf = ctypes.create_string_buffer(p, len(p))
                 args = (ctypes.c_void_p * 1)(ctypes.cast(buf, ctypes.c_void_p))
-                smem = area_smem(px, sx, sy, k["rows_too"], rows) if k["tiled"] and mode == 2 and key in ("area", "batch") else 0
+                smem = 0
                 if k["area4"] is not None and mode == 2:
-                    # src/gpu/kernels.rs area_launch / smem_for.
+                    # src/gpu/kernels.rs tiled_scale, area_launch and smem_for.
                     sxf, syf = struct.unpack("<ff", struct.pack("<ff", sx, sy))
                     staged = sxf * syf > 36 or (sxf * syf >= 16 and sxf != int(sxf))
-                    smem = area_smem(px, sx, sy) if staged else 0
                     blocks4 = -(-img[2] // 32) * -(-img[3] // 16)
                     if key == "area" and staged and blocks4 >= 2 * SMS and area_smem(1, sx, sy, rpt=4) <= cap:
                         f, px, rows, smem = k["area4"], 1, 4, area_smem(1, sx, sy, rpt=4)
-                    elif staged and smem <= cap and k["area_tiled"] is not None:
-                        # The per-pixel kernels have no tiled path in these builds.
-                        f = k["area_tiled"] if key == "area" else k["batch_tiled"]
-                smem = smem if smem <= cap else 0
+                    elif staged and area_smem(px, sx, sy) <= cap:
+                        f, smem = k["area_tiled" if key == "area" else "batch_tiled"], area_smem(px, sx, sy)
                 bx, by = k["block"]
                 gx, gy = (out_w + bx * px - 1) // (bx * px), (out_h + by * rows - 1) // (by * rows)
 
