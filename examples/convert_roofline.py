@@ -415,24 +415,24 @@ class Bench:
         nv12 = w * h * 3 // 2
         bgr = t.empty((h, w, 3), dtype=t.uint8, device="cuda")
         small = t.empty((640, 640, 3), dtype=t.uint8, device="cuda")
-        for key, sym, label in [("npp/%s/nv12-bgr8/601" % size, "nppiNV12ToBGR_8u_P2C3R_Ctx", "NPP NV12->BGR8 (nppiNV12ToBGR, BT.601)"),
-                                ("npp/%s/nv12-bgr8/709csc" % size, "nppiNV12ToBGR_709CSC_8u_P2C3R_Ctx", "NPP NV12->BGR8 (709CSC: BT.709 limited)")]:
+        # (key, label, bytes, a function that prepares the call): the conversions, then the resizes
+        # of the BGR8 image the conversions wrote.
+        cases = [("npp/%s/nv12-bgr8/601" % size, "NPP NV12->BGR8 (nppiNV12ToBGR, BT.601)", nv12 + bgr.numel(),
+                  lambda: npp.nv12_to_bgr("nppiNV12ToBGR_8u_P2C3R_Ctx", info, bgr)),
+                 ("npp/%s/nv12-bgr8/709csc" % size, "NPP NV12->BGR8 (709CSC: BT.709 limited)", nv12 + bgr.numel(),
+                  lambda: npp.nv12_to_bgr("nppiNV12ToBGR_709CSC_8u_P2C3R_Ctx", info, bgr)),
+                 ("npp/%s/resize-bgr8/640/super" % size, "NPP resize BGR8 -> 640x640 (SUPER, area)", bgr.numel() + small.numel(),
+                  lambda: npp.resize(bgr, small, 8)),
+                 ("npp/%s/resize-bgr8/640/linear" % size, "NPP resize BGR8 -> 640x640 (LINEAR)", bgr.numel() + small.numel(),
+                  lambda: npp.resize(bgr, small, 2))]
+        for key, label, nbytes, prepare in cases:
             if self.want(key):
                 try:
-                    call = npp.nv12_to_bgr(sym, info, bgr)
+                    call = prepare()
                 except Exception as e:  # noqa: BLE001
                     self.na(key, e)
                     continue
-                self.row(key, frame, label, nv12 + bgr.numel(), call)
-        for key, mode, label in [("npp/%s/resize-bgr8/640/super" % size, 8, "NPP resize BGR8 -> 640x640 (SUPER, area)"),
-                                 ("npp/%s/resize-bgr8/640/linear" % size, 2, "NPP resize BGR8 -> 640x640 (LINEAR)")]:
-            if self.want(key):
-                try:
-                    call = npp.resize(bgr, small, mode)
-                except Exception as e:  # noqa: BLE001
-                    self.na(key, e)
-                    continue
-                self.row(key, frame, label, bgr.numel() + small.numel(), call)
+                self.row(key, frame, label, nbytes, call)
         key = "npp/%s/chain-709csc-super/640" % size
         if self.want(key):
             try:
