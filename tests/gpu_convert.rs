@@ -357,8 +357,8 @@ fn gpu_conversions_match_the_cpu_reference_at_every_size() {
 }
 
 /// The box filter's tiled path (a block's footprint staged in shared memory, issue 23) at the
-/// scales that take it, in both kernels that have it (`_area4` for large outputs, `_area` for
-/// small ones) and in a batch: every format, three sitings, letterbox, plain resize and a crop,
+/// scales that take it, in each kernel that has it (`_area4` for large outputs, `_area_tiled`
+/// for small ones, `_batch_tiled`): every format, three sitings, letterbox, plain resize and a crop,
 /// bit for bit as the CPU twin. A staged rectangle one byte short, a word mask off by one or a
 /// row combined out of order fails here (the per-pixel path's scales are the test above's).
 #[test]

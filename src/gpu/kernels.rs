@@ -50,15 +50,16 @@ const BATCH: Shape = Shape { px: 2, rows: 1 };
 const P016: Shape = Shape { px: 2, rows: 1 };
 
 /// The most dynamic shared memory a box-filter launch asks for (`area_tiled` in the kernel
-/// source stages a block's footprint there): 4K into 320x320 needs about 98 KiB. Beyond it (or
-/// the GPU's opt-in limit) the kernel filters per pixel, with the same values.
+/// source stages a block's footprint there): 4096x2160 into 320x320 bounds a block of
+/// `_area_tiled` at about 71 KiB. Beyond it (or the GPU's opt-in limit) the blocks filter per
+/// pixel, with the same values.
 const AREA_SMEM_MAX: u32 = 100 * 1024;
 
 /// The shared memory `area_tiled` needs for a block of `shape` (32 `px` columns, `BLOCK.1` x
-/// `rows` rows) of an item that reads `sx` x `sy` source pixels per output pixel: an upper bound of the
-/// kernel's own sum (staged luma and chroma rectangles, 16-byte aligned and padded, and the
-/// rows' horizontal values as f32 and 2 x f32 per column). The kernel checks the launch's size
-/// against its block's exact need, so a bound too small costs speed, never values.
+/// `rows` rows) of an item that reads `sx` x `sy` source pixels per output pixel: an upper bound of
+/// the kernel's own sum (the staged luma and chroma rectangles, 16-byte aligned, and the words a
+/// footprint may read past the last row). The kernel checks the launch's size against its block's
+/// exact need, so a bound too small costs speed, never values (a test below checks the bound).
 fn area_smem(shape: Shape, sx: f32, sy: f32) -> u32 {
     let tw = (BLOCK.0 * shape.px) as f64;
     let th = (BLOCK.1 * shape.rows) as f64;
@@ -103,8 +104,8 @@ pub(crate) struct Kernels {
     /// above read NV12 bytes; these read 16-bit samples).
     p016: sys::CUfunction,
     batch_p016: sys::CUfunction,
-    /// The dynamic shared memory the box-filter kernels (`_area`, `_batch`) may be given: the
-    /// smaller of [`AREA_SMEM_MAX`] and the GPU's opt-in limit per block.
+    /// The dynamic shared memory the tiled kernels (`_area_tiled`, `_area4`, `_batch_tiled`) may be
+    /// given: the smaller of [`AREA_SMEM_MAX`] and the GPU's opt-in limit per block.
     area_smem_cap: u32,
     /// The test hooks' slow consumer (the kernel ships in the fatbin either way).
     #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
