@@ -212,6 +212,76 @@
 #define NVCAM_LATENCY_THROUGHPUT 2
 
 /**
+ * `nvcam_camera_options_t.transport` (RTSP): TCP-interleaved, unless `ffmpeg_options` sets
+ * `rtsp_transport` (what nvcam did before the option existed). A lossless link: no frame is lost
+ * to the network, at the price of latency when the link is congested.
+ */
+#define NVCAM_TRANSPORT_DEFAULT 0
+
+/**
+ * RTP over the RTSP connection (TCP-interleaved): passes NAT and firewalls, never loses a packet.
+ */
+#define NVCAM_TRANSPORT_TCP 1
+
+/**
+ * RTP over UDP (unicast): the lowest latency; packets can be lost (see `NVCAM_INTEGRITY_*`).
+ */
+#define NVCAM_TRANSPORT_UDP 2
+
+/**
+ * RTP over UDP multicast (the server chooses the group): many receivers, one stream.
+ */
+#define NVCAM_TRANSPORT_UDP_MULTICAST 3
+
+/**
+ * RTSP and RTP tunnelled through HTTP (Apple's GET/POST tunnel, port 80 proxies).
+ */
+#define NVCAM_TRANSPORT_HTTP 4
+
+/**
+ * UDP first; TCP when no packet arrived over UDP within 2 s of PLAY (as common players do: a
+ * firewall that drops the server's UDP costs 2 s once, not the camera).
+ */
+#define NVCAM_TRANSPORT_AUTO 5
+
+/**
+ * `nvcam_camera_options_t.integrity`: deliver exact frames only. A frame that is not exact
+ * (`NVCAM_FRAME_CORRUPT` or `NVCAM_FRAME_AFTER_LOSS`) is decoded, counted in `frames_corrupt`
+ * and never handed out: after a packet loss the host sees a gap until the next recovery point,
+ * never a smeared picture.
+ */
+#define NVCAM_INTEGRITY_EXACT 0
+
+/**
+ * Deliver every frame; `nvcam_frame_info_t.flags` says which are not exact.
+ */
+#define NVCAM_INTEGRITY_MARK 1
+
+/**
+ * Deliver exact frames; while the stream is not exact, hand out the last exact frame again
+ * (the same frame: same `seq`, same pixels) at the stream's rate, for displays and recorders
+ * that must not see a gap. It keeps one pool slot.
+ */
+#define NVCAM_INTEGRITY_HOLD 2
+
+/**
+ * `nvcam_frame_info_t.flags`: the decoder reported errors in this picture, or a packet of it
+ * arrived damaged (its pixels are partly concealed).
+ */
+#define NVCAM_FRAME_CORRUPT 1
+
+/**
+ * Decoded after a packet loss and before the next recovery point (IDR, recovery-point SEI with
+ * its count reached, HEVC IRAP): a reference it needs may be missing or concealed.
+ */
+#define NVCAM_FRAME_AFTER_LOSS 2
+
+/**
+ * A recovery point (IDR or key frame): decodable without earlier pictures.
+ */
+#define NVCAM_FRAME_KEYFRAME 4
+
+/**
  * `nvcam_frame_info_t.time_source`: `capture_ns` is when the packet was received.
  */
 #define NVCAM_TIME_RECEIVE 0
@@ -515,7 +585,15 @@ typedef struct {
    * `NVCAM_LATENCY_*`.
    */
   uint32_t latency;
-  uint64_t reserved[3];
+  /**
+   * `NVCAM_TRANSPORT_*` (RTSP sources; ignored for others).
+   */
+  uint32_t transport;
+  /**
+   * `NVCAM_INTEGRITY_*`: what the camera does with frames that are not exact.
+   */
+  uint32_t integrity;
+  uint64_t reserved[2];
 } nvcam_camera_options_t;
 
 /**
@@ -605,7 +683,19 @@ typedef struct {
    */
   uint32_t decode_latency_p50_us;
   uint32_t decode_latency_p99_us;
-  uint64_t reserved[3];
+  /**
+   * Pictures decoded that were not exact (`NVCAM_FRAME_CORRUPT` or `NVCAM_FRAME_AFTER_LOSS`),
+   * delivered or not.
+   */
+  uint64_t frames_corrupt;
+  /**
+   * Packets lost before the decoder: RTP sequence gaps and packets the demuxer flagged corrupt.
+   */
+  uint64_t packets_lost;
+  /**
+   * When the last loss was seen, nanoseconds since 1970-01-01 UTC; 0 if never.
+   */
+  uint64_t last_loss_ns;
 } nvcam_camera_stats_t;
 
 /**
@@ -693,6 +783,13 @@ typedef struct {
    * Significant bits per sample in the planes: 8 (NV12), 10 or 12 (P016).
    */
   uint32_t bit_depth;
+  /**
+   * `NVCAM_FRAME_*` bits. Neither `NVCAM_FRAME_CORRUPT` nor `NVCAM_FRAME_AFTER_LOSS`: the
+   * frame is exact (decoded from a complete bitstream with every reference intact). A caller
+   * whose struct ends before this field (`struct_size` 120, ABI 1.0) gets the fields it has.
+   */
+  uint32_t flags;
+  uint32_t _pad1;
 } nvcam_frame_info_t;
 
 /**
@@ -1124,7 +1221,8 @@ int32_t nvcam_frame_release(uint64_t frame);
  * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
  *
  * # Safety
- * `info` is NULL or a writable `nvcam_frame_info_t` whose `struct_size` is set.
+ * `info` is NULL or a writable `nvcam_frame_info_t` whose `struct_size` is set (120, the size
+ * before `flags`, is accepted: those bytes are written).
  */
 int32_t nvcam_frame_info(uint64_t frame, nvcam_frame_info_t *info);
 

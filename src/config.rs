@@ -27,6 +27,13 @@ pub(crate) struct Defaults {
     /// A paced picture (file, test source) this late re-anchors the pacing clock, so a camera
     /// that was held up goes on at its own rate instead of playing fast to catch up.
     pub pace_reanchor_late_ms: u32,
+    /// `NVCAM_TRANSPORT_AUTO`: with no packet over UDP this long after the open began, the camera
+    /// opens again over TCP (a firewall that drops the server's UDP).
+    pub udp_fallback_ms: u32,
+    /// After a loss, a stream that sends no recovery point this long (a long-GOP camera, intra
+    /// refresh without recovery-point SEI) is reconnected: a new RTSP session starts with a key
+    /// frame on the cameras we know, where waiting could last minutes.
+    pub loss_recovery_reconnect_ms: u32,
 }
 
 pub(crate) const DEFAULTS: Defaults = Defaults {
@@ -40,6 +47,8 @@ pub(crate) const DEFAULTS: Defaults = Defaults {
     gpu_free_min_age_ms: 100,
     gpu_maintain_every_ms: 20,
     pace_reanchor_late_ms: 50,
+    udp_fallback_ms: 2000,
+    loss_recovery_reconnect_ms: 10_000,
 };
 
 /// Bounds on `pool_slots`: one slot in flight plus at least one the host may hold.
@@ -88,6 +97,33 @@ impl LatencyMode {
     }
 }
 
+/// How RTP reaches the camera over RTSP (`NVCAM_TRANSPORT_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Transport {
+    /// TCP-interleaved unless the FFmpeg options name `rtsp_transport`.
+    #[default]
+    Default,
+    Tcp,
+    Udp,
+    UdpMulticast,
+    /// RTSP over an HTTP tunnel.
+    Http,
+    /// UDP, then TCP when no packet came over UDP within `DEFAULTS.udp_fallback_ms`.
+    Auto,
+}
+
+/// What a camera does with a frame that is not exact (`NVCAM_INTEGRITY_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum IntegrityPolicy {
+    /// Hand out exact frames only: after a loss the host sees a gap, never a smeared picture.
+    #[default]
+    ExactOnly,
+    /// Hand out everything, flagged.
+    MarkAll,
+    /// Hand out exact frames; while the stream is not exact, the last exact frame again.
+    HoldLastExact,
+}
+
 /// Where a camera's frames live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Placement {
@@ -127,6 +163,8 @@ pub(crate) struct Options {
     pub reconnect_max: Duration,
     pub reconnect_fast: Duration,
     pub latency: LatencyMode,
+    pub transport: Transport,
+    pub integrity: IntegrityPolicy,
     /// Software decoder threads; 0 = FFmpeg's choice.
     pub decode_threads: usize,
     /// FFmpeg demuxer/protocol options, in the order given.
@@ -151,6 +189,8 @@ impl Default for Options {
             reconnect_max: ms(d.reconnect_max_ms),
             reconnect_fast: ms(d.reconnect_fast_ms),
             latency: LatencyMode::Auto,
+            transport: Transport::Default,
+            integrity: IntegrityPolicy::ExactOnly,
             decode_threads: 0,
             ffmpeg: Vec::new(),
         }

@@ -204,16 +204,40 @@ pub(crate) struct Frame {
     pub color: Color,
     /// The stream's bits per sample (8; 10 or 12 in a P016 slot, or rounded into NV12).
     pub bits: u32,
+    /// Whether the picture is exact, and why not.
+    pub integrity: FrameIntegrity,
+}
+
+/// What the camera knows of a picture's bitstream: exact means neither flag is set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FrameIntegrity {
+    /// The decoder reported errors in it, or one of its packets arrived damaged.
+    pub corrupt: bool,
+    /// Decoded after a loss and before the next recovery point.
+    pub after_loss: bool,
+    /// A recovery point.
+    pub keyframe: bool,
+}
+
+impl FrameIntegrity {
+    pub(crate) fn exact(&self) -> bool {
+        !self.corrupt && !self.after_loss
+    }
 }
 
 impl Frame {
     pub(crate) fn new(lease: Lease, owner: u64, seq: u64, pts_us: i64, wallclock_ns: u64, capture: (u64, TimeSource)) -> Frame {
-        Frame { lease, owner, seq, pts_us, wallclock_ns, capture_ns: capture.0, time_source: capture.1, color: Color::default(), bits: 8 }
+        Frame { lease, owner, seq, pts_us, wallclock_ns, capture_ns: capture.0, time_source: capture.1, color: Color::default(), bits: 8, integrity: FrameIntegrity::default() }
     }
     /// The same frame, with the colour description and bit depth its decoder reported.
     pub(crate) fn with_color(mut self, color: Color, bits: u32) -> Frame {
         self.color = color;
         self.bits = bits;
+        self
+    }
+    /// The same frame, marked with what the camera knows of its bitstream.
+    pub(crate) fn with_integrity(mut self, integrity: FrameIntegrity) -> Frame {
+        self.integrity = integrity;
         self
     }
     /// The matrix and range conversions use: the stream's, with unspecified ones resolved.

@@ -97,6 +97,21 @@ LATENCY_AUTO = 0
 LATENCY_LOW = 1
 LATENCY_THROUGHPUT = 2
 
+TRANSPORT_DEFAULT = 0
+TRANSPORT_TCP = 1
+TRANSPORT_UDP = 2
+TRANSPORT_UDP_MULTICAST = 3
+TRANSPORT_HTTP = 4
+TRANSPORT_AUTO = 5
+
+INTEGRITY_EXACT = 0
+INTEGRITY_MARK = 1
+INTEGRITY_HOLD = 2
+
+FRAME_CORRUPT = 1
+FRAME_AFTER_LOSS = 2
+FRAME_KEYFRAME = 4
+
 TIME_RECEIVE = 0
 TIME_SOURCE = 1
 
@@ -246,7 +261,9 @@ class CameraOptions(_Sized):
         ("ffmpeg_options", c_char_p),
         ("reconnect_fast_ms", c_uint32),
         ("latency", c_uint32),
-        ("reserved", c_uint64 * 3),
+        ("transport", c_uint32),
+        ("integrity", c_uint32),
+        ("reserved", c_uint64 * 2),
     ]
 
 
@@ -278,7 +295,9 @@ class CameraStats(_Sized):
         ("live_handles", c_uint64),
         ("decode_latency_p50_us", c_uint32),
         ("decode_latency_p99_us", c_uint32),
-        ("reserved", c_uint64 * 3),
+        ("frames_corrupt", c_uint64),
+        ("packets_lost", c_uint64),
+        ("last_loss_ns", c_uint64),
     ]
 
 
@@ -308,7 +327,15 @@ class FrameInfo(_Sized):
         ("color_transfer", c_uint32),
         ("chroma_siting", c_uint32),
         ("bit_depth", c_uint32),
+        ("flags", c_uint32),
+        ("_pad1", c_uint32),
     ]
+
+    @property
+    def exact(self):
+        """Neither ``FRAME_CORRUPT`` nor ``FRAME_AFTER_LOSS``: decoded from a complete bitstream
+        with every reference intact."""
+        return not (self.flags & (FRAME_CORRUPT | FRAME_AFTER_LOSS))
 
     @property
     def row_bytes(self):
@@ -1361,6 +1388,8 @@ class Camera:
         decode_threads=0,
         reconnect_fast_ms=0,
         latency=0,
+        transport=TRANSPORT_DEFAULT,
+        integrity=INTEGRITY_EXACT,
     ):
         """Opens ``url`` (``rtsp://…``, another FFmpeg URL, a file path, ``testsrc://WxH@FPS``).
         Zero timeouts mean the library's defaults. ``ffmpeg_options`` is ``"k=v;k=v"`` or a dict.
@@ -1380,6 +1409,8 @@ class Camera:
         o.decode_threads = decode_threads
         o.reconnect_fast_ms = reconnect_fast_ms
         o.latency = latency
+        o.transport = transport
+        o.integrity = integrity
         if isinstance(ffmpeg_options, dict):
             ffmpeg_options = ";".join("%s=%s" % kv for kv in ffmpeg_options.items())
         opts_bytes = ffmpeg_options.encode() if ffmpeg_options else None

@@ -61,6 +61,12 @@ pub(crate) struct Stats {
     pub live_handles: u64,
     /// Decode latency (packet read → frame published) over the last second, µs: (p50, p99).
     pub decode_latency_us: (u32, u32),
+    /// Pictures decoded that were not exact, delivered or not.
+    pub frames_corrupt: u64,
+    /// Packets lost before the decoder (RTP gaps, packets flagged corrupt).
+    pub packets_lost: u64,
+    /// Wall clock of the last loss, ns since the epoch; 0 if none.
+    pub last_loss_ns: u64,
 }
 
 /// How a close ended.
@@ -234,6 +240,9 @@ impl Camera {
             last_error_code: sh.last_error().map(|e| e.code).unwrap_or(0),
             live_handles: registry::per_owner().get(&sh.handle()).copied().unwrap_or(0) as u64,
             decode_latency_us: sh.latency.lock().percentiles(Instant::now()),
+            frames_corrupt: c.corrupt.load(r),
+            packets_lost: c.packets_lost.load(r),
+            last_loss_ns: c.last_loss_ns.load(r),
         }
     }
 

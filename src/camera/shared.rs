@@ -122,6 +122,10 @@ pub(super) struct Counters {
     pub stream_changes: AtomicU32,
     /// fps × 1000, over the last second.
     pub fps_milli: AtomicU64,
+    /// Pictures decoded that were not exact.
+    pub corrupt: AtomicU64,
+    pub packets_lost: AtomicU64,
+    pub last_loss_ns: AtomicU64,
 }
 
 /// The camera's errors: the last of anything (worker or call), and the worker's own.

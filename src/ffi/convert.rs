@@ -3,10 +3,10 @@
 
 use super::types::*;
 use crate::camera::{CameraState, Stats};
-use crate::config::{Config, DecoderPolicy, LatencyMode, OpenFlags, Options, Placement, DEFAULTS, POOL_SLOTS_MAX, POOL_SLOTS_MIN};
+use crate::config::{Config, DecoderPolicy, IntegrityPolicy, LatencyMode, Transport, OpenFlags, Options, Placement, DEFAULTS, POOL_SLOTS_MAX, POOL_SLOTS_MIN};
 use crate::decode::DecoderKind;
 use crate::convert::{PixelFormat, Rect, Spec};
-use crate::frame::{Frame, Matrix, Range, Siting, TimeSource, Transfer};
+use crate::frame::{Frame, FrameIntegrity, Matrix, Range, Siting, TimeSource, Transfer};
 use crate::gpu::GpuStats;
 use crate::pool::{Depth, MemoryKind};
 use crate::status::*;
@@ -57,7 +57,9 @@ pub(crate) fn options_defaults() -> nvcam_camera_options {
         ffmpeg_options: std::ptr::null(),
         reconnect_fast_ms: d.reconnect_fast_ms,
         latency: NVCAM_LATENCY_AUTO,
-        reserved: [0; 3],
+        transport: NVCAM_TRANSPORT_DEFAULT,
+        integrity: NVCAM_INTEGRITY_EXACT,
+        reserved: [0; 2],
     }
 }
 
@@ -82,6 +84,27 @@ fn latency(v: u32) -> Result<LatencyMode> {
         NVCAM_LATENCY_LOW => LatencyMode::Low,
         NVCAM_LATENCY_THROUGHPUT => LatencyMode::Throughput,
         _ => return Err(Error::arg(format!("latency {v} is not an NVCAM_LATENCY_* value"))),
+    })
+}
+
+fn transport(v: u32) -> Result<Transport> {
+    Ok(match v {
+        NVCAM_TRANSPORT_DEFAULT => Transport::Default,
+        NVCAM_TRANSPORT_TCP => Transport::Tcp,
+        NVCAM_TRANSPORT_UDP => Transport::Udp,
+        NVCAM_TRANSPORT_UDP_MULTICAST => Transport::UdpMulticast,
+        NVCAM_TRANSPORT_HTTP => Transport::Http,
+        NVCAM_TRANSPORT_AUTO => Transport::Auto,
+        _ => return Err(Error::arg(format!("transport {v} is not an NVCAM_TRANSPORT_* value"))),
+    })
+}
+
+fn integrity(v: u32) -> Result<IntegrityPolicy> {
+    Ok(match v {
+        NVCAM_INTEGRITY_EXACT => IntegrityPolicy::ExactOnly,
+        NVCAM_INTEGRITY_MARK => IntegrityPolicy::MarkAll,
+        NVCAM_INTEGRITY_HOLD => IntegrityPolicy::HoldLastExact,
+        _ => return Err(Error::arg(format!("integrity {v} is not an NVCAM_INTEGRITY_* value"))),
     })
 }
 
@@ -120,6 +143,8 @@ pub(crate) fn options_from(c: Option<&nvcam_camera_options>, ffmpeg: Option<&str
         o.reconnect_max = ms(c.reconnect_max_ms, d.reconnect_max_ms).max(o.reconnect_min);
         o.reconnect_fast = ms(c.reconnect_fast_ms, d.reconnect_fast_ms);
         o.latency = latency(c.latency)?;
+        o.transport = transport(c.transport)?;
+        o.integrity = integrity(c.integrity)?;
         o.decode_threads = c.decode_threads as usize;
         if c.reserved.iter().any(|&r| r != 0) {
             return Err(Error::arg("nvcam_camera_options_t.reserved must be 0"));
@@ -186,7 +211,9 @@ pub(crate) fn camera_stats(s: &Stats, struct_size: u32) -> nvcam_camera_stats {
         live_handles: s.live_handles,
         decode_latency_p50_us: s.decode_latency_us.0,
         decode_latency_p99_us: s.decode_latency_us.1,
-        reserved: [0; 3],
+        frames_corrupt: s.frames_corrupt,
+        packets_lost: s.packets_lost,
+        last_loss_ns: s.last_loss_ns,
     }
 }
 
@@ -221,7 +248,14 @@ pub(crate) fn frame_info(f: &Frame, struct_size: u32) -> nvcam_frame_info {
         color_transfer: transfer_code(f.color.transfer),
         chroma_siting: siting_code(f.color.siting),
         bit_depth: f.bits,
+        flags: frame_flags(f.integrity),
+        _pad1: 0,
     }
+}
+
+fn frame_flags(i: FrameIntegrity) -> u32 {
+    let bit = |on: bool, b: u32| if on { b } else { 0 };
+    bit(i.corrupt, NVCAM_FRAME_CORRUPT) | bit(i.after_loss, NVCAM_FRAME_AFTER_LOSS) | bit(i.keyframe, NVCAM_FRAME_KEYFRAME)
 }
 
 fn transfer_code(t: Transfer) -> u32 {

@@ -1,7 +1,7 @@
 //! The frame object: clone, release, info, host copies; and the clone registry's calls.
 
 use super::types::*;
-use super::{boundary, bytes_out, convert, out, out_opt, sized, sized_out, Ctx};
+use super::{boundary, bytes_out, convert, fill_versioned, out, out_opt, sized, Ctx};
 use crate::handle::{self, Kind};
 use crate::registry;
 
@@ -35,15 +35,13 @@ pub extern "C" fn nvcam_frame_release(frame: u64) -> i32 {
 /// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
 ///
 /// # Safety
-/// `info` is NULL or a writable `nvcam_frame_info_t` whose `struct_size` is set.
+/// `info` is NULL or a writable `nvcam_frame_info_t` whose `struct_size` is set (120, the size
+/// before `flags`, is accepted: those bytes are written).
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_frame_info(frame: u64, info: *mut nvcam_frame_info) -> i32 {
     boundary("nvcam_frame_info", Ctx::Frame(frame), || {
         // SAFETY: forwarded from this function's contract.
-        let i = unsafe { sized_out(info, "info") }?;
-        let f = registry::get(frame)?;
-        *i = convert::frame_info(&f, i.struct_size);
-        Ok(())
+        unsafe { fill_versioned(info, FRAME_INFO_SIZE_V1, "info", |size| Ok(convert::frame_info(&*registry::get(frame)?, size))) }
     })
 }
 

@@ -135,6 +135,30 @@ pub(crate) unsafe fn sized_out<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T
     Ok(r)
 }
 
+/// Fills a caller struct that may be an older, shorter version of `T` (at least `min` bytes, the
+/// first version's size): writes `value` up to the caller's `struct_size` and never past it, so a
+/// host compiled against an earlier header keeps working and gets the fields it knows.
+///
+/// # Safety
+/// `p` is NULL or points to at least `struct_size` writable bytes, where `struct_size` is the
+/// struct's first field.
+pub(crate) unsafe fn fill_versioned<T: Copy>(p: *mut T, min: u32, what: &str, value: impl FnOnce(u32) -> Result<T>) -> Result<()> {
+    if p.is_null() {
+        return Err(Error::null(what));
+    }
+    // SAFETY: every versioned struct starts with a u32 `struct_size`; `p` is readable for it.
+    let size = unsafe { p.cast::<u32>().read_unaligned() };
+    if size < min {
+        return Err(Error::new(NVCAM_E_STRUCT_SIZE, format!("{what}.struct_size is {size}, expected at least {min}")));
+    }
+    let v = value(size)?;
+    let n = (size as usize).min(std::mem::size_of::<T>());
+    // SAFETY: `v` is a plain-data struct of size_of::<T>() >= n bytes; the caller declared `size`
+    // >= n writable bytes at `p`; the two cannot overlap (`v` is a local).
+    unsafe { std::ptr::copy_nonoverlapping((&v as *const T).cast::<u8>(), p.cast::<u8>(), n) };
+    Ok(())
+}
+
 /// A caller's NUL-terminated string: UTF-8, or on Windows a string in the ANSI code page (what
 /// LabVIEW passes) when it is not valid UTF-8 (see [`ansi`]).
 ///

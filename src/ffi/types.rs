@@ -102,6 +102,43 @@ pub const NVCAM_LATENCY_LOW: u32 = 1;
 /// The decoder may hold pictures back to keep the hardware busy (the fastest decode per GPU).
 pub const NVCAM_LATENCY_THROUGHPUT: u32 = 2;
 
+/// `nvcam_camera_options_t.transport` (RTSP): TCP-interleaved, unless `ffmpeg_options` sets
+/// `rtsp_transport` (what nvcam did before the option existed). A lossless link: no frame is lost
+/// to the network, at the price of latency when the link is congested.
+pub const NVCAM_TRANSPORT_DEFAULT: u32 = 0;
+/// RTP over the RTSP connection (TCP-interleaved): passes NAT and firewalls, never loses a packet.
+pub const NVCAM_TRANSPORT_TCP: u32 = 1;
+/// RTP over UDP (unicast): the lowest latency; packets can be lost (see `NVCAM_INTEGRITY_*`).
+pub const NVCAM_TRANSPORT_UDP: u32 = 2;
+/// RTP over UDP multicast (the server chooses the group): many receivers, one stream.
+pub const NVCAM_TRANSPORT_UDP_MULTICAST: u32 = 3;
+/// RTSP and RTP tunnelled through HTTP (Apple's GET/POST tunnel, port 80 proxies).
+pub const NVCAM_TRANSPORT_HTTP: u32 = 4;
+/// UDP first; TCP when no packet arrived over UDP within 2 s of PLAY (as common players do: a
+/// firewall that drops the server's UDP costs 2 s once, not the camera).
+pub const NVCAM_TRANSPORT_AUTO: u32 = 5;
+
+/// `nvcam_camera_options_t.integrity`: deliver exact frames only. A frame that is not exact
+/// (`NVCAM_FRAME_CORRUPT` or `NVCAM_FRAME_AFTER_LOSS`) is decoded, counted in `frames_corrupt`
+/// and never handed out: after a packet loss the host sees a gap until the next recovery point,
+/// never a smeared picture.
+pub const NVCAM_INTEGRITY_EXACT: u32 = 0;
+/// Deliver every frame; `nvcam_frame_info_t.flags` says which are not exact.
+pub const NVCAM_INTEGRITY_MARK: u32 = 1;
+/// Deliver exact frames; while the stream is not exact, hand out the last exact frame again
+/// (the same frame: same `seq`, same pixels) at the stream's rate, for displays and recorders
+/// that must not see a gap. It keeps one pool slot.
+pub const NVCAM_INTEGRITY_HOLD: u32 = 2;
+
+/// `nvcam_frame_info_t.flags`: the decoder reported errors in this picture, or a packet of it
+/// arrived damaged (its pixels are partly concealed).
+pub const NVCAM_FRAME_CORRUPT: u32 = 1;
+/// Decoded after a packet loss and before the next recovery point (IDR, recovery-point SEI with
+/// its count reached, HEVC IRAP): a reference it needs may be missing or concealed.
+pub const NVCAM_FRAME_AFTER_LOSS: u32 = 2;
+/// A recovery point (IDR or key frame): decodable without earlier pictures.
+pub const NVCAM_FRAME_KEYFRAME: u32 = 4;
+
 /// `nvcam_frame_info_t.time_source`: `capture_ns` is when the packet was received.
 pub const NVCAM_TIME_RECEIVE: u32 = 0;
 /// `capture_ns` is the source's capture clock (RTCP sender reports).
@@ -202,7 +239,11 @@ pub struct nvcam_camera_options {
     pub reconnect_fast_ms: u32,
     /// `NVCAM_LATENCY_*`.
     pub latency: u32,
-    pub reserved: [u64; 3],
+    /// `NVCAM_TRANSPORT_*` (RTSP sources; ignored for others).
+    pub transport: u32,
+    /// `NVCAM_INTEGRITY_*`: what the camera does with frames that are not exact.
+    pub integrity: u32,
+    pub reserved: [u64; 2],
 }
 
 /// A camera's counters and state (`nvcam_camera_stats`).
@@ -254,7 +295,13 @@ pub struct nvcam_camera_stats {
     /// second, median and 99th percentile, microseconds; 0 without frames in that second.
     pub decode_latency_p50_us: u32,
     pub decode_latency_p99_us: u32,
-    pub reserved: [u64; 3],
+    /// Pictures decoded that were not exact (`NVCAM_FRAME_CORRUPT` or `NVCAM_FRAME_AFTER_LOSS`),
+    /// delivered or not.
+    pub frames_corrupt: u64,
+    /// Packets lost before the decoder: RTP sequence gaps and packets the demuxer flagged corrupt.
+    pub packets_lost: u64,
+    /// When the last loss was seen, nanoseconds since 1970-01-01 UTC; 0 if never.
+    pub last_loss_ns: u64,
 }
 
 /// What a frame is and where its pixels are (`nvcam_frame_info`). Pointers stay valid while the
@@ -304,7 +351,16 @@ pub struct nvcam_frame_info {
     pub chroma_siting: u32,
     /// Significant bits per sample in the planes: 8 (NV12), 10 or 12 (P016).
     pub bit_depth: u32,
+    /// `NVCAM_FRAME_*` bits. Neither `NVCAM_FRAME_CORRUPT` nor `NVCAM_FRAME_AFTER_LOSS`: the
+    /// frame is exact (decoded from a complete bitstream with every reference intact). A caller
+    /// whose struct ends before this field (`struct_size` 120, ABI 1.0) gets the fields it has.
+    pub flags: u32,
+    pub _pad1: u32,
 }
+
+/// `struct_size` of `nvcam_frame_info` before `flags` was added: still accepted, and filled up to
+/// its end.
+pub(crate) const FRAME_INFO_SIZE_V1: u32 = 120;
 
 /// What `nvcam_frame_convert` makes of a frame. Zero in any field means its default, so a zeroed
 /// struct with `struct_size` and `format` set converts the whole frame at its own size, with the
@@ -402,7 +458,7 @@ pub type nvcam_log_fn = Option<unsafe extern "C" fn(level: i32, message: *const 
 const _: () = assert!(std::mem::size_of::<nvcam_config>() == 64);
 const _: () = assert!(std::mem::size_of::<nvcam_camera_options>() == 80);
 const _: () = assert!(std::mem::size_of::<nvcam_camera_stats>() == 152);
-const _: () = assert!(std::mem::size_of::<nvcam_frame_info>() == 120);
+const _: () = assert!(std::mem::size_of::<nvcam_frame_info>() == 128);
 const _: () = assert!(std::mem::size_of::<nvcam_gpu_stats>() == 160);
 const _: () = assert!(std::mem::size_of::<nvcam_convert>() == 112);
 const _: () = assert!(std::mem::offset_of!(nvcam_convert, pad) == 52);

@@ -24,7 +24,8 @@
 _Static_assert(sizeof(nvcam_config_t) == 64, "nvcam_config_t size");
 _Static_assert(sizeof(nvcam_camera_options_t) == 80, "nvcam_camera_options_t size");
 _Static_assert(sizeof(nvcam_camera_stats_t) == 152, "nvcam_camera_stats_t size");
-_Static_assert(sizeof(nvcam_frame_info_t) == 120, "nvcam_frame_info_t size");
+_Static_assert(sizeof(nvcam_frame_info_t) == 128, "nvcam_frame_info_t size");
+_Static_assert(offsetof(nvcam_frame_info_t, flags) == 120, "info.flags");
 _Static_assert(offsetof(nvcam_config_t, gpu_free_min_age_ms) == 12, "config.gpu_free_min_age_ms");
 _Static_assert(offsetof(nvcam_config_t, reserved) == 16, "config.reserved");
 _Static_assert(offsetof(nvcam_camera_options_t, device) == 12, "options.device");
@@ -32,7 +33,9 @@ _Static_assert(offsetof(nvcam_camera_options_t, decode_threads) == 36, "options.
 _Static_assert(offsetof(nvcam_camera_options_t, ffmpeg_options) == 40, "options.ffmpeg_options");
 _Static_assert(offsetof(nvcam_camera_options_t, reconnect_fast_ms) == 48, "options.reconnect_fast_ms");
 _Static_assert(offsetof(nvcam_camera_options_t, latency) == 52, "options.latency");
-_Static_assert(offsetof(nvcam_camera_options_t, reserved) == 56, "options.reserved");
+_Static_assert(offsetof(nvcam_camera_options_t, transport) == 56, "options.transport");
+_Static_assert(offsetof(nvcam_camera_options_t, integrity) == 60, "options.integrity");
+_Static_assert(offsetof(nvcam_camera_options_t, reserved) == 64, "options.reserved");
 _Static_assert(offsetof(nvcam_camera_stats_t, frames_decoded) == 8, "stats.frames_decoded");
 _Static_assert(offsetof(nvcam_camera_stats_t, pool_slots_total) == 48, "stats.pool_slots_total");
 _Static_assert(offsetof(nvcam_camera_stats_t, bytes_held) == 56, "stats.bytes_held");
@@ -43,7 +46,8 @@ _Static_assert(offsetof(nvcam_camera_stats_t, last_error_code) == 104, "stats.la
 _Static_assert(offsetof(nvcam_camera_stats_t, live_handles) == 112, "stats.live_handles");
 _Static_assert(offsetof(nvcam_camera_stats_t, decode_latency_p50_us) == 120, "stats.decode_latency_p50_us");
 _Static_assert(offsetof(nvcam_camera_stats_t, decode_latency_p99_us) == 124, "stats.decode_latency_p99_us");
-_Static_assert(offsetof(nvcam_camera_stats_t, reserved) == 128, "stats.reserved");
+_Static_assert(offsetof(nvcam_camera_stats_t, frames_corrupt) == 128, "stats.frames_corrupt");
+_Static_assert(offsetof(nvcam_camera_stats_t, last_loss_ns) == 144, "stats.last_loss_ns");
 _Static_assert(offsetof(nvcam_frame_info_t, device) == 20, "info.device");
 _Static_assert(offsetof(nvcam_frame_info_t, pitch) == 24, "info.pitch");
 _Static_assert(offsetof(nvcam_frame_info_t, nv12_size) == 48, "info.nv12_size");
@@ -378,7 +382,7 @@ static void check_null_pointers_and_sizes(void) {
     CHECK(o.struct_size == sizeof o, "options_init struct_size %u", o.struct_size);
     CHECK(o.flags == 0 && o.pool_slots == 4 && o.decoder == NVCAM_DECODER_AUTO && o.open_timeout_ms == 5000 &&
               o.stall_timeout_ms == 5000 && o.reconnect_min_ms == 250 && o.reconnect_max_ms == 10000 &&
-              o.decode_threads == 0 && o.ffmpeg_options == NULL && o.reconnect_fast_ms == 3000 && o.latency == NVCAM_LATENCY_AUTO && o.reserved[0] == 0 && o.reserved[2] == 0,
+              o.decode_threads == 0 && o.ffmpeg_options == NULL && o.reconnect_fast_ms == 3000 && o.latency == NVCAM_LATENCY_AUTO && o.transport == NVCAM_TRANSPORT_DEFAULT && o.integrity == NVCAM_INTEGRITY_EXACT && o.reserved[0] == 0 && o.reserved[1] == 0,
           "options_init defaults: flags %u slots %u decoder %u open %u stall %u rmin %u rmax %u", o.flags,
           o.pool_slots, o.decoder, o.open_timeout_ms, o.stall_timeout_ms, o.reconnect_min_ms, o.reconnect_max_ms);
 
@@ -650,7 +654,7 @@ static void check_camera(void) {
     CHECK(st.memory == NVCAM_MEMORY_HOST && st.device == -1 && st.decoder == NVCAM_DECODER_SOFTWARE,
           "memory %u device %d decoder %u", st.memory, st.device, st.decoder);
     CHECK(st.live_handles == (g ? 1u : 0u), "live_handles %" PRIu64, st.live_handles);
-    CHECK(st.reserved[0] == 0 && st.reserved[2] == 0 && st._pad0 == 0, "reserved stats fields not zero");
+    CHECK(st.frames_corrupt == 0 && st.packets_lost == 0 && st.last_loss_ns == 0 && st._pad0 == 0, "loss counters or padding not zero on a test source");
     printf("   stats: state %u decoded %" PRIu64 " delivered %" PRIu64 " skipped %" PRIu64 " dropped %" PRIu64
            " fps %.1f slots %u/%u bytes %" PRIu64 "\n",
            st.state, st.frames_decoded, st.frames_delivered, st.frames_skipped, st.frames_dropped, st.fps,
