@@ -3,7 +3,9 @@
 
 use super::latency::wall_ns;
 use super::shared::Shared;
-use crate::decode::{Decoder, Picture};
+use super::integrity::Integrity;
+use crate::config::IntegrityPolicy;
+use crate::decode::{Decoder, Outcome, Picture};
 use crate::frame::{Frame, TimeSource};
 use crate::pool::{Geometry, Pool};
 use crate::select::Pools;
@@ -33,9 +35,33 @@ fn pool_for(sh: &Shared, pools: &Pools, pic: &Picture) -> Result<Arc<Pool>> {
     Ok(new)
 }
 
+/// A picture that is not exact, under the camera's policy: counted, and (unless the host asked
+/// for every frame) not published; a holding camera publishes its last exact frame again.
+/// Returns whether the picture goes on to be published.
+fn not_exact(sh: &Shared) -> bool {
+    sh.counters.corrupt.fetch_add(1, Ordering::Relaxed);
+    match sh.opts.integrity {
+        IntegrityPolicy::MarkAll => true,
+        IntegrityPolicy::ExactOnly => false,
+        IntegrityPolicy::HoldLastExact => {
+            if let Some(last) = sh.last_exact.lock().clone() {
+                let mut m = sh.mailbox.lock();
+                if !m.as_ref().is_some_and(|f| Arc::ptr_eq(f, &last)) {
+                    *m = Some(last);
+                    sh.mailbox_cv.notify_all();
+                }
+            }
+            false
+        }
+    }
+}
+
 /// Copies a decoded picture into a free slot and publishes it as the camera's latest frame. A
 /// full pool drops the newest frame (counted), unless the camera is lossless. `since` is when its
 /// packet was read (for the decode latency); `capture` its capture time and where that is from.
+/// `integrity` judges the picture (see [`super::integrity`]); what is not exact goes by the
+/// camera's [`IntegrityPolicy`].
+#[allow(clippy::too_many_arguments)]
 pub(super) fn deliver(
     sh: &Arc<Shared>,
     dec: &mut dyn Decoder,
@@ -44,7 +70,13 @@ pub(super) fn deliver(
     seq: u64,
     since: Instant,
     capture: (u64, TimeSource),
+    integrity: &mut Integrity,
 ) -> Result<()> {
+    let mut marks = integrity.picture(pic.pts_us, pic.damaged, Instant::now());
+    // Not exact already: no copy at all unless the host wants it.
+    if !marks.exact() && !not_exact(sh) {
+        return Ok(());
+    }
     let pool = pool_for(sh, pools, &pic)?;
     let lossless = sh.opts.flags.lossless;
     let interrupted = || sh.irq.stopping() || sh.irq.kicked();
@@ -65,10 +97,26 @@ pub(super) fn deliver(
             }
         }
     };
-    if sh.report(dec.write_into(&mut lease)?) {
+    let written = dec.write_into(&mut lease)?;
+    if let Outcome::Corrupt(_) = &written {
+        // The decoder's own report (NVDEC's decode status) comes with the copy.
+        let was_exact = marks.exact();
+        marks.corrupt = true;
+        integrity.lost(Instant::now());
+        if was_exact && !not_exact(sh) {
+            sh.report(written);
+            return Ok(()); // the slot goes back to the pool; its copy is fenced like any other
+        }
+    }
+    if sh.report(written) {
         return Ok(()); // the decoder recovered; this picture is lost (counted)
     }
-    let frame = Arc::new(Frame::new(lease, sh.handle(), seq, pic.pts_us, wall_ns(), capture).with_color(pic.color, pic.bits));
+    let frame = Arc::new(
+        Frame::new(lease, sh.handle(), seq, pic.pts_us, wall_ns(), capture).with_color(pic.color, pic.bits).with_integrity(marks),
+    );
+    if marks.exact() && sh.opts.integrity == IntegrityPolicy::HoldLastExact {
+        *sh.last_exact.lock() = Some(frame.clone());
+    }
     let replaced = {
         let mut m = sh.mailbox.lock();
         let old = m.replace(frame);

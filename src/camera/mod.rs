@@ -14,6 +14,7 @@
 //! reconnects keep clones valid; `release_clones_on_reconnect` restores the seed's stricter rule.
 
 mod deliver;
+mod integrity;
 mod latency;
 mod session;
 mod shared;
@@ -284,6 +285,8 @@ impl Camera {
         registry::force_release_owner(sh.handle());
         let pending = sh.mailbox.lock().take();
         drop(pending);
+        let held = sh.last_exact.lock().take();
+        drop(held);
         // Retire the pool (device memory goes to the deferred queue, fenced by its events) before
         // the worker closes the decoder on its way out.
         if drained {

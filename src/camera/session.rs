@@ -2,10 +2,12 @@
 //! the stream ends, fails, stalls, or the camera is stopped or kicked.
 
 use super::deliver::deliver;
+use super::integrity::Integrity;
 use super::latency::{wall_ns, Arrival, Arrivals};
 use super::shared::{CameraState, Shared};
 use crate::config::DEFAULTS;
 use crate::decode::pts_us;
+use crate::decode::recovery::KeyScan;
 use crate::frame::TimeSource;
 use crate::gpu::timing::{self, Stage};
 use crate::input::{self, Read};
@@ -113,6 +115,9 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
     let o = &sh.opts;
     let low_latency = o.latency.is_low(sh.is_network());
     let t_open = Instant::now();
+    // RTP gaps FFmpeg logs on this thread from here on are this connection's (those of the
+    // probe included: its packets are read again below).
+    crate::ffmpeg::log::take_rtp_missed();
     let mut input = input::open(&sh.source, &o.ffmpeg, &sh.irq, o.open_timeout)?;
     timing::since(Stage::Open, t_open);
     let t_select = Instant::now();
@@ -133,6 +138,9 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
     let mut pacer = Pacer::default();
     let mut arrivals = Arrivals::default();
     let time_base = input.stream().time_base();
+    let keys = KeyScan::new(&input.stream().parameters());
+    let mut integrity = Integrity::default();
+    let recovery_reconnect = Duration::from_millis(DEFAULTS.loss_recovery_reconnect_ms as u64);
     let mut seq = sh.counters.decoded.load(Ordering::Relaxed);
     let mut fps_window = (Instant::now(), 0u64);
     let mut eof = false;
@@ -164,11 +172,32 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                     if sh.irq.stopping() || sh.irq.kicked() {
                         continue;
                     }
-                    arrivals.read(Arrival { pts_us: pts_us(p.pts(), time_base), at: Instant::now(), wall_ns: wall_ns() });
+                    let p_us = pts_us(p.pts(), time_base);
+                    let now = Instant::now();
+                    arrivals.read(Arrival { pts_us: p_us, at: now, wall_ns: wall_ns() });
+                    // This packet may have been complete before the loss was noticed (the parser
+                    // hands out an access unit when the next one starts): it is classified first,
+                    // so a recovery point must come after the loss to count.
+                    integrity.packet(keys.classify(p.data().unwrap_or(&[]), p.is_key()), p_us);
+                    let lost = crate::ffmpeg::log::take_rtp_missed() + p.is_corrupt() as u64;
+                    if lost > 0 {
+                        sh.counters.packets_lost.fetch_add(lost, Ordering::Relaxed);
+                        sh.counters.last_loss_ns.store(wall_ns(), Ordering::Relaxed);
+                        integrity.lost(now);
+                    }
+                    if sh.source.is_live() && integrity.suspect_for(now).is_some_and(|d| d > recovery_reconnect) {
+                        return Err(Error::new(
+                            NVCAM_E_IO,
+                            format!("no recovery point for {} ms after a packet loss; reconnecting for a key frame", recovery_reconnect.as_millis()),
+                        ));
+                    }
                     let t_send = Instant::now();
                     let sent = dec.send_packet(&p)?;
                     if steady {
                         timing::since(Stage::Send, t_send);
+                    }
+                    if let crate::decode::Outcome::Corrupt(_) = &sent {
+                        integrity.lost(now);
                     }
                     sh.report(sent);
                 }
@@ -219,7 +248,7 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
             };
             let Some(_in_flight) = sh.gate.enter() else { return Ok(SessionEnd::Stop) };
             let t_deliver = Instant::now();
-            deliver(sh, &mut *dec, &pools, pic, seq, since, capture)?;
+            deliver(sh, &mut *dec, &pools, pic, seq, since, capture, &mut integrity)?;
             if steady {
                 timing::since(Stage::Deliver, t_deliver);
             }

@@ -171,6 +171,9 @@ pub(crate) struct Shared {
     /// The newest frame not yet taken, and its condition (frame arrived, state changed, taken).
     pub(super) mailbox: Mutex<Option<Arc<Frame>>>,
     pub(super) mailbox_cv: Condvar,
+    /// The last exact frame, kept by a camera that holds it through losses
+    /// (`IntegrityPolicy::HoldLastExact`): one pool slot.
+    pub(super) last_exact: Mutex<Option<Arc<Frame>>>,
     /// Wakes the worker from a backoff sleep (close, manual reconnect).
     wake: (Mutex<()>, Condvar),
     pub irq: Arc<Interrupt>,
@@ -199,6 +202,7 @@ impl Shared {
             gate: Gate::new(),
             mailbox: Mutex::new(None),
             mailbox_cv: Condvar::new(),
+            last_exact: Mutex::new(None),
             wake: (Mutex::new(()), Condvar::new()),
             irq: Interrupt::new(),
             counters: Counters::default(),
@@ -267,8 +271,8 @@ impl Shared {
     /// Reports what a decoder call met besides success; true if a frame was lost to it.
     pub(super) fn report(&self, o: Outcome) -> bool {
         match o {
-            Outcome::Clean => false,
-            Outcome::Reported(w) => {
+            Outcome::Clean | Outcome::Corrupt(None) => false,
+            Outcome::Reported(w) | Outcome::Corrupt(Some(w)) => {
                 self.set_error(&w);
                 false
             }

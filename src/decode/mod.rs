@@ -7,6 +7,7 @@
 //! rules. What a call met besides success or failure (an error the decoder recovered from, a
 //! picture lost to it) comes back in its [`Outcome`], not through a side channel.
 
+pub(crate) mod recovery;
 pub(crate) mod software;
 
 use crate::frame::{Color, Siting, Transfer};
@@ -52,6 +53,9 @@ pub(crate) struct Picture {
     /// The sample width it is written at (NV12 or P016), and the stream's bits per sample.
     pub depth: Depth,
     pub bits: u32,
+    /// The decoder reported errors in this picture (FFmpeg's `decode_error_flags` or
+    /// `AV_FRAME_FLAG_CORRUPT`); NVDEC reports its own when the picture is written.
+    pub damaged: bool,
 }
 
 /// What a successful call met on the way, for the camera to report.
@@ -66,6 +70,10 @@ pub(crate) enum Outcome {
     /// The decoder recovered from an error, and the picture (or packet) it was working on is
     /// lost: the camera reports it and counts a dropped frame.
     Dropped(Error),
+    /// Done, but the packet was damaged (the decoder refused or concealed it) or the picture was
+    /// decoded with errors: the stream is not exact until the next recovery point. The error,
+    /// if any, is for the camera's last error (rate-limited by the decoder).
+    Corrupt(Option<Error>),
 }
 
 pub(crate) trait Decoder: Send {
@@ -115,7 +123,13 @@ pub(crate) fn received(
     match r {
         Ok(()) => {
             let bits = depth_of(frame);
+            // SAFETY: the decoder's frame, holding a picture.
+            let damaged = unsafe {
+                let f = &*frame.as_ptr();
+                f.decode_error_flags != 0 || f.flags & ff::ffi::AV_FRAME_FLAG_CORRUPT as i32 != 0
+            };
             Ok(Some(Picture {
+                damaged,
                 width: frame.width(),
                 height: frame.height(),
                 pts_us: pts_us(frame.timestamp(), time_base),

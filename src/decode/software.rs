@@ -185,7 +185,7 @@ impl Decoder for SoftwareDecoder {
             // A corrupt packet is the stream's fault, not a reason to drop the camera.
             Err(ff::Error::InvalidData) => {
                 log::debug!("decoder skipped a corrupt packet");
-                Ok(Outcome::Clean)
+                Ok(Outcome::Corrupt(None))
             }
             Err(e) => Err(Error::ffmpeg("avcodec_send_packet", e)),
         }

@@ -351,7 +351,7 @@ impl Decoder for HwDecoder {
             Ok(()) => Ok(Outcome::Clean),
             Err(ff::Error::InvalidData) => {
                 log::debug!("decoder skipped a corrupt packet");
-                Ok(Outcome::Clean)
+                Ok(Outcome::Corrupt(None))
             }
             Err(e) => Err(Error::ffmpeg("avcodec_send_packet (CUDA hwaccel)", e)),
         }

@@ -316,27 +316,27 @@ impl NvDecoder {
         Ok(false)
     }
 
-    /// A picture NVDEC decoded with errors is delivered as it concealed it; the camera hears of
-    /// it at most every few seconds.
-    fn note_decode_status(&mut self, status: Option<cu::cuvidDecodeStatus>) -> Option<Error> {
-        let status = status?;
+    /// A picture NVDEC decoded with errors is corrupt (the camera marks it, and by its policy
+    /// holds it back); the camera's last error hears of it at most every few seconds.
+    fn note_decode_status(&mut self, status: Option<cu::cuvidDecodeStatus>) -> Outcome {
+        let Some(status) = status else { return Outcome::Clean };
         if status != cu::cuvidDecodeStatus_Error && status != cu::cuvidDecodeStatus_Error_Concealed {
-            return None;
+            return Outcome::Clean;
         }
         count(&COUNTERS.decode_errors);
         self.decode_errors += 1;
         if self.last_decode_warning.is_some_and(|t| t.elapsed() < Duration::from_secs(5)) {
-            return None;
+            return Outcome::Corrupt(None);
         }
         self.last_decode_warning = Some(Instant::now());
-        Some(Error::new(
+        Outcome::Corrupt(Some(Error::new(
             NVCAM_E_IO,
             format!(
                 "NVDEC reported a picture decoded with errors ({}; {} so far on this camera): corrupt or lost bitstream data",
                 if status == cu::cuvidDecodeStatus_Error { "not concealed" } else { "concealed" },
                 self.decode_errors
             ),
-        ))
+        )))
     }
 }
 
@@ -398,6 +398,8 @@ impl Decoder for NvDecoder {
                 color: d.geom.color,
                 depth: d.geom.surface.depth(),
                 bits: if d.geom.surface.depth() == crate::pool::Depth::Eight { 8 } else { d.geom.bits },
+                // NVDEC's status comes with the copy (`write_into`).
+                damaged: false,
             };
             self.current = Some(d);
             return Ok(Some(pic));
@@ -432,7 +434,7 @@ impl Decoder for NvDecoder {
         self.timing.frames += 1;
         stats::of(s.dev.ordinal).frames_copied.fetch_add(1, Ordering::Relaxed);
         match r {
-            Ok(status) => Ok(self.note_decode_status(status).map_or(Outcome::Clean, Outcome::Reported)),
+            Ok(status) => Ok(self.note_decode_status(status)),
             // Not an engine fault (a slot of the wrong size or memory): the session's error.
             Err(e) if e.code == NVCAM_E_INTERNAL => Err(e),
             // The slot may hold a partial picture: the decoder recovers and this frame is lost.

@@ -1,0 +1,280 @@
+//! Which packets are recovery points: where a decoder starting afresh (or after a loss) gets
+//! exact pictures again. Read from the bitstream, not from a decoder, so every decoder's frames
+//! are judged by the same points.
+//!
+//! The demuxer's key flag says "a decoder may start here", and FFmpeg's H.264 parser sets it for
+//! IDR pictures and for recovery-point SEIs alike; but after an SEI the pictures are exact only
+//! `recovery_frame_cnt` frames later (intra refresh: the refresh sweeps across that many frames).
+//! So the first NAL units of each H.264 packet are read, up to the first slice; the scan never
+//! goes into slice data.
+
+use ffmpeg_next as ff;
+
+/// What a packet is as a recovery point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum KeyPoint {
+    /// Not one.
+    None,
+    /// Exact from this picture on (IDR, HEVC IRAP, a key frame of another codec).
+    Full,
+    /// A recovery-point SEI: exact from the picture this many frames later (decode order).
+    After(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Codec {
+    H264,
+    Hevc,
+    Other,
+}
+
+/// Classifies a stream's packets (Annex B, or length-prefixed as in MP4).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KeyScan {
+    codec: Codec,
+    /// Bytes of each NAL unit's length prefix; `None` for Annex B start codes.
+    nal_len: Option<usize>,
+}
+
+impl KeyScan {
+    pub(crate) fn new(params: &ff::codec::Parameters) -> KeyScan {
+        // SAFETY: `params` owns valid codec parameters; extradata is null or `extradata_size` bytes.
+        let extra = unsafe {
+            let p = &*params.as_ptr();
+            if p.extradata.is_null() || p.extradata_size <= 0 {
+                &[][..]
+            } else {
+                std::slice::from_raw_parts(p.extradata, p.extradata_size as usize)
+            }
+        };
+        let codec = match params.id() {
+            ff::codec::Id::H264 => Codec::H264,
+            ff::codec::Id::HEVC => Codec::Hevc,
+            _ => Codec::Other,
+        };
+        // avcC / hvcC records start with version 1; Annex B extradata starts with a start code.
+        let nal_len = match (codec, extra.first()) {
+            (Codec::H264, Some(1)) if extra.len() > 4 => Some((extra[4] & 3) as usize + 1),
+            (Codec::Hevc, Some(1)) if extra.len() > 21 => Some((extra[21] & 3) as usize + 1),
+            _ => None,
+        };
+        KeyScan { codec, nal_len }
+    }
+
+    /// `key` is the demuxer's key flag.
+    pub(crate) fn classify(&self, data: &[u8], key: bool) -> KeyPoint {
+        let fallback = if key { KeyPoint::Full } else { KeyPoint::None };
+        match self.codec {
+            Codec::Other => fallback,
+            Codec::Hevc => {
+                for nal in Nals::new(data, self.nal_len) {
+                    let Some(&b) = nal.first() else { continue };
+                    let t = (b >> 1) & 0x3f;
+                    if t < 32 {
+                        // The first slice: IRAP types are 16..=23.
+                        return if (16..=23).contains(&t) { KeyPoint::Full } else { fallback };
+                    }
+                }
+                fallback
+            }
+            Codec::H264 => {
+                let mut sei = None;
+                for nal in Nals::new(data, self.nal_len) {
+                    let Some(&b) = nal.first() else { continue };
+                    match b & 0x1f {
+                        5 => return KeyPoint::Full,
+                        1..=4 => break,
+                        6 => sei = sei.or_else(|| recovery_frame_cnt(&nal[1..])),
+                        _ => {}
+                    }
+                }
+                match sei {
+                    Some(n) => KeyPoint::After(n),
+                    None => fallback,
+                }
+            }
+        }
+    }
+}
+
+/// NAL units of a packet, Annex B or length-prefixed.
+struct Nals<'a> {
+    data: &'a [u8],
+    nal_len: Option<usize>,
+}
+
+impl<'a> Nals<'a> {
+    fn new(data: &'a [u8], nal_len: Option<usize>) -> Nals<'a> {
+        Nals { data, nal_len }
+    }
+}
+
+/// Index of the next `00 00 01` at or after `from`.
+fn start_code(d: &[u8], from: usize) -> Option<usize> {
+    (from..d.len().saturating_sub(2)).find(|&i| d[i] == 0 && d[i + 1] == 0 && d[i + 2] == 1)
+}
+
+impl<'a> Iterator for Nals<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        match self.nal_len {
+            Some(n) => {
+                if self.data.len() < n {
+                    return None;
+                }
+                let len = self.data[..n].iter().fold(0usize, |a, &b| (a << 8) | b as usize);
+                let rest = &self.data[n..];
+                let len = len.min(rest.len());
+                self.data = &rest[len..];
+                Some(&rest[..len])
+            }
+            None => {
+                let s = start_code(self.data, 0)? + 3;
+                let end = start_code(self.data, s).unwrap_or(self.data.len());
+                let nal = &self.data[s..end];
+                self.data = &self.data[end..];
+                // A 4-byte start code leaves its leading zero on the previous unit: harmless here.
+                Some(nal)
+            }
+        }
+    }
+}
+
+/// Reads the bits of an RBSP (emulation prevention bytes removed as it goes).
+struct Bits<'a> {
+    d: &'a [u8],
+    byte: usize,
+    bit: u32,
+    zeros: u32,
+}
+
+impl Bits<'_> {
+    fn byte_at(&mut self) -> Option<u8> {
+        loop {
+            let b = *self.d.get(self.byte)?;
+            if self.bit == 0 && self.zeros >= 2 && b == 3 {
+                self.byte += 1;
+                self.zeros = 0;
+                continue;
+            }
+            return Some(b);
+        }
+    }
+    fn bit(&mut self) -> Option<u32> {
+        let b = self.byte_at()?;
+        let v = (b >> (7 - self.bit)) & 1;
+        self.bit += 1;
+        if self.bit == 8 {
+            self.bit = 0;
+            self.byte += 1;
+            self.zeros = if b == 0 { self.zeros + 1 } else { 0 };
+        }
+        Some(v as u32)
+    }
+    fn byte(&mut self) -> Option<u8> {
+        let mut v = 0u8;
+        for _ in 0..8 {
+            v = (v << 1) | self.bit()? as u8;
+        }
+        Some(v)
+    }
+    fn ue(&mut self) -> Option<u32> {
+        let mut zeros = 0;
+        while self.bit()? == 0 {
+            zeros += 1;
+            if zeros > 31 {
+                return None;
+            }
+        }
+        let mut v = 0u64;
+        for _ in 0..zeros {
+            v = (v << 1) | self.bit()? as u64;
+        }
+        u32::try_from((1u64 << zeros) - 1 + v).ok()
+    }
+}
+
+/// `recovery_frame_cnt` of a recovery-point SEI message (payload type 6) in an SEI NAL unit's
+/// payload (after its header byte), if it has one.
+fn recovery_frame_cnt(payload: &[u8]) -> Option<u32> {
+    let mut r = Bits { d: payload, byte: 0, bit: 0, zeros: 0 };
+    loop {
+        let mut ty = 0u32;
+        loop {
+            let b = r.byte()?;
+            ty += b as u32;
+            if b != 0xff {
+                break;
+            }
+        }
+        let mut size = 0u32;
+        loop {
+            let b = r.byte()?;
+            size += b as u32;
+            if b != 0xff {
+                break;
+            }
+        }
+        if ty == 6 {
+            return r.ue();
+        }
+        for _ in 0..size {
+            r.byte()?;
+        }
+        // rbsp_trailing_bits: no further message.
+        if r.byte_at()? == 0x80 {
+            return None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H264_ANNEXB: KeyScan = KeyScan { codec: Codec::H264, nal_len: None };
+
+    #[test]
+    fn idr_is_a_full_recovery_point_whatever_the_key_flag() {
+        let pkt = [0, 0, 0, 1, 0x67, 0x42, 0, 0, 1, 0x68, 0xce, 0, 0, 1, 0x65, 0x88, 0x84];
+        assert_eq!(H264_ANNEXB.classify(&pkt, false), KeyPoint::Full);
+        let p = [0, 0, 1, 0x41, 0x9a];
+        assert_eq!(H264_ANNEXB.classify(&p, false), KeyPoint::None);
+    }
+
+    #[test]
+    fn recovery_point_sei_gives_its_frame_count() {
+        // SEI: type 6, size 1, recovery_frame_cnt ue(v) = 3 -> bits 00100 then exact_match etc.
+        // 0b0010_0100 = ue 3 followed by flags; then trailing 0x80.
+        let pkt = [0, 0, 1, 0x06, 0x06, 0x01, 0x24, 0x80, 0, 0, 1, 0x41, 0x9a];
+        assert_eq!(H264_ANNEXB.classify(&pkt, true), KeyPoint::After(3));
+        // Another SEI first (type 5, 2 bytes), then the recovery point with count 0 (bit 1).
+        let pkt = [0, 0, 1, 0x06, 0x05, 0x02, 0xaa, 0xbb, 0x06, 0x01, 0x80, 0x80, 0, 0, 1, 0x41];
+        assert_eq!(H264_ANNEXB.classify(&pkt, true), KeyPoint::After(0));
+    }
+
+    #[test]
+    fn length_prefixed_packets_and_hevc_irap() {
+        let s = KeyScan { codec: Codec::H264, nal_len: Some(4) };
+        assert_eq!(s.classify(&[0, 0, 0, 2, 0x65, 0x88], false), KeyPoint::Full);
+        assert_eq!(s.classify(&[0, 0, 0, 2, 0x41, 0x88], false), KeyPoint::None);
+        let h = KeyScan { codec: Codec::Hevc, nal_len: None };
+        // IDR_W_RADL (19): header 0x26 0x01.
+        assert_eq!(h.classify(&[0, 0, 1, 0x40, 0x01, 0, 0, 1, 0x26, 0x01, 0xaf], false), KeyPoint::Full);
+        // TRAIL_R (1): 0x02 0x01.
+        assert_eq!(h.classify(&[0, 0, 1, 0x02, 0x01, 0xd0], true), KeyPoint::Full, "trusts the key flag");
+        assert_eq!(h.classify(&[0, 0, 1, 0x02, 0x01, 0xd0], false), KeyPoint::None);
+        let o = KeyScan { codec: Codec::Other, nal_len: None };
+        assert_eq!(o.classify(&[1, 2, 3], true), KeyPoint::Full);
+    }
+
+    #[test]
+    fn truncated_or_garbage_packets_do_not_panic() {
+        for len in 0..12 {
+            let junk = [0u8, 0, 1, 6, 0xff, 0xff, 0xff, 0, 0, 3, 0, 0];
+            let _ = H264_ANNEXB.classify(&junk[..len], true);
+            let s = KeyScan { codec: Codec::H264, nal_len: Some(4) };
+            let _ = s.classify(&[0xff, 0xff, 0xff, 0xff, 6, 1][..len.min(6)], true);
+        }
+    }
+}
