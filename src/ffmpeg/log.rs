@@ -84,7 +84,10 @@ unsafe extern "C" fn on_log(avcl: *mut c_void, l: c_int, fmt: *const c_char, vl:
         let line = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy();
         let line = line.trim_end();
         if rtp_gap {
-            let n = missed_count(line).unwrap_or(1).max(1);
+            // A "gap" of more than half the sequence space is FFmpeg 5.1's reorder queue meeting
+            // a duplicate of a packet it already parsed (it keeps duplicates, then parses the
+            // second copy into the access unit): one damaged packet, not 65000 lost ones.
+            let n = missed_count(line).filter(|&n| n < 32768).unwrap_or(1).max(1);
             let _ = RTP_MISSED.try_with(|c| c.set(c.get().saturating_add(n)));
             if !shown || !log::log_enabled!(target: "nvcam::ffmpeg", lvl) {
                 return;

@@ -39,6 +39,15 @@ pub struct Stream {
     pub delay_ms: u32,
     /// RTCP sender reports on the capture clock (as cameras send them).
     pub sr_capture_time: bool,
+    // a lossy network (GStreamer's netsim after the payloader) and a known clip
+    /// Stream this H.264/H.265 file at its own rate instead of an encoded test source.
+    pub clip: Option<String>,
+    /// Probability that an RTP packet is dropped.
+    pub loss: f64,
+    /// Extra delay per RTP packet, uniform 0..N ms, reordering allowed.
+    pub jitter_ms: u32,
+    /// Probability that an RTP packet is sent twice.
+    pub duplicate: f64,
 }
 
 impl Default for Stream {
@@ -55,6 +64,10 @@ impl Default for Stream {
             keyint: 30,
             delay_ms: 0,
             sr_capture_time: false,
+            clip: None,
+            loss: 0.0,
+            jitter_ms: 0,
+            duplicate: 0.0,
         }
     }
 }
@@ -87,6 +100,17 @@ impl Stream {
     }
     pub fn auth(mut self, a: &'static str) -> Self {
         self.auth = Some(a);
+        self
+    }
+    /// Streams `path` (its codec is `codec`'s) at its own rate.
+    pub fn clip(mut self, path: &std::path::Path) -> Self {
+        self.clip = Some(path.display().to_string());
+        self
+    }
+    /// RTP packets dropped with probability `loss`, delayed 0..`jitter_ms` (reordered) and
+    /// duplicated with probability `duplicate`, between the payloader and the network.
+    pub fn network(mut self, loss: f64, jitter_ms: u32, duplicate: f64) -> Self {
+        (self.loss, self.jitter_ms, self.duplicate) = (loss, jitter_ms, duplicate);
         self
     }
     /// Frames held `ms` before sending, sender reports on the capture clock.
@@ -156,6 +180,12 @@ impl RtspServer {
         }
         if s.sr_capture_time {
             cmd.arg("--sr-capture-time");
+        }
+        if let Some(c) = &s.clip {
+            cmd.args(["--clip", c]);
+        }
+        if s.loss > 0.0 || s.jitter_ms > 0 || s.duplicate > 0.0 {
+            cmd.args(["--loss", &s.loss.to_string(), "--jitter-ms", &s.jitter_ms.to_string(), "--duplicate", &s.duplicate.to_string()]);
         }
         // Retries cover a port still held by the previous instance (it is released on exit, but
         // a SIGKILLed process may take a moment to be reaped).

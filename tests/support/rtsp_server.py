@@ -31,6 +31,83 @@ gi.require_version("GstRtspServer", "1.0")
 from gi.repository import GLib, Gst, GstRtspServer  # noqa: E402
 
 
+def netsim(loss, jitter_ms, duplicate):
+    """A lossy network between the payloader and the sinks, per RTP packet: `loss` is the drop
+    probability (GStreamer's netsim). Jitter and duplicates go through `Scrambler` instead (netsim's
+    delay mode pushes data before its segment, which the RTSP server's media asserts on): the
+    payloader's packets go to an appsink, and an appsrc named pay0 sends them on. Empty when
+    all are zero."""
+    if not (loss or jitter_ms or duplicate):
+        return ""
+    tail = f"! netsim drop-probability={loss} " if loss else ""
+    if jitter_ms or duplicate:
+        tail += "! appsink name=scramble_in emit-signals=true sync=true max-buffers=0 drop=false appsrc name=scramble_out is-live=true do-timestamp=true format=time "
+    return tail
+
+
+class Scrambler:
+    """Sends each RTP packet after a uniform 0..jitter_ms delay (so packets overtake each
+    other) and a share of them twice, as a congested network with a flapping route does."""
+
+    def __init__(self, media, jitter_ms, duplicate):
+        import random
+        import threading
+
+        self.rng = random.Random(21)
+        self.jitter = jitter_ms / 1000.0
+        self.duplicate = duplicate
+        self.lock = threading.Lock()
+        self.timers = threading
+        element = media.get_element()
+        self.out = element.get_by_name("pay0")
+        element.get_by_name("scramble_in").connect("new-sample", self.on_sample)
+
+    def on_sample(self, sink):
+        sample = sink.emit("pull-sample")
+        if self.out.get_property("caps") is None:
+            self.out.set_property("caps", sample.get_caps())
+        buf = sample.get_buffer().copy_deep()
+        with self.lock:
+            delay = self.rng.uniform(0, self.jitter)
+            twice = self.rng.random() < self.duplicate
+        for _ in range(2 if twice else 1):
+            t = self.timers.Timer(delay, lambda b=buf: self.push(b))
+            t.daemon = True
+            t.start()
+        return Gst.FlowReturn.OK
+
+    def push(self, buf):
+        with self.lock:
+            b = buf.copy()
+            b.pts = Gst.CLOCK_TIME_NONE
+            b.dts = Gst.CLOCK_TIME_NONE
+            self.out.emit("push-buffer", b)
+
+
+def name_last(tail):
+    """Names the last element of a network simulator's chain pay0 (what the server streams)."""
+    if "scramble_out" in tail:
+        return tail.replace("name=scramble_out", "name=pay0")
+    return tail.replace("! netsim", "! netsim name=pay0", 1)
+
+
+def payload(codec, tail):
+    """The payloader, named pay0 for the RTSP server; with a network simulator after it, the
+    simulator's output is what the server streams (it is named pay0 instead)."""
+    pay = "rtph264pay" if codec == "h264" else "rtph265pay"
+    if tail:
+        return f"! {pay} pt=96 config-interval=-1 {name_last(tail)}"
+    return f"! {pay} name=pay0 pt=96"
+
+
+def clip_pipeline(path, codec, tail):
+    """A known clip, streamed at its own rate (the server's sinks sync to its timestamps), so a
+    client can check every frame it gets against the clip's own."""
+    demux = "qtdemux" if path.endswith((".mp4", ".mov")) else "matroskademux"
+    parse = "h264parse" if codec == "h264" else "h265parse"
+    return f"( filesrc location={path} ! {demux} ! {parse} {payload(codec, tail)})"
+
+
 def pipeline(codec, width, height, fps, pattern, bitrate, preset, keyint=30, delay_ms=0):
     src = (
         f"videotestsrc is-live=true pattern={pattern} "
@@ -71,6 +148,10 @@ def main():
     ap.add_argument("--not-shared", action="store_true")
     ap.add_argument("--delay-ms", type=int, default=0)
     ap.add_argument("--sr-capture-time", action="store_true")
+    ap.add_argument("--clip", default=None, help="stream this H.264/H.265 file (mp4/mkv) instead of a test source")
+    ap.add_argument("--loss", type=float, default=0.0, help="RTP packet drop probability (netsim)")
+    ap.add_argument("--jitter-ms", type=int, default=0, help="uniform 0..N ms delay per RTP packet, reordering allowed")
+    ap.add_argument("--duplicate", type=float, default=0.0, help="RTP packet duplicate probability")
     a = ap.parse_args()
     width, height = (int(v) for v in a.size.lower().split("x"))
 
@@ -86,7 +167,17 @@ def main():
     server.set_service(str(a.port))
 
     factory = GstRtspServer.RTSPMediaFactory()
-    factory.set_launch(pipeline(a.codec, width, height, a.fps, a.pattern, a.bitrate, a.preset, a.keyint, a.delay_ms))
+    tail = netsim(a.loss, a.jitter_ms, a.duplicate)
+    if a.clip:
+        factory.set_launch(clip_pipeline(a.clip, a.codec, tail))
+    else:
+        launch = pipeline(a.codec, width, height, a.fps, a.pattern, a.bitrate, a.preset, a.keyint, a.delay_ms)
+        if tail:
+            launch = launch.replace("name=pay0 pt=96", "pt=96 config-interval=-1 " + name_last(tail))
+        factory.set_launch(launch)
+    if a.jitter_ms or a.duplicate:
+        scramblers = []
+        factory.connect("media-configure", lambda _f, media: scramblers.append(Scrambler(media, a.jitter_ms, a.duplicate)))
     factory.set_shared(not a.not_shared)
     if a.sr_capture_time:
 
