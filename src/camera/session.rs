@@ -139,6 +139,7 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
     let mut arrivals = Arrivals::default();
     let time_base = input.stream().time_base();
     let keys = KeyScan::new(&input.stream().parameters());
+    let mut frame_nums = keys.frame_num_check(&input.stream().parameters());
     let mut integrity = Integrity::default();
     let recovery_reconnect = Duration::from_millis(DEFAULTS.loss_recovery_reconnect_ms as u64);
     let mut seq = sh.counters.decoded.load(Ordering::Relaxed);
@@ -178,8 +179,15 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                     // This packet may have been complete before the loss was noticed (the parser
                     // hands out an access unit when the next one starts): it is classified first,
                     // so a recovery point must come after the loss to count.
-                    integrity.packet(keys.classify(p.data().unwrap_or(&[]), p.is_key()), p_us);
+                    let data = p.data().unwrap_or(&[]);
+                    integrity.packet(keys.classify(data, p.is_key()), p_us);
+                    // A reference picture missing before this one: lost, wherever it was lost.
+                    let gap = frame_nums.as_mut().is_some_and(|c| c.gap_before(data));
                     let lost = crate::ffmpeg::log::take_rtp_missed() + p.is_corrupt() as u64;
+                    if gap && lost == 0 {
+                        sh.counters.last_loss_ns.store(wall_ns(), Ordering::Relaxed);
+                        integrity.lost(now);
+                    }
                     if lost > 0 {
                         sh.counters.packets_lost.fetch_add(lost, Ordering::Relaxed);
                         sh.counters.last_loss_ns.store(wall_ns(), Ordering::Relaxed);

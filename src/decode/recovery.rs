@@ -38,15 +38,7 @@ pub(crate) struct KeyScan {
 
 impl KeyScan {
     pub(crate) fn new(params: &ff::codec::Parameters) -> KeyScan {
-        // SAFETY: `params` owns valid codec parameters; extradata is null or `extradata_size` bytes.
-        let extra = unsafe {
-            let p = &*params.as_ptr();
-            if p.extradata.is_null() || p.extradata_size <= 0 {
-                &[][..]
-            } else {
-                std::slice::from_raw_parts(p.extradata, p.extradata_size as usize)
-            }
-        };
+        let extra = extradata(params);
         let codec = match params.id() {
             ff::codec::Id::H264 => Codec::H264,
             ff::codec::Id::HEVC => Codec::Hevc,
@@ -59,6 +51,35 @@ impl KeyScan {
             _ => None,
         };
         KeyScan { codec, nal_len }
+    }
+
+    /// A check of H.264's reference chain for this stream (`params` its codec parameters, whose
+    /// extradata may hold the parameter sets), if it is H.264.
+    pub(crate) fn frame_num_check(&self, params: &ff::codec::Parameters) -> Option<super::frame_num::FrameNumCheck> {
+        if self.codec != Codec::H264 {
+            return None;
+        }
+        let mut c = super::frame_num::FrameNumCheck::new(self.nal_len);
+        let extra = extradata(params);
+        if self.nal_len.is_some() {
+            // avcC: [5] SPS count, then (u16 length, NAL) each; then the PPS count and PPSs.
+            let mut at = 5;
+            for _ in 0..2 {
+                let Some(&n) = extra.get(at) else { break };
+                let n = if at == 5 { n & 0x1f } else { n };
+                at += 1;
+                for _ in 0..n {
+                    let Some(len) = extra.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]) as usize) else { break };
+                    if let Some(nal) = extra.get(at + 2..at + 2 + len) {
+                        c.parameter_set(nal);
+                    }
+                    at += 2 + len;
+                }
+            }
+        } else {
+            c.gap_before(extra);
+        }
+        Some(c)
     }
 
     /// `key` is the demuxer's key flag.
@@ -97,14 +118,28 @@ impl KeyScan {
     }
 }
 
+/// A stream's extradata (avcC, hvcC, or Annex B parameter sets), borrowed from its parameters.
+fn extradata(params: &ff::codec::Parameters) -> &[u8] {
+    // SAFETY: `params` owns valid codec parameters; extradata is null or `extradata_size` bytes,
+    // alive as long as `params`.
+    unsafe {
+        let p = &*params.as_ptr();
+        if p.extradata.is_null() || p.extradata_size <= 0 {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(p.extradata, p.extradata_size as usize)
+        }
+    }
+}
+
 /// NAL units of a packet, Annex B or length-prefixed.
-struct Nals<'a> {
+pub(crate) struct Nals<'a> {
     data: &'a [u8],
     nal_len: Option<usize>,
 }
 
 impl<'a> Nals<'a> {
-    fn new(data: &'a [u8], nal_len: Option<usize>) -> Nals<'a> {
+    pub(crate) fn new(data: &'a [u8], nal_len: Option<usize>) -> Nals<'a> {
         Nals { data, nal_len }
     }
 }
@@ -141,14 +176,30 @@ impl<'a> Iterator for Nals<'a> {
 }
 
 /// Reads the bits of an RBSP (emulation prevention bytes removed as it goes).
-struct Bits<'a> {
+pub(crate) struct Bits<'a> {
     d: &'a [u8],
     byte: usize,
     bit: u32,
     zeros: u32,
 }
 
-impl Bits<'_> {
+impl<'a> Bits<'a> {
+    pub(crate) fn new(d: &'a [u8]) -> Bits<'a> {
+        Bits { d, byte: 0, bit: 0, zeros: 0 }
+    }
+    /// `n` bits (at most 32), most significant first.
+    pub(crate) fn bits(&mut self, n: u32) -> Option<u32> {
+        let mut v = 0u32;
+        for _ in 0..n.min(32) {
+            v = (v << 1) | self.bit()?;
+        }
+        Some(v)
+    }
+    /// A signed Exp-Golomb code.
+    pub(crate) fn se(&mut self) -> Option<i32> {
+        let k = self.ue()? as i64;
+        Some(if k % 2 == 1 { ((k + 1) / 2) as i32 } else { -(k / 2) as i32 })
+    }
     fn byte_at(&mut self) -> Option<u8> {
         loop {
             let b = *self.d.get(self.byte)?;
@@ -160,7 +211,7 @@ impl Bits<'_> {
             return Some(b);
         }
     }
-    fn bit(&mut self) -> Option<u32> {
+    pub(crate) fn bit(&mut self) -> Option<u32> {
         let b = self.byte_at()?;
         let v = (b >> (7 - self.bit)) & 1;
         self.bit += 1;
@@ -171,14 +222,14 @@ impl Bits<'_> {
         }
         Some(v as u32)
     }
-    fn byte(&mut self) -> Option<u8> {
+    pub(crate) fn byte(&mut self) -> Option<u8> {
         let mut v = 0u8;
         for _ in 0..8 {
             v = (v << 1) | self.bit()? as u8;
         }
         Some(v)
     }
-    fn ue(&mut self) -> Option<u32> {
+    pub(crate) fn ue(&mut self) -> Option<u32> {
         let mut zeros = 0;
         while self.bit()? == 0 {
             zeros += 1;
@@ -197,7 +248,7 @@ impl Bits<'_> {
 /// `recovery_frame_cnt` of a recovery-point SEI message (payload type 6) in an SEI NAL unit's
 /// payload (after its header byte), if it has one.
 fn recovery_frame_cnt(payload: &[u8]) -> Option<u32> {
-    let mut r = Bits { d: payload, byte: 0, bit: 0, zeros: 0 };
+    let mut r = Bits::new(payload);
     loop {
         let mut ty = 0u32;
         loop {

@@ -1,0 +1,244 @@
+//! H.264's reference chain, read from slice headers: a reference picture that never reached the
+//! decoder leaves a gap in `frame_num`, and every picture after it may predict from what is not
+//! there. This is how a packet lost outside RTP shows (a file or a stream cut by a broken relay,
+//! a recorder that dropped a frame): no sequence number tells, and decoders differ in what they
+//! notice (FFmpeg's software decoder conceals the gap silently), so nvcam reads it itself, the
+//! same for every decoder.
+//!
+//! Only the parameter sets and the first slice header of each picture are parsed, up to
+//! `frame_num`; never slice data. A dropped non-reference picture leaves no gap, and needs none:
+//! nothing predicts from it.
+
+use super::recovery::{Bits, Nals};
+use std::collections::HashMap;
+
+/// What a sequence parameter set says about `frame_num`.
+#[derive(Clone, Copy, Debug)]
+struct Sps {
+    log2_max_frame_num: u32,
+    separate_colour_plane: bool,
+    gaps_allowed: bool,
+}
+
+/// Follows `frame_num` across a stream's pictures.
+#[derive(Debug, Default)]
+pub(crate) struct FrameNumCheck {
+    /// Annex B or length-prefixed (bytes of the prefix).
+    nal_len: Option<usize>,
+    sps: HashMap<u32, Sps>,
+    /// PPS id → SPS id.
+    pps: HashMap<u32, u32>,
+    /// `frame_num` of the last reference picture, once one was seen.
+    prev_ref: Option<u32>,
+}
+
+fn skip_scaling_list(r: &mut Bits<'_>, size: usize) -> Option<()> {
+    let (mut last, mut next) = (8i64, 8i64);
+    for _ in 0..size {
+        if next != 0 {
+            let delta = r.se()? as i64;
+            next = (last + delta + 256).rem_euclid(256);
+        }
+        last = if next == 0 { last } else { next };
+    }
+    Some(())
+}
+
+fn parse_sps(p: &[u8]) -> Option<(u32, Sps)> {
+    let mut r = Bits::new(p);
+    let profile = r.byte()?;
+    r.byte()?;
+    r.byte()?;
+    let id = r.ue()?;
+    let mut separate_colour_plane = false;
+    if matches!(profile, 100 | 110 | 122 | 244 | 44 | 83 | 86 | 118 | 128 | 138 | 139 | 134 | 135) {
+        let chroma = r.ue()?;
+        if chroma == 3 {
+            separate_colour_plane = r.bit()? == 1;
+        }
+        r.ue()?;
+        r.ue()?;
+        r.bit()?;
+        if r.bit()? == 1 {
+            for i in 0..if chroma != 3 { 8 } else { 12 } {
+                if r.bit()? == 1 {
+                    skip_scaling_list(&mut r, if i < 6 { 16 } else { 64 })?;
+                }
+            }
+        }
+    }
+    let log2_max_frame_num = r.ue()?.checked_add(4).filter(|&v| v <= 16)?;
+    match r.ue()? {
+        0 => {
+            r.ue()?;
+        }
+        1 => {
+            r.bit()?;
+            r.se()?;
+            r.se()?;
+            for _ in 0..r.ue()?.min(255) {
+                r.se()?;
+            }
+        }
+        _ => {}
+    }
+    r.ue()?;
+    let gaps_allowed = r.bit()? == 1;
+    Some((id, Sps { log2_max_frame_num, separate_colour_plane, gaps_allowed }))
+}
+
+impl FrameNumCheck {
+    /// For an H.264 stream: `nal_len` as [`super::recovery::KeyScan`] found it.
+    pub(crate) fn new(nal_len: Option<usize>) -> FrameNumCheck {
+        FrameNumCheck { nal_len, ..Default::default() }
+    }
+
+    /// Reads a packet (one access unit); true if a reference picture is missing before it.
+    pub(crate) fn gap_before(&mut self, data: &[u8]) -> bool {
+        for nal in Nals::new(data, self.nal_len) {
+            let Some(&h) = nal.first() else { continue };
+            match h & 0x1f {
+                t @ (1 | 5) => return self.slice(&nal[1..], t == 5, h >> 5 != 0),
+                _ => self.parameter_set(nal),
+            }
+        }
+        false
+    }
+
+    /// Takes in an SPS or PPS NAL unit (header byte first); other units are ignored.
+    pub(crate) fn parameter_set(&mut self, nal: &[u8]) {
+        let Some(&h) = nal.first() else { return };
+        let payload = &nal[1..];
+        match h & 0x1f {
+            7 => {
+                if let Some((id, s)) = parse_sps(payload) {
+                    self.sps.insert(id, s);
+                }
+            }
+            8 => {
+                let mut r = Bits::new(payload);
+                if let (Some(pps), Some(sps)) = (r.ue(), r.ue()) {
+                    self.pps.insert(pps, sps);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The first slice of a picture.
+    fn slice(&mut self, p: &[u8], idr: bool, reference: bool) -> bool {
+        let mut r = Bits::new(p);
+        let Some(first_mb) = r.ue() else { return false };
+        if first_mb != 0 {
+            // Not the picture's first slice (its first was lost, or the packet holds a later
+            // one): the loss is for the transport's checks; no frame_num to go by.
+            return false;
+        }
+        let (Some(_slice_type), Some(pps)) = (r.ue(), r.ue()) else { return false };
+        let Some(sps) = self.pps.get(&pps).and_then(|s| self.sps.get(s)).copied() else { return false };
+        if sps.separate_colour_plane && r.bits(2).is_none() {
+            return false;
+        }
+        let Some(frame_num) = r.bits(sps.log2_max_frame_num) else { return false };
+        let max = 1u32 << sps.log2_max_frame_num;
+        let gap = match self.prev_ref {
+            Some(prev) if !idr && !sps.gaps_allowed => frame_num != prev && frame_num != (prev + 1) % max,
+            _ => false,
+        };
+        if idr || reference {
+            self.prev_ref = Some(frame_num);
+        }
+        gap
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes bits MSB first, with Exp-Golomb codes, and inserts emulation prevention.
+    #[derive(Default)]
+    struct W {
+        bits: Vec<u8>,
+    }
+    impl W {
+        fn u(&mut self, n: u32, v: u32) -> &mut Self {
+            for i in (0..n).rev() {
+                self.bits.push(((v >> i) & 1) as u8);
+            }
+            self
+        }
+        fn ue(&mut self, v: u32) -> &mut Self {
+            let x = v + 1;
+            let n = 32 - x.leading_zeros();
+            self.u(n - 1, 0).u(n, x)
+        }
+        fn nal(&mut self, header: u8) -> Vec<u8> {
+            self.u(1, 1);
+            while self.bits.len() % 8 != 0 {
+                self.bits.push(0);
+            }
+            let raw: Vec<u8> = self.bits.chunks(8).map(|c| c.iter().fold(0, |a, &b| (a << 1) | b)).collect();
+            let mut out = vec![0, 0, 0, 1, header];
+            let mut zeros = 0;
+            for b in raw {
+                if zeros >= 2 && b <= 3 {
+                    out.push(3);
+                    zeros = 0;
+                }
+                zeros = if b == 0 { zeros + 1 } else { 0 };
+                out.push(b);
+            }
+            out
+        }
+    }
+
+    fn sps_pps() -> Vec<u8> {
+        // Baseline (66), level 30, sps 0, log2_max_frame_num 4 (+4 = 8 bits... minus4 = 4),
+        // poc type 2, 1 ref frame, no gaps.
+        let mut s = W::default();
+        s.u(8, 66).u(8, 0).u(8, 30).ue(0).ue(4).ue(2).ue(1).u(1, 0);
+        let mut v = s.nal(0x67);
+        let mut p = W::default();
+        p.ue(0).ue(0);
+        v.extend(p.nal(0x68));
+        v
+    }
+
+    fn slice(frame_num: u32, idr: bool, reference: bool) -> Vec<u8> {
+        let mut w = W::default();
+        w.ue(0).ue(if idr { 7 } else { 5 }).ue(0).u(8, frame_num);
+        let header = if idr { 0x65 } else if reference { 0x41 } else { 0x01 };
+        w.nal(header)
+    }
+
+    #[test]
+    fn a_missing_reference_picture_is_a_gap_a_missing_non_reference_one_is_not() {
+        let mut c = FrameNumCheck::new(None);
+        let mut first = sps_pps();
+        first.extend(slice(0, true, true));
+        assert!(!c.gap_before(&first));
+        assert!(!c.gap_before(&slice(1, false, true)));
+        assert!(!c.gap_before(&slice(2, false, false)), "non-reference: frame_num is prev_ref + 1");
+        assert!(!c.gap_before(&slice(2, false, true)), "the next reference picture keeps that frame_num");
+        assert!(c.gap_before(&slice(4, false, true)), "frame 3 never came");
+        assert!(!c.gap_before(&slice(5, false, true)));
+        assert!(!c.gap_before(&slice(0, true, true)), "an IDR starts again");
+        // Wrap-around at MaxFrameNum (256).
+        let mut c = FrameNumCheck::new(None);
+        let mut first = sps_pps();
+        first.extend(slice(255, false, true));
+        assert!(!c.gap_before(&first));
+        assert!(!c.gap_before(&slice(0, false, true)));
+    }
+
+    #[test]
+    fn junk_and_unknown_parameter_sets_report_nothing() {
+        let mut c = FrameNumCheck::new(None);
+        assert!(!c.gap_before(&slice(9, false, true)), "no SPS yet");
+        for len in 0..20 {
+            let junk = [0u8, 0, 1, 0x67, 0xff, 0xff, 0, 0, 3, 1, 0x41, 0xe0, 0, 0, 1, 0x68, 0xff, 0x41, 0x9a, 0x00];
+            let _ = c.gap_before(&junk[..len]);
+        }
+    }
+}
