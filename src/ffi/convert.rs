@@ -469,7 +469,9 @@ mod tests {
             ffmpeg_options: std::ptr::null(),
             reconnect_fast_ms: 0,
             latency: 0,
-            reserved: [0; 3],
+            transport: 0,
+            integrity: 0,
+            reserved: [0; 2],
         };
         let d = Options::default();
         assert_eq!(options_from(Some(&init), None).unwrap(), d);
@@ -484,7 +486,10 @@ mod tests {
     #[test]
     fn reserved_option_fields_and_unknown_latency_are_refused() {
         let mut o = options_defaults();
-        o.reserved[2] = 1;
+        o.reserved[1] = 1;
+        assert_eq!(options_from(Some(&o), None).unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
+        let mut o = options_defaults();
+        o.transport = NVCAM_TRANSPORT_AUTO + 1;
         assert_eq!(options_from(Some(&o), None).unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
         let mut o = options_defaults();
         o.latency = 3;
