@@ -171,7 +171,7 @@ impl RtspServer {
             .lines()
             .filter_map(|l| l.strip_prefix("SETUP "))
             .map(|l| match l.split_once(' ') {
-                Some((t, "tunneled=True")) if t == "tcp" => "http".to_string(),
+                Some(("tcp", "tunneled=True")) => "http".to_string(),
                 Some((t, _)) => t.to_string(),
                 None => l.to_string(),
             })
