@@ -6,12 +6,13 @@
 //! open as "Invalid data" rather than a timeout, so [`Interrupt::fired`] tells timeouts apart.
 
 use crate::source::{redact, Source};
+use crate::config::DEFAULTS;
 use crate::status::*;
 use ffmpeg_next as ff;
 use ff::ffi;
 use crate::ffmpeg::dict::Dict;
 use std::ffi::{c_int, c_void, CString};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,7 +25,24 @@ pub(crate) struct Interrupt {
     stop: AtomicBool,
     /// Set by a manual reconnect: abort the current read, then reopen.
     kick: AtomicBool,
+    /// What `NVCAM_TRANSPORT_AUTO` learned about this camera's network (`AUTO_*`). It lives here,
+    /// with the camera, because it must outlive each connection.
+    auto: AtomicU8,
+    /// While an `AUTO` open waits for its first packet over UDP: the context whose streams show
+    /// whether one came (see `silence_ms`); null otherwise.
+    watch: AtomicPtr<ffi::AVFormatContext>,
+    /// Milliseconds after `base` by which a packet must have come over UDP; u64::MAX = no check.
+    silence_ms: AtomicU64,
+    /// Whether the last open ended because no packet came over UDP by `silence_ms`.
+    silent: AtomicBool,
 }
+
+/// `NVCAM_TRANSPORT_AUTO` is off (the camera's transport is fixed by its options).
+const AUTO_OFF: u8 = 0;
+/// `AUTO`: the next open tries UDP first.
+const AUTO_UDP: u8 = 1;
+/// `AUTO`: UDP failed and TCP worked; later opens of this camera go straight to TCP.
+const AUTO_TCP: u8 = 2;
 
 impl Interrupt {
     pub(crate) fn new() -> Arc<Interrupt> {
@@ -34,7 +52,20 @@ impl Interrupt {
             fired: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             kick: AtomicBool::new(false),
+            auto: AtomicU8::new(AUTO_OFF),
+            watch: AtomicPtr::new(std::ptr::null_mut()),
+            silence_ms: AtomicU64::new(u64::MAX),
+            silent: AtomicBool::new(false),
         })
+    }
+    /// Makes this camera's RTSP opens choose their transport (`NVCAM_TRANSPORT_AUTO`).
+    pub(crate) fn set_auto_transport(&self) {
+        self.auto.store(AUTO_UDP, Ordering::Release);
+    }
+    /// A manual reconnect of an `AUTO` camera that settled on TCP tries UDP again: the host asks
+    /// for a fresh start, and the network may have changed. Automatic reconnects stay on TCP.
+    pub(crate) fn retry_udp(&self) {
+        let _ = self.auto.compare_exchange(AUTO_TCP, AUTO_UDP, Ordering::AcqRel, Ordering::Acquire);
     }
     /// Starts a new bounded wait of `d`.
     pub(crate) fn arm(&self, d: Duration) {
@@ -68,12 +99,45 @@ impl Interrupt {
         if self.stopping() || self.kicked() {
             return true;
         }
+        let now = self.base.elapsed().as_millis() as u64;
+        let q = self.silence_ms.load(Ordering::Acquire);
+        if q != u64::MAX && now >= q {
+            let ctx = self.watch.load(Ordering::Acquire);
+            // SAFETY: `watch` is set only while `open_with` runs avformat_find_stream_info on
+            // that context, and FFmpeg calls us from inside that call, on the same thread.
+            if !ctx.is_null() && unsafe { any_packet(ctx) } {
+                self.silence_ms.store(u64::MAX, Ordering::Release);
+            } else {
+                self.silent.store(true, Ordering::Release);
+                return true;
+            }
+        }
         let d = self.deadline_ms.load(Ordering::Acquire);
-        if d != u64::MAX && self.base.elapsed().as_millis() as u64 >= d {
+        if d != u64::MAX && now >= d {
             self.fired.store(true, Ordering::Release);
             return true;
         }
         false
+    }
+}
+
+/// Whether the demuxer has read a packet of any stream of `ctx` (FFmpeg sets
+/// `AVSTREAM_EVENT_FLAG_NEW_PACKETS` on a stream for each packet it reads and never clears it;
+/// nothing else here clears it either).
+///
+/// # Safety
+/// `ctx` is an open format context, not used by another thread meanwhile.
+unsafe fn any_packet(ctx: *const ffi::AVFormatContext) -> bool {
+    const NEW_PACKETS: c_int = 2; // AVSTREAM_EVENT_FLAG_NEW_PACKETS (libavformat/avformat.h)
+    // SAFETY: the caller's context: `streams` holds `nb_streams` valid stream pointers.
+    unsafe {
+        let n = (*ctx).nb_streams as usize;
+        let streams = (*ctx).streams;
+        !streams.is_null()
+            && (0..n).any(|i| {
+                let st = *streams.add(i);
+                !st.is_null() && (*st).event_flags & NEW_PACKETS != 0
+            })
     }
 }
 
@@ -111,7 +175,59 @@ impl Drop for Input {
 static DEVICES: std::sync::Once = std::sync::Once::new();
 
 /// Opens `src` with `opts` within `timeout`; every option must be consumed by FFmpeg.
+///
+/// An RTSP camera with `NVCAM_TRANSPORT_AUTO` (see [`Interrupt::set_auto_transport`]) opens over
+/// UDP first. If no packet has come over UDP `DEFAULTS.udp_fallback_ms` after the open began (a
+/// firewall or NAT that drops the server's UDP), or the UDP setup fails (a server without UDP),
+/// it opens again over TCP in the time left of `timeout`. Once TCP worked that way, the camera's
+/// later opens (its reconnects) go straight to TCP: the network that dropped UDP is still there,
+/// and retrying UDP would add the fallback time to every reconnect. A manual reconnect
+/// ([`Interrupt::retry_udp`]) tries UDP again.
 pub(crate) fn open(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, timeout: Duration) -> Result<Input> {
+    let auto = irq.auto.load(Ordering::Acquire);
+    if auto == AUTO_OFF || !src.is_rtsp() {
+        return open_with(src, opts, irq, timeout, timeout, None);
+    }
+    let over = |t: &str| {
+        let mut v = opts.to_vec();
+        v.push(("rtsp_transport".into(), t.into()));
+        v
+    };
+    if auto == AUTO_TCP {
+        return open_with(src, &over("tcp"), irq, timeout, timeout, None);
+    }
+    let t0 = Instant::now();
+    let fallback = Duration::from_millis(DEFAULTS.udp_fallback_ms as u64);
+    let udp_err = match open_with(src, &over("udp"), irq, timeout, timeout, Some(t0 + fallback)) {
+        Ok(input) => return Ok(input),
+        Err(e) => e,
+    };
+    // Credentials, options, a close, a reconnect or the deadline: TCP would not fix them.
+    let silent = irq.silent.load(Ordering::Acquire);
+    if !silent && (udp_err.code != NVCAM_E_IO || irq.stopping() || irq.kicked()) {
+        return Err(udp_err);
+    }
+    let left = timeout.saturating_sub(t0.elapsed());
+    if left.is_zero() {
+        return Err(udp_err);
+    }
+    let (target, _) = src.ffmpeg_target();
+    let why = if silent { format!("no packet over UDP within {} ms", fallback.as_millis()) } else { format!("UDP failed ({})", udp_err.msg) };
+    let input = open_with(src, &over("tcp"), irq, timeout, left, None).inspect_err(|e| {
+        log::debug!("'{}': {why}; TCP failed too: {}", redact(&target), e.msg);
+    })?;
+    irq.auto.store(AUTO_TCP, Ordering::Release);
+    log::info!(
+        "'{}': {why}, opened over TCP instead after {} ms; this camera stays on TCP (NVCAM_TRANSPORT_AUTO; nvcam_camera_reconnect tries UDP again)",
+        redact(&target),
+        t0.elapsed().as_millis()
+    );
+    Ok(input)
+}
+
+/// One open attempt within `budget` (`timeout` is the whole open's, for messages). With
+/// `udp_by`, the probe is cut short when no packet has arrived by then ([`Interrupt::silent`]).
+fn open_with(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, timeout: Duration, budget: Duration, udp_by: Option<Instant>) -> Result<Input> {
     // SAFETY: registers FFmpeg's static device list; idempotent, once per process.
     DEVICES.call_once(|| unsafe { ffi::avdevice_register_all() });
     let (target, fmt_name) = src.ffmpeg_target();
@@ -143,7 +259,8 @@ pub(crate) fn open(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>
     // failure avformat_open_input frees `ps` itself.
     let r = unsafe {
         (*ps).interrupt_callback = ffi::AVIOInterruptCB { callback: Some(interrupt_cb), opaque: Arc::as_ptr(irq) as *mut c_void };
-        irq.arm(timeout);
+        irq.silent.store(false, Ordering::Release);
+        irq.arm(budget);
         ffi::avformat_open_input(&mut ps, c_target.as_ptr(), fmt as _, dict.as_mut_ptr())
     };
     if r < 0 {
@@ -160,9 +277,28 @@ pub(crate) fn open(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>
             format!("FFmpeg did not use option(s) {} for '{}' (misspelled, or not an option of this protocol/format)", leftover.join(", "), redact(&target)),
         ));
     }
+    if let Some(by) = udp_by {
+        // The first packets come during the probe. A handshake that took most of the wait still
+        // leaves UDP a quarter of it.
+        let quarter = Duration::from_millis(DEFAULTS.udp_fallback_ms as u64 / 4);
+        let by = by.max(Instant::now() + quarter);
+        let at = irq.base.elapsed() + by.saturating_duration_since(Instant::now());
+        // SAFETY: only the pointer is taken; the callback reads it during the probe below.
+        irq.watch.store(unsafe { ctx.as_mut_ptr() }, Ordering::Release);
+        irq.silence_ms.store(at.as_millis() as u64, Ordering::Release);
+    }
     // SAFETY: an opened context; no options.
     let r = unsafe { ffi::avformat_find_stream_info(ctx.as_mut_ptr(), std::ptr::null_mut()) };
+    irq.silence_ms.store(u64::MAX, Ordering::Release);
+    irq.watch.store(std::ptr::null_mut(), Ordering::Release);
     irq.disarm();
+    if irq.silent.load(Ordering::Acquire) {
+        // Closing sends TEARDOWN over the RTSP connection: bounded like any close.
+        irq.arm(CLOSE_TIMEOUT);
+        drop(ctx);
+        irq.disarm();
+        return Err(Error::new(NVCAM_E_IO, format!("no packet over UDP from '{}'", redact(&target))));
+    }
     if r < 0 {
         return Err(open_error(&target, r, irq, timeout));
     }

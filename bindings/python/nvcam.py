@@ -403,7 +403,7 @@ class GpuStats(_Sized):
 
 
 # The C sizes (include/nvcam.h asserts the same numbers with _Static_assert on 64-bit targets).
-C_SIZES = {Config: 64, CameraOptions: 80, CameraStats: 152, FrameInfo: 120, GpuStats: 160}
+C_SIZES = {Config: 64, CameraOptions: 80, CameraStats: 152, FrameInfo: 128, GpuStats: 160}
 if sizeof(c_void_p) == 8:
     for _t, _n in C_SIZES.items():
         assert sizeof(_t) == _n, "%s is %d bytes, the C struct %d" % (_t.__name__, sizeof(_t), _n)

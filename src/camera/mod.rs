@@ -88,19 +88,69 @@ pub(crate) struct Camera {
     cancels: AtomicU64,
 }
 
+/// Turns an RTSP camera's `transport` into FFmpeg's `rtsp_transport`; returns whether the open
+/// chooses it itself (`Transport::Auto`: UDP, TCP when no packet comes over UDP; see
+/// [`crate::input::open`]).
+///
+/// `Default` keeps what nvcam always did: TCP-interleaved unless the FFmpeg options name
+/// `rtsp_transport`. Any other choice together with `rtsp_transport` in the FFmpeg options is
+/// ambiguous and fails, naming both. `rtsps://` carries RTP inside its TLS connection (FFmpeg
+/// forces TCP there), so a UDP, multicast or HTTP choice for it fails instead of being ignored.
+fn transport_options(source: &Source, opts: &mut Options) -> Result<bool> {
+    use crate::config::Transport;
+    let given = opts.ffmpeg.iter().find(|(k, _)| k == "rtsp_transport").map(|(_, v)| v.clone());
+    let (name, ffmpeg) = match opts.transport {
+        Transport::Default => {
+            if given.is_none() {
+                opts.ffmpeg.push(("rtsp_transport".into(), "tcp".into()));
+            }
+            return Ok(false);
+        }
+        Transport::Tcp => ("NVCAM_TRANSPORT_TCP", "tcp"),
+        Transport::Udp => ("NVCAM_TRANSPORT_UDP", "udp"),
+        Transport::UdpMulticast => ("NVCAM_TRANSPORT_UDP_MULTICAST", "udp_multicast"),
+        Transport::Http => ("NVCAM_TRANSPORT_HTTP", "http"),
+        Transport::Auto => ("NVCAM_TRANSPORT_AUTO", ""),
+    };
+    if let Some(v) = given {
+        return Err(Error::new(
+            NVCAM_E_BAD_OPTION,
+            format!("transport {name} and FFmpeg option rtsp_transport={v} both choose the RTSP transport: set one of them"),
+        ));
+    }
+    let tls = matches!(source, Source::Network(u) if u.starts_with("rtsps://"));
+    if tls && !matches!(opts.transport, Transport::Tcp | Transport::Auto) {
+        return Err(Error::new(
+            NVCAM_E_BAD_OPTION,
+            format!("transport {name} is not possible with rtsps://: RTP goes inside its TLS connection (TCP only)"),
+        ));
+    }
+    if opts.transport == Transport::Auto {
+        if tls {
+            opts.ffmpeg.push(("rtsp_transport".into(), "tcp".into()));
+            return Ok(false);
+        }
+        return Ok(true);
+    }
+    opts.ffmpeg.push(("rtsp_transport".into(), ffmpeg.into()));
+    Ok(false)
+}
+
 impl Camera {
     /// Validates the URL and fills in the defaults that depend on the source.
     pub(crate) fn new(url: &str, mut opts: Options) -> Result<Arc<Camera>> {
         let source = source::parse(url)?;
-        if source.is_rtsp() && !opts.has_ffmpeg_option("rtsp_transport") {
-            opts.ffmpeg.push(("rtsp_transport".into(), "tcp".into()));
-        }
+        let auto_transport = source.is_rtsp() && transport_options(&source, &mut opts)?;
         // Probing a live stream's frame rate reads ~20 frames (0.7 s at 30 fps) before the first
         // frame comes out, on every reconnect; nothing here needs it (network streams are not paced).
         if matches!(source, Source::Network(_)) && !opts.has_ffmpeg_option("fpsprobesize") {
             opts.ffmpeg.push(("fpsprobesize".into(), "0".into()));
         }
-        Ok(Arc::new(Camera { shared: Arc::new(Shared::new(url, source, opts)), worker: Mutex::new(None), cancels: AtomicU64::new(0) }))
+        let shared = Shared::new(url, source, opts);
+        if auto_transport {
+            shared.irq.set_auto_transport();
+        }
+        Ok(Arc::new(Camera { shared: Arc::new(shared), worker: Mutex::new(None), cancels: AtomicU64::new(0) }))
     }
 
     /// Starts the worker once the camera has its handle (frames carry it as their owner) and
@@ -271,6 +321,7 @@ impl Camera {
         }
         // Until the worker takes this kick, get_frame on an ended or failed camera waits for the
         // new connection instead of reporting the old end.
+        sh.irq.retry_udp();
         sh.irq.kick();
         sh.wake_worker();
         Ok(())

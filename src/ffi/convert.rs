@@ -488,6 +488,9 @@ mod tests {
         let mut o = options_defaults();
         o.reserved[1] = 1;
         assert_eq!(options_from(Some(&o), None).unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
+        let mut o = options_defaults();
+        o.transport = NVCAM_TRANSPORT_AUTO + 1;
+        assert_eq!(options_from(Some(&o), None).unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
         for (t, i) in [(6, 0), (0, 3)] {
             let mut o = options_defaults();
             (o.transport, o.integrity) = (t, i);

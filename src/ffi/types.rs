@@ -102,20 +102,32 @@ pub const NVCAM_LATENCY_LOW: u32 = 1;
 /// The decoder may hold pictures back to keep the hardware busy (the fastest decode per GPU).
 pub const NVCAM_LATENCY_THROUGHPUT: u32 = 2;
 
-/// `nvcam_camera_options_t.transport` (RTSP): TCP-interleaved, unless `ffmpeg_options` sets
-/// `rtsp_transport` (what nvcam did before the option existed). A lossless link: no frame is lost
-/// to the network, at the price of latency when the link is congested.
+/// `nvcam_camera_options_t.transport` (RTSP; other sources ignore it): TCP-interleaved, unless
+/// `ffmpeg_options` sets `rtsp_transport` (what nvcam did before the option existed). TCP is the
+/// default because it loses nothing: no frame is lost to the network (every frame exact), at the
+/// price of latency when the link is congested. Any other value together with `rtsp_transport`
+/// in `ffmpeg_options` fails the open with `NVCAM_E_BAD_OPTION`, naming both.
 pub const NVCAM_TRANSPORT_DEFAULT: u32 = 0;
 /// RTP over the RTSP connection (TCP-interleaved): passes NAT and firewalls, never loses a packet.
 pub const NVCAM_TRANSPORT_TCP: u32 = 1;
 /// RTP over UDP (unicast): the lowest latency; packets can be lost (see `NVCAM_INTEGRITY_*`).
+/// Behind a firewall that drops the server's UDP no packet arrives: the open times out
+/// (`open_timeout_ms`) and the camera retries. Not possible with `rtsps://`
+/// (`NVCAM_E_BAD_OPTION`): its RTP rides the TLS connection.
 pub const NVCAM_TRANSPORT_UDP: u32 = 2;
-/// RTP over UDP multicast (the server chooses the group): many receivers, one stream.
+/// RTP over UDP multicast (the server chooses the group and port): many receivers, one stream.
+/// Not possible with `rtsps://`.
 pub const NVCAM_TRANSPORT_UDP_MULTICAST: u32 = 3;
-/// RTSP and RTP tunnelled through HTTP (Apple's GET/POST tunnel, port 80 proxies).
+/// RTSP and RTP tunnelled through HTTP on the RTSP port (Apple's GET/POST tunnel, for proxies
+/// that pass only HTTP). Not possible with `rtsps://`.
 pub const NVCAM_TRANSPORT_HTTP: u32 = 4;
-/// UDP first; TCP when no packet arrived over UDP within 2 s of PLAY (as common players do: a
-/// firewall that drops the server's UDP costs 2 s once, not the camera).
+/// UDP first; TCP when no RTP packet arrived over UDP within 2 s of the open starting (a firewall
+/// or NAT that drops the server's UDP), or when the UDP setup failed, as common players do. The
+/// whole open, both tries, stays within `open_timeout_ms`. The fall-back is logged once at info,
+/// and the camera then stays on TCP for its automatic reconnects (the network that dropped UDP
+/// is still there: trying UDP again would add 2 s to every reconnect); `nvcam_camera_reconnect`
+/// tries UDP again. Wrong credentials are `NVCAM_E_AUTH` at once, without a TCP try. With
+/// `rtsps://`, TCP.
 pub const NVCAM_TRANSPORT_AUTO: u32 = 5;
 
 /// `nvcam_camera_options_t.integrity`: deliver exact frames only. A frame that is not exact

@@ -48,6 +48,15 @@ pub struct Stream {
     pub jitter_ms: u32,
     /// Probability that an RTP packet is sent twice.
     pub duplicate: f64,
+    // transports and auth
+    /// "USER:PASS" to require digest authentication.
+    pub auth_digest: Option<&'static str>,
+    /// Offer UDP multicast too (a 239.255.42.x group, TTL 1).
+    pub multicast: bool,
+    /// A firewall that drops everything the server sends over UDP (RTP and RTCP).
+    pub no_udp_send: bool,
+    /// A PEM file with certificate and key: serve rtsps:// (TLS).
+    pub tls: Option<String>,
 }
 
 impl Default for Stream {
@@ -68,6 +77,10 @@ impl Default for Stream {
             loss: 0.0,
             jitter_ms: 0,
             duplicate: 0.0,
+            auth_digest: None,
+            multicast: false,
+            no_udp_send: false,
+            tls: None,
         }
     }
 }
@@ -111,6 +124,24 @@ impl Stream {
     /// duplicated with probability `duplicate`, between the payloader and the network.
     pub fn network(mut self, loss: f64, jitter_ms: u32, duplicate: f64) -> Self {
         (self.loss, self.jitter_ms, self.duplicate) = (loss, jitter_ms, duplicate);
+        self
+    }
+    pub fn auth_digest(mut self, a: &'static str) -> Self {
+        self.auth_digest = Some(a);
+        self
+    }
+    pub fn multicast(mut self) -> Self {
+        self.multicast = true;
+        self
+    }
+    /// The server's UDP is dropped on its way out (a firewall); RTSP itself works.
+    pub fn no_udp_send(mut self) -> Self {
+        self.no_udp_send = true;
+        self
+    }
+    /// Serve rtsps:// with the certificate and key in this PEM file.
+    pub fn tls(mut self, pem: &str) -> Self {
+        self.tls = Some(pem.to_string());
         self
     }
     /// Frames held `ms` before sending, sender reports on the capture clock.
@@ -157,6 +188,20 @@ impl RtspServer {
         format!("rtsp://{user_pass}@127.0.0.1:{}/cam", self.port)
     }
 
+    /// The transports clients asked for in their SETUPs so far, in order, as the server logged
+    /// them: "udp", "udp-mcast", "tcp", or "http" for TCP inside the HTTP tunnel.
+    pub fn setups(&self) -> Vec<String> {
+        self.stderr_text()
+            .lines()
+            .filter_map(|l| l.strip_prefix("SETUP "))
+            .map(|l| match l.split_once(' ') {
+                Some(("tcp", "tunneled=True")) => "http".to_string(),
+                Some((t, _)) => t.to_string(),
+                None => l.to_string(),
+            })
+            .collect()
+    }
+
     fn spawn(&mut self) {
         let s = &self.stream;
         let mut cmd = Command::new(python());
@@ -186,6 +231,18 @@ impl RtspServer {
         }
         if s.loss > 0.0 || s.jitter_ms > 0 || s.duplicate > 0.0 {
             cmd.args(["--loss", &s.loss.to_string(), "--jitter-ms", &s.jitter_ms.to_string(), "--duplicate", &s.duplicate.to_string()]);
+        }
+        if let Some(a) = s.auth_digest {
+            cmd.args(["--auth-digest", a]);
+        }
+        if s.multicast {
+            cmd.arg("--multicast");
+        }
+        if s.no_udp_send {
+            cmd.arg("--no-udp-send");
+        }
+        if let Some(pem) = &s.tls {
+            cmd.args(["--tls", pem]);
         }
         // Retries cover a port still held by the previous instance (it is released on exit, but
         // a SIGKILLed process may take a moment to be reaped).

@@ -5,6 +5,7 @@ gir1.2-gst-rtsp-server-1.0 and python3-gi; run it with /usr/bin/python3, which p
     rtsp_server.py [--port N] [--codec h264|h265] [--size WxH] [--fps N] [--pattern P]
                    [--bitrate KBPS] [--preset P] [--keyint N] [--mount /cam] [--auth USER:PASS] [--not-shared]
                    [--delay-ms N] [--sr-capture-time]
+                   [--auth-digest USER:PASS] [--multicast] [--no-udp-send] [--tls PEM]
 
 Serves one live test stream (videotestsrc, encoded on the fly) at rtsp://127.0.0.1:PORT/MOUNT over
 TCP-interleaved and UDP. Listens on 127.0.0.1 only. Port 0 picks a free port. Prints
@@ -18,17 +19,30 @@ latency); --sr-capture-time makes the RTCP sender reports map RTP time to the ca
 time from them. With --sr-capture-time the server also prints, to stderr, the mean time from
 each frame's capture to its payloading on its own clock ("CAPTURE_TO_SEND_MS x"), the truth a
 client's capture time is checked against.
+
+Transports and credentials (RTSP over TCP-interleaved and over the HTTP tunnel, which
+gst-rtsp-server answers on the same port, always work):
+--auth-digest USER:PASS requires Digest authentication (and offers only Digest; with --auth as well
+both are offered). --multicast also offers UDP multicast, from a pool of 239.255.42.x addresses
+with TTL 1 (the group is sent through the default route's interface, looped back to this host).
+--no-udp-send is a firewall that drops everything the server sends over UDP (RTP and RTCP, unicast
+and multicast) while the RTSP connection works: the SETUP over UDP succeeds, no packet arrives.
+--tls PEM serves rtsps:// (TLS on the RTSP connection) with the certificate and key in PEM.
 """
 import argparse
 import ctypes
+import os
 import signal
+import socket
+import stat
 import sys
 
 import gi
 
 gi.require_version("Gst", "1.0")
 gi.require_version("GstRtspServer", "1.0")
-from gi.repository import GLib, Gst, GstRtspServer  # noqa: E402
+gi.require_version("GstRtsp", "1.0")
+from gi.repository import Gio, GLib, Gst, GstRtsp, GstRtspServer  # noqa: E402
 
 
 def netsim(loss, jitter_ms, duplicate):
@@ -133,6 +147,33 @@ def pipeline(codec, width, height, fps, pattern, bitrate, preset, keyint=30, del
     return f"( {src} ! {enc} )"
 
 
+# The server binds its multicast sockets to the group's ports without SO_REUSEADDR, and a client
+# on this host must bind the same ports (FFmpeg sets SO_REUSEADDR on multicast sockets). Linux
+# lets the second bind through when both sockets allow reuse, checked at that bind, so the server's
+# sockets get it after SETUP made them and before its reply goes out ("send-message" runs then;
+# its context argument does not reach Python, so the sockets are found among our own descriptors).
+MCAST_PORTS = (5000, 5999)
+
+
+def allow_reuse_of_multicast_ports(*_args):
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            fd = int(name)
+            if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+                continue
+            s = socket.socket(fileno=os.dup(fd))
+        except (OSError, ValueError):
+            continue
+        with s:
+            try:
+                if s.type == socket.SOCK_DGRAM and MCAST_PORTS[0] <= s.getsockname()[1] <= MCAST_PORTS[1]:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+            except OSError:
+                pass
+
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=0)
@@ -152,6 +193,10 @@ def main():
     ap.add_argument("--loss", type=float, default=0.0, help="RTP packet drop probability (netsim)")
     ap.add_argument("--jitter-ms", type=int, default=0, help="uniform 0..N ms delay per RTP packet, reordering allowed")
     ap.add_argument("--duplicate", type=float, default=0.0, help="RTP packet duplicate probability")
+    ap.add_argument("--auth-digest", default=None, help="USER:PASS: require digest auth")
+    ap.add_argument("--multicast", action="store_true", help="offer UDP multicast too")
+    ap.add_argument("--no-udp-send", action="store_true", help="drop everything sent over UDP")
+    ap.add_argument("--tls", default=None, help="PEM file with certificate and key: serve rtsps")
     a = ap.parse_args()
     width, height = (int(v) for v in a.size.lower().split("x"))
 
@@ -209,17 +254,74 @@ def main():
 
         factory.connect("media-configure", on_configure)
 
-    if a.auth:
-        user, _, password = a.auth.partition(":")
+    if a.auth or a.auth_digest or a.tls:
         auth = GstRtspServer.RTSPAuth()
         token = GstRtspServer.RTSPToken()
         token.set_string(GstRtspServer.RTSP_TOKEN_MEDIA_FACTORY_ROLE, "user")
-        auth.add_basic(GstRtspServer.RTSPAuth.make_basic(user, password), token)
+        methods = 0
+        if a.auth:
+            user, _, password = a.auth.partition(":")
+            auth.add_basic(GstRtspServer.RTSPAuth.make_basic(user, password), token)
+            methods |= GstRtsp.RTSPAuthMethod.BASIC
+        if a.auth_digest:
+            user, _, password = a.auth_digest.partition(":")
+            auth.add_digest(user, password, token)
+            methods |= GstRtsp.RTSPAuthMethod.DIGEST
+        if methods:
+            auth.set_supported_methods(methods)
+        else:
+            # TLS without credentials: everyone may watch.
+            auth.set_default_token(token)
+        if a.tls:
+            auth.set_tls_certificate(Gio.TlsCertificate.new_from_file(a.tls))
         server.set_auth(auth)
         perms = GstRtspServer.RTSPPermissions()
         perms.add_permission_for_role("user", GstRtspServer.RTSP_PERM_MEDIA_FACTORY_ACCESS, True)
         perms.add_permission_for_role("user", GstRtspServer.RTSP_PERM_MEDIA_FACTORY_CONSTRUCT, True)
         factory.set_permissions(perms)
+
+    if a.multicast:
+        pool = GstRtspServer.RTSPAddressPool()
+        if not pool.add_range("239.255.42.1", "239.255.42.254", MCAST_PORTS[0], MCAST_PORTS[1], 1):
+            raise SystemExit("cannot add the multicast address range")
+        factory.set_address_pool(pool)
+        factory.set_protocols(GstRtsp.RTSPLowerTrans.UDP_MCAST | GstRtsp.RTSPLowerTrans.UDP | GstRtsp.RTSPLowerTrans.TCP)
+        server.connect(
+            "client-connected",
+            lambda _srv, client: client.connect("send-message", allow_reuse_of_multicast_ports),
+        )
+
+
+    if a.no_udp_send:
+        # A firewall between server and client that drops UDP: the RTSP connection (TCP) works, so
+        # a client's UDP SETUP and PLAY succeed, and then no RTP or RTCP packet reaches it. The
+        # server's UDP sinks are made when the media is prepared, inside its pipeline.
+        def drop(_pad, _info):
+            return Gst.PadProbeReturn.DROP
+
+        def on_element(_bin, _sub, element):
+            name = element.get_factory().get_name() if element.get_factory() else ""
+            if name in ("udpsink", "multiudpsink"):
+                element.get_static_pad("sink").add_probe(
+                    Gst.PadProbeType.BUFFER | Gst.PadProbeType.BUFFER_LIST, drop
+                )
+
+        def on_configure_fw(_factory, media):
+            pipe = media.get_element().get_parent()
+            pipe.connect("deep-element-added", on_element)
+
+        factory.connect("media-configure", on_configure_fw)
+
+    # What each client asked for, for the tests to check: "SETUP <udp|udp-mcast|tcp> tunneled=<bool>"
+    # on stderr (tunneled: RTSP over the HTTP tunnel).
+    def on_setup(client, ctx):
+        trans = ctx.trans.get_transport() if ctx.trans is not None else None
+        names = {int(GstRtsp.RTSPLowerTrans.UDP): "udp", int(GstRtsp.RTSPLowerTrans.UDP_MCAST): "udp-mcast",
+                 int(GstRtsp.RTSPLowerTrans.TCP): "tcp"}
+        lower = names.get(int(trans.lower_transport), str(int(trans.lower_transport))) if trans is not None else "?"
+        print(f"SETUP {lower} tunneled={client.get_connection().is_tunneled()}", file=sys.stderr, flush=True)
+
+    server.connect("client-connected", lambda _srv, client: client.connect("setup-request", on_setup))
 
     server.get_mount_points().add_factory(a.mount, factory)
     if server.attach(None) == 0:

@@ -1,0 +1,411 @@
+//! RTSP transports and credentials as users configure them (issue 21): the `transport` camera
+//! option (TCP, UDP, UDP multicast, the HTTP tunnel, AUTO's fall-back to TCP behind a firewall
+//! that drops UDP), Basic and Digest authentication, rtsps://, and passwords kept out of error
+//! texts and the log.
+//!
+//! Every test runs against the loopback server `tests/support/rtsp_server.py` (GStreamer), which
+//! logs each SETUP's transport, so a test can tell which transport a camera really used. They run
+//! one at a time (a lock) and call only the exported C functions, decoding on the CPU.
+
+use nvcam::*;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+#[path = "support/rtsp.rs"]
+mod rtsp;
+use rtsp::{RtspServer, Stream};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// One test at a time; the library initialized.
+fn serial() -> MutexGuard<'static, ()> {
+    let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    assert_eq!(unsafe { nvcam_init(std::ptr::null()) }, NVCAM_OK);
+    g
+}
+
+fn text(buf: &[u8]) -> String {
+    String::from_utf8_lossy(&buf[..buf.iter().position(|&b| b == 0).unwrap_or(buf.len())]).into_owned()
+}
+
+fn last_error() -> String {
+    let mut b = vec![0u8; 2048];
+    unsafe { nvcam_last_error(b.as_mut_ptr() as *mut c_char, b.len() as i32) };
+    text(&b)
+}
+
+fn cam_error(cam: u64) -> String {
+    let mut b = vec![0u8; 2048];
+    unsafe { nvcam_camera_last_error(cam, b.as_mut_ptr() as *mut c_char, b.len() as i32) };
+    text(&b)
+}
+
+/// Camera options as a host sets them: defaults, CPU decoding, the given transport.
+struct Opts {
+    o: nvcam_camera_options,
+    _ffmpeg: Option<CString>,
+}
+
+impl Opts {
+    fn new(transport: u32) -> Opts {
+        let mut o: nvcam_camera_options = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { nvcam_camera_options_init(&mut o) }, NVCAM_OK);
+        o.device = NVCAM_DEVICE_CPU;
+        o.open_timeout_ms = 5000;
+        o.stall_timeout_ms = 3000;
+        o.reconnect_min_ms = 100;
+        o.reconnect_max_ms = 1000;
+        o.transport = transport;
+        Opts { o, _ffmpeg: None }
+    }
+    fn ffmpeg(mut self, s: &str) -> Opts {
+        let c = CString::new(s).unwrap();
+        self.o.ffmpeg_options = c.as_ptr();
+        self._ffmpeg = Some(c);
+        self
+    }
+    fn with(mut self, f: impl FnOnce(&mut nvcam_camera_options)) -> Opts {
+        f(&mut self.o);
+        self
+    }
+}
+
+fn open(url: &str, o: &Opts) -> Result<u64, (i32, String)> {
+    let c = CString::new(url).unwrap();
+    let mut cam = 0u64;
+    match unsafe { nvcam_camera_open(c.as_ptr(), &o.o, &mut cam) } {
+        NVCAM_OK => Ok(cam),
+        r => Err((r, last_error())),
+    }
+}
+
+fn stats(cam: u64) -> nvcam_camera_stats {
+    let mut s = nvcam_camera_stats { struct_size: std::mem::size_of::<nvcam_camera_stats>() as u32, ..Default::default() };
+    assert_eq!(unsafe { nvcam_camera_stats(cam, &mut s) }, NVCAM_OK, "{}", last_error());
+    s
+}
+
+fn get_frame(cam: u64, ms: u32) -> Result<u64, (i32, String)> {
+    let mut f = 0u64;
+    match unsafe { nvcam_camera_get_frame(cam, ms, &mut f) } {
+        NVCAM_OK => Ok(f),
+        e => Err((e, last_error())),
+    }
+}
+
+fn release(f: u64) {
+    assert_eq!(nvcam_frame_release(f), NVCAM_OK, "{}", last_error());
+}
+
+fn close(cam: u64) {
+    assert_eq!(nvcam_camera_close(cam, 2000), NVCAM_OK, "{}", last_error());
+}
+
+fn wait_until(d: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + d;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Closes the cameras if the test panics (so the next test starts clean).
+struct CloseOnPanic(Vec<u64>);
+
+impl Drop for CloseOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            for &c in &self.0 {
+                nvcam_camera_close(c, 1000);
+            }
+        }
+    }
+}
+
+/// Takes `n` frames within `limit`; returns how many came.
+fn frames(cam: u64, n: usize, limit: Duration) -> usize {
+    let end = Instant::now() + limit;
+    let mut got = 0;
+    while got < n && Instant::now() < end {
+        if let Ok(f) = get_frame(cam, 200) {
+            release(f);
+            got += 1;
+        }
+    }
+    got
+}
+
+// ---------------------------------------------------------------------------------------------
+// The log, as a host's callback receives it.
+
+static LOG: Mutex<Vec<(i32, String)>> = Mutex::new(Vec::new());
+
+unsafe extern "C" fn on_log(level: i32, msg: *const c_char, _user: *mut c_void) {
+    let m = unsafe { CStr::from_ptr(msg) }.to_string_lossy().into_owned();
+    LOG.lock().unwrap_or_else(|e| e.into_inner()).push((level, m));
+}
+
+/// Collects every message nvcam logs (FFmpeg's included, at its own default level) while alive.
+struct LogCapture;
+
+impl LogCapture {
+    fn start() -> LogCapture {
+        LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        assert_eq!(unsafe { nvcam_log_set_callback(Some(on_log), std::ptr::null_mut(), NVCAM_LOG_TRACE) }, NVCAM_OK);
+        LogCapture
+    }
+    fn lines(&self) -> Vec<(i32, String)> {
+        LOG.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Drop for LogCapture {
+    fn drop(&mut self) {
+        unsafe { nvcam_log_set_callback(None, std::ptr::null_mut(), NVCAM_LOG_OFF) };
+    }
+}
+
+/// Base64 of `s` (what HTTP Basic puts on the wire), to look for it in logs.
+fn base64(s: &str) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let b = s.as_bytes();
+    let mut out = String::new();
+    for c in b.chunks(3) {
+        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// The `transport` option and `rtsp_transport` in the FFmpeg options both choose the transport:
+/// together they would silently disagree, so the open fails naming both. An unknown value and a
+/// UDP choice for rtsps:// (whose RTP rides its TLS connection) fail too, at once.
+#[test]
+fn transport_option_and_rtsp_transport_together_are_refused_by_name() {
+    let _g = serial();
+    let url = "rtsp://127.0.0.1:9/cam"; // refused at once if it were ever opened
+    let e = open(url, &Opts::new(NVCAM_TRANSPORT_UDP).ffmpeg("rtsp_transport=tcp")).expect_err("both given");
+    assert_eq!(e.0, NVCAM_E_BAD_OPTION, "{e:?}");
+    assert!(e.1.contains("NVCAM_TRANSPORT_UDP") && e.1.contains("rtsp_transport=tcp"), "{}", e.1);
+    let e = open(url, &Opts::new(NVCAM_TRANSPORT_AUTO).ffmpeg("rtsp_transport=udp")).expect_err("both given");
+    assert_eq!(e.0, NVCAM_E_BAD_OPTION, "{e:?}");
+    assert!(e.1.contains("NVCAM_TRANSPORT_AUTO"), "{}", e.1);
+    let e = open(url, &Opts::new(99)).expect_err("unknown transport");
+    assert_eq!(e.0, NVCAM_E_INVALID_ARGUMENT, "{e:?}");
+    let e = open("rtsps://127.0.0.1:9/cam", &Opts::new(NVCAM_TRANSPORT_UDP)).expect_err("UDP with rtsps");
+    assert_eq!(e.0, NVCAM_E_BAD_OPTION, "{e:?}");
+    assert!(e.1.contains("rtsps"), "{}", e.1);
+    // Other sources ignore the option.
+    let cam = open("testsrc://64x48@30", &Opts::new(NVCAM_TRANSPORT_UDP)).unwrap_or_else(|e| panic!("testsrc: {e:?}"));
+    close(cam);
+}
+
+/// Each transport option reaches FFmpeg: the server sees the SETUP it names, and frames arrive.
+/// DEFAULT stays TCP (lossless), as before the option existed.
+#[test]
+fn each_transport_option_is_the_transport_used() {
+    let _g = serial();
+    let srv = RtspServer::start(Stream::default());
+    for (transport, want) in [
+        (NVCAM_TRANSPORT_DEFAULT, "tcp"),
+        (NVCAM_TRANSPORT_TCP, "tcp"),
+        (NVCAM_TRANSPORT_UDP, "udp"),
+        (NVCAM_TRANSPORT_HTTP, "http"),
+    ] {
+        let before = srv.setups().len();
+        let cam = open(&srv.url(), &Opts::new(transport)).unwrap_or_else(|e| panic!("transport {transport}: {e:?}"));
+        let _closer = CloseOnPanic(vec![cam]);
+        assert_eq!(frames(cam, 15, Duration::from_secs(4)), 15, "transport {transport}: {}", cam_error(cam));
+        close(cam);
+        let setups = srv.setups();
+        assert_eq!(setups[before..], [want.to_string()], "transport {transport}: all SETUPs {setups:?}");
+    }
+}
+
+/// UDP multicast: the server picks a 239.255.42.x group; the camera joins it and decodes.
+#[test]
+fn multicast_transport_receives_the_group() {
+    let _g = serial();
+    // The group goes out through the interface of the route to it and is looped back to this
+    // host: without such a route (a host with only loopback) multicast cannot work here at all.
+    let route = std::process::Command::new("ip").args(["route", "get", "239.255.42.1"]).output();
+    if !route.as_ref().is_ok_and(|o| o.status.success()) {
+        eprintln!("not run: no route to 239.255.42.1 on this host ({route:?})");
+        return;
+    }
+    let srv = RtspServer::start(Stream::default().multicast());
+    let cam = open(&srv.url(), &Opts::new(NVCAM_TRANSPORT_UDP_MULTICAST)).unwrap_or_else(|e| panic!("multicast: {e:?} {}", srv.stderr_text()));
+    let _closer = CloseOnPanic(vec![cam]);
+    assert_eq!(frames(cam, 30, Duration::from_secs(5)), 30, "{}", cam_error(cam));
+    close(cam);
+    assert_eq!(srv.setups(), ["udp-mcast"], "{}", srv.stderr_text());
+}
+
+/// Behind a firewall that drops the server's UDP, a UDP camera gets nothing (so UDP alone is a
+/// real choice, not TCP in disguise), and an AUTO camera falls back to TCP within the documented
+/// time, says so once in the log, and stays on TCP when it reconnects.
+#[test]
+fn auto_falls_back_to_tcp_when_udp_is_dropped() {
+    let _g = serial();
+    let mut srv = RtspServer::start(Stream::default().no_udp_send());
+
+    let o = Opts::new(NVCAM_TRANSPORT_UDP).with(|o| o.flags = NVCAM_OPEN_ASYNC);
+    let cam = open(&srv.url(), &o).unwrap();
+    let _closer = CloseOnPanic(vec![cam]);
+    let e = get_frame(cam, 3000).expect_err("UDP is dropped: no frame may arrive");
+    assert_eq!(e.0, NVCAM_E_TIMEOUT, "{e:?}");
+    assert_eq!(stats(cam).frames_decoded, 0);
+    close(cam);
+    assert!(srv.setups().iter().all(|s| s == "udp"), "{:?}", srv.setups());
+
+    let log = LogCapture::start();
+    let before = srv.setups().len();
+    let t = Instant::now();
+    let cam = open(&srv.url(), &Opts::new(NVCAM_TRANSPORT_AUTO)).unwrap_or_else(|e| panic!("AUTO: {e:?}"));
+    let _closer = CloseOnPanic(vec![cam]);
+    release(get_frame(cam, 3000).unwrap_or_else(|e| panic!("AUTO over TCP: {e:?}")));
+    let first = t.elapsed();
+    assert!(first < Duration::from_millis(2000 + 1500), "first frame {first:?} after the open began");
+    assert!(first >= Duration::from_millis(1900), "fell back after {first:?}, before UDP had its 2 s");
+    assert_eq!(srv.setups()[before..], ["udp", "tcp"]);
+    let said: Vec<_> = log.lines().into_iter().filter(|(_, m)| m.contains("opened over TCP instead")).collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert_eq!(said[0].0, NVCAM_LOG_INFO, "{said:?}");
+
+    // The server restarts: the camera reconnects straight over TCP, without another 2 s on UDP.
+    let ready = srv.restart(None);
+    assert!(wait_until(Duration::from_secs(6), || stats(cam).reconnects >= 1), "{}", cam_error(cam));
+    let decoded = stats(cam).frames_decoded;
+    assert!(wait_until(Duration::from_secs(6), || stats(cam).frames_decoded > decoded + 5), "{}", cam_error(cam));
+    let back = ready.elapsed();
+    assert!(back < Duration::from_millis(1900), "frames again {back:?} after the restart");
+    assert_eq!(srv.setups(), ["tcp"], "after the restart");
+    assert_eq!(log.lines().iter().filter(|(_, m)| m.contains("opened over TCP instead")).count(), 1);
+    close(cam);
+}
+
+/// Where UDP works, AUTO uses it: no fall-back, no 2 s wait.
+#[test]
+fn auto_stays_on_udp_when_packets_arrive() {
+    let _g = serial();
+    let srv = RtspServer::start(Stream::default());
+    let log = LogCapture::start();
+    let t = Instant::now();
+    let cam = open(&srv.url(), &Opts::new(NVCAM_TRANSPORT_AUTO)).unwrap_or_else(|e| panic!("AUTO: {e:?}"));
+    let _closer = CloseOnPanic(vec![cam]);
+    release(get_frame(cam, 3000).unwrap_or_else(|e| panic!("AUTO over UDP: {e:?}")));
+    assert!(t.elapsed() < Duration::from_millis(1500), "first frame after {:?}", t.elapsed());
+    assert_eq!(frames(cam, 30, Duration::from_secs(3)), 30, "{}", cam_error(cam));
+    close(cam);
+    assert_eq!(srv.setups(), ["udp"]);
+    assert!(!log.lines().iter().any(|(_, m)| m.contains("over TCP")), "{:?}", log.lines());
+}
+
+/// Digest authentication: the right password streams, a wrong one is NVCAM_E_AUTH at once, and
+/// an asynchronous camera with it fails for good (no retry storm against the server).
+#[test]
+fn digest_auth_right_password_streams_wrong_one_fails_without_retries() {
+    let _g = serial();
+    let srv = RtspServer::start(Stream::default().auth_digest("viewer:d1gest-pw"));
+    let o = Opts::new(NVCAM_TRANSPORT_DEFAULT);
+    let cam = open(&srv.url_with_auth("viewer:d1gest-pw"), &o).unwrap_or_else(|e| panic!("right password: {e:?}"));
+    let _closer = CloseOnPanic(vec![cam]);
+    assert_eq!(frames(cam, 15, Duration::from_secs(4)), 15, "{}", cam_error(cam));
+    close(cam);
+
+    let e = open(&srv.url_with_auth("viewer:wr0ng-pw"), &o).expect_err("wrong password");
+    assert_eq!(e.0, NVCAM_E_AUTH, "{e:?}");
+    assert!(e.1.contains("401"), "{}", e.1);
+    let e = open(&srv.url(), &o).expect_err("no credentials");
+    assert_eq!(e.0, NVCAM_E_AUTH, "{e:?}");
+
+    let cam = open(&srv.url_with_auth("viewer:wr0ng-pw"), &Opts::new(NVCAM_TRANSPORT_AUTO).with(|o| o.flags = NVCAM_OPEN_ASYNC)).unwrap();
+    let _closer = CloseOnPanic(vec![cam]);
+    assert!(wait_until(Duration::from_secs(3), || stats(cam).state == NVCAM_STATE_FAILED), "state {}", stats(cam).state);
+    std::thread::sleep(Duration::from_millis(700));
+    let s = stats(cam);
+    assert_eq!((s.state, s.reconnects, s.last_error_code), (NVCAM_STATE_FAILED, 0, NVCAM_E_AUTH));
+    // Wrong credentials end at DESCRIBE: no SETUP, over UDP or (AUTO falling back) TCP.
+    assert_eq!(srv.setups(), ["tcp"], "only the right password's camera set up a stream");
+    close(cam);
+}
+
+/// Passwords stay out of error texts and out of the log at its most verbose, for Basic and
+/// Digest, right and wrong, and in the base64 form Basic sends.
+#[test]
+fn passwords_never_reach_error_texts_or_the_log() {
+    let _g = serial();
+    for (stream, user, good, bad) in [
+        (Stream::default().auth("viewer:b4sic-pw"), "viewer", "b4sic-pw", "b4sic-wr0ng"),
+        (Stream::default().auth_digest("viewer:d1gest-pw"), "viewer", "d1gest-pw", "d1gest-wr0ng"),
+    ] {
+        let srv = RtspServer::start(stream);
+        let log = LogCapture::start();
+        let o = Opts::new(NVCAM_TRANSPORT_TCP);
+        let cam = open(&srv.url_with_auth(&format!("{user}:{good}")), &o).unwrap_or_else(|e| panic!("right password: {e:?}"));
+        release(get_frame(cam, 3000).expect("a frame"));
+        let (ok_error, ok_cam_error) = (last_error(), cam_error(cam));
+        close(cam);
+        let e = open(&srv.url_with_auth(&format!("{user}:{bad}")), &o).expect_err("wrong password");
+        assert_eq!(e.0, NVCAM_E_AUTH, "{e:?}");
+        assert!(e.1.contains(&format!("{user}:***@")), "the URL is named, redacted: {}", e.1);
+        let lines = log.lines();
+        assert!(!lines.is_empty());
+        for secret in [good.to_string(), bad.to_string(), base64(&format!("{user}:{good}")), base64(&format!("{user}:{bad}"))] {
+            for (_, m) in &lines {
+                assert!(!m.contains(&secret), "{secret:?} in the log: {m}");
+            }
+            for t in [&e.1, &ok_error, &ok_cam_error] {
+                assert!(!t.contains(&secret), "{secret:?} in an error text: {t}");
+            }
+        }
+    }
+}
+
+/// rtsps://: RTSP and RTP inside TLS (FFmpeg's TLS is GnuTLS on Debian), against a self-signed
+/// certificate (FFmpeg does not verify by default, as for most cameras' certificates).
+#[test]
+fn rtsps_streams_over_tls() {
+    let _g = serial();
+    let dir = std::env::temp_dir().join(format!("nvcam-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (key, cert, pem) = (dir.join("key.pem"), dir.join("cert.pem"), dir.join("both.pem"));
+    let made = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output();
+    if !made.as_ref().is_ok_and(|o| o.status.success()) {
+        eprintln!("not run: cannot make a test certificate with openssl ({made:?})");
+        return;
+    }
+    std::fs::write(&pem, [std::fs::read(&cert).unwrap(), std::fs::read(&key).unwrap()].concat()).unwrap();
+    let srv = RtspServer::start(Stream::default().tls(pem.to_str().unwrap()).auth_digest("viewer:tls-pw"));
+    let url = format!("rtsps://viewer:tls-pw@127.0.0.1:{}/cam", srv.port);
+    for transport in [NVCAM_TRANSPORT_DEFAULT, NVCAM_TRANSPORT_AUTO] {
+        let cam = open(&url, &Opts::new(transport)).unwrap_or_else(|e| panic!("rtsps, transport {transport}: {e:?}"));
+        let _closer = CloseOnPanic(vec![cam]);
+        assert_eq!(frames(cam, 15, Duration::from_secs(4)), 15, "{}", cam_error(cam));
+        close(cam);
+    }
+    assert_eq!(srv.setups(), ["tcp", "tcp"]);
+    // Plain RTSP to the TLS port is not RTSP: a clear failure, not a hang.
+    let e = open(&srv.url(), &Opts::new(NVCAM_TRANSPORT_TCP)).expect_err("plain RTSP to a TLS server");
+    assert_ne!(e.0, NVCAM_OK);
+    let _ = std::fs::remove_dir_all(&dir);
+}
