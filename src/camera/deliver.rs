@@ -102,7 +102,7 @@ pub(super) fn deliver(
         // The decoder's own report (NVDEC's decode status) comes with the copy.
         let was_exact = marks.exact();
         marks.corrupt = true;
-        integrity.lost(Instant::now());
+        integrity.damaged(pic.pts_us, Instant::now());
         if was_exact && !not_exact(sh) {
             sh.report(written);
             return Ok(()); // the slot goes back to the pool; its copy is fenced like any other

@@ -4,11 +4,14 @@
 //!
 //! The tracker sees the stream twice: packets on their way into the decoder (losses, damaged
 //! packets, recovery points) and pictures on their way out. Decoders reorder and hold pictures
-//! back, so a picture is matched to the recovery point by timestamp: a recovery point (IDR, HEVC
-//! IRAP, or the picture a recovery-point SEI names) is followed in decode order only by pictures
-//! that come at or after it in display order, except for leading pictures (open GOP, HEVC RASL),
-//! which have earlier timestamps and stay suspect. A picture decoded before the loss but output
-//! after it is marked too: a false alarm costs one frame, a missed one feeds inference garbage.
+//! back, each by its own delay, so pictures are matched to packets by timestamp:
+//! - a picture whose packet went in before the loss is exact: it can only reference pictures
+//!   before it in decode order, all of which were whole (the tracker keeps the timestamps of the
+//!   packets sent while the stream was exact and not yet out);
+//! - after the loss, a recovery point (IDR, HEVC IRAP, or the picture a recovery-point SEI names)
+//!   is followed in decode order only by pictures at or after it in display order, except for
+//!   leading pictures (open GOP, HEVC RASL), which have earlier timestamps and stay suspect.
+//! So the marks do not depend on a decoder's delay, and every decoder marks the same pictures.
 //!
 //! Every signal that reaches the tracker through packets (RTP gaps, demuxer corruption flags,
 //! recovery points) is the same whichever decoder runs, so the decoders mark the same pictures;
@@ -20,6 +23,9 @@ use std::time::{Duration, Instant};
 
 /// Recent key packets' timestamps kept to flag key pictures (a reorder buffer is shorter).
 const KEYS_KEPT: usize = 16;
+/// Packets sent while the stream was exact whose pictures are still in the decoder: more than
+/// any decoder holds back (NVDEC's surfaces, FFmpeg's frame threads and reorder buffer).
+const SENT_KEPT: usize = 64;
 
 #[derive(Debug, Default)]
 pub(super) struct Integrity {
@@ -30,14 +36,49 @@ pub(super) struct Integrity {
     /// A recovery-point SEI seen after the last loss: the picture this many packets later is the
     /// recovery point.
     pending: Option<u32>,
-    /// Timestamps of recent key packets, to flag their pictures.
-    keys: std::collections::VecDeque<i64>,
+    /// Recent key packets (timestamp, send number, kind), to flag their pictures and to find a
+    /// recovery point already sent when a damaged picture comes out.
+    keys: std::collections::VecDeque<(i64, u64, KeyPoint)>,
+    /// Packets sent while the stream was exact whose pictures have not come out: (timestamp,
+    /// send number).
+    sent_exact: std::collections::VecDeque<(i64, u64)>,
+    /// Every recent packet, (timestamp, send number): where a damaged picture was in decode order.
+    sent: std::collections::VecDeque<(i64, u64)>,
+    /// Packets sent so far.
+    sends: u64,
+    /// Whether the last packet went into `sent_exact`.
+    last_exact: bool,
 }
 
 impl Integrity {
-    /// Something was lost or damaged before the decoder: every picture from here is suspect
-    /// until a recovery point that comes after it.
+    /// Something was lost or damaged before the decoder, at the last packet: that packet's
+    /// picture and every one after it are suspect until a recovery point that comes after it.
     pub(super) fn lost(&mut self, now: Instant) {
+        if std::mem::take(&mut self.last_exact) {
+            self.sent_exact.pop_back();
+        }
+        self.suspect(now);
+    }
+
+    /// The picture at `pts_us` came out damaged: pictures decoded after it may reference it, so
+    /// the packets sent after its own no longer count as exact (all of them if it is not known
+    /// where it was).
+    pub(super) fn damaged(&mut self, pts_us: i64, now: Instant) {
+        let at = self.sent.iter().find(|(p, _)| *p == pts_us && pts_us != i64::MIN).map(|&(_, n)| n);
+        match at {
+            Some(n) => self.sent_exact.retain(|&(_, m)| m < n),
+            None => self.sent_exact.clear(),
+        }
+        self.last_exact = false;
+        self.suspect(now);
+        // A decoder that holds pictures back may already have the next IDR: it is the recovery
+        // point, not the one after it.
+        if let Some(n) = at {
+            self.recovery = self.keys.iter().find(|&&(_, m, k)| m > n && k == KeyPoint::Full).map(|&(p, _, _)| p);
+        }
+    }
+
+    fn suspect(&mut self, now: Instant) {
         self.suspect_since.get_or_insert(now);
         self.recovery = None;
         self.pending = None;
@@ -45,11 +86,26 @@ impl Integrity {
 
     /// A packet goes into the decoder: `key` is what it is as a recovery point.
     pub(super) fn packet(&mut self, key: KeyPoint, pts_us: i64) {
+        self.sends += 1;
+        self.last_exact = false;
+        if pts_us != i64::MIN {
+            if self.sent.len() == SENT_KEPT {
+                self.sent.pop_front();
+            }
+            self.sent.push_back((pts_us, self.sends));
+            if self.suspect_since.is_none() {
+                if self.sent_exact.len() == SENT_KEPT {
+                    self.sent_exact.pop_front();
+                }
+                self.sent_exact.push_back((pts_us, self.sends));
+                self.last_exact = true;
+            }
+        }
         if key != KeyPoint::None && pts_us != i64::MIN {
             if self.keys.len() == KEYS_KEPT {
                 self.keys.pop_front();
             }
-            self.keys.push_back(pts_us);
+            self.keys.push_back((pts_us, self.sends, key));
         }
         if self.suspect_since.is_none() || self.recovery.is_some() {
             return;
@@ -74,7 +130,14 @@ impl Integrity {
 
     /// A picture comes out of the decoder; `damaged` if the decoder said it has errors.
     pub(super) fn picture(&mut self, pts_us: i64, damaged: bool, now: Instant) -> FrameIntegrity {
-        let keyframe = pts_us != i64::MIN && self.keys.contains(&pts_us);
+        let keyframe = pts_us != i64::MIN && self.keys.iter().any(|&(p, _, _)| p == pts_us);
+        let sent_exact = pts_us != i64::MIN && self.sent_exact.iter().position(|&(p, _)| p == pts_us).map(|i| self.sent_exact.remove(i)).is_some();
+        if sent_exact {
+            if damaged {
+                self.damaged(pts_us, now);
+            }
+            return FrameIntegrity { corrupt: damaged, after_loss: false, keyframe };
+        }
         if self.suspect_since.is_some() {
             if let Some(r) = self.recovery {
                 // Unknown timestamps cannot be ordered: the first picture after the recovery
@@ -88,7 +151,7 @@ impl Integrity {
         let after_loss = self.suspect_since.is_some();
         if damaged {
             // Later pictures may reference this one: suspect until a recovery point after it.
-            self.lost(now);
+            self.damaged(pts_us, now);
         }
         FrameIntegrity { corrupt: damaged, after_loss, keyframe }
     }
@@ -128,13 +191,32 @@ mod tests {
     }
 
     #[test]
-    fn a_picture_decoded_before_the_loss_but_output_after_it_is_not_cleared_by_an_older_key() {
-        // Reorder delay: key packet K sent, then a loss, then K's picture comes out.
+    fn pictures_sent_before_the_loss_stay_exact_whatever_the_decoder_delay() {
+        // Decoder delay: packets 900 and 1000 sent, a loss noticed at 1100; their pictures come
+        // out afterwards and are exact; 1100's is not.
         let t = Instant::now();
         let mut g = Integrity::default();
+        g.packet(KeyPoint::None, 900);
+        g.packet(KeyPoint::None, 1000);
+        g.packet(KeyPoint::None, 1100);
+        g.lost(t);
+        g.packet(KeyPoint::None, 1200);
+        assert!(exact(g.picture(900, false, t)));
+        assert!(exact(g.picture(1000, false, t)));
+        assert!(g.picture(1100, false, t).after_loss);
+        assert!(g.picture(1200, false, t).after_loss);
+    }
+
+    #[test]
+    fn a_key_packet_in_the_read_that_noticed_the_loss_is_no_recovery_point() {
+        // The loss is noticed with the key packet: it may be the damaged one.
+        let t = Instant::now();
+        let mut g = Integrity::default();
+        g.packet(KeyPoint::None, 500);
+        g.lost(t);
         g.packet(KeyPoint::Full, 1000);
         g.lost(t);
-        assert!(g.picture(1000, false, t).after_loss, "the key was sent before the loss");
+        assert!(g.picture(1000, false, t).after_loss);
         g.packet(KeyPoint::Full, 2000);
         assert!(g.picture(1500, false, t).after_loss, "leading picture before the recovery point");
         assert!(exact(g.picture(2000, false, t)));
@@ -144,9 +226,23 @@ mod tests {
     fn a_damaged_picture_is_corrupt_and_taints_what_follows() {
         let t = Instant::now();
         let mut g = Integrity::default();
+        g.packet(KeyPoint::None, 0);
+        g.packet(KeyPoint::None, 33);
+        g.packet(KeyPoint::None, 17);
         let p = g.picture(0, true, t);
         assert!(p.corrupt && !p.after_loss);
-        assert!(g.picture(33, false, t).after_loss);
+        assert!(g.picture(33, false, t).after_loss, "sent before the damaged picture came out, but after it in decode order");
+        assert!(g.picture(17, false, t).after_loss);
+        // The next IDR was sent before the damaged picture came out (decoder delay): it is the
+        // recovery point.
+        g.packet(KeyPoint::None, 100);
+        g.packet(KeyPoint::Full, 133);
+        g.packet(KeyPoint::None, 166);
+        assert!(g.picture(66, false, t).after_loss);
+        let d = g.picture(100, true, t);
+        assert!(d.corrupt);
+        assert!(exact(g.picture(133, false, t)));
+        assert!(exact(g.picture(166, false, t)));
         g.packet(KeyPoint::Full, 66);
         assert!(exact(g.picture(66, false, t)));
     }

@@ -175,7 +175,7 @@ mod tests {
         }
         fn nal(&mut self, header: u8) -> Vec<u8> {
             self.u(1, 1);
-            while self.bits.len() % 8 != 0 {
+            while !self.bits.len().is_multiple_of(8) {
                 self.bits.push(0);
             }
             let raw: Vec<u8> = self.bits.chunks(8).map(|c| c.iter().fold(0, |a, &b| (a << 1) | b)).collect();

@@ -127,7 +127,7 @@ pub(crate) fn received(
             // SAFETY: the decoder's frame, holding a picture.
             let damaged = unsafe {
                 let f = &*frame.as_ptr();
-                f.decode_error_flags != 0 || f.flags & ff::ffi::AV_FRAME_FLAG_CORRUPT as i32 != 0
+                f.decode_error_flags != 0 || i64::from(f.flags) & i64::from(ff::ffi::AV_FRAME_FLAG_CORRUPT) != 0
             };
             Ok(Some(Picture {
                 damaged,

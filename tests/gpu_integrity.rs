@@ -1,0 +1,201 @@
+//! Marking parity (issue 21): on a clip with dropped and damaged packets (FFmpeg's `noise`
+//! bitstream filter), every decoder marks the pictures that are not exact, and the GPU decoders
+//! mark the same pictures as the software path.
+//!
+//! Without a GPU only the software decoder runs (CI); with `REQUIRE_GPU=1` (the GPU machine's
+//! bundle) a missing GPU fails. The clips are made here with Debian's ffmpeg
+//! (`cargo test --release --test gpu_integrity -- --ignored make_integrity_fixtures`) and carried
+//! to the GPU machine under `$BUNDLE_WITH/fixtures`.
+
+mod common;
+use common::*;
+use nvcam::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    init();
+    g
+}
+
+const W: usize = 640;
+const H: usize = 360;
+
+/// The clean clip: 10 s, 30 fps, an IDR every second, no B-frames.
+fn clean_clip() -> PathBuf {
+    clip("integrity-clean-640x360.mp4", "640x360", 300, "libx264", &["-preset", "veryfast", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0", "-bf", "0"])
+}
+
+/// `clean` through FFmpeg's noise bitstream filter (`bsf` its options), remuxed as `name`.
+fn noisy(name: &str, bsf: &str) -> PathBuf {
+    let clean = clean_clip();
+    let path = clean.with_file_name(name);
+    if path.exists() {
+        return path;
+    }
+    assert!(!cfg!(windows), "{} is made on Linux first", path.display());
+    let tmp = path.with_file_name(format!("part-{name}"));
+    let out = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-i"])
+        .arg(&clean)
+        .args(["-c", "copy", "-bsf:v", &format!("noise={bsf}")])
+        .arg(&tmp)
+        .output()
+        .expect("ffmpeg CLI");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::rename(&tmp, &path).unwrap();
+    path
+}
+
+/// Packets 40, 95, 170 and 230 (P pictures that later ones reference) are gone.
+fn dropped_clip() -> PathBuf {
+    noisy("integrity-dropped-640x360.mp4", "drop=eq(n\\,40)+eq(n\\,95)+eq(n\\,170)+eq(n\\,230)")
+}
+
+/// About one byte in 400 of packets 50, 120 and 200 damaged (a P picture, one just before an
+/// IDR, and an IDR's successor).
+fn damaged_clip() -> PathBuf {
+    noisy("integrity-damaged-640x360.mp4", "amount=if(eq(n\\,50)+eq(n\\,118)+eq(n\\,200)\\,400\\,0)")
+}
+
+/// What one decoder made of a clip: per picture (by timestamp), its flags and pixel hash.
+type Seen = BTreeMap<i64, (u32, u64)>;
+
+fn decode_all(clip: &Path, device: i32, decoder: u32) -> Seen {
+    let mut o = options(NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING);
+    o.device = device;
+    o.decoder = decoder;
+    o.integrity = NVCAM_INTEGRITY_MARK;
+    let cam = open(clip.to_str().unwrap(), &o).unwrap_or_else(|e| panic!("open {} with decoder {decoder}: {e:?}", clip.display()));
+    let mut seen = Seen::new();
+    let end = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < end {
+        match get_frame(cam, 500) {
+            Ok(f) => {
+                let i = info(f).unwrap();
+                seen.insert(i.pts_us, (i.flags, fnv(&pixels(f).unwrap())));
+                release(f).unwrap();
+            }
+            Err(_) if stats(cam).state == NVCAM_STATE_ENDED => break,
+            Err(_) => {}
+        }
+    }
+    let st = stats(cam);
+    assert_eq!(st.state, NVCAM_STATE_ENDED, "decoder {decoder} did not finish {}", clip.display());
+    close(cam, 5000).unwrap();
+    seen
+}
+
+fn marked(s: &Seen) -> BTreeSet<i64> {
+    s.iter().filter(|(_, (f, _))| f & (NVCAM_FRAME_CORRUPT | NVCAM_FRAME_AFTER_LOSS) != 0).map(|(p, _)| *p).collect()
+}
+
+/// Pictures whose pixels differ from the clean clip's picture at the same time, or that the
+/// clean clip does not have.
+fn wrong(s: &Seen, clean: &Seen) -> BTreeSet<i64> {
+    s.iter().filter(|(p, (_, h))| clean.get(p).is_none_or(|c| c.1 != *h)).map(|(p, _)| *p).collect()
+}
+
+fn ms(v: &BTreeSet<i64>) -> Vec<i64> {
+    v.iter().map(|p| p / 1000).collect()
+}
+
+/// Checks one decoder's view of a noisy clip against the clean decode: every wrong picture is
+/// marked. Returns the marked set.
+fn exact_or_marked(name: &str, s: &Seen, clean: &Seen) -> BTreeSet<i64> {
+    let (m, w) = (marked(s), wrong(s, clean));
+    let unmarked: Vec<_> = w.difference(&m).collect();
+    println!("{name}: {} pictures, {} marked, {} wrong, {} wrong and unmarked {:?}", s.len(), m.len(), w.len(), unmarked.len(), &unmarked[..unmarked.len().min(8)]);
+    if std::env::var_os("NVCAM_INTEGRITY_VERBOSE").is_some() {
+        println!("  marked (ms) {:?}\n  wrong (ms) {:?}", ms(&m), ms(&w));
+    }
+    assert!(unmarked.is_empty(), "{name}: wrong pictures handed out unmarked at {unmarked:?} ms");
+    assert!(!m.is_empty() && m.len() < s.len(), "{name}: marks {} of {}", m.len(), s.len());
+    m
+}
+
+/// A reference picture missing from a file is seen from the slice headers, by every decoder
+/// alike: the software path marks exactly the pictures from the gap to the next IDR.
+#[test]
+fn dropped_reference_pictures_mark_until_the_next_idr() {
+    let _g = serial();
+    let clean = decode_all(&clean_clip(), NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE);
+    assert_eq!(clean.len(), 300);
+    assert!(marked(&clean).is_empty(), "the clean clip has marked pictures");
+    let sw = decode_all(&dropped_clip(), NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE);
+    let m = exact_or_marked("software, dropped", &sw, &clean);
+    // Packets 40, 95, 170, 230 dropped: pictures 41..59, 96..119, 171..179, 231..239 reference a
+    // missing one (an IDR every 30), and nothing else does.
+    let frame = |n: i64| n * 1_000_000 / 30;
+    let expected: BTreeSet<i64> = [(41, 60), (96, 120), (171, 180), (231, 240)]
+        .iter()
+        .flat_map(|&(a, b)| (a..b).map(frame))
+        .filter(|p| sw.contains_key(p))
+        .collect();
+    assert_eq!(ms(&m), ms(&expected), "marked pictures (ms)");
+}
+
+/// Damaged bytes are seen by the decoders only: the software path marks every damaged picture and
+/// what follows it until the next IDR.
+#[test]
+fn damaged_pictures_are_marked_by_the_software_decoder() {
+    let _g = serial();
+    let clean = decode_all(&clean_clip(), NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE);
+    let sw = decode_all(&damaged_clip(), NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE);
+    let m = exact_or_marked("software, damaged", &sw, &clean);
+    // And no more: the damaged pictures and those after them up to the next IDR are exactly the
+    // ones that differ from the clean decode.
+    assert_eq!(ms(&m), ms(&wrong(&sw, &clean)), "marked against wrong (ms)");
+}
+
+/// The GPU decoders on the same clips: direct NVDEC and FFmpeg's hwaccel mark what the software
+/// path marks, picture for picture.
+#[test]
+fn gpu_decoders_mark_what_the_software_path_marks() {
+    let _g = serial();
+    if !need_gpu("gpu_decoders_mark_what_the_software_path_marks", gpu_usable(), "a GPU with NVDEC") {
+        return;
+    }
+    let clean = decode_all(&clean_clip(), NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE);
+    let mut failures = Vec::new();
+    for (what, clip) in [("dropped", dropped_clip()), ("damaged", damaged_clip())] {
+        let sw = decode_all(&clip, NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE);
+        let sw_marks = marked(&sw);
+        for (name, decoder) in [("nvdec", NVCAM_DECODER_NVDEC), ("ffmpeg-hw", NVCAM_DECODER_FFMPEG_HW)] {
+            let gpu = decode_all(&clip, 0, decoder);
+            let m = marked(&gpu);
+            let w = wrong(&gpu, &clean);
+            let unmarked: BTreeSet<_> = w.difference(&m).copied().collect();
+            let only_gpu: BTreeSet<_> = m.difference(&sw_marks).copied().collect();
+            let only_sw: BTreeSet<_> = sw_marks.difference(&m).copied().collect();
+            println!(
+                "{what} {name}: {} pictures, {} marked (software {}), only {name} {:?}, only software {:?}, wrong and unmarked {:?}",
+                gpu.len(),
+                m.len(),
+                sw_marks.len(),
+                ms(&only_gpu),
+                ms(&only_sw),
+                ms(&unmarked)
+            );
+            if !unmarked.is_empty() || m != sw_marks {
+                failures.push(format!("{what} {name}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "marks differ from the software path's, or wrong pictures unmarked: {failures:?}");
+}
+
+/// Makes the clips here, where libx264 exists; the bundle carries them to the GPU machine.
+#[test]
+#[ignore]
+fn make_integrity_fixtures() {
+    clean_clip();
+    dropped_clip();
+    damaged_clip();
+}
