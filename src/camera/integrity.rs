@@ -11,6 +11,7 @@
 //! - after the loss, a recovery point (IDR, HEVC IRAP, or the picture a recovery-point SEI names)
 //!   is followed in decode order only by pictures at or after it in display order, except for
 //!   leading pictures (open GOP, HEVC RASL), which have earlier timestamps and stay suspect.
+//!
 //! So the marks do not depend on a decoder's delay, and every decoder marks the same pictures.
 //!
 //! Every signal that reaches the tracker through packets (RTP gaps, demuxer corruption flags,
