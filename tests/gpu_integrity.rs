@@ -24,9 +24,6 @@ fn serial() -> MutexGuard<'static, ()> {
     g
 }
 
-const W: usize = 640;
-const H: usize = 360;
-
 /// The clean clip: 10 s, 30 fps, an IDR every second, no B-frames.
 fn clean_clip() -> PathBuf {
     clip("integrity-clean-640x360.mp4", "640x360", 300, "libx264", &["-preset", "veryfast", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0", "-bf", "0"])
@@ -39,7 +36,9 @@ fn noisy(name: &str, bsf: &str) -> PathBuf {
     if path.exists() {
         return path;
     }
-    assert!(!cfg!(windows), "{} is made on Linux first", path.display());
+    if cfg!(windows) {
+        panic!("{} is made on Linux first (scripts/windows-test.sh)", path.display());
+    }
     let tmp = path.with_file_name(format!("part-{name}"));
     let out = Command::new("ffmpeg")
         .args(["-hide_banner", "-loglevel", "error", "-y", "-i"])
