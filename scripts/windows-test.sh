@@ -81,6 +81,7 @@ echo "nvcam_labview.h: $(grep -c '^int nvcam_' include/nvcam_labview.h) function
 
 step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core)"
 cargo test --release --features test-hooks --test core -- --quiet
+cargo test --release --features test-hooks --test gpu_integrity -- --quiet
 mkdir -p "$out"
 [ -L "$out/fixtures" ] || rm -rf "$out/fixtures"
 ln -sfn ../../tmp/fixtures "$out/fixtures"
@@ -103,6 +104,8 @@ SKIP=(
   "bindings python_binding_suite_passes|Python ctypes suite: needs a Windows Python (the Linux python3 cannot load a Windows DLL)"
   "bindings cpp_wrapper_compiles_and_runs|runs the Linux c++; this script builds the same example with x86_64-w64-mingw32-g++ and runs it under Wine below"
   "rtsp *|every test starts, SIGSTOPs, restarts and kills the Linux GStreamer server it talks to: a Windows process under Wine cannot manage Linux processes (Rust's Command gets 'Invalid handle'); RTSP through Wine is checked below with the same server"
+  "rtsp_loss *|every test starts the Linux GStreamer server (a lossy network on loopback) and decodes the clip with the Linux ffmpeg CLI for its reference: neither can be started from a Windows process under Wine; the marking logic is the same code, and tests/gpu_integrity.rs checks it under Wine on files with dropped and damaged packets"
+  "rtsp_transport *|every test starts the Linux GStreamer server (Digest, multicast, HTTP tunnel, TLS, a UDP firewall): a Windows process under Wine cannot start or stop Linux processes"
 )
 failed=()
 summary=()
