@@ -8,6 +8,8 @@
 # (default 540), so a hang or a slow step still leaves the others' output. Logs go to $OUT.
 #   check          GPU, driver, libnvcuvid, fixtures
 #   nvdec-tests    tests/gpu_nvdec.rs (bit-exact, ordering, resolution change, recovery, AUTO)
+#   integrity      tests/gpu_integrity.rs (dropped and damaged packets: every decoder's marks against
+#                  the software path's), then under compute-sanitizer --tool memcheck
 #   gpu-suite      tests/gpu.rs (the GPU issue's suite; AUTO now means direct NVDEC)
 #   memcheck-nvdec tests/gpu_nvdec.rs under compute-sanitizer --tool memcheck
 #   memcheck-gpu   tests/gpu.rs under compute-sanitizer --tool memcheck (the storm test: churn-memcheck)
@@ -55,6 +57,7 @@ fix=$BUNDLE_WITH/fixtures
 nvdec_test=$(ls "$b"/tests/gpu_nvdec-* | head -1)
 gpu_test=$(ls "$b"/tests/gpu-* | head -1)
 convert_test=$(ls "$b"/tests/gpu_convert-* 2>/dev/null | head -1)
+integrity_test=$(ls "$b"/tests/gpu_integrity-* 2>/dev/null | head -1)
 deadline=$(( $(date +%s) + ${BUDGET_S:-540} ))
 rc=0
 left() { echo $(( deadline - $(date +%s) )); }
@@ -84,6 +87,10 @@ nvdec-tests)
   ;;
 zero-allocs)
   step zero-allocs 60 bash -c "'$gpu_test' --test-threads 1 --nocapture zero_allocs hw_session_cap > '$out/tests-gpu.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|decoder [0-9]|cap 2' '$out/tests-gpu.log'; exit \$r"
+  ;;
+integrity)
+  step integrity 120 bash -c "'$integrity_test' --skip make_ --test-threads 1 --nocapture > '$out/tests-integrity.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|pictures|marked' '$out/tests-integrity.log'; exit \$r"
+  step memcheck-integrity 240 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-integrity.log' '$integrity_test' --skip make_ --test-threads 1 --nocapture > '$out/memcheck-integrity-tests.log' 2>&1; r=\$?; grep -E '^test |test result|pictures' '$out/memcheck-integrity-tests.log'; grep -E 'ERROR SUMMARY' '$out/memcheck-integrity.log' | sort | uniq -c; exit \$r"
   ;;
 gpu-suite)
   step gpu-suite 180 bash -c "'$gpu_test' --include-ignored --skip make_ --test-threads 1 > '$out/tests-gpu.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|decoder [0-9]|reconnects|leaked|cap 2|frames equal' '$out/tests-gpu.log'; [ \$r -ne 0 ] && grep -A8 panicked '$out/tests-gpu.log' | head -40; exit \$r"
