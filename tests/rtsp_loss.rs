@@ -28,6 +28,11 @@ static SERIAL: Mutex<()> = Mutex::new(());
 fn serial() -> MutexGuard<'static, ()> {
     let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     init();
+    // NVCAM_TEST_LOG=4 (debug) or 5 (trace): the library's log on stderr, with each loss and
+    // each picture's marks, to trace a failure.
+    if let Some(level) = std::env::var("NVCAM_TEST_LOG").ok().and_then(|v| v.parse().ok()) {
+        unsafe { nvcam_log_init(c"-".as_ptr(), level) };
+    }
     g
 }
 
@@ -154,7 +159,7 @@ fn loss_run(loss: f64) {
     let refs = clip_hashes(&clip, 1920, 1080);
     let srv = RtspServer::start(Stream::default().clip(&clip).network(loss, 0, 0.0));
     let exact_cam = udp_camera(&srv.url(), NVCAM_INTEGRITY_EXACT, "");
-    let mark_cam = udp_camera(&srv.url(), NVCAM_INTEGRITY_MARK, "");
+    let mark_cam = udp_camera(&srv.url().replace("/cam", "/cam?mark"), NVCAM_INTEGRITY_MARK, "");
     let d = Duration::from_secs(secs);
     let (exact, marked) = std::thread::scope(|s| {
         let a = s.spawn(|| watch(exact_cam, d, &refs));

@@ -73,6 +73,7 @@ pub(super) fn deliver(
     integrity: &mut Integrity,
 ) -> Result<()> {
     let mut marks = integrity.picture(pic.pts_us, pic.damaged, Instant::now());
+    log::trace!("camera {}: picture pts {} {marks:?}", sh.name(), pic.pts_us);
     // Not exact already: no copy at all unless the host wants it.
     if !marks.exact() && !not_exact(sh) {
         return Ok(());

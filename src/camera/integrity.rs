@@ -157,6 +157,12 @@ impl Integrity {
         FrameIntegrity { corrupt: damaged, after_loss, keyframe }
     }
 
+    /// Whether the packet just given to [`Integrity::packet`] is the recovery point the stream
+    /// was waiting for (the decoder may need to reset before it: `Decoder::before_recovery_point`).
+    pub(super) fn is_recovery_point(&self, pts_us: i64) -> bool {
+        self.suspect_since.is_some() && self.recovery == Some(pts_us)
+    }
+
     /// How long the stream has been suspect without a recovery point, if it is.
     pub(super) fn suspect_for(&self, now: Instant) -> Option<Duration> {
         self.suspect_since.map(|t| now.saturating_duration_since(t))

@@ -180,13 +180,18 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                     // hands out an access unit when the next one starts): it is classified first,
                     // so a recovery point must come after the loss to count.
                     let data = p.data().unwrap_or(&[]);
-                    integrity.packet(keys.classify(data, p.is_key()), p_us);
+                    let key = keys.classify(data, p.is_key());
+                    log::trace!("camera {}: packet pts {p_us} {} bytes {key:?} flag-key {} corrupt {}", sh.name(), data.len(), p.is_key(), p.is_corrupt());
+                    integrity.packet(key, p_us);
                     // A reference picture missing before this one: lost, wherever it was lost.
                     let gap = frame_nums.as_mut().is_some_and(|c| c.gap_before(data));
                     let lost = crate::ffmpeg::log::take_rtp_missed() + p.is_corrupt() as u64;
                     if gap && lost == 0 {
                         sh.counters.last_loss_ns.store(wall_ns(), Ordering::Relaxed);
                         integrity.lost(now);
+                    }
+                    if lost > 0 || gap {
+                        log::debug!("camera {}: {lost} packet(s) lost, reference gap {gap}, noticed at the packet of pts {p_us} ({key:?}, {} bytes)", sh.name(), data.len());
                     }
                     if lost > 0 {
                         sh.counters.packets_lost.fetch_add(lost, Ordering::Relaxed);
@@ -198,6 +203,10 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                             NVCAM_E_IO,
                             format!("no recovery point for {} ms after a packet loss; reconnecting for a key frame", recovery_reconnect.as_millis()),
                         ));
+                    }
+                    if integrity.is_recovery_point(p_us) {
+                        log::debug!("camera {}: recovery point at pts {p_us}", sh.name());
+                        dec.before_recovery_point();
                     }
                     let t_send = Instant::now();
                     let sent = dec.send_packet(&p)?;

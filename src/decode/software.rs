@@ -19,6 +19,9 @@ pub(crate) struct SoftwareDecoder {
     eight_bit: bool,
     /// JPEG pictures: full-range BT.601 whatever the frame says (`Color::jpeg`).
     jpeg: bool,
+    /// What the decoder was opened from, to open it afresh at a recovery point.
+    params: ff::codec::Parameters,
+    opts: DecodeOpts,
 }
 
 // SAFETY: the codec and SwsContext are owned by this decoder and used through `&mut self` only.
@@ -32,20 +35,33 @@ impl SoftwareDecoder {
     /// At low latency the decoder threads split each picture (slice threads) instead of working
     /// on several pictures at once (frame threads, which hold one picture back per thread).
     pub(crate) fn from_parameters(params: ff::codec::Parameters, time_base: ff::Rational, o: DecodeOpts) -> Result<SoftwareDecoder> {
-        let (threads, low_latency) = (o.threads, o.low_latency);
         let id = params.id();
         if ff::decoder::find(id).is_none() {
             return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("codec {id:?} not supported on this path (no FFmpeg decoder)")));
         }
+        let dec = Self::open_codec(&params, o)?;
+        Ok(SoftwareDecoder {
+            dec,
+            frame: ff::frame::Video::empty(),
+            time_base,
+            sws: std::ptr::null_mut(),
+            sws_key: (0, 0, -1, -1),
+            eight_bit: o.eight_bit,
+            jpeg: id == ff::codec::Id::MJPEG,
+            params,
+            opts: o,
+        })
+    }
+
+    fn open_codec(params: &ff::codec::Parameters, o: DecodeOpts) -> Result<ff::decoder::Video> {
         let mut ctx = ff::codec::Context::from_parameters(params.clone()).map_err(|e| Error::ffmpeg("avcodec_parameters_to_context", e))?;
-        let kind = if low_latency { ff::codec::threading::Type::Slice } else { ff::codec::threading::Type::Frame };
-        ctx.set_threading(ff::codec::threading::Config { kind, count: threads, ..Default::default() });
-        if low_latency {
+        let kind = if o.low_latency { ff::codec::threading::Type::Slice } else { ff::codec::threading::Type::Frame };
+        ctx.set_threading(ff::codec::threading::Config { kind, count: o.threads, ..Default::default() });
+        if o.low_latency {
             // SAFETY: an unopened context made from `params`.
-            unsafe { super::set_low_delay(ctx.as_mut_ptr(), &params) };
+            unsafe { super::set_low_delay(ctx.as_mut_ptr(), params) };
         }
-        let dec = ctx.decoder().video().map_err(|e| Error::ffmpeg("avcodec_open2", e))?;
-        Ok(SoftwareDecoder { dec, frame: ff::frame::Video::empty(), time_base, sws: std::ptr::null_mut(), sws_key: (0, 0, -1, -1), eight_bit: o.eight_bit, jpeg: id == ff::codec::Id::MJPEG })
+        ctx.decoder().video().map_err(|e| Error::ffmpeg("avcodec_open2", e))
     }
 
     /// Converts the picture last received to NV12 at `g` (Y rows, then UV rows, at `g.pitch`)
@@ -113,6 +129,20 @@ impl SoftwareDecoder {
     /// avcodec_flush_buffers: back to a clean state after end of file, same codec session.
     pub(crate) fn flush(&mut self) {
         self.dec.flush();
+    }
+
+    /// A new codec session, for a recovery point: a flush leaves FFmpeg 5.1's H.264 decoder with
+    /// state that spoils the next IDR after a damaged picture (see
+    /// `Decoder::before_recovery_point`); a fresh one decodes it as a clean stream would. If it
+    /// cannot be opened (it opened before), the old one goes on, flushed.
+    pub(crate) fn reopen(&mut self) {
+        match Self::open_codec(&self.params, self.opts) {
+            Ok(d) => self.dec = d,
+            Err(e) => {
+                log::warn!("reopening the decoder at a recovery point: {e}; flushing it instead");
+                self.dec.flush();
+            }
+        }
     }
 }
 
@@ -208,5 +238,10 @@ impl Decoder for SoftwareDecoder {
     fn reset(&mut self) -> bool {
         self.flush();
         true
+    }
+    fn before_recovery_point(&mut self) {
+        // Pictures still inside (frame threads) are lost: they came before the recovery point,
+        // in a stream already suspect.
+        self.reopen();
     }
 }
