@@ -142,6 +142,8 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
     let mut frame_nums = keys.frame_num_check(&input.stream().parameters());
     let mut integrity = Integrity::default();
     let recovery_reconnect = Duration::from_millis(DEFAULTS.loss_recovery_reconnect_ms as u64);
+    // A recovery point held back while the decoder drains, for a decoder that restarts there.
+    let mut after_drain: Option<ffmpeg_next::Packet> = None;
     let mut seq = sh.counters.decoded.load(Ordering::Relaxed);
     let mut fps_window = (Instant::now(), 0u64);
     let mut eof = false;
@@ -204,19 +206,23 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                             format!("no recovery point for {} ms after a packet loss; reconnecting for a key frame", recovery_reconnect.as_millis()),
                         ));
                     }
-                    if integrity.is_recovery_point(p_us) {
-                        log::debug!("camera {}: recovery point at pts {p_us}", sh.name());
-                        dec.before_recovery_point();
+                    if integrity.is_recovery_point(p_us) && dec.restarts_at_recovery_point() {
+                        // Drain what the decoder holds (pictures before the recovery point),
+                        // then start it afresh with this packet, after the pictures below.
+                        log::debug!("camera {}: recovery point at pts {p_us}: the decoder starts afresh", sh.name());
+                        dec.send_eof()?;
+                        after_drain = Some(p);
+                    } else {
+                        let t_send = Instant::now();
+                        let sent = dec.send_packet(&p)?;
+                        if steady {
+                            timing::since(Stage::Send, t_send);
+                        }
+                        if let crate::decode::Outcome::Corrupt(_) = &sent {
+                            integrity.lost(now);
+                        }
+                        sh.report(sent);
                     }
-                    let t_send = Instant::now();
-                    let sent = dec.send_packet(&p)?;
-                    if steady {
-                        timing::since(Stage::Send, t_send);
-                    }
-                    if let crate::decode::Outcome::Corrupt(_) = &sent {
-                        integrity.lost(now);
-                    }
-                    sh.report(sent);
                 }
                 // A looped file whose decoder goes on across the rewind: no drain, no reset
                 // (unless the file gave no packet since the last rewind: then drain as usual).
@@ -283,6 +289,14 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                 fps_window = (Instant::now(), 0);
             }
             t_receive = Instant::now();
+        }
+        if let Some(p) = after_drain.take() {
+            dec.before_recovery_point();
+            let sent = dec.send_packet(&p)?;
+            if let crate::decode::Outcome::Corrupt(_) = &sent {
+                integrity.lost(Instant::now());
+            }
+            sh.report(sent);
         }
         crate::gpu::maintain();
         if eof && !got_any {

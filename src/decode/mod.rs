@@ -97,6 +97,11 @@ pub(crate) trait Decoder: Send {
     /// with 1 % RTP loss, reproduced with the CLI on a file with bytes cut from one picture).
     /// The hardware decoders start each IDR afresh and need nothing.
     fn before_recovery_point(&mut self) {}
+    /// Whether [`Decoder::before_recovery_point`] starts the decoder afresh, so the camera drains
+    /// it first (end of stream, every picture out) and loses no picture.
+    fn restarts_at_recovery_point(&self) -> bool {
+        false
+    }
     /// Whether a looped file goes on into this decoder as one stream at its end: no drain, no
     /// [`Decoder::reset`]; the rewound file's first key frame follows the last picture as a key
     /// frame follows in any live stream, and the pictures still in the decoder's reorder buffer

@@ -239,6 +239,9 @@ impl Decoder for SoftwareDecoder {
         self.flush();
         true
     }
+    fn restarts_at_recovery_point(&self) -> bool {
+        true
+    }
     fn before_recovery_point(&mut self) {
         // Pictures still inside (frame threads) are lost: they came before the recovery point,
         // in a stream already suspect.

@@ -89,6 +89,9 @@ impl Decoder for UploadDecoder {
         stats::of(s.dev.ordinal).frames_copied.fetch_add(1, Ordering::Relaxed);
         Ok(Outcome::Clean)
     }
+    fn restarts_at_recovery_point(&self) -> bool {
+        true
+    }
     fn before_recovery_point(&mut self) {
         self.sw.reopen();
     }
