@@ -29,9 +29,24 @@ fn clean_clip() -> PathBuf {
     clip("integrity-clean-640x360.mp4", "640x360", 300, "libx264", &["-preset", "veryfast", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0", "-bf", "0"])
 }
 
+/// A camera with intra refresh and no IDR but the first (x264 `intra-refresh`): a column of
+/// intra blocks sweeps the picture every 30 frames, and a recovery-point SEI with
+/// `recovery_frame_cnt` 29 starts each sweep.
+fn refresh_clip() -> PathBuf {
+    clip("integrity-refresh-640x360.mp4", "640x360", 300, "libx264", &["-preset", "veryfast", "-x264-params", "intra-refresh=1:keyint=30", "-bf", "0"])
+}
+
+/// [`refresh_clip`] with packet 45 gone: exact again only where the next sweep's SEI says.
+fn refresh_dropped_clip() -> PathBuf {
+    noisy_from(&refresh_clip(), "integrity-refresh-dropped-640x360.mp4", "drop=eq(n\\,45)")
+}
+
 /// `clean` through FFmpeg's noise bitstream filter (`bsf` its options), remuxed as `name`.
 fn noisy(name: &str, bsf: &str) -> PathBuf {
-    let clean = clean_clip();
+    noisy_from(&clean_clip(), name, bsf)
+}
+
+fn noisy_from(clean: &Path, name: &str, bsf: &str) -> PathBuf {
     let path = clean.with_file_name(name);
     if path.exists() {
         return path;
@@ -42,7 +57,7 @@ fn noisy(name: &str, bsf: &str) -> PathBuf {
     let tmp = path.with_file_name(format!("part-{name}"));
     let out = Command::new("ffmpeg")
         .args(["-hide_banner", "-loglevel", "error", "-y", "-i"])
-        .arg(&clean)
+        .arg(clean)
         .args(["-c", "copy", "-bsf:v", &format!("noise={bsf}")])
         .arg(&tmp)
         .output()
@@ -128,6 +143,7 @@ fn dropped_reference_pictures_mark_until_the_next_idr() {
     assert_eq!(clean.len(), 300);
     assert!(marked(&clean).is_empty(), "the clean clip has marked pictures");
     let sw = decode_all(&dropped_clip(), NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE);
+    assert_eq!(sw.len(), 296, "every picture but the four dropped comes out");
     let m = exact_or_marked("software, dropped", &sw, &clean);
     // Packets 40, 95, 170, 230 dropped: pictures 41..59, 96..119, 171..179, 231..239 reference a
     // missing one (an IDR every 30), and nothing else does.
@@ -147,10 +163,27 @@ fn damaged_pictures_are_marked_by_the_software_decoder() {
     let _g = serial();
     let clean = decode_all(&clean_clip(), NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE);
     let sw = decode_all(&damaged_clip(), NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE);
+    assert_eq!(sw.len(), 300, "every picture comes out");
     let m = exact_or_marked("software, damaged", &sw, &clean);
     // And no more: the damaged pictures and those after them up to the next IDR are exactly the
     // ones that differ from the clean decode.
     assert_eq!(ms(&m), ms(&wrong(&sw, &clean)), "marked against wrong (ms)");
+}
+
+/// Intra refresh, no IDR: after a lost reference picture (45) the stream is exact again at the
+/// recovery point the next sweep's SEI names (frame 60 + 29 = 89), not at the next key frame
+/// (there is none) and not at that SEI's own picture (its sweep has just begun).
+#[test]
+fn intra_refresh_is_exact_again_where_the_recovery_point_sei_says() {
+    let _g = serial();
+    let clean = decode_all(&refresh_clip(), NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE);
+    assert!(marked(&clean).is_empty());
+    let sw = decode_all(&refresh_dropped_clip(), NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE);
+    assert_eq!(sw.len(), 299, "every picture but the dropped one comes out");
+    let m = exact_or_marked("software, intra refresh", &sw, &clean);
+    let frame = |n: i64| n * 1_000_000 / 30;
+    let expected: BTreeSet<i64> = (46..89).map(frame).collect();
+    assert_eq!(ms(&m), ms(&expected), "marked pictures (ms)");
 }
 
 /// The GPU decoders on the same clips: direct NVDEC marks what the software path marks, picture
@@ -167,13 +200,15 @@ fn gpu_decoders_mark_what_the_software_path_marks() {
     }
     let clean = decode_all(&clean_clip(), NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE);
     let mut failures = Vec::new();
-    for (what, clip) in [("dropped", dropped_clip()), ("damaged", damaged_clip())] {
+    let clean_refresh = decode_all(&refresh_clip(), NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE);
+    for (what, clip) in [("dropped", dropped_clip()), ("damaged", damaged_clip()), ("intra refresh", refresh_dropped_clip())] {
+        let clean = if what == "intra refresh" { &clean_refresh } else { &clean };
         let sw = decode_all(&clip, NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE);
         let sw_marks = marked(&sw);
         for (name, decoder) in [("nvdec", NVCAM_DECODER_NVDEC), ("ffmpeg-hw", NVCAM_DECODER_FFMPEG_HW)] {
             let gpu = decode_all(&clip, 0, decoder);
             let m = marked(&gpu);
-            let w = wrong(&gpu, &clean);
+            let w = wrong(&gpu, clean);
             let unmarked: BTreeSet<_> = w.difference(&m).copied().collect();
             let only_gpu: BTreeSet<_> = m.difference(&sw_marks).copied().collect();
             let only_sw: BTreeSet<_> = sw_marks.difference(&m).copied().collect();
@@ -205,4 +240,5 @@ fn make_integrity_fixtures() {
     clean_clip();
     dropped_clip();
     damaged_clip();
+    refresh_dropped_clip();
 }

@@ -137,6 +137,8 @@ fn recoveries(seen: &[Seen]) -> Vec<f64> {
     let mut start: Option<i64> = None;
     for s in seen {
         match (s.exact(), start) {
+            // A reconnect starts the timestamps afresh: that run is not measured.
+            (_, Some(t0)) if s.pts_us < t0 => start = (!s.exact()).then_some(s.pts_us),
             (false, None) => start = Some(s.pts_us),
             (true, Some(t0)) => {
                 out.push((s.pts_us - t0) as f64 / 1000.0);
@@ -180,7 +182,7 @@ fn loss_run(loss: f64) {
     let (rec_med, rec_max) = median_max(recoveries(&marked));
     let sent = secs * 30;
     println!(
-        "| {:.0} % | {} s | {} of {} ({:.1} %) | {:.0} / {:.0} ms | {} | {} | {} of {} ({} marked, {} of them identical) | {} |",
+        "| {:.0} % | {} s | {} of {} ({:.1} %) | {:.0} / {:.0} ms | {} | {} | {} | {} of {} ({} marked, {} of them identical) | {} |",
         loss * 100.0,
         secs,
         exact.len(),
@@ -190,6 +192,7 @@ fn loss_run(loss: f64) {
         rec_max,
         se.frames_corrupt,
         se.packets_lost,
+        se.reconnects,
         wrong,
         marked.len(),
         flagged,

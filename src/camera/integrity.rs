@@ -34,6 +34,9 @@ pub(super) struct Integrity {
     suspect_since: Option<Instant>,
     /// A recovery point sent after the last loss: pictures at or after its timestamp are exact.
     recovery: Option<i64>,
+    /// Whether that recovery point stands alone (an IDR or IRAP), so a decoder may start afresh
+    /// there; the picture a recovery-point SEI names still predicts from earlier ones.
+    recovery_alone: bool,
     /// A recovery-point SEI seen after the last loss: the picture this many packets later is the
     /// recovery point.
     pending: Option<u32>,
@@ -116,14 +119,15 @@ impl Integrity {
             if n == 0 {
                 self.pending = None;
                 self.recovery = Some(pts_us);
+                self.recovery_alone = false;
             } else {
                 self.pending = Some(n - 1);
             }
             return;
         }
         match key {
-            KeyPoint::Full => self.recovery = Some(pts_us),
-            KeyPoint::After(0) => self.recovery = Some(pts_us),
+            KeyPoint::Full => (self.recovery, self.recovery_alone) = (Some(pts_us), true),
+            KeyPoint::After(0) => (self.recovery, self.recovery_alone) = (Some(pts_us), false),
             KeyPoint::After(n) => self.pending = Some(n - 1),
             KeyPoint::None => {}
         }
@@ -158,9 +162,10 @@ impl Integrity {
     }
 
     /// Whether the packet just given to [`Integrity::packet`] is the recovery point the stream
-    /// was waiting for (the decoder may need to reset before it: `Decoder::before_recovery_point`).
+    /// was waiting for, and one a decoder can start afresh at (`Decoder::before_recovery_point`):
+    /// an IDR or IRAP, not the end of an intra-refresh sweep.
     pub(super) fn is_recovery_point(&self, pts_us: i64) -> bool {
-        self.suspect_since.is_some() && self.recovery == Some(pts_us)
+        self.suspect_since.is_some() && self.recovery == Some(pts_us) && self.recovery_alone
     }
 
     /// How long the stream has been suspect without a recovery point, if it is.
@@ -191,6 +196,7 @@ mod tests {
         let p = g.picture(100, false, t);
         assert!(p.after_loss && !p.corrupt);
         g.packet(KeyPoint::Full, 133);
+        assert!(g.is_recovery_point(133));
         g.packet(KeyPoint::None, 166);
         assert!(exact(g.picture(133, false, t)), "the IDR itself is exact");
         assert!(exact(g.picture(166, false, t)));
@@ -262,6 +268,7 @@ mod tests {
         g.packet(KeyPoint::After(2), 10);
         g.packet(KeyPoint::None, 20);
         g.packet(KeyPoint::None, 30);
+        assert!(!g.is_recovery_point(30), "the end of a sweep still predicts from earlier pictures: no fresh decoder there");
         assert!(g.picture(10, false, t).after_loss, "refresh in progress");
         assert!(g.picture(20, false, t).after_loss, "refresh in progress");
         assert!(exact(g.picture(30, false, t)), "recovery_frame_cnt reached");
