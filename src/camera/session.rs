@@ -139,7 +139,7 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
     let mut arrivals = Arrivals::default();
     let time_base = input.stream().time_base();
     let keys = KeyScan::new(&input.stream().parameters());
-    let mut frame_nums = keys.frame_num_check(&input.stream().parameters());
+    let mut frame_nums = crate::decode::frame_num::FrameNumCheck::for_stream(&input.stream().parameters());
     let mut integrity = Integrity::default();
     let recovery_reconnect = Duration::from_millis(DEFAULTS.loss_recovery_reconnect_ms as u64);
     // A recovery point held back while the decoder drains, for a decoder that restarts there.

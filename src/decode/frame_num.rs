@@ -9,7 +9,8 @@
 //! `frame_num`; never slice data. A dropped non-reference picture leaves no gap, and needs none:
 //! nothing predicts from it.
 
-use super::recovery::{Bits, Nals};
+use super::nal::{extradata, length_size, Bits, Nals};
+use ffmpeg_next as ff;
 use std::collections::HashMap;
 
 /// What a sequence parameter set says about `frame_num`.
@@ -88,10 +89,41 @@ fn parse_sps(p: &[u8]) -> Option<(u32, Sps)> {
 }
 
 impl FrameNumCheck {
-    /// For an H.264 stream: `nal_len` as [`super::recovery::KeyScan`] found it.
+    /// For an H.264 stream whose NAL units have `nal_len`-byte length prefixes (`None`: Annex B).
     pub(crate) fn new(nal_len: Option<usize>) -> FrameNumCheck {
         FrameNumCheck { nal_len, ..Default::default() }
     }
+
+    /// The check for a stream (`params` its codec parameters, whose extradata may hold the
+    /// parameter sets), if it is H.264.
+    pub(crate) fn for_stream(params: &ff::codec::Parameters) -> Option<FrameNumCheck> {
+        if params.id() != ff::codec::Id::H264 {
+            return None;
+        }
+        let nal_len = length_size(params, false);
+        let mut c = FrameNumCheck::new(nal_len);
+        let extra = extradata(params);
+        if nal_len.is_some() {
+            // avcC: [5] SPS count, then (u16 length, NAL) each; then the PPS count and PPSs.
+            let mut at = 5;
+            for _ in 0..2 {
+                let Some(&n) = extra.get(at) else { break };
+                let n = if at == 5 { n & 0x1f } else { n };
+                at += 1;
+                for _ in 0..n {
+                    let Some(len) = extra.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]) as usize) else { break };
+                    if let Some(nal) = extra.get(at + 2..at + 2 + len) {
+                        c.parameter_set(nal);
+                    }
+                    at += 2 + len;
+                }
+            }
+        } else {
+            c.gap_before(extra);
+        }
+        Some(c)
+    }
+
 
     /// Reads a packet (one access unit); true if a reference picture is missing before it.
     pub(crate) fn gap_before(&mut self, data: &[u8]) -> bool {

@@ -8,6 +8,7 @@
 //! picture lost to it) comes back in its [`Outcome`], not through a side channel.
 
 pub(crate) mod frame_num;
+pub(crate) mod nal;
 pub(crate) mod recovery;
 pub(crate) mod software;
 

@@ -8,6 +8,7 @@
 //! So the first NAL units of each H.264 packet are read, up to the first slice; the scan never
 //! goes into slice data.
 
+use super::nal::{length_size, Bits, Nals};
 use ffmpeg_next as ff;
 
 /// What a packet is as a recovery point.
@@ -38,48 +39,17 @@ pub(crate) struct KeyScan {
 
 impl KeyScan {
     pub(crate) fn new(params: &ff::codec::Parameters) -> KeyScan {
-        let extra = extradata(params);
         let codec = match params.id() {
             ff::codec::Id::H264 => Codec::H264,
             ff::codec::Id::HEVC => Codec::Hevc,
             _ => Codec::Other,
         };
         // avcC / hvcC records start with version 1; Annex B extradata starts with a start code.
-        let nal_len = match (codec, extra.first()) {
-            (Codec::H264, Some(1)) if extra.len() > 4 => Some((extra[4] & 3) as usize + 1),
-            (Codec::Hevc, Some(1)) if extra.len() > 21 => Some((extra[21] & 3) as usize + 1),
-            _ => None,
+        let nal_len = match codec {
+            Codec::Other => None,
+            c => length_size(params, c == Codec::Hevc),
         };
         KeyScan { codec, nal_len }
-    }
-
-    /// A check of H.264's reference chain for this stream (`params` its codec parameters, whose
-    /// extradata may hold the parameter sets), if it is H.264.
-    pub(crate) fn frame_num_check(&self, params: &ff::codec::Parameters) -> Option<super::frame_num::FrameNumCheck> {
-        if self.codec != Codec::H264 {
-            return None;
-        }
-        let mut c = super::frame_num::FrameNumCheck::new(self.nal_len);
-        let extra = extradata(params);
-        if self.nal_len.is_some() {
-            // avcC: [5] SPS count, then (u16 length, NAL) each; then the PPS count and PPSs.
-            let mut at = 5;
-            for _ in 0..2 {
-                let Some(&n) = extra.get(at) else { break };
-                let n = if at == 5 { n & 0x1f } else { n };
-                at += 1;
-                for _ in 0..n {
-                    let Some(len) = extra.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]) as usize) else { break };
-                    if let Some(nal) = extra.get(at + 2..at + 2 + len) {
-                        c.parameter_set(nal);
-                    }
-                    at += 2 + len;
-                }
-            }
-        } else {
-            c.gap_before(extra);
-        }
-        Some(c)
     }
 
     /// `key` is the demuxer's key flag.
@@ -115,133 +85,6 @@ impl KeyScan {
                 }
             }
         }
-    }
-}
-
-/// A stream's extradata (avcC, hvcC, or Annex B parameter sets), borrowed from its parameters.
-fn extradata(params: &ff::codec::Parameters) -> &[u8] {
-    // SAFETY: `params` owns valid codec parameters; extradata is null or `extradata_size` bytes,
-    // alive as long as `params`.
-    unsafe {
-        let p = &*params.as_ptr();
-        if p.extradata.is_null() || p.extradata_size <= 0 {
-            &[][..]
-        } else {
-            std::slice::from_raw_parts(p.extradata, p.extradata_size as usize)
-        }
-    }
-}
-
-/// NAL units of a packet, Annex B or length-prefixed.
-pub(crate) struct Nals<'a> {
-    data: &'a [u8],
-    nal_len: Option<usize>,
-}
-
-impl<'a> Nals<'a> {
-    pub(crate) fn new(data: &'a [u8], nal_len: Option<usize>) -> Nals<'a> {
-        Nals { data, nal_len }
-    }
-}
-
-/// Index of the next `00 00 01` at or after `from`.
-fn start_code(d: &[u8], from: usize) -> Option<usize> {
-    (from..d.len().saturating_sub(2)).find(|&i| d[i] == 0 && d[i + 1] == 0 && d[i + 2] == 1)
-}
-
-impl<'a> Iterator for Nals<'a> {
-    type Item = &'a [u8];
-    fn next(&mut self) -> Option<&'a [u8]> {
-        match self.nal_len {
-            Some(n) => {
-                if self.data.len() < n {
-                    return None;
-                }
-                let len = self.data[..n].iter().fold(0usize, |a, &b| (a << 8) | b as usize);
-                let rest = &self.data[n..];
-                let len = len.min(rest.len());
-                self.data = &rest[len..];
-                Some(&rest[..len])
-            }
-            None => {
-                let s = start_code(self.data, 0)? + 3;
-                let end = start_code(self.data, s).unwrap_or(self.data.len());
-                let nal = &self.data[s..end];
-                self.data = &self.data[end..];
-                // A 4-byte start code leaves its leading zero on the previous unit: harmless here.
-                Some(nal)
-            }
-        }
-    }
-}
-
-/// Reads the bits of an RBSP (emulation prevention bytes removed as it goes).
-pub(crate) struct Bits<'a> {
-    d: &'a [u8],
-    byte: usize,
-    bit: u32,
-    zeros: u32,
-}
-
-impl<'a> Bits<'a> {
-    pub(crate) fn new(d: &'a [u8]) -> Bits<'a> {
-        Bits { d, byte: 0, bit: 0, zeros: 0 }
-    }
-    /// `n` bits (at most 32), most significant first.
-    pub(crate) fn bits(&mut self, n: u32) -> Option<u32> {
-        let mut v = 0u32;
-        for _ in 0..n.min(32) {
-            v = (v << 1) | self.bit()?;
-        }
-        Some(v)
-    }
-    /// A signed Exp-Golomb code.
-    pub(crate) fn se(&mut self) -> Option<i32> {
-        let k = self.ue()? as i64;
-        Some(if k % 2 == 1 { ((k + 1) / 2) as i32 } else { -(k / 2) as i32 })
-    }
-    fn byte_at(&mut self) -> Option<u8> {
-        loop {
-            let b = *self.d.get(self.byte)?;
-            if self.bit == 0 && self.zeros >= 2 && b == 3 {
-                self.byte += 1;
-                self.zeros = 0;
-                continue;
-            }
-            return Some(b);
-        }
-    }
-    pub(crate) fn bit(&mut self) -> Option<u32> {
-        let b = self.byte_at()?;
-        let v = (b >> (7 - self.bit)) & 1;
-        self.bit += 1;
-        if self.bit == 8 {
-            self.bit = 0;
-            self.byte += 1;
-            self.zeros = if b == 0 { self.zeros + 1 } else { 0 };
-        }
-        Some(v as u32)
-    }
-    pub(crate) fn byte(&mut self) -> Option<u8> {
-        let mut v = 0u8;
-        for _ in 0..8 {
-            v = (v << 1) | self.bit()? as u8;
-        }
-        Some(v)
-    }
-    pub(crate) fn ue(&mut self) -> Option<u32> {
-        let mut zeros = 0;
-        while self.bit()? == 0 {
-            zeros += 1;
-            if zeros > 31 {
-                return None;
-            }
-        }
-        let mut v = 0u64;
-        for _ in 0..zeros {
-            v = (v << 1) | self.bit()? as u64;
-        }
-        u32::try_from((1u64 << zeros) - 1 + v).ok()
     }
 }
 
