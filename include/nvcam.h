@@ -1444,7 +1444,7 @@ int32_t nvcam_gpu_drain(uint32_t min_age_ms);
 NVCAM_STATIC_ASSERT(sizeof(nvcam_config_t) == 64, "nvcam_config_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_options_t) == 80, "nvcam_camera_options_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_stats_t) == 152, "nvcam_camera_stats_t layout");
-NVCAM_STATIC_ASSERT(sizeof(nvcam_frame_info_t) == 120, "nvcam_frame_info_t layout");
+NVCAM_STATIC_ASSERT(sizeof(nvcam_frame_info_t) == 128, "nvcam_frame_info_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_gpu_stats_t) == 160, "nvcam_gpu_stats_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_convert_t) == 112, "nvcam_convert_t layout");
 #endif

@@ -43,7 +43,7 @@ class NvcamTest(unittest.TestCase):
         self.assertEqual(ctypes.sizeof(nvcam.Config), 64)
         self.assertEqual(ctypes.sizeof(nvcam.CameraOptions), 80)
         self.assertEqual(ctypes.sizeof(nvcam.CameraStats), 152)
-        self.assertEqual(ctypes.sizeof(nvcam.FrameInfo), 120)
+        self.assertEqual(ctypes.sizeof(nvcam.FrameInfo), 128)
         for t in (nvcam.Config, nvcam.CameraOptions, nvcam.CameraStats, nvcam.FrameInfo):
             self.assertEqual(t().struct_size, ctypes.sizeof(t), t.__name__)
         # The library's own defaults come back with the same struct_size.
