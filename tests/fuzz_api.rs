@@ -624,6 +624,13 @@ fn op_lv(sh: &Shared, r: &mut Rng) {
 }
 
 fn sized_call<T>(sh: &Shared, r: &mut Rng, name: &'static str, f: impl FnOnce(*mut T) -> i32) {
+    sized_call_from::<T>(sh, r, name, std::mem::size_of::<T>(), f)
+}
+
+/// As [`sized_call`] for a struct that also takes its older, shorter versions (`min` bytes and
+/// up): an OK needs at least `min`, and the buffer is only `struct_size` long when that is
+/// shorter, so a write past what the caller declared trips the guard.
+fn sized_call_from<T>(sh: &Shared, r: &mut Rng, name: &'static str, min: usize, f: impl FnOnce(*mut T) -> i32) {
     let size = std::mem::size_of::<T>();
     if r.chance(10) {
         sh.check(name, f(std::ptr::null_mut()));
@@ -633,12 +640,15 @@ fn sized_call<T>(sh: &Shared, r: &mut Rng, name: &'static str, f: impl FnOnce(*m
         0 => 0,
         1 => r.below(size as u64) as u32,
         2 => u32::MAX,
+        3 if min < size => (min + r.below((size - min) as u64) as usize) as u32,
         _ => size as u32,
     };
-    let mut g = Guarded::with_struct_size(size, ss);
+    // A declared size between `min` and the full size gets exactly that many bytes.
+    let len = if (min..size).contains(&(ss as usize)) { ss as usize } else { size };
+    let mut g = Guarded::with_struct_size(len.max(4), ss);
     let code = sh.check(name, f(g.ptr().cast()));
     if code == NVCAM_OK {
-        assert!(ss as usize >= size, "{name}: OK with struct_size {ss} < {size}");
+        assert!(ss as usize >= min, "{name}: OK with struct_size {ss} < {min}");
     }
     sh.guard(name, &g);
 }
@@ -666,7 +676,8 @@ fn op_cheap(sh: &Shared, r: &mut Rng) {
         6..=7 => {
             let f = sh.handle(r, false);
             // SAFETY (test): NULL or a guarded, aligned struct buffer.
-            sized_call::<nvcam_frame_info>(sh, r, "nvcam_frame_info", |p| unsafe { nvcam_frame_info(f, p) });
+            // 120: the size before `flags` was appended, still taken (and filled to its end only).
+            sized_call_from::<nvcam_frame_info>(sh, r, "nvcam_frame_info", 120, |p| unsafe { nvcam_frame_info(f, p) });
         }
         8 => op_copy(sh, r),
         9 => {
