@@ -56,7 +56,7 @@ pub const NVCAM_E_PANIC: i32 = -8040;
 /// An internal invariant failed; please report with the log.
 pub const NVCAM_E_INTERNAL: i32 = -8041;
 
-/// Every code with its name and a one-line description, for `nvcam_status_text`, the README and
+/// Every code with its name and a one-line description, for `nvcam_status_text`, docs/api.md and
 /// LabVIEW's error file (a test keeps the three in step).
 pub const ALL: &[(i32, &str, &str)] = &[
     (NVCAM_OK, "NVCAM_OK", "success"),

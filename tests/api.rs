@@ -1,5 +1,5 @@
-//! The contract around the C API: the committed header is what the code generates, and the README
-//! documents every function and status code as they are.
+//! The contract around the C API: the committed header is what the code generates, and the API
+//! guide (docs/api.md) documents every function and status code as they are.
 
 use std::path::Path;
 use std::process::Command;
@@ -91,14 +91,14 @@ fn header_declares_every_export() {
 }
 
 #[test]
-fn readme_documents_every_function_and_status_code() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+fn api_guide_documents_every_function_and_status_code() {
+    let guide = std::fs::read_to_string(root().join("docs/api.md")).unwrap();
     for f in exported_functions() {
-        assert!(readme.contains(&format!("`{f}(")), "README's API table lacks {f}");
+        assert!(guide.contains(&format!("`{f}(")), "docs/api.md's API table lacks {f}");
     }
     for (code, name, _) in nvcam::status::ALL {
         let row = format!("| {code} | `{name}` |");
-        assert!(readme.contains(&row), "README's status table lacks {row}");
+        assert!(guide.contains(&row), "docs/api.md's status table lacks {row}");
     }
 }
 

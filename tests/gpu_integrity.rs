@@ -191,7 +191,7 @@ fn intra_refresh_is_exact_again_where_the_recovery_point_sei_says() {
 /// the bitstream, the same for every decoder). Damaged bytes with no loss are seen only by a
 /// decoder's own report, and FFmpeg's CUDA hwaccel has none (it never asks NVDEC for the decode
 /// status, and conceals silently): on the damaged clip it must mark nothing the software path
-/// does not, and what it misses is printed (README: "Integrity per decoder").
+/// does not, and what it misses is printed (docs/api.md: "What the decoders see").
 #[test]
 fn gpu_decoders_mark_what_the_software_path_marks() {
     let _g = serial();

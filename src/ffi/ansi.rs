@@ -1,7 +1,7 @@
 //! Strings from hosts that do not speak UTF-8: LabVIEW on Windows passes paths and URLs in the
 //! system ANSI code page (e.g. Windows-1252: "café" is the bytes 63 61 66 E9, not valid UTF-8).
 //!
-//! The rule (documented in the header and the README): a string that is valid UTF-8 is taken as
+//! The rule (documented in the header and docs/windows.md): a string that is valid UTF-8 is taken as
 //! UTF-8; on Windows any other string is converted from the ANSI code page (`CP_ACP`, through
 //! UTF-16) before it reaches FFmpeg, whose Windows file protocol takes UTF-8; on Linux it is
 //! refused (`NVCAM_E_INVALID_ARGUMENT`). Bytes the code page does not define are refused too.
