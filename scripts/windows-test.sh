@@ -98,7 +98,7 @@ grep -q '^CUVIDDECODECREATEINFO 112' "$NVCAM_NVCUVID_LAYOUT_C" || die "unexpecte
 
 # --- the Rust tests under Wine ---
 # Tests that cannot run under Wine, by test binary, and why. Each must name one existing test (the
-# list is checked), each is printed when it is left out, and the README lists them.
+# list is checked), each is printed when it is left out, and docs/windows.md lists them.
 SKIP=(
   "api committed_header_matches_generated|runs git, a Linux program (Wine starts Linux programs without a waitable handle or exit code); this script does the same git diff on Linux above"
   "bindings python_binding_suite_passes|Python ctypes suite: needs a Windows Python (the Linux python3 cannot load a Windows DLL)"
@@ -106,6 +106,7 @@ SKIP=(
   "rtsp *|every test starts, SIGSTOPs, restarts and kills the Linux GStreamer server it talks to: a Windows process under Wine cannot manage Linux processes (Rust's Command gets 'Invalid handle'); RTSP through Wine is checked below with the same server"
   "rtsp_loss *|every test starts the Linux GStreamer server (a lossy network on loopback) and decodes the clip with the Linux ffmpeg CLI for its reference: neither can be started from a Windows process under Wine; the marking logic is the same code, and tests/gpu_integrity.rs checks it under Wine on files with dropped and damaged packets"
   "rtsp_transport *|every test starts the Linux GStreamer server (Digest, multicast, HTTP tunnel, TLS, a UDP firewall): a Windows process under Wine cannot start or stop Linux processes"
+  "docs *|compiles the docs' runnable C blocks with the Linux C compiler and runs their Python blocks with the Linux python3 against the Linux library (neither can be started from a Windows process under Wine); its checks of links are text only and the same on Linux"
 )
 failed=()
 summary=()

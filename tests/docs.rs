@@ -1,0 +1,320 @@
+//! The docs keep working: every code block in README.md and docs/*.md that claims to be runnable
+//! compiles and runs, every relative link resolves, and the README links every page of docs/.
+//!
+//! A block is runnable when the line right before its opening fence is `<!-- runnable -->`
+//! (docs/development.md, "Runnable examples in the docs"):
+//!
+//! * ` ```c `: compiled as C11 with `-Wall -Wextra -Werror` against `include/nvcam.h`, linked to the
+//!   cdylib this `cargo test` built (`<profile>/deps/`, as tests/c_harness.rs finds it), and run.
+//! * ` ```python `: run by `python3` with `bindings/python` on `PYTHONPATH` and `NVCAM_LIB` naming
+//!   that cdylib (as tests/bindings.rs runs the binding's suite).
+//!
+//! Each must exit 0 within [`LIMIT`]. The examples use `testsrc://` and closed ports on loopback,
+//! so they need no network and no GPU. Linux only in practice: scripts/windows-test.sh leaves this
+//! file out under Wine (its SKIP list says why).
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const MARK: &str = "<!-- runnable -->";
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `<target>/<profile>/deps`, where this test binary and the fresh cdylib live.
+fn deps_dir() -> PathBuf {
+    std::env::current_exe().expect("current_exe").parent().expect("deps dir").to_path_buf()
+}
+
+fn cdylib() -> PathBuf {
+    let name = format!("{}nvcam{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
+    let p = deps_dir().join(name);
+    assert!(p.is_file(), "{} not found: cargo builds the cdylib next to the test binaries", p.display());
+    p
+}
+
+/// README.md and docs/*.md: the pages whose runnable blocks run.
+fn doc_pages() -> Vec<PathBuf> {
+    let mut v = vec![root().join("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .expect("docs/")
+        .map(|e| e.expect("docs/ entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    docs.sort();
+    v.extend(docs);
+    v
+}
+
+struct Block {
+    /// `README.md:123`: the file and line of the opening fence.
+    place: String,
+    lang: String,
+    code: String,
+}
+
+/// The runnable blocks of `path`. A marker that is not followed by a fenced block is an error, so
+/// a block cannot stop being checked by an edit that separates the two.
+fn runnable_blocks(path: &Path) -> Vec<Block> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let rel = path.strip_prefix(root()).unwrap_or(path).display().to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if l.trim() != MARK {
+            continue;
+        }
+        let fence = lines.get(i + 1).copied().unwrap_or("");
+        let lang = fence.strip_prefix("```").unwrap_or_else(|| {
+            panic!("{rel}:{}: `{MARK}` must be directly followed by a fenced code block", i + 1)
+        });
+        let lang = lang.trim().to_string();
+        let end = (i + 2..lines.len())
+            .find(|&j| lines[j].trim_end() == "```")
+            .unwrap_or_else(|| panic!("{rel}:{}: the runnable block never closes", i + 2));
+        let code = lines[i + 2..end].iter().map(|l| format!("{l}\n")).collect();
+        out.push(Block { place: format!("{rel}:{}", i + 2), lang, code });
+    }
+    out
+}
+
+fn blocks_of(lang: &str) -> Vec<Block> {
+    let all: Vec<Block> = doc_pages().iter().flat_map(|p| runnable_blocks(p)).collect();
+    for b in &all {
+        assert!(
+            b.lang == "c" || b.lang == "python",
+            "{}: runnable blocks are ```c or ```python, not ```{}",
+            b.place,
+            b.lang
+        );
+    }
+    all.into_iter().filter(|b| b.lang == lang).collect()
+}
+
+/// A file name for a block: `README.md:70` → `docs-README.md-70`.
+fn stem(b: &Block) -> String {
+    format!("docs-{}", b.place.replace(['/', ':'], "-"))
+}
+
+/// Runs `cmd` for at most `limit`, stdout and stderr interleaved into `log`; whether it exited 0,
+/// and everything it printed.
+fn run(mut cmd: Command, log: &Path, limit: Duration) -> (bool, String) {
+    let f = File::create(log).expect("create log");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(f.try_clone().expect("dup log"))
+        .stderr(f)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break Some(s);
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut text = std::fs::read_to_string(log).unwrap_or_default();
+    let ok = match status {
+        Some(s) => {
+            text.push_str(&format!("[exited: {s}, after {:.1} s]\n", t0.elapsed().as_secs_f64()));
+            s.success()
+        }
+        None => {
+            text.push_str(&format!("[KILLED: still running after {} s]\n", limit.as_secs()));
+            false
+        }
+    };
+    (ok, text)
+}
+
+#[test]
+fn runnable_c_blocks_compile_and_run() {
+    let blocks = blocks_of("c");
+    assert!(blocks.len() >= 2, "expected the README's and troubleshooting.md's C examples, found {}", blocks.len());
+    let target = env!("NVCAM_TARGET");
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let deps = deps_dir();
+    cdylib();
+    let mut failed = Vec::new();
+    for b in &blocks {
+        let src = tmp.join(format!("{}.c", stem(b)));
+        let exe = tmp.join(stem(b));
+        std::fs::write(&src, &b.code).expect("write C source");
+        let mut cc = cc::Build::new()
+            .target(target)
+            .host(target)
+            .opt_level(0)
+            .cargo_metadata(false)
+            .get_compiler()
+            .to_command();
+        cc.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-pthread"])
+            .arg("-I")
+            .arg(root().join("include"))
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe)
+            .arg("-L")
+            .arg(&deps)
+            .arg("-lnvcam")
+            .arg(format!("-Wl,-rpath,{}", deps.display()));
+        let (ok, text) = run(cc, &tmp.join(format!("{}.cc.log", stem(b))), LIMIT);
+        if !ok {
+            failed.push(format!("{}: does not compile\n{text}", b.place));
+            continue;
+        }
+        // cargo puts `<profile>/` before `deps/` on LD_LIBRARY_PATH, which beats the rpath: a stale
+        // library from an earlier `cargo build` would run instead of the fresh one.
+        let ld = std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default();
+        let mut paths = vec![deps.clone()];
+        paths.extend(std::env::split_paths(&ld));
+        let mut cmd = Command::new(&exe);
+        cmd.env("LD_LIBRARY_PATH", std::env::join_paths(paths).expect("library path"));
+        let (ok, text) = run(cmd, &tmp.join(format!("{}.log", stem(b))), LIMIT);
+        println!("--- {} (C)\n{text}", b.place);
+        if !ok {
+            failed.push(format!("{}: compiles, but its run failed\n{text}", b.place));
+        }
+    }
+    assert!(failed.is_empty(), "{} of {} runnable C blocks failed:\n{}", failed.len(), blocks.len(), failed.join("\n"));
+}
+
+#[test]
+fn runnable_python_blocks_run() {
+    let blocks = blocks_of("python");
+    assert!(blocks.len() >= 2, "expected the README's and python.md's Python examples, found {}", blocks.len());
+    if Command::new("python3").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
+        eprintln!("note: no python3 on PATH; the {} runnable Python blocks were not run", blocks.len());
+        return;
+    }
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let lib = cdylib();
+    let mut failed = Vec::new();
+    for b in &blocks {
+        let src = tmp.join(format!("{}.py", stem(b)));
+        std::fs::write(&src, &b.code).expect("write Python source");
+        let mut cmd = Command::new("python3");
+        cmd.arg(&src)
+            .current_dir(tmp)
+            .env("PYTHONPATH", root().join("bindings/python"))
+            .env("NVCAM_LIB", &lib)
+            .env("PYTHONDONTWRITEBYTECODE", "1");
+        let (ok, text) = run(cmd, &tmp.join(format!("{}.py.log", stem(b))), LIMIT);
+        println!("--- {} (Python)\n{text}", b.place);
+        if !ok {
+            failed.push(format!("{}: failed\n{text}", b.place));
+        }
+    }
+    assert!(failed.is_empty(), "{} of {} runnable Python blocks failed:\n{}", failed.len(), blocks.len(), failed.join("\n"));
+}
+
+/// GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The lines of a Markdown file outside fenced code blocks.
+fn prose(text: &str) -> Vec<&str> {
+    let mut in_fence = false;
+    text.lines()
+        .filter(|l| {
+            if l.trim_start().starts_with("```") {
+                in_fence = !in_fence;
+                return false;
+            }
+            !in_fence
+        })
+        .collect()
+}
+
+/// The anchors of a Markdown file's headings (a repeated heading also gets `-1`, `-2`, ...).
+fn anchors(path: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut set = BTreeSet::new();
+    for l in prose(&text) {
+        let h = l.trim_start_matches('#');
+        if h.len() < l.len() && h.starts_with(' ') {
+            let s = slug(h);
+            let mut name = s.clone();
+            let mut n = 0;
+            while !set.insert(name.clone()) {
+                n += 1;
+                name = format!("{s}-{n}");
+            }
+        }
+    }
+    set
+}
+
+/// `(target)` of every `[text](target)` in the prose of `text`.
+fn link_targets(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for l in prose(text) {
+        let mut rest = l;
+        while let Some(i) = rest.find("](") {
+            let after = &rest[i + 2..];
+            let Some(end) = after.find(')') else { break };
+            out.push(after[..end].to_string());
+            rest = &after[end..];
+        }
+    }
+    out
+}
+
+#[test]
+fn relative_links_resolve() {
+    let mut pages = doc_pages();
+    pages.push(root().join("labview-example/README.md"));
+    let mut bad = Vec::new();
+    let mut n = 0;
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        let rel = page.strip_prefix(root()).unwrap().display().to_string();
+        for t in link_targets(&text) {
+            if t.contains("://") || t.starts_with("mailto:") {
+                continue;
+            }
+            n += 1;
+            let (file, anchor) = match t.split_once('#') {
+                Some((f, a)) => (f, Some(a)),
+                None => (t.as_str(), None),
+            };
+            let target = if file.is_empty() { page.clone() } else { page.parent().unwrap().join(file) };
+            if !target.exists() {
+                bad.push(format!("{rel}: ({t}): {} does not exist", target.display()));
+                continue;
+            }
+            if let Some(a) = anchor {
+                if target.extension().is_some_and(|x| x == "md") && !anchors(&target).contains(a) {
+                    bad.push(format!("{rel}: ({t}): no heading with anchor #{a} in {file}"));
+                }
+            }
+        }
+    }
+    assert!(n >= 20, "found only {n} relative links: is the link parser broken?");
+    assert!(bad.is_empty(), "broken links:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn readme_links_every_docs_page() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    for page in doc_pages().iter().skip(1) {
+        let name = page.file_name().unwrap().to_str().unwrap();
+        assert!(readme.contains(&format!("](docs/{name})")), "README.md does not link docs/{name}");
+    }
+}
