@@ -42,7 +42,7 @@ fi
 t0=$(date +%s)
 
 die() { echo "build-ffmpeg-linux: $*" >&2; exit 1; }
-for tool in gcc make nasm dpkg-source pkg-config patchelf readelf; do
+for tool in gcc make nasm dpkg-source pkg-config patchelf readelf objdump; do
   command -v "$tool" >/dev/null || die "$tool not found (apt-get install build-essential nasm dpkg-dev patchelf pkg-config)"
 done
 [ -f /usr/include/ffnvcodec/dynlink_cuviddec.h ] || die "/usr/include/ffnvcodec missing (apt-get install libffmpeg-nvenc-dev)"
@@ -77,6 +77,11 @@ cp -r /usr/include/ffnvcodec "$work/include/"
 ffnv_version=$(sed -n 's/^Version: *//p' /usr/share/pkgconfig/ffnvcodec.pc)
 printf 'prefix=%s\nincludedir=${prefix}/include\n\nName: ffnvcodec\nDescription: ffnvcodec headers (private copy)\nVersion: %s\nCflags: -I${includedir}\n' \
   "$work" "$ffnv_version" >"$work/pkgconfig/ffnvcodec.pc"
+# glibc 2.35 versioned a new hypot (same function, no SVID error handling); the old one keeps these
+# libraries at glibc 2.34, the floor libnvcam.so itself has (Rust's std built on 2.36 uses 2.34's
+# pthread and dl symbols): RHEL 9 and its rebuilds ship 2.34. A .symver for a function a file does
+# not call adds nothing to it.
+printf '__asm__(".symver hypot,hypot@GLIBC_2.2.5");\n' >"$work/include/nvcam-glibc-compat.h"
 # Only the private .pc file: none of the host's other libraries may be picked up.
 export PKG_CONFIG_LIBDIR="$work/pkgconfig" PKG_CONFIG_PATH=""
 
@@ -105,7 +110,7 @@ conf=(
   --enable-bsf="$(join "${bsfs[@]}")"
   --enable-filter="$(join "${filters[@]}")"
   --enable-indev=lavfi
-  --extra-cflags="-I$work/include"
+  --extra-cflags="-I$work/include -include $work/include/nvcam-glibc-compat.h"
 )
 cd "$work/build"
 echo "build-ffmpeg-linux: configuring FFmpeg $version" >&2
@@ -134,6 +139,9 @@ for f in "$prefix"/lib/lib*.so.*.*.*; do
   done
 done
 
+glibc=$(objdump -T "$prefix"/lib/lib*.so.*.*.* | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n1)
+[ "$glibc" = GLIBC_2.34 ] || die "the libraries need $glibc; expected GLIBC_2.34 at most (a new versioned glibc symbol? see nvcam-glibc-compat.h)"
+
 # --- licence and build record (FFmpeg's example sources are no part of a runtime) ---
 rm -rf "$prefix/share/ffmpeg"
 mkdir -p "$prefix/share/licenses/ffmpeg"
@@ -143,7 +151,7 @@ cp "$srcdir/COPYING.LGPLv2.1" "$srcdir/LICENSE.md" "$prefix/share/licenses/ffmpe
   echo "$(gcc --version | head -n1) on $(ldd --version | head -n1 | sed 's/^ldd //'), LGPL v2.1 or later (no --enable-gpl,"
   echo "no --enable-nonfree). Built by nvcam's scripts/build-ffmpeg-linux.sh. Source: Debian's 'ffmpeg'"
   echo "source package (https://sources.debian.org/src/ffmpeg/) or https://ffmpeg.org/releases/ffmpeg-${version}.tar.xz."
-  echo "RUNPATH set to \$ORIGIN with patchelf after the build."
+  echo "RUNPATH set to \$ORIGIN with patchelf after the build; hypot bound to its GLIBC_2.2.5 version (glibc 2.34 suffices)."
   echo
   echo "configure ${conf[*]}" | sed "s#$work#<build>#g; s#$prefix#<prefix>#g"
 } >"$prefix/BUILD-INFO.txt"
