@@ -61,7 +61,7 @@ def parse_args(argv=None):
                     help="anchors only (NPP, CV-CUDA, torch) on synthetic NV12 frames of the same sizes and a 512-byte "
                          "pitch, without nvcam: for a device call that cannot carry both nvcam's libraries and CV-CUDA")
     ap.add_argument("--lib", help="libnvcam.so to load (sets NVCAM_LIB; default: NVCAM_LIB or the binding's search)")
-    ap.add_argument("--binding", help="nvcam.py (or its directory) to import (default bindings/python/nvcam.py)")
+    ap.add_argument("--binding", help="the binding to import: nvcam/__init__.py, an older nvcam.py, or a folder holding one (default bindings/python/nvcam/)")
     ap.add_argument("--label", default="", help="printed in the header (which build this is)")
     ap.add_argument("--rows", default="", help="comma-separated regexes over the row keys ('issue' = the issue's rows); default all")
     ap.add_argument("--list", action="store_true", help="print the row keys and exit (needs no GPU)")
@@ -131,9 +131,12 @@ def selector(spec):
 def load_nvcam(args):
     if args.lib:
         os.environ["NVCAM_LIB"] = os.path.abspath(args.lib)
-    path = args.binding or os.path.join(ROOT, "bindings", "python", "nvcam.py")
-    if os.path.isdir(path):
-        path = os.path.join(path, "nvcam.py")
+    path = args.binding or os.path.join(ROOT, "bindings", "python", "nvcam", "__init__.py")
+    if os.path.isdir(path):  # the package folder, or a folder holding it (or an older nvcam.py)
+        for c in ("__init__.py", os.path.join("nvcam", "__init__.py"), "nvcam.py"):
+            if os.path.isfile(os.path.join(path, c)):
+                path = os.path.join(path, c)
+                break
     spec = importlib.util.spec_from_file_location("nvcam", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules["nvcam"] = mod

@@ -9,8 +9,11 @@
 # scripts/build-ffmpeg-windows.sh, LGPL, with their licence and build record), include/nvcam.h and
 # include/nvcam_labview.h (for LabVIEW's Import Shared Library wizard),
 # import libraries (nvcam.def, nvcam.lib for MSVC made by dlltool, libnvcam.dll.a for mingw), the
-# LabVIEW folder and a README. Linux: libnvcam.so and nvcam.so (LabVIEW's `nvcam.*` wildcard name)
-# beside it, the header, the LabVIEW folder and a README. Binaries are stripped of debug info.
+# LabVIEW folder and a README. Linux: libnvcam.so (RUNPATH $ORIGIN/lib, set with patchelf) and
+# nvcam.so (LabVIEW's `nvcam.*` wildcard name) beside it, the FFmpeg 5.1 libraries it needs in lib/
+# (built by scripts/build-ffmpeg-linux.sh, LGPL, no external libraries: the tarball needs only
+# glibc), their licence, the header, the LabVIEW folder and a README. Binaries are stripped of
+# debug info.
 # Both: include/nvcam.hpp (the header-only C++ wrapper), a CMake package
 # (lib/cmake/nvcam/nvcamConfig.cmake: find_package(nvcam), targets nvcam::nvcam and nvcam::cpp) and
 # lib/pkgconfig/nvcam.pc, from packaging/, every path relative to the unpacked folder.
@@ -179,18 +182,53 @@ linux() {
   local name="nvcam-$version-linux-x64"
   local d="$stage/$name"
   local lib=${NVCAM_PACKAGE_LIB:-}
+  for tool in patchelf readelf objdump ldd strip; do
+    command -v "$tool" >/dev/null || die "$tool not found (apt-get install patchelf binutils: .ci/packages.txt)"
+  done
+  local ff; ff=$(bash scripts/build-ffmpeg-linux.sh) || die "scripts/build-ffmpeg-linux.sh failed"
   if [ -z "$lib" ]; then
     cargo build --release --lib
     lib=target/release/libnvcam.so
   fi
-  mkdir -p "$d/include"
+  mkdir -p "$d/include" "$d/lib" "$d/licenses/FFmpeg"
+  # The library cargo built against the system's FFmpeg 5.1, finding the bundled FFmpeg (same
+  # sonames and symbol versions, scripts/build-ffmpeg-linux.sh) in lib/ through its RUNPATH.
   strip --strip-debug -o "$d/libnvcam.so" "$lib"
+  patchelf --set-rpath '$ORIGIN/lib' "$d/libnvcam.so"
   ln -s libnvcam.so "$d/nvcam.so"
+  # The FFmpeg libraries libnvcam.so needs, and the ones those need (avdevice needs avfilter), by soname.
+  local need=() next=(libnvcam.so) seen=" "
+  while [ ${#next[@]} -gt 0 ]; do
+    local cur=${next[0]}; next=("${next[@]:1}")
+    local f="$d/$cur"; [ -f "$f" ] || f="$ff/lib/$cur"
+    for dep in $(readelf -d "$f" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
+      case "$dep" in
+        libc.so.6|libm.so.6|libdl.so.2|libpthread.so.0|librt.so.1|libgcc_s.so.1|ld-linux-x86-64.so.2) continue ;;
+      esac
+      [ -f "$ff/lib/$dep" ] || die "$cur needs $dep, which is neither glibc nor in $ff/lib"
+      if [[ "$seen" != *" $dep "* ]]; then seen+="$dep "; need+=("$dep"); next+=("$dep"); fi
+    done
+  done
+  [ ${#need[@]} -ge 4 ] || die "libnvcam.so needs too few FFmpeg libraries: ${need[*]}"
+  for dep in "${need[@]}"; do cp -L "$ff/lib/$dep" "$d/lib/$dep"; done
+  # Every FFmpeg symbol libnvcam.so imports (name and version) is defined by the bundled libraries.
+  local defined missing
+  defined=$(for dep in "${need[@]}"; do objdump -T "$d/lib/$dep" | awk 'NF > 2 && !/\*UND\*/ && $(NF-1) ~ /^LIB(AV|SW)/ {print $(NF), $(NF-1)}'; done | sed 's/[()]//g' | sort -u)
+  missing=$(objdump -T "$d/libnvcam.so" | awk 'NF > 2 && /\*UND\*/ && $(NF-1) ~ /^\(LIB(AV|SW)/ {print $(NF), $(NF-1)}' | sed 's/[()]//g' | sort -u | comm -23 - <(echo "$defined"))
+  [ -z "$missing" ] || die "the bundled FFmpeg lacks symbols libnvcam.so imports: $missing"
+  # The loader resolves every FFmpeg library into lib/, whatever the machine has installed.
+  local resolved; resolved=$(env -u LD_LIBRARY_PATH ldd "$d/libnvcam.so")
+  for dep in "${need[@]}"; do
+    grep -q "$dep => $d/lib/$dep " <<<"$resolved" || die "ldd libnvcam.so does not resolve $dep into lib/:"$'\n'"$resolved"
+  done
+  cp "$ff/share/licenses/ffmpeg/"* "$d/licenses/FFmpeg/"
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
   integration "$d" ""
-  local ffdeps; ffdeps=$(readelf -d "$d/libnvcam.so" | sed -n 's/.*Shared library: \[\(lib\(av\|sw\)[^]]*\)\]/\1/p' | tr '\n' ' ')
-  sed -e "s/@VERSION@/$version/g" -e "s/@ABI@/$abi/g" -e "s/@FFDEPS@/$ffdeps/" >"$d/README.md" <<'EOF'
+  local glibc; glibc=$(objdump -T "$d/libnvcam.so" "$d"/lib/*.so.* | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n1)
+  local ffv; ffv=$(head -n1 "$ff/BUILD-INFO.txt" | awk '{print $2}')
+  sed -e "s/@VERSION@/$version/g" -e "s/@ABI@/$abi/g" -e "s/@FFMPEG@/$ffv/g" -e "s/@GLIBC@/${glibc#GLIBC_}/g" \
+      -e "s/@FFLIBS@/$(printf '`lib\/%s`, ' "${need[@]}" | sed 's/, $//')/" >"$d/README.md" <<'EOF'
 # nvcam @VERSION@ for Linux x86-64
 
 Camera frames (RTSP, files, a test source) decoded by FFmpeg on the CPU or on NVIDIA GPUs, for
@@ -198,29 +236,41 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@).
 
 | file | what |
 |---|---|
-| `libnvcam.so` | the library (`dlopen` it, or link with `-L. -lnvcam`) |
+| `libnvcam.so` | the library (`dlopen` it, or link with `-L. -lnvcam`); finds the FFmpeg libraries in `lib/` through its RUNPATH (`$ORIGIN/lib`) |
 | `nvcam.so` | a link to `libnvcam.so`, so LabVIEW's library name `nvcam.*` (which becomes `nvcam.dll` on Windows and `nvcam.so` on Linux) works on both with the same VIs |
+| @FFLIBS@ | FFmpeg @FFMPEG@ (LGPL v2.1+), the shared libraries `libnvcam.so` needs |
 | `include/nvcam.h` | the C header |
 | `include/nvcam_labview.h` | the same declarations in plain C for LabVIEW's Import Shared Library wizard |
 | `include/nvcam.hpp` | the header-only C++17 wrapper (RAII handles, exceptions) |
 | `lib/cmake/nvcam/` | CMake package: `find_package(nvcam)` with this folder in `CMAKE_PREFIX_PATH`, targets `nvcam::nvcam` (C) and `nvcam::cpp` (C++) |
 | `lib/pkgconfig/nvcam.pc` | pkg-config file: `PKG_CONFIG_PATH=<this folder>/lib/pkgconfig pkg-config --cflags --libs nvcam` |
 | `labview/` | how to call every function from LabVIEW, and `nvcam-errors.txt` |
+| `licenses/FFmpeg/` | FFmpeg's licence (LGPL v2.1), its terms and how these libraries were configured and built |
+
+Keep `libnvcam.so` and `lib/` together (move the folder as a whole).
 
 ## What the machine needs
 
-- FFmpeg 5.1's shared libraries, which the library links against: @FFDEPS@(Debian 12:
-  `apt-get install libavcodec59 libavformat59 libavdevice59 libswscale6 libavutil57`; other
-  distributions need the same sonames).
+- Linux x86-64 with glibc @GLIBC@ or newer (the newest glibc symbol version these libraries use).
+  Nothing else for the CPU path: FFmpeg is in `lib/`, built without external libraries.
 - For the GPU path, only the NVIDIA driver: `libcuda.so.1` and `libnvcuvid.so.1` are loaded at run
   time; no CUDA toolkit or runtime. Without them the camera decodes on the CPU.
+- The bundled FFmpeg has no TLS: `rtsps://`, `https://` and `rtmps://` fail to open. Where the
+  system has FFmpeg 5.1 (Debian 12: `libavformat59` and friends, which use GnuTLS), delete
+  `lib/libav*` and `lib/libsw*` and `libnvcam.so` uses those, TLS included (same sonames).
 
 Strings (URLs, paths, FFmpeg options) are UTF-8; on Linux nothing else is accepted
 (`NVCAM_E_INVALID_ARGUMENT`). `include/nvcam_labview.h` is for LabVIEW's Import Shared Library wizard.
+
+## Licences
+
+nvcam is MIT OR Apache-2.0. The FFmpeg libraries are LGPL v2.1 or later, built from Debian 12's
+FFmpeg @FFMPEG@ source package without GPL or non-free parts (`licenses/FFmpeg/BUILD-INFO.txt` has
+the exact configure line); you may replace them with your own build of the same FFmpeg version.
 EOF
   rm -f "$dist/$name.tar.gz"
   tar -C "$stage" --owner=0 --group=0 --sort=name -czf "$dist/$name.tar.gz" "$name"
-  echo "$dist/$name.tar.gz ($(du -h "$dist/$name.tar.gz" | cut -f1))"
+  echo "$dist/$name.tar.gz ($(du -h "$dist/$name.tar.gz" | cut -f1); FFmpeg: ${need[*]}; glibc >= ${glibc#GLIBC_})"
 }
 
 case "$what" in

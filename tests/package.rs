@@ -3,7 +3,8 @@
 //! example builds with CMake from `find_package(nvcam)` alone, and a C program builds with
 //! `pkg-config nvcam` alone; both run on a test source, on the CPU. A package whose CMake
 //! targets, pkg-config file or headers are missing or point outside the folder fails here.
-//! Linux only: the Windows zip gets the same files from the documented Windows step.
+//! The FFmpeg libraries must resolve into the package's `lib/` (bundled by `scripts/package.sh`), not
+//! the system's. Linux only: the Windows zip gets the same files from the documented Windows step.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -70,7 +71,7 @@ fn linux_tarball_builds_with_cmake_and_pkg_config_alone() {
     let name = format!("nvcam-{version}-linux-x64");
     run("tar", Command::new("tar").arg("-C").arg(&tmp).arg("-xzf").arg(tmp.join("dist").join(format!("{name}.tar.gz"))));
     let pkg = tmp.join(&name);
-    for f in ["libnvcam.so", "include/nvcam.h", "include/nvcam.hpp", "lib/cmake/nvcam/nvcamConfig.cmake", "lib/cmake/nvcam/nvcamConfigVersion.cmake", "lib/pkgconfig/nvcam.pc"] {
+    for f in ["libnvcam.so", "include/nvcam.h", "include/nvcam.hpp", "lib/cmake/nvcam/nvcamConfig.cmake", "lib/cmake/nvcam/nvcamConfigVersion.cmake", "lib/pkgconfig/nvcam.pc", "lib/libavcodec.so.59", "licenses/FFmpeg/COPYING.LGPLv2.1"] {
         assert!(pkg.join(f).is_file(), "{name}/{f} is missing from the tarball");
     }
 
@@ -84,6 +85,16 @@ fn linux_tarball_builds_with_cmake_and_pkg_config_alone() {
     run("cmake configure", Command::new("cmake").arg("-S").arg(&src).arg("-B").arg(&build).arg(format!("-DCMAKE_PREFIX_PATH={}", pkg.display())).arg("-DCMAKE_BUILD_TYPE=Release"));
     run("cmake --build", Command::new("cmake").arg("--build").arg(&build));
     let exe = build.join("nvcam_example");
+    // FFmpeg comes from the package's lib/ (libnvcam.so's RUNPATH $ORIGIN/lib), whatever the
+    // machine has installed: ldd resolves every libav*/libsw* there.
+    let ldd = run("ldd", Command::new("ldd").arg(&exe).env_remove("LD_LIBRARY_PATH"));
+    let ldd = String::from_utf8_lossy(&ldd.stdout);
+    let ff: Vec<&str> = ldd.lines().map(str::trim).filter(|l| l.starts_with("libav") || l.starts_with("libsw")).collect();
+    assert!(ff.len() >= 4, "the example loads too few FFmpeg libraries:\n{ldd}");
+    let lib = pkg.join("lib");
+    for l in &ff {
+        assert!(l.contains(&format!("=> {}/", lib.display())), "{l}: not the package's lib/\n{ldd}");
+    }
     let out = run("the C++ example", Command::new(&exe).args(["testsrc://320x240@30", "5"]));
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.lines().filter(|l| l.starts_with("frame ")).count(), 5, "{text}");

@@ -12,20 +12,24 @@ layer::
             pixels = frame.to_numpy_nv12()   # numpy array if numpy is installed, else bytes
         print(cam.stats())
 
-Finding the library (first hit wins): the ``NVCAM_LIB`` environment variable (a file path); a
-``libnvcam.so`` / ``nvcam.dll`` / ``libnvcam.dylib`` next to this file; ``target/release`` then
-``target/debug`` under the repository root (two levels up from this file); finally the bare name on
-the loader's search path.
+Finding the library (first hit wins): a ``libnvcam.so`` / ``nvcam.dll`` / ``libnvcam.dylib`` inside
+this package (where the wheel puts it, with the FFmpeg libraries it needs); the ``NVCAM_LIB``
+environment variable (a file path); ``target/release`` then ``target/debug`` under the repository
+root (three levels up from this file: a source checkout); finally the bare name on the loader's
+search path.
 
 Calls run with the GIL released (ctypes.CDLL), so a thread blocked in :meth:`Camera.get_frame` does
 not stop other Python threads. ``nvcam_last_error`` is per OS thread, which is exactly what ctypes
 gives us: the message is read on the thread that made the failing call, right after it.
 """
 
+from __future__ import annotations
+
 import ctypes
 import os
 import sys
 import threading
+from typing import Any, Dict, Iterator, Optional, Sequence, Union
 from ctypes import (
     CFUNCTYPE,
     POINTER,
@@ -50,6 +54,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     _np = None
 
 __all__ = [
+    "__version__",
     "NvcamError",
     "Library",
     "Camera",
@@ -422,29 +427,33 @@ else:
     _LIB_NAMES = ["libnvcam.so"]
 
 
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))  # a source checkout's root
+
+
 def _candidates():
+    """(path, explicit) in search order; ``explicit`` paths are loaded even if they do not exist as
+    files (NVCAM_LIB may be a bare name) and their failure is fatal."""
+    for n in _LIB_NAMES:
+        yield os.path.join(_HERE, n), False
     env = os.environ.get("NVCAM_LIB")
     if env:
-        yield env
+        yield env, True
         return
-    here = os.path.dirname(os.path.abspath(__file__))
-    for n in _LIB_NAMES:
-        yield os.path.join(here, n)
-    root = os.path.dirname(os.path.dirname(here))
     for profile in ("release", "debug"):
         for n in _LIB_NAMES:
-            yield os.path.join(root, "target", profile, n)
+            yield os.path.join(_ROOT, "target", profile, n), False
 
 
 def _load():
     tried = []
-    for path in _candidates():
-        if os.environ.get("NVCAM_LIB") or os.path.isfile(path):
+    for path, explicit in _candidates():
+        if explicit or os.path.isfile(path):
             try:
                 return ctypes.CDLL(path), path
             except OSError as e:
                 tried.append("%s (%s)" % (path, e))
-                if os.environ.get("NVCAM_LIB"):
+                if explicit:
                     raise ImportError("NVCAM_LIB=%s could not be loaded: %s" % (path, e))
         else:
             tried.append("%s (not found)" % path)
@@ -456,6 +465,31 @@ def _load():
     raise ImportError("nvcam library not found; set NVCAM_LIB. Tried: " + "; ".join(tried))
 
 
+def _crate_version():
+    """The crate's version: written into ``_version.py`` by the wheel builder, else read from a
+    source checkout's Cargo.toml."""
+    try:
+        from ._version import version as v  # type: ignore[import-not-found]
+
+        return str(v)
+    except ImportError:
+        pass
+    try:
+        with open(os.path.join(_ROOT, "Cargo.toml"), encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("version = "):
+                    return line.split('"')[1]
+    except OSError:
+        pass
+    return "0+unknown"
+
+
+#: The nvcam version of this package (the crate's, from Cargo.toml); :func:`version` is the
+#: loaded library's own string.
+__version__ = _crate_version()
+
+lib: ctypes.CDLL
+library_path: str
 lib, library_path = _load()
 
 _I32 = c_int32
@@ -538,7 +572,7 @@ def _text(fn, *args):
         return rc, buf.value.decode("utf-8", "replace")
 
 
-def status_text(code):
+def status_text(code: int) -> str:
     """``"NAME: description"`` of a status code (``nvcam_status_text``)."""
     return _text(lib.nvcam_status_text, int(code))[1]
 
@@ -547,7 +581,7 @@ class NvcamError(Exception):
     """A failed nvcam call: ``code`` (negative, -8999..-8000), ``name`` (``NVCAM_E_…``) and
     ``message`` (the library's text for this failure, from ``nvcam_last_error``)."""
 
-    def __init__(self, code, name, message):
+    def __init__(self, code: int, name: str, message: str) -> None:
         super().__init__(code, name, message)
         self.code = code
         self.name = name
@@ -582,18 +616,18 @@ def _check(code, call=None):
 # --------------------------------------------------------------------------------------------
 
 
-def abi_version():
+def abi_version() -> int:
     return lib.nvcam_abi_version()
 
 
-def version():
+def version() -> str:
     """The loaded library's version string, e.g. ``"nvcam 0.1.0 (abi 1)"``."""
     rc, text = _text(lib.nvcam_version_string)
     _check(rc, "nvcam_version_string")
     return text
 
 
-def log_init(path=None, level=LOG_WARN):
+def log_init(path: Optional[str] = None, level: int = LOG_WARN) -> None:
     """Log to a file, to stderr (``"-"``), or only to the callback and the poll queue (None)."""
     _check(lib.nvcam_log_init(path.encode() if path else None, level), "nvcam_log_init")
 
@@ -683,7 +717,7 @@ def registry_stats(camera=0):
 # --------------------------------------------------------------------------------------------
 
 
-def gpu_stats(device=-1):
+def gpu_stats(device: int = -1) -> Dict[str, Any]:
     """GPU counters as a dict (``device`` -1: all devices; works without a GPU: device_count 0)."""
     s = GpuStats()
     _check(lib.nvcam_gpu_stats(device, byref(s)), "nvcam_gpu_stats")
@@ -1132,7 +1166,7 @@ class Frame:
         self._camera = camera
 
     @property
-    def info(self):
+    def info(self) -> FrameInfo:
         """The frame's :class:`FrameInfo` (read once, then cached: it never changes)."""
         if self._info is None:
             i = FrameInfo()
@@ -1140,7 +1174,7 @@ class Frame:
             self._info = i
         return self._info
 
-    def copy_nv12(self, dst_pitch=0):
+    def copy_nv12(self, dst_pitch: int = 0) -> bytes:
         """The pixels as packed NV12 ``bytes`` (``dst_pitch`` 0: rows of ``info.row_bytes``)."""
         info = self.info
         pitch = dst_pitch or info.row_bytes
@@ -1149,7 +1183,7 @@ class Frame:
         _check(lib.nvcam_frame_copy_nv12(self.handle, buf, dst_pitch, size), "nvcam_frame_copy_nv12")
         return bytes(buf)
 
-    def copy_nv12_into(self, buffer, dst_pitch=0):
+    def copy_nv12_into(self, buffer: Any, dst_pitch: int = 0) -> None:
         """Copies into a writable buffer (bytearray, numpy array, memoryview) of at least
         ``pitch * info.rows`` bytes; no allocation per frame."""
         mv = memoryview(buffer).cast("B")
@@ -1158,7 +1192,7 @@ class Frame:
         addr = ctypes.addressof((c_char * len(mv)).from_buffer(mv)) if len(mv) else None
         _check(lib.nvcam_frame_copy_nv12(self.handle, addr, dst_pitch, len(mv)), "nvcam_frame_copy_nv12")
 
-    def to_numpy_nv12(self):
+    def to_numpy_nv12(self) -> Any:
         """A copy of the pixels: with numpy a ``uint8`` array of shape ``(rows, row_bytes)`` (luma
         rows ``[:height, :width]``, interleaved UV rows ``[height:]``), for P016 frames a ``uint16``
         one of shape ``(rows, row_bytes // 2)``; without numpy, ``bytes``."""
@@ -1169,7 +1203,7 @@ class Frame:
         self.copy_nv12_into(a)
         return a.view("<u2") if info.format == FORMAT_P016 else a
 
-    def to_numpy_y(self):
+    def to_numpy_y(self) -> Any:
         """The luma plane as a ``(height, width)`` uint8 array (numpy required)."""
         if _np is None:
             raise RuntimeError("numpy is not installed")
@@ -1326,19 +1360,19 @@ class Frame:
             raise _error(rc, "nvcam_frame_convert")
         return out
 
-    def clone(self):
+    def clone(self) -> Frame:
         """A new handle to the same pixels (release both)."""
         out = c_uint64(0)
         _check(lib.nvcam_frame_clone(self.handle, byref(out)), "nvcam_frame_clone")
         return Frame(out.value, self._camera)
 
-    def release(self):
+    def release(self) -> None:
         """Releases this handle; calling it again raises ``NvcamError`` with ``NVCAM_E_STALE_HANDLE``."""
         self._released = True
         _check(lib.nvcam_frame_release(self.handle), "nvcam_frame_release")
 
     @property
-    def released(self):
+    def released(self) -> bool:
         return self._released
 
     def __enter__(self):
@@ -1375,22 +1409,22 @@ class Camera:
     @classmethod
     def open(
         cls,
-        url,
-        device=None,
-        flags=0,
-        ffmpeg_options=None,
-        pool_slots=4,
-        decoder=DECODER_AUTO,
-        open_timeout_ms=0,
-        stall_timeout_ms=0,
-        reconnect_min_ms=0,
-        reconnect_max_ms=0,
-        decode_threads=0,
-        reconnect_fast_ms=0,
-        latency=0,
-        transport=TRANSPORT_DEFAULT,
-        integrity=INTEGRITY_EXACT,
-    ):
+        url: Union[str, os.PathLike],
+        device: Optional[int] = None,
+        flags: int = 0,
+        ffmpeg_options: Union[str, Dict[str, Any], None] = None,
+        pool_slots: int = 4,
+        decoder: int = DECODER_AUTO,
+        open_timeout_ms: int = 0,
+        stall_timeout_ms: int = 0,
+        reconnect_min_ms: int = 0,
+        reconnect_max_ms: int = 0,
+        decode_threads: int = 0,
+        reconnect_fast_ms: int = 0,
+        latency: int = 0,
+        transport: int = TRANSPORT_DEFAULT,
+        integrity: int = INTEGRITY_EXACT,
+    ) -> Camera:
         """Opens ``url`` (``rtsp://…``, another FFmpeg URL, a file path, ``testsrc://WxH@FPS``).
         Zero timeouts mean the library's defaults. ``ffmpeg_options`` is ``"k=v;k=v"`` or a dict.
         ``device`` None: GPU 0 when the library sees a GPU, else the CPU (:func:`default_device`)."""
@@ -1419,13 +1453,13 @@ class Camera:
         _check(lib.nvcam_camera_open(str(url).encode(), byref(o), byref(out)), "nvcam_camera_open")
         return cls(out.value)
 
-    def get_frame(self, timeout_ms=1000):
+    def get_frame(self, timeout_ms: int = 1000) -> Frame:
         """The newest frame not yet handed out; raises ``NVCAM_E_TIMEOUT`` if none came in time."""
         out = c_uint64(0)
         _check(lib.nvcam_camera_get_frame(self.handle, timeout_ms, byref(out)), "nvcam_camera_get_frame")
         return Frame(out.value, self)
 
-    def try_get_frame(self, timeout_ms=1000):
+    def try_get_frame(self, timeout_ms: int = 1000) -> Optional[Frame]:
         """Like :meth:`get_frame`, but None on a timeout."""
         try:
             return self.get_frame(timeout_ms)
@@ -1434,48 +1468,48 @@ class Camera:
                 return None
             raise
 
-    def cancel_wait(self):
+    def cancel_wait(self) -> None:
         """Wakes every thread blocked in :meth:`get_frame` on this camera now: each raises
         ``NVCAM_E_CANCELLED``. Only waits in progress are cancelled; the camera stays open."""
         _check(lib.nvcam_camera_cancel_wait(self.handle), "nvcam_camera_cancel_wait")
 
-    def stats_struct(self):
+    def stats_struct(self) -> CameraStats:
         s = CameraStats()
         _check(lib.nvcam_camera_stats(self.handle, byref(s)), "nvcam_camera_stats")
         return s
 
-    def stats(self):
+    def stats(self) -> Dict[str, Any]:
         """The camera's counters and state as a dict (``state_name`` added)."""
         d = self.stats_struct().to_dict()
         d["state_name"] = STATE_NAMES.get(d["state"], str(d["state"]))
         return d
 
-    def last_error(self):
+    def last_error(self) -> str:
         """The camera's last error text ("" if none), from its worker or from a call on it."""
         rc, text = _text(lib.nvcam_camera_last_error, self.handle)
         _check(rc, "nvcam_camera_last_error")
         return text
 
-    def reconnect(self):
+    def reconnect(self) -> None:
         _check(lib.nvcam_camera_reconnect(self.handle), "nvcam_camera_reconnect")
 
-    def force_release_frames(self):
+    def force_release_frames(self) -> int:
         """Invalidates every frame handle of this camera; returns how many."""
         n = c_uint32(0)
         _check(lib.nvcam_registry_force_release_owner(self.handle, byref(n)), "nvcam_registry_force_release_owner")
         return n.value
 
-    def close(self, timeout_ms=5000):
+    def close(self, timeout_ms: int = 5000) -> None:
         """Closes the camera and invalidates its frames. A second close raises
         ``NVCAM_E_STALE_HANDLE`` like any call on a closed camera."""
         self._closed = True
         _check(lib.nvcam_camera_close(self.handle, timeout_ms), "nvcam_camera_close")
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._closed
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Frame]:
         """Frames forever (1 s timeout each, retried); stops when the camera fails, ends or closes,
         or when :meth:`cancel_wait` cancels the wait."""
         while True:
@@ -1511,7 +1545,7 @@ class Camera:
         return "Camera(0x%016x%s)" % (self.handle, ", closed" if self._closed else "")
 
 
-def default_device():
+def default_device() -> int:
     """0 when the library sees a usable GPU, else ``DEVICE_CPU``: what :meth:`Camera.open` uses
     when no ``device`` is given."""
     try:
@@ -1548,7 +1582,7 @@ class FrameBatch(list):
         return False
 
 
-def get_frames(cameras, timeout_ms=1000, partial=True):
+def get_frames(cameras: Sequence[Union[Camera, int]], timeout_ms: int = 1000, partial: bool = True) -> FrameBatch:
     """"Latest of N" (``nvcam_cameras_get_frames``): a new frame of each camera (each at most
     once), waiting up to ``timeout_ms`` in all. Returns a :class:`FrameBatch` with None where a
     camera had none. ``partial`` False: anything short of every camera raises (the frames that

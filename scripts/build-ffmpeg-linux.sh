@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Builds FFmpeg 5.1 for Linux x86-64 as shared libraries with only what nvcam uses, LGPL, for the
+# release tarball and the Python wheel (the developer build, `cargo build`, links the system's FFmpeg).
+#
+#   bash scripts/build-ffmpeg-linux.sh          # prints the prefix: target/ffmpeg-linux
+#
+# The source is Debian 12's own FFmpeg source package (`apt-get source ffmpeg`, Debian's patches
+# applied), the version the system build links against: the libraries have the same sonames and
+# symbol versions as Debian's (libavcodec.so.59 with LIBAVCODEC_59, ...), so the libnvcam.so that
+# `cargo build` links against the system FFmpeg runs on these unchanged. scripts/package.sh checks
+# that every FFmpeg symbol it imports is defined here. This script adds `deb-src` to
+# /etc/apt/sources.list.d/debian.sources when apt has no source entries. The NVDEC hwaccels and the
+# CUDA hwcontext use the ffnvcodec headers of Debian's libffmpeg-nvenc-dev; nothing links against
+# the NVIDIA driver (FFmpeg loads libcuda.so.1 and libnvcuvid.so.1 at run time).
+#
+# Only glibc: --disable-autodetect keeps every external library out (no zlib, no gnutls, no
+# libdrm/vaapi/vdpau/X11), so the libraries need libc, libm and (for the CUDA loader) libdl, nothing
+# else. That leaves TLS out: https, tls, rtmps and rtsps are not in this build (Debian's FFmpeg does
+# them with gnutls, a library that is not part of glibc and not on every distribution with the same
+# soname); the system-FFmpeg build has them.
+#
+# Result (the prefix, target/ffmpeg-linux/): lib/lib{avcodec,avdevice,avfilter,avformat,avutil,
+# swscale}.so.* with RUNPATH=$ORIGIN (so they find each other in whatever folder they are copied to),
+# include/, lib/pkgconfig/, share/licenses/ffmpeg/ (the LGPL text and BUILD-INFO.txt: version and
+# configure line). A stamp keyed by this script's content makes a second run a no-op; change the
+# script (or delete the prefix) to rebuild.
+#
+# Needs: gcc, make, nasm, dpkg-dev, patchelf, libffmpeg-nvenc-dev (see .ci/packages.txt). Uses -j2
+# unless JOBS is set. About 4 minutes on 2 cores.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+prefix="$root/target/ffmpeg-linux"
+work="$root/target/ffmpeg-linux-build"
+jobs=${JOBS:-2}
+key=$(sha256sum "$0" | cut -c1-16)
+stamp="$prefix/.stamp-$key"
+
+if [ -f "$stamp" ]; then
+  echo "$prefix"
+  exit 0
+fi
+t0=$(date +%s)
+
+die() { echo "build-ffmpeg-linux: $*" >&2; exit 1; }
+for tool in gcc make nasm dpkg-source pkg-config patchelf readelf objdump; do
+  command -v "$tool" >/dev/null || die "$tool not found (apt-get install build-essential nasm dpkg-dev patchelf pkg-config)"
+done
+[ -f /usr/include/ffnvcodec/dynlink_cuviddec.h ] || die "/usr/include/ffnvcodec missing (apt-get install libffmpeg-nvenc-dev)"
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+
+# --- source: Debian 12's ffmpeg source package (kept in $work/src for the next rebuild) ---
+mkdir -p "$work/src"; cd "$work/src"
+srcdir=$(find "$work/src" -maxdepth 1 -mindepth 1 -type d -name 'ffmpeg-*' | head -n1)
+if [ -z "$srcdir" ] || [ ! -f "$srcdir/configure" ]; then
+  rm -rf "$work/src"/*
+  has_src() { grep -rqsE '^(Types:.*deb-src|deb-src )' /etc/apt/sources.list /etc/apt/sources.list.d/; }
+  if ! has_src; then
+    list=/etc/apt/sources.list.d/debian.sources
+    [ -f "$list" ] || die "apt has no deb-src entries and there is no $list to add them to"
+    echo "build-ffmpeg-linux: adding deb-src to $list" >&2
+    $SUDO sed -i 's/^Types: deb$/Types: deb deb-src/' "$list"
+    $SUDO apt-get update -qq
+  fi
+  apt-get source -qq --only-source ffmpeg 2>&1 | grep -v 'unsandboxed' >&2 || true
+  srcdir=$(find "$work/src" -maxdepth 1 -mindepth 1 -type d -name 'ffmpeg-*' | head -n1)
+  [ -n "$srcdir" ] && [ -f "$srcdir/configure" ] || die "apt-get source ffmpeg gave no source tree in $work/src"
+fi
+version=$(cat "$srcdir/RELEASE" 2>/dev/null || basename "$srcdir")
+case "$version" in 5.1*) ;; *) die "expected FFmpeg 5.1 (the system build's version), got $version" ;; esac
+sysver=$(pkg-config --modversion libavcodec 2>/dev/null || true)
+case "$sysver" in ""|59.*) ;; *) die "the system's libavcodec is $sysver, not 59.x (FFmpeg 5.1): the sonames would not match" ;; esac
+
+# --- ffnvcodec headers, private to this build (configure finds them through pkg-config) ---
+rm -rf "$work/include" "$work/pkgconfig" "$work/build"
+mkdir -p "$work/include" "$work/pkgconfig" "$work/build"
+cp -r /usr/include/ffnvcodec "$work/include/"
+ffnv_version=$(sed -n 's/^Version: *//p' /usr/share/pkgconfig/ffnvcodec.pc)
+printf 'prefix=%s\nincludedir=${prefix}/include\n\nName: ffnvcodec\nDescription: ffnvcodec headers (private copy)\nVersion: %s\nCflags: -I${includedir}\n' \
+  "$work" "$ffnv_version" >"$work/pkgconfig/ffnvcodec.pc"
+# glibc 2.35 versioned a new hypot (same function, no SVID error handling); the old one keeps these
+# libraries at glibc 2.34, the floor libnvcam.so itself has (Rust's std built on 2.36 uses 2.34's
+# pthread and dl symbols): RHEL 9 and its rebuilds ship 2.34. A .symver for a function a file does
+# not call adds nothing to it.
+printf '__asm__(".symver hypot,hypot@GLIBC_2.2.5");\n' >"$work/include/nvcam-glibc-compat.h"
+# Only the private .pc file: none of the host's other libraries may be picked up.
+export PKG_CONFIG_LIBDIR="$work/pkgconfig" PKG_CONFIG_PATH=""
+
+# --- configure: what nvcam uses (the Windows build's list, plus the protocols of the network ---
+# --- whitelist that need no external library: srtp, crypto, data, rtmpt), no TLS ---
+join() { local IFS=,; echo "$*"; }
+protocols=(file pipe tcp udp rtp srtp http httpproxy rtmp rtmpt crypto data)
+demuxers=(mov matroska mpegts h264 hevc mjpeg mpjpeg avi flv live_flv rtsp rtp sdp concat)
+decoders=(h264 hevc mjpeg ffv1 mpeg4 mpeg2video vp8 vp9 av1 rawvideo)
+hwaccels=(h264_nvdec hevc_nvdec mjpeg_nvdec mpeg4_nvdec mpeg2_nvdec vp8_nvdec vp9_nvdec av1_nvdec)
+parsers=(h264 hevc mjpeg mpeg4video mpegvideo vp8 vp9 av1)
+bsfs=(h264_mp4toannexb hevc_mp4toannexb)
+filters=(testsrc testsrc2 format scale null)
+conf=(
+  --prefix="$prefix"
+  --enable-shared --disable-static
+  --disable-programs --disable-doc --disable-debug --disable-autodetect
+  --disable-everything --disable-swresample --disable-postproc
+  --enable-network --enable-pthreads
+  --enable-ffnvcodec --enable-cuda --enable-nvdec
+  --enable-protocol="$(join "${protocols[@]}")"
+  --enable-demuxer="$(join "${demuxers[@]}")"
+  --enable-decoder="$(join "${decoders[@]}")"
+  --enable-hwaccel="$(join "${hwaccels[@]}")"
+  --enable-parser="$(join "${parsers[@]}")"
+  --enable-bsf="$(join "${bsfs[@]}")"
+  --enable-filter="$(join "${filters[@]}")"
+  --enable-indev=lavfi
+  --extra-cflags="-I$work/include -include $work/include/nvcam-glibc-compat.h"
+)
+cd "$work/build"
+echo "build-ffmpeg-linux: configuring FFmpeg $version" >&2
+"$srcdir/configure" "${conf[@]}" >configure.log 2>&1 || { tail -n 30 configure.log ffbuild/config.log >&2 || true; die "configure failed"; }
+# configure silently drops what it cannot build; these must be there.
+for want in CONFIG_NVDEC CONFIG_CUDA CONFIG_H264_NVDEC_HWACCEL CONFIG_HEVC_NVDEC_HWACCEL CONFIG_LAVFI_INDEV \
+            CONFIG_TESTSRC2_FILTER CONFIG_RTSP_DEMUXER CONFIG_HTTP_PROTOCOL CONFIG_SRTP_PROTOCOL HAVE_PTHREADS \
+            CONFIG_H264_MP4TOANNEXB_BSF CONFIG_HEVC_MP4TOANNEXB_BSF CONFIG_SWSCALE; do
+  grep -qs "^#define $want 1" config.h config_components.h || die "configure did not enable $want (see $work/build/configure.log)"
+done
+grep -q '^#define CONFIG_GPL 0' config.h || die "this build must be LGPL"
+echo "build-ffmpeg-linux: make -j$jobs" >&2
+make -j"$jobs" >make.log 2>&1 || { tail -n 40 make.log >&2; die "make failed"; }
+rm -rf "$prefix"
+make install >install.log 2>&1 || { tail -n 40 install.log >&2; die "make install failed"; }
+
+# --- each library finds the others beside it; only glibc (and libgcc_s) may be needed ---
+for f in "$prefix"/lib/lib*.so.*.*.*; do
+  patchelf --set-rpath '$ORIGIN' "$f"
+  for n in $(readelf -d "$f" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
+    case "$n" in
+      libc.so.6|libm.so.6|libdl.so.2|libpthread.so.0|librt.so.1|libgcc_s.so.1|ld-linux-x86-64.so.2) ;;
+      libav*.so.*|libsw*.so.*) [ -e "$prefix/lib/$n" ] || die "$(basename "$f") needs $n, which is not in this build" ;;
+      *) die "$(basename "$f") needs $n: only glibc and this build's libraries are allowed" ;;
+    esac
+  done
+done
+
+glibc=$(objdump -T "$prefix"/lib/lib*.so.*.*.* | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n1)
+[ "$glibc" = GLIBC_2.34 ] || die "the libraries need $glibc; expected GLIBC_2.34 at most (a new versioned glibc symbol? see nvcam-glibc-compat.h)"
+
+# --- licence and build record (FFmpeg's example sources are no part of a runtime) ---
+rm -rf "$prefix/share/ffmpeg"
+mkdir -p "$prefix/share/licenses/ffmpeg"
+cp "$srcdir/COPYING.LGPLv2.1" "$srcdir/LICENSE.md" "$prefix/share/licenses/ffmpeg/"
+{
+  echo "FFmpeg $version (Debian source package $(basename "$srcdir")), built for Linux x86-64 with"
+  echo "$(gcc --version | head -n1) on $(ldd --version | head -n1 | sed 's/^ldd //'), LGPL v2.1 or later (no --enable-gpl,"
+  echo "no --enable-nonfree). Built by nvcam's scripts/build-ffmpeg-linux.sh. Source: Debian's 'ffmpeg'"
+  echo "source package (https://sources.debian.org/src/ffmpeg/) or https://ffmpeg.org/releases/ffmpeg-${version}.tar.xz."
+  echo "RUNPATH set to \$ORIGIN with patchelf after the build; hypot bound to its GLIBC_2.2.5 version (glibc 2.34 suffices)."
+  echo
+  echo "configure ${conf[*]}" | sed "s#$work#<build>#g; s#$prefix#<prefix>#g"
+} >"$prefix/BUILD-INFO.txt"
+cp "$prefix/BUILD-INFO.txt" "$prefix/share/licenses/ffmpeg/"
+
+cd "$root"; rm -rf "$work/build"
+touch "$stamp"
+echo "build-ffmpeg-linux: FFmpeg $version installed in $prefix ($(($(date +%s) - t0)) s)" >&2
+echo "$prefix"
