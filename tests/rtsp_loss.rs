@@ -135,7 +135,8 @@ fn median_max(mut v: Vec<f64>) -> (f64, f64) {
 fn recoveries(seen: &[Seen]) -> Vec<f64> {
     let mut out = Vec::new();
     let mut start: Option<i64> = None;
-    for s in seen {
+    // A frame without a timestamp (the first after a reconnect) cannot be placed.
+    for s in seen.iter().filter(|s| s.pts_us != i64::MIN) {
         match (s.exact(), start) {
             // A reconnect starts the timestamps afresh: that run is not measured.
             (_, Some(t0)) if s.pts_us < t0 => start = (!s.exact()).then_some(s.pts_us),
@@ -221,7 +222,7 @@ fn loss_run(loss: f64) {
 fn late_recoveries(seen: &[Seen]) -> Vec<f64> {
     let mut late = Vec::new();
     let mut key: Option<i64> = None;
-    for s in seen {
+    for s in seen.iter().filter(|s| s.pts_us != i64::MIN) {
         if s.exact() {
             if let Some(k) = key.take() {
                 let ms = (s.pts_us - k) as f64 / 1000.0;
