@@ -1,21 +1,8 @@
 //! NAL units and their bits, as H.264 and HEVC carry them (Annex B start codes in RTP and
 //! MPEG-TS, length prefixes in MP4): what [`super::recovery`] and [`super::frame_num`] read.
 
+pub(crate) use crate::ffmpeg::annexb::extradata;
 use ffmpeg_next as ff;
-
-/// A stream's extradata (avcC, hvcC, or Annex B parameter sets), borrowed from its parameters.
-pub(crate) fn extradata(params: &ff::codec::Parameters) -> &[u8] {
-    // SAFETY: `params` owns valid codec parameters; extradata is null or `extradata_size` bytes,
-    // alive as long as `params`.
-    unsafe {
-        let p = &*params.as_ptr();
-        if p.extradata.is_null() || p.extradata_size <= 0 {
-            &[][..]
-        } else {
-            std::slice::from_raw_parts(p.extradata, p.extradata_size as usize)
-        }
-    }
-}
 
 /// Bytes of each NAL unit's length prefix in a stream's packets (from its avcC or hvcC record);
 /// `None` for Annex B start codes.

@@ -19,8 +19,13 @@ fn is_annexb(x: &[u8]) -> bool {
     x.starts_with(&[0, 0, 1]) || x.starts_with(&[0, 0, 0, 1])
 }
 
-/// The codec parameters' extradata (empty if none).
-fn extradata(p: &ffi::AVCodecParameters) -> &[u8] {
+/// The codec parameters' extradata (avcC, hvcC, or Annex B parameter sets; empty if none).
+pub(crate) fn extradata(params: &ff::codec::Parameters) -> &[u8] {
+    // SAFETY: `params` owns a valid AVCodecParameters.
+    raw_extradata(unsafe { &*params.as_ptr() })
+}
+
+fn raw_extradata(p: &ffi::AVCodecParameters) -> &[u8] {
     if p.extradata.is_null() || p.extradata_size <= 0 {
         return &[];
     }
@@ -32,8 +37,7 @@ impl AnnexB {
     /// The filter for `params` if it needs one, and the Annex B parameter sets (SPS/PPS/VPS) to
     /// prime a parser with, if any.
     pub(crate) fn new(params: &ff::codec::Parameters, tb: ff::Rational) -> Result<(Option<AnnexB>, Vec<u8>)> {
-        // SAFETY: `params` owns a valid AVCodecParameters.
-        let x = extradata(unsafe { &*params.as_ptr() }).to_vec();
+        let x = extradata(params).to_vec();
         let name = match params.id() {
             ff::codec::Id::H264 => c"h264_mp4toannexb",
             ff::codec::Id::HEVC => c"hevc_mp4toannexb",
@@ -69,7 +73,7 @@ impl AnnexB {
             return Err(Error::ffmpeg("av_bsf_init (mp4toannexb)", ff::Error::from(r)));
         }
         // SAFETY: an initialized filter has valid output parameters.
-        let out = extradata(unsafe { &*(*bsf).par_out });
+        let out = raw_extradata(unsafe { &*(*bsf).par_out });
         let prime = if is_annexb(out) { out.to_vec() } else { Vec::new() };
         Ok((Some(me), prime))
     }

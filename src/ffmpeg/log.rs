@@ -63,8 +63,9 @@ fn level(l: c_int) -> log::Level {
 /// FFmpeg's log callback contract: `avcl` null or an AVClass-led struct, `fmt` a format string
 /// and `vl` its arguments.
 unsafe extern "C" fn on_log(avcl: *mut c_void, l: c_int, fmt: *const c_char, vl: VaList) {
+    // Only warnings can be the gap report: the (frequent) debug and trace calls skip the compare.
     // SAFETY: a non-null `fmt` is FFmpeg's NUL-terminated format string.
-    let rtp_gap = !fmt.is_null() && unsafe { CStr::from_ptr(fmt) }.to_bytes_with_nul() == RTP_MISSED_FMT;
+    let rtp_gap = l == ffi::AV_LOG_WARNING as c_int && !fmt.is_null() && unsafe { CStr::from_ptr(fmt) }.to_bytes_with_nul() == RTP_MISSED_FMT;
     // SAFETY: reads FFmpeg's global level (an int).
     let shown = l != ffi::AV_LOG_QUIET as c_int && l <= unsafe { ffi::av_log_get_level() };
     let lvl = level(l);
