@@ -1,7 +1,9 @@
 //! The host-language bindings against the cdylib this `cargo test` built: the Python ctypes suite,
 //! the C++ RAII wrapper's example, and LabVIEW's error-code file against `nvcam::status::ALL`.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::cdylib;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -9,17 +11,6 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `target/<profile>/deps`: this test binary lives there, and so does the cdylib cargo built for it.
-fn deps_dir() -> PathBuf {
-    std::env::current_exe().expect("current_exe").parent().expect("deps dir").to_path_buf()
-}
-
-fn cdylib() -> PathBuf {
-    let name = format!("{}nvcam{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
-    let p = deps_dir().join(&name);
-    assert!(p.is_file(), "{} not found: cargo builds the cdylib next to the test binaries", p.display());
-    p
-}
 
 /// Runs `cmd` to completion within `limit`, killing it past that; `None` if the program is missing.
 fn run(mut cmd: Command, limit: Duration) -> Option<Output> {

@@ -13,11 +13,11 @@
 //! both work. The C compiler is the one the `cc` crate picks for this target (`CC` is honoured).
 #![cfg(target_os = "linux")]
 
+mod common;
 use std::collections::BTreeSet;
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 fn manifest_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -82,45 +82,15 @@ fn compile(name: &str, link_nvcam: bool) -> PathBuf {
 /// Runs `exe` with `args` for at most `limit`, stdout and stderr interleaved into one log; returns
 /// whether it exited 0 and everything it printed.
 fn run(exe: &Path, args: &[&std::ffi::OsStr], limit: Duration) -> (bool, String) {
-    let log_path = exe.with_extension("log");
-    let log = File::create(&log_path).expect("create log");
     // cargo puts `<profile>/` before `deps/` on LD_LIBRARY_PATH, which beats the rpath: a stale
     // libnvcam.so from an earlier `cargo build` would be tested instead of the fresh one.
     let ld = std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default();
     let mut paths = vec![deps_dir()];
     paths.extend(std::env::split_paths(&ld));
-    let mut child = Command::new(exe)
-        .args(args)
-        .env("LD_LIBRARY_PATH", std::env::join_paths(paths).expect("library path"))
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().expect("dup log"))
-        .stderr(log)
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", exe.display()));
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break Some(s);
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut text = std::fs::read_to_string(&log_path).unwrap_or_default();
-    let ok = match status {
-        Some(s) => {
-            text.push_str(&format!("[{} exited: {s}, after {:.1} s]\n", exe.display(), t0.elapsed().as_secs_f64()));
-            s.success()
-        }
-        None => {
-            text.push_str(&format!("[{} KILLED: still running after {} s]\n", exe.display(), limit.as_secs()));
-            false
-        }
-    };
-    (ok, text)
+    let mut cmd = Command::new(exe);
+    cmd.args(args).env("LD_LIBRARY_PATH", std::env::join_paths(paths).expect("library path"));
+    let (ok, text) = common::run_logged(cmd, &exe.with_extension("log"), limit);
+    (ok, format!("[{}]\n{text}", exe.display()))
 }
 
 /// The functions `include/nvcam.h` declares.

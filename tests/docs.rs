@@ -13,11 +13,12 @@
 //! so they need no network and no GPU. Linux only in practice: scripts/windows-test.sh leaves this
 //! file out under Wine (its SKIP list says why).
 
+mod common;
+use common::{cdylib, deps_dir, run_logged as run};
 use std::collections::BTreeSet;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const MARK: &str = "<!-- runnable -->";
 const LIMIT: Duration = Duration::from_secs(60);
@@ -26,17 +27,6 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `<target>/<profile>/deps`, where this test binary and the fresh cdylib live.
-fn deps_dir() -> PathBuf {
-    std::env::current_exe().expect("current_exe").parent().expect("deps dir").to_path_buf()
-}
-
-fn cdylib() -> PathBuf {
-    let name = format!("{}nvcam{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
-    let p = deps_dir().join(name);
-    assert!(p.is_file(), "{} not found: cargo builds the cdylib next to the test binaries", p.display());
-    p
-}
 
 /// README.md and docs/*.md: the pages whose runnable blocks run.
 fn doc_pages() -> Vec<PathBuf> {
@@ -101,41 +91,6 @@ fn stem(b: &Block) -> String {
     format!("docs-{}", b.place.replace(['/', ':'], "-"))
 }
 
-/// Runs `cmd` for at most `limit`, stdout and stderr interleaved into `log`; whether it exited 0,
-/// and everything it printed.
-fn run(mut cmd: Command, log: &Path, limit: Duration) -> (bool, String) {
-    let f = File::create(log).expect("create log");
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(f.try_clone().expect("dup log"))
-        .stderr(f)
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break Some(s);
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut text = std::fs::read_to_string(log).unwrap_or_default();
-    let ok = match status {
-        Some(s) => {
-            text.push_str(&format!("[exited: {s}, after {:.1} s]\n", t0.elapsed().as_secs_f64()));
-            s.success()
-        }
-        None => {
-            text.push_str(&format!("[KILLED: still running after {} s]\n", limit.as_secs()));
-            false
-        }
-    };
-    (ok, text)
-}
 
 #[test]
 fn runnable_c_blocks_compile_and_run() {

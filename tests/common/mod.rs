@@ -552,3 +552,52 @@ pub fn percentile(v: &mut [f64], q: f64) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1]
 }
+
+/// `<target>/<profile>/deps`: where this test binary and the cdylib cargo built for it live.
+pub fn deps_dir() -> PathBuf {
+    std::env::current_exe().expect("current_exe").parent().expect("deps dir").to_path_buf()
+}
+
+/// The cdylib this `cargo test` built (`libnvcam.so`, `nvcam.dll`), next to the test binaries.
+pub fn cdylib() -> PathBuf {
+    let name = format!("{}nvcam{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
+    let p = deps_dir().join(name);
+    assert!(p.is_file(), "{} not found: cargo builds the cdylib next to the test binaries", p.display());
+    p
+}
+
+/// Runs `cmd` for at most `limit`, stdout and stderr interleaved into `log`; returns whether it
+/// exited 0, and everything it printed with a last line saying how it ended.
+pub fn run_logged(mut cmd: Command, log: &Path, limit: Duration) -> (bool, String) {
+    let f = std::fs::File::create(log).expect("create log");
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(f.try_clone().expect("dup log"))
+        .stderr(f)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break Some(s);
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut text = std::fs::read_to_string(log).unwrap_or_default();
+    let ok = match status {
+        Some(s) => {
+            text.push_str(&format!("[exited: {s}, after {:.1} s]\n", t0.elapsed().as_secs_f64()));
+            s.success()
+        }
+        None => {
+            text.push_str(&format!("[KILLED: still running after {} s]\n", limit.as_secs()));
+            false
+        }
+    };
+    (ok, text)
+}
