@@ -9,7 +9,7 @@
 //! `frame_num`; never slice data. A dropped non-reference picture leaves no gap, and needs none:
 //! nothing predicts from it.
 
-use super::nal::{extradata, length_size, Bits, Nals};
+use super::nal::{extradata, h264_slice, length_size, Bits, Nals};
 use ffmpeg_next as ff;
 use std::collections::HashMap;
 
@@ -127,7 +127,7 @@ impl FrameNumCheck {
 
     /// Reads a packet (one access unit); true if a reference picture is missing before it.
     pub(crate) fn gap_before(&mut self, data: &[u8]) -> bool {
-        for nal in Nals::new(data, self.nal_len) {
+        for nal in Nals::new(data, self.nal_len, h264_slice) {
             let Some(&h) = nal.first() else { continue };
             match h & 0x1f {
                 t @ (1 | 5) => return self.slice(&nal[1..], t == 5, h >> 5 != 0),

@@ -16,14 +16,31 @@ pub(crate) fn length_size(params: &ff::codec::Parameters, hevc: bool) -> Option<
 }
 
 /// NAL units of a packet, Annex B or length-prefixed.
+///
+/// Readers here stop at a picture's first slice and read only its header, so a slice is handed
+/// out as the rest of the packet: its end (the next start code, past all its slice data) is never
+/// searched for, and a packet costs its parameter sets and SEIs, not its size.
 pub(crate) struct Nals<'a> {
     data: &'a [u8],
     nal_len: Option<usize>,
+    /// Whether a NAL unit header byte starts a slice (the codec's VCL types).
+    slice: fn(u8) -> bool,
+}
+
+/// H.264's slice NAL unit types (1 to 5).
+pub(crate) fn h264_slice(b: u8) -> bool {
+    matches!(b & 0x1f, 1..=5)
+}
+
+/// HEVC's slice (VCL) NAL unit types (0 to 31).
+pub(crate) fn hevc_slice(b: u8) -> bool {
+    (b >> 1) & 0x3f < 32
 }
 
 impl<'a> Nals<'a> {
-    pub(crate) fn new(data: &'a [u8], nal_len: Option<usize>) -> Nals<'a> {
-        Nals { data, nal_len }
+    /// `slice` tells slices apart ([`h264_slice`], [`hevc_slice`]).
+    pub(crate) fn new(data: &'a [u8], nal_len: Option<usize>, slice: fn(u8) -> bool) -> Nals<'a> {
+        Nals { data, nal_len, slice }
     }
 }
 
@@ -48,6 +65,11 @@ impl<'a> Iterator for Nals<'a> {
             }
             None => {
                 let s = start_code(self.data, 0)? + 3;
+                if self.data.get(s).is_some_and(|&b| (self.slice)(b)) {
+                    let nal = &self.data[s..];
+                    self.data = &[];
+                    return Some(nal);
+                }
                 let end = start_code(self.data, s).unwrap_or(self.data.len());
                 let nal = &self.data[s..end];
                 self.data = &self.data[end..];

@@ -8,7 +8,7 @@
 //! So the first NAL units of each H.264 packet are read, up to the first slice; the scan never
 //! goes into slice data.
 
-use super::nal::{length_size, Bits, Nals};
+use super::nal::{h264_slice, hevc_slice, length_size, Bits, Nals};
 use ffmpeg_next as ff;
 
 /// What a packet is as a recovery point.
@@ -58,7 +58,7 @@ impl KeyScan {
         match self.codec {
             Codec::Other => fallback,
             Codec::Hevc => {
-                for nal in Nals::new(data, self.nal_len) {
+                for nal in Nals::new(data, self.nal_len, hevc_slice) {
                     let Some(&b) = nal.first() else { continue };
                     let t = (b >> 1) & 0x3f;
                     if t < 32 {
@@ -70,7 +70,7 @@ impl KeyScan {
             }
             Codec::H264 => {
                 let mut sei = None;
-                for nal in Nals::new(data, self.nal_len) {
+                for nal in Nals::new(data, self.nal_len, h264_slice) {
                     let Some(&b) = nal.first() else { continue };
                     match b & 0x1f {
                         5 => return KeyPoint::Full,
