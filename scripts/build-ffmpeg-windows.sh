@@ -24,7 +24,9 @@ prefix="$root/target/ffmpeg-windows"
 work="$root/target/ffmpeg-windows-build"
 jobs=${JOBS:-2}
 cross=x86_64-w64-mingw32-
-key=$(sha256sum "$0" | cut -c1-16)
+name=build-ffmpeg-windows
+. "$root/scripts/ffmpeg-common.sh"
+key=$(ffmpeg_build_key "$0")
 stamp="$prefix/.stamp-$key"
 
 if [ -f "$stamp" ]; then
@@ -32,52 +34,18 @@ if [ -f "$stamp" ]; then
   exit 0
 fi
 
-die() { echo "build-ffmpeg-windows: $*" >&2; exit 1; }
 for tool in ${cross}gcc ${cross}ar ${cross}nm ${cross}dlltool nasm dpkg-source pkg-config; do
   command -v "$tool" >/dev/null || die "$tool not found (apt-get install mingw-w64 nasm dpkg-dev)"
 done
-[ -f /usr/include/ffnvcodec/dynlink_cuviddec.h ] || die "/usr/include/ffnvcodec missing (apt-get install libffmpeg-nvenc-dev)"
-SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 
-# --- source: Debian 12's ffmpeg source package (kept in $work/src for the next rebuild) ---
-mkdir -p "$work/src"; cd "$work/src"
-srcdir=$(find "$work/src" -maxdepth 1 -mindepth 1 -type d -name 'ffmpeg-*' | head -n1)
-if [ -z "$srcdir" ] || [ ! -f "$srcdir/configure" ]; then
-  rm -rf "$work/src"/*
-  has_src() { grep -rqsE '^(Types:.*deb-src|deb-src )' /etc/apt/sources.list /etc/apt/sources.list.d/; }
-  if ! has_src; then
-    list=/etc/apt/sources.list.d/debian.sources
-    [ -f "$list" ] || die "apt has no deb-src entries and there is no $list to add them to"
-    echo "build-ffmpeg-windows: adding deb-src to $list" >&2
-    $SUDO sed -i 's/^Types: deb$/Types: deb deb-src/' "$list"
-    $SUDO apt-get update -qq
-  fi
-  apt-get source -qq --only-source ffmpeg 2>&1 | grep -v 'unsandboxed' >&2 || true
-  srcdir=$(find "$work/src" -maxdepth 1 -mindepth 1 -type d -name 'ffmpeg-*' | head -n1)
-  [ -n "$srcdir" ] && [ -f "$srcdir/configure" ] || die "apt-get source ffmpeg gave no source tree in $work/src"
-fi
-version=$(cat "$srcdir/RELEASE" 2>/dev/null || basename "$srcdir")
-case "$version" in 5.1*) ;; *) die "expected FFmpeg 5.1 (the Linux build's version), got $version" ;; esac
+# --- source: Debian 12's ffmpeg source package ---
+ffmpeg_source
 
 # --- ffnvcodec headers, private to this build (configure finds them through pkg-config) ---
-rm -rf "$work/include" "$work/pkgconfig" "$work/build"
-mkdir -p "$work/include" "$work/pkgconfig" "$work/build"
-cp -r /usr/include/ffnvcodec "$work/include/"
-ffnv_version=$(sed -n 's/^Version: *//p' /usr/share/pkgconfig/ffnvcodec.pc)
-printf 'prefix=%s\nincludedir=${prefix}/include\n\nName: ffnvcodec\nDescription: ffnvcodec headers (private copy)\nVersion: %s\nCflags: -I${includedir}\n' \
-  "$work" "$ffnv_version" >"$work/pkgconfig/ffnvcodec.pc"
-# Only the private .pc files: none of the host's libraries may leak into the cross build.
-export PKG_CONFIG_LIBDIR="$work/pkgconfig" PKG_CONFIG_PATH=""
+ffnvcodec_private
 
 # --- configure: only what nvcam uses ---
-join() { local IFS=,; echo "$*"; }
 protocols=(file pipe tcp udp rtp http https httpproxy tls rtmp rtmps)
-demuxers=(mov matroska mpegts h264 hevc mjpeg mpjpeg avi flv live_flv rtsp rtp sdp concat)
-decoders=(h264 hevc mjpeg ffv1 mpeg4 mpeg2video vp8 vp9 av1 rawvideo)
-hwaccels=(h264_nvdec hevc_nvdec mjpeg_nvdec mpeg4_nvdec mpeg2_nvdec vp8_nvdec vp9_nvdec av1_nvdec)
-parsers=(h264 hevc mjpeg mpeg4video mpegvideo vp8 vp9 av1)
-bsfs=(h264_mp4toannexb hevc_mp4toannexb)
-filters=(testsrc testsrc2 format scale null)
 conf=(
   --prefix="$prefix"
   --enable-cross-compile --target-os=mingw32 --arch=x86_64 --cross-prefix=$cross

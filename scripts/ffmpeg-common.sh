@@ -1,0 +1,57 @@
+# What scripts/build-ffmpeg-windows.sh and scripts/build-ffmpeg-linux.sh share, sourced by both:
+# the source (Debian 12's own FFmpeg source package, Debian's patches applied), the private copy of
+# the ffnvcodec headers the NVDEC hwaccels use, and the components nvcam uses. The caller sets
+# `root`, `work` and `name` (its log prefix) before sourcing; each build's cache key covers this
+# file too (`ffmpeg_build_key`).
+
+die() { echo "$name: $*" >&2; exit 1; }
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+
+# The cache key of a build: its own script and this file.
+ffmpeg_build_key() { cat "$1" "$root/scripts/ffmpeg-common.sh" | sha256sum | cut -c1-16; }
+
+# Sets `srcdir` and `version`: the source tree in $work/src (kept for the next rebuild), fetched
+# with `apt-get source` (adding deb-src to /etc/apt/sources.list.d/debian.sources when apt has no
+# source entries).
+ffmpeg_source() {
+  mkdir -p "$work/src"; cd "$work/src"
+  srcdir=$(find "$work/src" -maxdepth 1 -mindepth 1 -type d -name 'ffmpeg-*' | head -n1)
+  if [ -z "$srcdir" ] || [ ! -f "$srcdir/configure" ]; then
+    rm -rf "$work/src"/*
+    if ! grep -rqsE '^(Types:.*deb-src|deb-src )' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+      local list=/etc/apt/sources.list.d/debian.sources
+      [ -f "$list" ] || die "apt has no deb-src entries and there is no $list to add them to"
+      echo "$name: adding deb-src to $list" >&2
+      $SUDO sed -i 's/^Types: deb$/Types: deb deb-src/' "$list"
+      $SUDO apt-get update -qq
+    fi
+    apt-get source -qq --only-source ffmpeg 2>&1 | grep -v 'unsandboxed' >&2 || true
+    srcdir=$(find "$work/src" -maxdepth 1 -mindepth 1 -type d -name 'ffmpeg-*' | head -n1)
+    [ -n "$srcdir" ] && [ -f "$srcdir/configure" ] || die "apt-get source ffmpeg gave no source tree in $work/src"
+  fi
+  version=$(cat "$srcdir/RELEASE" 2>/dev/null || basename "$srcdir")
+  case "$version" in 5.1*) ;; *) die "expected FFmpeg 5.1 (the system build's version), got $version" ;; esac
+}
+
+# The ffnvcodec headers in $work/include with a private .pc file; pkg-config sees only that one, so
+# none of the host's libraries is picked up. Starts $work/include, $work/pkgconfig and $work/build
+# afresh.
+ffnvcodec_private() {
+  [ -f /usr/include/ffnvcodec/dynlink_cuviddec.h ] || die "/usr/include/ffnvcodec missing (apt-get install libffmpeg-nvenc-dev)"
+  rm -rf "$work/include" "$work/pkgconfig" "$work/build"
+  mkdir -p "$work/include" "$work/pkgconfig" "$work/build"
+  cp -r /usr/include/ffnvcodec "$work/include/"
+  local v; v=$(sed -n 's/^Version: *//p' /usr/share/pkgconfig/ffnvcodec.pc)
+  printf 'prefix=%s\nincludedir=${prefix}/include\n\nName: ffnvcodec\nDescription: ffnvcodec headers (private copy)\nVersion: %s\nCflags: -I${includedir}\n' \
+    "$work" "$v" >"$work/pkgconfig/ffnvcodec.pc"
+  export PKG_CONFIG_LIBDIR="$work/pkgconfig" PKG_CONFIG_PATH=""
+}
+
+# --- what nvcam uses (each build adds its protocols) ---
+join() { local IFS=,; echo "$*"; }
+demuxers=(mov matroska mpegts h264 hevc mjpeg mpjpeg avi flv live_flv rtsp rtp sdp concat)
+decoders=(h264 hevc mjpeg ffv1 mpeg4 mpeg2video vp8 vp9 av1 rawvideo)
+hwaccels=(h264_nvdec hevc_nvdec mjpeg_nvdec mpeg4_nvdec mpeg2_nvdec vp8_nvdec vp9_nvdec av1_nvdec)
+parsers=(h264 hevc mjpeg mpeg4video mpegvideo vp8 vp9 av1)
+bsfs=(h264_mp4toannexb hevc_mp4toannexb)
+filters=(testsrc testsrc2 format scale null)
