@@ -7,8 +7,11 @@
 die() { echo "$name: $*" >&2; exit 1; }
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 
-# The cache key of a build: its own script and this file.
-ffmpeg_build_key() { cat "$1" "$root/scripts/ffmpeg-common.sh" | sha256sum | cut -c1-16; }
+# nvcam's patches to FFmpeg, applied in name order (see scripts/ffmpeg-patches/README.md).
+ffmpeg_patches() { ls "$root"/scripts/ffmpeg-patches/*.patch; }
+
+# The cache key of a build: its own script, this file and the patches.
+ffmpeg_build_key() { cat "$1" "$root/scripts/ffmpeg-common.sh" $(ffmpeg_patches) | sha256sum | cut -c1-16; }
 
 # Sets `srcdir` and `version`: the source tree in $work/src (kept for the next rebuild), fetched
 # with `apt-get source` (adding deb-src to /etc/apt/sources.list.d/debian.sources when apt has no
@@ -31,6 +34,26 @@ ffmpeg_source() {
   fi
   version=$(cat "$srcdir/RELEASE" 2>/dev/null || basename "$srcdir")
   case "$version" in 5.1*) ;; *) die "expected FFmpeg 5.1 (the system build's version), got $version" ;; esac
+  ffmpeg_patch
+}
+
+# Applies nvcam's patches to the kept source tree once; a tree patched by other patches (an older
+# set) is unpacked afresh from the source package first.
+ffmpeg_patch() {
+  local want have
+  want=$(cat $(ffmpeg_patches) | sha256sum | cut -c1-16)
+  have=$(cat "$srcdir/.nvcam-patches" 2>/dev/null || true)
+  [ "$have" = "$want" ] && return 0
+  if [ -n "$have" ]; then
+    local dsc; dsc=$(ls "$work"/src/ffmpeg_*.dsc | head -n1)
+    rm -rf "$srcdir"
+    (cd "$work/src" && dpkg-source -q -x "$dsc" "$srcdir" >&2) || die "could not unpack $dsc again"
+  fi
+  local p
+  for p in $(ffmpeg_patches); do
+    patch -d "$srcdir" -p1 -N -s <"$p" >&2 || die "patch $(basename "$p") does not apply"
+  done
+  echo "$want" >"$srcdir/.nvcam-patches"
 }
 
 # The ffnvcodec headers in $work/include with a private .pc file; pkg-config sees only that one, so
