@@ -14,11 +14,17 @@
 //!
 //! So the marks do not depend on a decoder's delay, and every decoder marks the same pictures.
 //!
+//! A gap in the RTP sequence numbers says which pictures it hit ([`Hit`], from the timestamps
+//! around it): only those are damaged, and only a damaged reference picture makes the pictures
+//! after it suspect. A damaged non-reference picture (a B-frame nothing predicts from) is marked
+//! alone, and whole pictures lost between two others matter only if one was a reference (H.264's
+//! `frame_num` tells; for other codecs the stream is taken as suspect).
+//!
 //! Every signal that reaches the tracker through packets (RTP gaps, demuxer corruption flags,
 //! recovery points) is the same whichever decoder runs, so the decoders mark the same pictures;
 //! a decoder's own error report adds to that (see `Decoder::write_into`).
 
-use crate::decode::recovery::KeyPoint;
+use crate::decode::recovery::{KeyPoint, Picture};
 use crate::frame::FrameIntegrity;
 use std::time::{Duration, Instant};
 
@@ -27,6 +33,33 @@ const KEYS_KEPT: usize = 16;
 /// Packets sent while the stream was exact whose pictures are still in the decoder: more than
 /// any decoder holds back (NVDEC's surfaces, FFmpeg's frame threads and reorder buffer).
 const SENT_KEPT: usize = 64;
+/// Hits waiting for their picture's packet, and damaged pictures waiting to come out.
+const HITS_KEPT: usize = 64;
+/// A hit whose picture has not gone in by the time the stream is this far past it (stream time,
+/// µs) will not come: the loss is taken as one of unknown place.
+const HIT_WAIT_US: i64 = 1_000_000;
+
+/// What a gap in the packets before the decoder hit, by the timestamps of the pictures around it
+/// (the demuxer knows of the gap before its parser has put those pictures together).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hit {
+    /// Part of this picture's data was lost.
+    Picture(i64),
+    /// Whole units were lost just before this picture: it is damaged unless it starts with its
+    /// first slice (what was lost then was another picture, or units before its slices).
+    StartOf(i64),
+    /// Whole pictures may have been lost before this one and nothing tells whether later
+    /// pictures predict from them: suspect from this one on.
+    From(i64),
+}
+
+impl Hit {
+    fn pts(self) -> i64 {
+        match self {
+            Hit::Picture(p) | Hit::StartOf(p) | Hit::From(p) => p,
+        }
+    }
+}
 
 #[derive(Debug, Default)]
 pub(super) struct Integrity {
@@ -46,8 +79,13 @@ pub(super) struct Integrity {
     /// Packets sent while the stream was exact whose pictures have not come out: (timestamp,
     /// send number).
     sent_exact: std::collections::VecDeque<(i64, u64)>,
-    /// Every recent packet, (timestamp, send number): where a damaged picture was in decode order.
-    sent: std::collections::VecDeque<(i64, u64)>,
+    /// Every recent packet, (timestamp, send number, reference picture): where a damaged picture
+    /// was in decode order, and whether others may predict from it.
+    sent: std::collections::VecDeque<(i64, u64, bool)>,
+    /// Hits whose picture has not gone into the decoder yet.
+    hits: std::collections::VecDeque<Hit>,
+    /// Pictures that went into the decoder damaged and have not come out: their timestamps.
+    corrupt_in: std::collections::VecDeque<i64>,
     /// Packets sent so far.
     sends: u64,
     /// Whether the last packet went into `sent_exact`.
@@ -64,11 +102,29 @@ impl Integrity {
         self.suspect(now);
     }
 
+    /// A gap hit the stream where `hit` says. The hit waits for its picture's packet; a picture
+    /// already sent is damaged at once.
+    pub(super) fn gap(&mut self, hit: Hit, now: Instant) {
+        if self.sent.iter().any(|&(p, _, _)| p == hit.pts()) {
+            if !matches!(hit, Hit::From(_)) {
+                push_bounded(&mut self.corrupt_in, hit.pts());
+            }
+            self.damaged(hit.pts(), now);
+            return;
+        }
+        if self.hits.len() == HITS_KEPT {
+            // Too many to place: every one of them counts from here.
+            self.hits.clear();
+            self.lost(now);
+        }
+        self.hits.push_back(hit);
+    }
+
     /// The picture at `pts_us` came out damaged: pictures decoded after it may reference it, so
     /// the packets sent after its own no longer count as exact (all of them if it is not known
     /// where it was).
     pub(super) fn damaged(&mut self, pts_us: i64, now: Instant) {
-        let at = self.sent.iter().find(|(p, _)| *p == pts_us && pts_us != i64::MIN).map(|&(_, n)| n);
+        let at = self.sent.iter().find(|(p, _, _)| *p == pts_us && pts_us != i64::MIN).map(|&(_, n, _)| n);
         match at {
             Some(n) => self.sent_exact.retain(|&(_, m)| m < n),
             None => self.sent_exact.clear(),
@@ -88,15 +144,42 @@ impl Integrity {
         self.pending = None;
     }
 
-    /// A packet goes into the decoder: `key` is what it is as a recovery point.
-    pub(super) fn packet(&mut self, key: KeyPoint, pts_us: i64) {
+    /// A packet goes into the decoder: `key` is what it is as a recovery point, `pic` what a loss
+    /// in it can reach. A hit waiting for it damages it now.
+    pub(super) fn packet(&mut self, key: KeyPoint, pic: Picture, pts_us: i64, now: Instant) {
+        let (mut damaged, mut lost_here) = (false, false);
+        if !self.hits.is_empty() && pts_us != i64::MIN {
+            self.hits.retain(|&h| {
+                let mine = h.pts() == pts_us;
+                match h {
+                    Hit::Picture(_) if mine => damaged = true,
+                    Hit::StartOf(_) if mine => damaged |= !pic.starts_whole,
+                    Hit::From(_) if mine => lost_here = true,
+                    // Its picture never came (or came without the timestamp the gap gave it).
+                    _ if pts_us.saturating_sub(h.pts()) > HIT_WAIT_US => lost_here = true,
+                    _ => return true,
+                }
+                false
+            });
+        }
+        self.packet_in(key, pic, pts_us);
+        if damaged {
+            log::trace!("picture of pts {pts_us} went in damaged ({})", if pic.reference { "a reference" } else { "no reference: marked alone" });
+            push_bounded(&mut self.corrupt_in, pts_us);
+        }
+        if lost_here || (damaged && pic.reference) {
+            self.lost(now);
+        }
+    }
+
+    fn packet_in(&mut self, key: KeyPoint, pic: Picture, pts_us: i64) {
         self.sends += 1;
         self.last_exact = false;
         if pts_us != i64::MIN {
             if self.sent.len() == SENT_KEPT {
                 self.sent.pop_front();
             }
-            self.sent.push_back((pts_us, self.sends));
+            self.sent.push_back((pts_us, self.sends, pic.reference));
             if self.suspect_since.is_none() {
                 if self.sent_exact.len() == SENT_KEPT {
                     self.sent_exact.pop_front();
@@ -135,13 +218,20 @@ impl Integrity {
 
     /// A picture comes out of the decoder; `damaged` if the decoder said it has errors.
     pub(super) fn picture(&mut self, pts_us: i64, damaged: bool, now: Instant) -> FrameIntegrity {
-        let keyframe = pts_us != i64::MIN && self.keys.iter().any(|&(p, _, _)| p == pts_us);
-        let sent_exact = pts_us != i64::MIN && self.sent_exact.iter().position(|&(p, _)| p == pts_us).map(|i| self.sent_exact.remove(i)).is_some();
+        let known = pts_us != i64::MIN;
+        let keyframe = known && self.keys.iter().any(|&(p, _, _)| p == pts_us);
+        let sent_exact = known && self.sent_exact.iter().position(|&(p, _)| p == pts_us).map(|i| self.sent_exact.remove(i)).is_some();
+        // Damaged on its way in: already counted where it went in.
+        let went_in_damaged = known && self.corrupt_in.iter().position(|&p| p == pts_us).map(|i| self.corrupt_in.remove(i)).is_some();
+        let reference = !known || self.sent.iter().rev().find(|&&(p, _, _)| p == pts_us).is_none_or(|&(_, _, r)| r);
+        // What the decoder found in a picture nothing predicts from stays in that picture.
+        let taints = damaged && !went_in_damaged && reference;
+        let corrupt = damaged || went_in_damaged;
         if sent_exact {
-            if damaged {
+            if taints {
                 self.damaged(pts_us, now);
             }
-            return FrameIntegrity { corrupt: damaged, after_loss: false, keyframe };
+            return FrameIntegrity { corrupt, after_loss: false, keyframe: keyframe && !corrupt };
         }
         if self.suspect_since.is_some() {
             if let Some(r) = self.recovery {
@@ -154,11 +244,12 @@ impl Integrity {
             }
         }
         let after_loss = self.suspect_since.is_some();
-        if damaged {
+        if taints {
             // Later pictures may reference this one: suspect until a recovery point after it.
             self.damaged(pts_us, now);
         }
-        FrameIntegrity { corrupt: damaged, after_loss, keyframe }
+        // A key frame that is not exact is no place to start from.
+        FrameIntegrity { corrupt, after_loss, keyframe: keyframe && !corrupt && !after_loss }
     }
 
     /// Whether the packet just given to [`Integrity::packet`] is the recovery point the stream
@@ -174,9 +265,19 @@ impl Integrity {
     }
 }
 
+fn push_bounded(q: &mut std::collections::VecDeque<i64>, v: i64) {
+    if q.len() == HITS_KEPT {
+        q.pop_front();
+    }
+    q.push_back(v);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const REF: Picture = Picture { reference: true, starts_whole: true };
+    const NON_REF: Picture = Picture { reference: false, starts_whole: true };
 
     fn exact(i: FrameIntegrity) -> bool {
         i.exact()
@@ -186,18 +287,18 @@ mod tests {
     fn pictures_after_a_loss_are_suspect_until_the_next_idr_comes_out() {
         let t = Instant::now();
         let mut g = Integrity::default();
-        g.packet(KeyPoint::Full, 0);
+        g.packet(KeyPoint::Full, REF, 0, t);
         let first = g.picture(0, false, t);
         assert!(exact(first) && first.keyframe);
-        g.packet(KeyPoint::None, 33);
+        g.packet(KeyPoint::None, REF, 33, t);
         assert!(exact(g.picture(33, false, t)));
         g.lost(t);
-        g.packet(KeyPoint::None, 100);
+        g.packet(KeyPoint::None, REF, 100, t);
         let p = g.picture(100, false, t);
         assert!(p.after_loss && !p.corrupt);
-        g.packet(KeyPoint::Full, 133);
+        g.packet(KeyPoint::Full, REF, 133, t);
         assert!(g.is_recovery_point(133));
-        g.packet(KeyPoint::None, 166);
+        g.packet(KeyPoint::None, REF, 166, t);
         assert!(exact(g.picture(133, false, t)), "the IDR itself is exact");
         assert!(exact(g.picture(166, false, t)));
         assert_eq!(g.suspect_for(t), None);
@@ -209,11 +310,11 @@ mod tests {
         // out afterwards and are exact; 1100's is not.
         let t = Instant::now();
         let mut g = Integrity::default();
-        g.packet(KeyPoint::None, 900);
-        g.packet(KeyPoint::None, 1000);
-        g.packet(KeyPoint::None, 1100);
+        g.packet(KeyPoint::None, REF, 900, t);
+        g.packet(KeyPoint::None, REF, 1000, t);
+        g.packet(KeyPoint::None, REF, 1100, t);
         g.lost(t);
-        g.packet(KeyPoint::None, 1200);
+        g.packet(KeyPoint::None, REF, 1200, t);
         assert!(exact(g.picture(900, false, t)));
         assert!(exact(g.picture(1000, false, t)));
         assert!(g.picture(1100, false, t).after_loss);
@@ -225,12 +326,12 @@ mod tests {
         // The loss is noticed with the key packet: it may be the damaged one.
         let t = Instant::now();
         let mut g = Integrity::default();
-        g.packet(KeyPoint::None, 500);
+        g.packet(KeyPoint::None, REF, 500, t);
         g.lost(t);
-        g.packet(KeyPoint::Full, 1000);
+        g.packet(KeyPoint::Full, REF, 1000, t);
         g.lost(t);
         assert!(g.picture(1000, false, t).after_loss);
-        g.packet(KeyPoint::Full, 2000);
+        g.packet(KeyPoint::Full, REF, 2000, t);
         assert!(g.picture(1500, false, t).after_loss, "leading picture before the recovery point");
         assert!(exact(g.picture(2000, false, t)));
     }
@@ -239,24 +340,24 @@ mod tests {
     fn a_damaged_picture_is_corrupt_and_taints_what_follows() {
         let t = Instant::now();
         let mut g = Integrity::default();
-        g.packet(KeyPoint::None, 0);
-        g.packet(KeyPoint::None, 33);
-        g.packet(KeyPoint::None, 17);
+        g.packet(KeyPoint::None, REF, 0, t);
+        g.packet(KeyPoint::None, REF, 33, t);
+        g.packet(KeyPoint::None, REF, 17, t);
         let p = g.picture(0, true, t);
         assert!(p.corrupt && !p.after_loss);
         assert!(g.picture(33, false, t).after_loss, "sent before the damaged picture came out, but after it in decode order");
         assert!(g.picture(17, false, t).after_loss);
         // The next IDR was sent before the damaged picture came out (decoder delay): it is the
         // recovery point.
-        g.packet(KeyPoint::None, 100);
-        g.packet(KeyPoint::Full, 133);
-        g.packet(KeyPoint::None, 166);
+        g.packet(KeyPoint::None, REF, 100, t);
+        g.packet(KeyPoint::Full, REF, 133, t);
+        g.packet(KeyPoint::None, REF, 166, t);
         assert!(g.picture(66, false, t).after_loss);
         let d = g.picture(100, true, t);
         assert!(d.corrupt);
         assert!(exact(g.picture(133, false, t)));
         assert!(exact(g.picture(166, false, t)));
-        g.packet(KeyPoint::Full, 66);
+        g.packet(KeyPoint::Full, REF, 66, t);
         assert!(exact(g.picture(66, false, t)));
     }
 
@@ -265,9 +366,9 @@ mod tests {
         let t = Instant::now();
         let mut g = Integrity::default();
         g.lost(t);
-        g.packet(KeyPoint::After(2), 10);
-        g.packet(KeyPoint::None, 20);
-        g.packet(KeyPoint::None, 30);
+        g.packet(KeyPoint::After(2), REF, 10, t);
+        g.packet(KeyPoint::None, REF, 20, t);
+        g.packet(KeyPoint::None, REF, 30, t);
         assert!(!g.is_recovery_point(30), "the end of a sweep still predicts from earlier pictures: no fresh decoder there");
         assert!(g.picture(10, false, t).after_loss, "refresh in progress");
         assert!(g.picture(20, false, t).after_loss, "refresh in progress");
@@ -279,9 +380,88 @@ mod tests {
         let t = Instant::now();
         let mut g = Integrity::default();
         g.lost(t);
-        g.packet(KeyPoint::Full, 10);
+        g.packet(KeyPoint::Full, REF, 10, t);
         g.lost(t);
         assert!(g.picture(10, false, t).after_loss);
         assert!(g.suspect_for(t + Duration::from_secs(1)).unwrap() >= Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_gap_inside_a_reference_picture_marks_it_corrupt_and_what_follows_until_the_idr() {
+        let t = Instant::now();
+        let mut g = Integrity::default();
+        g.packet(KeyPoint::Full, REF, 0, t);
+        g.gap(Hit::Picture(66), t);
+        g.packet(KeyPoint::None, REF, 33, t);
+        g.packet(KeyPoint::None, REF, 66, t);
+        g.packet(KeyPoint::None, REF, 100, t);
+        assert!(exact(g.picture(0, false, t)));
+        assert!(exact(g.picture(33, false, t)), "the picture before the gap is whole");
+        let d = g.picture(66, false, t);
+        assert!(d.corrupt && d.after_loss);
+        assert!(g.picture(100, false, t).after_loss);
+        g.packet(KeyPoint::Full, REF, 133, t);
+        assert!(exact(g.picture(133, false, t)));
+    }
+
+    #[test]
+    fn a_lost_non_reference_picture_marks_itself_only() {
+        // IPBB-like: B pictures at 33 and 66 are sent after the P at 100.
+        let t = Instant::now();
+        let mut g = Integrity::default();
+        g.packet(KeyPoint::Full, REF, 0, t);
+        g.packet(KeyPoint::None, REF, 100, t);
+        g.gap(Hit::Picture(33), t);
+        g.packet(KeyPoint::None, NON_REF, 33, t);
+        g.packet(KeyPoint::None, NON_REF, 66, t);
+        g.packet(KeyPoint::None, REF, 200, t);
+        assert!(exact(g.picture(0, false, t)));
+        // The decoder also finds errors in it: still only that picture.
+        let b = g.picture(33, true, t);
+        assert!(b.corrupt && !b.after_loss);
+        assert!(exact(g.picture(66, false, t)));
+        assert!(exact(g.picture(100, false, t)));
+        assert!(exact(g.picture(200, false, t)));
+        assert_eq!(g.suspect_for(t), None);
+    }
+
+    #[test]
+    fn whole_units_lost_before_a_picture_damage_it_only_if_its_first_slice_is_gone() {
+        let t = Instant::now();
+        let mut g = Integrity::default();
+        g.gap(Hit::StartOf(33), t);
+        g.packet(KeyPoint::None, REF, 33, t);
+        assert!(exact(g.picture(33, false, t)), "a picture that starts with its first slice is whole");
+        g.gap(Hit::StartOf(66), t);
+        g.packet(KeyPoint::None, Picture { reference: true, starts_whole: false }, 66, t);
+        let d = g.picture(66, false, t);
+        assert!(d.corrupt && d.after_loss);
+    }
+
+    #[test]
+    fn a_hit_whose_picture_never_comes_counts_as_a_loss_of_unknown_place() {
+        let t = Instant::now();
+        let mut g = Integrity::default();
+        g.gap(Hit::Picture(500), t);
+        g.packet(KeyPoint::None, REF, 400, t);
+        assert!(exact(g.picture(400, false, t)));
+        g.packet(KeyPoint::None, REF, 1_600_000, t);
+        assert!(g.picture(1_600_000, false, t).after_loss);
+        g.gap(Hit::From(1_700_000), t);
+        g.packet(KeyPoint::Full, REF, 1_700_000, t);
+        let k = g.picture(1_700_000, false, t);
+        assert!(k.after_loss && !k.keyframe, "pictures may be lost before it: no recovery point");
+    }
+
+    #[test]
+    fn a_gap_in_a_picture_already_sent_damages_it_and_what_came_after() {
+        let t = Instant::now();
+        let mut g = Integrity::default();
+        g.packet(KeyPoint::None, REF, 10, t);
+        g.packet(KeyPoint::None, REF, 20, t);
+        g.gap(Hit::Picture(10), t);
+        let d = g.picture(10, false, t);
+        assert!(d.corrupt);
+        assert!(g.picture(20, false, t).after_loss);
     }
 }

@@ -2,12 +2,13 @@
 //! the stream ends, fails, stalls, or the camera is stopped or kicked.
 
 use super::deliver::deliver;
-use super::integrity::Integrity;
+use super::integrity::{Hit, Integrity};
 use super::latency::{wall_ns, Arrival, Arrivals};
 use super::shared::{CameraState, Shared};
 use crate::config::DEFAULTS;
 use crate::decode::pts_us;
 use crate::decode::recovery::KeyScan;
+use crate::ffmpeg::rtp_gaps;
 use crate::frame::TimeSource;
 use crate::gpu::timing::{self, Stage};
 use crate::input::{self, Read};
@@ -111,14 +112,40 @@ impl Pacer {
     }
 }
 
+/// The pictures an RTP gap hit, from the timestamps and RTP payloads around it (see
+/// [`Hit`]); `None` when the gap cannot be placed (no timestamps yet). `tracks_refs`: H.264's
+/// `frame_num` will show a reference picture lost whole, so whole pictures lost between two
+/// others need no mark of their own.
+fn hits_of(g: &rtp_gaps::RtpGap, keys: &KeyScan, tb: ffmpeg_next::Rational, tracks_refs: bool) -> Option<[Option<Hit>; 3]> {
+    let before = pts_us(g.pts_before, tb);
+    let after = pts_us(g.pts_after, tb);
+    if before == i64::MIN || after == i64::MIN {
+        return None;
+    }
+    let starts = keys.rtp_starts_unit(g.payload_after());
+    if before == after {
+        return Some([Some(Hit::Picture(after)), None, None]);
+    }
+    // The picture before lost its end, or a cut unit's rest was appended to it.
+    let before_hit = (!g.marker_before || !starts).then_some(Hit::Picture(before));
+    let after_hit = if starts { Hit::StartOf(after) } else { Hit::Picture(after) };
+    Some([before_hit, Some(after_hit), (!tracks_refs).then_some(Hit::From(after))])
+}
+
 pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32, connected: &mut bool) -> Result<SessionEnd> {
     let o = &sh.opts;
     let low_latency = o.latency.is_low(sh.is_network());
     let t_open = Instant::now();
-    // RTP gaps FFmpeg logs on this thread from here on are this connection's (those of the
+    // RTP gaps FFmpeg reports on this thread from here on are this connection's (those of the
     // probe included: its packets are read again below).
-    crate::ffmpeg::log::take_rtp_missed();
+    rtp_gaps::start();
     let mut input = input::open(&sh.source, &o.ffmpeg, &sh.irq, o.open_timeout)?;
+    if sh.source.is_rtsp() && !rtp_gaps::reporting() {
+        log::warn!(
+            "camera {}: this FFmpeg does not report lost RTP packets (it is not nvcam's patched build): losses show only where a decoder or H.264's frame_num notices them",
+            sh.name()
+        );
+    }
     timing::since(Stage::Open, t_open);
     let t_select = Instant::now();
     let Chosen { decoder: mut dec, pools } = select::decoder_for(o, &input.stream(), &sh.backend, low_latency)?;
@@ -141,6 +168,7 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
     let keys = KeyScan::new(&input.stream().parameters());
     let mut frame_nums = crate::decode::frame_num::FrameNumCheck::for_stream(&input.stream().parameters());
     let mut integrity = Integrity::default();
+    let mut gaps = Vec::new();
     let recovery_reconnect = Duration::from_millis(DEFAULTS.loss_recovery_reconnect_ms as u64);
     // A recovery point held back while the decoder drains, for a decoder that restarts there.
     let mut after_drain: Option<ffmpeg_next::Packet> = None;
@@ -178,27 +206,39 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                     let p_us = pts_us(p.pts(), time_base);
                     let now = Instant::now();
                     arrivals.read(Arrival { pts_us: p_us, at: now, wall_ns: wall_ns() });
-                    // This packet may have been complete before the loss was noticed (the parser
-                    // hands out an access unit when the next one starts): it is classified first,
-                    // so a recovery point must come after the loss to count.
                     let data = p.data().unwrap_or(&[]);
                     let key = keys.classify(data, p.is_key());
                     log::trace!("camera {}: packet pts {p_us} {} bytes {key:?} flag-key {} corrupt {}", sh.name(), data.len(), p.is_key(), p.is_corrupt());
-                    integrity.packet(key, p_us);
+                    // Gaps the demuxer met while it read up to this packet: they hit pictures by
+                    // their timestamps, this one or later ones.
+                    let unplaced = rtp_gaps::take(&mut gaps);
+                    let video = input.stream().index() as i32;
+                    let tracks_refs = frame_nums.as_ref().is_some_and(|c| c.tracking());
+                    let (mut lost, mut unknown_place) = (unplaced, unplaced > 0);
+                    for g in gaps.drain(..).filter(|g| g.stream == video) {
+                        lost += g.lost as u64;
+                        let hits = hits_of(&g, &keys, time_base, tracks_refs);
+                        log::debug!("camera {}: {} RTP packet(s) lost, {hits:?}", sh.name(), g.lost);
+                        match hits {
+                            Some(hits) => hits.into_iter().flatten().for_each(|h| integrity.gap(h, now)),
+                            None => unknown_place = true,
+                        }
+                    }
+                    integrity.packet(key, keys.picture(data), p_us, now);
                     // A reference picture missing before this one: lost, wherever it was lost.
-                    let gap = frame_nums.as_mut().is_some_and(|c| c.gap_before(data));
-                    let lost = crate::ffmpeg::log::take_rtp_missed() + p.is_corrupt() as u64;
-                    if gap && lost == 0 {
-                        sh.counters.last_loss_ns.store(wall_ns(), Ordering::Relaxed);
+                    let ref_gap = frame_nums.as_mut().is_some_and(|c| c.gap_before(data));
+                    // A loss that cannot be placed may be in this packet: it and what follows are
+                    // suspect, and a recovery point must come after it to count.
+                    if unknown_place || ref_gap || p.is_corrupt() {
+                        log::debug!("camera {}: reference gap {ref_gap}, demuxer-flagged corrupt {}, at the packet of pts {p_us} ({key:?}, {} bytes)", sh.name(), p.is_corrupt(), data.len());
                         integrity.lost(now);
                     }
-                    if lost > 0 || gap {
-                        log::debug!("camera {}: {lost} packet(s) lost, reference gap {gap}, noticed at the packet of pts {p_us} ({key:?}, {} bytes)", sh.name(), data.len());
+                    lost += p.is_corrupt() as u64;
+                    if lost > 0 || ref_gap {
+                        sh.counters.last_loss_ns.store(wall_ns(), Ordering::Relaxed);
                     }
                     if lost > 0 {
                         sh.counters.packets_lost.fetch_add(lost, Ordering::Relaxed);
-                        sh.counters.last_loss_ns.store(wall_ns(), Ordering::Relaxed);
-                        integrity.lost(now);
                     }
                     if sh.source.is_live() && integrity.suspect_for(now).is_some_and(|d| d > recovery_reconnect) {
                         return Err(Error::new(

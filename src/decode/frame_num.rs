@@ -125,6 +125,12 @@ impl FrameNumCheck {
     }
 
 
+    /// Whether it follows the stream's reference chain (it has read a reference picture's
+    /// `frame_num`), so a reference picture lost from here on shows as a gap.
+    pub(crate) fn tracking(&self) -> bool {
+        self.prev_ref.is_some()
+    }
+
     /// Reads a packet (one access unit); true if a reference picture is missing before it.
     pub(crate) fn gap_before(&mut self, data: &[u8]) -> bool {
         for nal in Nals::new(data, self.nal_len, h264_slice) {

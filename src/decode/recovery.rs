@@ -22,10 +22,22 @@ pub(crate) enum KeyPoint {
     After(u32),
 }
 
+/// What a loss inside a picture can reach, read from its first slice header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Picture {
+    /// Later pictures may predict from it (H.264 `nal_ref_idc` ≠ 0, an HEVC type other than the
+    /// sub-layer non-reference ones; never for JPEG; assumed for codecs not read).
+    pub reference: bool,
+    /// Its first slice is the picture's first (H.264 `first_mb_in_slice` 0, HEVC
+    /// `first_slice_segment_in_pic_flag`): the picture's start was not lost.
+    pub starts_whole: bool,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Codec {
     H264,
     Hevc,
+    Jpeg,
     Other,
 }
 
@@ -42,12 +54,13 @@ impl KeyScan {
         let codec = match params.id() {
             ff::codec::Id::H264 => Codec::H264,
             ff::codec::Id::HEVC => Codec::Hevc,
+            ff::codec::Id::MJPEG => Codec::Jpeg,
             _ => Codec::Other,
         };
         // avcC / hvcC records start with version 1; Annex B extradata starts with a start code.
         let nal_len = match codec {
-            Codec::Other => None,
-            c => length_size(params, c == Codec::Hevc),
+            Codec::H264 | Codec::Hevc => length_size(params, codec == Codec::Hevc),
+            _ => None,
         };
         KeyScan { codec, nal_len }
     }
@@ -56,7 +69,7 @@ impl KeyScan {
     pub(crate) fn classify(&self, data: &[u8], key: bool) -> KeyPoint {
         let fallback = if key { KeyPoint::Full } else { KeyPoint::None };
         match self.codec {
-            Codec::Other => fallback,
+            Codec::Other | Codec::Jpeg => fallback,
             Codec::Hevc => {
                 for nal in Nals::new(data, self.nal_len, hevc_slice) {
                     let Some(&b) = nal.first() else { continue };
@@ -84,6 +97,54 @@ impl KeyScan {
                     None => fallback,
                 }
             }
+        }
+    }
+}
+
+impl KeyScan {
+    /// What a loss in this packet's picture can reach, and whether its start is there.
+    pub(crate) fn picture(&self, data: &[u8]) -> Picture {
+        let unknown = Picture { reference: true, starts_whole: true };
+        match self.codec {
+            Codec::Jpeg => Picture { reference: false, starts_whole: true },
+            Codec::Other => unknown,
+            Codec::H264 => Nals::new(data, self.nal_len, h264_slice)
+                .find(|n| n.first().is_some_and(|&b| h264_slice(b)))
+                .map_or(unknown, |n| Picture { reference: n[0] >> 5 & 3 != 0, starts_whole: Bits::new(&n[1..]).ue() == Some(0) }),
+            Codec::Hevc => Nals::new(data, self.nal_len, hevc_slice)
+                .find(|n| n.first().is_some_and(|&b| hevc_slice(b)))
+                .map_or(unknown, |n| {
+                    let t = (n[0] >> 1) & 0x3f;
+                    // TRAIL_N, TSA_N, STSA_N, RADL_N, RASL_N and the reserved RSV_VCL_N10/12/14.
+                    let reference = !(t <= 14 && t % 2 == 0);
+                    Picture { reference, starts_whole: n.get(2).is_some_and(|&b| b & 0x80 != 0) }
+                }),
+        }
+    }
+
+    /// Whether an RTP payload that begins with `p` starts a unit of the codec's bitstream (a NAL
+    /// unit, a JPEG frame) rather than continuing one whose start was in an earlier packet. After
+    /// a gap, a continuation means the gap cut a unit in two: the demuxer appends the rest to
+    /// whatever came before. Unknown payloads are continuations.
+    pub(crate) fn rtp_starts_unit(&self, p: &[u8]) -> bool {
+        match self.codec {
+            // RFC 6184: single NAL unit (1-23) and aggregation packets (24-27) start units;
+            // fragments (FU-A 28, FU-B 29) only with their S bit.
+            Codec::H264 => match p.first().map(|b| b & 0x1f) {
+                Some(1..=27) => true,
+                Some(28 | 29) => p.get(1).is_some_and(|b| b & 0x80 != 0),
+                _ => false,
+            },
+            // RFC 7798: single NAL units and aggregation packets (48) start units, fragments
+            // (49) only with S, PACI (50) is not read.
+            Codec::Hevc => match p.first().map(|b| (b >> 1) & 0x3f) {
+                Some(0..=48) => true,
+                Some(49) => p.get(2).is_some_and(|b| b & 0x80 != 0),
+                _ => false,
+            },
+            // RFC 2435: the fragment offset (bytes 1-3) is 0 in a frame's first packet.
+            Codec::Jpeg => p.len() >= 4 && p[1..4] == [0, 0, 0],
+            Codec::Other => false,
         }
     }
 }
@@ -163,12 +224,47 @@ mod tests {
     }
 
     #[test]
+    fn a_pictures_reference_use_and_start_come_from_its_first_slice() {
+        // P slice, nal_ref_idc 2, first_mb_in_slice 0 (ue '1').
+        assert_eq!(H264_ANNEXB.picture(&[0, 0, 1, 0x09, 0xf0, 0, 0, 1, 0x41, 0x9a]), Picture { reference: true, starts_whole: true });
+        // B slice, nal_ref_idc 0, first_mb_in_slice 3 (ue '00100'): the picture's first slice is missing.
+        assert_eq!(H264_ANNEXB.picture(&[0, 0, 1, 0x01, 0x20]), Picture { reference: false, starts_whole: false });
+        let h = KeyScan { codec: Codec::Hevc, nal_len: None };
+        // TRAIL_N (0) with first_slice_segment_in_pic_flag; TRAIL_R (1) without.
+        assert_eq!(h.picture(&[0, 0, 1, 0x00, 0x01, 0x80]), Picture { reference: false, starts_whole: true });
+        assert_eq!(h.picture(&[0, 0, 1, 0x02, 0x01, 0x00]), Picture { reference: true, starts_whole: false });
+        let j = KeyScan { codec: Codec::Jpeg, nal_len: None };
+        assert!(!j.picture(&[0xff, 0xd8]).reference);
+    }
+
+    #[test]
+    fn rtp_payloads_that_continue_a_cut_unit_are_told_apart() {
+        // FU-A (type 28) with and without S; a single NAL unit; STAP-A.
+        assert!(H264_ANNEXB.rtp_starts_unit(&[0x7c, 0x85]));
+        assert!(!H264_ANNEXB.rtp_starts_unit(&[0x7c, 0x05]));
+        assert!(!H264_ANNEXB.rtp_starts_unit(&[0x7c]));
+        assert!(H264_ANNEXB.rtp_starts_unit(&[0x41, 0x9a]));
+        assert!(H264_ANNEXB.rtp_starts_unit(&[0x18, 0x00]));
+        let h = KeyScan { codec: Codec::Hevc, nal_len: None };
+        assert!(h.rtp_starts_unit(&[49 << 1, 1, 0x80 | 19]));
+        assert!(!h.rtp_starts_unit(&[49 << 1, 1, 19]));
+        assert!(h.rtp_starts_unit(&[1 << 1, 1]));
+        let j = KeyScan { codec: Codec::Jpeg, nal_len: None };
+        assert!(j.rtp_starts_unit(&[0, 0, 0, 0, 1, 64]));
+        assert!(!j.rtp_starts_unit(&[0, 0, 5, 0xdc, 1, 64]));
+        assert!(!KeyScan { codec: Codec::Other, nal_len: None }.rtp_starts_unit(&[0, 0, 0, 0]));
+    }
+
+    #[test]
     fn truncated_or_garbage_packets_do_not_panic() {
         for len in 0..12 {
             let junk = [0u8, 0, 1, 6, 0xff, 0xff, 0xff, 0, 0, 3, 0, 0];
             let _ = H264_ANNEXB.classify(&junk[..len], true);
             let s = KeyScan { codec: Codec::H264, nal_len: Some(4) };
             let _ = s.classify(&[0xff, 0xff, 0xff, 0xff, 6, 1][..len.min(6)], true);
+            let _ = H264_ANNEXB.picture(&junk[..len]);
+            let _ = KeyScan { codec: Codec::Hevc, nal_len: None }.picture(&junk[..len]);
+            let _ = s.picture(&[0xff, 0xff, 0xff, 0xff, 1, 1][..len.min(6)]);
         }
     }
 }

@@ -7,7 +7,7 @@
 //! checks the level before any work, allocates only the bounded line, and never unwinds into C.
 
 use ffmpeg_next::ffi;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 #[cfg(windows)]
@@ -21,25 +21,6 @@ const LINE: usize = 1024;
 thread_local! {
     /// The camera whose thread this is, for FFmpeg's messages.
     static CAMERA: RefCell<Option<String>> = const { RefCell::new(None) };
-    /// RTP packets FFmpeg's demuxer reported missing on this thread, not yet taken.
-    static RTP_MISSED: Cell<u64> = const { Cell::new(0) };
-}
-
-/// FFmpeg's RTP demuxer reports a sequence gap only in its log (rtpdec.c, when it gives up
-/// waiting for the missing packets: reorder queue full or `max_delay` passed), from the thread
-/// that reads the stream. Its format string is matched exactly; the count is its only argument.
-const RTP_MISSED_FMT: &[u8] = b"RTP: missed %d packets\n\0";
-
-/// RTP packets lost on this thread's stream since the last call (the camera's worker reads its
-/// own stream, so the count is its camera's).
-pub(crate) fn take_rtp_missed() -> u64 {
-    RTP_MISSED.try_with(|c| c.replace(0)).unwrap_or(0)
-}
-
-/// The count in a formatted "RTP: missed N packets" line.
-fn missed_count(line: &str) -> Option<u64> {
-    let rest = &line[line.find("RTP: missed ")? + "RTP: missed ".len()..];
-    rest.split_whitespace().next()?.parse().ok()
 }
 
 /// Names the camera that the calling thread works for (its worker thread calls this once).
@@ -63,13 +44,10 @@ fn level(l: c_int) -> log::Level {
 /// FFmpeg's log callback contract: `avcl` null or an AVClass-led struct, `fmt` a format string
 /// and `vl` its arguments.
 unsafe extern "C" fn on_log(avcl: *mut c_void, l: c_int, fmt: *const c_char, vl: VaList) {
-    // Only warnings can be the gap report: the (frequent) debug and trace calls skip the compare.
-    // SAFETY: a non-null `fmt` is FFmpeg's NUL-terminated format string.
-    let rtp_gap = l == ffi::AV_LOG_WARNING as c_int && !fmt.is_null() && unsafe { CStr::from_ptr(fmt) }.to_bytes_with_nul() == RTP_MISSED_FMT;
     // SAFETY: reads FFmpeg's global level (an int).
     let shown = l != ffi::AV_LOG_QUIET as c_int && l <= unsafe { ffi::av_log_get_level() };
     let lvl = level(l);
-    if !rtp_gap && (!shown || !log::log_enabled!(target: "nvcam::ffmpeg", lvl) || fmt.is_null()) {
+    if !shown || !log::log_enabled!(target: "nvcam::ffmpeg", lvl) || fmt.is_null() {
         return;
     }
     let mut buf = [0 as c_char; LINE];
@@ -84,16 +62,6 @@ unsafe extern "C" fn on_log(avcl: *mut c_void, l: c_int, fmt: *const c_char, vl:
         // SAFETY: av_log_format_line2 NUL-terminated the buffer.
         let line = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy();
         let line = line.trim_end();
-        if rtp_gap {
-            // A "gap" of more than half the sequence space is FFmpeg 5.1's reorder queue meeting
-            // a duplicate of a packet it already parsed (it keeps duplicates, then parses the
-            // second copy into the access unit): one damaged packet, not 65000 lost ones.
-            let n = missed_count(line).filter(|&n| n < 32768).unwrap_or(1).max(1);
-            let _ = RTP_MISSED.try_with(|c| c.set(c.get().saturating_add(n)));
-            if !shown || !log::log_enabled!(target: "nvcam::ffmpeg", lvl) {
-                return;
-            }
-        }
         if line.is_empty() {
             return;
         }
@@ -116,14 +84,6 @@ pub(crate) fn install() {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn rtp_gap_lines_give_their_count() {
-        assert_eq!(super::missed_count("[rtsp @ 0x55] RTP: missed 17 packets"), Some(17));
-        assert_eq!(super::missed_count("RTP: missed 1 packets"), Some(1));
-        assert_eq!(super::missed_count("something else"), None);
-        assert_eq!(super::RTP_MISSED_FMT.last(), Some(&0));
-    }
-
     #[test]
     fn ffmpeg_levels_map_to_ours() {
         use ffmpeg_next::ffi::*;
