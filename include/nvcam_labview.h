@@ -203,7 +203,9 @@
 #define NVCAM_TRANSPORT_DEFAULT 0
 
 /**
- * RTP over the RTSP connection (TCP-interleaved): passes NAT and firewalls, never loses a packet.
+ * RTP over the RTSP connection (TCP-interleaved): passes NAT and firewalls, and the network
+ * loses nothing; a camera, server or restreamer that falls behind still drops RTP packets inside
+ * the connection, and those gaps are counted and marked as on UDP.
  */
 #define NVCAM_TRANSPORT_TCP 1
 
@@ -690,6 +692,23 @@ typedef struct {
    * When the last loss was seen, nanoseconds since 1970-01-01 UTC; 0 if never.
    */
   unsigned __int64 last_loss_ns;
+  /**
+   * The interval between recovery points (IDRs, recovery-point SEIs) the camera measured,
+   * milliseconds; 0 until two have come. Fields from here on are ABI 1.1: a host whose struct
+   * ends before them (`struct_size` 152) gets the fields it has.
+   */
+  unsigned int key_interval_ms;
+  /**
+   * How long a connection takes from its start to its first exact frame (an estimate kept
+   * across reconnects), milliseconds; 0 until known. After a loss the camera reconnects at
+   * once when the next recovery point is more than this plus one second away, and never when
+   * it is nearer.
+   */
+  unsigned int reconnect_to_exact_ms;
+  /**
+   * Reconnects made by that rule (also counted in `reconnects`).
+   */
+  unsigned __int64 loss_reconnects;
 } nvcam_camera_stats_t;
 
 /**
@@ -1112,7 +1131,8 @@ int nvcam_camera_cancel_wait(unsigned __int64 cam);
  * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
  *
  * # Safety
- * `stats` is NULL or a writable `nvcam_camera_stats_t` whose `struct_size` is set.
+ * `stats` is NULL or a writable `nvcam_camera_stats_t` whose `struct_size` is set (152, the size
+ * before `key_interval_ms`, or more).
  */
 int nvcam_camera_stats(unsigned __int64 cam, nvcam_camera_stats_t *stats);
 
@@ -1306,7 +1326,8 @@ int nvcam_log_init(const char *path, int level);
  * Pops the oldest queued log message (for hosts that poll, like LabVIEW): `*level` gets its
  * level, `buf` its text, `*msg_len` its length in bytes, 0 when the queue is empty. A message that
  * does not fit in `len` bytes (with its NUL) stays queued: the call returns
- * `NVCAM_E_BUFFER_TOO_SMALL` with `*msg_len` set, so the host can grow its buffer and call again.
+ * `NVCAM_E_BUFFER_TOO_SMALL` with `*msg_len` set, so the host can grow its buffer and call again
+ * (`len` 0 asks only for the length: nothing is written to `buf`).
  * The queue keeps the newest 1024 messages at the `nvcam_log_init` level (default warnings).
  *
  * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_PANIC

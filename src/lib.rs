@@ -124,4 +124,7 @@ pub mod diag {
     pub mod hooks {
         pub use crate::gpu::nvdec::hooks::{clear, set, Knobs};
     }
+    /// The loss handling before gap placement and the GOP-aware reconnect (`test-hooks`).
+    #[cfg(feature = "test-hooks")]
+    pub use crate::camera::hooks::set_legacy_loss_handling;
 }

@@ -637,6 +637,7 @@ fn log_queue_and_callback_receive_messages() {
             CALLS.fetch_add(1, Ordering::Relaxed);
         }
     }
+    let _g = LOG_QUEUE.lock().unwrap_or_else(|e| e.into_inner());
     init();
     assert_eq!(unsafe { nvcam_log_set_callback(Some(cb), std::ptr::null_mut(), NVCAM_LOG_WARN) }, NVCAM_OK);
     // A failing call logs a warning.
@@ -712,8 +713,36 @@ fn open_ex_takes_ffmpeg_options_as_their_own_string() {
     close(cam, 2000).unwrap();
 }
 
+/// A LabVIEW host first asks how long the next message is (no buffer), then pops it: the length
+/// must come back with NVCAM_E_BUFFER_TOO_SMALL, and the message stay queued.
+/// The tests that pop the log queue take turns (each reads what the other would pop).
+static LOG_QUEUE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn log_pop_without_room_tells_the_length_of_the_next_message() {
+    let _g = LOG_QUEUE.lock().unwrap_or_else(|e| e.into_inner());
+    init();
+    let (mut level, mut len) = (0i32, -1i32);
+    let mut buf = vec![0u8; 4096];
+    while unsafe { nvcam_log_pop(&mut level, buf.as_mut_ptr() as *mut _, 4096, &mut len) } == NVCAM_OK && len > 0 {}
+    assert_eq!(unsafe { nvcam_log_pop(&mut level, std::ptr::null_mut(), 0, &mut len) }, NVCAM_OK, "empty queue");
+    assert_eq!(len, 0);
+    // An error on a call is logged (warnings are queued by default).
+    assert_ne!(unsafe { nvcam_camera_stats(0xdead_beef, std::ptr::null_mut()) }, NVCAM_OK);
+    len = -1;
+    let mut probe = [0x5au8; 4];
+    assert_eq!(unsafe { nvcam_log_pop(&mut level, probe.as_mut_ptr() as *mut _, 0, &mut len) }, NVCAM_E_BUFFER_TOO_SMALL);
+    assert!(len > 0, "the length of the queued message: {len}");
+    assert_eq!(probe, [0x5a; 4], "nothing written with len 0");
+    assert_eq!(unsafe { nvcam_log_pop(&mut level, std::ptr::null_mut(), 0, &mut len) }, NVCAM_E_BUFFER_TOO_SMALL);
+    let want = len;
+    assert_eq!(unsafe { nvcam_log_pop(&mut level, buf.as_mut_ptr() as *mut _, want + 1, &mut len) }, NVCAM_OK);
+    assert_eq!((len, cstr(&buf).len() as i32), (want, want));
+}
+
 #[test]
 fn ffmpeg_messages_reach_our_log_with_their_camera() {
+    let _g = LOG_QUEUE.lock().unwrap_or_else(|e| e.into_inner());
     init();
     // A truncated MP4: FFmpeg's demuxer says why ("moov atom not found") on the camera's thread.
     let good = clip("h264_short_96x64.mp4", "96x64", 5, "libx264", &[]);

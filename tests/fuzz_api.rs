@@ -690,7 +690,8 @@ fn op_cheap(sh: &Shared, r: &mut Rng) {
         10..=11 => {
             let c = sh.handle(r, true);
             // SAFETY (test): as above.
-            sized_call::<nvcam_camera_stats>(sh, r, "nvcam_camera_stats", |p| unsafe { nvcam_camera_stats(c, p) });
+            // 152: the size before the reconnect rule's figures were appended, still taken.
+            sized_call_from::<nvcam_camera_stats>(sh, r, "nvcam_camera_stats", 152, |p| unsafe { nvcam_camera_stats(c, p) });
         }
         12 => {
             let c = sh.handle(r, true);

@@ -82,12 +82,18 @@ fn camera_clip(name: &str, size: &str, seconds: u32, kbps: u32) -> PathBuf {
 }
 
 fn udp_camera(url: &str, integrity: u32, extra: &str) -> u64 {
+    rtsp_camera(url, integrity, "udp", extra)
+}
+
+/// A camera on `url` whose RTP comes over `transport` ("udp", or "tcp": inside the RTSP
+/// connection, the default).
+fn rtsp_camera(url: &str, integrity: u32, transport: &str, extra: &str) -> u64 {
     let mut o = options(0);
     o.integrity = integrity;
     o.open_timeout_ms = 5000;
-    let opts = CString::new(format!("rtsp_transport=udp{extra}")).unwrap();
+    let opts = CString::new(format!("rtsp_transport={transport}{extra}")).unwrap();
     o.ffmpeg_options = opts.as_ptr();
-    open(url, &o).unwrap_or_else(|e| panic!("open {url} over UDP: {e:?}"))
+    open(url, &o).unwrap_or_else(|e| panic!("open {url} over {transport}: {e:?}"))
 }
 
 /// What a host saw of one frame.
@@ -155,14 +161,15 @@ fn seconds() -> u64 {
     std::env::var("NVCAM_LOSS_SECONDS").ok().and_then(|v| v.parse().ok()).unwrap_or(60)
 }
 
-/// One loss run: an exact-only camera and a deliver-everything camera on the same lossy stream.
-fn loss_run(loss: f64) {
-    let secs = seconds();
-    let clip = camera_clip(&format!("loss_1080p_{}s.mp4", secs + 5), "1920x1080", secs as u32 + 5, 4000);
+/// One loss run: an exact-only camera and a deliver-everything camera on the same lossy stream,
+/// its RTP over `transport`.
+fn loss_run(loss: f64, transport: &str, secs: u64) {
+    // One clip for every run (each watches `secs` of it).
+    let clip = camera_clip(&format!("loss_1080p_{}s.mp4", seconds() + 5), "1920x1080", seconds() as u32 + 5, 4000);
     let refs = clip_hashes(&clip, 1920, 1080);
     let srv = RtspServer::start(Stream::default().clip(&clip).network(loss, 0, 0.0));
-    let exact_cam = udp_camera(&srv.url(), NVCAM_INTEGRITY_EXACT, "");
-    let mark_cam = udp_camera(&srv.url().replace("/cam", "/cam?mark"), NVCAM_INTEGRITY_MARK, "");
+    let exact_cam = rtsp_camera(&srv.url(), NVCAM_INTEGRITY_EXACT, transport, "");
+    let mark_cam = rtsp_camera(&srv.url().replace("/cam", "/cam?mark"), NVCAM_INTEGRITY_MARK, transport, "");
     let d = Duration::from_secs(secs);
     let (exact, marked) = std::thread::scope(|s| {
         let a = s.spawn(|| watch(exact_cam, d, &refs));
@@ -183,7 +190,7 @@ fn loss_run(loss: f64) {
     let (rec_med, rec_max) = median_max(recoveries(&marked));
     let sent = secs * 30;
     println!(
-        "| {:.0} % | {} s | {} of {} ({:.1} %) | {:.0} / {:.0} ms | {} | {} | {} | {} of {} ({} marked, {} of them identical) | {} |",
+        "| {transport} | {:.0} % | {} s | {} of {} ({:.1} %) | {:.0} / {:.0} ms | {} | {} | {} | {} of {} ({} marked, {} of them identical) | {} |",
         loss * 100.0,
         secs,
         exact.len(),
@@ -202,6 +209,12 @@ fn loss_run(loss: f64) {
     );
     assert!(bad.is_empty(), "the exact-only camera handed out {} frames that are not the clip's: {:?}", bad.len(), &bad[..bad.len().min(5)]);
     assert!(unmarked_wrong.is_empty(), "unmarked frames that are not the clip's: {} {:?}", unmarked_wrong.len(), &unmarked_wrong[..unmarked_wrong.len().min(5)]);
+    // A key frame flag is a place to start from: never on a damaged picture.
+    let bad_keys: Vec<_> = exact.iter().chain(&marked).filter(|s| s.flags & NVCAM_FRAME_KEYFRAME != 0 && !s.identical).collect();
+    assert!(bad_keys.is_empty(), "damaged frames flagged KEYFRAME: {bad_keys:?}");
+    // One IDR a second: the next recovery point is always nearer than a reconnect plus a
+    // second, however many IDRs the loss spoils, so the cameras never reconnect for it.
+    assert_eq!((se.loss_reconnects, sm.loss_reconnects, se.reconnects, sm.reconnects), (0, 0, 0, 0), "reconnects with a 1-s GOP");
     // Not vacuous: packets were lost, pictures were marked, and exact frames still came through.
     assert!(se.packets_lost > 0 && sm.packets_lost > 0, "no loss seen: {} / {}", se.packets_lost, sm.packets_lost);
     assert!(se.frames_corrupt > 0 && flagged > 0 && wrong > 0, "no frame marked");
@@ -245,14 +258,30 @@ fn late_recoveries(seen: &[Seen]) -> Vec<f64> {
 #[test]
 fn loss_1_percent_hands_out_only_frames_of_the_clip() {
     let _g = serial();
-    loss_run(0.01);
+    loss_run(0.01, "udp", seconds());
 }
 
 /// 5 % of RTP packets lost: most pictures are hit; still none that is wrong gets out.
 #[test]
 fn loss_5_percent_hands_out_only_frames_of_the_clip() {
     let _g = serial();
-    loss_run(0.05);
+    loss_run(0.05, "udp", seconds());
+}
+
+/// The default transport, RTP inside the RTSP TCP connection, with 2 % of the RTP packets dropped
+/// before they enter it (a camera, server or restreamer that falls behind drops them so): the
+/// gaps are in the sequence numbers only, and FFmpeg says nothing of them by itself.
+#[test]
+fn tcp_interleaved_loss_2_percent_hands_out_only_frames_of_the_clip() {
+    let _g = serial();
+    loss_run(0.02, "tcp", seconds() / 2);
+}
+
+/// 5 % dropped inside the TCP connection.
+#[test]
+fn tcp_interleaved_loss_5_percent_hands_out_only_frames_of_the_clip() {
+    let _g = serial();
+    loss_run(0.05, "tcp", seconds() / 2);
 }
 
 /// Takes every frame of a lossless UDP camera on `srv` for 8 s: none marked, none wrong, none
@@ -270,6 +299,8 @@ fn every_frame_once_in_order(srv: &RtspServer, refs: &HashSet<u64>, ffmpeg: &str
     let marked = seen.iter().filter(|s| !s.exact()).count();
     let wrong = seen.iter().filter(|s| !s.identical).count();
     assert_eq!((marked, wrong, st.packets_lost, st.frames_corrupt), (0, 0, 0, 0), "marked, wrong, lost, corrupt");
+    // A session's first frame is its first key frame, with its timestamp.
+    assert!(seen[0].flags & NVCAM_FRAME_KEYFRAME != 0 && seen[0].pts_us != i64::MIN, "first frame {:?}", seen[0]);
     for w in seen.windows(2) {
         assert!(w[1].pts_us > w[0].pts_us, "out of order or repeated: {:?} then {:?}", w[0], w[1]);
         assert_eq!(w[1].seq, w[0].seq + 1, "a frame skipped or repeated: {:?} then {:?}", w[0], w[1]);
@@ -331,6 +362,160 @@ fn hold_policy_repeats_the_last_exact_frame_through_a_loss() {
     let repeats = seen.windows(2).filter(|w| w[1].seq == w[0].seq).count();
     assert!(repeats > 0, "no frame held through {} corrupt ones", st.frames_corrupt);
     println!("hold: {} frames handed out, {repeats} of them the last exact frame again, {} corrupt not shown", seen.len(), st.frames_corrupt);
+}
+
+/// HOLD over the default transport with packets dropped inside the TCP connection: the host
+/// gets the last exact frame again through a loss, never a damaged one.
+#[test]
+fn hold_policy_repeats_only_exact_frames_over_tcp() {
+    let _g = serial();
+    let clip = camera_clip("hold_720p_12s.mp4", "1280x720", 12, 3000);
+    let refs = clip_hashes(&clip, 1280, 720);
+    let srv = RtspServer::start(Stream::default().clip(&clip).network(0.03, 0, 0.0));
+    let cam = rtsp_camera(&srv.url(), NVCAM_INTEGRITY_HOLD, "tcp", "");
+    let seen = watch(cam, Duration::from_secs(8), &refs);
+    let st = stats(cam);
+    close(cam, 2000).unwrap();
+    assert!(st.packets_lost > 0 && st.frames_corrupt > 0, "no loss seen over TCP: {st:?}");
+    let bad: Vec<_> = seen.iter().filter(|s| !s.identical || !s.exact()).collect();
+    assert!(bad.is_empty(), "a held camera handed out {} frames that are not the clip's: {:?}", bad.len(), &bad[..bad.len().min(6)]);
+    let repeats = seen.windows(2).filter(|w| w[1].seq == w[0].seq).count();
+    assert!(repeats > 0, "no frame held through {} corrupt ones", st.frames_corrupt);
+    println!("hold over tcp: {} frames handed out, {repeats} of them the last exact frame again, {} corrupt not shown, {} packets lost", seen.len(), st.frames_corrupt, st.packets_lost);
+}
+
+/// What one camera did in a run, for the before/after rows of docs/BENCHMARKS.md.
+struct Run {
+    seen: Vec<Seen>,
+    stats: nvcam_camera_stats,
+    /// Wall-clock times frames were taken, s from the run's start.
+    at: Vec<f64>,
+}
+
+/// Takes every frame of a camera on `url` for `d`, with the time each came.
+fn run_camera(url: &str, integrity: u32, d: Duration, refs: &HashSet<u64>) -> Run {
+    let cam = rtsp_camera(url, integrity, "tcp", "");
+    let t0 = Instant::now();
+    let end = t0 + d;
+    let (mut seen, mut at, mut buf) = (Vec::new(), Vec::new(), Vec::new());
+    while Instant::now() < end {
+        let Ok(f) = get_frame(cam, 200) else { continue };
+        let i = info(f).unwrap();
+        buf.resize(i.nv12_size as usize, 0);
+        assert_eq!(unsafe { nvcam_frame_copy_nv12(f, buf.as_mut_ptr(), 0, buf.len() as u64) }, NVCAM_OK, "{}", last_error());
+        seen.push(Seen { pts_us: i.pts_us, seq: i.seq, flags: i.flags, identical: refs.contains(&frame_hash(&buf)) });
+        at.push(t0.elapsed().as_secs_f64());
+        release(f).unwrap();
+    }
+    let stats = stats(cam);
+    close(cam, 2000).unwrap();
+    Run { seen, stats, at }
+}
+
+/// Dark stretches of an exact-only camera: the waits between frames of over half a second
+/// (the start counted from the run's start), s.
+fn dark_stretches(at: &[f64], secs: f64) -> Vec<f64> {
+    let mut out = Vec::new();
+    let mut last = 0.0;
+    for &t in at.iter().chain([secs].iter()) {
+        if t - last > 0.5 {
+            out.push(t - last);
+        }
+        last = t;
+    }
+    out
+}
+
+/// A camera that sends an IDR every 10 s, at 0.5 % RTP loss inside the TCP connection: most
+/// losses leave seconds to the next IDR, so the camera reconnects at once (a new session starts
+/// with a key frame) instead of staying dark until it. Run first with the loss handling before
+/// the reconnect rule (test hook), then with it, on the same server.
+#[test]
+fn long_gop_camera_reconnects_instead_of_staying_dark() {
+    let _g = serial();
+    let secs = seconds();
+    let clip = clip(
+        &format!("long_gop_1080p_{}s.mp4", secs + 5),
+        "1920x1080",
+        (secs as u32 + 5) * 30,
+        "libx264",
+        &["-preset", "ultrafast", "-g", "300", "-keyint_min", "300", "-sc_threshold", "0", "-bf", "0", "-b:v", "4000k", "-maxrate", "4000k", "-bufsize", "1M"],
+    );
+    let refs = clip_hashes(&clip, 1920, 1080);
+    let srv = RtspServer::start(Stream::default().clip(&clip).network(0.005, 0, 0.0).not_shared());
+    let d = Duration::from_secs(secs);
+    let mut rows = Vec::new();
+    for legacy in [true, false] {
+        nvcam::diag::set_legacy_loss_handling(legacy);
+        let r = run_camera(&srv.url(), NVCAM_INTEGRITY_EXACT, d, &refs);
+        nvcam::diag::set_legacy_loss_handling(false);
+        let bad: Vec<_> = r.seen.iter().filter(|s| !s.identical || !s.exact()).collect();
+        assert!(bad.is_empty(), "the exact-only camera handed out {} frames that are not the clip's: {:?}", bad.len(), &bad[..bad.len().min(5)]);
+        let dark = dark_stretches(&r.at, secs as f64);
+        let dark_total: f64 = dark.iter().sum();
+        let (med, max) = median_max(dark.clone());
+        let per_min = r.stats.reconnects as f64 * 60.0 / secs as f64;
+        println!(
+            "long GOP (IDR every 10 s), 0.5 % loss over tcp, {}: {} frames in {secs} s, dark {dark_total:.1} s in {} stretches (median {med:.1} s, max {max:.1} s), {per_min:.1} reconnects a minute ({} for losses), packets lost {}, key interval {} ms, reconnect to exact {} ms",
+            if legacy { "before (reconnect after 10 s)" } else { "after (reconnect when the next IDR is further than a reconnect)" },
+            r.seen.len(),
+            dark.len(),
+            r.stats.loss_reconnects,
+            r.stats.packets_lost,
+            r.stats.key_interval_ms,
+            r.stats.reconnect_to_exact_ms,
+        );
+        assert!(r.stats.packets_lost > 0, "no loss seen");
+        rows.push((med, dark_total, r.stats));
+    }
+    let (old, new) = (&rows[0], &rows[1]);
+    assert!((9_000..=11_000).contains(&new.2.key_interval_ms), "key interval estimate {} ms", new.2.key_interval_ms);
+    assert!(new.2.reconnect_to_exact_ms > 0);
+    assert!(new.2.loss_reconnects > 0, "no reconnect for a loss with the next IDR seconds away");
+    // About a reconnect instead of about half a GOP; the margin holds on a busy 2-core machine.
+    assert!(new.0 < 4.0, "median dark stretch {:.1} s with the reconnect rule (before: {:.1} s)", new.0, old.0);
+    assert!(new.1 < old.1, "dark {:.1} s in all with the rule, {:.1} s before", new.1, old.1);
+}
+
+/// B-frames nothing predicts from (x264 without B-pyramid): a loss inside one damages that
+/// picture alone, so only it is marked; before gaps were placed by the pictures they hit, the
+/// pictures after it were marked too, exact as they were. Over TCP at 2 % loss, before and after.
+#[test]
+fn lost_non_reference_pictures_are_marked_alone() {
+    let _g = serial();
+    let secs = seconds() / 2;
+    let clip = clip(
+        &format!("bframes_720p_{}s.mp4", secs + 5),
+        "1280x720",
+        (secs as u32 + 5) * 30,
+        "libx264",
+        &["-preset", "veryfast", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0", "-bf", "2", "-b-pyramid", "none", "-b:v", "3000k", "-maxrate", "3000k", "-bufsize", "1M"],
+    );
+    let refs = clip_hashes(&clip, 1280, 720);
+    let srv = RtspServer::start(Stream::default().clip(&clip).network(0.02, 0, 0.0));
+    let mut shares = Vec::new();
+    for legacy in [true, false] {
+        nvcam::diag::set_legacy_loss_handling(legacy);
+        let r = run_camera(&srv.url(), NVCAM_INTEGRITY_MARK, Duration::from_secs(secs), &refs);
+        nvcam::diag::set_legacy_loss_handling(false);
+        let unmarked_wrong: Vec<_> = r.seen.iter().filter(|s| !s.identical && s.exact()).collect();
+        assert!(unmarked_wrong.is_empty(), "unmarked frames that are not the clip's: {unmarked_wrong:?}");
+        let marked = r.seen.iter().filter(|s| !s.exact()).count();
+        let false_marks = r.seen.iter().filter(|s| !s.exact() && s.identical).count();
+        let alone = r.seen.iter().filter(|s| s.flags & NVCAM_FRAME_CORRUPT != 0 && s.flags & NVCAM_FRAME_AFTER_LOSS == 0).count();
+        let share = false_marks as f64 * 100.0 / r.seen.len().max(1) as f64;
+        println!(
+            "B-frames, 2 % loss over tcp, {}: {} frames, {marked} marked ({alone} alone), {false_marks} of them identical to the clip ({share:.1} % of frames marked falsely), packets lost {}",
+            if legacy { "before" } else { "after" },
+            r.seen.len(),
+            r.stats.packets_lost
+        );
+        assert!(r.stats.packets_lost > 0);
+        if !legacy {
+            assert!(alone > 0, "no damaged picture marked alone");
+        }
+        shares.push(share);
+    }
 }
 
 /// `nvcam_frame_info` from a host built before `flags` existed (struct_size 120) still works and

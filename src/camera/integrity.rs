@@ -65,6 +65,9 @@ impl Hit {
 pub(super) struct Integrity {
     /// Since when the stream has been suspect (a loss, a damaged packet or picture), if it is.
     suspect_since: Option<Instant>,
+    /// A session's stream before its first recovery point (it may have been joined mid-GOP):
+    /// suspect like after a loss, but no loss.
+    before_start: bool,
     /// A recovery point sent after the last loss: pictures at or after its timestamp are exact.
     recovery: Option<i64>,
     /// Whether that recovery point stands alone (an IDR or IRAP), so a decoder may start afresh
@@ -88,11 +91,23 @@ pub(super) struct Integrity {
     corrupt_in: std::collections::VecDeque<i64>,
     /// Packets sent so far.
     sends: u64,
+    /// Pictures judged exact so far.
+    exact_out: u64,
     /// Whether the last packet went into `sent_exact`.
     last_exact: bool,
 }
 
 impl Integrity {
+    /// The tracker of a new session: nothing is exact before the stream's first recovery point
+    /// (a stream joined between key frames decodes its first pictures from nothing).
+    pub(super) fn at_session_start() -> Integrity {
+        Integrity { before_start: true, ..Default::default() }
+    }
+
+    fn is_suspect(&self) -> bool {
+        self.suspect_since.is_some() || self.before_start
+    }
+
     /// Something was lost or damaged before the decoder, at the last packet: that packet's
     /// picture and every one after it are suspect until a recovery point that comes after it.
     pub(super) fn lost(&mut self, now: Instant) {
@@ -123,8 +138,13 @@ impl Integrity {
     /// The picture at `pts_us` came out damaged: pictures decoded after it may reference it, so
     /// the packets sent after its own no longer count as exact (all of them if it is not known
     /// where it was).
+    /// A picture nothing predicts from taints nothing.
     pub(super) fn damaged(&mut self, pts_us: i64, now: Instant) {
-        let at = self.sent.iter().find(|(p, _, _)| *p == pts_us && pts_us != i64::MIN).map(|&(_, n, _)| n);
+        let entry = self.sent.iter().rev().find(|(p, _, _)| *p == pts_us && pts_us != i64::MIN).copied();
+        if entry.is_some_and(|(_, _, reference)| !reference) {
+            return;
+        }
+        let at = entry.map(|(_, n, _)| n);
         match at {
             Some(n) => self.sent_exact.retain(|&(_, m)| m < n),
             None => self.sent_exact.clear(),
@@ -180,7 +200,7 @@ impl Integrity {
                 self.sent.pop_front();
             }
             self.sent.push_back((pts_us, self.sends, pic.reference));
-            if self.suspect_since.is_none() {
+            if !self.is_suspect() {
                 if self.sent_exact.len() == SENT_KEPT {
                     self.sent_exact.pop_front();
                 }
@@ -194,7 +214,7 @@ impl Integrity {
             }
             self.keys.push_back((pts_us, self.sends, key));
         }
-        if self.suspect_since.is_none() || self.recovery.is_some() {
+        if !self.is_suspect() || self.recovery.is_some() {
             return;
         }
         // The picture a recovery-point SEI named: this packet, once its count ran out.
@@ -223,31 +243,35 @@ impl Integrity {
         let sent_exact = known && self.sent_exact.iter().position(|&(p, _)| p == pts_us).map(|i| self.sent_exact.remove(i)).is_some();
         // Damaged on its way in: already counted where it went in.
         let went_in_damaged = known && self.corrupt_in.iter().position(|&p| p == pts_us).map(|i| self.corrupt_in.remove(i)).is_some();
-        let reference = !known || self.sent.iter().rev().find(|&&(p, _, _)| p == pts_us).is_none_or(|&(_, _, r)| r);
-        // What the decoder found in a picture nothing predicts from stays in that picture.
-        let taints = damaged && !went_in_damaged && reference;
+        // Damage found on the way in was applied there (`damaged` itself leaves pictures nothing
+        // predicts from alone).
+        let taints = damaged && !went_in_damaged;
         let corrupt = damaged || went_in_damaged;
         if sent_exact {
             if taints {
                 self.damaged(pts_us, now);
             }
+            self.exact_out += !corrupt as u64;
             return FrameIntegrity { corrupt, after_loss: false, keyframe: keyframe && !corrupt };
         }
-        if self.suspect_since.is_some() {
+        if self.is_suspect() {
             if let Some(r) = self.recovery {
-                // Unknown timestamps cannot be ordered: the first picture after the recovery
-                // point went in is taken as it.
-                if pts_us == i64::MIN || r == i64::MIN || pts_us >= r {
+                // A picture without a timestamp cannot be placed after the recovery point (a
+                // stream joined mid-GOP gives its first, damaged picture none); a recovery point
+                // without one is taken at the first picture after it went in.
+                if r == i64::MIN || (pts_us != i64::MIN && pts_us >= r) {
                     self.suspect_since = None;
+                    self.before_start = false;
                     self.recovery = None;
                 }
             }
         }
-        let after_loss = self.suspect_since.is_some();
+        let after_loss = self.is_suspect();
         if taints {
             // Later pictures may reference this one: suspect until a recovery point after it.
             self.damaged(pts_us, now);
         }
+        self.exact_out += (!corrupt && !after_loss) as u64;
         // A key frame that is not exact is no place to start from.
         FrameIntegrity { corrupt, after_loss, keyframe: keyframe && !corrupt && !after_loss }
     }
@@ -257,6 +281,11 @@ impl Integrity {
     /// an IDR or IRAP, not the end of an intra-refresh sweep.
     pub(super) fn is_recovery_point(&self, pts_us: i64) -> bool {
         self.suspect_since.is_some() && self.recovery == Some(pts_us) && self.recovery_alone
+    }
+
+    /// Pictures judged exact so far.
+    pub(super) fn exact_pictures(&self) -> u64 {
+        self.exact_out
     }
 
     /// How long the stream has been suspect without a recovery point, if it is.
@@ -463,5 +492,20 @@ mod tests {
         let d = g.picture(10, false, t);
         assert!(d.corrupt);
         assert!(g.picture(20, false, t).after_loss);
+    }
+
+    #[test]
+    fn a_session_joined_mid_gop_is_exact_only_from_its_first_recovery_point() {
+        let t = Instant::now();
+        let mut g = Integrity::at_session_start();
+        g.packet(KeyPoint::None, REF, 100, t);
+        g.packet(KeyPoint::Full, REF, 133, t);
+        // The damaged picture decoded from nothing, out after the IDR went in, without a timestamp.
+        assert!(g.picture(i64::MIN, false, t).after_loss);
+        assert!(g.picture(100, false, t).after_loss);
+        let k = g.picture(133, false, t);
+        assert!(exact(k) && k.keyframe);
+        assert_eq!(g.suspect_for(t), None, "no loss: nothing to reconnect for");
+        assert!(!g.is_recovery_point(133), "no decoder restart at a session's start");
     }
 }

@@ -14,8 +14,11 @@
 //! reconnects keep clones valid; `release_clones_on_reconnect` restores the seed's stricter rule.
 
 mod deliver;
+#[cfg(feature = "test-hooks")]
+pub(crate) mod hooks;
 mod integrity;
 mod latency;
+mod reconnect_rule;
 mod session;
 mod shared;
 mod worker;
@@ -68,6 +71,13 @@ pub(crate) struct Stats {
     pub packets_lost: u64,
     /// Wall clock of the last loss, ns since the epoch; 0 if none.
     pub last_loss_ns: u64,
+    /// The interval between recovery points the camera estimated, ms; 0 until known.
+    pub key_interval_ms: u32,
+    /// How long a session takes from its start to its first exact picture (an estimate), ms; 0
+    /// until known.
+    pub reconnect_to_exact_ms: u32,
+    /// Reconnects made because the next recovery point was further away than a reconnect.
+    pub loss_reconnects: u64,
 }
 
 /// How a close ended.
@@ -294,6 +304,9 @@ impl Camera {
             frames_corrupt: c.corrupt.load(r),
             packets_lost: c.packets_lost.load(r),
             last_loss_ns: c.last_loss_ns.load(r),
+            key_interval_ms: c.key_interval_ms.load(r),
+            reconnect_to_exact_ms: c.reconnect_to_exact_ms.load(r),
+            loss_reconnects: c.loss_reconnects.load(r),
         }
     }
 

@@ -4,10 +4,11 @@
 use super::deliver::deliver;
 use super::integrity::{Hit, Integrity};
 use super::latency::{wall_ns, Arrival, Arrivals};
+use super::reconnect_rule::{self, GopEstimate, Wait};
 use super::shared::{CameraState, Shared};
 use crate::config::DEFAULTS;
 use crate::decode::pts_us;
-use crate::decode::recovery::KeyScan;
+use crate::decode::recovery::{KeyPoint, KeyScan};
 use crate::ffmpeg::rtp_gaps;
 use crate::frame::TimeSource;
 use crate::gpu::timing::{self, Stage};
@@ -112,6 +113,35 @@ impl Pacer {
     }
 }
 
+/// A session took `d` from its start to its first exact picture: the reconnect estimate moves
+/// halfway to it (cameras and servers answer at varying speeds).
+fn note_to_exact(sh: &Shared, d: Duration) {
+    let ms = d.as_millis().clamp(1, u32::MAX as u128) as u32;
+    let old = sh.counters.reconnect_to_exact_ms.load(Ordering::Relaxed);
+    let new = if old == 0 { ms } else { ((old as u64 + ms as u64) / 2) as u32 };
+    sh.counters.reconnect_to_exact_ms.store(new, Ordering::Relaxed);
+}
+
+/// Whether to reconnect now. With the `test-hooks` feature a test can put the camera back on the
+/// rule before the GOP estimate (only after `fallback` without a recovery point), to measure both.
+fn reconnect_decision(w: &Wait) -> bool {
+    #[cfg(feature = "test-hooks")]
+    if super::hooks::legacy() {
+        return w.suspect_for > w.fallback;
+    }
+    reconnect_rule::reconnect_now(w)
+}
+
+/// Whether gaps are placed by the pictures they hit; the `test-hooks` feature can turn that off
+/// (every gap then counts where it was noticed), to measure both.
+fn place_gaps() -> bool {
+    #[cfg(feature = "test-hooks")]
+    if super::hooks::legacy() {
+        return false;
+    }
+    true
+}
+
 /// The pictures an RTP gap hit, from the timestamps and RTP payloads around it (see
 /// [`Hit`]); `None` when the gap cannot be placed (no timestamps yet). `tracks_refs`: H.264's
 /// `frame_num` will show a reference picture lost whole, so whole pictures lost between two
@@ -167,9 +197,12 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
     let time_base = input.stream().time_base();
     let keys = KeyScan::new(&input.stream().parameters());
     let mut frame_nums = crate::decode::frame_num::FrameNumCheck::for_stream(&input.stream().parameters());
-    let mut integrity = Integrity::default();
+    let mut integrity = Integrity::at_session_start();
     let mut gaps = Vec::new();
-    let recovery_reconnect = Duration::from_millis(DEFAULTS.loss_recovery_reconnect_ms as u64);
+    let fallback = Duration::from_millis(DEFAULTS.loss_recovery_reconnect_ms as u64);
+    let mut gop = GopEstimate::default();
+    // The time to this session's first exact picture is recorded once.
+    let mut to_exact_seen = false;
     // A recovery point held back while the decoder drains, for a decoder that restarts there.
     let mut after_drain: Option<ffmpeg_next::Packet> = None;
     let mut seq = sh.counters.decoded.load(Ordering::Relaxed);
@@ -217,7 +250,7 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                     let (mut lost, mut unknown_place) = (unplaced, unplaced > 0);
                     for g in gaps.drain(..).filter(|g| g.stream == video) {
                         lost += g.lost as u64;
-                        let hits = hits_of(&g, &keys, time_base, tracks_refs);
+                        let hits = hits_of(&g, &keys, time_base, tracks_refs).filter(|_| place_gaps());
                         log::debug!("camera {}: {} RTP packet(s) lost, {hits:?}", sh.name(), g.lost);
                         match hits {
                             Some(hits) => hits.into_iter().flatten().for_each(|h| integrity.gap(h, now)),
@@ -240,11 +273,24 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                     if lost > 0 {
                         sh.counters.packets_lost.fetch_add(lost, Ordering::Relaxed);
                     }
-                    if sh.source.is_live() && integrity.suspect_for(now).is_some_and(|d| d > recovery_reconnect) {
-                        return Err(Error::new(
-                            NVCAM_E_IO,
-                            format!("no recovery point for {} ms after a packet loss; reconnecting for a key frame", recovery_reconnect.as_millis()),
-                        ));
+                    if key != KeyPoint::None && p_us != i64::MIN {
+                        if let Some(g) = gop.key(p_us) {
+                            sh.counters.key_interval_ms.store(g.as_millis().min(u32::MAX as u128) as u32, Ordering::Relaxed);
+                        }
+                    }
+                    if let Some(suspect_for) = integrity.suspect_for(now).filter(|_| sh.source.is_live()) {
+                        let ms = |a: &std::sync::atomic::AtomicU32| Some(a.load(Ordering::Relaxed)).filter(|&v| v > 0).map(|v| Duration::from_millis(v as u64));
+                        let wait = Wait {
+                            suspect_for,
+                            gop: ms(&sh.counters.key_interval_ms),
+                            since_key: gop.since_key(p_us).filter(|_| p_us != i64::MIN),
+                            reconnect: ms(&sh.counters.reconnect_to_exact_ms),
+                            fallback,
+                        };
+                        if reconnect_decision(&wait) {
+                            sh.counters.loss_reconnects.fetch_add(1, Ordering::Relaxed);
+                            return Err(Error::new(NVCAM_E_IO, format!("reconnecting for a key frame after a packet loss: {wait:?}")));
+                        }
                     }
                     if integrity.is_recovery_point(p_us) && dec.restarts_at_recovery_point() {
                         // Drain what the decoder holds (pictures before the recovery point),
@@ -312,6 +358,10 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
             let Some(_in_flight) = sh.gate.enter() else { return Ok(SessionEnd::Stop) };
             let t_deliver = Instant::now();
             deliver(sh, &mut *dec, &pools, pic, seq, since, capture, &mut integrity)?;
+            if !to_exact_seen && integrity.exact_pictures() > 0 {
+                to_exact_seen = true;
+                note_to_exact(sh, t_open.elapsed());
+            }
             if steady {
                 timing::since(Stage::Deliver, t_deliver);
             }

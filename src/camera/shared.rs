@@ -126,6 +126,10 @@ pub(super) struct Counters {
     pub corrupt: AtomicU64,
     pub packets_lost: AtomicU64,
     pub last_loss_ns: AtomicU64,
+    /// The reconnect rule's figures (see `reconnect_rule`), ms; 0 until known.
+    pub key_interval_ms: AtomicU32,
+    pub reconnect_to_exact_ms: AtomicU32,
+    pub loss_reconnects: AtomicU64,
 }
 
 /// The camera's errors: the last of anything (worker or call), and the worker's own.

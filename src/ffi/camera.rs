@@ -1,7 +1,7 @@
 //! The camera object: options, open, close, reconnect, frames, stats, its last error.
 
 use super::types::*;
-use super::{boundary, c_str, convert, out, sized, sized_out, text_out, write_text, Ctx};
+use super::{boundary, c_str, convert, fill_versioned, out, sized, text_out, write_text, Ctx};
 use crate::library;
 use crate::status::*;
 use std::ffi::c_char;
@@ -199,15 +199,13 @@ pub extern "C" fn nvcam_camera_cancel_wait(cam: u64) -> i32 {
 /// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
 ///
 /// # Safety
-/// `stats` is NULL or a writable `nvcam_camera_stats_t` whose `struct_size` is set.
+/// `stats` is NULL or a writable `nvcam_camera_stats_t` whose `struct_size` is set (152, the size
+/// before `key_interval_ms`, or more).
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_camera_stats(cam: u64, stats: *mut nvcam_camera_stats) -> i32 {
     boundary("nvcam_camera_stats", Ctx::Camera(cam), || {
-        // SAFETY: forwarded from this function's contract.
-        let s = unsafe { sized_out(stats, "stats") }?;
-        let snapshot = library::camera(cam)?.stats();
-        *s = convert::camera_stats(&snapshot, s.struct_size);
-        Ok(())
+        // SAFETY: forwarded from this function's contract: writable for its struct_size.
+        unsafe { fill_versioned(stats, CAMERA_STATS_SIZE_V1, "stats", |size| Ok(convert::camera_stats(&library::camera(cam)?.stats(), size))) }
     })
 }
 

@@ -214,6 +214,9 @@ pub(crate) fn camera_stats(s: &Stats, struct_size: u32) -> nvcam_camera_stats {
         frames_corrupt: s.frames_corrupt,
         packets_lost: s.packets_lost,
         last_loss_ns: s.last_loss_ns,
+        key_interval_ms: s.key_interval_ms,
+        reconnect_to_exact_ms: s.reconnect_to_exact_ms,
+        loss_reconnects: s.loss_reconnects,
     }
 }
 

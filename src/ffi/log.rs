@@ -51,7 +51,8 @@ pub unsafe extern "C" fn nvcam_log_set_callback(callback: nvcam_log_fn, user: *m
 /// Pops the oldest queued log message (for hosts that poll, like LabVIEW): `*level` gets its
 /// level, `buf` its text, `*msg_len` its length in bytes, 0 when the queue is empty. A message that
 /// does not fit in `len` bytes (with its NUL) stays queued: the call returns
-/// `NVCAM_E_BUFFER_TOO_SMALL` with `*msg_len` set, so the host can grow its buffer and call again.
+/// `NVCAM_E_BUFFER_TOO_SMALL` with `*msg_len` set, so the host can grow its buffer and call again
+/// (`len` 0 asks only for the length: nothing is written to `buf`).
 /// The queue keeps the newest 1024 messages at the `nvcam_log_init` level (default warnings).
 ///
 /// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_PANIC
@@ -63,7 +64,16 @@ pub unsafe extern "C" fn nvcam_log_set_callback(callback: nvcam_log_fn, user: *m
 pub unsafe extern "C" fn nvcam_log_pop(level: *mut i32, buf: *mut c_char, len: i32, msg_len: *mut i32) -> i32 {
     boundary("nvcam_log_pop", Ctx::Quiet, || {
         // SAFETY: forwarded from this function's contract (all three).
-        let (lvl, n, buf) = unsafe { (out(level, "level")?, out(msg_len, "msg_len")?, text_out(buf, len)?) };
+        let (lvl, n) = unsafe { (out(level, "level")?, out(msg_len, "msg_len")?) };
+        // A host asking how long the next message is passes no room (`len` 0, `buf` NULL or
+        // not): the length is still written, and nothing else.
+        let mut none = [0u8; 0];
+        let buf = if len <= 0 {
+            &mut none[..]
+        } else {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { text_out(buf, len) }?
+        };
         logging::ensure_installed();
         match logging::pop_if_fits(buf.len()) {
             Ok(Some((l, m))) => {
@@ -74,12 +84,17 @@ pub unsafe extern "C" fn nvcam_log_pop(level: *mut i32, buf: *mut c_char, len: i
             Ok(None) => {
                 *lvl = NVCAM_LOG_OFF;
                 *n = 0;
+                if buf.is_empty() {
+                    return Ok(());
+                }
                 write_text(buf, "")
             }
             Err((l, needed)) => {
                 *lvl = convert::log_level(l);
                 *n = needed as i32;
-                let _ = write_text(buf, "");
+                if !buf.is_empty() {
+                    let _ = write_text(buf, "");
+                }
                 Err(Error::new(NVCAM_E_BUFFER_TOO_SMALL, format!("the next log message needs {} bytes", needed + 1)))
             }
         }

@@ -108,7 +108,9 @@ pub const NVCAM_LATENCY_THROUGHPUT: u32 = 2;
 /// price of latency when the link is congested. Any other value together with `rtsp_transport`
 /// in `ffmpeg_options` fails the open with `NVCAM_E_BAD_OPTION`, naming both.
 pub const NVCAM_TRANSPORT_DEFAULT: u32 = 0;
-/// RTP over the RTSP connection (TCP-interleaved): passes NAT and firewalls, never loses a packet.
+/// RTP over the RTSP connection (TCP-interleaved): passes NAT and firewalls, and the network
+/// loses nothing; a camera, server or restreamer that falls behind still drops RTP packets inside
+/// the connection, and those gaps are counted and marked as on UDP.
 pub const NVCAM_TRANSPORT_TCP: u32 = 1;
 /// RTP over UDP (unicast): the lowest latency; packets can be lost (see `NVCAM_INTEGRITY_*`).
 /// Behind a firewall that drops the server's UDP no packet arrives: the open times out
@@ -314,6 +316,17 @@ pub struct nvcam_camera_stats {
     pub packets_lost: u64,
     /// When the last loss was seen, nanoseconds since 1970-01-01 UTC; 0 if never.
     pub last_loss_ns: u64,
+    /// The interval between recovery points (IDRs, recovery-point SEIs) the camera measured,
+    /// milliseconds; 0 until two have come. Fields from here on are ABI 1.1: a host whose struct
+    /// ends before them (`struct_size` 152) gets the fields it has.
+    pub key_interval_ms: u32,
+    /// How long a connection takes from its start to its first exact frame (an estimate kept
+    /// across reconnects), milliseconds; 0 until known. After a loss the camera reconnects at
+    /// once when the next recovery point is more than this plus one second away, and never when
+    /// it is nearer.
+    pub reconnect_to_exact_ms: u32,
+    /// Reconnects made by that rule (also counted in `reconnects`).
+    pub loss_reconnects: u64,
 }
 
 /// What a frame is and where its pixels are (`nvcam_frame_info`). Pointers stay valid while the
@@ -373,6 +386,8 @@ pub struct nvcam_frame_info {
 /// `struct_size` of `nvcam_frame_info` before `flags` was added: still accepted, and filled up to
 /// its end.
 pub(crate) const FRAME_INFO_SIZE_V1: u32 = 120;
+/// `nvcam_camera_stats` before `key_interval_ms` (ABI 1.0).
+pub(crate) const CAMERA_STATS_SIZE_V1: u32 = 152;
 
 /// What `nvcam_frame_convert` makes of a frame. Zero in any field means its default, so a zeroed
 /// struct with `struct_size` and `format` set converts the whole frame at its own size, with the
@@ -469,7 +484,7 @@ pub type nvcam_log_fn = Option<unsafe extern "C" fn(level: i32, message: *const 
 
 const _: () = assert!(std::mem::size_of::<nvcam_config>() == 64);
 const _: () = assert!(std::mem::size_of::<nvcam_camera_options>() == 80);
-const _: () = assert!(std::mem::size_of::<nvcam_camera_stats>() == 152);
+const _: () = assert!(std::mem::size_of::<nvcam_camera_stats>() == 168);
 const _: () = assert!(std::mem::size_of::<nvcam_frame_info>() == 128);
 const _: () = assert!(std::mem::size_of::<nvcam_gpu_stats>() == 160);
 const _: () = assert!(std::mem::size_of::<nvcam_convert>() == 112);

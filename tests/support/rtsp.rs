@@ -57,6 +57,9 @@ pub struct Stream {
     pub no_udp_send: bool,
     /// A PEM file with certificate and key: serve rtsps:// (TLS).
     pub tls: Option<String>,
+    /// Each session gets its own pipeline (a clip from its start, with its first key frame at
+    /// once), as cameras that start every new session with a key frame.
+    pub not_shared: bool,
 }
 
 impl Default for Stream {
@@ -81,6 +84,7 @@ impl Default for Stream {
             multicast: false,
             no_udp_send: false,
             tls: None,
+            not_shared: false,
         }
     }
 }
@@ -105,6 +109,10 @@ impl Stream {
     }
     pub fn preset(mut self, p: &'static str) -> Self {
         self.preset = p;
+        self
+    }
+    pub fn not_shared(mut self) -> Self {
+        self.not_shared = true;
         self
     }
     pub fn keyint(mut self, n: u32) -> Self {
@@ -225,6 +233,9 @@ impl RtspServer {
         }
         if s.sr_capture_time {
             cmd.arg("--sr-capture-time");
+        }
+        if s.not_shared {
+            cmd.arg("--not-shared");
         }
         if let Some(c) = &s.clip {
             cmd.args(["--clip", c]);

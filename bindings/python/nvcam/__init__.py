@@ -303,6 +303,9 @@ class CameraStats(_Sized):
         ("frames_corrupt", c_uint64),
         ("packets_lost", c_uint64),
         ("last_loss_ns", c_uint64),
+        ("key_interval_ms", c_uint32),
+        ("reconnect_to_exact_ms", c_uint32),
+        ("loss_reconnects", c_uint64),
     ]
 
 
@@ -408,7 +411,7 @@ class GpuStats(_Sized):
 
 
 # The C sizes (include/nvcam.h asserts the same numbers with _Static_assert on 64-bit targets).
-C_SIZES = {Config: 64, CameraOptions: 80, CameraStats: 152, FrameInfo: 128, GpuStats: 160}
+C_SIZES = {Config: 64, CameraOptions: 80, CameraStats: 168, FrameInfo: 128, GpuStats: 160}
 if sizeof(c_void_p) == 8:
     for _t, _n in C_SIZES.items():
         assert sizeof(_t) == _n, "%s is %d bytes, the C struct %d" % (_t.__name__, sizeof(_t), _n)
