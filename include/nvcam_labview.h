@@ -694,7 +694,7 @@ typedef struct {
   unsigned __int64 last_loss_ns;
   /**
    * The interval between recovery points (IDRs, recovery-point SEIs) the camera measured,
-   * milliseconds; 0 until two have come. Fields from here on are ABI 1.1: a host whose struct
+   * milliseconds; 0 until two have come. The fields from here on were appended: a host whose struct
    * ends before them (`struct_size` 152) gets the fields it has.
    */
   unsigned int key_interval_ms;

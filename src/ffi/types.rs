@@ -317,7 +317,7 @@ pub struct nvcam_camera_stats {
     /// When the last loss was seen, nanoseconds since 1970-01-01 UTC; 0 if never.
     pub last_loss_ns: u64,
     /// The interval between recovery points (IDRs, recovery-point SEIs) the camera measured,
-    /// milliseconds; 0 until two have come. Fields from here on are ABI 1.1: a host whose struct
+    /// milliseconds; 0 until two have come. The fields from here on were appended: a host whose struct
     /// ends before them (`struct_size` 152) gets the fields it has.
     pub key_interval_ms: u32,
     /// How long a connection takes from its start to its first exact frame (an estimate kept
@@ -386,7 +386,7 @@ pub struct nvcam_frame_info {
 /// `struct_size` of `nvcam_frame_info` before `flags` was added: still accepted, and filled up to
 /// its end.
 pub(crate) const FRAME_INFO_SIZE_V1: u32 = 120;
-/// `nvcam_camera_stats` before `key_interval_ms` (ABI 1.0).
+/// `nvcam_camera_stats` before `key_interval_ms` was appended.
 pub(crate) const CAMERA_STATS_SIZE_V1: u32 = 152;
 
 /// What `nvcam_frame_convert` makes of a frame. Zero in any field means its default, so a zeroed
