@@ -3,7 +3,8 @@
 //! Library wizard reads. Both are committed; the test suite fails when a committed copy differs
 //! from what the code generates.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// Exports the wizard must not see: it cannot express their parameters (a function pointer; an
 /// `InstanceDataPtr *` that a node passes as "Instance Data Pointer" and that the wizard would
@@ -61,6 +62,9 @@ fn main() {
         println!("cargo:rerun-if-changed={f}");
     }
     println!("cargo:rustc-env=NVCAM_TARGET={}", std::env::var("TARGET").unwrap());
+    if std::env::var("TARGET").unwrap() == "x86_64-unknown-linux-gnu" {
+        ffmpeg_linux(&dir);
+    }
     let cfg = cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("cbindgen.toml");
     let generate = |cfg: cbindgen::Config| {
         sources.iter().fold(cbindgen::Builder::new().with_config(cfg), |b, f| b.with_src(dir.join(f))).generate()
@@ -82,6 +86,41 @@ fn main() {
     if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
         std::fs::write(&path, text).expect("write include/nvcam_labview.h");
     }
+}
+
+/// The Linux build links target/ffmpeg-linux, FFmpeg with nvcam's patches (.cargo/config.toml
+/// points ffmpeg-sys-next's pkg-config there, for this triple only, the one that script builds
+/// for). Debian's FFmpeg has the same sonames, so without a RUNPATH the tests, examples and the
+/// cdylib would load the unpatched system libraries at run time; the RUNPATH makes them load these
+/// with no LD_LIBRARY_PATH. The packages replace it with `$ORIGIN/lib` (scripts/package.sh).
+/// A build made from other scripts or patches than the checkout's is refused: the code would be
+/// tested against an FFmpeg that is not the one it ships with.
+fn ffmpeg_linux(dir: &Path) {
+    let prefix = dir.join("target/ffmpeg-linux");
+    for f in ["scripts/build-ffmpeg-linux.sh", "scripts/ffmpeg-common.sh", "scripts/ffmpeg-patches"] {
+        println!("cargo:rerun-if-changed={f}");
+    }
+    // A directory is scanned whole: a rebuild (which replaces the prefix) reruns this.
+    println!("cargo:rerun-if-changed={}", prefix.display());
+    let rebuild = "run 'bash scripts/build-ffmpeg-linux.sh' (about 4 minutes, cached), then build again";
+    let lib = prefix.join("lib");
+    if !lib.join("libavformat.so.59").exists() {
+        panic!("nvcam links only its own FFmpeg build, and {} has none: {rebuild}", lib.display());
+    }
+    // The script's own cache key, so the two can never disagree on what "current" means.
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(r#"root=$1 name=build.rs; . "$root/scripts/ffmpeg-common.sh" && ffmpeg_build_key "$root/scripts/build-ffmpeg-linux.sh""#)
+        .arg("build.rs")
+        .arg(dir)
+        .output()
+        .expect("bash (to compute scripts/build-ffmpeg-linux.sh's cache key)");
+    let key = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(out.status.success() && key.len() == 16, "computing the FFmpeg build key failed: {}", String::from_utf8_lossy(&out.stderr));
+    if !prefix.join(format!(".stamp-{key}")).exists() {
+        panic!("{} was built from other FFmpeg scripts or patches than this checkout's: {rebuild}", prefix.display());
+    }
+    println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib.display());
 }
 
 /// nvcam.h's configuration without what the wizard cannot parse: the include guard, the C++

@@ -191,10 +191,12 @@ linux() {
     lib=target/release/libnvcam.so
   fi
   mkdir -p "$d/include" "$d/lib" "$d/licenses/FFmpeg"
-  # The library cargo built against the system's FFmpeg 5.1, finding the bundled FFmpeg (same
-  # sonames and symbol versions, scripts/build-ffmpeg-linux.sh) in lib/ through its RUNPATH.
+  # cargo linked the library against $ff with a RUNPATH to $ff/lib (build.rs); in the package it
+  # finds the same libraries in lib/ instead.
   strip --strip-debug -o "$d/libnvcam.so" "$lib"
   patchelf --set-rpath '$ORIGIN/lib' "$d/libnvcam.so"
+  local runpath; runpath=$(readelf -d "$d/libnvcam.so" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
+  [ "$runpath" = '$ORIGIN/lib' ] || die "libnvcam.so's RUNPATH is '$runpath', not \$ORIGIN/lib"
   ln -s libnvcam.so "$d/nvcam.so"
   # The FFmpeg libraries libnvcam.so needs, and the ones those need (avdevice needs avfilter), by soname.
   local need=() next=(libnvcam.so) seen=" "
@@ -225,6 +227,9 @@ linux() {
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
   integration "$d" ""
+  # The build's FFmpeg prefix is a path of this machine: it must not ship (a RUNPATH, a .pc file).
+  local leaks; leaks=$(grep -rlF -- "$ff" "$d" || true)
+  [ -z "$leaks" ] || die "the package names $ff: $leaks"
   local glibc; glibc=$(objdump -T "$d/libnvcam.so" "$d"/lib/*.so.* | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n1)
   local ffv; ffv=$(head -n1 "$ff/BUILD-INFO.txt" | awk '{print $2}')
   sed -e "s/@VERSION@/$version/g" -e "s/@ABI@/$abi/g" -e "s/@FFMPEG@/$ffv/g" -e "s/@GLIBC@/${glibc#GLIBC_}/g" \
@@ -255,9 +260,9 @@ Keep `libnvcam.so` and `lib/` together (move the folder as a whole).
   Nothing else for the CPU path: FFmpeg is in `lib/`, built without external libraries.
 - For the GPU path, only the NVIDIA driver: `libcuda.so.1` and `libnvcuvid.so.1` are loaded at run
   time; no CUDA toolkit or runtime. Without them the camera decodes on the CPU.
-- The bundled FFmpeg has no TLS: `rtsps://`, `https://` and `rtmps://` fail to open. Where the
-  system has FFmpeg 5.1 (Debian 12: `libavformat59` and friends, which use GnuTLS), delete
-  `lib/libav*` and `lib/libsw*` and `libnvcam.so` uses those, TLS included (same sonames).
+- The bundled FFmpeg has no TLS: `rtsps://`, `https://` and `rtmps://` fail to open, with
+  `NVCAM_E_UNSUPPORTED` naming TLS. It carries nvcam's patches to FFmpeg (RTP gap reports), and
+  nvcam is built and tested only with it: keep `lib/` as it is.
 
 Strings (URLs, paths, FFmpeg options) are UTF-8; on Linux nothing else is accepted
 (`NVCAM_E_INVALID_ARGUMENT`). `include/nvcam_labview.h` is for LabVIEW's Import Shared Library wizard.

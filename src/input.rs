@@ -322,6 +322,15 @@ fn open_error(target: &str, r: c_int, irq: &Interrupt, timeout: Duration) -> Err
     if irq.fired() {
         return Error::timeout(format!("timeout after {} ms opening '{}'", timeout.as_millis(), redact(target)));
     }
+    if r == ffi::AVERROR_PROTOCOL_NOT_FOUND {
+        if let Some(scheme) = tls_scheme(target).filter(|_| !has_input_protocol(c"tls")) {
+            // FFmpeg says only "Protocol not found", about a scheme nvcam lists as supported.
+            return Error::new(
+                NVCAM_E_UNSUPPORTED,
+                format!("cannot open '{}': {scheme}:// needs TLS, and the FFmpeg nvcam runs on has none (no 'tls' protocol; nvcam's Linux FFmpeg is built without TLS)", redact(target)),
+            );
+        }
+    }
     let fe = ff::Error::from(r);
     let text = fe.to_string();
     let code = match r {
@@ -338,6 +347,29 @@ fn open_error(target: &str, r: c_int, irq: &Interrupt, timeout: Duration) -> Err
         _ => NVCAM_E_IO,
     };
     Error::new(code, format!("cannot open '{}': {text}", redact(target)))
+}
+
+/// The scheme of a URL that FFmpeg can open only through its `tls` protocol.
+fn tls_scheme(url: &str) -> Option<&str> {
+    let (scheme, _) = url.split_once("://")?;
+    ["rtsps", "https", "rtmps"].into_iter().find(|s| s.eq_ignore_ascii_case(scheme))
+}
+
+/// Whether this FFmpeg was built with input protocol `name`.
+fn has_input_protocol(name: &std::ffi::CStr) -> bool {
+    let mut opaque = std::ptr::null_mut();
+    loop {
+        // SAFETY: `opaque` is the iteration state FFmpeg keeps, null to start; the names are
+        // static NUL-terminated strings, null after the last.
+        let p = unsafe { ffi::avio_enum_protocols(&mut opaque, 0) };
+        if p.is_null() {
+            return false;
+        }
+        // SAFETY: as above.
+        if unsafe { std::ffi::CStr::from_ptr(p) } == name {
+            return true;
+        }
+    }
 }
 
 /// errno values FFmpeg wraps (Linux numbering; FFmpeg uses the platform's own values).
