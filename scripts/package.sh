@@ -36,12 +36,13 @@ stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 abi=$(sed -n 's/^#define NVCAM_ABI_VERSION \([0-9]*\).*/\1/p' include/nvcam.h)
 
 # The build integration of package folder $1, whose import or shared library is in folder $2
-# below it ("" or "/lib"): the C++ header, the CMake package and the pkg-config file.
+# below it ("" or "/lib"): the C++ header, the CMake package and the pkg-config file. $3 goes after
+# -L in the pkg-config Libs: the Linux run path (Windows finds DLLs beside the program or on PATH).
 integration() {
-  local d=$1 libdir=$2
+  local d=$1 libdir=$2 rpath=${3:-}
   mkdir -p "$d/lib/cmake/nvcam" "$d/lib/pkgconfig"
   cp bindings/cpp/nvcam.hpp "$d/include/"
-  local subst=(-e "s/@VERSION@/$version/g" -e "s/@ABI@/$abi/g" -e "s|@LIBDIR@|$libdir|g")
+  local subst=(-e "s/@VERSION@/$version/g" -e "s/@ABI@/$abi/g" -e "s|@LIBDIR@|$libdir|g" -e "s|@RPATH@|$rpath|g")
   sed "${subst[@]}" packaging/nvcamConfig.cmake.in >"$d/lib/cmake/nvcam/nvcamConfig.cmake"
   sed "${subst[@]}" packaging/nvcamConfigVersion.cmake.in >"$d/lib/cmake/nvcam/nvcamConfigVersion.cmake"
   sed "${subst[@]}" packaging/nvcam.pc.in >"$d/lib/pkgconfig/nvcam.pc"
@@ -224,7 +225,7 @@ linux() {
   cp "$ff/share/licenses/ffmpeg/"* "$d/licenses/FFmpeg/"
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
-  integration "$d" ""
+  integration "$d" "" ' -Wl,-rpath,${libdir}'
   local glibc; glibc=$(objdump -T "$d/libnvcam.so" "$d"/lib/*.so.* | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n1)
   local ffv; ffv=$(head -n1 "$ff/BUILD-INFO.txt" | awk '{print $2}')
   sed -e "s/@VERSION@/$version/g" -e "s/@ABI@/$abi/g" -e "s/@FFMPEG@/$ffv/g" -e "s/@GLIBC@/${glibc#GLIBC_}/g" \
