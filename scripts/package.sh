@@ -73,6 +73,7 @@ windows() {
   [ ${#need[@]} -ge 4 ] || die "nvcam.dll imports too few FFmpeg DLLs: ${need[*]}"
   for dep in "${need[@]}"; do cp "$ff/bin/$dep" "$d/"; done
   cp "$ff/share/licenses/ffmpeg/"* "$d/licenses/FFmpeg/"
+  cp LICENSE-MIT LICENSE-APACHE "$d/"
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
   integration "$d" /lib
@@ -116,6 +117,7 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@). Project: se
 | `lib/cmake/nvcam/` | CMake package: `find_package(nvcam)` with this folder in `CMAKE_PREFIX_PATH`, targets `nvcam::nvcam` (C) and `nvcam::cpp` (C++) |
 | `lib/pkgconfig/nvcam.pc` | pkg-config file (`PKG_CONFIG_PATH=<this folder>/lib/pkgconfig`) |
 | `labview/` | how to call every function from LabVIEW (Call Library Function Nodes), and `nvcam-errors.txt` |
+| `LICENSE-MIT`, `LICENSE-APACHE` | nvcam's licence: either, at your option |
 | `licenses/FFmpeg/` | FFmpeg's licence (LGPL v2.1), its terms and how these DLLs were configured and built |
 
 ## Install
@@ -160,7 +162,7 @@ settings.
 
 ## Licences
 
-nvcam is MIT OR Apache-2.0. The FFmpeg DLLs are LGPL v2.1 or later, built from Debian 12's FFmpeg
+nvcam is MIT OR Apache-2.0 (`LICENSE-MIT`, `LICENSE-APACHE`). The FFmpeg DLLs are LGPL v2.1 or later, built from Debian 12's FFmpeg
 @FFMPEG@ source package without GPL or non-free parts (`licenses/FFmpeg/BUILD-INFO.txt` has the
 exact configure line); you may replace them with your own build of the same FFmpeg version and
 options.
@@ -223,6 +225,7 @@ linux() {
     grep -q "$dep => $d/lib/$dep " <<<"$resolved" || die "ldd libnvcam.so does not resolve $dep into lib/:"$'\n'"$resolved"
   done
   cp "$ff/share/licenses/ffmpeg/"* "$d/licenses/FFmpeg/"
+  cp LICENSE-MIT LICENSE-APACHE "$d/"
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
   integration "$d" "" ' -Wl,-rpath,${libdir}'
@@ -246,6 +249,7 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@).
 | `lib/cmake/nvcam/` | CMake package: `find_package(nvcam)` with this folder in `CMAKE_PREFIX_PATH`, targets `nvcam::nvcam` (C) and `nvcam::cpp` (C++) |
 | `lib/pkgconfig/nvcam.pc` | pkg-config file: `PKG_CONFIG_PATH=<this folder>/lib/pkgconfig pkg-config --cflags --libs nvcam` |
 | `labview/` | how to call every function from LabVIEW, and `nvcam-errors.txt` |
+| `LICENSE-MIT`, `LICENSE-APACHE` | nvcam's licence: either, at your option |
 | `licenses/FFmpeg/` | FFmpeg's licence (LGPL v2.1), its terms and how these libraries were configured and built |
 
 Keep `libnvcam.so` and `lib/` together (move the folder as a whole).
@@ -265,7 +269,7 @@ Strings (URLs, paths, FFmpeg options) are UTF-8; on Linux nothing else is accept
 
 ## Licences
 
-nvcam is MIT OR Apache-2.0. The FFmpeg libraries are LGPL v2.1 or later, built from Debian 12's
+nvcam is MIT OR Apache-2.0 (`LICENSE-MIT`, `LICENSE-APACHE`). The FFmpeg libraries are LGPL v2.1 or later, built from Debian 12's
 FFmpeg @FFMPEG@ source package without GPL or non-free parts (`licenses/FFmpeg/BUILD-INFO.txt` has
 the exact configure line); you may replace them with your own build of the same FFmpeg version.
 EOF
