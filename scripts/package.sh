@@ -36,12 +36,13 @@ stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 abi=$(sed -n 's/^#define NVCAM_ABI_VERSION \([0-9]*\).*/\1/p' include/nvcam.h)
 
 # The build integration of package folder $1, whose import or shared library is in folder $2
-# below it ("" or "/lib"): the C++ header, the CMake package and the pkg-config file.
+# below it ("" or "/lib"): the C++ header, the CMake package and the pkg-config file. $3 goes after
+# -L in the pkg-config Libs: the Linux run path (Windows finds DLLs beside the program or on PATH).
 integration() {
-  local d=$1 libdir=$2
+  local d=$1 libdir=$2 rpath=${3:-}
   mkdir -p "$d/lib/cmake/nvcam" "$d/lib/pkgconfig"
   cp bindings/cpp/nvcam.hpp "$d/include/"
-  local subst=(-e "s/@VERSION@/$version/g" -e "s/@ABI@/$abi/g" -e "s|@LIBDIR@|$libdir|g")
+  local subst=(-e "s/@VERSION@/$version/g" -e "s/@ABI@/$abi/g" -e "s|@LIBDIR@|$libdir|g" -e "s|@RPATH@|$rpath|g")
   sed "${subst[@]}" packaging/nvcamConfig.cmake.in >"$d/lib/cmake/nvcam/nvcamConfig.cmake"
   sed "${subst[@]}" packaging/nvcamConfigVersion.cmake.in >"$d/lib/cmake/nvcam/nvcamConfigVersion.cmake"
   sed "${subst[@]}" packaging/nvcam.pc.in >"$d/lib/pkgconfig/nvcam.pc"
@@ -72,6 +73,7 @@ windows() {
   [ ${#need[@]} -ge 4 ] || die "nvcam.dll imports too few FFmpeg DLLs: ${need[*]}"
   for dep in "${need[@]}"; do cp "$ff/bin/$dep" "$d/"; done
   cp "$ff/share/licenses/ffmpeg/"* "$d/licenses/FFmpeg/"
+  cp LICENSE-MIT LICENSE-APACHE "$d/"
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
   integration "$d" /lib
@@ -115,6 +117,7 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@). Project: se
 | `lib/cmake/nvcam/` | CMake package: `find_package(nvcam)` with this folder in `CMAKE_PREFIX_PATH`, targets `nvcam::nvcam` (C) and `nvcam::cpp` (C++) |
 | `lib/pkgconfig/nvcam.pc` | pkg-config file (`PKG_CONFIG_PATH=<this folder>/lib/pkgconfig`) |
 | `labview/` | how to call every function from LabVIEW (Call Library Function Nodes), and `nvcam-errors.txt` |
+| `LICENSE-MIT`, `LICENSE-APACHE` | nvcam's licence: either, at your option |
 | `licenses/FFmpeg/` | FFmpeg's licence (LGPL v2.1), its terms and how these DLLs were configured and built |
 
 ## Install
@@ -159,7 +162,7 @@ settings.
 
 ## Licences
 
-nvcam is MIT OR Apache-2.0. The FFmpeg DLLs are LGPL v2.1 or later, built from Debian 12's FFmpeg
+nvcam is MIT OR Apache-2.0 (`LICENSE-MIT`, `LICENSE-APACHE`). The FFmpeg DLLs are LGPL v2.1 or later, built from Debian 12's FFmpeg
 @FFMPEG@ source package without GPL or non-free parts (`licenses/FFmpeg/BUILD-INFO.txt` has the
 exact configure line); you may replace them with your own build of the same FFmpeg version and
 options.
@@ -224,9 +227,10 @@ linux() {
     grep -q "$dep => $d/lib/$dep " <<<"$resolved" || die "ldd libnvcam.so does not resolve $dep into lib/:"$'\n'"$resolved"
   done
   cp "$ff/share/licenses/ffmpeg/"* "$d/licenses/FFmpeg/"
+  cp LICENSE-MIT LICENSE-APACHE "$d/"
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
-  integration "$d" ""
+  integration "$d" "" ' -Wl,-rpath,${libdir}'
   # The build's FFmpeg prefix is a path of this machine: it must not ship (a RUNPATH, a .pc file).
   local leaks; leaks=$(grep -rlF -- "$ff" "$d" || true)
   [ -z "$leaks" ] || die "the package names $ff: $leaks"
@@ -250,6 +254,7 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@).
 | `lib/cmake/nvcam/` | CMake package: `find_package(nvcam)` with this folder in `CMAKE_PREFIX_PATH`, targets `nvcam::nvcam` (C) and `nvcam::cpp` (C++) |
 | `lib/pkgconfig/nvcam.pc` | pkg-config file: `PKG_CONFIG_PATH=<this folder>/lib/pkgconfig pkg-config --cflags --libs nvcam` |
 | `labview/` | how to call every function from LabVIEW, and `nvcam-errors.txt` |
+| `LICENSE-MIT`, `LICENSE-APACHE` | nvcam's licence: either, at your option |
 | `licenses/FFmpeg/` | FFmpeg's licence (LGPL v2.1), its terms and how these libraries were configured and built |
 
 Keep `libnvcam.so` and `lib/` together (move the folder as a whole).
@@ -269,7 +274,7 @@ Strings (URLs, paths, FFmpeg options) are UTF-8; on Linux nothing else is accept
 
 ## Licences
 
-nvcam is MIT OR Apache-2.0. The FFmpeg libraries are LGPL v2.1 or later, built from Debian 12's
+nvcam is MIT OR Apache-2.0 (`LICENSE-MIT`, `LICENSE-APACHE`). The FFmpeg libraries are LGPL v2.1 or later, built from Debian 12's
 FFmpeg @FFMPEG@ source package without GPL or non-free parts (`licenses/FFmpeg/BUILD-INFO.txt` has
 the exact configure line); you may replace them with your own build of the same FFmpeg version.
 EOF

@@ -4,13 +4,18 @@
 #   bash scripts/wheel-test.sh          # both wheels (CI)
 #   bash scripts/wheel-test.sh linux    # the Linux wheel only
 #
-# 1. Both wheels into dist/ (scripts/wheel.sh; the Windows one needs the Windows step's toolchain).
+# 1. Both wheels into dist/ (scripts/wheel.sh; the Windows one needs the Windows step's toolchain),
+#    and their metadata: licence expression and files, classifiers, supported Pythons.
 # 2. Linux: `pip install` of the manylinux wheel (no index: nothing is downloaded, numpy is not
 #    installed) into a fresh virtual environment; from outside the repository, `import nvcam` must
 #    load the library inside the installed package, a testsrc camera on the CPU must deliver a
 #    320x240 frame, and the process must have mapped libavcodec from the package's lib/ (ldd says
 #    the same), not the system's.
-# 3. Windows: pip accepts the win_amd64 wheel for that platform (`pip install --platform win_amd64
+# 3. From source, as the README says: `pip install <checkout>` and `pip install -e <checkout>`, each
+#    into a fresh venv (the build backend comes from PyPI; cargo builds the library, which step 1
+#    already built, so it has nothing to do). The installed package loads its own library, the
+#    editable one the checkout's target/release, and each takes a testsrc frame.
+# 4. Windows: pip accepts the win_amd64 wheel for that platform (`pip install --platform win_amd64
 #    --target`), and nvcam.dll from the unpacked wheel, loaded the way ctypes loads it
 #    (tests/wine/ctypes_load.c, mingw-w64, under Wine with no FFmpeg on the DLL path), delivers a
 #    frame with avcodec-59.dll from the wheel's folder. There is no Windows Python here (none comes
@@ -40,18 +45,49 @@ fi
 for w in "${wheels[@]}"; do
   "$py" -m zipfile -t "$w" >/dev/null || die "$w is not a valid zip"
   echo "$w: $(du -h "$w" | cut -f1), $("$py" -m zipfile -l "$w" | tail -n +2 | wc -l) files"
+  # What PyPI shows of a wheel; the licence files are named in METADATA and carried in .dist-info.
+  "$py" - "$w" "$version" <<'PY' || die "$w: its metadata lacks what a PyPI wheel carries"
+import email.parser, sys, zipfile
+w, version = sys.argv[1], sys.argv[2]
+z = zipfile.ZipFile(w)
+info = "nvcam-%s.dist-info/" % version
+m = email.parser.Parser().parsestr(z.read(info + "METADATA").decode())
+assert m["Metadata-Version"] in ("2.4", "2.5"), m["Metadata-Version"]
+assert m["License-Expression"] == "(MIT OR Apache-2.0) AND LGPL-2.1-or-later", m["License-Expression"]
+files = m.get_all("License-File")
+for f in ("LICENSE-MIT", "LICENSE-APACHE"):
+    assert f in files, files
+assert any(f.endswith("COPYING.LGPLv2.1") for f in files), files
+for f in files:
+    z.getinfo(info + "licenses/" + f)
+assert m["Summary"] and m["Requires-Python"] == ">=3.8", (m["Summary"], m["Requires-Python"])
+cls = m.get_all("Classifier")
+assert "Typing :: Typed" in cls and "Programming Language :: Python :: 3 :: Only" in cls, cls
+assert not [c for c in cls if c.startswith("License ::")], "PEP 639: no licence classifiers beside License-Expression"
+z.getinfo("nvcam/py.typed")
+z.getinfo("nvcam/licenses/FFmpeg/COPYING.LGPLv2.1")
+print("%s: License-Expression %s; License-File %s; %d classifiers" % (w.split("/")[-1], m["License-Expression"], ", ".join(files), len(cls)))
+PY
 done
 
 step "Linux: pip install $lwheel into a fresh venv, import nvcam, a testsrc frame"
 "$py" -m venv "$work/venv" || die "python3 -m venv failed (apt-get install python3-venv: .ci/packages.txt)"
 "$work/venv/bin/python" -m pip install -q --no-index --disable-pip-version-check "$lwheel" || die "pip install $lwheel failed"
-(cd "$work" && env -u NVCAM_LIB -u LD_LIBRARY_PATH "$work/venv/bin/python" - "$version" <<'PY') || die "the Linux wheel's smoke test failed"
+# smoke <venv> <wheel|source|editable>: from outside the repository, import nvcam from that venv,
+# check where the package and its library come from, and take a testsrc frame on the CPU.
+smoke() {
+  (cd "$work" && env -u NVCAM_LIB -u LD_LIBRARY_PATH -u PYTHONPATH "$1/bin/python" - "$version" "$2" "$root" <<'PY')
 import os, sys
 import nvcam
+version, kind, root = sys.argv[1:]
 here = os.path.dirname(nvcam.__file__)
-assert "site-packages" in here, here
-assert os.path.dirname(nvcam.library_path) == here, "library not from the package: %s" % nvcam.library_path
-assert nvcam.__version__ == sys.argv[1], (nvcam.__version__, sys.argv[1])
+if kind == "editable":
+    assert here == os.path.join(root, "bindings", "python", "nvcam"), here
+    assert nvcam.library_path == os.path.join(root, "target", "release", "libnvcam.so"), nvcam.library_path
+else:
+    assert "site-packages" in here, here
+    assert os.path.dirname(nvcam.library_path) == here, "library not from the package: %s" % nvcam.library_path
+assert nvcam.__version__ == version, (nvcam.__version__, version)
 assert os.path.isfile(os.path.join(here, "py.typed"))
 library = nvcam.Library()
 cam = nvcam.Camera.open("testsrc://320x240@30", device=nvcam.DEVICE_CPU)
@@ -65,16 +101,30 @@ cam.close()
 library.shutdown()
 maps = [l.split()[-1] for l in open("/proc/self/maps") if "libav" in l or "libsw" in l]
 av = sorted({m for m in maps if "libavcodec" in m})
-assert av and all(m.startswith(os.path.join(here, "lib") + "/") for m in av), av
-print("%s (nvcam %s): a %dx%d frame; libavcodec from %s" % (nvcam.version(), nvcam.__version__, i.width, i.height, av[0]))
+if kind == "wheel":
+    assert av and all(m.startswith(os.path.join(here, "lib") + "/") for m in av), av
+print("%s, %s: %s (nvcam %s) from %s: a %dx%d frame; libavcodec from %s" % (
+    kind, sys.executable, nvcam.version(), nvcam.__version__, nvcam.library_path, i.width, i.height, av[0]))
 PY
+}
+smoke "$work/venv" wheel || die "the Linux wheel's smoke test failed"
 site=$(ls -d "$work"/venv/lib/python3*/site-packages/nvcam)
 deps=$(env -u LD_LIBRARY_PATH ldd "$site/libnvcam.so")
 echo "$deps" | grep -E 'libav|libsw'
 if echo "$deps" | grep -E 'lib(av|sw)' | grep -qv "=> $site/lib/"; then die "ldd: an FFmpeg library resolves outside the package"; fi
 
+step "from source: pip install $root, and pip install -e $root, each into a fresh venv"
+for kind in source editable; do
+  "$py" -m venv "$work/venv-$kind" || die "python3 -m venv failed"
+  flag=(); [ "$kind" = editable ] && flag=(-e)
+  (cd "$work" && "$work/venv-$kind/bin/python" -m pip install -q --disable-pip-version-check "${flag[@]}" "$root") \
+    || die "pip install ${flag[*]} $root failed"
+  smoke "$work/venv-$kind" "$kind" || die "the $kind install's smoke test failed"
+done
+"$work/venv-source/bin/python" -m pip show -v --disable-pip-version-check nvcam
+
 if [ "$what" = linux ]; then
-  step "the Linux wheel passed ($(($(date +%s) - t0)) s)"
+  step "the Linux wheel and the source installs passed ($(($(date +%s) - t0)) s)"
   exit 0
 fi
 

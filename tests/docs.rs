@@ -143,6 +143,42 @@ fn runnable_c_blocks_compile_and_run() {
     assert!(failed.is_empty(), "{} of {} runnable C blocks failed:\n{}", failed.len(), blocks.len(), failed.join("\n"));
 }
 
+/// The README's C example, built by the `cc` line in its comment exactly as written and run as a
+/// user runs it: no `LD_LIBRARY_PATH`, from another folder. The line names `include` and
+/// `target/release` relative to the checkout; a scratch folder links those names to the header and
+/// to the cdylib this `cargo test` built, so a stale `target/release` cannot stand in for it.
+#[test]
+fn readme_c_build_line_runs_as_written() {
+    if !cfg!(target_os = "linux") {
+        eprintln!("note: the README's cc line is for Linux");
+        return;
+    }
+    let block = blocks_of("c").into_iter().find(|b| b.place.starts_with("README.md:")).expect("the README's runnable C block");
+    let line = block
+        .code
+        .lines()
+        .find_map(|l| l.split("/* ").nth(1).filter(|c| c.starts_with("cc app.c")))
+        .and_then(|c| c.split(" */").next())
+        .unwrap_or_else(|| panic!("{}: no `/* cc app.c ... */` comment", block.place))
+        .to_string();
+    cdylib();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("docs-readme-cc");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("target")).expect("scratch folder");
+    std::os::unix::fs::symlink(root().join("include"), dir.join("include")).expect("symlink include");
+    std::os::unix::fs::symlink(deps_dir(), dir.join("target/release")).expect("symlink target/release");
+    std::fs::write(dir.join("app.c"), &block.code).expect("write app.c");
+    let mut cc = Command::new("sh");
+    cc.arg("-c").arg(&line).current_dir(&dir);
+    let (ok, text) = run(cc, &dir.join("cc.log"), LIMIT);
+    assert!(ok, "{}: `{line}` failed\n{text}", block.place);
+    let mut app = Command::new(dir.join("a.out"));
+    app.env_remove("LD_LIBRARY_PATH").current_dir("/");
+    let (ok, text) = run(app, &dir.join("a.out.log"), LIMIT);
+    assert!(ok, "{}: built by `{line}`, ./a.out did not run with no LD_LIBRARY_PATH\n{text}", block.place);
+    println!("`{line}`: a.out ran from / with no LD_LIBRARY_PATH\n{text}");
+}
+
 #[test]
 fn runnable_python_blocks_run() {
     let blocks = blocks_of("python");

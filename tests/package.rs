@@ -71,7 +71,7 @@ fn linux_tarball_builds_with_cmake_and_pkg_config_alone() {
     let name = format!("nvcam-{version}-linux-x64");
     run("tar", Command::new("tar").arg("-C").arg(&tmp).arg("-xzf").arg(tmp.join("dist").join(format!("{name}.tar.gz"))));
     let pkg = tmp.join(&name);
-    for f in ["libnvcam.so", "include/nvcam.h", "include/nvcam.hpp", "lib/cmake/nvcam/nvcamConfig.cmake", "lib/cmake/nvcam/nvcamConfigVersion.cmake", "lib/pkgconfig/nvcam.pc", "lib/libavcodec.so.59", "licenses/FFmpeg/COPYING.LGPLv2.1"] {
+    for f in ["libnvcam.so", "include/nvcam.h", "include/nvcam.hpp", "lib/cmake/nvcam/nvcamConfig.cmake", "lib/cmake/nvcam/nvcamConfigVersion.cmake", "lib/pkgconfig/nvcam.pc", "lib/libavcodec.so.59", "licenses/FFmpeg/COPYING.LGPLv2.1", "LICENSE-MIT", "LICENSE-APACHE"] {
         assert!(pkg.join(f).is_file(), "{name}/{f} is missing from the tarball");
     }
 
@@ -95,7 +95,7 @@ fn linux_tarball_builds_with_cmake_and_pkg_config_alone() {
     for l in &ff {
         assert!(l.contains(&format!("=> {}/", lib.display())), "{l}: not the package's lib/\n{ldd}");
     }
-    let out = run("the C++ example", Command::new(&exe).args(["testsrc://320x240@30", "5"]));
+    let out = run("the C++ example", bare(&mut Command::new(&exe)).args(["testsrc://320x240@30", "5"]));
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.lines().filter(|l| l.starts_with("frame ")).count(), 5, "{text}");
     // The program needs "libnvcam.so", not the path of the folder it was built against.
@@ -109,15 +109,28 @@ fn linux_tarball_builds_with_cmake_and_pkg_config_alone() {
     let refused = Command::new("cmake").arg("-S").arg(&src).arg("-B").arg(tmp.join("build-other")).arg(format!("-DCMAKE_PREFIX_PATH={}", pkg.display())).output().unwrap();
     assert!(!refused.status.success(), "find_package(nvcam 0.99) accepted version {version}\n{}", show(&refused));
 
-    // C: pkg-config alone.
+    // C: pkg-config alone, and the same flags by hand (docs/api.md). Each program runs as built:
+    // no LD_LIBRARY_PATH, from a folder that is not the package's.
     let c = src.join("c_example.c");
     std::fs::write(&c, C_PROGRAM).unwrap();
     let flags = run("pkg-config", Command::new("pkg-config").args(["--cflags", "--libs", "nvcam"]).env("PKG_CONFIG_PATH", pkg.join("lib/pkgconfig")));
     let flags = String::from_utf8_lossy(&flags.stdout).split_whitespace().map(String::from).collect::<Vec<_>>();
-    let cexe = tmp.join("c_example");
-    run("cc", Command::new("cc").args(["-std=c11", "-Wall", "-Werror"]).arg(&c).args(&flags).arg("-o").arg(&cexe));
-    let out = run("the C program", Command::new(&cexe).env("LD_LIBRARY_PATH", &pkg));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("a 160x120 frame"), "{text}");
-    eprintln!("{name}: CMake (nvcam::cpp) and pkg-config builds ran: {}", text.trim());
+    let by_hand = vec![format!("-I{}", pkg.join("include").display()), format!("-L{}", pkg.display()), format!("-Wl,-rpath,{}", pkg.display()), "-lnvcam".into()];
+    let mut ran = Vec::new();
+    for (route, flags) in [("pkg-config", flags), ("by hand", by_hand)] {
+        let cexe = tmp.join(format!("c_example_{}", route.replace(' ', "_")));
+        run(&format!("cc ({route})"), Command::new("cc").args(["-std=c11", "-Wall", "-Werror"]).arg(&c).args(&flags).arg("-o").arg(&cexe));
+        let out = run(&format!("the C program ({route}), with no LD_LIBRARY_PATH"), bare(&mut Command::new(&cexe)));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("a 160x120 frame"), "{route}: {text}");
+        ran.push(format!("{route}: {}", text.trim()));
+    }
+    eprintln!("{name}: CMake (nvcam::cpp), pkg-config and by-hand builds ran: {}", ran.join("; "));
+}
+
+/// `cmd` as a user's shell starts it: cargo test puts its own folders on LD_LIBRARY_PATH, which
+/// would find libnvcam.so for a program whose run path does not. The working folder is the
+/// filesystem root, so nothing is found relative to the package either.
+fn bare(cmd: &mut Command) -> &mut Command {
+    cmd.env_remove("LD_LIBRARY_PATH").current_dir("/")
 }
