@@ -722,7 +722,7 @@ typedef struct {
    * once when the next recovery point is more than this plus one second away, and never when
    * it is nearer.
    */
-  uint32_t reconnect_to_exact_ms;
+  uint32_t reconnect_to_key_ms;
   /**
    * Reconnects made by that rule (also counted in `reconnects`).
    */

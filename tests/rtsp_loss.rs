@@ -460,21 +460,21 @@ fn long_gop_camera_reconnects_instead_of_staying_dark() {
         let (med, max) = median_max(dark.clone());
         let per_min = r.stats.reconnects as f64 * 60.0 / secs as f64;
         println!(
-            "long GOP (IDR every 10 s), 0.5 % loss over tcp, {}: {} frames in {secs} s, dark {dark_total:.1} s in {} stretches (median {med:.1} s, max {max:.1} s), {per_min:.1} reconnects a minute ({} for losses), packets lost {}, key interval {} ms, reconnect to exact {} ms",
+            "long GOP (IDR every 10 s), 0.5 % loss over tcp, {}: {} frames in {secs} s, dark {dark_total:.1} s in {} stretches (median {med:.1} s, max {max:.1} s), {per_min:.1} reconnects a minute ({} for losses), packets lost {}, key interval {} ms, reconnect to key {} ms",
             if legacy { "before (reconnect after 10 s)" } else { "after (reconnect when the next IDR is further than a reconnect)" },
             r.seen.len(),
             dark.len(),
             r.stats.loss_reconnects,
             r.stats.packets_lost,
             r.stats.key_interval_ms,
-            r.stats.reconnect_to_exact_ms,
+            r.stats.reconnect_to_key_ms,
         );
         assert!(r.stats.packets_lost > 0, "no loss seen");
         rows.push((med, dark_total, r.stats));
     }
     let (old, new) = (&rows[0], &rows[1]);
     assert!((9_000..=11_000).contains(&new.2.key_interval_ms), "key interval estimate {} ms", new.2.key_interval_ms);
-    assert!(new.2.reconnect_to_exact_ms > 0);
+    assert!(new.2.reconnect_to_key_ms > 0);
     assert!(new.2.loss_reconnects > 0, "no reconnect for a loss with the next IDR seconds away");
     // About a reconnect instead of about half a GOP; the margin holds on a busy 2-core machine.
     assert!(new.0 < 4.0, "median dark stretch {:.1} s with the reconnect rule (before: {:.1} s)", new.0, old.0);

@@ -91,8 +91,6 @@ pub(super) struct Integrity {
     corrupt_in: std::collections::VecDeque<i64>,
     /// Packets sent so far.
     sends: u64,
-    /// Pictures judged exact so far.
-    exact_out: u64,
     /// Whether the last packet went into `sent_exact`.
     last_exact: bool,
 }
@@ -251,7 +249,6 @@ impl Integrity {
             if taints {
                 self.damaged(pts_us, now);
             }
-            self.exact_out += !corrupt as u64;
             return FrameIntegrity { corrupt, after_loss: false, keyframe: keyframe && !corrupt };
         }
         if self.is_suspect() {
@@ -271,7 +268,6 @@ impl Integrity {
             // Later pictures may reference this one: suspect until a recovery point after it.
             self.damaged(pts_us, now);
         }
-        self.exact_out += (!corrupt && !after_loss) as u64;
         // A key frame that is not exact is no place to start from.
         FrameIntegrity { corrupt, after_loss, keyframe: keyframe && !corrupt && !after_loss }
     }
@@ -281,11 +277,6 @@ impl Integrity {
     /// an IDR or IRAP, not the end of an intra-refresh sweep.
     pub(super) fn is_recovery_point(&self, pts_us: i64) -> bool {
         self.suspect_since.is_some() && self.recovery == Some(pts_us) && self.recovery_alone
-    }
-
-    /// Pictures judged exact so far.
-    pub(super) fn exact_pictures(&self) -> u64 {
-        self.exact_out
     }
 
     /// How long the stream has been suspect without a recovery point, if it is.

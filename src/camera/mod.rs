@@ -73,9 +73,9 @@ pub(crate) struct Stats {
     pub last_loss_ns: u64,
     /// The interval between recovery points the camera estimated, ms; 0 until known.
     pub key_interval_ms: u32,
-    /// How long a session takes from its start to its first exact picture (an estimate), ms; 0
+    /// How long a session takes from its start to its first key packet (an estimate), ms; 0
     /// until known.
-    pub reconnect_to_exact_ms: u32,
+    pub reconnect_to_key_ms: u32,
     /// Reconnects made because the next recovery point was further away than a reconnect.
     pub loss_reconnects: u64,
 }
@@ -305,7 +305,7 @@ impl Camera {
             packets_lost: c.packets_lost.load(r),
             last_loss_ns: c.last_loss_ns.load(r),
             key_interval_ms: c.key_interval_ms.load(r),
-            reconnect_to_exact_ms: c.reconnect_to_exact_ms.load(r),
+            reconnect_to_key_ms: c.reconnect_to_key_ms.load(r),
             loss_reconnects: c.loss_reconnects.load(r),
         }
     }

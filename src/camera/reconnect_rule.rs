@@ -2,10 +2,10 @@
 //! recovery point.
 //!
 //! A new RTSP session starts with a key frame on most cameras, so a reconnect ends the dark time
-//! after about as long as a reconnect takes to its first exact picture; waiting ends it at the
+//! after about as long as a reconnect takes to its first key frame; waiting ends it at the
 //! next recovery point, which on a long-GOP camera (an IDR every 10 s) is seconds away. So the
 //! camera learns two figures as it streams, the interval between recovery points (`gop`, from the
-//! timestamps of key packets) and the time from a session's start to its first exact picture
+//! timestamps of key packets) and the time from a session's start to its first key packet
 //! (`reconnect`), and after a loss:
 //! - reconnects at once when the next recovery point is further away than a reconnect plus
 //!   [`MARGIN`] (a reconnect is a new session for the camera and its server, worth it only when
@@ -30,7 +30,7 @@ pub(super) struct Wait {
     pub gop: Option<Duration>,
     /// Stream time from the last key packet (whole or not) of this session to this packet.
     pub since_key: Option<Duration>,
-    /// How long a session takes from its start to its first exact picture, if known.
+    /// How long a session takes from its start to its first key packet, if known.
     pub reconnect: Option<Duration>,
     /// Without the figures: how long to wait for a recovery point before reconnecting.
     pub fallback: Duration,

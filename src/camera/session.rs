@@ -113,13 +113,14 @@ impl Pacer {
     }
 }
 
-/// A session took `d` from its start to its first exact picture: the reconnect estimate moves
-/// halfway to it (cameras and servers answer at varying speeds).
-fn note_to_exact(sh: &Shared, d: Duration) {
+/// A session took `d` from its start to its first key packet: the reconnect estimate moves
+/// halfway to it (cameras and servers answer at varying speeds). Whether that key frame arrives
+/// whole is another matter, the same for a reconnect as for waiting.
+fn note_to_key(sh: &Shared, d: Duration) {
     let ms = d.as_millis().clamp(1, u32::MAX as u128) as u32;
-    let old = sh.counters.reconnect_to_exact_ms.load(Ordering::Relaxed);
+    let old = sh.counters.reconnect_to_key_ms.load(Ordering::Relaxed);
     let new = if old == 0 { ms } else { ((old as u64 + ms as u64) / 2) as u32 };
-    sh.counters.reconnect_to_exact_ms.store(new, Ordering::Relaxed);
+    sh.counters.reconnect_to_key_ms.store(new, Ordering::Relaxed);
 }
 
 /// Whether to reconnect now. With the `test-hooks` feature a test can put the camera back on the
@@ -201,8 +202,8 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
     let mut gaps = Vec::new();
     let fallback = Duration::from_millis(DEFAULTS.loss_recovery_reconnect_ms as u64);
     let mut gop = GopEstimate::default();
-    // The time to this session's first exact picture is recorded once.
-    let mut to_exact_seen = false;
+    // The time to this session's first key packet is recorded once.
+    let mut to_key_seen = false;
     // A recovery point held back while the decoder drains, for a decoder that restarts there.
     let mut after_drain: Option<ffmpeg_next::Packet> = None;
     let mut seq = sh.counters.decoded.load(Ordering::Relaxed);
@@ -273,6 +274,10 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                     if lost > 0 {
                         sh.counters.packets_lost.fetch_add(lost, Ordering::Relaxed);
                     }
+                    if key != KeyPoint::None && !to_key_seen {
+                        to_key_seen = true;
+                        note_to_key(sh, t_open.elapsed());
+                    }
                     if key != KeyPoint::None && p_us != i64::MIN {
                         if let Some(g) = gop.key(p_us) {
                             sh.counters.key_interval_ms.store(g.as_millis().min(u32::MAX as u128) as u32, Ordering::Relaxed);
@@ -284,7 +289,7 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                             suspect_for,
                             gop: ms(&sh.counters.key_interval_ms),
                             since_key: gop.since_key(p_us).filter(|_| p_us != i64::MIN),
-                            reconnect: ms(&sh.counters.reconnect_to_exact_ms),
+                            reconnect: ms(&sh.counters.reconnect_to_key_ms),
                             fallback,
                         };
                         if reconnect_decision(&wait) {
@@ -358,10 +363,7 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
             let Some(_in_flight) = sh.gate.enter() else { return Ok(SessionEnd::Stop) };
             let t_deliver = Instant::now();
             deliver(sh, &mut *dec, &pools, pic, seq, since, capture, &mut integrity)?;
-            if !to_exact_seen && integrity.exact_pictures() > 0 {
-                to_exact_seen = true;
-                note_to_exact(sh, t_open.elapsed());
-            }
+
             if steady {
                 timing::since(Stage::Deliver, t_deliver);
             }

@@ -128,7 +128,7 @@ pub(super) struct Counters {
     pub last_loss_ns: AtomicU64,
     /// The reconnect rule's figures (see `reconnect_rule`), ms; 0 until known.
     pub key_interval_ms: AtomicU32,
-    pub reconnect_to_exact_ms: AtomicU32,
+    pub reconnect_to_key_ms: AtomicU32,
     pub loss_reconnects: AtomicU64,
 }
 

@@ -215,7 +215,7 @@ pub(crate) fn camera_stats(s: &Stats, struct_size: u32) -> nvcam_camera_stats {
         packets_lost: s.packets_lost,
         last_loss_ns: s.last_loss_ns,
         key_interval_ms: s.key_interval_ms,
-        reconnect_to_exact_ms: s.reconnect_to_exact_ms,
+        reconnect_to_key_ms: s.reconnect_to_key_ms,
         loss_reconnects: s.loss_reconnects,
     }
 }

@@ -320,11 +320,11 @@ pub struct nvcam_camera_stats {
     /// milliseconds; 0 until two have come. The fields from here on were appended: a host whose struct
     /// ends before them (`struct_size` 152) gets the fields it has.
     pub key_interval_ms: u32,
-    /// How long a connection takes from its start to its first exact frame (an estimate kept
+    /// How long a connection takes from its start to its first key frame (an estimate kept
     /// across reconnects), milliseconds; 0 until known. After a loss the camera reconnects at
     /// once when the next recovery point is more than this plus one second away, and never when
     /// it is nearer.
-    pub reconnect_to_exact_ms: u32,
+    pub reconnect_to_key_ms: u32,
     /// Reconnects made by that rule (also counted in `reconnects`).
     pub loss_reconnects: u64,
 }

@@ -304,7 +304,7 @@ class CameraStats(_Sized):
         ("packets_lost", c_uint64),
         ("last_loss_ns", c_uint64),
         ("key_interval_ms", c_uint32),
-        ("reconnect_to_exact_ms", c_uint32),
+        ("reconnect_to_key_ms", c_uint32),
         ("loss_reconnects", c_uint64),
     ]
 
