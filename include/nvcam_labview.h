@@ -699,7 +699,7 @@ typedef struct {
    */
   unsigned int key_interval_ms;
   /**
-   * How long a connection takes from its start to its first exact frame (an estimate kept
+   * How long a connection takes from its start to its first key frame (an estimate kept
    * across reconnects), milliseconds; 0 until known. After a loss the camera reconnects at
    * once when the next recovery point is more than this plus one second away, and never when
    * it is nearer.

@@ -54,14 +54,21 @@ pub(super) fn reconnect_now(w: &Wait) -> bool {
 #[derive(Clone, Debug, Default)]
 pub(super) struct GopEstimate {
     last_key_us: Option<i64>,
+    /// When the last key packet came: a session's first often has no timestamp.
+    last_key_at: Option<std::time::Instant>,
     intervals: std::collections::VecDeque<i64>,
 }
 
 impl GopEstimate {
     const KEPT: usize = 4;
 
-    /// A key packet at `pts_us`; returns the estimate when it changed.
-    pub(super) fn key(&mut self, pts_us: i64) -> Option<Duration> {
+    /// A key packet at `pts_us` (`i64::MIN`: without a timestamp) came at `now`; returns the
+    /// estimate when it changed.
+    pub(super) fn key(&mut self, pts_us: i64, now: std::time::Instant) -> Option<Duration> {
+        self.last_key_at = Some(now);
+        if pts_us == i64::MIN {
+            return None;
+        }
         let before = self.gop();
         if let Some(l) = self.last_key_us.replace(pts_us) {
             let d = pts_us - l;
@@ -81,9 +88,9 @@ impl GopEstimate {
         self.intervals.iter().min().map(|&us| Duration::from_micros(us as u64))
     }
 
-    /// Stream time from the last key packet to `pts_us`.
-    pub(super) fn since_key(&self, pts_us: i64) -> Option<Duration> {
-        self.last_key_us.map(|k| Duration::from_micros(pts_us.saturating_sub(k).max(0) as u64))
+    /// Time since the last key packet came (a live stream comes at its own rate).
+    pub(super) fn since_key(&self, now: std::time::Instant) -> Option<Duration> {
+        self.last_key_at.map(|t| now.saturating_duration_since(t))
     }
 }
 
@@ -126,11 +133,14 @@ mod tests {
 
     #[test]
     fn the_gop_is_the_shortest_recent_interval_between_key_packets() {
+        let t = std::time::Instant::now();
         let mut g = GopEstimate::default();
-        assert_eq!(g.key(0), None);
-        assert_eq!(g.key(10_000_000), Some(Duration::from_secs(10)));
-        assert_eq!(g.key(30_000_000), None, "a key lost whole: 20 s is not the GOP");
-        assert_eq!(g.since_key(31_500_000), Some(Duration::from_millis(1500)));
-        assert_eq!(g.key(0), None, "a new timeline is no interval");
+        assert_eq!(g.since_key(t), None);
+        assert_eq!(g.key(i64::MIN, t), None, "a session's first key packet, without a timestamp");
+        assert_eq!(g.since_key(t + Duration::from_millis(1500)), Some(Duration::from_millis(1500)));
+        assert_eq!(g.key(0, t), None);
+        assert_eq!(g.key(10_000_000, t), Some(Duration::from_secs(10)));
+        assert_eq!(g.key(30_000_000, t), None, "a key lost whole: 20 s is not the GOP");
+        assert_eq!(g.key(0, t), None, "a new timeline is no interval");
     }
 }

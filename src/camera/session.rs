@@ -278,8 +278,8 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                         to_key_seen = true;
                         note_to_key(sh, t_open.elapsed());
                     }
-                    if key != KeyPoint::None && p_us != i64::MIN {
-                        if let Some(g) = gop.key(p_us) {
+                    if key != KeyPoint::None {
+                        if let Some(g) = gop.key(p_us, now) {
                             sh.counters.key_interval_ms.store(g.as_millis().min(u32::MAX as u128) as u32, Ordering::Relaxed);
                         }
                     }
@@ -288,7 +288,7 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                         let wait = Wait {
                             suspect_for,
                             gop: ms(&sh.counters.key_interval_ms),
-                            since_key: gop.since_key(p_us).filter(|_| p_us != i64::MIN),
+                            since_key: gop.since_key(now),
                             reconnect: ms(&sh.counters.reconnect_to_key_ms),
                             fallback,
                         };
