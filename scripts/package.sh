@@ -231,8 +231,13 @@ linux() {
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
   integration "$d" "" ' -Wl,-rpath,${libdir}'
-  # The build's FFmpeg prefix is a path of this machine: it must not ship (a RUNPATH, a .pc file).
-  local leaks; leaks=$(grep -rlF -- "$ff" "$d" || true)
+  # The build's FFmpeg prefix is a path of this machine: no text file (a .pc or CMake file) and no
+  # RUNPATH may name it. (FFmpeg's libraries carry their configure line, prefix included, as the
+  # text avcodec_configuration() returns: that is a record, not a path anything follows.)
+  local leaks f; leaks=$(grep -rlIF -- "$ff" "$d" || true)
+  for f in "$d/libnvcam.so" "$d"/lib/*.so.*; do
+    readelf -d "$f" | grep -E 'R(UN)?PATH' | grep -qF -- "$ff" && leaks="$leaks $f"
+  done
   [ -z "$leaks" ] || die "the package names $ff: $leaks"
   local glibc; glibc=$(objdump -T "$d/libnvcam.so" "$d"/lib/*.so.* | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n1)
   local ffv; ffv=$(head -n1 "$ff/BUILD-INFO.txt" | awk '{print $2}')

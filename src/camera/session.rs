@@ -200,6 +200,7 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
     let mut frame_nums = crate::decode::frame_num::FrameNumCheck::for_stream(&input.stream().parameters());
     let mut integrity = Integrity::at_session_start();
     let mut gaps = Vec::new();
+    let mut first_packet = true;
     let fallback = Duration::from_millis(DEFAULTS.loss_recovery_reconnect_ms as u64);
     let mut gop = GopEstimate::default();
     // The time to this session's first key packet is recorded once.
@@ -229,7 +230,7 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                 timing::since(Stage::Read, t_read);
             }
             match read {
-                Ok(Read::Packet(p)) => {
+                Ok(Read::Packet(mut p)) => {
                     sh.note_packet();
                     read_since_rewind = true;
                     // A kick or close that came after the read: the session ends, nothing more
@@ -237,12 +238,19 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                     if sh.irq.stopping() || sh.irq.kicked() {
                         continue;
                     }
+                    if std::mem::take(&mut first_packet) && sh.source.is_rtsp() && p.pts().is_none() && p.dts().is_none() && p.is_key() {
+                        // FFmpeg's parser gives an RTSP session's first access unit no timestamp
+                        // (its first RTP packet's, which the RTP demuxer stamps 0: cameras answer
+                        // PLAY with npt=0- or now-). Without one its picture cannot be flagged a
+                        // key frame, placed against losses, or told apart from the next.
+                        p.set_pts(Some(0));
+                    }
                     let p_us = pts_us(p.pts(), time_base);
                     let now = Instant::now();
                     arrivals.read(Arrival { pts_us: p_us, at: now, wall_ns: wall_ns() });
                     let data = p.data().unwrap_or(&[]);
                     let key = keys.classify(data, p.is_key());
-                    log::trace!("camera {}: packet pts {p_us} {} bytes {key:?} flag-key {} corrupt {}", sh.name(), data.len(), p.is_key(), p.is_corrupt());
+                    log::trace!("camera {}: packet pts {p_us} dts {:?} {} bytes {key:?} flag-key {} corrupt {}", sh.name(), p.dts(), data.len(), p.is_key(), p.is_corrupt());
                     // Gaps the demuxer met while it read up to this packet: they hit pictures by
                     // their timestamps, this one or later ones.
                     let unplaced = rtp_gaps::take(&mut gaps);
