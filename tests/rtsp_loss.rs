@@ -474,13 +474,13 @@ fn long_gop_camera_reconnects_instead_of_staying_dark() {
         assert!(r.stats.packets_lost > 0, "no loss seen");
         rows.push((med, dark_total, r.stats));
     }
-    let new = &rows[1];
+    let (old, new) = (&rows[0], &rows[1]);
     assert!((9_000..=11_000).contains(&new.2.key_interval_ms), "key interval estimate {} ms", new.2.key_interval_ms);
     assert!(new.2.reconnect_to_key_ms > 0);
     assert!(new.2.loss_reconnects > 0, "no reconnect for a loss with the next IDR seconds away");
-    // The dark times before and after are figures (printed above, in docs/BENCHMARKS.md), not
-    // asserted: at 0.5 % loss a 1080p stream loses a packet every 0.6 s, so how much a reconnect
-    // saves depends on where the losses fall in each run.
+    // Measured here: about 20 s dark in a minute with the rule, 54-58 s without. Half is a margin
+    // that random losses and a busy machine leave standing.
+    assert!(new.1 < old.1 / 2.0, "dark {:.1} s in all with the rule, {:.1} s before", new.1, old.1);
 }
 
 /// B-frames nothing predicts from (x264 without B-pyramid): a loss inside one damages that

@@ -18,6 +18,7 @@ mod deliver;
 pub(crate) mod hooks;
 mod integrity;
 mod latency;
+mod loss_watch;
 mod reconnect_rule;
 mod session;
 mod shared;

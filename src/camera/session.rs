@@ -2,13 +2,12 @@
 //! the stream ends, fails, stalls, or the camera is stopped or kicked.
 
 use super::deliver::deliver;
-use super::integrity::{Hit, Integrity};
+use super::integrity::Integrity;
+use super::loss_watch::LossWatch;
 use super::latency::{wall_ns, Arrival, Arrivals};
-use super::reconnect_rule::{self, GopEstimate, Wait};
 use super::shared::{CameraState, Shared};
 use crate::config::DEFAULTS;
 use crate::decode::pts_us;
-use crate::decode::recovery::{KeyPoint, KeyScan};
 use crate::ffmpeg::rtp_gaps;
 use crate::frame::TimeSource;
 use crate::gpu::timing::{self, Stage};
@@ -113,56 +112,6 @@ impl Pacer {
     }
 }
 
-/// A session took `d` from its start to its first key packet: the reconnect estimate moves
-/// halfway to it (cameras and servers answer at varying speeds). Whether that key frame arrives
-/// whole is another matter, the same for a reconnect as for waiting.
-fn note_to_key(sh: &Shared, d: Duration) {
-    let ms = d.as_millis().clamp(1, u32::MAX as u128) as u32;
-    let old = sh.counters.reconnect_to_key_ms.load(Ordering::Relaxed);
-    let new = if old == 0 { ms } else { ((old as u64 + ms as u64) / 2) as u32 };
-    sh.counters.reconnect_to_key_ms.store(new, Ordering::Relaxed);
-}
-
-/// Whether to reconnect now. With the `test-hooks` feature a test can put the camera back on the
-/// rule before the GOP estimate (only after `fallback` without a recovery point), to measure both.
-fn reconnect_decision(w: &Wait) -> bool {
-    #[cfg(feature = "test-hooks")]
-    if super::hooks::legacy() {
-        return w.suspect_for > w.fallback;
-    }
-    reconnect_rule::reconnect_now(w)
-}
-
-/// Whether gaps are placed by the pictures they hit; the `test-hooks` feature can turn that off
-/// (every gap then counts where it was noticed), to measure both.
-fn place_gaps() -> bool {
-    #[cfg(feature = "test-hooks")]
-    if super::hooks::legacy() {
-        return false;
-    }
-    true
-}
-
-/// The pictures an RTP gap hit, from the timestamps and RTP payloads around it (see
-/// [`Hit`]); `None` when the gap cannot be placed (no timestamps yet). `tracks_refs`: H.264's
-/// `frame_num` will show a reference picture lost whole, so whole pictures lost between two
-/// others need no mark of their own.
-fn hits_of(g: &rtp_gaps::RtpGap, keys: &KeyScan, tb: ffmpeg_next::Rational, tracks_refs: bool) -> Option<[Option<Hit>; 3]> {
-    let before = pts_us(g.pts_before, tb);
-    let after = pts_us(g.pts_after, tb);
-    if before == i64::MIN || after == i64::MIN {
-        return None;
-    }
-    let starts = keys.rtp_starts_unit(g.payload_after());
-    if before == after {
-        return Some([Some(Hit::Picture(after)), None, None]);
-    }
-    // The picture before lost its end, or a cut unit's rest was appended to it.
-    let before_hit = (!g.marker_before || !starts).then_some(Hit::Picture(before));
-    let after_hit = if starts { Hit::StartOf(after) } else { Hit::Picture(after) };
-    Some([before_hit, Some(after_hit), (!tracks_refs).then_some(Hit::From(after))])
-}
-
 pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32, connected: &mut bool) -> Result<SessionEnd> {
     let o = &sh.opts;
     let low_latency = o.latency.is_low(sh.is_network());
@@ -196,15 +145,8 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
     let mut pacer = Pacer::default();
     let mut arrivals = Arrivals::default();
     let time_base = input.stream().time_base();
-    let keys = KeyScan::new(&input.stream().parameters());
-    let mut frame_nums = crate::decode::frame_num::FrameNumCheck::for_stream(&input.stream().parameters());
+    let mut losses = LossWatch::new(&input.stream(), t_open);
     let mut integrity = Integrity::at_session_start();
-    let mut gaps = Vec::new();
-    let mut first_packet = true;
-    let fallback = Duration::from_millis(DEFAULTS.loss_recovery_reconnect_ms as u64);
-    let mut gop = GopEstimate::default();
-    // The time to this session's first key packet is recorded once.
-    let mut to_key_seen = false;
     // A recovery point held back while the decoder drains, for a decoder that restarts there.
     let mut after_drain: Option<ffmpeg_next::Packet> = None;
     let mut seq = sh.counters.decoded.load(Ordering::Relaxed);
@@ -238,73 +180,11 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                     if sh.irq.stopping() || sh.irq.kicked() {
                         continue;
                     }
-                    if std::mem::take(&mut first_packet) && sh.source.is_rtsp() && p.pts().is_none() && p.dts().is_none() && p.is_key() {
-                        // FFmpeg's parser gives an RTSP session's first access unit no timestamp
-                        // (its first RTP packet's, which the RTP demuxer stamps 0: cameras answer
-                        // PLAY with npt=0- or now-). Without one its picture cannot be flagged a
-                        // key frame, placed against losses, or told apart from the next.
-                        p.set_pts(Some(0));
-                    }
+                    losses.stamp_first(&mut p, sh.source.is_rtsp());
                     let p_us = pts_us(p.pts(), time_base);
                     let now = Instant::now();
                     arrivals.read(Arrival { pts_us: p_us, at: now, wall_ns: wall_ns() });
-                    let data = p.data().unwrap_or(&[]);
-                    let key = keys.classify(data, p.is_key());
-                    log::trace!("camera {}: packet pts {p_us} dts {:?} {} bytes {key:?} flag-key {} corrupt {}", sh.name(), p.dts(), data.len(), p.is_key(), p.is_corrupt());
-                    // Gaps the demuxer met while it read up to this packet: they hit pictures by
-                    // their timestamps, this one or later ones.
-                    let unplaced = rtp_gaps::take(&mut gaps);
-                    let video = input.stream().index() as i32;
-                    let tracks_refs = frame_nums.as_ref().is_some_and(|c| c.tracking());
-                    let (mut lost, mut unknown_place) = (unplaced, unplaced > 0);
-                    for g in gaps.drain(..).filter(|g| g.stream == video) {
-                        lost += g.lost as u64;
-                        let hits = hits_of(&g, &keys, time_base, tracks_refs).filter(|_| place_gaps());
-                        log::debug!("camera {}: {} RTP packet(s) lost, {hits:?}", sh.name(), g.lost);
-                        match hits {
-                            Some(hits) => hits.into_iter().flatten().for_each(|h| integrity.gap(h, now)),
-                            None => unknown_place = true,
-                        }
-                    }
-                    integrity.packet(key, keys.picture(data), p_us, now);
-                    // A reference picture missing before this one: lost, wherever it was lost.
-                    let ref_gap = frame_nums.as_mut().is_some_and(|c| c.gap_before(data));
-                    // A loss that cannot be placed may be in this packet: it and what follows are
-                    // suspect, and a recovery point must come after it to count.
-                    if unknown_place || ref_gap || p.is_corrupt() {
-                        log::debug!("camera {}: reference gap {ref_gap}, demuxer-flagged corrupt {}, at the packet of pts {p_us} ({key:?}, {} bytes)", sh.name(), p.is_corrupt(), data.len());
-                        integrity.lost(now);
-                    }
-                    lost += p.is_corrupt() as u64;
-                    if lost > 0 || ref_gap {
-                        sh.counters.last_loss_ns.store(wall_ns(), Ordering::Relaxed);
-                    }
-                    if lost > 0 {
-                        sh.counters.packets_lost.fetch_add(lost, Ordering::Relaxed);
-                    }
-                    if key != KeyPoint::None && !to_key_seen {
-                        to_key_seen = true;
-                        note_to_key(sh, t_open.elapsed());
-                    }
-                    if key != KeyPoint::None {
-                        if let Some(g) = gop.key(p_us, now) {
-                            sh.counters.key_interval_ms.store(g.as_millis().min(u32::MAX as u128) as u32, Ordering::Relaxed);
-                        }
-                    }
-                    if let Some(suspect_for) = integrity.suspect_for(now).filter(|_| sh.source.is_live()) {
-                        let ms = |a: &std::sync::atomic::AtomicU32| Some(a.load(Ordering::Relaxed)).filter(|&v| v > 0).map(|v| Duration::from_millis(v as u64));
-                        let wait = Wait {
-                            suspect_for,
-                            gop: ms(&sh.counters.key_interval_ms),
-                            since_key: gop.since_key(now),
-                            reconnect: ms(&sh.counters.reconnect_to_key_ms),
-                            fallback,
-                        };
-                        if reconnect_decision(&wait) {
-                            sh.counters.loss_reconnects.fetch_add(1, Ordering::Relaxed);
-                            return Err(Error::new(NVCAM_E_IO, format!("reconnecting for a key frame after a packet loss: {wait:?}")));
-                        }
-                    }
+                    losses.packet(sh, &p, p_us, &mut integrity, now)?;
                     if integrity.is_recovery_point(p_us) && dec.restarts_at_recovery_point() {
                         // Drain what the decoder holds (pictures before the recovery point),
                         // then start it afresh with this packet, after the pictures below.

@@ -1,0 +1,170 @@
+//! A session's watch over losses before the decoder: the gaps the RTP demuxer reports (placed on
+//! the pictures they hit), H.264 reference gaps and packets the demuxer flagged, the loss
+//! counters, the figures of the reconnect rule, and the rule itself.
+
+use super::integrity::{Hit, Integrity};
+use super::reconnect_rule::{self, GopEstimate, Wait};
+use super::shared::Shared;
+use crate::config::DEFAULTS;
+use crate::decode::frame_num::FrameNumCheck;
+use crate::decode::pts_us;
+use crate::decode::recovery::{KeyPoint, KeyScan};
+use crate::ffmpeg::rtp_gaps::{self, RtpGap};
+use crate::status::*;
+use super::latency::wall_ns;
+use ffmpeg_next as ff;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+pub(super) struct LossWatch {
+    keys: KeyScan,
+    frame_nums: Option<FrameNumCheck>,
+    time_base: ff::Rational,
+    video: i32,
+    /// Reports taken from the demuxer, reused between packets.
+    gaps: Vec<RtpGap>,
+    first_packet: bool,
+    gop: GopEstimate,
+    /// When the session began (its open), and whether its first key packet has come.
+    t_open: Instant,
+    key_seen: bool,
+    fallback: Duration,
+}
+
+impl LossWatch {
+    pub(super) fn new(stream: &ff::format::stream::Stream<'_>, t_open: Instant) -> LossWatch {
+        let params = stream.parameters();
+        LossWatch {
+            keys: KeyScan::new(&params),
+            frame_nums: FrameNumCheck::for_stream(&params),
+            time_base: stream.time_base(),
+            video: stream.index() as i32,
+            gaps: Vec::new(),
+            first_packet: true,
+            gop: GopEstimate::default(),
+            t_open,
+            key_seen: false,
+            fallback: Duration::from_millis(DEFAULTS.loss_recovery_reconnect_ms as u64),
+        }
+    }
+
+    /// FFmpeg's parser gives an RTSP session's first access unit no timestamp. It is its first
+    /// RTP packet's, which the RTP demuxer stamps 0 (cameras answer PLAY with npt=0- or now-);
+    /// without one its picture could not be flagged a key frame, placed against losses, or told
+    /// apart from the next.
+    pub(super) fn stamp_first(&mut self, p: &mut ff::Packet, rtsp: bool) {
+        if std::mem::take(&mut self.first_packet) && rtsp && p.pts().is_none() && p.dts().is_none() && p.is_key() {
+            p.set_pts(Some(0));
+        }
+    }
+
+    /// A packet (at `p_us`) is about to go into the decoder: the losses before it go to
+    /// `integrity` and the counters. An error when the camera should reconnect for a key frame.
+    pub(super) fn packet(&mut self, sh: &Shared, p: &ff::Packet, p_us: i64, integrity: &mut Integrity, now: Instant) -> Result<()> {
+        let data = p.data().unwrap_or(&[]);
+        let key = self.keys.classify(data, p.is_key());
+        log::trace!("camera {}: packet pts {p_us} dts {:?} {} bytes {key:?} flag-key {} corrupt {}", sh.name(), p.dts(), data.len(), p.is_key(), p.is_corrupt());
+        // Gaps the demuxer met while it read up to this packet: they hit pictures by their
+        // timestamps, this one or later ones.
+        let unplaced = rtp_gaps::take(&mut self.gaps);
+        let tracks_refs = self.frame_nums.as_ref().is_some_and(|c| c.tracking());
+        let (mut lost, mut unknown_place) = (unplaced, unplaced > 0);
+        for g in self.gaps.drain(..).filter(|g| g.stream == self.video) {
+            lost += g.lost as u64;
+            let hits = hits_of(&g, &self.keys, self.time_base, tracks_refs).filter(|_| place_gaps());
+            log::debug!("camera {}: {} RTP packet(s) lost, {hits:?}", sh.name(), g.lost);
+            match hits {
+                Some(hits) => hits.into_iter().flatten().for_each(|h| integrity.gap(h, now)),
+                None => unknown_place = true,
+            }
+        }
+        integrity.packet(key, self.keys.picture(data), p_us, now);
+        // A reference picture missing before this one: lost, wherever it was lost.
+        let ref_gap = self.frame_nums.as_mut().is_some_and(|c| c.gap_before(data));
+        // A loss that cannot be placed may be in this packet: it and what follows are suspect,
+        // and a recovery point must come after it to count.
+        if unknown_place || ref_gap || p.is_corrupt() {
+            log::debug!("camera {}: reference gap {ref_gap}, demuxer-flagged corrupt {}, at the packet of pts {p_us} ({key:?}, {} bytes)", sh.name(), p.is_corrupt(), data.len());
+            integrity.lost(now);
+        }
+        lost += p.is_corrupt() as u64;
+        if lost > 0 || ref_gap {
+            sh.counters.last_loss_ns.store(wall_ns(), Ordering::Relaxed);
+        }
+        if lost > 0 {
+            sh.counters.packets_lost.fetch_add(lost, Ordering::Relaxed);
+        }
+        if key != KeyPoint::None {
+            if !std::mem::replace(&mut self.key_seen, true) {
+                note_to_key(sh, self.t_open.elapsed());
+            }
+            if let Some(g) = self.gop.key(p_us, now) {
+                sh.counters.key_interval_ms.store(g.as_millis().min(u32::MAX as u128) as u32, Ordering::Relaxed);
+            }
+        }
+        let Some(suspect_for) = integrity.suspect_for(now).filter(|_| sh.source.is_live()) else { return Ok(()) };
+        let ms = |a: &AtomicU32| Some(a.load(Ordering::Relaxed)).filter(|&v| v > 0).map(|v| Duration::from_millis(v as u64));
+        let wait = Wait {
+            suspect_for,
+            gop: ms(&sh.counters.key_interval_ms),
+            since_key: self.gop.since_key(now),
+            reconnect: ms(&sh.counters.reconnect_to_key_ms),
+            fallback: self.fallback,
+        };
+        if reconnect_decision(&wait) {
+            sh.counters.loss_reconnects.fetch_add(1, Ordering::Relaxed);
+            return Err(Error::new(NVCAM_E_IO, format!("reconnecting for a key frame after a packet loss: {wait:?}")));
+        }
+        Ok(())
+    }
+}
+
+/// A session took `d` from its start to its first key packet: the reconnect estimate moves
+/// halfway to it (cameras and servers answer at varying speeds). Whether that key frame arrives
+/// whole is another matter, the same for a reconnect as for waiting.
+fn note_to_key(sh: &Shared, d: Duration) {
+    let ms = d.as_millis().clamp(1, u32::MAX as u128) as u32;
+    let old = sh.counters.reconnect_to_key_ms.load(Ordering::Relaxed);
+    let new = if old == 0 { ms } else { ((old as u64 + ms as u64) / 2) as u32 };
+    sh.counters.reconnect_to_key_ms.store(new, Ordering::Relaxed);
+}
+
+/// Whether to reconnect now. With the `test-hooks` feature a test can put the camera back on the
+/// rule before the GOP estimate (only after `fallback` without a recovery point), to measure both.
+fn reconnect_decision(w: &Wait) -> bool {
+    #[cfg(feature = "test-hooks")]
+    if super::hooks::legacy() {
+        return w.suspect_for > w.fallback;
+    }
+    reconnect_rule::reconnect_now(w)
+}
+
+/// Whether gaps are placed by the pictures they hit; the `test-hooks` feature can turn that off
+/// (every gap then counts where it was noticed), to measure both.
+fn place_gaps() -> bool {
+    #[cfg(feature = "test-hooks")]
+    if super::hooks::legacy() {
+        return false;
+    }
+    true
+}
+
+/// The pictures an RTP gap hit, from the timestamps and RTP payloads around it (see
+/// [`Hit`]); `None` when the gap cannot be placed (no timestamps yet). `tracks_refs`: H.264's
+/// `frame_num` will show a reference picture lost whole, so whole pictures lost between two
+/// others need no mark of their own.
+fn hits_of(g: &rtp_gaps::RtpGap, keys: &KeyScan, tb: ffmpeg_next::Rational, tracks_refs: bool) -> Option<[Option<Hit>; 3]> {
+    let before = pts_us(g.pts_before, tb);
+    let after = pts_us(g.pts_after, tb);
+    if before == i64::MIN || after == i64::MIN {
+        return None;
+    }
+    let starts = keys.rtp_starts_unit(g.payload_after());
+    if before == after {
+        return Some([Some(Hit::Picture(after)), None, None]);
+    }
+    // The picture before lost its end, or a cut unit's rest was appended to it.
+    let before_hit = (!g.marker_before || !starts).then_some(Hit::Picture(before));
+    let after_hit = if starts { Hit::StartOf(after) } else { Hit::Picture(after) };
+    Some([before_hit, Some(after_hit), (!tracks_refs).then_some(Hit::From(after))])
+}
