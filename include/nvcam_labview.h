@@ -268,12 +268,14 @@
 
 /**
  * Decoded after a packet loss and before the next recovery point (IDR, recovery-point SEI with
- * its count reached, HEVC IRAP): a reference it needs may be missing or concealed.
+ * its count reached, HEVC IRAP), or before a session's first one: a reference it needs may be
+ * missing or concealed.
  */
 #define NVCAM_FRAME_AFTER_LOSS 2
 
 /**
- * A recovery point (IDR or key frame): decodable without earlier pictures.
+ * A recovery point (IDR or key frame) that arrived whole: decodable without earlier pictures,
+ * and exact (never set with `NVCAM_FRAME_CORRUPT` or `NVCAM_FRAME_AFTER_LOSS`).
  */
 #define NVCAM_FRAME_KEYFRAME 4
 

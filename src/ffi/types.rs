@@ -148,9 +148,11 @@ pub const NVCAM_INTEGRITY_HOLD: u32 = 2;
 /// arrived damaged (its pixels are partly concealed).
 pub const NVCAM_FRAME_CORRUPT: u32 = 1;
 /// Decoded after a packet loss and before the next recovery point (IDR, recovery-point SEI with
-/// its count reached, HEVC IRAP): a reference it needs may be missing or concealed.
+/// its count reached, HEVC IRAP), or before a session's first one: a reference it needs may be
+/// missing or concealed.
 pub const NVCAM_FRAME_AFTER_LOSS: u32 = 2;
-/// A recovery point (IDR or key frame): decodable without earlier pictures.
+/// A recovery point (IDR or key frame) that arrived whole: decodable without earlier pictures,
+/// and exact (never set with `NVCAM_FRAME_CORRUPT` or `NVCAM_FRAME_AFTER_LOSS`).
 pub const NVCAM_FRAME_KEYFRAME: u32 = 4;
 
 /// `nvcam_frame_info_t.time_source`: `capture_ns` is when the packet was received.
