@@ -114,18 +114,24 @@ impl Seen {
 
 /// Takes every frame `cam` hands out for `d`, checking each against `refs`.
 fn watch(cam: u64, d: Duration, refs: &HashSet<u64>) -> Vec<Seen> {
-    let end = Instant::now() + d;
-    let mut seen = Vec::new();
-    let mut buf = Vec::new();
+    watch_timed(cam, d, refs).0
+}
+
+/// As [`watch`], with the time each frame came (s from the start).
+fn watch_timed(cam: u64, d: Duration, refs: &HashSet<u64>) -> (Vec<Seen>, Vec<f64>) {
+    let t0 = Instant::now();
+    let end = t0 + d;
+    let (mut seen, mut at, mut buf) = (Vec::new(), Vec::new(), Vec::new());
     while Instant::now() < end {
         let Ok(f) = get_frame(cam, 200) else { continue };
         let i = info(f).unwrap();
         buf.resize(i.nv12_size as usize, 0);
         assert_eq!(unsafe { nvcam_frame_copy_nv12(f, buf.as_mut_ptr(), 0, buf.len() as u64) }, NVCAM_OK, "{}", last_error());
         seen.push(Seen { pts_us: i.pts_us, seq: i.seq, flags: i.flags, identical: refs.contains(&frame_hash(&buf)) });
+        at.push(t0.elapsed().as_secs_f64());
         release(f).unwrap();
     }
-    seen
+    (seen, at)
 }
 
 fn median_max(mut v: Vec<f64>) -> (f64, f64) {
@@ -352,42 +358,38 @@ fn duplicated_packets_never_show_a_damaged_frame() {
 
 /// The holding policy: during a loss the host gets the last exact frame again (same seq, same
 /// pixels), never a smeared one, and never waits longer than a frame for something to show.
+fn hold_run(transport: &str) {
+    let clip = camera_clip("hold_720p_12s.mp4", "1280x720", 12, 3000);
+    let refs = clip_hashes(&clip, 1280, 720);
+    let srv = RtspServer::start(Stream::default().clip(&clip).network(0.03, 0, 0.0));
+    let cam = rtsp_camera(&srv.url(), NVCAM_INTEGRITY_HOLD, transport, "");
+    let seen = watch(cam, Duration::from_secs(8), &refs);
+    let st = stats(cam);
+    close(cam, 2000).unwrap();
+    assert!(st.packets_lost > 0 && st.frames_corrupt > 0, "no loss seen over {transport}: {st:?}");
+    let bad: Vec<_> = seen.iter().filter(|s| !s.identical || !s.exact()).collect();
+    assert!(bad.is_empty(), "a held camera handed out {} frames that are not the clip's: {:?}", bad.len(), &bad[..bad.len().min(6)]);
+    let repeats = seen.windows(2).filter(|w| w[1].seq == w[0].seq).count();
+    assert!(repeats > 0, "no frame held through {} corrupt ones", st.frames_corrupt);
+    println!(
+        "hold over {transport}: {} frames handed out, {repeats} of them the last exact frame again, {} corrupt not shown, {} packets lost",
+        seen.len(),
+        st.frames_corrupt,
+        st.packets_lost
+    );
+}
+
 #[test]
 fn hold_policy_repeats_the_last_exact_frame_through_a_loss() {
     let _g = serial();
-    let clip = camera_clip("hold_720p_12s.mp4", "1280x720", 12, 3000);
-    let refs = clip_hashes(&clip, 1280, 720);
-    let srv = RtspServer::start(Stream::default().clip(&clip).network(0.03, 0, 0.0));
-    let cam = udp_camera(&srv.url(), NVCAM_INTEGRITY_HOLD, "");
-    let seen = watch(cam, Duration::from_secs(8), &refs);
-    let st = stats(cam);
-    close(cam, 2000).unwrap();
-    assert!(st.packets_lost > 0 && st.frames_corrupt > 0, "no loss: {st:?}");
-    let bad: Vec<_> = seen.iter().filter(|s| !s.identical || !s.exact()).collect();
-    assert!(bad.is_empty(), "a held camera handed out {} frames that are not the clip's: {:?}", bad.len(), &bad[..bad.len().min(6)]);
-    let repeats = seen.windows(2).filter(|w| w[1].seq == w[0].seq).count();
-    assert!(repeats > 0, "no frame held through {} corrupt ones", st.frames_corrupt);
-    println!("hold: {} frames handed out, {repeats} of them the last exact frame again, {} corrupt not shown", seen.len(), st.frames_corrupt);
+    hold_run("udp");
 }
 
-/// HOLD over the default transport with packets dropped inside the TCP connection: the host
-/// gets the last exact frame again through a loss, never a damaged one.
+/// HOLD over the default transport with packets dropped inside the TCP connection.
 #[test]
 fn hold_policy_repeats_only_exact_frames_over_tcp() {
     let _g = serial();
-    let clip = camera_clip("hold_720p_12s.mp4", "1280x720", 12, 3000);
-    let refs = clip_hashes(&clip, 1280, 720);
-    let srv = RtspServer::start(Stream::default().clip(&clip).network(0.03, 0, 0.0));
-    let cam = rtsp_camera(&srv.url(), NVCAM_INTEGRITY_HOLD, "tcp", "");
-    let seen = watch(cam, Duration::from_secs(8), &refs);
-    let st = stats(cam);
-    close(cam, 2000).unwrap();
-    assert!(st.packets_lost > 0 && st.frames_corrupt > 0, "no loss seen over TCP: {st:?}");
-    let bad: Vec<_> = seen.iter().filter(|s| !s.identical || !s.exact()).collect();
-    assert!(bad.is_empty(), "a held camera handed out {} frames that are not the clip's: {:?}", bad.len(), &bad[..bad.len().min(6)]);
-    let repeats = seen.windows(2).filter(|w| w[1].seq == w[0].seq).count();
-    assert!(repeats > 0, "no frame held through {} corrupt ones", st.frames_corrupt);
-    println!("hold over tcp: {} frames handed out, {repeats} of them the last exact frame again, {} corrupt not shown, {} packets lost", seen.len(), st.frames_corrupt, st.packets_lost);
+    hold_run("tcp");
 }
 
 /// What one camera did in a run, for the before/after rows of docs/BENCHMARKS.md.
@@ -401,18 +403,7 @@ struct Run {
 /// Takes every frame of a camera on `url` for `d`, with the time each came.
 fn run_camera(url: &str, integrity: u32, d: Duration, refs: &HashSet<u64>) -> Run {
     let cam = rtsp_camera(url, integrity, "tcp", "");
-    let t0 = Instant::now();
-    let end = t0 + d;
-    let (mut seen, mut at, mut buf) = (Vec::new(), Vec::new(), Vec::new());
-    while Instant::now() < end {
-        let Ok(f) = get_frame(cam, 200) else { continue };
-        let i = info(f).unwrap();
-        buf.resize(i.nv12_size as usize, 0);
-        assert_eq!(unsafe { nvcam_frame_copy_nv12(f, buf.as_mut_ptr(), 0, buf.len() as u64) }, NVCAM_OK, "{}", last_error());
-        seen.push(Seen { pts_us: i.pts_us, seq: i.seq, flags: i.flags, identical: refs.contains(&frame_hash(&buf)) });
-        at.push(t0.elapsed().as_secs_f64());
-        release(f).unwrap();
-    }
+    let (seen, at) = watch_timed(cam, d, refs);
     let stats = stats(cam);
     close(cam, 2000).unwrap();
     Run { seen, stats, at }
