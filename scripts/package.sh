@@ -77,6 +77,9 @@ windows() {
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
   integration "$d" /lib
+  # The build's FFmpeg prefix is a folder of this machine: it must not ship.
+  local leaks; leaks=$(grep -rlF -- "$root/$ff" "$d" || true)
+  [ -z "$leaks" ] || die "the package names $root/$ff: $leaks"
   # Import libraries: a .def from the DLL's own export table, a .lib for MSVC (dlltool writes the
   # same short-import format FFmpeg's own .lib files use), and a mingw .dll.a.
   {
