@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Builds FFmpeg 5.1 for Linux x86-64 as shared libraries with only what nvcam uses, LGPL, for the
-# release tarball and the Python wheel (the developer build, `cargo build`, links the system's FFmpeg).
+# Builds FFmpeg 5.1 for Linux x86-64 as shared libraries with only what nvcam uses and nvcam's
+# patches (scripts/ffmpeg-patches/), LGPL, for every Linux build: `cargo build` and `cargo test` link
+# it and run on it (.cargo/config.toml, build.rs), the release tarball and the Python wheel bundle it.
 #
 #   bash scripts/build-ffmpeg-linux.sh          # prints the prefix: target/ffmpeg-linux
 #
 # The source is Debian 12's own FFmpeg source package (`apt-get source ffmpeg`, Debian's patches
-# applied), the version the system build links against: the libraries have the same sonames and
-# symbol versions as Debian's (libavcodec.so.59 with LIBAVCODEC_59, ...), so the libnvcam.so that
-# `cargo build` links against the system FFmpeg runs on these unchanged. scripts/package.sh checks
-# that every FFmpeg symbol it imports is defined here. This script adds `deb-src` to
+# applied); the libraries keep Debian's sonames and symbol versions (libavcodec.so.59 with
+# LIBAVCODEC_59, ...). scripts/package.sh checks that every FFmpeg symbol libnvcam.so imports is
+# defined here. This script adds `deb-src` to
 # /etc/apt/sources.list.d/debian.sources when apt has no source entries. The NVDEC hwaccels and the
 # CUDA hwcontext use the ffnvcodec headers of Debian's libffmpeg-nvenc-dev; nothing links against
 # the NVIDIA driver (FFmpeg loads libcuda.so.1 and libnvcuvid.so.1 at run time).
@@ -17,13 +17,14 @@
 # libdrm/vaapi/vdpau/X11), so the libraries need libc, libm and (for the CUDA loader) libdl, nothing
 # else. That leaves TLS out: https, tls, rtmps and rtsps are not in this build (Debian's FFmpeg does
 # them with gnutls, a library that is not part of glibc and not on every distribution with the same
-# soname); the system-FFmpeg build has them.
+# soname), so nvcam's Linux builds have no TLS.
 #
 # Result (the prefix, target/ffmpeg-linux/): lib/lib{avcodec,avdevice,avfilter,avformat,avutil,
 # swscale}.so.* with RUNPATH=$ORIGIN (so they find each other in whatever folder they are copied to),
 # include/, lib/pkgconfig/, share/licenses/ffmpeg/ (the LGPL text and BUILD-INFO.txt: version and
-# configure line). A stamp keyed by this script's content makes a second run a no-op; change the
-# script (or delete the prefix) to rebuild.
+# configure line). A stamp keyed by the content of this script, ffmpeg-common.sh and the patches
+# makes a second run a no-op; change one of them (or delete the prefix) to rebuild. build.rs refuses
+# to build nvcam against a prefix whose stamp is not the current key.
 #
 # Needs: gcc, make, nasm, dpkg-dev, patchelf, libffmpeg-nvenc-dev (see .ci/packages.txt). Uses -j2
 # unless JOBS is set. About 4 minutes on 2 cores.
@@ -49,8 +50,6 @@ done
 
 # --- source: Debian 12's ffmpeg source package ---
 ffmpeg_source
-sysver=$(pkg-config --modversion libavcodec 2>/dev/null || true)
-case "$sysver" in ""|59.*) ;; *) die "the system's libavcodec is $sysver, not 59.x (FFmpeg 5.1): the sonames would not match" ;; esac
 
 # --- ffnvcodec headers, private to this build (configure finds them through pkg-config) ---
 ffnvcodec_private
@@ -90,10 +89,12 @@ for want in CONFIG_NVDEC CONFIG_CUDA CONFIG_H264_NVDEC_HWACCEL CONFIG_HEVC_NVDEC
   grep -qs "^#define $want 1" config.h config_components.h || die "configure did not enable $want (see $work/build/configure.log)"
 done
 grep -q '^#define CONFIG_GPL 0' config.h || die "this build must be LGPL"
+ffmpeg_hide_paths
 echo "build-ffmpeg-linux: make -j$jobs" >&2
 make -j"$jobs" >make.log 2>&1 || { tail -n 40 make.log >&2; die "make failed"; }
 rm -rf "$prefix"
 make install >install.log 2>&1 || { tail -n 40 install.log >&2; die "make install failed"; }
+ffmpeg_check_paths "$prefix"/lib/lib*.so.*.*.*
 
 # --- each library finds the others beside it; only glibc (and libgcc_s) may be needed ---
 for f in "$prefix"/lib/lib*.so.*.*.*; do

@@ -75,10 +75,12 @@ for want in CONFIG_NVDEC CONFIG_CUDA CONFIG_H264_NVDEC_HWACCEL CONFIG_HEVC_NVDEC
   grep -qs "^#define $want 1" config.h config_components.h || die "configure did not enable $want (see $work/build/configure.log)"
 done
 grep -q '^#define CONFIG_GPL 0' config.h || die "this build must be LGPL"
+ffmpeg_hide_paths
 echo "build-ffmpeg-windows: make -j$jobs" >&2
 make -j"$jobs" >make.log 2>&1 || { tail -n 40 make.log >&2; die "make failed"; }
 rm -rf "$prefix"
 make install >install.log 2>&1 || { tail -n 40 install.log >&2; die "make install failed"; }
+ffmpeg_check_paths "$prefix"/bin/*.dll
 
 # --- licence and build record (FFmpeg's example sources are no part of a runtime) ---
 rm -rf "$prefix/share/ffmpeg"

@@ -70,6 +70,20 @@ ffnvcodec_private() {
   export PKG_CONFIG_LIBDIR="$work/pkgconfig" PKG_CONFIG_PATH=""
 }
 
+# configure compiles its command line into every library (avcodec_configuration() and the like),
+# and that line names $prefix and $work, folders of the machine that built it. The libraries ship,
+# so they say <prefix> and <build> there instead, as BUILD-INFO.txt does ($work before $prefix:
+# the one path begins with the other). Run in $work/build after configure.
+ffmpeg_hide_paths() {
+  sed -i "/^#define FFMPEG_CONFIGURATION /{s#$work#<build>#g; s#$prefix#<prefix>#g}" config.h
+}
+
+# After make install: the libraries ($@) must not name the build's folders.
+ffmpeg_check_paths() {
+  local named; named=$(grep -lF -- "$prefix" "$@" || true)
+  [ -z "$named" ] || die "these libraries name $prefix, a folder of this machine: $named"
+}
+
 # --- what nvcam uses (each build adds its protocols) ---
 join() { local IFS=,; echo "$*"; }
 demuxers=(mov matroska mpegts h264 hevc mjpeg mpjpeg avi flv live_flv rtsp rtp sdp concat)

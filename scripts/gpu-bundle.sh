@@ -12,8 +12,10 @@
 #   bash .gpu-bundle/run.sh CMD ARGS...     # any command with the bundle's environment set
 #
 # The bundle holds: every test executable, example and (with --benches) bench that cargo builds, the
-# project's shared libraries, FFmpeg 5.1 built with NVDEC/CUVID (same sonames and ABI as Debian 12's
-# libav*), a static ffmpeg CLI with NVDEC for side-by-side baselines, and each --with PATH.
+# project's shared libraries, nvcam's own FFmpeg (target/ffmpeg-linux, with nvcam's patches: what
+# every build links, so the GPU tests run it too), the shared ffmpeg CLI with NVDEC for side-by-side
+# baselines (`ffmpeg-nvdec`, with the shared FFmpeg libraries it was built with in a folder of its
+# own), and each --with PATH.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
@@ -58,15 +60,29 @@ cargo build "${flag[@]}" --all-targets "${extra[@]}" >&2
   cp "$exe" "$dst/" && strip --strip-debug "$dst/$(basename "$exe")" 2>/dev/null || true
 done
 find "target/$profile" -maxdepth 1 -name 'lib*.so' -exec cp {} "$out/lib/" \;
-cp -a "$here/ffmpeg/lib/." "$out/lib/"
+# The FFmpeg the build linked (build.rs made sure it is current), one real file per soname.
+for f in target/ffmpeg-linux/lib/lib*.so.*.*.*; do
+  cp "$f" "$out/lib/$(readelf -d "$f" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
+done
+# The CLI needs its own build's libraries (CUVID decoders, swresample), which must not be the ones
+# nvcam's programs load: they get them through a wrapper, on a search path of their own.
+ffdir="$out/ffmpeg-nvdec"
+mkdir -p "$ffdir/lib"
+cp -a "$here/ffmpeg/lib/." "$ffdir/lib/"
 # The shared copy's symlinks arrive as small files naming their target: make them real files.
-for f in "$out"/lib/*; do
+for f in "$ffdir"/lib/*; do
   if [ ! -L "$f" ] && [ "$(stat -c %s "$f")" -lt 64 ]; then
     t=$(cat "$f"); rm -f "$f"
-    case "$f" in *.so) ;; *) [ -f "$out/lib/$t" ] && cp "$out/lib/$t" "$f" ;; esac
+    case "$f" in *.so) ;; *) [ -f "$ffdir/lib/$t" ] && cp "$ffdir/lib/$t" "$f" ;; esac
   fi
 done
-cp "$here/ffmpeg/bin/ffmpeg" "$out/bin/ffmpeg-nvdec"
+cp "$here/ffmpeg/bin/ffmpeg" "$ffdir/ffmpeg"
+cat > "$out/bin/ffmpeg-nvdec" <<'WRAP'
+#!/bin/sh
+d=$(cd "$(dirname "$0")/../ffmpeg-nvdec" && pwd)
+LD_LIBRARY_PATH="$d/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$d/ffmpeg" "$@"
+WRAP
+chmod +x "$out/bin/ffmpeg-nvdec"
 for w in "${withs[@]}"; do mkdir -p "$out/with/$(dirname "$w")"; cp -a "$w" "$out/with/$w"; done
 
 cat > "$out/run.sh" <<'RUN'

@@ -77,6 +77,9 @@ windows() {
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
   integration "$d" /lib
+  # The build's FFmpeg prefix is a folder of this machine: it must not ship.
+  local leaks; leaks=$(grep -rlF -- "$root/$ff" "$d" || true)
+  [ -z "$leaks" ] || die "the package names $root/$ff: $leaks"
   # Import libraries: a .def from the DLL's own export table, a .lib for MSVC (dlltool writes the
   # same short-import format FFmpeg's own .lib files use), and a mingw .dll.a.
   {
@@ -232,9 +235,9 @@ linux() {
   cp -r labview-example "$d/labview"
   integration "$d" "" ' -Wl,-rpath,${libdir}'
   # The build's FFmpeg prefix is a path of this machine: no text file (a .pc or CMake file) and no
-  # RUNPATH may name it. (FFmpeg's libraries carry their configure line, prefix included, as the
-  # text avcodec_configuration() returns: that is a record, not a path anything follows.)
-  local leaks f; leaks=$(grep -rlIF -- "$ff" "$d" || true)
+  # RUNPATH may name it, nor any string in a library (the FFmpeg builds scrub their configure line,
+  # which avcodec_configuration() returns, of it).
+  local leaks f; leaks=$(grep -rlF -- "$ff" "$d" || true)
   for f in "$d/libnvcam.so" "$d"/lib/*.so.*; do
     readelf -d "$f" | grep -E 'R(UN)?PATH' | grep -qF -- "$ff" && leaks="$leaks $f"
   done

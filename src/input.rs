@@ -323,11 +323,11 @@ fn open_error(target: &str, r: c_int, irq: &Interrupt, timeout: Duration) -> Err
         return Error::timeout(format!("timeout after {} ms opening '{}'", timeout.as_millis(), redact(target)));
     }
     if r == ffi::AVERROR_PROTOCOL_NOT_FOUND {
-        if let Some(scheme) = tls_scheme(target).filter(|_| !has_input_protocol(c"tls")) {
+        if let Some((scheme, protocol, what)) = missing_protocol(target) {
             // FFmpeg says only "Protocol not found", about a scheme nvcam lists as supported.
             return Error::new(
                 NVCAM_E_UNSUPPORTED,
-                format!("cannot open '{}': {scheme}:// needs TLS, and the FFmpeg nvcam runs on has none (no 'tls' protocol; nvcam's Linux FFmpeg is built without TLS)", redact(target)),
+                format!("cannot open '{}': {scheme}:// needs {what}, and the FFmpeg nvcam runs on has none (no '{}' protocol)", redact(target), protocol.to_string_lossy()),
             );
         }
     }
@@ -349,10 +349,14 @@ fn open_error(target: &str, r: c_int, irq: &Interrupt, timeout: Duration) -> Err
     Error::new(code, format!("cannot open '{}': {text}", redact(target)))
 }
 
-/// The scheme of a URL that FFmpeg can open only through its `tls` protocol.
-fn tls_scheme(url: &str) -> Option<&str> {
+/// For a URL whose scheme needs an FFmpeg protocol built only with an external library (which
+/// nvcam's own FFmpeg builds leave out: no TLS on Linux, no SRT anywhere), and that protocol is
+/// missing: the scheme, the protocol and what it is.
+fn missing_protocol(url: &str) -> Option<(&'static str, &'static std::ffi::CStr, &'static str)> {
+    const NEEDS: &[(&str, &std::ffi::CStr, &str)] =
+        &[("rtsps", c"tls", "TLS"), ("https", c"tls", "TLS"), ("rtmps", c"tls", "TLS"), ("srt", c"libsrt", "SRT (libsrt)")];
     let (scheme, _) = url.split_once("://")?;
-    ["rtsps", "https", "rtmps"].into_iter().find(|s| s.eq_ignore_ascii_case(scheme))
+    NEEDS.iter().copied().find(|(s, p, _)| s.eq_ignore_ascii_case(scheme) && !has_input_protocol(p))
 }
 
 /// Whether this FFmpeg was built with input protocol `name`.
