@@ -5,29 +5,38 @@
 # Packs what the GPU tests, examples and benchmarks need into .gpu-bundle/ at the project root, for a
 # machine that has an NVIDIA GPU and driver but no Rust toolchain and no FFmpeg libraries.
 #
-#   scripts/gpu-bundle.sh [--debug] [--benches] [--with PATH]... [-- EXTRA CARGO ARGS]
+#   scripts/gpu-bundle.sh [--debug] [--benches] [--only NAME,...] [--pack] [--with PATH]... [-- EXTRA CARGO ARGS]
+#
+# --only keeps just the test executables, examples and benches of those target names (the working
+# tree and what travels with it may be 64 MiB in all, and a test that links nvcam statically is
+# 17 MB). --pack also writes target/gpu-bundle.tar.xz, a third of the size: carry that and unpack
+# it there first (`tar xJf target/gpu-bundle.tar.xz`).
 #
 # Then, on the GPU machine, from the project root (the bundle must travel with the working tree):
 #   bash .gpu-bundle/run.sh                 # every test executable, ignored tests included
 #   bash .gpu-bundle/run.sh CMD ARGS...     # any command with the bundle's environment set
 #
 # The bundle holds: every test executable, example and (with --benches) bench that cargo builds, the
-# project's shared libraries, nvcam's own FFmpeg (target/ffmpeg-linux, with nvcam's patches: what
-# every build links, so the GPU tests run it too), the shared ffmpeg CLI with NVDEC for side-by-side
-# baselines (`ffmpeg-nvdec`, with the shared FFmpeg libraries it was built with in a folder of its
-# own), and each --with PATH.
+# project's shared libraries, nvcam's own FFmpeg 5.1 (target/ffmpeg-linux, from
+# scripts/build-ffmpeg-linux.sh: the patched build every other build links, whose RTP gap reports the
+# loss tests check) in lib/, the shared ffmpeg CLI with NVDEC (bin/ffmpeg-nvdec, for side-by-side
+# baselines and reference decodes) with the shared FFmpeg it was built against beside it, what
+# tests/gpu_integrity.rs needs (its clips, made here, and the RTSP replay server), and each
+# --with PATH.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
 # FFmpeg with NVDEC for the GPU machine: ../shared/gpu beside the checkout, or NVCAM_GPU_SHARED.
 here=${NVCAM_GPU_SHARED:-$(cd "$root/.." && pwd)/shared/gpu}
 [ -d "$here/ffmpeg/lib" ] || { echo "bundle: no FFmpeg build at $here/ffmpeg (set NVCAM_GPU_SHARED)" >&2; exit 2; }
-profile=release; benches=0; withs=(); extra=()
+profile=release; benches=0; withs=(); extra=(); only=""; pack=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --debug) profile=debug ;;
     --benches) benches=1 ;;
     --with) withs+=("$2"); shift ;;
+    --only) only=",$2,"; shift ;;
+    --pack) pack=1 ;;
     --) shift; extra=("$@"); break ;;
     *) echo "bundle: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -47,7 +56,7 @@ for line in sys.stdin:
     except ValueError: continue
     if m.get("reason") == "compiler-artifact" and m.get("executable"):
         kind = m["target"]["kind"][0]
-        print(("test" if m["profile"]["test"] else kind) + "\t" + m["executable"])
+        print(("test" if m["profile"]["test"] else kind) + "\t" + m["target"]["name"] + "\t" + m["executable"])
 '; }
 
 echo "bundle: building ($profile)..." >&2
@@ -55,42 +64,61 @@ cargo build "${flag[@]}" --all-targets "${extra[@]}" >&2
 { cargo test "${flag[@]}" --no-run --message-format=json "${extra[@]}" 2>/dev/null | list_execs
   cargo build "${flag[@]}" --examples --bins --message-format=json "${extra[@]}" 2>/dev/null | list_execs
   [ "$benches" = 1 ] && cargo bench --no-run --message-format=json "${extra[@]}" 2>/dev/null | list_execs || true
-} | sort -u | while IFS=$'\t' read -r kind exe; do
+} | sort -u | while IFS=$'\t' read -r kind name exe; do
+  [ -n "$only" ] && [[ "$only" != *",$name,"* ]] && continue
   case "$kind" in test) dst="$out/tests" ;; *) dst="$out/bin" ;; esac
   cp "$exe" "$dst/" && strip --strip-debug "$dst/$(basename "$exe")" 2>/dev/null || true
 done
 find "target/$profile" -maxdepth 1 -name 'lib*.so' -exec cp {} "$out/lib/" \;
-# The FFmpeg the build linked (build.rs made sure it is current), one real file per soname.
-for f in target/ffmpeg-linux/lib/lib*.so.*.*.*; do
-  cp "$f" "$out/lib/$(readelf -d "$f" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
+strip --strip-debug "$out"/lib/lib*.so
+# libnvcam.so loads the FFmpeg it was built and tested with: the shared copy has the same sonames and
+# ABI but not nvcam's patches, and without them RTP losses inside a TCP connection go unreported.
+ff="$root/target/ffmpeg-linux/lib"
+[ -f "$ff/libavformat.so.59" ] || { echo "bundle: no FFmpeg build in $ff (bash scripts/build-ffmpeg-linux.sh)" >&2; exit 2; }
+for f in "$ff"/lib*.so.*.*.*; do
+  cp "$f" "$out/lib/$(objdump -p "$f" | awk '/SONAME/{print $2}')"
 done
-# The CLI needs its own build's libraries (CUVID decoders, swresample), which must not be the ones
-# nvcam's programs load: they get them through a wrapper, on a search path of their own.
-ffdir="$out/ffmpeg-nvdec"
-mkdir -p "$ffdir/lib"
-cp -a "$here/ffmpeg/lib/." "$ffdir/lib/"
+# The shared CLI keeps its own libraries (encoders and muxers for references that nvcam's build
+# lacks), apart from lib/, which a wrapper puts first for it alone.
+mkdir -p "$out/ffmpeg-nvdec/lib"
+cp -a "$here/ffmpeg/lib/." "$out/ffmpeg-nvdec/lib/"
 # The shared copy's symlinks arrive as small files naming their target: make them real files.
-for f in "$ffdir"/lib/*; do
+for f in "$out"/ffmpeg-nvdec/lib/*; do
   if [ ! -L "$f" ] && [ "$(stat -c %s "$f")" -lt 64 ]; then
     t=$(cat "$f"); rm -f "$f"
-    case "$f" in *.so) ;; *) [ -f "$ffdir/lib/$t" ] && cp "$ffdir/lib/$t" "$f" ;; esac
+    case "$f" in *.so) ;; *) [ -f "$out/ffmpeg-nvdec/lib/$t" ] && cp "$out/ffmpeg-nvdec/lib/$t" "$f" ;; esac
   fi
 done
-cp "$here/ffmpeg/bin/ffmpeg" "$ffdir/ffmpeg"
-cat > "$out/bin/ffmpeg-nvdec" <<'WRAP'
+cp "$here/ffmpeg/bin/ffmpeg" "$out/ffmpeg-nvdec/ffmpeg"
+cat > "$out/bin/ffmpeg-nvdec" <<'CLI'
 #!/bin/sh
 d=$(cd "$(dirname "$0")/../ffmpeg-nvdec" && pwd)
 LD_LIBRARY_PATH="$d/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$d/ffmpeg" "$@"
-WRAP
+CLI
 chmod +x "$out/bin/ffmpeg-nvdec"
-for w in "${withs[@]}"; do mkdir -p "$out/with/$(dirname "$w")"; cp -a "$w" "$out/with/$w"; done
+# tests/gpu_integrity.rs on a machine with no encoders and no GStreamer: its clips (the RTSP
+# replay's elementary stream among them), made here, and the stdlib-only replay server. Reference
+# decodes cached beside the clips stay behind: the GPU machine remakes them with ffmpeg-nvdec.
+echo "bundle: making tests/gpu_integrity.rs's clips..." >&2
+cargo test "${flag[@]}" "${extra[@]}" --test gpu_integrity -- --ignored --exact make_integrity_fixtures >&2
+mkdir -p "$out/with/fixtures" "$out/with/tests/support"
+for f in target/tmp/fixtures/integrity-*.mp4 target/tmp/fixtures/replay-*.mp4 target/tmp/fixtures/replay-*.h264; do
+  cp "$f" "$out/with/fixtures/"
+done
+cp tests/support/rtsp_replay.py "$out/with/tests/support/"
+# A folder's contents join what is there already (with/fixtures above).
+for w in "${withs[@]}"; do
+  mkdir -p "$out/with/$(dirname "$w")"
+  if [ -d "$w" ]; then mkdir -p "$out/with/$w"; cp -a "$w/." "$out/with/$w/"; else cp -a "$w" "$out/with/$w"; fi
+done
 
 cat > "$out/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs on the GPU machine from the project root: sets the bundle's environment, then runs the given
 # command, or every test executable with its ignored tests included.
-cd "$(dirname "$0")/.."
-b="$PWD/.gpu-bundle"
+# The bundle's own folder, whatever it is named (a session may carry it under another name).
+b=$(cd "$(dirname "$0")" && pwd)
+cd "$b/.."
 export LD_LIBRARY_PATH="$b/lib:${LD_LIBRARY_PATH:-}"
 export PATH="$b/bin:$PATH"
 export CARGO_MANIFEST_DIR="$PWD" GPU_BUNDLE="$b" REQUIRE_GPU=1
@@ -105,5 +133,9 @@ exit $fail
 RUN
 chmod +x "$out/run.sh"
 du -sh "$out" >&2
+if [ "$pack" = 1 ]; then
+  XZ_OPT=${XZ_OPT:--6 -T0} tar cJf target/gpu-bundle.tar.xz .gpu-bundle
+  du -h target/gpu-bundle.tar.xz >&2
+fi
 ls -R "$out" | head -50 >&2
 echo "bundle: ready; on the GPU machine carry .gpu-bundle and run: bash .gpu-bundle/run.sh" >&2

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The direct-NVDEC checks and benchmarks on the GPU machine, inside the bundle's environment:
 #   bash scripts/gpu-bundle.sh --with fixtures --with scripts     # here (the shared bundle, fixed)
+#   (or with --only gpu,gpu_nvdec,gpu_integrity,gpu_convert --pack, carrying target/gpu-bundle.tar.xz
+#   and unpacking it there first, where the whole bundle would not fit in a call)
 #   bash .gpu-bundle/run.sh bash .gpu-bundle/with/scripts/nvdec-device.sh STEP...   # there
 # The fixture encoders (make_*) are skipped there: the clips travel in the bundle, and the GPU
 # machine's ffmpeg has no encoders.
@@ -8,8 +10,9 @@
 # (default 540), so a hang or a slow step still leaves the others' output. Logs go to $OUT.
 #   check          GPU, driver, libnvcuvid, fixtures
 #   nvdec-tests    tests/gpu_nvdec.rs (bit-exact, ordering, resolution change, recovery, AUTO)
-#   integrity      tests/gpu_integrity.rs (dropped and damaged packets: every decoder's marks against
-#                  the software path's), then under compute-sanitizer --tool memcheck
+#   integrity      tests/gpu_integrity.rs (dropped and damaged packets in files, and RTP packets
+#                  dropped inside an RTSP TCP connection by the bundle's replay server: every decoder's
+#                  marks against the software path's), then under compute-sanitizer --tool memcheck
 #   gpu-suite      tests/gpu.rs (the GPU issue's suite; AUTO now means direct NVDEC)
 #   memcheck-nvdec tests/gpu_nvdec.rs under compute-sanitizer --tool memcheck
 #   memcheck-gpu   tests/gpu.rs under compute-sanitizer --tool memcheck (the storm test: churn-memcheck)

@@ -105,6 +105,7 @@ SKIP=(
   "bindings cpp_wrapper_compiles_and_runs|runs the Linux c++; this script builds the same example with x86_64-w64-mingw32-g++ and runs it under Wine below"
   "rtsp *|every test starts, SIGSTOPs, restarts and kills the Linux GStreamer server it talks to: a Windows process under Wine cannot manage Linux processes (Rust's Command gets 'Invalid handle'); RTSP through Wine is checked below with the same server"
   "rtsp_loss *|every test starts the Linux GStreamer server (a lossy network on loopback) and decodes the clip with the Linux ffmpeg CLI for its reference: neither can be started from a Windows process under Wine; the marking logic is the same code, and tests/gpu_integrity.rs checks it under Wine on files with dropped and damaged packets"
+  "gpu_integrity tcp_interleaved_loss_marks_the_same_pictures_on_every_decoder|streams from the Linux replay server (tests/support/rtsp_replay.py, run by python3), which a Windows process under Wine cannot start or stop; the file tests of tests/gpu_integrity.rs run"
   "rtsp_transport *|every test starts the Linux GStreamer server (Digest, multicast, HTTP tunnel, TLS, a UDP firewall): a Windows process under Wine cannot start or stop Linux processes"
   "docs *|compiles the docs' runnable C blocks with the Linux C compiler and runs their Python blocks with the Linux python3 against the Linux library (neither can be started from a Windows process under Wine); its checks of links are text only and the same on Linux"
 )

@@ -1,6 +1,8 @@
 //! Marking parity (issue 21): on a clip with dropped and damaged packets (FFmpeg's `noise`
 //! bitstream filter), every decoder marks the pictures that are not exact, and the GPU decoders
-//! mark the same pictures as the software path.
+//! mark the same pictures as the software path. The same over RTSP: a replay server on loopback
+//! (`tests/support/rtsp_replay.py`, Python's standard library only) drops RTP packets inside the
+//! TCP connection, the same packets for every decoder.
 //!
 //! Without a GPU only the software decoder runs (CI); with `REQUIRE_GPU=1` (the GPU machine's
 //! bundle) a missing GPU fails. The clips are made here with Debian's ffmpeg
@@ -8,8 +10,11 @@
 //! to the GPU machine under `$BUNDLE_WITH/fixtures`.
 
 mod common;
+#[path = "support/replay.rs"]
+mod replay;
 use common::*;
 use nvcam::*;
+use replay::ReplayServer;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -241,4 +246,162 @@ fn make_integrity_fixtures() {
     dropped_clip();
     damaged_clip();
     refresh_dropped_clip();
+    replay_clip();
+}
+
+/// The replayed camera: 10 s of 640x360 at 30 fps, an IDR every second, no B-frames, 1.5 Mbit/s
+/// (about five RTP packets a picture, most of them FU-A fragments); and its H.264 elementary
+/// stream beside it (`<clip>.h264`), which the replay server packetizes.
+fn replay_clip() -> (PathBuf, PathBuf) {
+    let clip = clip(
+        "replay-640x360.mp4",
+        "640x360",
+        300,
+        "libx264",
+        &["-preset", "veryfast", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0", "-bf", "0", "-b:v", "1500k", "-maxrate", "1500k", "-bufsize", "1M"],
+    );
+    let es = clip.with_extension("h264");
+    if !es.exists() {
+        let tmp = es.with_extension("part.h264");
+        let out = Command::new("ffmpeg")
+            .args(["-hide_banner", "-loglevel", "error", "-y", "-i"])
+            .arg(&clip)
+            .args(["-c", "copy", "-bsf:v", "h264_mp4toannexb", "-f", "h264"])
+            .arg(&tmp)
+            .output()
+            .expect("ffmpeg CLI");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::rename(&tmp, &es).unwrap();
+    }
+    (clip, es)
+}
+
+/// What one decoder made of the replayed stream: per picture (by frame number), its flags and
+/// whether its pixels are the clip's picture of that number; and the camera's stats.
+struct Replayed {
+    frames: BTreeMap<i64, (u32, bool)>,
+    stats: nvcam_camera_stats,
+}
+
+/// Takes every picture a camera on `url` hands out until the replay has ended (the server's
+/// BYE ends the session: the decoder drains, then the camera tries to reconnect and the server
+/// refuses the used path).
+fn watch_replay(url: &str, device: i32, decoder: u32, refs: &[u64]) -> Replayed {
+    let mut o = options(NVCAM_OPEN_LOSSLESS);
+    o.device = device;
+    o.decoder = decoder;
+    o.integrity = NVCAM_INTEGRITY_MARK;
+    o.transport = NVCAM_TRANSPORT_TCP;
+    // The sanitizer slows a GPU decoder's first open by seconds.
+    o.open_timeout_ms = 30_000;
+    let cam = open(url, &o).unwrap_or_else(|e| panic!("open {url} with decoder {decoder}: {e:?}"));
+    let mut frames = BTreeMap::new();
+    // The stream lasts 10 s; a decoder under compute-sanitizer may lag it by much more.
+    let end = Instant::now() + Duration::from_secs(180);
+    while Instant::now() < end {
+        match get_frame(cam, 500) {
+            Ok(f) => {
+                let i = info(f).unwrap();
+                // 90 kHz RTP timestamps at 30 fps from the first packet's: picture n at n / 30 s.
+                // FFmpeg's H.264 parser leaves a session's first picture (here picture 0, whole:
+                // the replay never drops from it) without a timestamp.
+                let n = if i.pts_us == i64::MIN {
+                    assert!(frames.is_empty(), "{url}: a picture without a timestamp after the first");
+                    0
+                } else {
+                    (i.pts_us * 30 + 500_000).div_euclid(1_000_000)
+                };
+                let px = pixels(f).unwrap();
+                let same = refs.get(n as usize).is_some_and(|&h| h == fnv(&px));
+                assert!(frames.insert(n, (i.flags, same)).is_none(), "{url}: picture {n} (pts {} us) handed out twice", i.pts_us);
+                release(f).unwrap();
+            }
+            Err(_) if !frames.is_empty() && stats(cam).state != NVCAM_STATE_STREAMING => break,
+            Err(_) => {}
+        }
+    }
+    let stats = stats(cam);
+    close(cam, 5000).unwrap();
+    Replayed { frames, stats }
+}
+
+fn marked_of(r: &Replayed) -> BTreeSet<i64> {
+    r.frames.iter().filter(|(_, (f, _))| f & (NVCAM_FRAME_CORRUPT | NVCAM_FRAME_AFTER_LOSS) != 0).map(|(n, _)| *n).collect()
+}
+
+/// RTP packets dropped inside the RTSP TCP connection, as a camera, server or restreamer that
+/// falls behind drops them, replayed identically to every decoder at once (one session each):
+/// every decoder hands out no picture that is not the clip's unmarked, all count the same
+/// packets lost (the replay's), and direct NVDEC marks exactly the pictures the software path
+/// marks. FFmpeg's CUDA hwaccel is held to the first two; how its marks differ from the
+/// software path's is printed. Without a GPU only the software decoder runs (CI).
+#[test]
+fn tcp_interleaved_loss_marks_the_same_pictures_on_every_decoder() {
+    let _g = serial();
+    let gpu = need_gpu("tcp_interleaved_loss_marks_the_same_pictures_on_every_decoder", gpu_usable(), "a GPU with NVDEC");
+    let (clip, es) = replay_clip();
+    let refs: Vec<u64> = reference_nv12(&clip, 640, 360).iter().map(|f| fnv(f)).collect();
+    let srv = ReplayServer::start(&es, 0.02, 21);
+    assert_eq!(srv.access_units, refs.len(), "the elementary stream's pictures against the clip's");
+    let mut decoders = vec![("software", NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE)];
+    if gpu {
+        decoders.push(("nvdec", 0, NVCAM_DECODER_NVDEC));
+        decoders.push(("ffmpeg-hw", 0, NVCAM_DECODER_FFMPEG_HW));
+    }
+    // All at once: one replay's time for all, and each session gets the same packets anyway.
+    let runs: Vec<Replayed> = std::thread::scope(|s| {
+        let handles: Vec<_> = decoders
+            .iter()
+            .map(|&(name, device, decoder)| {
+                let (url, refs) = (srv.url(name), &refs);
+                s.spawn(move || watch_replay(&url, device, decoder, refs))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let last = refs.len() as i64 - 1;
+    let mut failures = Vec::new();
+    for (&(name, _, decoder), r) in decoders.iter().zip(&runs) {
+        let m = marked_of(r);
+        let unmarked_wrong: Vec<i64> = r.frames.iter().filter(|(n, (_, same))| !same && !m.contains(n)).map(|(n, _)| *n).collect();
+        let wrong = r.frames.values().filter(|(_, same)| !same).count();
+        let bad_keys: Vec<i64> = r.frames.iter().filter(|(_, (f, same))| f & NVCAM_FRAME_KEYFRAME != 0 && !same).map(|(n, _)| *n).collect();
+        println!(
+            "replay {name}: {} pictures, {} marked, {wrong} wrong, {} wrong and unmarked {:?}, packets lost {} (dropped {} of {}), KEYFRAME on wrong pictures {:?}",
+            r.frames.len(),
+            m.len(),
+            unmarked_wrong.len(),
+            &unmarked_wrong[..unmarked_wrong.len().min(8)],
+            r.stats.packets_lost,
+            srv.dropped,
+            srv.packets,
+            bad_keys
+        );
+        if std::env::var_os("NVCAM_INTEGRITY_VERBOSE").is_some() {
+            println!("  marked {m:?}");
+        }
+        assert_eq!(r.stats.decoder, decoder, "{name}: the camera fell back to decoder {}", r.stats.decoder);
+        // The last picture is never dropped from: its absence means the replay did not end.
+        assert!(r.frames.contains_key(&last), "{name}: the replay's last picture ({last}) never came; server log:\n{}", srv.log());
+        assert_eq!(r.stats.loss_reconnects, 0, "{name}: reconnected for a loss with the next IDR a second away");
+        if !unmarked_wrong.is_empty() || !bad_keys.is_empty() {
+            failures.push(format!("{name}: wrong and unmarked {unmarked_wrong:?}, KEYFRAME on wrong pictures {bad_keys:?}"));
+        }
+        if r.stats.packets_lost != srv.dropped as u64 {
+            failures.push(format!("{name}: packets lost {} but the replay dropped {}", r.stats.packets_lost, srv.dropped));
+        }
+    }
+    // Not vacuous: packets went, the software path marked pictures, and exact ones still came.
+    let sw = marked_of(&runs[0]);
+    assert!(srv.dropped > 0 && !sw.is_empty() && sw.len() < runs[0].frames.len(), "dropped {}, software marked {} of {}", srv.dropped, sw.len(), runs[0].frames.len());
+    for (&(name, _, _), r) in decoders.iter().zip(&runs).skip(1) {
+        let m = marked_of(r);
+        let only_gpu: Vec<_> = m.difference(&sw).collect();
+        let only_sw: Vec<_> = sw.difference(&m).collect();
+        println!("replay {name} against software: {} marked (software {}), only {name} {only_gpu:?}, only software {only_sw:?}", m.len(), sw.len());
+        if name == "nvdec" && m != sw {
+            failures.push(format!("nvdec marks other pictures than the software path: only nvdec {only_gpu:?}, only software {only_sw:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
 }
