@@ -79,74 +79,12 @@ __all__ = [
 ]
 
 # --------------------------------------------------------------------------------------------
-# Constants (mirrors of include/nvcam.h)
+# Constants: generated (_ffi.py, `cargo xtask gen`), plus names for some of them
 # --------------------------------------------------------------------------------------------
 
-ABI_VERSION = 1
+from ._ffi import *  # noqa: E402,F401,F403 - every NVCAM_X of the header as X
+from . import _ffi  # noqa: E402
 
-OPEN_ASYNC = 1
-OPEN_LOOP = 2
-OPEN_LOSSLESS = 4
-OPEN_NO_PACING = 8
-OPEN_RELEASE_CLONES_ON_RECONNECT = 16
-OPEN_8BIT = 32
-
-DEVICE_CPU = -1
-
-DECODER_AUTO = 0
-DECODER_NVDEC = 1
-DECODER_FFMPEG_HW = 2
-DECODER_SOFTWARE = 3
-
-LATENCY_AUTO = 0
-LATENCY_LOW = 1
-LATENCY_THROUGHPUT = 2
-
-TRANSPORT_DEFAULT = 0
-TRANSPORT_TCP = 1
-TRANSPORT_UDP = 2
-TRANSPORT_UDP_MULTICAST = 3
-TRANSPORT_HTTP = 4
-TRANSPORT_AUTO = 5
-
-INTEGRITY_EXACT = 0
-INTEGRITY_MARK = 1
-INTEGRITY_HOLD = 2
-
-FRAME_CORRUPT = 1
-FRAME_AFTER_LOSS = 2
-FRAME_KEYFRAME = 4
-
-TIME_RECEIVE = 0
-TIME_SOURCE = 1
-
-MATRIX_UNKNOWN = 0
-MATRIX_BT601 = 1
-MATRIX_BT709 = 2
-MATRIX_BT2020 = 3
-RANGE_UNKNOWN = 0
-RANGE_LIMITED = 1
-RANGE_FULL = 2
-TRANSFER_UNKNOWN = 0
-TRANSFER_SDR = 1
-TRANSFER_PQ = 2
-TRANSFER_HLG = 3
-
-# Chroma siting (FrameInfo.chroma_siting; Convert.chroma_siting overrides it, 0 = the stream's).
-SITING_LEFT = 1
-SITING_CENTER = 2
-SITING_TOPLEFT = 3
-SITING_TOP = 4
-SITING_BOTTOMLEFT = 5
-SITING_BOTTOM = 6
-
-STATE_CONNECTING = 0
-STATE_STREAMING = 1
-STATE_STALLED = 2
-STATE_RECONNECTING = 3
-STATE_CLOSED = 4
-STATE_FAILED = 5
-STATE_ENDED = 6
 STATE_NAMES = {
     STATE_CONNECTING: "CONNECTING",
     STATE_STREAMING: "STREAMING",
@@ -157,68 +95,21 @@ STATE_NAMES = {
     STATE_ENDED: "ENDED",
 }
 
-MEMORY_HOST = 0
-MEMORY_DEVICE = 1
-
-FORMAT_NV12 = 0
-FORMAT_BGRA8 = 1
-FORMAT_BGR8 = 2
-FORMAT_RGB8 = 3
-FORMAT_GRAY8 = 4
-FORMAT_RGB_F32_PLANAR = 5
-FORMAT_RGB_F16_PLANAR = 6
-FORMAT_P016 = 7
-
-CONVERT_LETTERBOX = 1
-
-BATCH_MAX = 256
-
-LOG_OFF = 0
-LOG_ERROR = 1
-LOG_WARN = 2
-LOG_INFO = 3
-LOG_DEBUG = 4
-LOG_TRACE = 5
-
-OK = 0
-E_NULL_POINTER = -8001
-E_INVALID_ARGUMENT = -8002
-E_BUFFER_TOO_SMALL = -8003
-E_STRUCT_SIZE = -8004
-E_NOT_INITIALIZED = -8005
-E_NULL_HANDLE = -8010
-E_INVALID_HANDLE = -8011
-E_WRONG_HANDLE_TYPE = -8012
-E_STALE_HANDLE = -8013
-E_CLOSED = -8014
-E_TIMEOUT = -8020
-E_IO = -8021
-E_AUTH = -8022
-E_UNSUPPORTED = -8023
-E_FFMPEG = -8024
-E_CUDA = -8025
-E_BAD_OPTION = -8026
-E_FAILED = -8027
-E_CANCELLED = -8028
-E_OUT_OF_MEMORY = -8030
-E_NO_DEVICE = -8031
-E_PANIC = -8040
-E_INTERNAL = -8041
-
 #: code -> "NVCAM_E_..." name, as the header spells it.
 STATUS_NAMES = {
     value: "NVCAM_" + name
-    for name, value in list(globals().items())
+    for name, value in vars(_ffi).items()
     if (name == "OK" or name.startswith("E_")) and isinstance(value, int)
 }
 
 # --------------------------------------------------------------------------------------------
-# Structs
+# Structs: the generated layouts, with struct_size set on construction
 # --------------------------------------------------------------------------------------------
 
 
-class _Sized(Structure):
-    """A struct whose first field is ``struct_size``; it is set on construction."""
+class _Sized:
+    """Mixed into a generated struct whose first field is ``struct_size``: it is set on
+    construction."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -237,107 +128,21 @@ class _Sized(Structure):
         return "%s(%s)" % (type(self).__name__, fields)
 
 
-class Config(_Sized):
+class Config(_Sized, _ffi.nvcam_config_t):
     """``nvcam_config``: library settings for :class:`Library` (zero = default everywhere)."""
 
-    _fields_ = [
-        ("struct_size", c_uint32),
-        ("flags", c_uint32),
-        ("max_hw_decoders_per_device", c_uint32),
-        ("gpu_free_min_age_ms", c_uint32),
-        ("reserved", c_uint64 * 6),
-    ]
 
-
-class CameraOptions(_Sized):
+class CameraOptions(_Sized, _ffi.nvcam_camera_options_t):
     """``nvcam_camera_options``; :meth:`Camera.open` fills one from keyword arguments."""
 
-    _fields_ = [
-        ("struct_size", c_uint32),
-        ("flags", c_uint32),
-        ("pool_slots", c_uint32),
-        ("device", c_int32),
-        ("decoder", c_uint32),
-        ("open_timeout_ms", c_uint32),
-        ("stall_timeout_ms", c_uint32),
-        ("reconnect_min_ms", c_uint32),
-        ("reconnect_max_ms", c_uint32),
-        ("decode_threads", c_uint32),
-        ("ffmpeg_options", c_char_p),
-        ("reconnect_fast_ms", c_uint32),
-        ("latency", c_uint32),
-        ("transport", c_uint32),
-        ("integrity", c_uint32),
-        ("reserved", c_uint64 * 2),
-    ]
 
-
-class CameraStats(_Sized):
+class CameraStats(_Sized, _ffi.nvcam_camera_stats_t):
     """``nvcam_camera_stats``."""
 
-    _fields_ = [
-        ("struct_size", c_uint32),
-        ("state", c_uint32),
-        ("frames_decoded", c_uint64),
-        ("frames_delivered", c_uint64),
-        ("frames_dropped", c_uint64),
-        ("frames_skipped", c_uint64),
-        ("reconnects", c_uint64),
-        ("pool_slots_total", c_uint32),
-        ("pool_slots_in_use", c_uint32),
-        ("bytes_held", c_uint64),
-        ("fps", c_double),
-        ("width", c_uint32),
-        ("height", c_uint32),
-        ("reconnect_attempt", c_uint32),
-        ("next_retry_ms", c_uint32),
-        ("stream_changes", c_uint32),
-        ("memory", c_uint32),
-        ("device", c_int32),
-        ("decoder", c_uint32),
-        ("last_error_code", c_int32),
-        ("_pad0", c_uint32),
-        ("live_handles", c_uint64),
-        ("decode_latency_p50_us", c_uint32),
-        ("decode_latency_p99_us", c_uint32),
-        ("frames_corrupt", c_uint64),
-        ("packets_lost", c_uint64),
-        ("last_loss_ns", c_uint64),
-        ("key_interval_ms", c_uint32),
-        ("reconnect_to_key_ms", c_uint32),
-        ("loss_reconnects", c_uint64),
-    ]
 
-
-class FrameInfo(_Sized):
+class FrameInfo(_Sized, _ffi.nvcam_frame_info_t):
     """``nvcam_frame_info``. ``y_ptr``/``uv_ptr`` are addresses (host or CUDA device, see
     ``memory``), valid only while the frame handle (or a clone of it) is held."""
-
-    _fields_ = [
-        ("struct_size", c_uint32),
-        ("width", c_uint32),
-        ("height", c_uint32),
-        ("format", c_uint32),
-        ("memory", c_uint32),
-        ("device", c_int32),
-        ("pitch", c_uint64),
-        ("y_ptr", c_uint64),
-        ("uv_ptr", c_uint64),
-        ("nv12_size", c_uint64),
-        ("seq", c_uint64),
-        ("pts_us", c_int64),
-        ("wallclock_ns", c_uint64),
-        ("camera", c_uint64),
-        ("capture_ns", c_uint64),
-        ("time_source", c_uint32),
-        ("color_matrix", c_uint32),
-        ("color_range", c_uint32),
-        ("color_transfer", c_uint32),
-        ("chroma_siting", c_uint32),
-        ("bit_depth", c_uint32),
-        ("flags", c_uint32),
-        ("_pad1", c_uint32),
-    ]
 
     @property
     def exact(self):
@@ -357,66 +162,16 @@ class FrameInfo(_Sized):
         return self.height + (self.height + 1) // 2
 
 
-class Convert(_Sized):
+class Convert(_Sized, _ffi.nvcam_convert_t):
     """``nvcam_convert_t``: what :meth:`Frame.convert_into` makes of a frame. Zero fields mean
     defaults (the whole frame, its own size, the stream's colours, host memory)."""
 
-    _fields_ = [
-        ("struct_size", c_uint32),
-        ("format", c_uint32),
-        ("width", c_uint32),
-        ("height", c_uint32),
-        ("roi_x", c_uint32),
-        ("roi_y", c_uint32),
-        ("roi_width", c_uint32),
-        ("roi_height", c_uint32),
-        ("flags", c_uint32),
-        ("matrix", c_uint32),
-        ("range", c_uint32),
-        ("dst_memory", c_uint32),
-        ("dst_device", c_int32),
-        ("pad", ctypes.c_float * 3),
-        ("mean", ctypes.c_float * 3),
-        ("std", ctypes.c_float * 3),
-        ("chroma_siting", c_uint32),
-        ("reserved", c_uint32 * 5),
-    ]
 
-
-class GpuStats(_Sized):
+class GpuStats(_Sized, _ffi.nvcam_gpu_stats_t):
     """``nvcam_gpu_stats``: GPU counters of one device, or summed over all (``device`` -1)."""
 
-    _fields_ = [
-        ("struct_size", c_uint32),
-        ("device", c_int32),
-        ("device_count", c_uint32),
-        ("contexts", c_uint32),
-        ("hw_decoders", c_uint32),
-        ("upload_decoders", c_uint32),
-        ("device_allocs", c_uint64),
-        ("device_frees", c_uint64),
-        ("pinned_allocs", c_uint64),
-        ("pinned_frees", c_uint64),
-        ("syncs", c_uint64),
-        ("ready_waits", c_uint64),
-        ("hw_fallbacks", c_uint64),
-        ("frames_copied", c_uint64),
-        ("bytes_in_pools", c_uint64),
-        ("bytes_deferred", c_uint64),
-        ("deferred_buffers", c_uint64),
-        ("mem_free", c_uint64),
-        ("mem_total", c_uint64),
-        ("reserved", c_uint64 * 4),
-    ]
 
-
-# The C sizes (include/nvcam.h asserts the same numbers with _Static_assert on 64-bit targets).
-C_SIZES = {Config: 64, CameraOptions: 80, CameraStats: 168, FrameInfo: 128, GpuStats: 160}
-if sizeof(c_void_p) == 8:
-    for _t, _n in C_SIZES.items():
-        assert sizeof(_t) == _n, "%s is %d bytes, the C struct %d" % (_t.__name__, sizeof(_t), _n)
-
-LOG_FN = CFUNCTYPE(None, c_int32, c_char_p, c_void_p)
+LOG_FN = _ffi.nvcam_log_fn
 
 # --------------------------------------------------------------------------------------------
 # Loading
@@ -495,57 +250,7 @@ lib: ctypes.CDLL
 library_path: str
 lib, library_path = _load()
 
-_I32 = c_int32
-_P_U64 = POINTER(c_uint64)
-_P_U32 = POINTER(c_uint32)
-_P_I32 = POINTER(c_int32)
-_BUF = POINTER(c_char)  # caller-owned text buffers (c_char_p would be an immutable bytes object)
-
-# name: (restype, argtypes). Every function returns int32_t (a status code), except as noted.
-_PROTOTYPES = {
-    "nvcam_abi_version": (_I32, []),
-    "nvcam_version_string": (_I32, [_BUF, c_int32]),
-    "nvcam_init": (_I32, [POINTER(Config)]),
-    "nvcam_shutdown": (_I32, [c_uint32]),
-    "nvcam_status_text": (_I32, [c_int32, _BUF, c_int32]),
-    "nvcam_last_error": (_I32, [_BUF, c_int32]),
-    "nvcam_camera_last_error": (_I32, [c_uint64, _BUF, c_int32]),
-    "nvcam_camera_options_init": (_I32, [POINTER(CameraOptions)]),
-    "nvcam_camera_open": (_I32, [c_char_p, POINTER(CameraOptions), _P_U64]),
-    "nvcam_camera_open_ex": (_I32, [c_char_p, c_char_p, POINTER(CameraOptions), _P_U64]),
-    "nvcam_camera_close": (_I32, [c_uint64, c_uint32]),
-    "nvcam_camera_reconnect": (_I32, [c_uint64]),
-    "nvcam_camera_get_frame": (_I32, [c_uint64, c_uint32, _P_U64]),
-    "nvcam_camera_cancel_wait": (_I32, [c_uint64]),
-    "nvcam_cameras_get_frames": (_I32, [_P_U64, c_uint32, c_uint32, _P_U64]),
-    # LabVIEW's node-instance calls (InstanceDataPtr *): declared for completeness, not wrapped.
-    "nvcam_camera_get_frame_lv": (_I32, [c_uint64, c_uint32, _P_U64, POINTER(c_void_p)]),
-    "nvcam_lv_reserve": (_I32, [POINTER(c_void_p)]),
-    "nvcam_lv_unreserve": (_I32, [POINTER(c_void_p)]),
-    "nvcam_lv_abort": (_I32, [POINTER(c_void_p)]),
-    "nvcam_camera_stats": (_I32, [c_uint64, POINTER(CameraStats)]),
-    "nvcam_frame_clone": (_I32, [c_uint64, _P_U64]),
-    "nvcam_frame_release": (_I32, [c_uint64]),
-    "nvcam_frame_info": (_I32, [c_uint64, POINTER(FrameInfo)]),
-    "nvcam_frame_copy_nv12": (_I32, [c_uint64, c_void_p, c_uint64, c_uint64]),
-    "nvcam_frame_convert": (_I32, [c_uint64, POINTER(Convert), c_void_p, c_uint64, c_uint64, c_uint64]),
-    "nvcam_frame_convert_size": (_I32, [c_uint64, POINTER(Convert), c_uint64, _P_U64]),
-    "nvcam_frames_convert_batch": (_I32, [_P_U64, c_uint32, POINTER(Convert), c_void_p, c_uint64, c_uint64, c_uint64]),
-    "nvcam_frame_wait_stream": (_I32, [c_uint64, c_uint64]),
-    "nvcam_frame_release_after_stream": (_I32, [c_uint64, c_uint64]),
-    "nvcam_registry_force_release_owner": (_I32, [c_uint64, _P_U32]),
-    "nvcam_registry_stats": (_I32, [c_uint64, _P_U32, _P_U64]),
-    "nvcam_log_init": (_I32, [c_char_p, c_int32]),
-    "nvcam_log_set_callback": (_I32, [LOG_FN, c_void_p, c_int32]),
-    "nvcam_log_pop": (_I32, [_P_I32, _BUF, c_int32, _P_I32]),
-    "nvcam_gpu_stats": (_I32, [c_int32, POINTER(GpuStats)]),
-    "nvcam_gpu_drain": (_I32, [c_uint32]),
-}
-
-for _name, (_res, _args) in _PROTOTYPES.items():
-    _f = getattr(lib, _name)  # AttributeError here means the library is older than this binding
-    _f.restype = _res
-    _f.argtypes = _args
+_ffi.bind(lib)
 
 # The per-frame conversion calls, bound once (an attribute lookup less per call).
 _c_frame_convert = lib.nvcam_frame_convert
