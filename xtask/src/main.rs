@@ -17,7 +17,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask/ is in the repository").to_path_buf();
+    // Cargo's run-time value, not the compile-time one: a binary built for another checkout that
+    // shares this target directory must still write into the checkout it runs for.
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    let root = manifest.parent().expect("xtask/ is in the repository").to_path_buf();
     let stale: Vec<_> = generated(&root).into_iter().filter(|(path, text)| !current(&root, path, text, check)).collect();
     if check && !stale.is_empty() {
         for (path, _) in &stale {
