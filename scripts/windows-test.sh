@@ -75,7 +75,7 @@ for dep in $imports; do
 done
 delayed=$(x86_64-w64-mingw32-nm "$dll" | sed -n 's/.* __DELAY_IMPORT_DESCRIPTOR_\(.*\)$/\1/p' | sort -u)
 [ "$(grep -c . <<<"$delayed")" -ge 4 ] || die "nvcam.dll delay-loads too few FFmpeg DLLs: $delayed"
-echo "delay-loaded: $(tr '\n' ' ' <<<"$delayed")"
+echo "delay-loaded, through: $(sed 's/_dll_a$/.dll.a/' <<<"$delayed" | tr '\n' ' ')"
 
 step "include/nvcam_labview.h (for LabVIEW's Import Shared Library wizard) as plain C, by mingw"
 # Windows' own widths; the struct sizes must be nvcam.h's. __int64 is a keyword of MSVC and of the
@@ -233,7 +233,7 @@ x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -Werror -O1 -I include tests/wine/
   || die "compiling tests/wine/plain_load.c with mingw failed"
 cp "$pkgdir/nvcam.dll" "$plain/alone/"
 c_host plain_load "^ok" env -C "$plain/cwd" NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/wine-run.sh" "$plain/exe/plain_load.exe" "$(winpath "$pkgdir/nvcam.dll")"
-c_host plain_load_no_ffmpeg "^ok" env -C "$plain/cwd" NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/wine-run.sh" "$plain/exe/plain_load.exe" \
+c_host plain_load_alone "^ok" env -C "$plain/cwd" NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/wine-run.sh" "$plain/exe/plain_load.exe" \
   "$(winpath "$plain/alone/nvcam.dll")" --no-ffmpeg
 
 # A file path with non-ASCII characters, passed as UTF-8: FFmpeg on Windows converts it to UTF-16
