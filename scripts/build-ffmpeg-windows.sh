@@ -13,8 +13,11 @@
 # Result (the prefix, target/ffmpeg-windows/): bin/*.dll (avcodec-59, avdevice-59, avfilter-8,
 # avformat-59, avutil-57, swscale-6), lib/lib*.dll.a (mingw import libraries), bin/*.lib (MSVC import
 # libraries, where the toolchain made them), include/, lib/pkgconfig/, share/licenses/ffmpeg/ (the
-# LGPL text) and BUILD-INFO.txt (version and configure line). A stamp keyed by this script's content
-# makes a second run a no-op; change the script (or delete the prefix) to rebuild.
+# LGPL text) and BUILD-INFO.txt (version and configure line); and lib/delayload/: delay-load import
+# libraries of the same names with pkg-config files that point at them, which is what nvcam.dll
+# links (.cargo/config.toml), so that it finds the FFmpeg DLLs in its own folder (src/win_loader.rs
+# says how). A stamp keyed by this script's content makes a second run a no-op; change the script
+# (or delete the prefix) to rebuild.
 #
 # Needs: mingw-w64, nasm, dpkg-dev, libffmpeg-nvenc-dev (see .ci/packages.txt). Uses -j2 unless
 # JOBS is set. About 3-4 minutes on 2 cores.
@@ -95,6 +98,28 @@ cp "$srcdir/COPYING.LGPLv2.1" "$srcdir/LICENSE.md" "$prefix/share/licenses/ffmpe
   echo "configure ${conf[*]}" | sed "s#$work#<build>#g; s#$prefix#<prefix>#g"
 } >"$prefix/BUILD-INFO.txt"
 cp "$prefix/BUILD-INFO.txt" "$prefix/share/licenses/ffmpeg/"
+
+# --- delay-load import libraries: what nvcam.dll links ---
+# With ordinary imports Windows resolves nvcam.dll's FFmpeg DLLs by the host's search order, which
+# leaves out nvcam.dll's own folder unless the host asks for it; delay-loaded, they are loaded at
+# first use, from that folder (src/win_loader.rs). One per DLL, from the export list FFmpeg's own
+# link used (lib/<name>-<major>.def), named as the ordinary one so that the same -l flags find it.
+# dlltool names the library's symbols after the output path as given, so it is given as a bare file
+# name: nvcam finds the descriptors by those names (__DELAY_IMPORT_DESCRIPTOR_libavcodec_dll_a).
+dl="$prefix/lib/delayload"
+mkdir -p "$dl/pkgconfig"
+for def in "$prefix"/lib/*.def; do
+  dll=$(basename "$def" .def)    # avcodec-59
+  (cd "$dl" && ${cross}dlltool -m i386:x86-64 -d "$def" -D "$dll.dll" -y "lib${dll%-*}.dll.a") \
+    || die "dlltool could not make a delay-load library from $def"
+done
+for pc in "$prefix"/lib/pkgconfig/*.pc; do
+  grep -q '^libdir=' "$pc" || die "no libdir= line in $pc"
+  sed "s#^libdir=.*#libdir=$dl#" "$pc" >"$dl/pkgconfig/$(basename "$pc")"
+done
+syms=$(${cross}nm "$dl/libavcodec.dll.a")  # not piped into grep -q: SIGPIPE + pipefail
+grep -q ' __DELAY_IMPORT_DESCRIPTOR_libavcodec_dll_a$' <<<"$syms" && [ -f "$dl/pkgconfig/libavcodec.pc" ] \
+  || die "no delay-load library for avcodec in $dl"
 
 cd "$root"; rm -rf "$work/build"
 touch "$stamp"

@@ -48,10 +48,24 @@ integration() {
   sed "${subst[@]}" packaging/nvcam.pc.in >"$d/lib/pkgconfig/nvcam.pc"
 }
 
+# The FFmpeg DLLs Windows image $1 (with its symbol table) delay-loads, from FFmpeg's bin folder $2.
+# GNU ld leaves them out of the PE header's import directories (objdump -p does not show them), so
+# they come from the image's delay-load descriptors, which dlltool names after the import library:
+# __DELAY_IMPORT_DESCRIPTOR_libavcodec_dll_a for avcodec-59.dll (scripts/build-ffmpeg-windows.sh).
+delay_loaded() {
+  local syms lib f
+  syms=$(x86_64-w64-mingw32-nm "$1") || die "nm $1 failed"
+  for lib in $(sed -n 's/.* __DELAY_IMPORT_DESCRIPTOR_lib\(.*\)_dll_a$/\1/p' <<<"$syms" | sort -u); do
+    f=$(cd "$2" && ls -- "$lib"-[0-9]*.dll 2>/dev/null || true)
+    [ "$(grep -c . <<<"$f")" = 1 ] || die "not one FFmpeg DLL in $2 for the delay-load library lib$lib.dll.a: '$f'"
+    echo "$f"
+  done
+}
+
 windows() {
   local T=x86_64-pc-windows-gnu name="nvcam-$version-windows-x64"
   local d="$stage/$name"
-  for tool in x86_64-w64-mingw32-strip x86_64-w64-mingw32-dlltool x86_64-w64-mingw32-objdump x86_64-w64-mingw32-gcc; do
+  for tool in x86_64-w64-mingw32-strip x86_64-w64-mingw32-dlltool x86_64-w64-mingw32-objdump x86_64-w64-mingw32-nm x86_64-w64-mingw32-gcc; do
     command -v "$tool" >/dev/null || die "$tool not found (apt-get install mingw-w64)"
   done
   bash scripts/build-ffmpeg-windows.sh >/dev/null
@@ -59,18 +73,25 @@ windows() {
   local dll="target/$T/release/nvcam.dll" ff="target/ffmpeg-windows"
   mkdir -p "$d/include" "$d/lib" "$d/licenses/FFmpeg"
   x86_64-w64-mingw32-strip --strip-debug -o "$d/nvcam.dll" "$dll"
-  # The FFmpeg DLLs nvcam.dll imports, and the ones those import (avdevice needs avfilter).
+  # A plain LoadLibraryW of nvcam.dll works only while it imports FFmpeg delay-loaded (src/win_loader.rs).
+  local plain; plain=$(x86_64-w64-mingw32-objdump -p "$d/nvcam.dll" | sed -n 's/^\s*DLL Name: //p')
+  for dep in $plain; do
+    [ ! -f "$ff/bin/$dep" ] || die "nvcam.dll imports $dep the ordinary way, not delay-loaded (is .cargo/config.toml's PKG_CONFIG_LIBDIR for the Windows target lib/delayload/pkgconfig?)"
+  done
+  # The FFmpeg DLLs nvcam.dll delay-loads, and the ones those import (avdevice needs avfilter).
   local need=() next=(nvcam.dll) seen=" "
   while [ ${#next[@]} -gt 0 ]; do
     local cur=${next[0]}; next=("${next[@]:1}")
-    local f="$d/$cur"; [ -f "$f" ] || f="$ff/bin/$cur"
-    for dep in $(x86_64-w64-mingw32-objdump -p "$f" | sed -n 's/^\s*DLL Name: //p'); do
+    local f="$d/$cur" deps; [ -f "$f" ] || f="$ff/bin/$cur"
+    deps=$(x86_64-w64-mingw32-objdump -p "$f" | sed -n 's/^\s*DLL Name: //p')
+    [ "$cur" != nvcam.dll ] || deps=$(delay_loaded "$dll" "$ff/bin")
+    for dep in $deps; do
       if [ -f "$ff/bin/$dep" ] && [[ "$seen" != *" $dep "* ]]; then
         seen+="$dep "; need+=("$dep"); next+=("$dep")
       fi
     done
   done
-  [ ${#need[@]} -ge 4 ] || die "nvcam.dll imports too few FFmpeg DLLs: ${need[*]}"
+  [ ${#need[@]} -ge 4 ] || die "nvcam.dll delay-loads too few FFmpeg DLLs: ${need[*]}"
   for dep in "${need[@]}"; do cp "$ff/bin/$dep" "$d/"; done
   cp "$ff/share/licenses/ffmpeg/"* "$d/licenses/FFmpeg/"
   cp LICENSE-MIT LICENSE-APACHE "$d/"
@@ -110,7 +131,7 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@). Project: se
 | file | what |
 |---|---|
 | `nvcam.dll` | the library: @NEXPORTS@ `nvcam_*` functions, C calling convention, x64 |
-| @FFDLLS@ | FFmpeg @FFMPEG@ (LGPL v2.1+), the DLLs `nvcam.dll` imports |
+| @FFDLLS@ | FFmpeg @FFMPEG@ (LGPL v2.1+), the DLLs `nvcam.dll` loads (delay-loaded, from this folder) |
 | `include/nvcam.h` | the C header (every function, struct and status code is documented there) |
 | `include/nvcam_labview.h` | the same declarations in plain C for LabVIEW's Import Shared Library wizard (no `#if`, no includes) |
 | `lib/nvcam.lib` | import library for MSVC (`link ... nvcam.lib`), made by mingw-w64's dlltool |
@@ -125,10 +146,13 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@). Project: se
 
 ## Install
 
-Keep `nvcam.dll` and the FFmpeg DLLs **in one folder**. LabVIEW loads a Call Library Function
-Node's DLL with `LoadLibraryEx(..., LOAD_WITH_ALTERED_SEARCH_PATH)` (NI KB kA00Z0000019XgCSAU),
-so Windows finds the FFmpeg DLLs next to `nvcam.dll`. Other hosts: load it the same way, or put the
-folder on `PATH`, or link with `nvcam.lib` and put the DLLs next to your `.exe`. For LabVIEW read
+Keep `nvcam.dll` and the FFmpeg DLLs **in one folder**, any folder: `nvcam.dll` loads the FFmpeg
+DLLs from its own folder (at `nvcam_init`), however the host loads it. From C/C++ a plain
+`LoadLibraryW(L"C:\\path\\to\\nvcam.dll")` works, with no search flags and no change to `PATH`, the
+current directory or the process's DLL search path; so do LabVIEW (`LoadLibraryEx` with
+`LOAD_WITH_ALTERED_SEARCH_PATH`), Python's ctypes, and a program linked with `nvcam.lib` that finds
+`nvcam.dll` next to its `.exe` or on `PATH`. If an FFmpeg DLL is missing there, `nvcam_init`
+returns `NVCAM_E_FFMPEG` and `nvcam_last_error` names it. For LabVIEW read
 `labview/README.md` (64-bit LabVIEW; library name `nvcam.dll`; copy `nvcam-errors.txt` to
 `<LabVIEW>\user.lib\errors\`).
 

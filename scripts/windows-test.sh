@@ -12,7 +12,8 @@
 #    tests listed in SKIP below do not run, each with its reason printed.
 # 5. tests/c/harness.c and tests/c/dlopen_stress.c (LoadLibrary/GetProcAddress/FreeLibrary) and the
 #    C++ wrapper's example, built with mingw-w64 and run under Wine; the release zip
-#    (scripts/package.sh windows), and the example built against it by CMake (find_package) alone.
+#    (scripts/package.sh windows), and the example built against it by CMake (find_package) alone;
+#    tests/wine/plain_load.c: a plain LoadLibraryW of the zip's nvcam.dll from other folders.
 # 6. RTSP across Wine: the GStreamer server of the RTSP tests, on Linux loopback, streamed by the
 #    Windows example program (nvcam_view.exe) under Wine; and an open of a closed port.
 #
@@ -61,7 +62,16 @@ if [ "$header" != "$exports" ]; then
   die "nvcam.dll's exports (right) differ from the header's functions (left)"
 fi
 echo "nvcam.dll exports exactly the header's $(echo "$exports" | wc -l) functions"
-echo "imports: $(x86_64-w64-mingw32-objdump -p "$dll" | sed -n 's/^\s*DLL Name: //p' | sort -fu | tr '\n' ' ')"
+imports=$(x86_64-w64-mingw32-objdump -p "$dll" | sed -n 's/^\s*DLL Name: //p' | sort -fu)
+echo "imports: $(tr '\n' ' ' <<<"$imports")"
+# FFmpeg must be delay-loaded (src/win_loader.rs): an ordinary import would make a plain
+# LoadLibraryW of nvcam.dll fail again wherever the FFmpeg DLLs are not on the host's search path.
+for dep in $imports; do
+  [ ! -f "target/ffmpeg-windows/bin/$dep" ] || die "nvcam.dll imports $dep the ordinary way, not delay-loaded"
+done
+delayed=$(x86_64-w64-mingw32-nm "$dll" | sed -n 's/.* __DELAY_IMPORT_DESCRIPTOR_\(.*\)$/\1/p' | sort -u)
+[ "$(grep -c . <<<"$delayed")" -ge 4 ] || die "nvcam.dll delay-loads too few FFmpeg DLLs: $delayed"
+echo "delay-loaded, through: $(sed 's/_dll_a$/.dll.a/' <<<"$delayed" | tr '\n' ' ')"
 
 step "include/nvcam_labview.h (for LabVIEW's Import Shared Library wizard) as plain C, by mingw"
 # Windows' own widths; the struct sizes must be nvcam.h's. __int64 is a keyword of MSVC and of the
@@ -208,6 +218,20 @@ cp bindings/cpp/example.cpp bindings/cpp/CMakeLists.txt "$zipdir/src/"
   || die "the CMake build against the zip failed: $(tail -n 15 "$zipdir/cmake.log")"
 cp "$zipdir/build/nvcam_example.exe" "$pkgdir/"
 c_host zip_cmake_example "^ok" env NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/wine-run.sh" "$pkgdir/nvcam_example.exe" "testsrc://320x240@30" 5
+
+# A C++ host as the README shows it: a plain LoadLibraryW of the zip's nvcam.dll by its full path,
+# with no search flags and no PATH change, from an .exe and a working directory in other folders,
+# neither holding FFmpeg: nvcam.dll must load the FFmpeg DLLs from its own folder by itself. Then
+# nvcam.dll alone in a folder: it must still load, and nvcam_init must report the missing DLL.
+step "plain LoadLibraryW of the zip's nvcam.dll from other folders (tests/wine/plain_load.c)"
+plain="$cdir/plain"
+mkdir -p "$plain/exe" "$plain/cwd" "$plain/alone"
+x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -Werror -O1 -I include tests/wine/plain_load.c -static -o "$plain/exe/plain_load.exe" \
+  || die "compiling tests/wine/plain_load.c with mingw failed"
+cp "$pkgdir/nvcam.dll" "$plain/alone/"
+c_host plain_load "^ok" env -C "$plain/cwd" NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/wine-run.sh" "$plain/exe/plain_load.exe" "$(winpath "$pkgdir/nvcam.dll")"
+c_host plain_load_alone "^ok" env -C "$plain/cwd" NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/wine-run.sh" "$plain/exe/plain_load.exe" \
+  "$(winpath "$plain/alone/nvcam.dll")" --no-ffmpeg
 
 # A file path with non-ASCII characters, passed as UTF-8: FFmpeg on Windows converts it to UTF-16
 # for _wsopen. (The same path in the ANSI code page, as LabVIEW passes it, is tests/text_encoding.rs.)

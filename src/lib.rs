@@ -18,6 +18,7 @@
 //! registry, frame, pool, handle   frame handles, frames, slots and leases, generational tables
 //! config, logging, pin, status, workers    options and defaults; log sinks; self-pin; codes and
 //!               errors; the worker threads calls split their work over
+//! win_loader    Windows: the FFmpeg DLLs loaded from nvcam.dll's own folder
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks, unreachable_pub)]
@@ -41,6 +42,8 @@ mod registry;
 mod select;
 mod source;
 pub mod status;
+#[cfg(windows)]
+mod win_loader;
 mod workers;
 
 pub use ffi::camera::*;

@@ -31,6 +31,9 @@ pub(crate) fn init(cfg: Config) -> Result<()> {
         log::info!("nvcam_init: already initialized");
         return Ok(());
     }
+    // Before the first FFmpeg call: a DLL that cannot be loaded is an error here, not a crash there.
+    #[cfg(windows)]
+    crate::win_loader::ensure_ffmpeg()?;
     ffmpeg_next::init().map_err(|e| Error::ffmpeg("av_register", e))?;
     // FFmpeg's warnings and errors, through our log (its level and sinks decide what is kept).
     ffmpeg_next::util::log::set_level(ffmpeg_next::util::log::Level::Warning);

@@ -143,6 +143,16 @@ fn runnable_c_blocks_compile_and_run() {
     assert!(failed.is_empty(), "{} of {} runnable C blocks failed:\n{}", failed.len(), blocks.len(), failed.join("\n"));
 }
 
+/// The test below runs on Linux only, but the Windows step builds every test executable for Windows.
+#[cfg(unix)]
+fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
+#[cfg(windows)]
+fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
+    std::os::windows::fs::symlink_dir(target, link)
+}
+
 /// The README's C example, built by the `cc` line in its comment exactly as written and run as a
 /// user runs it: no `LD_LIBRARY_PATH`, from another folder. The line names `include` and
 /// `target/release` relative to the checkout; a scratch folder links those names to the header and
@@ -165,12 +175,8 @@ fn readme_c_build_line_runs_as_written() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("docs-readme-cc");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("target")).expect("scratch folder");
-    // Linux only (returned above), but the Windows cross-build compiles this test too.
-    #[cfg(unix)]
-    {
-        std::os::unix::fs::symlink(root().join("include"), dir.join("include")).expect("symlink include");
-        std::os::unix::fs::symlink(deps_dir(), dir.join("target/release")).expect("symlink target/release");
-    }
+    symlink(&root().join("include"), &dir.join("include")).expect("symlink include");
+    symlink(&deps_dir(), &dir.join("target/release")).expect("symlink target/release");
     std::fs::write(dir.join("app.c"), &block.code).expect("write app.c");
     let mut cc = Command::new("sh");
     cc.arg("-c").arg(&line).current_dir(&dir);

@@ -32,7 +32,8 @@ pub unsafe extern "C" fn nvcam_version_string(buf: *mut c_char, len: i32) -> i32
 
 /// Initializes the library (NULL = defaults; reserved `flags` bits must be 0). Calling it again
 /// while initialized is a no-op; after `nvcam_shutdown` it initializes afresh. Pins the library in
-/// the process on first call.
+/// the process on first call. On Windows it loads the FFmpeg DLLs, from nvcam.dll's own folder:
+/// `NVCAM_E_FFMPEG` if one cannot be loaded (`nvcam_last_error` names it and the folder).
 ///
 /// Returns: NVCAM_OK, NVCAM_E_STRUCT_SIZE, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_FFMPEG, NVCAM_E_PANIC
 ///
