@@ -183,7 +183,8 @@ fn text_call(sh: &Shared, r: &mut Rng, name: &'static str, f: impl FnOnce(*mut c
     }
     let mut g = Guarded::new(n, r.below(8) as usize);
     let code = sh.check(name, f(g.ptr().cast(), len));
-    if code == NVCAM_OK {
+    // A call given no room (nvcam_log_pop asking only for the length) writes nothing.
+    if code == NVCAM_OK && len > 0 {
         assert!(g.bytes()[g.off..g.off + n].contains(&0), "{name}: OK without a NUL in the buffer");
     }
     sh.guard(name, &g);
