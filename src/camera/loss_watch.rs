@@ -3,7 +3,7 @@
 //! counters, the figures of the reconnect rule, and the rule itself.
 
 use super::integrity::{Hit, Integrity};
-use super::reconnect_rule::{self, GopEstimate, Wait};
+use super::reconnect_rule::{self, Wait};
 use super::shared::Shared;
 use crate::config::DEFAULTS;
 use crate::decode::frame_num::FrameNumCheck;
@@ -24,7 +24,6 @@ pub(super) struct LossWatch {
     /// Reports taken from the demuxer, reused between packets.
     gaps: Vec<RtpGap>,
     first_packet: bool,
-    gop: GopEstimate,
     /// When the session began (its open), and whether its first key packet has come.
     t_open: Instant,
     key_seen: bool,
@@ -32,7 +31,8 @@ pub(super) struct LossWatch {
 }
 
 impl LossWatch {
-    pub(super) fn new(stream: &ff::format::stream::Stream<'_>, t_open: Instant) -> LossWatch {
+    pub(super) fn new(sh: &Shared, stream: &ff::format::stream::Stream<'_>, t_open: Instant) -> LossWatch {
+        sh.gop.lock().new_session();
         let params = stream.parameters();
         LossWatch {
             keys: KeyScan::new(&params),
@@ -41,7 +41,6 @@ impl LossWatch {
             video: stream.index() as i32,
             gaps: Vec::new(),
             first_packet: true,
-            gop: GopEstimate::default(),
             t_open,
             key_seen: false,
             fallback: Duration::from_millis(DEFAULTS.loss_recovery_reconnect_ms as u64),
@@ -98,7 +97,7 @@ impl LossWatch {
             if !std::mem::replace(&mut self.key_seen, true) {
                 note_to_key(sh, self.t_open.elapsed());
             }
-            if let Some(g) = self.gop.key(p_us, now) {
+            if let Some(g) = sh.gop.lock().key(p_us, now) {
                 sh.counters.key_interval_ms.store(g.as_millis().min(u32::MAX as u128) as u32, Ordering::Relaxed);
             }
         }
@@ -107,7 +106,7 @@ impl LossWatch {
         let wait = Wait {
             suspect_for,
             gop: ms(&sh.counters.key_interval_ms),
-            since_key: self.gop.since_key(now),
+            since_key: sh.gop.lock().since_key(now),
             reconnect: ms(&sh.counters.reconnect_to_key_ms),
             fallback: self.fallback,
         };

@@ -49,8 +49,10 @@ pub(super) fn reconnect_now(w: &Wait) -> bool {
     }
 }
 
-/// The interval between recovery points: the shortest of the last few (a key packet lost whole
-/// makes one interval look twice as long).
+/// The interval between recovery points: the shortest of the last few (a key packet lost whole,
+/// or one whose start was lost so it does not read as one, makes an interval look twice as long),
+/// known once two intervals were seen. It is kept across a camera's sessions: a session that
+/// reconnected for a loss must not start from an estimate one spoilt interval made.
 #[derive(Clone, Debug, Default)]
 pub(super) struct GopEstimate {
     last_key_us: Option<i64>,
@@ -60,7 +62,13 @@ pub(super) struct GopEstimate {
 }
 
 impl GopEstimate {
-    const KEPT: usize = 4;
+    const KEPT: usize = 8;
+
+    /// A new session: its timestamps start afresh, the intervals learnt stay.
+    pub(super) fn new_session(&mut self) {
+        self.last_key_us = None;
+        self.last_key_at = None;
+    }
 
     /// A key packet at `pts_us` (`i64::MIN`: without a timestamp) came at `now`; returns the
     /// estimate when it changed.
@@ -85,6 +93,9 @@ impl GopEstimate {
     }
 
     pub(super) fn gop(&self) -> Option<Duration> {
+        if self.intervals.len() < 2 {
+            return None;
+        }
         self.intervals.iter().min().map(|&us| Duration::from_micros(us as u64))
     }
 
@@ -139,8 +150,11 @@ mod tests {
         assert_eq!(g.key(i64::MIN, t), None, "a session's first key packet, without a timestamp");
         assert_eq!(g.since_key(t + Duration::from_millis(1500)), Some(Duration::from_millis(1500)));
         assert_eq!(g.key(0, t), None);
-        assert_eq!(g.key(10_000_000, t), Some(Duration::from_secs(10)));
-        assert_eq!(g.key(30_000_000, t), None, "a key lost whole: 20 s is not the GOP");
+        assert_eq!(g.key(20_000_000, t), None, "one interval (a key lost whole?) is no estimate");
+        assert_eq!(g.key(30_000_000, t), Some(Duration::from_secs(10)));
         assert_eq!(g.key(0, t), None, "a new timeline is no interval");
+        // A reconnect: the intervals learnt stay, the session's own key packets start afresh.
+        g.new_session();
+        assert_eq!((g.gop(), g.since_key(t)), (Some(Duration::from_secs(10)), None));
     }
 }

@@ -145,7 +145,7 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
     let mut pacer = Pacer::default();
     let mut arrivals = Arrivals::default();
     let time_base = input.stream().time_base();
-    let mut losses = LossWatch::new(&input.stream(), t_open);
+    let mut losses = LossWatch::new(sh, &input.stream(), t_open);
     let mut integrity = Integrity::at_session_start();
     // A recovery point held back while the decoder drains, for a decoder that restarts there.
     let mut after_drain: Option<ffmpeg_next::Packet> = None;

@@ -178,6 +178,9 @@ pub(crate) struct Shared {
     /// The last exact frame, kept by a camera that holds it through losses
     /// (`IntegrityPolicy::HoldLastExact`): one pool slot.
     pub(super) last_exact: Mutex<Option<Arc<Frame>>>,
+    /// The interval between recovery points, learnt across the camera's sessions (see
+    /// `reconnect_rule`): a session that reconnected for a loss starts with what the last one knew.
+    pub(super) gop: Mutex<super::reconnect_rule::GopEstimate>,
     /// Wakes the worker from a backoff sleep (close, manual reconnect).
     wake: (Mutex<()>, Condvar),
     pub irq: Arc<Interrupt>,
@@ -207,6 +210,7 @@ impl Shared {
             mailbox: Mutex::new(None),
             mailbox_cv: Condvar::new(),
             last_exact: Mutex::new(None),
+            gop: Mutex::new(Default::default()),
             wake: (Mutex::new(()), Condvar::new()),
             irq: Interrupt::new(),
             counters: Counters::default(),
