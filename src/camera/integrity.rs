@@ -91,6 +91,8 @@ pub(super) struct Integrity {
     corrupt_in: std::collections::VecDeque<i64>,
     /// Packets sent so far.
     sends: u64,
+    /// Whether a picture was judged exact.
+    any_exact: bool,
     /// Whether the last packet went into `sent_exact`.
     last_exact: bool,
 }
@@ -249,6 +251,7 @@ impl Integrity {
             if taints {
                 self.damaged(pts_us, now);
             }
+            self.any_exact |= !corrupt;
             return FrameIntegrity { corrupt, after_loss: false, keyframe: keyframe && !corrupt };
         }
         if self.is_suspect() {
@@ -268,6 +271,7 @@ impl Integrity {
             // Later pictures may reference this one: suspect until a recovery point after it.
             self.damaged(pts_us, now);
         }
+        self.any_exact |= !corrupt && !after_loss;
         // A key frame that is not exact is no place to start from.
         FrameIntegrity { corrupt, after_loss, keyframe: keyframe && !corrupt && !after_loss }
     }
@@ -277,6 +281,11 @@ impl Integrity {
     /// an IDR or IRAP, not the end of an intra-refresh sweep.
     pub(super) fn is_recovery_point(&self, pts_us: i64) -> bool {
         self.suspect_since.is_some() && self.recovery == Some(pts_us) && self.recovery_alone
+    }
+
+    /// Whether a picture of this session was judged exact.
+    pub(super) fn any_exact(&self) -> bool {
+        self.any_exact
     }
 
     /// How long the stream has been suspect without a recovery point, if it is.

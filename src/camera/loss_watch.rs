@@ -110,8 +110,9 @@ impl LossWatch {
             reconnect: ms(&sh.counters.reconnect_to_key_ms),
             fallback: self.fallback,
         };
-        if reconnect_decision(&wait) {
+        if reconnect_decision(&wait, sh.counters.unhelpful_reconnects.load(Ordering::Relaxed)) {
             sh.counters.loss_reconnects.fetch_add(1, Ordering::Relaxed);
+            sh.counters.unhelpful_reconnects.fetch_add(1, Ordering::Relaxed);
             return Err(Error::new(NVCAM_E_IO, format!("reconnecting for a key frame after a packet loss: {wait:?}")));
         }
         Ok(())
@@ -130,9 +131,13 @@ fn note_to_key(sh: &Shared, d: Duration) {
 
 /// Whether to reconnect now. With the `test-hooks` feature a test can put the camera back on the
 /// rule before the GOP estimate (only after `fallback` without a recovery point), to measure both.
-fn reconnect_decision(w: &Wait) -> bool {
+/// `unhelpful`: reconnects for losses in a row that gave no exact picture.
+fn reconnect_decision(w: &Wait, unhelpful: u32) -> bool {
     #[cfg(feature = "test-hooks")]
     if super::hooks::legacy() {
+        return w.suspect_for > w.fallback;
+    }
+    if unhelpful >= reconnect_rule::UNHELPFUL_MAX {
         return w.suspect_for > w.fallback;
     }
     reconnect_rule::reconnect_now(w)

@@ -14,12 +14,17 @@
 //!   many IDRs the loss spoils, since the new session's would be spoiled alike;
 //! - reconnects when no key packet at all came for two GOPs and `fallback` (a camera that
 //!   stopped sending them);
-//! - with nothing learnt yet, reconnects after `fallback` without a recovery point.
+//! - with nothing learnt yet, reconnects after `fallback` without a recovery point;
+//! - stops reconnecting for losses after [`UNHELPFUL_MAX`] reconnects in a row that gave no exact
+//!   picture, until one comes (the fallbacks still apply).
 
 use std::time::Duration;
 
 /// Dark time a reconnect must save to be worth a new session.
 pub(super) const MARGIN: Duration = Duration::from_secs(1);
+/// Reconnects for losses in a row that gave no exact picture before the rule stops reconnecting
+/// (until one comes): on a link that spoils every key frame a new session's is spoilt too.
+pub(super) const UNHELPFUL_MAX: u32 = 2;
 
 /// What a suspect stream knows when a packet comes.
 #[derive(Clone, Copy, Debug, Default)]
@@ -51,8 +56,8 @@ pub(super) fn reconnect_now(w: &Wait) -> bool {
 
 /// The interval between recovery points: the shortest of the last few (a key packet lost whole,
 /// or one whose start was lost so it does not read as one, makes an interval look twice as long),
-/// known once two intervals were seen. It is kept across a camera's sessions: a session that
-/// reconnected for a loss must not start from an estimate one spoilt interval made.
+/// kept across a camera's sessions, so an interval a spoilt key packet lengthened is corrected by
+/// the next whole one whichever session sees it.
 #[derive(Clone, Debug, Default)]
 pub(super) struct GopEstimate {
     last_key_us: Option<i64>,
@@ -93,9 +98,6 @@ impl GopEstimate {
     }
 
     pub(super) fn gop(&self) -> Option<Duration> {
-        if self.intervals.len() < 2 {
-            return None;
-        }
         self.intervals.iter().min().map(|&us| Duration::from_micros(us as u64))
     }
 
@@ -150,8 +152,8 @@ mod tests {
         assert_eq!(g.key(i64::MIN, t), None, "a session's first key packet, without a timestamp");
         assert_eq!(g.since_key(t + Duration::from_millis(1500)), Some(Duration::from_millis(1500)));
         assert_eq!(g.key(0, t), None);
-        assert_eq!(g.key(20_000_000, t), None, "one interval (a key lost whole?) is no estimate");
-        assert_eq!(g.key(30_000_000, t), Some(Duration::from_secs(10)));
+        assert_eq!(g.key(20_000_000, t), Some(Duration::from_secs(20)));
+        assert_eq!(g.key(30_000_000, t), Some(Duration::from_secs(10)), "the shorter interval: 20 s was a key lost whole");
         assert_eq!(g.key(0, t), None, "a new timeline is no interval");
         // A reconnect: the intervals learnt stay, the session's own key packets start afresh.
         g.new_session();

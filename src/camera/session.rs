@@ -147,6 +147,7 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
     let time_base = input.stream().time_base();
     let mut losses = LossWatch::new(sh, &input.stream(), t_open);
     let mut integrity = Integrity::at_session_start();
+    let mut exact_seen = false;
     // A recovery point held back while the decoder drains, for a decoder that restarts there.
     let mut after_drain: Option<ffmpeg_next::Packet> = None;
     let mut seq = sh.counters.decoded.load(Ordering::Relaxed);
@@ -251,6 +252,11 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
             let Some(_in_flight) = sh.gate.enter() else { return Ok(SessionEnd::Stop) };
             let t_deliver = Instant::now();
             deliver(sh, &mut *dec, &pools, pic, seq, since, capture, &mut integrity)?;
+            if !exact_seen && integrity.any_exact() {
+                // The reconnects for losses before it helped.
+                exact_seen = true;
+                sh.counters.unhelpful_reconnects.store(0, Ordering::Relaxed);
+            }
 
             if steady {
                 timing::since(Stage::Deliver, t_deliver);

@@ -130,6 +130,8 @@ pub(super) struct Counters {
     pub key_interval_ms: AtomicU32,
     pub reconnect_to_key_ms: AtomicU32,
     pub loss_reconnects: AtomicU64,
+    /// Reconnects for losses since the last exact picture.
+    pub unhelpful_reconnects: AtomicU32,
 }
 
 /// The camera's errors: the last of anything (worker or call), and the worker's own.
