@@ -1,8 +1,10 @@
 //! The GPU path: per-camera NV12 pools in device memory with event-ordered lifetimes, and the
 //! decoders that write them (direct NVDEC, FFmpeg's CUDA hwaccel, software plus upload).
 //!
-//! - [`context`]: one primary context per device (via cudarc, loaded at run time), the push/pop
-//!   guard around every call, streams, events, 2D copies, the one CUDA result checker.
+//! - [`driver`]: the one thin layer of CUDA driver calls (libcuda via cudarc, loaded at run
+//!   time), their typed error and its conversion into the library's.
+//! - [`context`]: one primary context per device, the push/pop guard around every call,
+//!   streams, events, 2D copies.
 //! - [`memory`]: the device storage behind a camera's pool (pitched, allocated once per
 //!   resolution, per-slot events) and pinned host buffers.
 //! - [`deferred`]: the deferred-free queue (events completed + minimum age).
@@ -17,6 +19,7 @@ pub(crate) mod context;
 pub(crate) mod convert;
 pub(crate) mod deferred;
 pub(crate) mod download;
+pub(crate) mod driver;
 pub(crate) mod hwdec;
 pub(crate) mod kernels;
 pub(crate) mod memory;
@@ -45,33 +48,23 @@ static DRIVER_VERSION: AtomicU32 = AtomicU32::new(0);
 
 /// Whether the CUDA driver is loadable and has devices: `Ok(count)` or the reason there is no GPU
 /// path. Checked once per process, before any other CUDA call (cudarc panics on a missing
-/// library). `NVCAM_DISABLE_GPU=1` forces the CPU path.
+/// library: [`driver::library_present`] first). `NVCAM_DISABLE_GPU=1` forces the CPU path.
 pub(crate) fn probe() -> std::result::Result<i32, String> {
     PROBE
         .get_or_init(|| {
             if std::env::var("NVCAM_DISABLE_GPU").is_ok_and(|v| !v.is_empty() && v != "0") {
                 return Err("GPU path disabled by NVCAM_DISABLE_GPU".into());
             }
-            // SAFETY: cudarc's loader and three driver calls that write plain integers.
-            std::panic::catch_unwind(|| unsafe {
-                use cudarc::driver::sys;
-                if !sys::is_culib_present() {
+            std::panic::catch_unwind(|| {
+                if !driver::library_present() {
                     return Err("the CUDA driver library (libcuda) is not installed".to_string());
                 }
-                let r = sys::cuInit(0);
-                if r != sys::CUresult::CUDA_SUCCESS {
-                    return Err(format!("cuInit failed: {r:?}"));
-                }
-                let mut n = 0;
-                let r = sys::cuDeviceGetCount(&mut n);
-                if r != sys::CUresult::CUDA_SUCCESS {
-                    return Err(format!("cuDeviceGetCount failed: {r:?}"));
-                }
+                driver::init().map_err(|e| e.to_string())?;
+                let n = driver::ctx::device_count().map_err(|e| e.to_string())?;
                 if n <= 0 {
                     return Err("no CUDA device".to_string());
                 }
-                let mut v = 0;
-                let _ = sys::cuDriverGetVersion(&mut v);
+                let v = driver::driver_version().unwrap_or(0);
                 DRIVER_VERSION.store(v.max(0) as u32, Ordering::Relaxed);
                 log::info!("CUDA driver {}.{}: {n} device(s)", v / 1000, (v % 1000) / 10);
                 Ok(n)

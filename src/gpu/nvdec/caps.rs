@@ -4,7 +4,8 @@
 use super::sys::{self as cu};
 use crate::ffmpeg::pixfmt::{bit_depth, chroma_8bit, high_depth_420, Chroma};
 use crate::pool::Depth;
-use crate::gpu::context::{CuCode, Device};
+use crate::gpu::context::Device;
+use crate::gpu::driver::{self, DriverError};
 use ffmpeg_next as ff;
 use parking_lot::Mutex;
 
@@ -90,13 +91,13 @@ pub(crate) fn caps(dev: &Device, codec: cu::cudaVideoCodec, chroma: cu::cudaVide
         ..Default::default()
     };
     let r = match dev.push() {
-        // SAFETY: the device's context is current (guard); fills the caps struct we own.
-        Ok(_g) => CuCode(unsafe { (lib.cuvidGetDecoderCaps)(&mut c) }),
-        Err(_) => CuCode(999),
+        // The device's context is current (guard).
+        Ok(_g) => lib.get_decoder_caps(&mut c),
+        Err(_) => Err(DriverError::new("cuvidGetDecoderCaps", driver::UNKNOWN)),
     };
-    let v = (r == CuCode::SUCCESS && c.bIsSupported != 0).then_some(c);
-    if r != CuCode::SUCCESS {
-        log::warn!("GPU {}: cuvidGetDecoderCaps(codec {codec}, chroma {chroma}, {bits} bits) failed: {}", dev.ordinal, r.name());
+    let v = (r.is_ok() && c.bIsSupported != 0).then_some(c);
+    if let Err(e) = r {
+        log::warn!("GPU {}: cuvidGetDecoderCaps(codec {codec}, chroma {chroma}, {bits} bits) failed: {}", dev.ordinal, e.name());
     }
     CAPS.lock().push((dev.ordinal, codec, chroma, bits, v));
     v

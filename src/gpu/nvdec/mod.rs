@@ -69,6 +69,7 @@
 //! `counters`, and `hooks` (test-only faults and
 //! delays, compiled with the `test-hooks` feature).
 
+mod api;
 mod caps;
 mod counters;
 pub(crate) mod hooks;
@@ -240,7 +241,8 @@ impl NvDecoder {
         if let Some(e) = self.st.error.take() {
             return Err(e);
         }
-        crate::gpu::context::ck("cuvidParseVideoData", r?)
+        r??;
+        Ok(())
     }
 
     fn parse_packet(&mut self, data: &[u8], pts: Option<i64>) -> Result<()> {
@@ -306,8 +308,7 @@ impl NvDecoder {
         let s = &self.cam.stream;
         let _g = s.dev.push()?;
         // SAFETY: a live stream of the current context; the host function only sleeps.
-        let r = unsafe { cudarc::driver::sys::cuLaunchHostFunc(s.raw(), Some(session::delay_host_fn), us as usize as *mut c_void) };
-        crate::gpu::context::ck("cuLaunchHostFunc", r)?;
+        unsafe { crate::gpu::driver::stream::launch_host_func(s.raw(), session::delay_host_fn, us as usize as *mut c_void) }?;
         Ok(true)
     }
 

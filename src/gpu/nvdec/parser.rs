@@ -196,7 +196,7 @@ impl State {
             self.park_queue()?;
             let dec = self.decoder.as_mut().expect("checked above");
             let fits = f.coded_width <= dec.max_w && f.coded_height <= dec.max_h;
-            if same_kind && want <= dec.surfaces && fits && dec.reconfigure(f).is_ok() {
+            if same_kind && want <= dec.surfaces && fits && dec.reconfigure(f) {
                 if adopting {
                     count(&COUNTERS.decoders_adopted);
                 }
@@ -267,7 +267,7 @@ impl State {
         }
         if let Some(k) = self.knobs.as_mut().filter(|k| k.fail_decode_at != 0 && k.fail_decode_at == self.decodes) {
             k.fail_decode_at = 0;
-            return Err(crate::gpu::context::cuda_error("cuvidDecodePicture (injected fault)", 999u32));
+            return Err(crate::gpu::driver::DriverError::new("cuvidDecodePicture (injected fault)", crate::gpu::driver::UNKNOWN).into());
         }
         dec.decode(p).map(|_| 1)
     }
