@@ -354,16 +354,15 @@ pub(crate) fn shutdown() {
 /// Test hook: a kernel on `stream` that spins `cycles` clocks, then copies `n` bytes from `src`
 /// to `dst` (device addresses on GPU `device`): the slow consumer of the stream hand-off tests.
 #[cfg(feature = "test-hooks")]
-pub fn spin_copy(device: i32, src: u64, dst: u64, n: u64, cycles: i64, stream: u64) -> std::result::Result<(), String> {
-    let dev = super::device(device).map_err(|e| e.to_string())?;
-    let k = kernels(&dev).map_err(|e| e.to_string())?;
-    let _g = dev.push().map_err(|e| e.to_string())?;
+pub fn spin_copy(device: i32, src: u64, dst: u64, n: u64, cycles: i64, stream: u64) -> Result<()> {
+    let dev = super::device(device)?;
+    let k = kernels(&dev)?;
+    let _g = dev.push()?;
     let (mut s, mut d, mut n, mut c) = (src, dst, n, cycles);
     let mut args = [&mut s as *mut u64 as *mut c_void, &mut d as *mut u64 as *mut c_void, &mut n as *mut u64 as *mut c_void, &mut c as *mut i64 as *mut c_void];
     // SAFETY: the kernel's four parameters are (u8*, u8*, u64, i64), given in order; the
     // caller (a test) owns both buffers of at least `n` bytes and the stream.
-    unsafe { driver::module::launch_kernel(k.spin_copy, (64, 1, 1), (256, 1, 1), 0, stream as sys::CUstream, &mut args) }
-        .map_err(|e| Error::from(e.during("spin_copy")).to_string())
+    Ok(unsafe { driver::module::launch_kernel(k.spin_copy, (64, 1, 1), (256, 1, 1), 0, stream as sys::CUstream, &mut args) }.map_err(|e| e.during("spin_copy"))?)
 }
 
 #[cfg(test)]
