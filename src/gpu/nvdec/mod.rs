@@ -69,7 +69,7 @@
 //! `counters`, and `hooks` (test-only faults and
 //! delays, compiled with the `test-hooks` feature).
 
-mod api;
+pub(crate) mod api;
 mod caps;
 mod counters;
 pub(crate) mod hooks;
@@ -158,8 +158,8 @@ impl NvDecoder {
         let low_latency = o.low_latency;
         let t_new = Instant::now();
         let dev = &cam.stream.dev;
-        let codec = supports(dev, params, o.eight_bit).map_err(|why| Error::new(NVCAM_E_UNSUPPORTED, why))?;
-        let lib = cu::lib().map_err(|e| Error::new(NVCAM_E_UNSUPPORTED, e))?;
+        let codec = supports(dev, params, o.eight_bit)?;
+        let lib = api::lib()?;
         let (annexb, prime) = AnnexB::new(params, time_base)?;
         let (slot, parked) = reuse.split();
         let display_delay = std::env::var("NVCAM_NVDEC_DISPLAY_DELAY").ok().and_then(|v| v.parse().ok()).unwrap_or(if low_latency { 0 } else { DISPLAY_DELAY }).min(8);

@@ -3,7 +3,8 @@
 
 use super::caps::Surface;
 use super::counters::{count, COUNTERS};
-use super::sys::{self as cu, Nvcuvid};
+use super::api::Nvcuvid;
+use super::sys as cu;
 use crate::gpu::context::Device;
 use crate::gpu::driver::{self, DriverError};
 use crate::gpu::{stats, CamGpu};
