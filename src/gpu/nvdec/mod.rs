@@ -63,7 +63,8 @@
 //!
 //! # Files
 //!
-//! `sys` (the bindings, loaded at run time), `session` (RAII owners: context lock, parser,
+//! `sys` (the declarations), `api` (the library, loaded at run time, and one thin method per
+//! call: the only place NVDEC is called), `session` (RAII owners: context lock, parser,
 //! decoder, mapped picture), `parser` (the callbacks' state machine and the copy out of a
 //! surface), `reuse` (the decoder kept across a reconnect), `caps` (what the engine takes),
 //! `counters`, and `hooks` (test-only faults and
