@@ -85,7 +85,8 @@ pub use status::{
 /// the NVDEC bindings' self-checks. Not part of the C surface.
 #[doc(hidden)]
 pub mod diag {
-    pub use crate::gpu::nvdec::sys::{available as nvcuvid_available, layout_report as nvcuvid_layout_report, lib as nvcuvid_lib};
+    pub use crate::gpu::nvdec::api::{available as nvcuvid_available, lib as nvcuvid_lib};
+    pub use crate::gpu::nvdec::sys::layout_report as nvcuvid_layout_report;
     pub use crate::gpu::nvdec::{counters as nvdec_counters, NvdecCounters};
     pub use crate::gpu::hwdec::sessions_made as ffmpeg_hw_sessions_made;
     pub use crate::gpu::timing::{enable as enable_stage_times, take as stage_times, Stage, StageTimes};

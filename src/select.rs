@@ -162,7 +162,7 @@ fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::S
                             // Neither the ticket nor a parked NVDEC decoder is of use now.
                             drop(t);
                             drop(reuse);
-                            log::info!("GPU {}: direct NVDEC not used ({w}); trying FFmpeg's CUDA hwaccel", dev.ordinal);
+                            log::info!("GPU {}: direct NVDEC not used ({}); trying FFmpeg's CUDA hwaccel", dev.ordinal, w.msg);
                         }
                     }
                     match HwTicket::take(dev).map(|t| HwDecoder::new(cam, &s.params, s.time_base, t, s.o)) {

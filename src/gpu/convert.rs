@@ -7,14 +7,14 @@
 //! a caller's device pointer really is device memory of that GPU holding that many bytes.
 //! (Device frames into host memory: [`super::download`].)
 
-use super::context::{ck, Device};
+use super::context::Device;
 use super::kernels::kernels;
 use crate::convert::params::{BatchParams, KernelCommon, KernelItem, KernelParams, BATCH_PER_LAUNCH};
 use crate::convert::{Layout, Plan};
 use crate::frame::Frame;
 use crate::pool::Depth;
 use crate::status::*;
-use cudarc::driver::sys;
+use super::driver::{self, sys};
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -72,8 +72,9 @@ fn check_device_range(dev: &Arc<Device>, ptr: u64, need: usize) -> Result<()> {
     ];
     // SAFETY: four attributes, each with a pointer to a value of the size it writes (a u32, an
     // int, a CUdeviceptr, a size_t). Memory the driver does not know leaves the defaults (type 0).
-    let r = unsafe { sys::cuPointerGetAttributes(attrs.len() as u32, attrs.as_mut_ptr(), data.as_mut_ptr(), ptr) };
-    ck("cuPointerGetAttributes", r).map_err(|_| Error::arg(format!("dst 0x{ptr:x} is not CUDA device memory")))?;
+    let r = unsafe { driver::memory::pointer_attributes(&mut attrs, &mut data, ptr) };
+    // The driver's failure is logged (by its conversion); the caller hears what it means here.
+    r.map_err(Error::from).map_err(|_| Error::arg(format!("dst 0x{ptr:x} is not CUDA device memory")))?;
     if mem_type != sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32 {
         return Err(Error::arg(format!("dst 0x{ptr:x} is not device memory (memory type {mem_type})")));
     }

@@ -2,12 +2,12 @@
 //! `scripts/build-kernels.sh`), loaded once per device with cuModuleLoadData and kept until
 //! library shutdown, and their launches.
 
-use super::context::{ck, Device};
+use super::context::Device;
 use crate::convert::params::{BatchParams, KernelItem, KernelParams, BATCH_PER_LAUNCH};
 use crate::convert::{Mode, PixelFormat};
 use crate::pool::Depth;
 use crate::status::*;
-use cudarc::driver::sys;
+use super::driver::{self, sys};
 use parking_lot::Mutex;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -151,16 +151,14 @@ impl Kernels {
         #[cfg(not(feature = "test-hooks"))]
         let image = FATBIN.0.as_ptr() as *const c_void;
         let _g = dev.push()?;
-        let mut module: sys::CUmodule = std::ptr::null_mut();
         // SAFETY: our context is current (guard); the image is a complete fatbin, 8-byte aligned
         // (64 for the embedded one) and 'static.
-        ck("cuModuleLoadData(nvcam kernels)", unsafe { sys::cuModuleLoadData(&mut module, image) })
+        let module = unsafe { driver::module::load_data(image) }
+            .map_err(|e| Error::from(e.during("nvcam kernels")))
             .map_err(|e| Error::new(e.code, format!("{} (the driver may be older than the kernels need: R450 for SASS up to sm_90, R520 to JIT newer GPUs)", e.msg)))?;
         let get = |name: &std::ffi::CStr| -> Result<sys::CUfunction> {
-            let mut f: sys::CUfunction = std::ptr::null_mut();
-            // SAFETY: the module just loaded, context current; writes one handle.
-            ck("cuModuleGetFunction", unsafe { sys::cuModuleGetFunction(&mut f, module, name.as_ptr()) })?;
-            Ok(f)
+            // SAFETY: the module just loaded, context current.
+            Ok(unsafe { driver::module::get_function(module, name) }?)
         };
         let convert = [get(c"nvcam_convert_same")?, get(c"nvcam_convert_same_float")?, get(c"nvcam_convert_bilinear")?, get(c"nvcam_convert_area")?];
         let batch = get(c"nvcam_convert_batch")?;
@@ -282,9 +280,7 @@ impl Kernels {
         #[cfg(feature = "test-hooks")]
         LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // SAFETY: the caller's contract; the driver copies the parameter before returning.
-        ck("cuLaunchKernel(nvcam_convert)", unsafe {
-            sys::cuLaunchKernel(f, gx, gy, items, BLOCK.0, BLOCK.1, 1, smem, stream, args.as_mut_ptr(), std::ptr::null_mut())
-        })
+        Ok(unsafe { driver::module::launch_kernel(f, (gx, gy, items), (BLOCK.0, BLOCK.1, 1), smem, stream, &mut args) }.map_err(|e| e.during("nvcam_convert"))?)
     }
 }
 
@@ -292,22 +288,18 @@ impl Drop for Kernels {
     fn drop(&mut self) {
         if let Ok(_g) = self.dev.push() {
             // SAFETY: our module, unloaded once at shutdown, after every frame was released.
-            let _ = ck("cuModuleUnload", unsafe { sys::cuModuleUnload(self.module) });
+            driver::ok_or_logged(unsafe { driver::module::unload(self.module) });
         }
     }
 }
 
 /// The device's streaming multiprocessors (1 if the driver does not say).
 fn sm_count(dev: &Arc<Device>) -> u32 {
-    let mut cu_dev: sys::CUdevice = 0;
-    let mut n: i32 = 0;
-    // SAFETY: each call writes one value; the ordinal is an open device's.
-    let ok = unsafe { sys::cuDeviceGet(&mut cu_dev, dev.ordinal) } == sys::CUresult::CUDA_SUCCESS
-        && unsafe { sys::cuDeviceGetAttribute(&mut n, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, cu_dev) } == sys::CUresult::CUDA_SUCCESS;
-    if ok {
-        n.max(1) as u32
-    } else {
-        1
+    // The ordinal is an open device's.
+    let n = driver::ctx::device_get(dev.ordinal).and_then(|d| driver::ctx::device_attribute(d, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT));
+    match n {
+        Ok(n) => n.max(1) as u32,
+        Err(_) => 1,
     }
 }
 
@@ -317,19 +309,19 @@ fn sm_count(dev: &Arc<Device>) -> u32 {
 fn allow_dynamic_smem(dev: &Arc<Device>, fns: &[sys::CUfunction]) -> u32 {
     use sys::CUdevice_attribute as D;
     use sys::CUfunction_attribute as F;
-    let mut cu_dev: sys::CUdevice = 0;
-    let mut optin: i32 = 0;
-    // SAFETY: each call writes one value; the ordinal is an open device's.
-    let ok = unsafe { sys::cuDeviceGet(&mut cu_dev, dev.ordinal) } == sys::CUresult::CUDA_SUCCESS
-        && unsafe { sys::cuDeviceGetAttribute(&mut optin, D::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, cu_dev) } == sys::CUresult::CUDA_SUCCESS;
+    // The ordinal is an open device's.
+    let optin = driver::ctx::device_get(dev.ordinal).and_then(|d| driver::ctx::device_attribute(d, D::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
     let default = 48 * 1024;
-    let cap = if ok { (optin.max(0) as u32).min(AREA_SMEM_MAX) } else { default };
+    let cap = match optin {
+        Ok(optin) => (optin.max(0) as u32).min(AREA_SMEM_MAX),
+        Err(_) => default,
+    };
     if cap <= default {
         return cap.min(default);
     }
     for &f in fns {
         // SAFETY: a function of the module loaded in this (current) context; sets one attribute.
-        if unsafe { sys::cuFuncSetAttribute(f, F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cap as i32) } != sys::CUresult::CUDA_SUCCESS {
+        if unsafe { driver::module::set_attribute(f, F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cap as i32) }.is_err() {
             return default;
         }
     }
@@ -362,18 +354,15 @@ pub(crate) fn shutdown() {
 /// Test hook: a kernel on `stream` that spins `cycles` clocks, then copies `n` bytes from `src`
 /// to `dst` (device addresses on GPU `device`): the slow consumer of the stream hand-off tests.
 #[cfg(feature = "test-hooks")]
-pub fn spin_copy(device: i32, src: u64, dst: u64, n: u64, cycles: i64, stream: u64) -> std::result::Result<(), String> {
-    let dev = super::device(device).map_err(|e| e.to_string())?;
-    let k = kernels(&dev).map_err(|e| e.to_string())?;
-    let _g = dev.push().map_err(|e| e.to_string())?;
+pub fn spin_copy(device: i32, src: u64, dst: u64, n: u64, cycles: i64, stream: u64) -> Result<()> {
+    let dev = super::device(device)?;
+    let k = kernels(&dev)?;
+    let _g = dev.push()?;
     let (mut s, mut d, mut n, mut c) = (src, dst, n, cycles);
     let mut args = [&mut s as *mut u64 as *mut c_void, &mut d as *mut u64 as *mut c_void, &mut n as *mut u64 as *mut c_void, &mut c as *mut i64 as *mut c_void];
     // SAFETY: the kernel's four parameters are (u8*, u8*, u64, i64), given in order; the
     // caller (a test) owns both buffers of at least `n` bytes and the stream.
-    ck("cuLaunchKernel(spin_copy)", unsafe {
-        sys::cuLaunchKernel(k.spin_copy, 64, 1, 1, 256, 1, 1, 0, stream as sys::CUstream, args.as_mut_ptr(), std::ptr::null_mut())
-    })
-    .map_err(|e| e.to_string())
+    Ok(unsafe { driver::module::launch_kernel(k.spin_copy, (64, 1, 1), (256, 1, 1), 0, stream as sys::CUstream, &mut args) }.map_err(|e| e.during("spin_copy"))?)
 }
 
 #[cfg(test)]

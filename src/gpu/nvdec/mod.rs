@@ -63,12 +63,14 @@
 //!
 //! # Files
 //!
-//! `sys` (the bindings, loaded at run time), `session` (RAII owners: context lock, parser,
+//! `sys` (the declarations), `api` (the library, loaded at run time, and one thin method per
+//! call: the only place NVDEC is called), `session` (RAII owners: context lock, parser,
 //! decoder, mapped picture), `parser` (the callbacks' state machine and the copy out of a
 //! surface), `reuse` (the decoder kept across a reconnect), `caps` (what the engine takes),
 //! `counters`, and `hooks` (test-only faults and
 //! delays, compiled with the `test-hooks` feature).
 
+pub(crate) mod api;
 mod caps;
 mod counters;
 pub(crate) mod hooks;
@@ -157,8 +159,8 @@ impl NvDecoder {
         let low_latency = o.low_latency;
         let t_new = Instant::now();
         let dev = &cam.stream.dev;
-        let codec = supports(dev, params, o.eight_bit).map_err(|why| Error::new(NVCAM_E_UNSUPPORTED, why))?;
-        let lib = cu::lib().map_err(|e| Error::new(NVCAM_E_UNSUPPORTED, e))?;
+        let codec = supports(dev, params, o.eight_bit)?;
+        let lib = api::lib()?;
         let (annexb, prime) = AnnexB::new(params, time_base)?;
         let (slot, parked) = reuse.split();
         let display_delay = std::env::var("NVCAM_NVDEC_DISPLAY_DELAY").ok().and_then(|v| v.parse().ok()).unwrap_or(if low_latency { 0 } else { DISPLAY_DELAY }).min(8);
@@ -240,7 +242,8 @@ impl NvDecoder {
         if let Some(e) = self.st.error.take() {
             return Err(e);
         }
-        crate::gpu::context::ck("cuvidParseVideoData", r?)
+        r??;
+        Ok(())
     }
 
     fn parse_packet(&mut self, data: &[u8], pts: Option<i64>) -> Result<()> {
@@ -306,8 +309,7 @@ impl NvDecoder {
         let s = &self.cam.stream;
         let _g = s.dev.push()?;
         // SAFETY: a live stream of the current context; the host function only sleeps.
-        let r = unsafe { cudarc::driver::sys::cuLaunchHostFunc(s.raw(), Some(session::delay_host_fn), us as usize as *mut c_void) };
-        crate::gpu::context::ck("cuLaunchHostFunc", r)?;
+        unsafe { crate::gpu::driver::stream::launch_host_func(s.raw(), session::delay_host_fn, us as usize as *mut c_void) }?;
         Ok(true)
     }
 

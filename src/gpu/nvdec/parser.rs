@@ -10,7 +10,8 @@ use super::caps::{caps, size_fits, surface_for, takes_layout, Surface};
 use super::counters::{count, ns, Timing, COUNTERS};
 use super::hooks::{self, Knobs};
 use super::session::VideoDecoder;
-use super::sys::{self as cu, Nvcuvid};
+use super::api::Nvcuvid;
+use super::sys as cu;
 use crate::gpu::context::{Copy2D, Mem};
 use crate::gpu::memory::{device_slot, new_pool};
 use crate::gpu::CamGpu;
@@ -196,7 +197,7 @@ impl State {
             self.park_queue()?;
             let dec = self.decoder.as_mut().expect("checked above");
             let fits = f.coded_width <= dec.max_w && f.coded_height <= dec.max_h;
-            if same_kind && want <= dec.surfaces && fits && dec.reconfigure(f).is_ok() {
+            if same_kind && want <= dec.surfaces && fits && dec.reconfigure(f) {
                 if adopting {
                     count(&COUNTERS.decoders_adopted);
                 }
@@ -267,7 +268,7 @@ impl State {
         }
         if let Some(k) = self.knobs.as_mut().filter(|k| k.fail_decode_at != 0 && k.fail_decode_at == self.decodes) {
             k.fail_decode_at = 0;
-            return Err(crate::gpu::context::cuda_error("cuvidDecodePicture (injected fault)", 999u32));
+            return Err(crate::gpu::driver::DriverError::new("cuvidDecodePicture (injected fault)", crate::gpu::driver::UNKNOWN).into());
         }
         dec.decode(p).map(|_| 1)
     }

@@ -1,9 +1,5 @@
-//! Run-time bindings to NVIDIA's video decoder library, `libnvcuvid.so.1` (`nvcuvid.dll` on
-//! Windows; the driver ships it).
-//!
-//! Nothing links against it: the library is opened with `dlopen` the first time a direct-NVDEC
-//! decoder is asked for, so the crate still loads and runs its CPU path on machines without an
-//! NVIDIA driver. A missing library or symbol is an `Err` with the reason, never a panic.
+//! Declarations of NVIDIA's video decoder library, `libnvcuvid.so.1` (`nvcuvid.dll` on
+//! Windows; the driver ships it), which `super::api` opens at run time and calls.
 //!
 //! The declarations are the subset of `cuviddec.h`/`nvcuvid.h` (NVDEC API 11.1, as shipped MIT
 //! licensed by Debian's `libffmpeg-nvenc-dev` under /usr/include/ffnvcodec/) that the decoder uses,
@@ -20,7 +16,6 @@
 
 use std::ffi::{c_int, c_long, c_short, c_uchar, c_uint, c_ulong, c_ushort, c_void};
 use std::mem::{offset_of, size_of};
-use std::sync::OnceLock;
 
 /// A `CUresult` as the driver returned it.
 pub(crate) type CUresult = u32;
@@ -83,7 +78,7 @@ pub(crate) const CUVID_PKT_NOTIFY_EOS: c_ulong = 0x10;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub struct CUVIDDECODECAPS {
+pub(crate) struct CUVIDDECODECAPS {
     pub eCodecType: cudaVideoCodec,
     pub eChromaFormat: cudaVideoChromaFormat,
     pub nBitDepthMinus8: c_uint,
@@ -105,7 +100,7 @@ pub struct CUVIDDECODECAPS {
 /// `{ short left, top, right, bottom; }` of the create and reconfigure structs.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ShortRect {
+pub(crate) struct ShortRect {
     pub left: c_short,
     pub top: c_short,
     pub right: c_short,
@@ -114,7 +109,7 @@ pub struct ShortRect {
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct CUVIDDECODECREATEINFO {
+pub(crate) struct CUVIDDECODECREATEINFO {
     pub ulWidth: c_ulong,
     pub ulHeight: c_ulong,
     pub ulNumDecodeSurfaces: c_ulong,
@@ -140,14 +135,14 @@ pub struct CUVIDDECODECREATEINFO {
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub struct FrameRate {
+pub(crate) struct FrameRate {
     pub numerator: c_uint,
     pub denominator: c_uint,
 }
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct IntRect {
+pub(crate) struct IntRect {
     pub left: c_int,
     pub top: c_int,
     pub right: c_int,
@@ -157,7 +152,7 @@ pub struct IntRect {
 /// `CUVIDEOFORMAT`, what the parser's sequence callback reports.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub struct CUVIDEOFORMAT {
+pub(crate) struct CUVIDEOFORMAT {
     pub codec: cudaVideoCodec,
     pub frame_rate: FrameRate,
     pub progressive_sequence: c_uchar,
@@ -178,7 +173,7 @@ pub struct CUVIDEOFORMAT {
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub struct CUVIDPARSERDISPINFO {
+pub(crate) struct CUVIDPARSERDISPINFO {
     pub picture_index: c_int,
     pub progressive_frame: c_int,
     pub top_field_first: c_int,
@@ -188,7 +183,7 @@ pub struct CUVIDPARSERDISPINFO {
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct CUVIDSOURCEDATAPACKET {
+pub(crate) struct CUVIDSOURCEDATAPACKET {
     pub flags: c_ulong,
     pub payload_size: c_ulong,
     pub payload: *const c_uchar,
@@ -199,7 +194,7 @@ pub struct CUVIDSOURCEDATAPACKET {
 /// only the leading fields are spelled out; the codec-specific union is opaque (4096 bytes,
 /// 8-aligned).
 #[repr(C)]
-pub struct CUVIDPICPARAMS {
+pub(crate) struct CUVIDPICPARAMS {
     pub PicWidthInMbs: c_int,
     pub FrameHeightInMbs: c_int,
     pub CurrPicIdx: c_int,
@@ -224,7 +219,7 @@ pub(crate) type PFNVIDOPPOINTCALLBACK = Option<unsafe extern "C" fn(*mut c_void,
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub struct CUVIDPARSERPARAMS {
+pub(crate) struct CUVIDPARSERPARAMS {
     pub CodecType: cudaVideoCodec,
     pub ulMaxNumDecodeSurfaces: c_uint,
     pub ulClockRate: c_uint,
@@ -245,7 +240,7 @@ pub struct CUVIDPARSERPARAMS {
 /// `CUVIDPROCPARAMS`, the post-processing (map) parameters.
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub struct CUVIDPROCPARAMS {
+pub(crate) struct CUVIDPROCPARAMS {
     pub progressive_frame: c_int,
     pub second_field: c_int,
     pub top_field_first: c_int,
@@ -267,7 +262,7 @@ pub struct CUVIDPROCPARAMS {
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub struct CUVIDGETDECODESTATUS {
+pub(crate) struct CUVIDGETDECODESTATUS {
     pub decodeStatus: cuvidDecodeStatus,
     pub reserved: [c_uint; 31],
     pub pReserved: [*mut c_void; 8],
@@ -275,7 +270,7 @@ pub struct CUVIDGETDECODESTATUS {
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub struct CUVIDRECONFIGUREDECODERINFO {
+pub(crate) struct CUVIDRECONFIGUREDECODERINFO {
     pub ulWidth: c_uint,
     pub ulHeight: c_uint,
     pub ulTargetWidth: c_uint,
@@ -438,77 +433,6 @@ pub fn layout_report() -> String {
     s
 }
 
-/// The entry points we use, resolved once from [`LIBRARY`]. The library stays loaded for
-/// the life of the process (decoders and parsers may outlive any one owner).
-pub struct Nvcuvid {
-    pub cuvidGetDecoderCaps: unsafe extern "C" fn(*mut CUVIDDECODECAPS) -> CUresult,
-    pub cuvidCreateDecoder: unsafe extern "C" fn(*mut CUvideodecoder, *mut CUVIDDECODECREATEINFO) -> CUresult,
-    pub cuvidReconfigureDecoder: unsafe extern "C" fn(CUvideodecoder, *mut CUVIDRECONFIGUREDECODERINFO) -> CUresult,
-    pub cuvidDestroyDecoder: unsafe extern "C" fn(CUvideodecoder) -> CUresult,
-    pub cuvidDecodePicture: unsafe extern "C" fn(CUvideodecoder, *mut CUVIDPICPARAMS) -> CUresult,
-    pub cuvidGetDecodeStatus: unsafe extern "C" fn(CUvideodecoder, c_int, *mut CUVIDGETDECODESTATUS) -> CUresult,
-    pub cuvidMapVideoFrame64:
-        unsafe extern "C" fn(CUvideodecoder, c_int, *mut u64, *mut c_uint, *mut CUVIDPROCPARAMS) -> CUresult,
-    pub cuvidUnmapVideoFrame64: unsafe extern "C" fn(CUvideodecoder, u64) -> CUresult,
-    pub cuvidCtxLockCreate: unsafe extern "C" fn(*mut CUvideoctxlock, CUcontext) -> CUresult,
-    pub cuvidCtxLockDestroy: unsafe extern "C" fn(CUvideoctxlock) -> CUresult,
-    pub cuvidCreateVideoParser: unsafe extern "C" fn(*mut CUvideoparser, *mut CUVIDPARSERPARAMS) -> CUresult,
-    pub cuvidParseVideoData: unsafe extern "C" fn(CUvideoparser, *mut CUVIDSOURCEDATAPACKET) -> CUresult,
-    pub cuvidDestroyVideoParser: unsafe extern "C" fn(CUvideoparser) -> CUresult,
-    _lib: libloading::Library,
-}
-
-/// The library's file name; the dynamic loader searches the usual paths (on Windows the driver
-/// installs `nvcuvid.dll` in System32).
-#[cfg(not(windows))]
-pub(crate) const LIBRARY: &str = "libnvcuvid.so.1";
-#[cfg(windows)]
-pub(crate) const LIBRARY: &str = "nvcuvid.dll";
-
-impl Nvcuvid {
-    /// Opens `path` and resolves every entry point; any failure is a message, not a panic.
-    pub fn open(path: &str) -> Result<Nvcuvid, String> {
-        // SAFETY: libnvcuvid's initializers are the driver's; loading it has no other effects.
-        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| format!("cannot load {path}: {e}"))?;
-        macro_rules! sym {
-            ($name:ident) => {{
-                // SAFETY: the type is the header's prototype for this symbol.
-                let s = unsafe { lib.get(concat!(stringify!($name), "\0").as_bytes()) }
-                    .map_err(|e| format!("{path} has no {}: {e}", stringify!($name)))?;
-                *s
-            }};
-        }
-        Ok(Nvcuvid {
-            cuvidGetDecoderCaps: sym!(cuvidGetDecoderCaps),
-            cuvidCreateDecoder: sym!(cuvidCreateDecoder),
-            cuvidReconfigureDecoder: sym!(cuvidReconfigureDecoder),
-            cuvidDestroyDecoder: sym!(cuvidDestroyDecoder),
-            cuvidDecodePicture: sym!(cuvidDecodePicture),
-            cuvidGetDecodeStatus: sym!(cuvidGetDecodeStatus),
-            cuvidMapVideoFrame64: sym!(cuvidMapVideoFrame64),
-            cuvidUnmapVideoFrame64: sym!(cuvidUnmapVideoFrame64),
-            cuvidCtxLockCreate: sym!(cuvidCtxLockCreate),
-            cuvidCtxLockDestroy: sym!(cuvidCtxLockDestroy),
-            cuvidCreateVideoParser: sym!(cuvidCreateVideoParser),
-            cuvidParseVideoData: sym!(cuvidParseVideoData),
-            cuvidDestroyVideoParser: sym!(cuvidDestroyVideoParser),
-            _lib: lib,
-        })
-    }
-}
-
-static LIB: OnceLock<Result<Nvcuvid, String>> = OnceLock::new();
-
-/// The process's libnvcuvid, loaded on first use; the reason it is unavailable otherwise.
-pub fn lib() -> Result<&'static Nvcuvid, String> {
-    LIB.get_or_init(|| Nvcuvid::open(LIBRARY)).as_ref().map_err(Clone::clone)
-}
-
-/// Whether libnvcuvid could be loaded (loads it on first call).
-pub fn available() -> bool {
-    lib().is_ok()
-}
-
 /// A zeroed `CUVIDPROCPARAMS` with the fields a map needs. (All-zero is a valid value of this
 /// struct: integers and nullable pointers only.)
 pub(crate) fn proc_params(disp: &CUVIDPARSERDISPINFO, stream: CUstream) -> CUVIDPROCPARAMS {
@@ -529,34 +453,5 @@ pub(crate) fn proc_params(disp: &CUVIDPARSERDISPINFO, stream: CUstream) -> CUVID
         Reserved: [0; 46],
         histogram_dptr: std::ptr::null_mut(),
         Reserved2: [std::ptr::null_mut(); 1],
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn missing_library_is_an_error_not_a_panic() {
-        let r = Nvcuvid::open("libnvcuvid-does-not-exist.so.1");
-        let e = r.err().expect("a library that is not there cannot load");
-        assert!(e.contains("cannot load"), "{e}");
-    }
-
-    #[test]
-    fn a_library_without_the_symbols_is_an_error() {
-        // libc (kernel32 on Windows) is always there and has none of NVDEC's entry points.
-        let other = if cfg!(windows) { "kernel32.dll" } else { "libc.so.6" };
-        let e = Nvcuvid::open(other).err().expect("libc is not libnvcuvid");
-        assert!(e.contains("has no cuvid"), "{e}");
-    }
-
-    #[test]
-    fn lib_answers_either_way() {
-        // On a machine without the driver this is Err with a reason; with it, Ok. Never a panic.
-        match lib() {
-            Ok(_) => {}
-            Err(e) => assert!(!e.is_empty()),
-        }
     }
 }
