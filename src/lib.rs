@@ -16,8 +16,8 @@
 //! convert       the conversion plan both back ends share, the kernels' parameters, the CPU twin
 //! input, source, ffmpeg   FFmpeg I/O under our deadlines; URLs; small FFmpeg owners
 //! registry, frame, pool, handle   frame handles, frames, slots and leases, generational tables
-//! config, logging, pin, status, workers    options and defaults; log sinks; self-pin; codes and
-//!               errors; the worker threads calls split their work over
+//! config, logging, pin, status, workers    options and defaults; log sinks; self-pin; error
+//!               kinds; the worker threads calls split their work over
 //! win_loader    Windows: the FFmpeg DLLs loaded from nvcam.dll's own folder
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -54,7 +54,7 @@ pub use ffi::log::*;
 pub use ffi::lv::*;
 pub use ffi::types::*;
 // Status codes only: `status::Result`/`Error` stay internal so a host's own names don't clash.
-pub use status::{
+pub use ffi::status::{
     NVCAM_OK,
     NVCAM_E_NULL_POINTER,
     NVCAM_E_INVALID_ARGUMENT,

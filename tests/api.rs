@@ -104,7 +104,7 @@ fn api_guide_documents_every_function_and_status_code() {
     for f in exported_functions() {
         assert!(guide.contains(&format!("`{f}(")), "docs/api.md's API table lacks {f}");
     }
-    for (code, name, _) in nvcam::status::ALL {
+    for (code, name, _) in nvcam::ffi::status::ALL {
         let row = format!("| {code} | `{name}` |");
         assert!(guide.contains(&row), "docs/api.md's status table lacks {row}");
     }

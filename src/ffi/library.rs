@@ -1,8 +1,8 @@
 //! The library object: version, init, shutdown, status texts, the thread's last error.
 
 use super::types::*;
+use super::status::{code, describe, NVCAM_E_PANIC, NVCAM_OK};
 use super::{boundary, convert, sized, text_out, write_text, Ctx};
-use crate::status::*;
 use std::ffi::c_char;
 use std::panic::catch_unwind;
 use std::time::Duration;
@@ -94,7 +94,7 @@ pub unsafe extern "C" fn nvcam_last_error(buf: *mut c_char, len: i32) -> i32 {
     });
     match r {
         Ok(Ok(())) => NVCAM_OK,
-        Ok(Err(e)) => e.code,
+        Ok(Err(e)) => code(e.kind),
         Err(_) => NVCAM_E_PANIC,
     }
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 /// The C surface, in header order: types and constants, status codes, then one file per object.
 pub const SOURCES: &[&str] = &[
     "src/ffi/types.rs",
-    "src/status.rs",
+    "src/ffi/status.rs",
     "src/ffi/library.rs",
     "src/ffi/camera.rs",
     "src/ffi/lv.rs",
