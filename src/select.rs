@@ -95,7 +95,7 @@ pub(crate) fn decoder_for(opts: &Options, stream: &ff::format::stream::Stream<'_
     let cam = match backend.gpu(device) {
         Ok(c) => c,
         Err(e) if opts.decoder.requires_hardware() => {
-            return Err(Error::new(NVCAM_E_NO_DEVICE, format!("a hardware decoder was required, but there is no usable GPU: {}", e.msg)));
+            return Err(Error::new(ErrorKind::NoDevice, format!("a hardware decoder was required, but there is no usable GPU: {}", e.msg)));
         }
         Err(e) => {
             if !backend.cpu_noted.swap(true, Ordering::Relaxed) {
@@ -122,7 +122,7 @@ fn decode_opts(opts: &Options, low_latency: bool) -> DecodeOpts {
 
 fn cap_reached(cam: &CamGpu) -> Error {
     Error::new(
-        NVCAM_E_NO_DEVICE,
+        ErrorKind::NoDevice,
         format!("GPU {}: all {} hardware decoder(s) allowed per device are in use", cam.ordinal(), gpu::hw_cap()),
     )
 }

@@ -121,7 +121,7 @@ impl LossWatch {
         if reconnect_decision(&wait, sh.counters.unhelpful_reconnects.load(Ordering::Relaxed)) {
             sh.counters.loss_reconnects.fetch_add(1, Ordering::Relaxed);
             sh.counters.unhelpful_reconnects.fetch_add(1, Ordering::Relaxed);
-            return Err(Error::new(NVCAM_E_IO, format!("reconnecting for a key frame after a packet loss: {wait:?}")));
+            return Err(Error::new(ErrorKind::Io, format!("reconnecting for a key frame after a packet loss: {wait:?}")));
         }
         Ok(())
     }

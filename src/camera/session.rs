@@ -215,9 +215,9 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                     eof = true;
                 }
                 Err(_) if sh.irq.kicked() => return Ok(SessionEnd::Kicked),
-                Err(e) if e.code == NVCAM_E_CLOSED => return Ok(SessionEnd::Stop),
+                Err(e) if e.kind == ErrorKind::Closed => return Ok(SessionEnd::Stop),
                 Err(e) => {
-                    if e.code == NVCAM_E_TIMEOUT {
+                    if e.kind == ErrorKind::TimedOut {
                         sh.set_state(CameraState::Stalled);
                     }
                     return Err(e);

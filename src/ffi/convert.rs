@@ -206,7 +206,7 @@ pub(crate) fn camera_stats(s: &Stats, struct_size: u32) -> nvcam_camera_stats {
         memory: mem,
         device,
         decoder: decoder(s.decoder),
-        last_error_code: s.last_error_code,
+        last_error_code: s.last_error.map_or(super::status::NVCAM_OK, super::status::code),
         _pad0: 0,
         live_handles: s.live_handles,
         decode_latency_p50_us: s.decode_latency_us.0,
@@ -490,21 +490,21 @@ mod tests {
     fn reserved_option_fields_and_unknown_latency_are_refused() {
         let mut o = options_defaults();
         o.reserved[1] = 1;
-        assert_eq!(options_from(Some(&o), None).unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
+        assert_eq!(options_from(Some(&o), None).unwrap_err().kind, ErrorKind::InvalidArgument);
         let mut o = options_defaults();
         o.transport = NVCAM_TRANSPORT_AUTO + 1;
-        assert_eq!(options_from(Some(&o), None).unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
+        assert_eq!(options_from(Some(&o), None).unwrap_err().kind, ErrorKind::InvalidArgument);
         for (t, i) in [(6, 0), (0, 3)] {
             let mut o = options_defaults();
             (o.transport, o.integrity) = (t, i);
-            assert_eq!(options_from(Some(&o), None).unwrap_err().code, NVCAM_E_INVALID_ARGUMENT, "transport {t} integrity {i}");
+            assert_eq!(options_from(Some(&o), None).unwrap_err().kind, ErrorKind::InvalidArgument, "transport {t} integrity {i}");
         }
         let mut o = options_defaults();
         o.integrity = NVCAM_INTEGRITY_HOLD;
         assert_eq!(options_from(Some(&o), None).unwrap().integrity, IntegrityPolicy::HoldLastExact);
         let mut o = options_defaults();
         o.latency = 3;
-        assert_eq!(options_from(Some(&o), None).unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
+        assert_eq!(options_from(Some(&o), None).unwrap_err().kind, ErrorKind::InvalidArgument);
         o.latency = NVCAM_LATENCY_LOW;
         assert_eq!(options_from(Some(&o), None).unwrap().latency, LatencyMode::Low);
     }
@@ -512,7 +512,7 @@ mod tests {
     #[test]
     fn reserved_config_flags_are_refused() {
         let c = nvcam_config { struct_size: 64, flags: 0xdead_beef, ..Default::default() };
-        assert_eq!(config_from(Some(&c)).unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
+        assert_eq!(config_from(Some(&c)).unwrap_err().kind, ErrorKind::InvalidArgument);
     }
 
     #[test]
@@ -536,7 +536,7 @@ mod tests {
         assert_eq!(siting(NVCAM_SITING_TOPLEFT).unwrap(), Some(Siting::TopLeft));
         assert_eq!(siting(NVCAM_SITING_BOTTOM).unwrap(), Some(Siting::Bottom));
         for bad in [7, u32::MAX] {
-            assert_eq!(siting(bad).unwrap_err().code, NVCAM_E_INVALID_ARGUMENT, "{bad}");
+            assert_eq!(siting(bad).unwrap_err().kind, ErrorKind::InvalidArgument, "{bad}");
         }
         // The frame_info numbering reads back as the same siting.
         for s in [Siting::Left, Siting::Center, Siting::TopLeft, Siting::Top, Siting::BottomLeft, Siting::Bottom] {

@@ -19,7 +19,7 @@ pub unsafe extern "C" fn nvcam_log_init(path: *const c_char, level: i32) -> i32 
     boundary("nvcam_log_init", Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract.
         let path = if path.is_null() { "".into() } else { unsafe { c_str(path, "path") }? };
-        logging::init(&path, convert::log_filter(level)?).map_err(|m| Error::new(NVCAM_E_IO, m))
+        logging::init(&path, convert::log_filter(level)?).map_err(|m| Error::new(ErrorKind::Io, m))
     })
 }
 
@@ -95,7 +95,7 @@ pub unsafe extern "C" fn nvcam_log_pop(level: *mut i32, buf: *mut c_char, len: i
                 if !buf.is_empty() {
                     let _ = write_text(buf, "");
                 }
-                Err(Error::new(NVCAM_E_BUFFER_TOO_SMALL, format!("the next log message needs {} bytes", needed + 1)))
+                Err(Error::new(ErrorKind::BufferTooSmall, format!("the next log message needs {} bytes", needed + 1)))
             }
         }
     })

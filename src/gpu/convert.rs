@@ -84,7 +84,7 @@ fn check_device_range(dev: &Arc<Device>, ptr: u64, need: usize) -> Result<()> {
     let end = start.checked_add(size as u64);
     let want = ptr.checked_add(need as u64);
     if !matches!((end, want), (Some(e), Some(w)) if w <= e) {
-        return Err(Error::new(NVCAM_E_BUFFER_TOO_SMALL, format!("dst's allocation ends {} bytes after dst; the conversion writes {need}", (start + size as u64).saturating_sub(ptr))));
+        return Err(Error::new(ErrorKind::BufferTooSmall, format!("dst's allocation ends {} bytes after dst; the conversion writes {need}", (start + size as u64).saturating_sub(ptr))));
     }
     Ok(())
 }

@@ -155,7 +155,7 @@ impl Kernels {
         // (64 for the embedded one) and 'static.
         let module = unsafe { driver::module::load_data(image) }
             .map_err(|e| Error::from(e.during("nvcam kernels")))
-            .map_err(|e| Error::new(e.code, format!("{} (the driver may be older than the kernels need: R450 for SASS up to sm_90, R520 to JIT newer GPUs)", e.msg)))?;
+            .map_err(|e| Error::new(e.kind, format!("{} (the driver may be older than the kernels need: R450 for SASS up to sm_90, R520 to JIT newer GPUs)", e.msg)))?;
         let get = |name: &std::ffi::CStr| -> Result<sys::CUfunction> {
             // SAFETY: the module just loaded, context current.
             Ok(unsafe { driver::module::get_function(module, name) }?)

@@ -71,7 +71,7 @@ impl DeviceStorage {
             let _g = dev.push()?;
             driver::memory::alloc_pitch(shape.row_bytes(), rows * slots, 16)
                 .map_err(Error::from)
-                .map_err(|e| Error::new(e.code, format!("{} ({slots} slots of {width}x{height} NV12 on GPU {})", e.msg, dev.ordinal)))?
+                .map_err(|e| Error::new(e.kind, format!("{} ({slots} slots of {width}x{height} NV12 on GPU {})", e.msg, dev.ordinal)))?
         };
         let geom = Geometry { width, height, pitch, depth };
         let slot_bytes = pitch * rows;

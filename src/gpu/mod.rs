@@ -47,11 +47,11 @@ static MAX_HW_PER_DEVICE: AtomicU32 = AtomicU32::new(0);
 static DRIVER_VERSION: AtomicU32 = AtomicU32::new(0);
 
 /// Whether the CUDA driver is loadable and has devices: `Ok(count)` or why there is no GPU path
-/// (`NVCAM_E_NO_DEVICE`, whatever the driver said). Checked once per process, before any other
+/// (`ErrorKind::NoDevice`, whatever the driver said). Checked once per process, before any other
 /// CUDA call (cudarc panics on a missing library: [`driver::library_present`] first).
 /// `NVCAM_DISABLE_GPU=1` forces the CPU path.
 pub(crate) fn probe() -> Result<i32> {
-    let none = |why: String| Error::new(NVCAM_E_NO_DEVICE, why);
+    let none = |why: String| Error::new(ErrorKind::NoDevice, why);
     PROBE
         .get_or_init(|| {
             if std::env::var("NVCAM_DISABLE_GPU").is_ok_and(|v| !v.is_empty() && v != "0") {
@@ -101,7 +101,7 @@ pub(crate) fn init(cfg: &Config) {
 pub(crate) fn device(ordinal: i32) -> Result<Arc<Device>> {
     let n = probe()?;
     if ordinal < 0 || ordinal >= n {
-        return Err(Error::new(NVCAM_E_NO_DEVICE, format!("GPU {ordinal} does not exist ({n} found)")));
+        return Err(Error::new(ErrorKind::NoDevice, format!("GPU {ordinal} does not exist ({n} found)")));
     }
     let mut d = DEVICES.lock();
     if d.len() < n as usize {
@@ -197,7 +197,7 @@ pub(crate) fn gpu_stats(device: i32) -> Result<GpuStats> {
     let n = probe().unwrap_or(0);
     s.device_count = n as u32;
     if device >= n || device < -1 {
-        return Err(Error::new(NVCAM_E_NO_DEVICE, format!("GPU {device} does not exist ({n} found)")));
+        return Err(Error::new(ErrorKind::NoDevice, format!("GPU {device} does not exist ({n} found)")));
     }
     stats::fill(device, &mut s);
     let devs: Vec<Arc<Device>> = if device < 0 { (0..n).filter_map(open_device).collect() } else { open_device(device).into_iter().collect() };

@@ -118,7 +118,7 @@ fn short_destination_is_refused() {
     let l = p.layout(0).unwrap();
     let mut out = vec![7u8; l.total - 1];
     let e = convert(&p, &view(&img, Depth::Eight), &mut out, &l).unwrap_err();
-    assert_eq!(e.code, NVCAM_E_BUFFER_TOO_SMALL);
+    assert_eq!(e.kind, ErrorKind::BufferTooSmall);
     assert!(out.iter().all(|&b| b == 7));
 }
 

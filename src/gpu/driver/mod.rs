@@ -23,7 +23,7 @@ pub(crate) mod memory;
 pub(crate) mod module;
 pub(crate) mod stream;
 
-use crate::status::{Error, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_UNSUPPORTED};
+use crate::status::{Error, ErrorKind};
 use cudarc::driver::sys as raw;
 use std::borrow::Cow;
 use std::ffi::{c_char, c_int, CStr};
@@ -92,13 +92,13 @@ impl std::error::Error for DriverError {}
 /// the message or drops the error).
 impl From<DriverError> for Error {
     fn from(e: DriverError) -> Error {
-        let code = match e.code {
-            2 => NVCAM_E_OUT_OF_MEMORY,
-            100 | 101 => NVCAM_E_NO_DEVICE,
-            801 => NVCAM_E_UNSUPPORTED,
-            _ => NVCAM_E_CUDA,
+        let kind = match e.code {
+            2 => ErrorKind::OutOfMemory,
+            100 | 101 => ErrorKind::NoDevice,
+            801 => ErrorKind::Unsupported,
+            _ => ErrorKind::Cuda,
         };
-        let err = Error::new(code, e.to_string());
+        let err = Error::new(kind, e.to_string());
         log::warn!("{err}");
         err
     }
@@ -185,11 +185,11 @@ mod tests {
         let e = DriverError::new("cuStreamWaitEvent", 2).during("frame ready");
         assert_eq!(e.call, "cuStreamWaitEvent(frame ready)");
         let err = Error::from(e.clone());
-        assert_eq!(err.code, NVCAM_E_OUT_OF_MEMORY);
+        assert_eq!(err.kind, ErrorKind::OutOfMemory);
         assert!(err.msg.starts_with("cuStreamWaitEvent(frame ready) failed: "), "{}", err.msg);
-        assert_eq!(Error::from(DriverError::new("cuDeviceGet", 101)).code, NVCAM_E_NO_DEVICE);
-        assert_eq!(Error::from(DriverError::new("cuvidCreateDecoder", 801)).code, NVCAM_E_UNSUPPORTED);
-        assert_eq!(Error::from(DriverError::new("cuEventRecord", 400)).code, NVCAM_E_CUDA);
+        assert_eq!(Error::from(DriverError::new("cuDeviceGet", 101)).kind, ErrorKind::NoDevice);
+        assert_eq!(Error::from(DriverError::new("cuvidCreateDecoder", 801)).kind, ErrorKind::Unsupported);
+        assert_eq!(Error::from(DriverError::new("cuEventRecord", 400)).kind, ErrorKind::Cuda);
     }
 
     #[test]

@@ -16,7 +16,7 @@
 
 use super::sys::*;
 use crate::gpu::driver::{check_code, DriverError};
-use crate::status::{Error, Result, NVCAM_E_UNSUPPORTED};
+use crate::status::{Error, ErrorKind, Result};
 use std::ffi::{c_int, c_uint};
 use std::sync::OnceLock;
 
@@ -51,9 +51,9 @@ pub(crate) const LIBRARY: &str = "nvcuvid.dll";
 
 impl Nvcuvid {
     /// Opens `path` and resolves every entry point; any failure is an error
-    /// (`NVCAM_E_UNSUPPORTED`: this GPU path is not available here), not a panic.
+    /// (`ErrorKind::Unsupported`: this GPU path is not available here), not a panic.
     pub fn open(path: &str) -> Result<Nvcuvid> {
-        let unsupported = |why: String| Error::new(NVCAM_E_UNSUPPORTED, why);
+        let unsupported = |why: String| Error::new(ErrorKind::Unsupported, why);
         // SAFETY: libnvcuvid's initializers are the driver's; loading it has no other effects.
         let lib = unsafe { libloading::Library::new(path) }.map_err(|e| unsupported(format!("cannot load {path}: {e}")))?;
         macro_rules! sym {
@@ -232,7 +232,7 @@ mod tests {
     fn missing_library_is_an_error_not_a_panic() {
         let r = Nvcuvid::open("libnvcuvid-does-not-exist.so.1");
         let e = r.err().expect("a library that is not there cannot load");
-        assert_eq!(e.code, NVCAM_E_UNSUPPORTED);
+        assert_eq!(e.kind, ErrorKind::Unsupported);
         assert!(e.msg.contains("cannot load"), "{e}");
     }
 

@@ -6,7 +6,7 @@ use crate::ffmpeg::pixfmt::{bit_depth, chroma_8bit, high_depth_420, Chroma};
 use crate::pool::Depth;
 use crate::gpu::context::Device;
 use crate::gpu::driver::{self, DriverError};
-use crate::status::{Error, Result, NVCAM_E_UNSUPPORTED};
+use crate::status::{Error, ErrorKind, Result};
 use ffmpeg_next as ff;
 use parking_lot::Mutex;
 
@@ -115,7 +115,7 @@ pub(crate) fn size_fits(c: &cu::CUVIDDECODECAPS, w: u32, h: u32) -> bool {
 /// writing the surface the camera wants (NV12, or P016 above 8 bits unless `eight_bit`). The
 /// reason otherwise.
 pub(crate) fn supports(dev: &Device, params: &ff::codec::Parameters, eight_bit: bool) -> Result<cu::cudaVideoCodec> {
-    let no = |why: String| Error::new(NVCAM_E_UNSUPPORTED, why);
+    let no = |why: String| Error::new(ErrorKind::Unsupported, why);
     if let Err(e) = super::api::lib() {
         return Err(no(format!("libnvcuvid unavailable: {}", e.msg)));
     }

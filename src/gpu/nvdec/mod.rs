@@ -113,7 +113,7 @@ const RECOVERY_WINDOW: Duration = Duration::from_secs(60);
 /// fault, or a broken invariant of ours); anything else (the stream refused, out of sessions,
 /// a closed camera) ends the call.
 fn recoverable(e: &Error) -> bool {
-    matches!(e.code, NVCAM_E_CUDA | NVCAM_E_INTERNAL | NVCAM_E_PANIC | NVCAM_E_OUT_OF_MEMORY)
+    e.kind.decoder_recovers()
 }
 
 /// A camera's direct-NVDEC decoder: parser, decoder and the queue of displayed pictures.
@@ -285,7 +285,7 @@ impl NvDecoder {
         self.recoveries.retain(|t| now.duration_since(*t) < RECOVERY_WINDOW);
         if self.recoveries.len() >= MAX_RECOVERIES {
             self.gave_up = true;
-            return Err(Error::new(e.code, format!("{} (after {MAX_RECOVERIES} NVDEC recoveries within a minute)", e.msg)));
+            return Err(Error::new(e.kind, format!("{} (after {MAX_RECOVERIES} NVDEC recoveries within a minute)", e.msg)));
         }
         self.recoveries.push_back(now);
         count(&COUNTERS.recoveries);
@@ -299,7 +299,7 @@ impl NvDecoder {
             a.flush();
         }
         self.new_parser()?;
-        Ok(Error::new(e.code, format!("{}; NVDEC decoder recreated", e.msg)))
+        Ok(Error::new(e.kind, format!("{}; NVDEC decoder recreated", e.msg)))
     }
 
     /// Applies the test hooks' stream delay (no-op without the `test-hooks` feature).
@@ -332,7 +332,7 @@ impl NvDecoder {
         }
         self.last_decode_warning = Some(Instant::now());
         Outcome::Corrupt(Some(Error::new(
-            NVCAM_E_IO,
+            ErrorKind::Io,
             format!(
                 "NVDEC reported a picture decoded with errors ({}; {} so far on this camera): corrupt or lost bitstream data",
                 if status == cu::cuvidDecodeStatus_Error { "not concealed" } else { "concealed" },
@@ -438,7 +438,7 @@ impl Decoder for NvDecoder {
         match r {
             Ok(status) => Ok(self.note_decode_status(status)),
             // Not an engine fault (a slot of the wrong size or memory): the session's error.
-            Err(e) if e.code == NVCAM_E_INTERNAL => Err(e),
+            Err(e) if e.kind == ErrorKind::Internal => Err(e),
             // The slot may hold a partial picture: the decoder recovers and this frame is lost.
             Err(e) => self.recover(e).map(Outcome::Dropped),
         }

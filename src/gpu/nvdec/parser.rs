@@ -129,7 +129,7 @@ impl State {
 
     fn refuse(&mut self, why: String) -> Error {
         self.refused = true;
-        Error::new(NVCAM_E_UNSUPPORTED, why)
+        Error::new(ErrorKind::Unsupported, why)
     }
 
     /// Sequence callback: a new or changed sequence header. Makes, reconfigures or keeps the
@@ -174,7 +174,7 @@ impl State {
             bits,
         };
         if geom.width == 0 || geom.height == 0 {
-            return Err(Error::new(NVCAM_E_FFMPEG, "sequence with an empty display area"));
+            return Err(Error::new(ErrorKind::Ffmpeg, "sequence with an empty display area"));
         }
         let want = (f.min_num_decode_surfaces as u32 + self.display_delay + SURFACE_MARGIN).clamp(1, MAX_DECODE_SURFACES);
         if let Some(dec) = &self.decoder {
@@ -297,7 +297,7 @@ unsafe fn callback(user: *mut c_void, f: impl FnOnce(&mut State) -> Result<c_int
             0
         }
         Err(_) => {
-            st.error = Some(Error::new(NVCAM_E_PANIC, "panic in an NVDEC parser callback"));
+            st.error = Some(Error::new(ErrorKind::Panic, "panic in an NVDEC parser callback"));
             0
         }
     }
