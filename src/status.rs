@@ -3,9 +3,9 @@
 //!
 //! Inside the library errors are kinds, and every decision that depends on an error (retry or
 //! give up, recreate a decoder, end a session, mark a stall) matches on the kind. The C status
-//! codes (`NVCAM_E_*`) a host sees, and the text form that names them, belong to the C surface:
-//! `ffi::status` maps each kind to its code in one place, so a new code cannot change what the
-//! library does, and a new kind cannot compile until the edge and the decisions below place it.
+//! codes a host sees, and the text form that names them, belong to the C surface: `ffi::status`
+//! maps each kind to its code in one place, so a new code cannot change what the library does,
+//! and a new kind cannot compile until the edge and the decisions below place it.
 
 /// Defines [`ErrorKind`] and its list [`ErrorKind::ALL`] from one list, so no kind can be left
 /// out of the list (the mapping test walks it).
