@@ -18,13 +18,19 @@ struct Aligned<T: ?Sized>(T);
 
 static FATBIN: &Aligned<[u8]> = &Aligned(*include_bytes!("../../kernels/nvcam_kernels.fatbin"));
 
-/// Threads per block: 32 wide (one warp per row segment, coalesced), 4 rows (`BLOCK_X`,
-/// `BLOCK_Y` in the kernel source).
+/// The kernels only tests load (`kernels/test/`), in a fatbin of their own that release builds
+/// do not carry.
+#[cfg(feature = "test-hooks")]
+static TEST_FATBIN: &Aligned<[u8]> = &Aligned(*include_bytes!("../../kernels/test/nvcam_test_kernels.fatbin"));
+
+// `cargo xtask gen` writes BLOCK and the `Shape` consts below into kernels/nvcam_abi.cuh
+// (BLOCK_X, BLOCK_Y, NAME_PX, NAME_ROWS), which the kernels are built with.
+
+/// Threads per block: 32 wide (one warp per row segment, coalesced), 4 rows.
 const BLOCK: (u32, u32) = (32, 4);
 
-/// How much of the output one thread converts, per kernel: `px` pixels along a row (`*_PX` x
-/// `*_G` in the kernel source) on `rows` rows (`*_ROWS`); the grids are sized by them, and a
-/// test below reads them back from the source.
+/// How much of the output one thread converts, per kernel: `px` pixels along a row on `rows`
+/// rows; the grids are sized by them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Shape {
     px: u32,
@@ -107,8 +113,10 @@ pub(crate) struct Kernels {
     /// The dynamic shared memory the tiled kernels (`_area_tiled`, `_area4`, `_batch_tiled`) may be
     /// given: the smaller of [`AREA_SMEM_MAX`] and the GPU's opt-in limit per block.
     area_smem_cap: u32,
-    /// The test hooks' slow consumer (the kernel ships in the fatbin either way).
-    #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
+    /// The test hooks' slow consumer, from [`TEST_FATBIN`]'s module.
+    #[cfg(feature = "test-hooks")]
+    test_module: sys::CUmodule,
+    #[cfg(feature = "test-hooks")]
     spin_copy: sys::CUfunction,
 }
 
@@ -151,15 +159,14 @@ impl Kernels {
         #[cfg(not(feature = "test-hooks"))]
         let image = FATBIN.0.as_ptr() as *const c_void;
         let _g = dev.push()?;
-        // SAFETY: our context is current (guard); the image is a complete fatbin, 8-byte aligned
-        // (64 for the embedded one) and 'static.
-        let module = unsafe { driver::module::load_data(image) }
-            .map_err(|e| Error::from(e.during("nvcam kernels")))
-            .map_err(|e| Error::new(e.kind, format!("{} (the driver may be older than the kernels need: R450 for SASS up to sm_90, R520 to JIT newer GPUs)", e.msg)))?;
-        let get = |name: &std::ffi::CStr| -> Result<sys::CUfunction> {
-            // SAFETY: the module just loaded, context current.
+        let module = load_module(image)?;
+        #[cfg(feature = "test-hooks")]
+        let test_module = load_module(TEST_FATBIN.0.as_ptr() as *const c_void)?;
+        let get_in = |module: sys::CUmodule, name: &std::ffi::CStr| -> Result<sys::CUfunction> {
+            // SAFETY: a module just loaded, context current.
             Ok(unsafe { driver::module::get_function(module, name) }?)
         };
+        let get = |name: &std::ffi::CStr| get_in(module, name);
         let convert = [get(c"nvcam_convert_same")?, get(c"nvcam_convert_same_float")?, get(c"nvcam_convert_bilinear")?, get(c"nvcam_convert_area")?];
         let batch = get(c"nvcam_convert_batch")?;
         let area_tiled = get(c"nvcam_convert_area_tiled")?;
@@ -179,7 +186,10 @@ impl Kernels {
             area_smem_cap,
             p016: get(c"nvcam_convert_p016")?,
             batch_p016: get(c"nvcam_convert_batch_p016")?,
-            spin_copy: get(c"nvcam_test_spin_copy")?,
+            #[cfg(feature = "test-hooks")]
+            test_module,
+            #[cfg(feature = "test-hooks")]
+            spin_copy: get_in(test_module, c"nvcam_test_spin_copy")?,
         };
         log::info!("GPU {}: conversion kernels loaded ({} bytes of fatbin)", dev.ordinal, FATBIN.0.len());
         Ok(k)
@@ -289,8 +299,20 @@ impl Drop for Kernels {
         if let Ok(_g) = self.dev.push() {
             // SAFETY: our module, unloaded once at shutdown, after every frame was released.
             driver::ok_or_logged(unsafe { driver::module::unload(self.module) });
+            // SAFETY: as above, the test kernels' module.
+            #[cfg(feature = "test-hooks")]
+            driver::ok_or_logged(unsafe { driver::module::unload(self.test_module) });
         }
     }
+}
+
+/// Loads a fatbin into the current context.
+fn load_module(image: *const c_void) -> Result<sys::CUmodule> {
+    // SAFETY: the caller's context is current; the image is a complete fatbin, 8-byte aligned (64
+    // for the embedded ones) and 'static.
+    unsafe { driver::module::load_data(image) }
+        .map_err(|e| Error::from(e.during("nvcam kernels")))
+        .map_err(|e| Error::new(e.kind, format!("{} (the driver may be older than the kernels need: R450 for SASS up to sm_90, R520 to JIT newer GPUs)", e.msg)))
 }
 
 /// The device's streaming multiprocessors (1 if the driver does not say).
@@ -368,29 +390,6 @@ pub fn spin_copy(device: i32, src: u64, dst: u64, n: u64, cycles: i64, stream: u
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A kernel source retuned without its grid here would leave pixels unconverted (a grid too
-    /// small) or launch idle blocks: the shapes must be the source's.
-    #[test]
-    fn grid_shapes_match_the_kernel_source() {
-        let src = include_str!("../../kernels/nvcam_convert.cu");
-        let define = |name: &str| -> u32 {
-            let line = src.lines().find(|l| l.starts_with(&format!("#define {name} "))).unwrap_or_else(|| panic!("{name} not in the source"));
-            line.split_whitespace().nth(2).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{line}"))
-        };
-        let shape = |k: &str, g: bool, rows: bool| Shape {
-            px: define(&format!("{k}_PX")) * if g { define(&format!("{k}_G")) } else { 1 },
-            rows: if rows { define(&format!("{k}_ROWS")) } else { 1 },
-        };
-        assert_eq!(SAME8, shape("SAME8", true, true));
-        assert_eq!(SAMEF, shape("SAMEF", true, true));
-        assert_eq!(RESIZE, shape("RESIZE", false, false));
-        assert_eq!(AREA, shape("AREA", false, false));
-        assert_eq!(AREA4, shape("AREA4", false, true));
-        assert_eq!(BATCH, shape("BATCH", false, false));
-        assert_eq!(P016, shape("P016", false, false));
-        assert_eq!(BLOCK, (define("BLOCK_X"), define("BLOCK_Y")));
-    }
 
     /// A bound below a block's footprint sends that block to the per-pixel path without a word
     /// (the values stay exact, so no GPU test would see it, only a slower kernel): `area_smem`

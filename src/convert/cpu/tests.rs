@@ -453,7 +453,7 @@ fn resized_roi_uses_the_whole_frame_sampling_grid() {
 }
 
 /// The kernel's same-scale arithmetic (`same_chroma`, `mix`, `pair_cols`, `same_finish` in
-/// kernels/nvcam_convert.cu), ported: integer chroma weights in quarters or halves, sums in
+/// kernels/same_scale.cuh), ported: integer chroma weights in quarters or halves, sums in
 /// units of 1 / D, `du * k` as `(S - 128 D) * (k / D)`. Returns R, G, B of luma pixel (x, y).
 fn kernel_same_scale(p: &Plan, s: &Image, x: i32, y: i32) -> [f32; 3] {
     let (hx, hy) = p.chroma_pos();
