@@ -98,7 +98,7 @@ pub mod diag {
     /// The CPU conversion of a packed NV12 or P016 image (`frame_format`: `nvcam_frame_info_t`'s
     /// `format`, `NVCAM_FORMAT_NV12` or `NVCAM_FORMAT_P016`, as `nvcam_frame_copy_nv12` packs
     /// it) whose stream colours are `(color_matrix, color_range, chroma_siting)` as
-    /// `nvcam_frame_info_t` reports them (see `ffi::convert::cpu_reference`).
+    /// `nvcam_frame_info_t` reports them (see `ffi::marshal::cpu_reference`).
     pub fn convert_cpu(
         pixels: &[u8],
         frame_format: u32,
@@ -108,7 +108,7 @@ pub mod diag {
         color: (u32, u32, u32),
         dst_pitch: usize,
     ) -> Result<Vec<u8>, String> {
-        crate::ffi::convert::cpu_reference(pixels, frame_format, width, height, spec, color, dst_pitch).map_err(|e| e.to_string())
+        crate::ffi::marshal::cpu_reference(pixels, frame_format, width, height, spec, color, dst_pitch).map_err(|e| e.to_string())
     }
     /// The test-only spin-then-copy kernel (stream hand-off tests).
     #[cfg(feature = "test-hooks")]

@@ -1,7 +1,7 @@
 //! The frame object: clone, release, info, host copies; and the clone registry's calls.
 
 use super::types::*;
-use super::{boundary, bytes_out, convert, fill_versioned, out, out_opt, sized, Ctx};
+use super::{boundary, bytes_out, fill_versioned, marshal, out, out_opt, sized, Ctx};
 use crate::handle::{self, Kind};
 use crate::registry;
 
@@ -41,7 +41,7 @@ pub extern "C" fn nvcam_frame_release(frame: u64) -> i32 {
 pub unsafe extern "C" fn nvcam_frame_info(frame: u64, info: *mut nvcam_frame_info) -> i32 {
     boundary("nvcam_frame_info", Ctx::Frame(frame), || {
         // SAFETY: forwarded from this function's contract.
-        unsafe { fill_versioned(info, FRAME_INFO_SIZE_V1, "info", |size| Ok(convert::frame_info(&*registry::get(frame)?, size))) }
+        unsafe { fill_versioned(info, FRAME_INFO_SIZE_V1, "info", |size| Ok(marshal::frame_info(&*registry::get(frame)?, size))) }
     })
 }
 
@@ -116,11 +116,11 @@ pub unsafe extern "C" fn nvcam_registry_stats(cam: u64, for_camera: *mut u32, to
 ///
 /// # Safety
 /// `spec` is NULL or readable for its `struct_size` bytes.
-unsafe fn spec_and_pitch(spec: *const nvcam_convert, dst_pitch: u64) -> crate::status::Result<(crate::convert::Spec, convert::DstKind, usize)> {
+unsafe fn spec_and_pitch(spec: *const nvcam_convert, dst_pitch: u64) -> crate::status::Result<(crate::convert::Spec, marshal::DstKind, usize)> {
     use crate::status::Error;
     // SAFETY: forwarded from the caller's contract.
     let c = unsafe { sized(spec, "spec") }?.ok_or_else(|| Error::null("spec"))?;
-    let (s, kind) = convert::convert_spec(c)?;
+    let (s, kind) = marshal::convert_spec(c)?;
     let pitch = usize::try_from(dst_pitch).map_err(|_| Error::arg(format!("dst_pitch {dst_pitch} too large")))?;
     Ok((s, kind, pitch))
 }
@@ -167,12 +167,12 @@ pub unsafe extern "C" fn nvcam_frame_convert(
         let (s, kind, pitch) = unsafe { spec_and_pitch(spec, dst_pitch) }?;
         let f = registry::get(frame)?;
         match kind {
-            convert::DstKind::Host => {
+            marshal::DstKind::Host => {
                 // SAFETY: forwarded from this function's contract (host memory of dst_size).
                 let buf = unsafe { bytes_out(dst.cast::<u8>(), dst_size, "dst") }?;
                 convert_frame(&f, &s, Dst::Host(buf), pitch, cuda_stream)
             }
-            convert::DstKind::Device(device) => {
+            marshal::DstKind::Device(device) => {
                 if dst.is_null() {
                     return Err(crate::status::Error::null("dst"));
                 }
@@ -236,12 +236,12 @@ pub unsafe extern "C" fn nvcam_frames_convert_batch(
             })
             .collect::<crate::status::Result<Vec<_>>>()?;
         match kind {
-            convert::DstKind::Host => {
+            marshal::DstKind::Host => {
                 // SAFETY: forwarded from this function's contract (host memory of dst_size).
                 let buf = unsafe { bytes_out(dst.cast::<u8>(), dst_size, "dst") }?;
                 convert_batch(&fs, &s, Dst::Host(buf), stride, cuda_stream)?;
             }
-            convert::DstKind::Device(device) => {
+            marshal::DstKind::Device(device) => {
                 if dst.is_null() {
                     return Err(Error::null("dst"));
                 }

@@ -1,7 +1,7 @@
 //! The C surface: every exported function, and the only code that touches a caller's pointers.
 //!
 //! One file per C object (`library`, `camera`, `frame`, `log`, `gpu`); the `#[repr(C)]` types and
-//! constants are in [`types`]; [`convert`] is the only place C structs are built or read. Every
+//! constants are in [`types`]; [`marshal`] is the only place C structs are built or read. Every
 //! export runs its body in [`boundary`] (panics caught, errors turned into status codes, recorded as
 //! the thread's and the camera's last error, logged where they happen) and reads its pointer
 //! arguments through the checked helpers below, so each `unsafe` here is one of a handful of
@@ -9,12 +9,12 @@
 
 mod ansi;
 pub mod camera;
-pub(crate) mod convert;
 pub mod frame;
 pub mod gpu;
 pub mod library;
 pub mod log;
 pub mod lv;
+pub(crate) mod marshal;
 pub mod types;
 
 use crate::status::*;
