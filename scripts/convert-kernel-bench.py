@@ -15,7 +15,7 @@ the frames, KB_ONLY=text the cases whose name contains it.
 
   python3 scripts/convert-kernel-bench.py [BUILD.fatbin ...]   # BUILD.cu beside each, or
                                                                # kernels/nvcam_convert.cu
-The parameter blocks mirror kernels/nvcam_convert.cu (src/convert/params.rs asserts the layout).
+The parameter blocks mirror kernels/nvcam_convert.cu (src/gpu/params.rs asserts the layout).
 """
 import ctypes
 import os

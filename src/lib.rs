@@ -10,10 +10,10 @@
 //! instances     LabVIEW node instances (which waits an Abort wakes)
 //! camera        worker, sessions, delivery
 //! select        which decoder a camera gets, and the fall-back order
-//! convert::dispatch   which back end converts a frame: the CPU twin, or the GPU's routes
-//! gpu, decode   device contexts/memory/decoders and device conversions; the decoder seam and the
-//!               software decoder
-//! convert       the conversion plan both back ends share, the kernels' parameters, the CPU twin
+//! convert_dispatch   which back end converts a frame: the CPU twin, or the GPU's routes
+//! gpu, decode   device contexts/memory/decoders and device conversions (with the kernels'
+//!               parameter blocks); the decoder seam and the software decoder
+//! convert       the conversion plan both back ends share, the CPU twin
 //! input, source, ffmpeg   FFmpeg I/O under our deadlines; URLs; small FFmpeg owners
 //! registry, frame, pool, handle   frame handles, frames, slots and leases, generational tables
 //! config, logging, pin, status, workers    options and defaults; log sinks; self-pin; codes and
@@ -26,6 +26,7 @@
 mod camera;
 mod config;
 mod convert;
+mod convert_dispatch;
 mod decode;
 pub mod ffi;
 mod ffmpeg;

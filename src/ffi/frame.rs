@@ -162,7 +162,7 @@ pub unsafe extern "C" fn nvcam_frame_convert(
     cuda_stream: u64,
 ) -> i32 {
     boundary("nvcam_frame_convert", Ctx::Frame(frame), || {
-        use crate::convert::dispatch::{convert_frame, Dst};
+        use crate::convert_dispatch::{convert_frame, Dst};
         // SAFETY: forwarded from this function's contract.
         let (s, kind, pitch) = unsafe { spec_and_pitch(spec, dst_pitch) }?;
         let f = registry::get(frame)?;
@@ -218,7 +218,7 @@ pub unsafe extern "C" fn nvcam_frames_convert_batch(
     cuda_stream: u64,
 ) -> i32 {
     boundary("nvcam_frames_convert_batch", Ctx::Lib, || {
-        use crate::convert::dispatch::{convert_batch, Dst};
+        use crate::convert_dispatch::{convert_batch, Dst};
         use crate::status::Error;
         if n == 0 || n > NVCAM_BATCH_MAX {
             return Err(Error::arg(format!("n {n} (1..{NVCAM_BATCH_MAX})")));
@@ -269,7 +269,7 @@ pub unsafe extern "C" fn nvcam_frame_convert_size(frame: u64, spec: *const nvcam
         // SAFETY: forwarded from this function's contract.
         let out_size = unsafe { out(size, "size") }?;
         let f = registry::get(frame)?;
-        *out_size = crate::convert::dispatch::required_size(&f, &s, pitch)? as u64;
+        *out_size = crate::convert_dispatch::required_size(&f, &s, pitch)? as u64;
         Ok(())
     })
 }

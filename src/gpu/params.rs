@@ -2,7 +2,7 @@
 //! `nvcam_convert_item`, `nvcam_convert_params` and `nvcam_convert_batch_params` in
 //! `kernels/nvcam_convert.cu` (the same sizes and offsets are asserted on both sides).
 
-use super::{Layout, Mode, Plan};
+use crate::convert::{Layout, Mode, Plan};
 use crate::frame::Frame;
 use crate::pool::Depth;
 
