@@ -2,6 +2,7 @@
 
 use super::types::*;
 use super::{boundary, bytes_out, fill_versioned, marshal, out, out_opt, sized, Ctx};
+use crate::convert_dispatch::Dst;
 use crate::handle::{self, Kind};
 use crate::registry;
 
@@ -125,6 +126,29 @@ unsafe fn spec_and_pitch(spec: *const nvcam_convert, dst_pitch: u64) -> crate::s
     Ok((s, kind, pitch))
 }
 
+/// Where a conversion writes: `dst_size` bytes at `dst`, in the memory `kind` names (device
+/// memory is checked by the back end, which alone can ask the driver).
+///
+/// # Safety
+/// For host memory, `dst` is NULL or writable for `dst_size` bytes.
+unsafe fn destination<'a>(kind: marshal::DstKind, dst: *mut std::ffi::c_void, dst_size: u64) -> crate::status::Result<Dst<'a>> {
+    use crate::status::Error;
+    match kind {
+        marshal::DstKind::Host => {
+            // SAFETY: forwarded from the caller's contract (host memory of dst_size).
+            let buf = unsafe { bytes_out(dst.cast::<u8>(), dst_size, "dst") }?;
+            Ok(Dst::Host(buf))
+        }
+        marshal::DstKind::Device(device) => {
+            if dst.is_null() {
+                return Err(Error::null("dst"));
+            }
+            let len = usize::try_from(dst_size).map_err(|_| Error::arg(format!("dst_size {dst_size} too large")))?;
+            Ok(Dst::Device { ptr: dst as u64, len, device })
+        }
+    }
+}
+
 /// Converts the frame as `spec` says (format, output size, crop, letterbox, colours, mean/std)
 /// into `dst`, rows `dst_pitch` bytes apart (0 = packed; planar formats: the planes follow each
 /// other, `height` rows each). Nothing is written unless the whole image fits in `dst_size` bytes
@@ -162,24 +186,12 @@ pub unsafe extern "C" fn nvcam_frame_convert(
     cuda_stream: u64,
 ) -> i32 {
     boundary("nvcam_frame_convert", Ctx::Frame(frame), || {
-        use crate::convert_dispatch::{convert_frame, Dst};
         // SAFETY: forwarded from this function's contract.
         let (s, kind, pitch) = unsafe { spec_and_pitch(spec, dst_pitch) }?;
         let f = registry::get(frame)?;
-        match kind {
-            marshal::DstKind::Host => {
-                // SAFETY: forwarded from this function's contract (host memory of dst_size).
-                let buf = unsafe { bytes_out(dst.cast::<u8>(), dst_size, "dst") }?;
-                convert_frame(&f, &s, Dst::Host(buf), pitch, cuda_stream)
-            }
-            marshal::DstKind::Device(device) => {
-                if dst.is_null() {
-                    return Err(crate::status::Error::null("dst"));
-                }
-                let len = usize::try_from(dst_size).map_err(|_| crate::status::Error::arg(format!("dst_size {dst_size} too large")))?;
-                convert_frame(&f, &s, Dst::Device { ptr: dst as u64, len, device }, pitch, cuda_stream)
-            }
-        }
+        // SAFETY: forwarded from this function's contract.
+        let dst = unsafe { destination(kind, dst, dst_size) }?;
+        crate::convert_dispatch::convert_frame(&f, &s, dst, pitch, cuda_stream)
     })
 }
 
@@ -218,7 +230,6 @@ pub unsafe extern "C" fn nvcam_frames_convert_batch(
     cuda_stream: u64,
 ) -> i32 {
     boundary("nvcam_frames_convert_batch", Ctx::Lib, || {
-        use crate::convert_dispatch::{convert_batch, Dst};
         use crate::status::Error;
         if n == 0 || n > NVCAM_BATCH_MAX {
             return Err(Error::arg(format!("n {n} (1..{NVCAM_BATCH_MAX})")));
@@ -235,20 +246,9 @@ pub unsafe extern "C" fn nvcam_frames_convert_batch(
                 registry::get(h).map_err(|e| Error { msg: format!("frames[{i}]: {}", e.msg), ..e })
             })
             .collect::<crate::status::Result<Vec<_>>>()?;
-        match kind {
-            marshal::DstKind::Host => {
-                // SAFETY: forwarded from this function's contract (host memory of dst_size).
-                let buf = unsafe { bytes_out(dst.cast::<u8>(), dst_size, "dst") }?;
-                convert_batch(&fs, &s, Dst::Host(buf), stride, cuda_stream)?;
-            }
-            marshal::DstKind::Device(device) => {
-                if dst.is_null() {
-                    return Err(Error::null("dst"));
-                }
-                let len = usize::try_from(dst_size).map_err(|_| Error::arg(format!("dst_size {dst_size} too large")))?;
-                convert_batch(&fs, &s, Dst::Device { ptr: dst as u64, len, device }, stride, cuda_stream)?;
-            }
-        }
+        // SAFETY: forwarded from this function's contract.
+        let dst = unsafe { destination(kind, dst, dst_size) }?;
+        crate::convert_dispatch::convert_batch(&fs, &s, dst, stride, cuda_stream)?;
         Ok(())
     })
 }
