@@ -187,16 +187,6 @@ pub(crate) enum Mode {
     Area = 2,
 }
 
-impl Mode {
-    pub(crate) fn from_code(c: u32) -> Mode {
-        match c {
-            0 => Mode::Same,
-            1 => Mode::Bilinear,
-            _ => Mode::Area,
-        }
-    }
-}
-
 /// Everything a conversion of one frame needs, checked.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Plan {
