@@ -33,7 +33,7 @@
 // (`Words` below), none of the 8-bit paths' byte tricks, so those stay as tuned.
 //
 // Parameter layout: `nvcam_convert_common` + `nvcam_convert_item`, from nvcam_abi.cuh, which
-// `cargo xtask gen` writes from src/convert/params.rs with the format and mode codes and the
+// `cargo xtask gen` writes from src/gpu/params.rs with the format and mode codes and the
 // launch shapes (src/gpu/kernels.rs sizes its grids by them). A batch passes up to
 // NVCAM_BATCH_PER_LAUNCH items by value (the whole block stays under the 4 KiB kernel-parameter
 // limit of every driver); item = blockIdx.z.

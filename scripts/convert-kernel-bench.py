@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Kernel-only throughput of the conversion kernels (issue 12), on the GPU machine (CuPy there).
 
-Loads one or more builds of kernels/ (fatbins, each beside the nvcam_convert.cu it was built from
+Loads one or more builds of kernels/ (fatbins, each beside the kernels/ sources it was built from
 (builds from before the kernels were split by family), or the committed fatbin by default, whose
 shapes come from kernels/*.cu and *.cuh), launches the kernels directly with cuLaunchKernel on synthetic
 NV12 frames (no nvcam calls, no events between launches: what the kernel itself costs), 200
@@ -17,7 +17,7 @@ the frames, KB_ONLY=text the cases whose name contains it.
   python3 scripts/convert-kernel-bench.py [BUILD.fatbin ...]   # BUILD.cu beside each, or
                                                                # kernels/*.cu, *.cuh
 The parameter blocks mirror kernels/nvcam_abi.cuh (`cargo xtask gen` writes it from
-src/convert/params.rs). The spin kernel comes from the build, or from kernels/test/'s fatbin.
+src/gpu/params.rs). The spin kernel comes from the build, or from kernels/test/'s fatbin.
 """
 import ctypes
 import os

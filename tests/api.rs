@@ -30,7 +30,7 @@ const GENERATED: [&str; 6] = [
     "bindings/python/nvcam/_ffi.py",
     "src/ffi/layout.rs",
     "kernels/nvcam_abi.cuh",
-    "src/convert/params_layout.rs",
+    "src/gpu/params_layout.rs",
 ];
 
 #[test]

@@ -2,7 +2,7 @@
 
 use super::types::*;
 use super::status::{code, describe, NVCAM_E_PANIC, NVCAM_OK};
-use super::{boundary, convert, sized, text_out, write_text, Ctx};
+use super::{boundary, marshal, sized, text_out, write_text, Ctx};
 use std::ffi::c_char;
 use std::panic::catch_unwind;
 use std::time::Duration;
@@ -44,7 +44,7 @@ pub unsafe extern "C" fn nvcam_init(config: *const nvcam_config) -> i32 {
     boundary("nvcam_init", Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract.
         let c = unsafe { sized(config, "config") }?;
-        crate::library::init(convert::config_from(c)?)
+        crate::library::init(marshal::config_from(c)?)
     })
 }
 

@@ -1,7 +1,7 @@
 //! The C surface: every exported function, and the only code that touches a caller's pointers.
 //!
 //! One file per C object (`library`, `camera`, `frame`, `log`, `gpu`); the `#[repr(C)]` types and
-//! constants are in [`types`], the status codes in [`status`]; [`convert`] is the only place C
+//! constants are in [`types`], the status codes in [`status`]; [`marshal`] is the only place C
 //! structs are built or read. Every export runs its body in [`boundary`] (panics caught, errors
 //! turned into status codes, recorded as the thread's and the camera's last error, logged where
 //! they happen) and reads its pointer
@@ -10,12 +10,12 @@
 
 mod ansi;
 pub mod camera;
-pub(crate) mod convert;
 pub mod frame;
 pub mod gpu;
 pub mod library;
 pub mod log;
 pub mod lv;
+pub(crate) mod marshal;
 pub mod status;
 pub mod types;
 

@@ -2,14 +2,14 @@
 //! into device memory, enqueued on the caller's stream after a cuStreamWaitEvent on the frame's
 //! ready event (no host wait), or through [`super::peer`] for device memory of another GPU (still
 //! no host wait); and a batch of device frames in one launch per 32. Which frames come here, and
-//! whether the destination is large enough, is decided above, in `crate::convert::dispatch`:
+//! whether the destination is large enough, is decided above, in `crate::convert_dispatch`:
 //! this module is only the device's side of it, plus the one check that needs the driver, that
 //! a caller's device pointer really is device memory of that GPU holding that many bytes.
 //! (Device frames into host memory: [`super::download`].)
 
 use super::context::Device;
 use super::kernels::kernels;
-use crate::convert::params::{BatchParams, KernelCommon, KernelItem, KernelParams, BATCH_PER_LAUNCH};
+use super::params::{BatchParams, KernelCommon, KernelItem, KernelParams, BATCH_PER_LAUNCH};
 use crate::convert::{Layout, Plan};
 use crate::frame::Frame;
 use crate::pool::Depth;

@@ -20,7 +20,7 @@
 use super::context::{Copy2D, Device, Event, Mem};
 use super::kernels::kernels;
 use super::staging::{self, MAX_CHUNKS};
-use crate::convert::params::KernelParams;
+use super::params::KernelParams;
 use crate::convert::{Layout, Plan};
 use crate::frame::Frame;
 use crate::status::*;

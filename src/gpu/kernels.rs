@@ -3,7 +3,7 @@
 //! library shutdown, and their launches.
 
 use super::context::Device;
-use crate::convert::params::{BatchParams, KernelItem, KernelParams, BATCH_PER_LAUNCH};
+use super::params::{BatchParams, KernelItem, KernelParams, BATCH_PER_LAUNCH};
 use crate::convert::{Mode, PixelFormat};
 use crate::pool::Depth;
 use crate::status::*;

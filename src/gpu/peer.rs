@@ -10,7 +10,7 @@
 use super::context::Device;
 use super::kernels::kernels;
 use super::staging;
-use crate::convert::params::KernelParams;
+use super::params::KernelParams;
 use crate::convert::{Layout, Plan};
 use crate::frame::Frame;
 use crate::status::*;

@@ -45,7 +45,7 @@ fn generated(root: &Path) -> Vec<(&'static str, String)> {
         ("bindings/python/nvcam/_ffi.py", python),
         ("src/ffi/layout.rs", headers::rust_layout(&layouts)),
         ("kernels/nvcam_abi.cuh", cuh),
-        ("src/convert/params_layout.rs", params_layout),
+        ("src/gpu/params_layout.rs", params_layout),
     ]
 }
 

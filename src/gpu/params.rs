@@ -2,7 +2,7 @@
 //! shapes they use, into `kernels/nvcam_abi.cuh`, which the kernels include, and asserts their
 //! layout on both sides (`static_assert`s there, `params_layout.rs` here): all fields 4 or 8 bytes.
 
-use super::{Layout, Mode, Plan};
+use crate::convert::{Layout, Mode, Plan};
 use crate::frame::Frame;
 use crate::pool::Depth;
 
@@ -182,9 +182,14 @@ impl KernelParams {
         KernelParams { c: KernelCommon::new(p, dst_pitch, dst_plane), it: KernelItem::new(p, depth, y, uv, src_pitch, dst) }
     }
 
-    /// The sampling mode (which kernel runs it).
+    /// The sampling mode (which kernel runs it), read back from the kernel's `MODE_*` number
+    /// that [`KernelItem::new`] wrote.
     pub(crate) fn mode(&self) -> Mode {
-        Mode::from_code(self.it.mode)
+        match self.it.mode {
+            0 => Mode::Same,
+            1 => Mode::Bilinear,
+            _ => Mode::Area,
+        }
     }
 
     /// The frame's sample width (P016 runs the `_p016` kernel whatever the mode).

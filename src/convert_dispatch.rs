@@ -1,15 +1,15 @@
 //! The conversions the C API asks for, sent to the back end that owns the frame's memory: the
-//! CPU twin ([`super::cpu`]) for frames of CPU cameras, the device routes of
+//! CPU twin ([`crate::convert::cpu`]) for frames of CPU cameras, the device routes of
 //! [`crate::gpu::convert`] and [`crate::gpu::download`] for frames in device memory.
 //!
-//! The choice sits here, above both back ends and not in the GPU module, so that a CPU frame's
-//! conversion never enters `gpu` (a machine without a GPU runs exactly the CPU code), and `gpu`
+//! The choice sits here, above both back ends (`crate::convert` and `crate::gpu`) and not in the
+//! GPU module, so that a CPU frame's conversion never enters `gpu` (a machine without a GPU runs exactly the CPU code), and `gpu`
 //! holds only device work. Everything that needs no device (the plan, the destination's size, a
 //! batch's item size, stride and memory kinds) is checked here, before either back end runs, so
 //! both refuse a bad call with the same words.
 
-use super::cpu::{self, Image};
-use super::{Plan, Spec};
+use crate::convert::cpu::{self, Image};
+use crate::convert::{Plan, Spec};
 use crate::frame::Frame;
 use crate::gpu;
 use crate::pool::MemoryKind;
