@@ -24,9 +24,9 @@ Run (from the repository root, on the GPU machine, with the bundle's FFmpeg libr
   bash .gpu-bundle/run.sh bash -c 'python3 examples/convert_roofline.py --fixtures .gpu-bundle/with/fixtures \
       --label new --json /tmp/new.json; python3 examples/convert_roofline.py --fixtures .gpu-bundle/with/fixtures \
       --lib old/libnvcam.so --binding old/nvcam.py --label old --json /tmp/old.json'
-  The CV-CUDA rows need .cvcuda (bash scripts/cvcuda-slim.sh here, then carry .cvcuda: ~31 MB).
+  The CV-CUDA rows need .cvcuda (bash scripts/gpu-machine/cvcuda-slim.sh here, then carry .cvcuda: ~31 MB).
   ... --rows 'issue'   # the issue's four rows;  --rows '1080p/same,host'  (comma = or, regexes)
-Options: --rounds 10 --calls 40 --host-calls 2000 --cvcuda DIR (default .cvcuda, scripts/cvcuda-slim.sh)
+Options: --rounds 10 --calls 40 --host-calls 2000 --cvcuda DIR (default .cvcuda, scripts/gpu-machine/cvcuda-slim.sh)
 --json FILE (the rows as JSON), --no-npp, --no-cvcuda, --no-torch.
 """
 
@@ -69,7 +69,7 @@ def parse_args(argv=None):
     ap.add_argument("--calls", type=int, default=40, help="calls per round (kept under ~1000 pending launches)")
     ap.add_argument("--host-calls", type=int, default=2000, help="calls timed one by one for the host-time rows")
     ap.add_argument("--host-round", type=int, default=20, help="host-timed calls per spin")
-    ap.add_argument("--cvcuda", default=os.path.join(ROOT, ".cvcuda"), help="slim CV-CUDA dir (scripts/cvcuda-slim.sh) or '' for an installed cvcuda")
+    ap.add_argument("--cvcuda", default=os.path.join(ROOT, ".cvcuda"), help="slim CV-CUDA dir (scripts/gpu-machine/cvcuda-slim.sh) or '' for an installed cvcuda")
     ap.add_argument("--no-npp", action="store_true")
     ap.add_argument("--no-cvcuda", action="store_true")
     ap.add_argument("--no-torch", action="store_true", help="skip the hand-written torch letterbox")
@@ -669,7 +669,7 @@ def load_cvcuda(path):
     try:
         if path:
             if not os.path.isdir(path):
-                return "no slim CV-CUDA at %s (bash scripts/cvcuda-slim.sh, then carry .cvcuda)" % path
+                return "no slim CV-CUDA at %s (bash scripts/gpu-machine/cvcuda-slim.sh, then carry .cvcuda)" % path
             man = os.path.join(path, "MANIFEST")
             tag = hashlib.sha256(open(man, "rb").read()).hexdigest()[:12] if os.path.exists(man) else "x"
             dst = "/tmp/nvcam-cvcuda-%s" % tag

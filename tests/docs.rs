@@ -10,7 +10,7 @@
 //!   that cdylib (as tests/bindings.rs runs the binding's suite).
 //!
 //! Each must exit 0 within [`LIMIT`]. The examples use `testsrc://` and closed ports on loopback,
-//! so they need no network and no GPU. Linux only in practice: scripts/windows-test.sh leaves this
+//! so they need no network and no GPU. Linux only in practice: scripts/ci/windows-test.sh leaves this
 //! file out under Wine (its SKIP list says why).
 
 mod common;

@@ -57,7 +57,7 @@ fn noisy_from(clean: &Path, name: &str, bsf: &str) -> PathBuf {
         return path;
     }
     if cfg!(windows) {
-        panic!("{} is made on Linux first (scripts/windows-test.sh)", path.display());
+        panic!("{} is made on Linux first (scripts/ci/windows-test.sh)", path.display());
     }
     let tmp = path.with_file_name(format!("part-{name}"));
     let out = Command::new("ffmpeg")

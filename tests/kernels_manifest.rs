@@ -1,5 +1,5 @@
 //! The embedded kernels match their sources: `kernels/nvcam_kernels.manifest` records the
-//! SHA-256 of `kernels/*.cu` that `scripts/build-kernels.sh` compiled, and the fatbin it wrote.
+//! SHA-256 of `kernels/*.cu` that `scripts/build/build-kernels.sh` compiled, and the fatbin it wrote.
 //! A `.cu` edited without a rebuild (or a fatbin replaced by hand) fails here, on any machine,
 //! with no GPU and no CUDA compiler. The fatbin's container is also walked: every architecture
 //! the manifest names is in it as SASS, plus the PTX.
@@ -72,7 +72,7 @@ fn sha256_is_sha256() {
     assert_eq!(sha256(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
-/// A kernel source changed without `bash scripts/build-kernels.sh`: the library would embed
+/// A kernel source changed without `bash scripts/build/build-kernels.sh`: the library would embed
 /// stale machine code.
 #[test]
 fn committed_fatbin_was_built_from_these_kernel_sources() {
@@ -90,8 +90,8 @@ fn committed_fatbin_was_built_from_these_kernel_sources() {
         all.extend_from_slice(&std::fs::read(s).unwrap());
     }
     let names: Vec<_> = srcs.iter().map(|s| s.file_name().unwrap().to_str().unwrap().to_string()).collect();
-    assert_eq!(m["sources"], names.join(" "), "the kernel sources changed: run bash scripts/build-kernels.sh");
-    assert_eq!(m["source_sha256"], sha256(&all), "a kernels/*.cu changed since the fatbin was built: run bash scripts/build-kernels.sh and commit both");
+    assert_eq!(m["sources"], names.join(" "), "the kernel sources changed: run bash scripts/build/build-kernels.sh");
+    assert_eq!(m["source_sha256"], sha256(&all), "a kernels/*.cu changed since the fatbin was built: run bash scripts/build/build-kernels.sh and commit both");
     let fatbin = std::fs::read(kernels_dir().join("nvcam_kernels.fatbin")).unwrap();
     assert_eq!(m["fatbin_sha256"], sha256(&fatbin), "kernels/nvcam_kernels.fatbin is not the one the manifest describes");
 }

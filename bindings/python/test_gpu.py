@@ -2,7 +2,7 @@
 
     NVCAM_LIB=.gpu-bundle/lib/libnvcam.so REQUIRE_GPU=1 python3 bindings/python/test_gpu.py
 
-(scripts/nvdec-device.sh python-gpu runs exactly that inside the bundle.) Without a GPU, torch or
+(scripts/gpu-machine/nvdec-device.sh python-gpu runs exactly that inside the bundle.) Without a GPU, torch or
 CuPy every test is skipped, unless REQUIRE_GPU=1, where that is a failure.
 
 - a frame's DLPack tensor (torch.from_dlpack) is the frame's device memory (same address), and

@@ -134,8 +134,8 @@ pub fn clip(name: &str, size: &str, frames: u32, codec: &str, extra: &[&str]) ->
     }
     if cfg!(windows) {
         // Under Wine the Linux ffmpeg CLI cannot be run (nor has Windows an encoder here):
-        // scripts/windows-test.sh makes the clips on Linux first, in the same folder.
-        panic!("{} is missing: the Windows tests use the clips the Linux tests make (scripts/windows-test.sh)", path.display());
+        // scripts/ci/windows-test.sh makes the clips on Linux first, in the same folder.
+        panic!("{} is missing: the Windows tests use the clips the Linux tests make (scripts/ci/windows-test.sh)", path.display());
     }
     let tmp = path.with_file_name(format!("part-{name}"));
     let mut cmd = Command::new("ffmpeg");
@@ -184,7 +184,7 @@ fn reference_raw(clip: &Path) -> Vec<u8> {
         return std::fs::read(&cache).expect("read the cached reference decode");
     }
     if cfg!(windows) {
-        panic!("{} is missing: the Windows tests use the reference decodes the Linux tests make (scripts/windows-test.sh)", cache.display());
+        panic!("{} is missing: the Windows tests use the reference decodes the Linux tests make (scripts/ci/windows-test.sh)", cache.display());
     }
     // The GPU machine has only the bundle's ffmpeg-nvdec (the same FFmpeg 5.1, decoders and swscale).
     let bin = if Command::new("ffmpeg-nvdec").arg("-version").output().is_ok() { "ffmpeg-nvdec" } else { "ffmpeg" };

@@ -5,7 +5,7 @@ GPU kept from filling its queue (a synchronize every 200 calls). The first row i
 floor (a call that does nothing); subtract it from the others. Says where the per-call host cost
 of a conversion can go and where it cannot (the launch).
 
-  python3 scripts/driver-call-cost.py     # from the repository root (reads the kernels' fatbin)
+  python3 scripts/bench/driver-call-cost.py     # from the repository root (reads the kernels' fatbin)
 """
 import ctypes
 import statistics

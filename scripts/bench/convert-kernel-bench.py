@@ -13,7 +13,7 @@ them). Every build must write the same bytes in every case, the kernels being ex
 is printed and the exit status is 1. KB_ALL=1 adds the issue-23 goal rows, KB_SIZES=WxH,... picks
 the frames, KB_ONLY=text the cases whose name contains it.
 
-  python3 scripts/convert-kernel-bench.py [BUILD.fatbin ...]   # BUILD.cu beside each, or
+  python3 scripts/bench/convert-kernel-bench.py [BUILD.fatbin ...]   # BUILD.cu beside each, or
                                                                # kernels/nvcam_convert.cu
 The parameter blocks mirror kernels/nvcam_convert.cu (src/convert/params.rs asserts the layout).
 """
@@ -26,7 +26,7 @@ import sys
 import cupy as cp
 
 here = os.path.dirname(os.path.abspath(__file__))
-root = os.path.dirname(here)
+root = os.path.dirname(os.path.dirname(here))
 N = int(os.environ.get("KB_N", "200"))
 # KB_FENCE=1: also time each single-frame case with the API's per-call stream work after every
 # launch (query + wait on the slot's consumer event, then record it), to split the API's cost.
