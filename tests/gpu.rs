@@ -585,8 +585,8 @@ fn hw_session_cap_falls_back_to_software() {
 /// loop's frames equal FFmpeg's software decode, in order, and no NVDEC session is made. FFmpeg's
 /// hwaccel used to drain and flush at every loop, and a flush makes FFmpeg's h264 decoder destroy
 /// and re-create its NVDEC session; cameras looping together (paced files opened together) then
-/// queued in the driver's `cuvidCreateDecoder` for seconds (issue 11: 32 paced cameras of a
-/// 40-frame clip at 12 fps). Direct NVDEC made a new parser at every loop, whose first picture
+/// queued in the driver's `cuvidCreateDecoder` for seconds (measured: 32 paced cameras
+/// of a 40-frame clip at 12 fps). Direct NVDEC made a new parser at every loop, whose first picture
 /// then waited for the engine without the display delay's head start.
 #[test]
 fn looped_file_keeps_its_decoder_and_frame_order() {
@@ -695,7 +695,7 @@ fn make_format_fixtures() {
     clip("bench-hevc8-1920x1080.mkv", "1920x1080", 300, "libx265", &["-preset", "ultrafast", "-b:v", "2M", "-x265-params", "log-level=error"]);
 }
 
-/// The issue's isolation scenario on a GPU: steady 1080p30 cameras (looped, paced, AUTO) while
+/// Camera isolation on a GPU (one camera's reconnects must not stall another's frames): steady 1080p30 cameras (looped, paced, AUTO) while
 /// others reconnect in a loop; the steady cameras' consumers must see no stall. Scale and the
 /// gap limit come from `NVCAM_CHURN_TEST=steady,churn,seconds,gap_ms` (default `96,32,8,100`:
 /// gap p99 within 3 frame intervals); under compute-sanitizer the suite runs it at `8,4,4,0`

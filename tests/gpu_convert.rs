@@ -1,8 +1,8 @@
-//! The conversion kernels on a GPU (issue 12): every output format at 1080p, 4K and odd sizes,
-//! both matrices and both ranges, chroma sitings (issue 20), identity, crops at odd offsets,
+//! The conversion kernels on a GPU: every output format at 1080p, 4K and odd sizes,
+//! both matrices and both ranges, chroma sitings, identity, crops at odd offsets,
 //! letterbox and crop+resize, NV12 and P016 (10-bit) frames, against the CPU twin
-//! (`nvcam::diag::convert_cpu`, the same arithmetic): bit-identical (the issue allows one
-//! step per 8-bit channel, 1/255 for floats; the twin is built to match exactly). Both
+//! (`nvcam::diag::convert_cpu`, the same arithmetic): bit-identical (a conversion is
+//! allowed one step per 8-bit channel, 1/255 for floats, but the twin is built to match exactly). Both
 //! destinations: device memory on the test's own stream, and host memory through the library's
 //! pinned staging. Then the stream hand-off: a slow kernel on the
 //! consumer's stream reads a frame released right after its launch, and the slot is not
@@ -356,7 +356,7 @@ fn gpu_conversions_match_the_cpu_reference_at_every_size() {
     all_formats_and_colours(&cuda, odd.to_str().unwrap(), NVCAM_DECODER_SOFTWARE, NVCAM_FORMAT_NV12);
 }
 
-/// The box filter's tiled path (a block's footprint staged in shared memory, issue 23) at the
+/// The box filter's tiled path (a block's footprint staged in shared memory) at the
 /// scales that take it, in each kernel that has it (`_area4` for large outputs, `_area_tiled`
 /// for small ones, `_batch_tiled`): every format, three sitings, letterbox, plain resize and a crop,
 /// bit for bit as the CPU twin. A staged rectangle one byte short, a word mask off by one or a

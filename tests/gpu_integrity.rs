@@ -1,4 +1,4 @@
-//! Marking parity (issue 21): on a clip with dropped and damaged packets (FFmpeg's `noise`
+//! Marking parity: on a clip with dropped and damaged packets (FFmpeg's `noise`
 //! bitstream filter), every decoder marks the pictures that are not exact, and the GPU decoders
 //! mark the same pictures as the software path. The same over RTSP: a replay server on loopback
 //! (`tests/support/rtsp_replay.py`, Python's standard library only) drops RTP packets inside the

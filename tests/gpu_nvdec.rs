@@ -513,7 +513,8 @@ fn make_nvdec_fixtures() {
     }
     clip("nvdec-h264-480x272.mp4", "480x272", 60, "libx264", &x264(true));
     clip("nvdec-mpeg4-320x240.mp4", "320x240", 20, "mpeg4", &[]);
-    // Benchmark clips: 1080p30, H.264 at 4 Mbit/s and HEVC at 2 Mbit/s (the issue's), 10 s each.
+    // Benchmark clips: 1080p30, H.264 at 4 Mbit/s and HEVC at 2 Mbit/s, 10 s each (the clips
+    // docs/BENCHMARKS.md's decode figures are for).
     clip("bench-h264-1920x1080.mp4", "1920x1080", 300, "libx264", &["-preset", "veryfast", "-b:v", "4M", "-g", "60", "-bf", "2"]);
     clip("bench-hevc-1920x1080.mp4", "1920x1080", 300, "libx265", &["-preset", "fast", "-b:v", "2M", "-g", "60", "-x265-params", "log-level=error"]);
 }

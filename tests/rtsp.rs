@@ -1,4 +1,4 @@
-//! Cameras against a real RTSP server on loopback (issue 3): reconnect storms, hung and silent
+//! Cameras against a real RTSP server on loopback: reconnect storms, hung and silent
 //! servers, stream changes, many cameras, bad URLs, authentication, UDP.
 //!
 //! The tests call the library through its exported C functions, as a host does, and decode on
@@ -366,7 +366,8 @@ fn server_restart_20_times_reconnects_each_time() {
     assert_no_thread_left(&threads0);
 }
 
-/// How long after an outage each camera is back (hardening issue, finding 6). With the old
+/// How long after an outage each camera is back: a camera must not idle long after its server
+/// returns. With the old
 /// schedule (250 ms doubling per failed attempt) a retry often landed long after the server was
 /// back: median 1.2-1.4 s, max 2.4 s. Now: 4 cameras with the default options, the server
 /// SIGKILLed and restarted 12 times after 0.2-3 s down, keyframe every 15 frames (0.5 s); from

@@ -1,11 +1,12 @@
-//! Lossy networks (issue 21): a frame nvcam hands out is exactly right, or marked.
+//! Lossy networks: a frame nvcam hands out is exactly right, or marked.
 //!
 //! A real RTSP server on loopback streams a known clip through GStreamer's `netsim` (RTP packets
 //! dropped, delayed, reordered, duplicated between the payloader and the network), and every
 //! frame a camera hands out is checked against FFmpeg's own decode of the clip: its NV12 pixels
 //! must be bit-identical to one of the clip's frames, unless the frame is marked.
 //!
-//! `NVCAM_LOSS_SECONDS` sets the length of the loss runs (default 60, as the issue measures);
+//! `NVCAM_LOSS_SECONDS` sets the length of the loss runs (default 60: the limits
+//! here, such as reconnects in a minute, and docs/BENCHMARKS.md's loss rows are for a minute);
 //! each run prints one table row for docs/BENCHMARKS.md.
 
 mod common;

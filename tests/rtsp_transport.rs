@@ -1,4 +1,4 @@
-//! RTSP transports and credentials as users configure them (issue 21): the `transport` camera
+//! RTSP transports and credentials as users configure them: the `transport` camera
 //! option (TCP, UDP, UDP multicast, the HTTP tunnel, AUTO's fall-back to TCP behind a firewall
 //! that drops UDP), Basic and Digest authentication, rtsps://, and passwords kept out of error
 //! texts and the log.

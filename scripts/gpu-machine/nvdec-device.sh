@@ -13,7 +13,7 @@
 #   integrity      tests/gpu_integrity.rs (dropped and damaged packets in files, and RTP packets
 #                  dropped inside an RTSP TCP connection by the bundle's replay server: every decoder's
 #                  marks against the software path's), then under compute-sanitizer --tool memcheck
-#   gpu-suite      tests/gpu.rs (the GPU issue's suite; AUTO now means direct NVDEC)
+#   gpu-suite      tests/gpu.rs (the GPU path's suite; AUTO means direct NVDEC)
 #   memcheck-nvdec tests/gpu_nvdec.rs under compute-sanitizer --tool memcheck
 #   memcheck-gpu   tests/gpu.rs under compute-sanitizer --tool memcheck (the storm test: churn-memcheck)
 #   convert-tests  tests/gpu_convert.rs (kernels vs the CPU twin at every size, stream hand-off)
