@@ -18,16 +18,7 @@ use replay::ReplayServer;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    init();
-    g
-}
 
 /// The clean clip: 10 s, 30 fps, an IDR every second, no B-frames.
 fn clean_clip() -> PathBuf {

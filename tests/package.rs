@@ -6,24 +6,10 @@
 //! The FFmpeg libraries must resolve into the package's `lib/` (bundled by `scripts/release/package.sh`), not
 //! the system's. Linux only: the Windows zip gets the same files from the documented Windows step.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::{cdylib, root, show};
+use std::path::Path;
 use std::process::{Command, Output};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The cdylib cargo built next to this test binary (`target/<profile>/deps`).
-fn cdylib() -> PathBuf {
-    let deps = std::env::current_exe().expect("current_exe").parent().expect("deps dir").to_path_buf();
-    let p = deps.join("libnvcam.so");
-    assert!(p.is_file(), "{} not found: cargo builds the cdylib next to the test binaries", p.display());
-    p
-}
-
-fn show(o: &Output) -> String {
-    format!("status {}\n--- stdout\n{}\n--- stderr\n{}", o.status, String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
 
 /// Runs `cmd`; a missing program fails with what to install (the test must run on CI, never skip).
 fn run(what: &str, cmd: &mut Command) -> Output {

@@ -21,14 +21,12 @@ use std::ffi::CString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
+/// `common::serial`, and with NVCAM_TEST_LOG the library's log on stderr.
 fn serial() -> MutexGuard<'static, ()> {
-    let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    init();
+    let g = common::serial();
     // NVCAM_TEST_LOG=4 (debug) or 5 (trace): the library's log on stderr, with each loss and
     // each picture's marks, to trace a failure.
     if let Some(level) = std::env::var("NVCAM_TEST_LOG").ok().and_then(|v| v.parse().ok()) {
