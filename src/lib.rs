@@ -38,6 +38,7 @@ mod library;
 mod logging;
 mod pin;
 mod pool;
+mod record;
 mod registry;
 mod select;
 mod source;
@@ -52,6 +53,7 @@ pub use ffi::gpu::*;
 pub use ffi::library::*;
 pub use ffi::log::*;
 pub use ffi::lv::*;
+pub use ffi::record::*;
 pub use ffi::types::*;
 // Status codes only: `status::Result`/`Error` stay internal so a host's own names don't clash.
 pub use status::{

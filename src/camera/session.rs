@@ -131,6 +131,7 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
     let Chosen { decoder: mut dec, pools } = select::decoder_for(o, &input.stream(), &sh.backend, low_latency)?;
     timing::since(Stage::Select, t_select);
     note_codec(sh, &input);
+    sh.recorder.session_start(&input.stream());
     let mut kind = dec.kind();
     note_decoder(sh, kind);
     if let Some(tx) = first.take() {
@@ -186,6 +187,7 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
                     let now = Instant::now();
                     arrivals.read(Arrival { pts_us: p_us, at: now, wall_ns: wall_ns() });
                     losses.packet(sh, &p, p_us, &mut integrity, now)?;
+                    sh.recorder.packet(&p, p_us, sh.counters.packets_lost.load(Ordering::Relaxed));
                     if integrity.is_recovery_point(p_us) && dec.restarts_at_recovery_point() {
                         // Drain what the decoder holds (pictures before the recovery point),
                         // then start it afresh with this packet, after the pictures below.
@@ -233,6 +235,7 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
             got_any = true;
             seq += 1;
             sh.counters.decoded.store(seq, Ordering::Relaxed);
+            sh.recorder.picture(seq, pic.pts_us);
             *attempt = 0;
             sh.counters.attempt.store(0, Ordering::Relaxed);
             sh.counters.next_retry_ms.store(0, Ordering::Relaxed);

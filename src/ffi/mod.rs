@@ -15,6 +15,7 @@ pub mod gpu;
 pub mod library;
 pub mod log;
 pub mod lv;
+pub mod record;
 pub mod types;
 
 use crate::status::*;
