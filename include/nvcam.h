@@ -1615,6 +1615,24 @@ int32_t nvcam_camera_record_cache(uint64_t cam, uint32_t pre_ms, uint64_t max_by
 int32_t nvcam_camera_record_start(uint64_t cam, const char *path, uint32_t pre_ms, uint32_t post_ms, uint64_t *rec);
 
 /**
+ * Records the camera's stream continuously into files of about `segment_ms` each (cut at the
+ * first key frame after that), in the folder `dir`, named by the wall-clock time (UTC) of their
+ * start: `YYYYMMDD-HHMMSS.EXT` (`-2`, `-3`, ... when taken), `container` "mkv" or "mp4". Once a
+ * segment is finished, the oldest finished segments beyond `keep_count` files or `keep_bytes`
+ * bytes (0: no limit) are deleted (the newest always stays). Runs until `nvcam_record_stop`,
+ * `nvcam_record_release`, or the camera's close; `parts` in the status counts the segments,
+ * `nvcam_record_file` names the current one. Starts at the key frame at or before now (from the
+ * cache), or at the next one.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_FFMPEG, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ *
+ * # Safety
+ * `dir` and `container` are NULL or NUL-terminated strings; `rec` is NULL or writable for a
+ * `uint64_t`.
+ */
+int32_t nvcam_camera_record_segments(uint64_t cam, const char *dir, const char *container, uint32_t segment_ms, uint32_t keep_count, uint64_t keep_bytes, uint64_t *rec);
+
+/**
  * Moves a running recording's end to now + `post_ms` (never earlier): a second trigger while it
  * runs extends the same clip. `NVCAM_E_CLOSED` once it has ended.
  *

@@ -1521,6 +1521,24 @@ int nvcam_camera_record_cache(unsigned __int64 cam, unsigned int pre_ms, unsigne
 int nvcam_camera_record_start(unsigned __int64 cam, const char *path, unsigned int pre_ms, unsigned int post_ms, unsigned __int64 *rec);
 
 /**
+ * Records the camera's stream continuously into files of about `segment_ms` each (cut at the
+ * first key frame after that), in the folder `dir`, named by the wall-clock time (UTC) of their
+ * start: `YYYYMMDD-HHMMSS.EXT` (`-2`, `-3`, ... when taken), `container` "mkv" or "mp4". Once a
+ * segment is finished, the oldest finished segments beyond `keep_count` files or `keep_bytes`
+ * bytes (0: no limit) are deleted (the newest always stays). Runs until `nvcam_record_stop`,
+ * `nvcam_record_release`, or the camera's close; `parts` in the status counts the segments,
+ * `nvcam_record_file` names the current one. Starts at the key frame at or before now (from the
+ * cache), or at the next one.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_FFMPEG, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ *
+ * # Safety
+ * `dir` and `container` are NULL or NUL-terminated strings; `rec` is NULL or writable for a
+ * `unsigned __int64`.
+ */
+int nvcam_camera_record_segments(unsigned __int64 cam, const char *dir, const char *container, unsigned int segment_ms, unsigned int keep_count, unsigned __int64 keep_bytes, unsigned __int64 *rec);
+
+/**
  * Moves a running recording's end to now + `post_ms` (never earlier): a second trigger while it
  * runs extends the same clip. `NVCAM_E_CLOSED` once it has ended.
  *

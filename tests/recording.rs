@@ -464,3 +464,42 @@ fn a_clip_of_a_stream_with_b_frames_decodes_to_the_delivered_frames() {
     }
     close(cam, 5000).unwrap();
 }
+
+/// A continuous recording is cut into segments of about 1 s at key frames, each a complete file
+/// that decodes to a run of the camera's frames, and only the newest `keep_count` stay.
+#[test]
+fn segments_are_cut_at_key_frames_and_the_oldest_deleted() {
+    let _g = serial();
+    let dir = out_dir("segments");
+    // The core tests' clip (B-frames, a key frame every 15 pictures), looped: this runs under Wine.
+    let src = clip("h264_bframes_320x240.mp4", "320x240", 45, "libx264", &["-bf", "3", "-g", "15"]);
+    let cam = open(src.to_str().unwrap(), &options(FAST | NVCAM_OPEN_LOOP)).unwrap();
+    let (d, mkv) = (CString::new(dir.to_str().unwrap()).unwrap(), CString::new("mkv").unwrap());
+    let mut rec = 0;
+    let bad = CString::new("avi").unwrap();
+    assert_eq!(unsafe { nvcam_camera_record_segments(cam, d.as_ptr(), bad.as_ptr(), 1000, 3, 0, &mut rec) }, NVCAM_E_INVALID_ARGUMENT);
+    assert_eq!(unsafe { nvcam_camera_record_segments(cam, d.as_ptr(), mkv.as_ptr(), 1000, 3, 0, &mut rec) }, NVCAM_OK, "{}", last_error());
+    let mut seen = HashMap::new();
+    let end = Instant::now() + Duration::from_secs(20);
+    while status(rec).parts < 7 {
+        assert!(Instant::now() < end, "only {} segments", status(rec).parts);
+        take(cam, &mut seen);
+    }
+    assert_eq!(nvcam_record_stop(rec), NVCAM_OK);
+    drive_until_ended(cam, &[rec], &mut seen);
+    let s = status(rec);
+    assert_eq!(s.state, NVCAM_RECORD_STOPPED, "{}", rec_error(rec));
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    // Oldest first by when they were finished (names within one second differ by -2, -3, ...).
+    files.sort_by_key(|f| std::fs::metadata(f).and_then(|m| m.modified()).unwrap());
+    assert_eq!(files.len(), 3, "keep_count 3: {files:?}");
+    for f in &files {
+        let name = f.file_name().unwrap().to_str().unwrap();
+        assert!(name.len() >= 19 && name.ends_with(".mkv") && name.as_bytes()[8] == b'-', "named by UTC time: {name}");
+        let n = hashes_by_nvcam(f).len();
+        // 1 s at 30 fps with a key frame every 15 pictures; the last one was cut by the stop.
+        assert!(n <= 45 && (n.is_multiple_of(GOP) || f == files.last().unwrap()), "{name}: {n} pictures");
+    }
+    assert_eq!(nvcam_record_release(rec), NVCAM_OK);
+    close(cam, 5000).unwrap();
+}

@@ -408,6 +408,16 @@ public:
         return Recording(r);
     }
 
+    /// Records continuously into files of about segment_ms in `dir` ("mkv" or "mp4"), named by
+    /// UTC time; the oldest beyond keep_count files or keep_bytes (0 = no limit) are deleted.
+    Recording record_segments(const std::string& dir, const std::string& container, uint32_t segment_ms,
+                              uint32_t keep_count, uint64_t keep_bytes = 0) {
+        uint64_t r = 0;
+        detail::check(nvcam_camera_record_segments(h_, dir.c_str(), container.c_str(), segment_ms, keep_count, keep_bytes, &r),
+                      "nvcam_camera_record_segments");
+        return Recording(r);
+    }
+
     nvcam_record_stats_t record_stats() const {
         nvcam_record_stats_t s{};
         s.struct_size = sizeof s;

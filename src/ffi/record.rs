@@ -132,6 +132,61 @@ pub unsafe extern "C" fn nvcam_camera_record_start(cam: u64, path: *const c_char
     })
 }
 
+/// Records the camera's stream continuously into files of about `segment_ms` each (cut at the
+/// first key frame after that), in the folder `dir`, named by the wall-clock time (UTC) of their
+/// start: `YYYYMMDD-HHMMSS.EXT` (`-2`, `-3`, ... when taken), `container` "mkv" or "mp4". Once a
+/// segment is finished, the oldest finished segments beyond `keep_count` files or `keep_bytes`
+/// bytes (0: no limit) are deleted (the newest always stays). Runs until `nvcam_record_stop`,
+/// `nvcam_record_release`, or the camera's close; `parts` in the status counts the segments,
+/// `nvcam_record_file` names the current one. Starts at the key frame at or before now (from the
+/// cache), or at the next one.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_FFMPEG, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+///
+/// # Safety
+/// `dir` and `container` are NULL or NUL-terminated strings; `rec` is NULL or writable for a
+/// `uint64_t`.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_camera_record_segments(
+    cam: u64,
+    dir: *const c_char,
+    container: *const c_char,
+    segment_ms: u32,
+    keep_count: u32,
+    keep_bytes: u64,
+    rec: *mut u64,
+) -> i32 {
+    boundary("nvcam_camera_record_segments", Ctx::Camera(cam), || {
+        // SAFETY: forwarded from this function's contract (all three).
+        let (out_rec, dir, container) = unsafe { (out(rec, "rec")?, c_str(dir, "dir")?, c_str(container, "container")?) };
+        let ext = container.trim_start_matches('.').to_ascii_lowercase();
+        if ext != "mkv" && ext != "mp4" {
+            return Err(crate::status::Error::arg(format!("container '{container}': \"mkv\" or \"mp4\"")));
+        }
+        if segment_ms < 1000 {
+            return Err(crate::status::Error::arg(format!("segment_ms {segment_ms}: at least 1000")));
+        }
+        let plan = record::segments::Plan {
+            dir: Path::new(&*dir).to_path_buf(),
+            ext,
+            every_us: segment_ms as i64 * 1000,
+            keep_count,
+            keep_bytes,
+        };
+        let r = library::camera(cam)?.recorder().start_segments(plan)?;
+        match record::register(r.clone()) {
+            Ok(h) => {
+                *out_rec = h;
+                Ok(())
+            }
+            Err(e) => {
+                r.stop();
+                Err(e)
+            }
+        }
+    })
+}
+
 /// Moves a running recording's end to now + `post_ms` (never earlier): a second trigger while it
 /// runs extends the same clip. `NVCAM_E_CLOSED` once it has ended.
 ///

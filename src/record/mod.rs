@@ -14,6 +14,7 @@
 
 mod cache;
 mod clock;
+pub(crate) mod segments;
 pub(crate) mod recording;
 pub(crate) mod writer;
 
@@ -292,6 +293,19 @@ impl Recorder {
     /// Starts a recording of this camera into `path` (`.mkv` or `.mp4`): from the key frame at or
     /// before now − `pre` (as far as the cache reaches) to now + `post`.
     pub(crate) fn start(self: &Arc<Self>, path: &Path, pre: Duration, post: Duration) -> Result<Arc<Recording>> {
+        self.begin(path, pre, Some(post), None)
+    }
+
+    /// Starts a continuous recording cut into segments (`plan`), from the key frame at or before
+    /// now, until stopped.
+    pub(crate) fn start_segments(self: &Arc<Self>, plan: segments::Plan) -> Result<Arc<Recording>> {
+        if !plan.dir.is_dir() {
+            return Err(Error::new(NVCAM_E_IO, format!("'{}' is not a folder", plan.dir.display())));
+        }
+        self.begin(&plan.next_name(), Duration::ZERO, None, Some(plan))
+    }
+
+    fn begin(self: &Arc<Self>, path: &Path, pre: Duration, post: Option<Duration>, plan: Option<segments::Plan>) -> Result<Arc<Recording>> {
         let params = {
             let i = self.inner.lock();
             if i.closed {
@@ -324,11 +338,12 @@ impl Recorder {
         let last_pts_us = pre_roll.iter().map(|p| p.pts_us).max().unwrap_or(i64::MIN);
         let wait_key = pre_roll.is_empty();
         let (w, r) = (rec.clone(), pre_roll);
+        let cut = plan.map(recording::Cut::new);
         let name = format!("nvcam-rec-{}", i.made);
         let thread = std::thread::Builder::new()
             .name(name)
             .spawn(move || {
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| recording::write_loop(w.clone(), mux, r, rx)));
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| recording::write_loop(w.clone(), mux, r, rx, cut)));
                 if r.is_err() {
                     w.fail(Error::new(NVCAM_E_PANIC, "recording writer panicked (see log)"));
                     w.mark_finished();
@@ -339,7 +354,7 @@ impl Recorder {
         i.active.push(Active { rec: rec.clone(), tx: Some(tx), wait_key, first_pts_us, last_pts_us, after_end: 0 });
         i.writers.push((rec.clone(), thread));
         self.update_on(i);
-        log::info!("recording {} started (pre {} ms, post {} ms)", path.display(), pre.as_millis(), post.as_millis());
+        log::info!("recording {} started (pre {} ms, post {:?})", path.display(), pre.as_millis(), post);
         Ok(Arc::new(Recording { shared: rec, recorder: self.clone() }))
     }
 

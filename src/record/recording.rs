@@ -1,6 +1,7 @@
 //! One recording: what the host polls (its status), and the thread that writes its packets, off
 //! the camera's thread, behind a bounded queue.
 
+use super::segments::{Kept, Plan};
 use super::writer::{Muxer, Params};
 use super::Packet;
 use crate::status::*;
@@ -76,7 +77,9 @@ pub(crate) struct Shared {
 const WALL_GRACE: Duration = Duration::from_secs(3);
 
 impl Shared {
-    pub(crate) fn new(file: PathBuf, trigger_pts_us: i64, trigger_clock_us: i64, post: Duration) -> Arc<Shared> {
+    /// `post` `None`: open-ended (a segmented recording, until stopped).
+    pub(crate) fn new(file: PathBuf, trigger_pts_us: i64, trigger_clock_us: i64, post: Option<Duration>) -> Arc<Shared> {
+        let end = post.map_or(i64::MAX, |p| trigger_clock_us.saturating_add(p.as_micros().min(i64::MAX as u128) as i64));
         let s = Arc::new(Shared {
             status: Mutex::new(Status {
                 state: State::Running,
@@ -96,27 +99,28 @@ impl Shared {
                 dropped: 0,
             }),
             stop: AtomicBool::new(false),
-            end_clock_us: AtomicI64::new(trigger_clock_us.saturating_add(post.as_micros() as i64)),
+            end_clock_us: AtomicI64::new(end),
             end_wall_ms: AtomicI64::new(0),
             base: Instant::now(),
             queued: AtomicUsize::new(0),
             finished: (Mutex::new(None), Condvar::new()),
             seqs_final: AtomicBool::new(false),
         });
-        s.end_wall_ms.store((post + WALL_GRACE).as_millis() as i64, Ordering::Release);
+        let wall = post.map_or(i64::MAX, |p| (p + WALL_GRACE).as_millis().min(i64::MAX as u128) as i64);
+        s.end_wall_ms.store(wall, Ordering::Release);
         s
     }
 
     /// Moves the end to `now_clock_us + post` (never earlier than it was).
     pub(crate) fn extend(&self, now_clock_us: i64, post: Duration) {
-        self.end_clock_us.fetch_max(now_clock_us.saturating_add(post.as_micros() as i64), Ordering::AcqRel);
-        let wall = (self.base.elapsed() + post + WALL_GRACE).as_millis() as i64;
+        self.end_clock_us.fetch_max(now_clock_us.saturating_add(post.as_micros().min(i64::MAX as u128) as i64), Ordering::AcqRel);
+        let wall = (self.base.elapsed() + post + WALL_GRACE).as_millis().min(i64::MAX as u128) as i64;
         self.end_wall_ms.fetch_max(wall, Ordering::AcqRel);
     }
 
     fn wall_left(&self) -> Duration {
         let end = self.end_wall_ms.load(Ordering::Acquire);
-        Duration::from_millis((end - self.base.elapsed().as_millis() as i64).max(0) as u64)
+        Duration::from_millis(end.saturating_sub(self.base.elapsed().as_millis() as i64).max(0) as u64)
     }
 
     pub(crate) fn running(&self) -> bool {
@@ -175,12 +179,26 @@ pub(crate) enum Msg {
 
 /// The writer thread's body: writes the pre-roll, then what comes, until the end, a stop, or an
 /// error; splits into a new part when the stream's parameters change (a reconnect).
-pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Packet>>, rx: Receiver<Msg>) {
+/// A segmented recording's state in its writer.
+pub(crate) struct Cut {
+    pub plan: Plan,
+    kept: Kept,
+    /// The recorder's clock at the current segment's first packet.
+    start_us: Option<i64>,
+}
+
+impl Cut {
+    pub(crate) fn new(plan: Plan) -> Cut {
+        Cut { plan, kept: Kept::default(), start_us: None }
+    }
+}
+
+pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Packet>>, rx: Receiver<Msg>, mut cut: Option<Cut>) {
     let mut first_part = true;
     let mut stopped_early = false;
     let result = (|| -> Result<()> {
         for p in &pre_roll {
-            put(&sh, &mut mux, p, &mut first_part)?;
+            put(&sh, &mut mux, p, &mut first_part, &mut cut)?;
         }
         drop(pre_roll);
         loop {
@@ -188,7 +206,7 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
             match rx.recv_timeout(wait) {
                 Ok(Msg::Packet(p)) => {
                     sh.queued.fetch_sub(p.data.len(), Ordering::AcqRel);
-                    put(&sh, &mut mux, &p, &mut first_part)?;
+                    put(&sh, &mut mux, &p, &mut first_part, &mut cut)?;
                 }
                 Ok(Msg::End) | Err(RecvTimeoutError::Disconnected) => return Ok(()),
                 // Stopped (by the host, a close, or a queue that overflowed): what was queued is
@@ -211,6 +229,9 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
         let mut s = sh.status.lock();
         match done {
             Ok(path) => {
+                if let Some(c) = cut.as_mut() {
+                    c.kept.add(&c.plan, &path);
+                }
                 s.file = path;
                 if s.state == State::Running {
                     s.state = if stopped_early { State::Stopped } else { State::Done };
@@ -238,12 +259,17 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
 }
 
 /// Writes one packet, opening the next part first when the packet is of another session.
-fn put(sh: &Shared, mux: &mut Muxer, p: &Arc<Packet>, first_part: &mut bool) -> Result<()> {
-    if !Arc::ptr_eq(mux.params(), &p.params) {
+fn put(sh: &Shared, mux: &mut Muxer, p: &Arc<Packet>, first_part: &mut bool, cut: &mut Option<Cut>) -> Result<()> {
+    let new_session = !Arc::ptr_eq(mux.params(), &p.params);
+    let due = cut.as_ref().is_some_and(|c| c.start_us.is_some_and(|s| p.clock_us - s >= c.plan.every_us));
+    if new_session || (due && p.key) {
         if !p.key {
             return Ok(()); // the new part starts at a key frame
         }
-        next_part(sh, mux, &p.params)?;
+        next_part(sh, mux, &p.params, cut)?;
+    }
+    if let Some(c) = cut.as_mut() {
+        c.start_us.get_or_insert(p.clock_us);
     }
     mux.write(p)?;
     let mut s = sh.status.lock();
@@ -264,14 +290,27 @@ fn put(sh: &Shared, mux: &mut Muxer, p: &Arc<Packet>, first_part: &mut bool) -> 
     Ok(())
 }
 
-/// Finishes the current file and opens `NAME-partN.EXT` for packets of new parameters.
-fn next_part(sh: &Shared, mux: &mut Muxer, params: &Arc<Params>) -> Result<()> {
+/// Finishes the current file and opens the next: `NAME-partN.EXT` for packets of new parameters,
+/// or the next segment of a segmented recording (then the oldest beyond its limits go).
+fn next_part(sh: &Shared, mux: &mut Muxer, params: &Arc<Params>, cut: &mut Option<Cut>) -> Result<()> {
     let n = sh.status.lock().parts + 1;
-    let path = part_name(mux.path(), n);
+    let path = match cut.as_ref() {
+        Some(c) => c.plan.next_name(),
+        None => part_name(mux.path(), n),
+    };
     let next = Muxer::create(&path, params)?;
     let old = std::mem::replace(mux, next);
     let (from, to) = (old.params().size(), params.size());
     let done = old.finish()?;
+    if let Some(c) = cut.as_mut() {
+        c.start_us = None;
+        let deleted = c.kept.add(&c.plan, &done);
+        log::debug!("recording: segment {} done, {deleted} old one(s) deleted", done.display());
+        let mut s = sh.status.lock();
+        s.parts = n;
+        s.file = crate::record::writer::part_path(&path);
+        return Ok(());
+    }
     log::info!("recording {}: the stream changed ({from:?} -> {to:?}, or a reconnect); going on in {}", done.display(), path.display());
     let mut s = sh.status.lock();
     s.parts = n;

@@ -108,7 +108,8 @@ static int still_loaded(const char *path, void *fn) {
     X(nvcam_record_file)                                                                           \
     X(nvcam_record_error)                                                                          \
     X(nvcam_record_release)                                                                        \
-    X(nvcam_camera_record_stats)
+    X(nvcam_camera_record_stats)                                                                   \
+    X(nvcam_camera_record_segments)
 
 /* Function pointers typed from the header's prototypes (nothing here links against the library). */
 static struct {

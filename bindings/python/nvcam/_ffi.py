@@ -464,6 +464,7 @@ PROTOTYPES = {
     "nvcam_gpu_drain": (c_int32, [c_uint32]),  # min_age_ms
     "nvcam_camera_record_cache": (c_int32, [c_uint64, c_uint32, c_uint64]),  # cam, pre_ms, max_bytes
     "nvcam_camera_record_start": (c_int32, [c_uint64, c_char_p, c_uint32, c_uint32, POINTER(c_uint64)]),  # cam, path, pre_ms, post_ms, rec
+    "nvcam_camera_record_segments": (c_int32, [c_uint64, c_char_p, c_char_p, c_uint32, c_uint32, c_uint64, POINTER(c_uint64)]),  # cam, dir, container, segment_ms, keep_count, keep_bytes, rec
     "nvcam_record_extend": (c_int32, [c_uint64, c_uint32]),  # rec, post_ms
     "nvcam_record_stop": (c_int32, [c_uint64]),  # rec
     "nvcam_record_status": (c_int32, [c_uint64, POINTER(nvcam_record_status_t)]),  # rec, status

@@ -116,6 +116,12 @@ class Camera:
         at or before now - ``pre_ms`` to now + ``post_ms``; see docs/recording.md."""
         return _record.record(self.handle, path, pre_ms, post_ms)
 
+    def record_segments(self, folder: Union[str, os.PathLike], container: str = "mp4", segment_ms: int = 60000,
+                        keep_count: int = 0, keep_bytes: int = 0) -> "_record.Recording":
+        """Records continuously into files of about ``segment_ms`` in ``folder``, named by UTC time,
+        the oldest deleted beyond ``keep_count`` files or ``keep_bytes`` (0 = no limit); until stopped."""
+        return _record.record_segments(self.handle, folder, container, segment_ms, keep_count, keep_bytes)
+
     def record_stats(self) -> Dict[str, Any]:
         """The pre-roll cache's size and the camera's recording counters."""
         return _record.record_stats(self.handle)

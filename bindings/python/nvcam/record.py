@@ -127,6 +127,13 @@ def record(camera_handle: int, path: Union[str, os.PathLike], pre_ms: int, post_
     return Recording(out.value, p)
 
 
+def record_segments(camera_handle: int, folder: Union[str, os.PathLike], container: str, segment_ms: int, keep_count: int, keep_bytes: int) -> Recording:
+    out = c_uint64(0)
+    d = os.fspath(folder)
+    _check(lib.nvcam_camera_record_segments(camera_handle, d.encode(), container.encode(), int(segment_ms), int(keep_count), int(keep_bytes), byref(out)), "nvcam_camera_record_segments")
+    return Recording(out.value, d)
+
+
 def record_stats(camera_handle: int) -> Dict[str, Any]:
     s = RecordStats()
     _check(lib.nvcam_camera_record_stats(camera_handle, byref(s)), "nvcam_camera_record_stats")
