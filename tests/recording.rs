@@ -490,16 +490,45 @@ fn segments_are_cut_at_key_frames_and_the_oldest_deleted() {
     let s = status(rec);
     assert_eq!(s.state, NVCAM_RECORD_STOPPED, "{}", rec_error(rec));
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
-    // Oldest first by when they were finished (names within one second differ by -2, -3, ...).
-    files.sort_by_key(|f| std::fs::metadata(f).and_then(|m| m.modified()).unwrap());
+    files.sort();
     assert_eq!(files.len(), 3, "keep_count 3: {files:?}");
+    let mut buf = vec![0u8; 4096];
+    assert_eq!(unsafe { nvcam_record_file(rec, buf.as_mut_ptr() as *mut _, buf.len() as i32) }, NVCAM_OK);
+    let last = PathBuf::from(cstr(&buf));
+    assert!(files.contains(&last), "the last segment {} is kept", last.display());
     for f in &files {
         let name = f.file_name().unwrap().to_str().unwrap();
         assert!(name.len() >= 19 && name.ends_with(".mkv") && name.as_bytes()[8] == b'-', "named by UTC time: {name}");
         let n = hashes_by_nvcam(f).len();
         // 1 s at 30 fps with a key frame every 15 pictures; the last one was cut by the stop.
-        assert!(n <= 45 && (n.is_multiple_of(GOP) || f == files.last().unwrap()), "{name}: {n} pictures");
+        assert!(n <= 45 && (n.is_multiple_of(GOP) || *f == last), "{name}: {n} pictures");
     }
     assert_eq!(nvcam_record_release(rec), NVCAM_OK);
     close(cam, 5000).unwrap();
+}
+
+/// Shutdown finishes a running recording (a complete file under its name, no `.part`) and makes
+/// its handle stale.
+#[test]
+fn shutdown_finishes_running_recordings() {
+    let _g = serial();
+    let dir = out_dir("shutdown");
+    let src = clip("h264_bframes_320x240.mp4", "320x240", 45, "libx264", &["-bf", "3", "-g", "15"]);
+    let cam = open(src.to_str().unwrap(), &options(FAST | NVCAM_OPEN_LOOP)).unwrap();
+    let mut seen = HashMap::new();
+    let file = dir.join("shut.mp4");
+    let rec = start(cam, &file, 0, 600_000).unwrap();
+    for _ in 0..45 {
+        take(cam, &mut seen).unwrap();
+    }
+    assert_eq!(nvcam_shutdown(5000), NVCAM_OK, "{}", last_error());
+    assert!(file.exists() && !dir.join("shut.mp4.part").exists(), "the file is finished and named");
+    let got = hashes_by_nvcam_after_init(&file);
+    assert!(got >= 15, "{got} pictures in the finished file");
+    assert_eq!(nvcam_record_release(rec), NVCAM_E_STALE_HANDLE);
+}
+
+fn hashes_by_nvcam_after_init(file: &Path) -> usize {
+    init();
+    hashes_by_nvcam(file).len()
 }

@@ -172,6 +172,7 @@ pub unsafe extern "C" fn nvcam_camera_record_segments(
             every_us: segment_ms as i64 * 1000,
             keep_count,
             keep_bytes,
+            last: Default::default(),
         };
         let r = library::camera(cam)?.recorder().start_segments(plan)?;
         match record::register(r.clone()) {

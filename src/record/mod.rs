@@ -298,11 +298,12 @@ impl Recorder {
 
     /// Starts a continuous recording cut into segments (`plan`), from the key frame at or before
     /// now, until stopped.
-    pub(crate) fn start_segments(self: &Arc<Self>, plan: segments::Plan) -> Result<Arc<Recording>> {
+    pub(crate) fn start_segments(self: &Arc<Self>, mut plan: segments::Plan) -> Result<Arc<Recording>> {
         if !plan.dir.is_dir() {
             return Err(Error::new(NVCAM_E_IO, format!("'{}' is not a folder", plan.dir.display())));
         }
-        self.begin(&plan.next_name(), Duration::ZERO, None, Some(plan))
+        let first = plan.next_name();
+        self.begin(&first, Duration::ZERO, None, Some(plan))
     }
 
     fn begin(self: &Arc<Self>, path: &Path, pre: Duration, post: Option<Duration>, plan: Option<segments::Plan>) -> Result<Arc<Recording>> {

@@ -294,7 +294,7 @@ fn put(sh: &Shared, mux: &mut Muxer, p: &Arc<Packet>, first_part: &mut bool, cut
 /// or the next segment of a segmented recording (then the oldest beyond its limits go).
 fn next_part(sh: &Shared, mux: &mut Muxer, params: &Arc<Params>, cut: &mut Option<Cut>) -> Result<()> {
     let n = sh.status.lock().parts + 1;
-    let path = match cut.as_ref() {
+    let path = match cut.as_mut() {
         Some(c) => c.plan.next_name(),
         None => part_name(mux.path(), n),
     };

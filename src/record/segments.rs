@@ -16,19 +16,25 @@ pub(crate) struct Plan {
     pub keep_count: u32,
     /// Bytes of finished segments kept (0: no limit).
     pub keep_bytes: u64,
+    /// The last name's time and suffix: a later segment of the same second gets the next suffix,
+    /// never a name that retention freed (names sort in recording order).
+    pub last: (String, u32),
 }
 
 impl Plan {
-    /// `DIR/YYYYMMDD-HHMMSS.EXT` for now (UTC), with `-2`, `-3`, ... when that name is taken.
-    pub(crate) fn next_name(&self) -> PathBuf {
+    /// `DIR/YYYYMMDD-HHMMSS.EXT` for now (UTC), with `-2`, `-3`, ... for later segments of the
+    /// same second or when that name is taken.
+    pub(crate) fn next_name(&mut self) -> PathBuf {
         let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         let stem = utc_stamp(secs);
-        let mut p = self.dir.join(format!("{stem}.{}", self.ext));
-        let mut n = 2;
+        let mut n = if self.last.0 == stem { self.last.1 + 1 } else { 1 };
+        let name = |n: u32| if n == 1 { format!("{stem}.{}", self.ext) } else { format!("{stem}-{n}.{}", self.ext) };
+        let mut p = self.dir.join(name(n));
         while p.exists() || super::writer::part_path(&p).exists() {
-            p = self.dir.join(format!("{stem}-{n}.{}", self.ext));
             n += 1;
+            p = self.dir.join(name(n));
         }
+        self.last = (stem, n);
         p
     }
 }
