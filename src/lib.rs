@@ -9,6 +9,7 @@
 //! library       init/shutdown, the camera table
 //! instances     LabVIEW node instances (which waits an Abort wakes)
 //! camera        worker, sessions, delivery
+//! record        a camera's packet cache and recordings to files (the camera's thread feeds it)
 //! select        which decoder a camera gets, and the fall-back order
 //! convert::dispatch   which back end converts a frame: the CPU twin, or the GPU's routes
 //! gpu, decode   device contexts/memory/decoders and device conversions; the decoder seam and the
