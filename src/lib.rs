@@ -130,6 +130,9 @@ pub mod diag {
     pub mod hooks {
         pub use crate::gpu::nvdec::hooks::{clear, set, Knobs};
     }
+    /// A slow disk under the recordings (`test-hooks`).
+    #[cfg(feature = "test-hooks")]
+    pub use crate::record::hooks as record_hooks;
     /// The loss handling before gap placement and the GOP-aware reconnect (`test-hooks`).
     #[cfg(feature = "test-hooks")]
     pub use crate::camera::hooks::set_legacy_loss_handling;

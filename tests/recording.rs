@@ -532,3 +532,39 @@ fn hashes_by_nvcam_after_init(file: &Path) -> usize {
     init();
     hashes_by_nvcam(file).len()
 }
+
+/// A disk too slow for the stream ends that recording (NVCAM_E_IO, a counted drop) within its
+/// bounded queue; the camera never waits for it and goes on streaming. (Needs the `test-hooks`
+/// feature: the slow disk is a delay in the writer.)
+#[cfg(feature = "test-hooks")]
+#[test]
+fn a_slow_disk_ends_the_recording_not_the_camera() {
+    let _g = serial();
+    let dir = out_dir("slow");
+    let src = clip("h264_bframes_320x240.mp4", "320x240", 45, "libx264", &["-bf", "3", "-g", "15"]);
+    let cam = open(src.to_str().unwrap(), &options(FAST | NVCAM_OPEN_LOOP)).unwrap();
+    nvcam::diag::record_hooks::set_write_delay_ms(20);
+    nvcam::diag::record_hooks::set_queue_packets(16);
+    let rec = start(cam, &dir.join("slow.mkv"), 0, 600_000);
+    nvcam::diag::record_hooks::set_queue_packets(0);
+    let rec = rec.unwrap();
+    let mut seen = HashMap::new();
+    let t0 = Instant::now();
+    while status(rec).state != NVCAM_RECORD_FAILED {
+        assert!(t0.elapsed() < Duration::from_secs(20), "a writer 20 ms a packet behind an unpaced camera never fell behind");
+        take(cam, &mut seen).expect("the camera streams while its writer is slow");
+    }
+    nvcam::diag::record_hooks::set_write_delay_ms(0);
+    let s = status(rec);
+    assert_eq!((s.error, s.dropped), (NVCAM_E_IO, 1), "{}", rec_error(rec));
+    assert!(rec_error(rec).contains("fell behind"), "{}", rec_error(rec));
+    let mut st: nvcam_record_stats = unsafe { std::mem::zeroed() };
+    st.struct_size = std::mem::size_of::<nvcam_record_stats>() as u32;
+    assert_eq!(unsafe { nvcam_camera_record_stats(cam, &mut st) }, NVCAM_OK);
+    assert_eq!((st.dropped, st.recordings), (1, 1));
+    for _ in 0..30 {
+        take(cam, &mut seen).expect("the camera goes on after its recording failed");
+    }
+    assert_eq!(nvcam_record_release(rec), NVCAM_OK);
+    close(cam, 5000).unwrap();
+}

@@ -47,6 +47,22 @@ pub(crate) struct RecordDefaults {
 pub(crate) const RECORD_DEFAULTS: RecordDefaults =
     RecordDefaults { queue_bytes: 32 << 20, queue_packets: 2048, cache_bytes: 32 << 20 };
 
+/// A slow disk for the tests (`test-hooks`): a delay per written packet, a shorter queue.
+#[cfg(feature = "test-hooks")]
+pub mod hooks {
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    pub(crate) static WRITE_DELAY_MS: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static QUEUE_PACKETS: AtomicUsize = AtomicUsize::new(0);
+    /// Every recording writer sleeps `ms` per packet (0: off).
+    pub fn set_write_delay_ms(ms: u64) {
+        WRITE_DELAY_MS.store(ms, Ordering::Relaxed)
+    }
+    /// Recordings started from now on queue at most `n` packets (0: the default).
+    pub fn set_queue_packets(n: usize) {
+        QUEUE_PACKETS.store(n, Ordering::Relaxed)
+    }
+}
+
 /// A compressed packet as the cache and the writers share it.
 pub(crate) struct Packet {
     pub data: Box<[u8]>,
@@ -334,7 +350,13 @@ impl Recorder {
                 s => rec.note_seq(s),
             }
         }
-        let (tx, rx) = sync_channel(RECORD_DEFAULTS.queue_packets);
+        #[allow(unused_mut)]
+        let mut cap = RECORD_DEFAULTS.queue_packets;
+        #[cfg(feature = "test-hooks")]
+        if hooks::QUEUE_PACKETS.load(Ordering::Relaxed) > 0 {
+            cap = hooks::QUEUE_PACKETS.load(Ordering::Relaxed);
+        }
+        let (tx, rx) = sync_channel(cap);
         let first_pts_us = pre_roll.first().map_or(i64::MIN, |p| p.pts_us);
         let last_pts_us = pre_roll.iter().map(|p| p.pts_us).max().unwrap_or(i64::MIN);
         let wait_key = pre_roll.is_empty();

@@ -271,6 +271,11 @@ fn put(sh: &Shared, mux: &mut Muxer, p: &Arc<Packet>, first_part: &mut bool, cut
     if let Some(c) = cut.as_mut() {
         c.start_us.get_or_insert(p.clock_us);
     }
+    #[cfg(feature = "test-hooks")]
+    match super::hooks::WRITE_DELAY_MS.load(Ordering::Relaxed) {
+        0 => {}
+        ms => std::thread::sleep(Duration::from_millis(ms)),
+    }
     mux.write(p)?;
     let mut s = sh.status.lock();
     if *first_part {
