@@ -7,7 +7,9 @@
 //! rules. What a call met besides success or failure (an error the decoder recovered from, a
 //! picture lost to it) comes back in its [`Outcome`], not through a side channel.
 
+pub(crate) mod chroma_box;
 pub(crate) mod frame_num;
+pub(crate) mod jpeg_check;
 pub(crate) mod nal;
 pub(crate) mod recovery;
 pub(crate) mod software;
