@@ -31,6 +31,8 @@ pub(crate) enum DecoderKind {
     FfmpegCuda,
     /// NVIDIA's parser and decoder, driven directly.
     Nvdec,
+    /// nvJPEG's hardware back end (MJPEG).
+    Nvjpeg,
 }
 
 impl DecoderKind {
@@ -40,6 +42,7 @@ impl DecoderKind {
             DecoderKind::SoftwareUpload => "ffmpeg-sw+upload",
             DecoderKind::FfmpegCuda => "ffmpeg-cuda",
             DecoderKind::Nvdec => "nvdec",
+            DecoderKind::Nvjpeg => "nvjpeg",
         }
     }
 

@@ -187,6 +187,16 @@ impl Kernels {
         Ok(k)
     }
 
+    /// A kernel of the fatbin outside the conversion family, by name (nvJPEG's chroma packing):
+    /// its user looks it up once and keeps the handle, valid while the library runs.
+    pub(crate) fn function(&self, name: &std::ffi::CStr) -> Result<sys::CUfunction> {
+        let _g = self.dev.push()?;
+        let mut f: sys::CUfunction = std::ptr::null_mut();
+        // SAFETY: our module, context current (guard); writes one handle.
+        ck("cuModuleGetFunction", unsafe { sys::cuModuleGetFunction(&mut f, self.module, name.as_ptr()) })?;
+        Ok(f)
+    }
+
     /// Enqueues one conversion on `stream`.
     ///
     /// # Safety

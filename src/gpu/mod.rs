@@ -21,6 +21,7 @@ pub(crate) mod hwdec;
 pub(crate) mod kernels;
 pub(crate) mod memory;
 pub(crate) mod nvdec;
+pub(crate) mod nvjpeg;
 pub(crate) mod peer;
 pub(crate) mod staging;
 pub(crate) mod stats;

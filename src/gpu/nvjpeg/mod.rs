@@ -1,0 +1,126 @@
+//! nvJPEG's hardware back end: MJPEG cameras decoded by the GPU's JPEG engines (A100, H100 and
+//! later) with the Huffman decode on the engine, not the CPU. Direct NVDEC takes JPEG too, but its
+//! parser decodes the entropy-coded data on the host (3.3 ms of CPU per 1080p 4:2:2 picture on an
+//! H100), so 64 1080p cameras cost ten cores there.
+//!
+//! One nvJPEG handle per GPU (made on first use, kept for the process); each camera has its own
+//! decode state ([`decoder::NvjpegDecoder`]). nvJPEG is a toolkit library, not part of the driver:
+//! where it is missing, or its hardware back end is not (a GPU without JPEG engines), AUTO goes on
+//! to direct NVDEC, and one line says why.
+
+pub(crate) mod decoder;
+pub(crate) mod sys;
+
+use super::context::Device;
+use crate::status::*;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// One GPU's nvJPEG handle (hardware back end) and what its engines are.
+pub(crate) struct Engine {
+    pub handle: sys::nvjpegHandle_t,
+    pub lib: &'static sys::Nvjpeg,
+    /// `nvjpegGetHardwareDecoderInfo`: engines and cores per engine (AUTO's cap is two cameras
+    /// per engine).
+    pub engines: (u32, u32),
+    /// Decoders (cameras) on this handle now: AUTO stops offering nvJPEG at [`Engine::cap`].
+    pub cameras: AtomicU32,
+    dev: Arc<Device>,
+}
+
+// SAFETY: an nvJPEG handle may be used from any thread (nvJPEG's documentation: the handle is
+// thread safe; each thread uses its own state).
+unsafe impl Send for Engine {}
+// SAFETY: as for Send.
+unsafe impl Sync for Engine {}
+
+impl Engine {
+    fn open(dev: &Arc<Device>) -> std::result::Result<Engine, String> {
+        let lib = sys::lib()?;
+        let _g = dev.push().map_err(|e| e.msg)?;
+        let mut handle: sys::nvjpegHandle_t = std::ptr::null_mut();
+        // SAFETY: default allocators (null), writes one handle; the device's context is current.
+        let r = unsafe { (lib.nvjpegCreateEx)(sys::NVJPEG_BACKEND_HARDWARE, std::ptr::null_mut(), std::ptr::null_mut(), 0, &mut handle) };
+        if r != sys::NVJPEG_STATUS_SUCCESS {
+            return Err(format!("GPU {}: nvJPEG's hardware back end is not available ({})", dev.ordinal, sys::status_name(r)));
+        }
+        let (mut n, mut cores) = (0, 0);
+        // SAFETY: our handle; writes two integers.
+        unsafe { (lib.nvjpegGetHardwareDecoderInfo)(handle, &mut n, &mut cores) };
+        log::info!("GPU {}: nvJPEG {}.{} hardware back end, {n} JPEG engine(s) of {cores} core(s)", dev.ordinal, lib.version.0, lib.version.1);
+        Ok(Engine { handle, lib, engines: (n, cores), cameras: AtomicU32::new(0), dev: dev.clone() })
+    }
+
+    /// The most cameras AUTO puts on this GPU's nvJPEG: two per JPEG engine (14 on an H200).
+    /// Each camera decodes one picture per call, and the engines do the Huffman decode: on an
+    /// H200, 8 noisy 1080p 4:2:2 cameras (42 Mbit/s each) kept the engines 36 % busy at 0.12 CPU
+    /// cores, while 25 or more saturated them (decode calls of 60 ms on average, decode states
+    /// taking seconds to make). Cameras past the cap go to direct NVDEC.
+    pub(crate) fn cap(&self) -> u32 {
+        (2 * self.engines.0).max(2)
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Ok(_g) = self.dev.push() {
+            // SAFETY: our handle, destroyed once, after every state made from it (they hold an Arc).
+            unsafe { (self.lib.nvjpegDestroy)(self.handle) };
+        }
+    }
+}
+
+type Entry = (i32, std::result::Result<Arc<Engine>, String>);
+static ENGINES: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+/// GPU `dev`'s nvJPEG engine, or why there is none (tried once per GPU).
+pub(crate) fn engine(dev: &Arc<Device>) -> std::result::Result<Arc<Engine>, String> {
+    let mut all = ENGINES.lock();
+    if let Some(e) = all.iter().find(|e| e.0 == dev.ordinal) {
+        return e.1.clone();
+    }
+    let e = Engine::open(dev).map(Arc::new);
+    if let Err(why) = &e {
+        log::info!("{why}");
+    }
+    all.push((dev.ordinal, e.clone()));
+    e
+}
+
+/// [`supports`] for AUTO: also within the GPU's [`Engine::cap`] of nvJPEG cameras.
+pub(crate) fn auto_supports(dev: &Arc<Device>, params: &ffmpeg_next::codec::Parameters) -> std::result::Result<Arc<Engine>, String> {
+    let e = supports(dev, params)?;
+    let n = e.cameras.load(Ordering::Relaxed);
+    if n >= e.cap() {
+        return Err(format!("{n} cameras already on GPU {}'s {} JPEG engines (AUTO's cap {})", dev.ordinal, e.engines.0, e.cap()));
+    }
+    Ok(e)
+}
+
+/// Whether nvJPEG takes this stream on `dev` at open: an MJPEG stream of 8 bits (any layout
+/// but 4:1:1 and 4:1:0, which the hardware back end refuses) with 8-bit output; the engine
+/// exists. Each picture is checked again when it comes ([`decoder`]).
+pub(crate) fn supports(dev: &Arc<Device>, params: &ffmpeg_next::codec::Parameters) -> std::result::Result<Arc<Engine>, String> {
+    use ffmpeg_next::ffi::AVPixelFormat::*;
+    if params.id() != ffmpeg_next::codec::Id::MJPEG {
+        return Err(format!("nvJPEG does not take {:?}", params.id()));
+    }
+    // SAFETY: `params` owns a valid AVCodecParameters.
+    let fmt = unsafe { (*params.as_ptr()).format };
+    let refused = [AV_PIX_FMT_YUVJ411P, AV_PIX_FMT_YUV411P, AV_PIX_FMT_YUV410P];
+    if refused.iter().any(|&f| f as i32 == fmt) || crate::ffmpeg::pixfmt::bit_depth(fmt) > 8 {
+        return Err(format!("nvJPEG's hardware back end does not take {}", crate::ffmpeg::pixfmt::name(fmt)));
+    }
+    engine(dev)
+}
+
+/// An nvJPEG failure as the library's error.
+pub(crate) fn error(call: &str, r: sys::nvjpegStatus_t) -> Error {
+    let code = match r {
+        sys::NVJPEG_STATUS_ALLOCATOR_FAILURE => NVCAM_E_OUT_OF_MEMORY,
+        sys::NVJPEG_STATUS_JPEG_NOT_SUPPORTED | sys::NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED | sys::NVJPEG_STATUS_ARCH_MISMATCH => NVCAM_E_UNSUPPORTED,
+        _ => NVCAM_E_CUDA,
+    };
+    Error::new(code, format!("{call}: {} ({r})", sys::status_name(r)))
+}
