@@ -835,7 +835,7 @@ fn jpeg_every_layout_on_every_decoder_matches_ffmpeg() {
                 };
                 let (mut ly, mut lc) = (Vec::new(), Vec::new());
                 let mut colours = None;
-                for k in 0..n {
+                for (k, wk) in want.iter().enumerate() {
                     let f = match get_frame(cam, 20_000) {
                         Ok(f) => f,
                         Err(e) => {
@@ -849,8 +849,8 @@ fn jpeg_every_layout_on_every_decoder_matches_ffmpeg() {
                     release(f).unwrap();
                     let split = w.div_ceil(2) * 2 * h;
                     let d = |a: &[u8], b: &[u8]| a.iter().zip(b).map(|(&x, &y)| x.abs_diff(y)).collect::<Vec<u8>>();
-                    ly.extend(d(&px[..split], &want[k][..split]));
-                    lc.extend(d(&px[split..], &want[k][split..]));
+                    ly.extend(d(&px[..split], &wk[..split]));
+                    lc.extend(d(&px[split..], &wk[split..]));
                 }
                 let st = stats(cam);
                 close(cam, 5000).unwrap();

@@ -66,7 +66,7 @@ impl SoftwareDecoder {
             // as corrupt) instead of coming out half grey and unmarked: FFmpeg otherwise only
             // logs the error and hands the picture out.
             // SAFETY: an unopened context we own.
-            unsafe { (*ctx.as_mut_ptr()).err_recognition |= ffi::AV_EF_EXPLODE as i32 };
+            unsafe { (*ctx.as_mut_ptr()).err_recognition |= ffi::AV_EF_EXPLODE };
         }
         ctx.decoder().video().map_err(|e| Error::ffmpeg("avcodec_open2", e))
     }
