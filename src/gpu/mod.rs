@@ -130,6 +130,7 @@ fn open_device(ordinal: i32) -> Option<Arc<Device>> {
 pub(crate) fn shutdown(timeout: Duration) {
     let deadline = Instant::now() + timeout;
     convert::shutdown();
+    nvjpeg::shutdown();
     if !deferred::drain_wait(deadline) {
         log::warn!("nvcam_shutdown: GPU memory still in use by unfinished work; contexts kept until it is freed");
     }

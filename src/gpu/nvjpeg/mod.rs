@@ -88,6 +88,20 @@ pub(crate) fn engine(dev: &Arc<Device>) -> std::result::Result<Arc<Engine>, Stri
     e
 }
 
+/// Library shutdown, after every camera closed: the GPUs' nvJPEG handles go (each holds its
+/// device, whose context would otherwise stay referenced; seen as "context still referenced"
+/// after every session that used nvJPEG).
+pub(crate) fn shutdown() {
+    let engines: Vec<Entry> = ENGINES.lock().drain(..).collect();
+    for (ordinal, e) in engines {
+        if let Ok(e) = e {
+            if Arc::strong_count(&e) > 1 {
+                log::warn!("GPU {ordinal}: nvJPEG handle still in use at shutdown; destroyed when its last decoder goes");
+            }
+        }
+    }
+}
+
 /// [`supports`] for AUTO: also within the GPU's [`Engine::cap`] of nvJPEG cameras.
 pub(crate) fn auto_supports(dev: &Arc<Device>, params: &ffmpeg_next::codec::Parameters) -> std::result::Result<Arc<Engine>, String> {
     let e = supports(dev, params)?;
