@@ -1475,6 +1475,6 @@ NVCAM_STATIC_ASSERT(sizeof(nvcam_config_t) == 64, "nvcam_config_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_options_t) == 80, "nvcam_camera_options_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_stats_t) == 168, "nvcam_camera_stats_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_frame_info_t) == 128, "nvcam_frame_info_t layout");
-NVCAM_STATIC_ASSERT(sizeof(nvcam_gpu_stats_t) == 160, "nvcam_gpu_stats_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_convert_t) == 112, "nvcam_convert_t layout");
+NVCAM_STATIC_ASSERT(sizeof(nvcam_gpu_stats_t) == 160, "nvcam_gpu_stats_t layout");
 #endif

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Kernel-only throughput of the conversion kernels (issue 12), on the GPU machine (CuPy there).
 
-Loads one or more builds of kernels/ (fatbins, each beside the nvcam_convert.cu it was built from,
-or the committed pair by default), launches the kernels directly with cuLaunchKernel on synthetic
+Loads one or more builds of kernels/ (fatbins, each beside the kernels/ sources it was built from
+(builds from before the kernels were split by family), or the committed fatbin by default, whose
+shapes come from kernels/*.cu and *.cuh), launches the kernels directly with cuLaunchKernel on synthetic
 NV12 frames (no nvcam calls, no events between launches: what the kernel itself costs), 200
 launches queued behind the fatbin's spin kernel and timed with events, and prints GB/s = (NV12
 read + output written) / time beside a device-to-device copy of the same bytes (half read, half
@@ -14,8 +15,9 @@ is printed and the exit status is 1. KB_ALL=1 adds the issue-23 goal rows, KB_SI
 the frames, KB_ONLY=text the cases whose name contains it.
 
   python3 scripts/convert-kernel-bench.py [BUILD.fatbin ...]   # BUILD.cu beside each, or
-                                                               # kernels/nvcam_convert.cu
-The parameter blocks mirror kernels/nvcam_convert.cu (src/convert/params.rs asserts the layout).
+                                                               # kernels/*.cu, *.cuh
+The parameter blocks mirror kernels/nvcam_abi.cuh (`cargo xtask gen` writes it from
+src/gpu/params.rs). The spin kernel comes from the build, or from kernels/test/'s fatbin.
 """
 import ctypes
 import os
@@ -52,15 +54,16 @@ def ck(r, what):
 def load(fatbin):
     """The build's kernels and, from its source's #defines, the pixels one thread converts."""
     src = fatbin[: -len(".fatbin")] + ".cu"
-    if not os.path.exists(src):
-        src = os.path.join(root, "kernels", "nvcam_convert.cu")
-    m = {k: int(v) for k, v in re.findall(r"#define (\w+) (\d+)\n", open(src).read())}
+    kdir = os.path.join(root, "kernels")
+    srcs = [src] if os.path.exists(src) else [os.path.join(kdir, f) for f in sorted(os.listdir(kdir)) if f.endswith((".cu", ".cuh"))]
+    text = "".join(open(s).read() for s in srcs)
+    m = {k: int(v) for k, v in re.findall(r"#define (\w+) (\d+)\n", text)}
     data = open(fatbin, "rb").read()
     image = (ctypes.c_uint64 * ((len(data) + 7) // 8))()
     ctypes.memmove(image, data, len(data))
     mod = ctypes.c_void_p()
     ck(cu.cuModuleLoadData(ctypes.byref(mod), image), "cuModuleLoadData")
-    k = {"image": image, "px": {"same8": m["SAME8_PX"] * m["SAME8_G"], "samef": m["SAMEF_PX"] * m["SAMEF_G"],
+    k = {"image": image, "px": {"same8": m["SAME8_PX"] * m.get("SAME8_G", 1), "samef": m["SAMEF_PX"] * m.get("SAMEF_G", 1),
                                 "area": m["AREA_PX"], "batch": m["BATCH_PX"], "bilinear": m["RESIZE_PX"]},
          "rows": {"same8": m.get("SAME8_ROWS", 1), "samef": m.get("SAMEF_ROWS", 1), "area": 1, "batch": 1, "bilinear": 1},
          # Builds with the shared-memory box filter get dynamic shared memory for it.
@@ -68,15 +71,29 @@ def load(fatbin):
     # Builds from issue 23 on have the box filter's tiled kernels (None in older builds).
     for key in ("area4", "area_tiled", "batch_tiled"):
         k[key] = None
-        if ("nvcam_convert_%s(" % key) in open(src).read():
+        if ("nvcam_convert_%s(" % key) in text:
             fk = ctypes.c_void_p()
             ck(cu.cuModuleGetFunction(ctypes.byref(fk), mod, ("nvcam_convert_" + key).encode()), key)
             k[key] = fk
     for key, name in KERNELS.items():
         f = ctypes.c_void_p()
-        ck(cu.cuModuleGetFunction(ctypes.byref(f), mod, name.encode()), name)
+        r = cu.cuModuleGetFunction(ctypes.byref(f), mod, name.encode())
+        if r == 500 and key == "spin":  # CUDA_ERROR_NOT_FOUND: builds since the split keep it apart
+            k["test_image"], tmod = load_image(os.path.join(kdir, "test", "nvcam_test_kernels.fatbin"))
+            r = cu.cuModuleGetFunction(ctypes.byref(f), tmod, name.encode())
+        ck(r, name)
         k[key] = f
     return k
+
+
+def load_image(path):
+    """A fatbin's image (kept alive by the caller) and its module."""
+    data = open(path, "rb").read()
+    image = (ctypes.c_uint64 * ((len(data) + 7) // 8))()
+    ctypes.memmove(image, data, len(data))
+    mod = ctypes.c_void_p()
+    ck(cu.cuModuleLoadData(ctypes.byref(mod), image), "cuModuleLoadData " + path)
+    return image, mod
 
 
 def spin(k):

@@ -40,7 +40,11 @@ t("cuStreamGetId", lambda: cu.cuStreamGetId(S, ctypes.byref(sid)))
 data_f = open("kernels/nvcam_kernels.fatbin", "rb").read()
 img = (ctypes.c_uint64 * ((len(data_f) + 7) // 8))(); ctypes.memmove(img, data_f, len(data_f))
 mod = ctypes.c_void_p(); print("load", cu.cuModuleLoadData(ctypes.byref(mod), img))
-f = ctypes.c_void_p(); cu.cuModuleGetFunction(ctypes.byref(f), mod, b"nvcam_test_spin_copy")
+# the spin kernel lives in the tests' own fatbin
+data_t = open("kernels/test/nvcam_test_kernels.fatbin", "rb").read()
+img_t = (ctypes.c_uint64 * ((len(data_t) + 7) // 8))(); ctypes.memmove(img_t, data_t, len(data_t))
+tmod = ctypes.c_void_p(); print("load tests' kernels", cu.cuModuleLoadData(ctypes.byref(tmod), img_t))
+f = ctypes.c_void_p(); cu.cuModuleGetFunction(ctypes.byref(f), tmod, b"nvcam_test_spin_copy")
 a = [ctypes.c_uint64(buf.data_ptr()), ctypes.c_uint64(buf.data_ptr()), ctypes.c_uint64(0), ctypes.c_int64(0)]
 args = (ctypes.c_void_p * 4)(*[ctypes.cast(ctypes.byref(x), ctypes.c_void_p) for x in a])
 t("cuLaunchKernel (4 args, tiny)", lambda: cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, S, args, None))

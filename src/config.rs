@@ -1,7 +1,7 @@
 //! What a host can configure, as Rust types, and the one table of defaults.
 //!
 //! The C structs (`nvcam_config_t`, `nvcam_camera_options_t`) are converted to these in
-//! `ffi::convert`; a zero in a C field means "the default", and the default is read from
+//! `ffi::marshal`; a zero in a C field means "the default", and the default is read from
 //! [`DEFAULTS`] there and here, so `nvcam_camera_options_init`, a zeroed struct, a NULL pointer and
 //! `Options::default()` can never disagree (a test checks all four).
 

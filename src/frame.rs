@@ -288,7 +288,7 @@ impl Frame {
             .ok_or_else(|| Error::arg(format!("dst_pitch {dst_pitch}: the image size overflows")))?;
         if dst.len() < need {
             return Err(Error::new(
-                NVCAM_E_BUFFER_TOO_SMALL,
+                ErrorKind::BufferTooSmall,
                 format!("destination holds {} bytes, this {}x{} NV12 frame needs {need}", dst.len(), g.width, g.height),
             ));
         }

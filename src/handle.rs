@@ -75,7 +75,7 @@ pub(crate) fn encode(kind: Kind, generation: u32, index: u32) -> u64 {
 /// Checks the bits that need no table: zero, bit 63, salt, tag.
 pub(crate) fn decode(h: u64, want: Kind) -> Result<Parts> {
     if h == 0 {
-        return Err(Error::new(NVCAM_E_NULL_HANDLE, "handle is 0"));
+        return Err(Error::new(ErrorKind::NullHandle, "handle is 0"));
     }
     let tag = ((h >> TAG_SHIFT) & 0x7f) as u8;
     let salt = ((h >> SALT_SHIFT) & 0xff) as u8;
@@ -84,12 +84,12 @@ pub(crate) fn decode(h: u64, want: Kind) -> Result<Parts> {
     let kind = match Kind::from_tag(tag) {
         Some(k) if h >> 63 == 0 && salt == *SALT && generation != 0 => k,
         _ => {
-            return Err(Error::new(NVCAM_E_INVALID_HANDLE, format!("0x{h:016x} is not an nvcam handle")))
+            return Err(Error::new(ErrorKind::UnknownHandle, format!("0x{h:016x} is not an nvcam handle")))
         }
     };
     if kind != want {
         return Err(Error::new(
-            NVCAM_E_WRONG_HANDLE_TYPE,
+            ErrorKind::WrongHandleType,
             format!("0x{h:016x} is a {kind:?} handle, expected a {want:?} handle"),
         ));
     }
@@ -126,7 +126,7 @@ impl<T: Clone> Table<T> {
             None => {
                 let i = g.slots.len();
                 if i as u64 > INDEX_MASK {
-                    return Err(Error::new(NVCAM_E_OUT_OF_MEMORY, "handle table full"));
+                    return Err(Error::new(ErrorKind::OutOfMemory, "handle table full"));
                 }
                 g.slots.push(Slot { generation: 1, value: None });
                 i as u32
@@ -144,10 +144,10 @@ impl<T: Clone> Table<T> {
         match g.slots.get_mut(p.index as usize) {
             Some(s) if s.generation == p.generation && s.value.is_some() => Ok(s),
             Some(_) => Err(Error::new(
-                NVCAM_E_STALE_HANDLE,
+                ErrorKind::StaleHandle,
                 format!("{:?} handle 0x{h:016x} was released (or its library session ended)", self.kind),
             )),
-            None => Err(Error::new(NVCAM_E_INVALID_HANDLE, format!("0x{h:016x} was never issued"))),
+            None => Err(Error::new(ErrorKind::UnknownHandle, format!("0x{h:016x} was never issued"))),
         }
     }
 
@@ -213,11 +213,11 @@ mod tests {
     #[test]
     fn zero_and_made_up_handles_are_rejected() {
         let t: Table<u32> = Table::new(Kind::Frame);
-        assert_eq!(t.get(0).unwrap_err().code, NVCAM_E_NULL_HANDLE);
-        assert_eq!(t.get(0xdead_beef).unwrap_err().code, NVCAM_E_INVALID_HANDLE);
-        assert_eq!(t.get(u64::MAX).unwrap_err().code, NVCAM_E_INVALID_HANDLE);
+        assert_eq!(t.get(0).unwrap_err().kind, ErrorKind::NullHandle);
+        assert_eq!(t.get(0xdead_beef).unwrap_err().kind, ErrorKind::UnknownHandle);
+        assert_eq!(t.get(u64::MAX).unwrap_err().kind, ErrorKind::UnknownHandle);
         // Right shape, never issued.
-        assert_eq!(t.get(encode(Kind::Frame, 1, 77)).unwrap_err().code, NVCAM_E_INVALID_HANDLE);
+        assert_eq!(t.get(encode(Kind::Frame, 1, 77)).unwrap_err().kind, ErrorKind::UnknownHandle);
     }
 
     #[test]
@@ -226,11 +226,11 @@ mod tests {
         let h = t.insert(7).unwrap();
         assert_eq!(t.get(h).unwrap(), 7);
         assert_eq!(t.remove(h).unwrap(), 7);
-        assert_eq!(t.remove(h).unwrap_err().code, NVCAM_E_STALE_HANDLE);
+        assert_eq!(t.remove(h).unwrap_err().kind, ErrorKind::StaleHandle);
         // The slot is reused with a new generation; the old handle stays stale.
         let h2 = t.insert(8).unwrap();
         assert_ne!(h, h2);
-        assert_eq!(t.get(h).unwrap_err().code, NVCAM_E_STALE_HANDLE);
+        assert_eq!(t.get(h).unwrap_err().kind, ErrorKind::StaleHandle);
         assert_eq!(t.get(h2).unwrap(), 8);
     }
 
@@ -239,7 +239,7 @@ mod tests {
         let cams: Table<u32> = Table::new(Kind::Camera);
         let frames: Table<u32> = Table::new(Kind::Frame);
         let c = cams.insert(1).unwrap();
-        assert_eq!(frames.get(c).unwrap_err().code, NVCAM_E_WRONG_HANDLE_TYPE);
+        assert_eq!(frames.get(c).unwrap_err().kind, ErrorKind::WrongHandleType);
     }
 
     #[test]

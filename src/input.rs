@@ -204,7 +204,7 @@ pub(crate) fn open(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>
     };
     // Credentials, options, a close, a reconnect or the deadline: TCP would not fix them.
     let silent = irq.silent.load(Ordering::Acquire);
-    if !silent && (udp_err.code != NVCAM_E_IO || irq.stopping() || irq.kicked()) {
+    if !silent && (udp_err.kind != ErrorKind::Io || irq.stopping() || irq.kicked()) {
         return Err(udp_err);
     }
     let left = timeout.saturating_sub(t0.elapsed());
@@ -243,7 +243,7 @@ fn open_with(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, time
             // SAFETY: a NUL-terminated name; returns a static format description or null.
             let f = unsafe { ffi::av_find_input_format(n.as_ptr()) };
             if f.is_null() {
-                return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("FFmpeg has no {n:?} input format")));
+                return Err(Error::new(ErrorKind::Unsupported, format!("FFmpeg has no {n:?} input format")));
             }
             f
         }
@@ -252,7 +252,7 @@ fn open_with(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, time
     // SAFETY: allocation only; checked below.
     let mut ps = unsafe { ffi::avformat_alloc_context() };
     if ps.is_null() {
-        return Err(Error::new(NVCAM_E_OUT_OF_MEMORY, "avformat_alloc_context"));
+        return Err(Error::new(ErrorKind::OutOfMemory, "avformat_alloc_context"));
     }
     // SAFETY: `ps` is a fresh context. The callback's opaque is the Interrupt, which the Input
     // (holding an Arc to it) outlives the context it is stored in (field order of `Input`). On
@@ -274,7 +274,7 @@ fn open_with(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, time
     if !leftover.is_empty() {
         irq.disarm();
         return Err(Error::new(
-            NVCAM_E_BAD_OPTION,
+            ErrorKind::BadOption,
             format!("FFmpeg did not use option(s) {} for '{}' (misspelled, or not an option of this protocol/format)", leftover.join(", "), redact(&target)),
         ));
     }
@@ -298,7 +298,7 @@ fn open_with(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, time
         irq.arm(CLOSE_TIMEOUT);
         drop(ctx);
         irq.disarm();
-        return Err(Error::new(NVCAM_E_IO, format!("no packet over UDP from '{}'", redact(&target))));
+        return Err(Error::new(ErrorKind::Io, format!("no packet over UDP from '{}'", redact(&target))));
     }
     if r < 0 {
         return Err(open_error(&target, r, irq, timeout));
@@ -307,17 +307,17 @@ fn open_with(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, time
         .streams()
         .best(ff::media::Type::Video)
         .map(|s| s.index())
-        .ok_or_else(|| Error::new(NVCAM_E_UNSUPPORTED, format!("'{}' has no video stream", redact(&target))))?;
+        .ok_or_else(|| Error::new(ErrorKind::Unsupported, format!("'{}' has no video stream", redact(&target))))?;
     Ok(Input { ctx, irq: irq.clone(), video_index, rtsp: src.is_rtsp() })
 }
 
 /// Turns an FFmpeg open failure into an error that names the cause.
 fn open_error(target: &str, r: c_int, irq: &Interrupt, timeout: Duration) -> Error {
     if irq.stopping() {
-        return Error::new(NVCAM_E_CLOSED, "open aborted: camera closing");
+        return Error::new(ErrorKind::Closed, "open aborted: camera closing");
     }
     if irq.kicked() {
-        return Error::new(NVCAM_E_IO, "open aborted: reconnect requested");
+        return Error::new(ErrorKind::Io, "open aborted: reconnect requested");
     }
     if irq.fired() {
         return Error::timeout(format!("timeout after {} ms opening '{}'", timeout.as_millis(), redact(target)));
@@ -326,27 +326,27 @@ fn open_error(target: &str, r: c_int, irq: &Interrupt, timeout: Duration) -> Err
         if let Some((scheme, protocol, what)) = missing_protocol(target) {
             // FFmpeg says only "Protocol not found", about a scheme nvcam lists as supported.
             return Error::new(
-                NVCAM_E_UNSUPPORTED,
+                ErrorKind::Unsupported,
                 format!("cannot open '{}': {scheme}:// needs {what}, and the FFmpeg nvcam runs on has none (no '{}' protocol)", redact(target), protocol.to_string_lossy()),
             );
         }
     }
     let fe = ff::Error::from(r);
     let text = fe.to_string();
-    let code = match r {
+    let kind = match r {
         x if x == ffi::AVERROR(libc_errno::ECONNREFUSED) => {
-            return Error::new(NVCAM_E_IO, format!("connection refused by '{}'", redact(target)))
+            return Error::new(ErrorKind::Io, format!("connection refused by '{}'", redact(target)))
         }
-        x if x == ffi::AVERROR(libc_errno::ENOENT) => NVCAM_E_IO,
-        x if x == ffi::AVERROR(libc_errno::ETIMEDOUT) => NVCAM_E_TIMEOUT,
+        x if x == ffi::AVERROR(libc_errno::ENOENT) => ErrorKind::Io,
+        x if x == ffi::AVERROR(libc_errno::ETIMEDOUT) => ErrorKind::TimedOut,
         x if x == ffi::AVERROR_HTTP_UNAUTHORIZED => {
-            return Error::new(NVCAM_E_AUTH, format!("401 Unauthorized from '{}'", redact(target)))
+            return Error::new(ErrorKind::Auth, format!("401 Unauthorized from '{}'", redact(target)))
         }
-        x if x == ffi::AVERROR_HTTP_FORBIDDEN => NVCAM_E_AUTH,
-        x if x == ffi::AVERROR_PROTOCOL_NOT_FOUND || x == ffi::AVERROR_DEMUXER_NOT_FOUND => NVCAM_E_UNSUPPORTED,
-        _ => NVCAM_E_IO,
+        x if x == ffi::AVERROR_HTTP_FORBIDDEN => ErrorKind::Auth,
+        x if x == ffi::AVERROR_PROTOCOL_NOT_FOUND || x == ffi::AVERROR_DEMUXER_NOT_FOUND => ErrorKind::Unsupported,
+        _ => ErrorKind::Io,
     };
-    Error::new(code, format!("cannot open '{}': {text}", redact(target)))
+    Error::new(kind, format!("cannot open '{}': {text}", redact(target)))
 }
 
 /// For a URL whose scheme needs an FFmpeg protocol built only with an external library (which
@@ -426,9 +426,9 @@ impl Input {
     /// Why the interrupt cut the last read short, if it did.
     fn interrupted(&self, stall: Duration) -> Option<Error> {
         if self.irq.stopping() {
-            Some(Error::new(NVCAM_E_CLOSED, "read aborted: camera closing"))
+            Some(Error::new(ErrorKind::Closed, "read aborted: camera closing"))
         } else if self.irq.kicked() {
-            Some(Error::new(NVCAM_E_IO, "read aborted: reconnect requested"))
+            Some(Error::new(ErrorKind::Io, "read aborted: reconnect requested"))
         } else if self.irq.fired() {
             Some(Error::timeout(format!("stalled: no packet for {} ms", stall.as_millis())))
         } else {

@@ -6,7 +6,7 @@
 //! slot holds one of our generational handles (kind `Instance`), never a pointer of ours: a NULL,
 //! garbage or stale slot is an error code, never a dereference. An instance records the waits in
 //! progress that were begun from it; its Abort sets their flags and wakes their cameras, so exactly
-//! those waits return `NVCAM_E_CANCELLED` and every other wait on the same cameras goes on.
+//! those waits return `ErrorKind::Cancelled` and every other wait on the same cameras goes on.
 
 use crate::camera::Camera;
 use crate::handle::{Kind, Table};

@@ -10,14 +10,14 @@
 //! instances     LabVIEW node instances (which waits an Abort wakes)
 //! camera        worker, sessions, delivery
 //! select        which decoder a camera gets, and the fall-back order
-//! convert::dispatch   which back end converts a frame: the CPU twin, or the GPU's routes
-//! gpu, decode   device contexts/memory/decoders and device conversions; the decoder seam and the
-//!               software decoder
-//! convert       the conversion plan both back ends share, the kernels' parameters, the CPU twin
+//! convert_dispatch   which back end converts a frame: the CPU twin, or the GPU's routes
+//! gpu, decode   device contexts/memory/decoders and device conversions (with the kernels'
+//!               parameter blocks); the decoder seam and the software decoder
+//! convert       the conversion plan both back ends share, the CPU twin
 //! input, source, ffmpeg   FFmpeg I/O under our deadlines; URLs; small FFmpeg owners
 //! registry, frame, pool, handle   frame handles, frames, slots and leases, generational tables
-//! config, logging, pin, status, workers    options and defaults; log sinks; self-pin; codes and
-//!               errors; the worker threads calls split their work over
+//! config, logging, pin, status, workers    options and defaults; log sinks; self-pin; error
+//!               kinds; the worker threads calls split their work over
 //! win_loader    Windows: the FFmpeg DLLs loaded from nvcam.dll's own folder
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -26,6 +26,7 @@
 mod camera;
 mod config;
 mod convert;
+mod convert_dispatch;
 mod decode;
 pub mod ffi;
 mod ffmpeg;
@@ -54,7 +55,7 @@ pub use ffi::log::*;
 pub use ffi::lv::*;
 pub use ffi::types::*;
 // Status codes only: `status::Result`/`Error` stay internal so a host's own names don't clash.
-pub use status::{
+pub use ffi::status::{
     NVCAM_OK,
     NVCAM_E_NULL_POINTER,
     NVCAM_E_INVALID_ARGUMENT,
@@ -85,7 +86,8 @@ pub use status::{
 /// the NVDEC bindings' self-checks. Not part of the C surface.
 #[doc(hidden)]
 pub mod diag {
-    pub use crate::gpu::nvdec::sys::{available as nvcuvid_available, layout_report as nvcuvid_layout_report, lib as nvcuvid_lib};
+    pub use crate::gpu::nvdec::api::{available as nvcuvid_available, lib as nvcuvid_lib};
+    pub use crate::gpu::nvdec::sys::layout_report as nvcuvid_layout_report;
     pub use crate::gpu::nvdec::{counters as nvdec_counters, NvdecCounters};
     pub use crate::gpu::hwdec::sessions_made as ffmpeg_hw_sessions_made;
     pub use crate::gpu::timing::{enable as enable_stage_times, take as stage_times, Stage, StageTimes};
@@ -98,7 +100,7 @@ pub mod diag {
     /// The CPU conversion of a packed NV12 or P016 image (`frame_format`: `nvcam_frame_info_t`'s
     /// `format`, `NVCAM_FORMAT_NV12` or `NVCAM_FORMAT_P016`, as `nvcam_frame_copy_nv12` packs
     /// it) whose stream colours are `(color_matrix, color_range, chroma_siting)` as
-    /// `nvcam_frame_info_t` reports them (see `ffi::convert::cpu_reference`).
+    /// `nvcam_frame_info_t` reports them (see `ffi::marshal::cpu_reference`).
     pub fn convert_cpu(
         pixels: &[u8],
         frame_format: u32,
@@ -108,7 +110,7 @@ pub mod diag {
         color: (u32, u32, u32),
         dst_pitch: usize,
     ) -> Result<Vec<u8>, String> {
-        crate::ffi::convert::cpu_reference(pixels, frame_format, width, height, spec, color, dst_pitch).map_err(|e| e.to_string())
+        crate::ffi::marshal::cpu_reference(pixels, frame_format, width, height, spec, color, dst_pitch).map_err(|e| e.to_string())
     }
     /// The test-only spin-then-copy kernel (stream hand-off tests).
     #[cfg(feature = "test-hooks")]

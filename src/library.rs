@@ -48,7 +48,7 @@ fn require_init() -> Result<()> {
     if INITIALIZED.load(Ordering::Acquire) {
         Ok(())
     } else {
-        Err(Error::new(NVCAM_E_NOT_INITIALIZED, "call nvcam_init first"))
+        Err(Error::new(ErrorKind::NotInitialized, "call nvcam_init first"))
     }
 }
 
@@ -61,7 +61,7 @@ pub(crate) fn open_camera(url: &str, opts: Options) -> Result<u64> {
     let started = if INITIALIZED.load(Ordering::SeqCst) {
         cam.start(h)
     } else {
-        Err(Error::new(NVCAM_E_NOT_INITIALIZED, "nvcam_shutdown ran while the camera was being opened"))
+        Err(Error::new(ErrorKind::NotInitialized, "nvcam_shutdown ran while the camera was being opened"))
     };
     if let Err(e) = started {
         let _ = CAMERAS.remove(h);
@@ -82,7 +82,7 @@ pub(crate) fn get_frame(h: u64, timeout: Duration) -> Result<u64> {
 }
 
 /// [`get_frame`] as a wait of LabVIEW node instance `inst` (see [`crate::instances`]): that
-/// instance's Abort wakes it with `NVCAM_E_CANCELLED`.
+/// instance's Abort wakes it with `ErrorKind::Cancelled`.
 pub(crate) fn get_frame_in(h: u64, timeout: Duration, inst: u64) -> Result<u64> {
     let instance = instances::get(inst)?;
     let c = camera(h)?;
@@ -94,7 +94,7 @@ pub(crate) fn get_frame_in(h: u64, timeout: Duration, inst: u64) -> Result<u64> 
 pub(crate) fn cancel_waits(h: u64) -> Result<()> {
     let c = camera(h)?;
     if c.state() == CameraState::Closed {
-        return Err(Error::new(NVCAM_E_CLOSED, "camera is closed"));
+        return Err(Error::new(ErrorKind::Closed, "camera is closed"));
     }
     c.cancel_waits();
     Ok(())
@@ -112,8 +112,8 @@ pub(crate) struct Batch {
 /// cameras whose frame was taken earlier once more and swaps in a newer frame that arrived
 /// meanwhile (the older handle is released; never for a lossless camera). A camera with no frame gets 0. The status is `Ok`
 /// when every camera has a frame; otherwise the first hard error in array order (closed, failed,
-/// end of file, ...), else `NVCAM_E_CANCELLED` when a wait was cancelled (the remaining cameras are
-/// then only polled), else `NVCAM_E_TIMEOUT`. Whatever the status, every non-zero entry is a live
+/// end of file, ...), else `ErrorKind::Cancelled` when a wait was cancelled (the remaining cameras are
+/// then only polled), else `ErrorKind::TimedOut`. Whatever the status, every non-zero entry is a live
 /// handle the caller owns.
 pub(crate) fn get_frames(cams: &[u64], timeout: Duration) -> Result<Batch> {
     let mut seen = std::collections::HashSet::with_capacity(cams.len());
@@ -133,8 +133,8 @@ pub(crate) fn get_frames(cams: &[u64], timeout: Duration) -> Result<Batch> {
         let left = if cancelled.is_some() { Duration::ZERO } else { deadline.saturating_duration_since(Instant::now()) };
         match hand_out(c, left, None) {
             Ok(f) => frames[i] = f,
-            Err(e) if e.code == NVCAM_E_TIMEOUT => {}
-            Err(e) if e.code == NVCAM_E_CANCELLED => {
+            Err(e) if e.kind == ErrorKind::TimedOut => {}
+            Err(e) if e.kind == ErrorKind::Cancelled => {
                 cancelled.get_or_insert(Error { msg: format!("cams[{i}]: {}", e.msg), ..e });
             }
             Err(e) => {
@@ -160,7 +160,7 @@ pub(crate) fn get_frames(cams: &[u64], timeout: Duration) -> Result<Batch> {
         (Some(e), _) => Err(e),
         (None, Some(e)) => Err(e),
         (None, None) if missing > 0 => Err(Error::new(
-            NVCAM_E_TIMEOUT,
+            ErrorKind::TimedOut,
             format!("{missing} of {} cameras had no new frame within {} ms", cs.len(), timeout.as_millis()),
         )),
         _ => Ok(()),
@@ -175,7 +175,7 @@ fn hand_out(c: &Arc<Camera>, timeout: Duration, abort: Option<&AtomicBool>) -> R
     // the camera's handles; this one must not outlive it.
     if c.state() == CameraState::Closed {
         let _ = registry::release(fh);
-        return Err(Error::new(NVCAM_E_CLOSED, "camera closed while the frame was handed out"));
+        return Err(Error::new(ErrorKind::Closed, "camera closed while the frame was handed out"));
     }
     Ok(fh)
 }
@@ -208,7 +208,7 @@ pub(crate) fn close_camera(h: u64, timeout: Duration) -> Result<()> {
 pub(crate) fn shutdown(timeout: Duration) -> Result<usize> {
     let _g = LIFECYCLE.lock();
     if !INITIALIZED.swap(false, Ordering::SeqCst) {
-        return Err(Error::new(NVCAM_E_NOT_INITIALIZED, "nvcam_shutdown without nvcam_init"));
+        return Err(Error::new(ErrorKind::NotInitialized, "nvcam_shutdown without nvcam_init"));
     }
     let end = Instant::now() + timeout;
     let cams = CAMERAS.remove_where(|_| true);

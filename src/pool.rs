@@ -152,7 +152,7 @@ impl HostStorage {
         let total = slot_bytes.checked_mul(slots).ok_or_else(|| Error::arg("pool too large"))?;
         let mut v: Vec<u8> = Vec::new();
         v.try_reserve_exact(total)
-            .map_err(|_| Error::new(NVCAM_E_OUT_OF_MEMORY, format!("cannot allocate {total} bytes for a pool")))?;
+            .map_err(|_| Error::new(ErrorKind::OutOfMemory, format!("cannot allocate {total} bytes for a pool")))?;
         v.resize(total, 0);
         let base = Box::into_raw(v.into_boxed_slice()) as *mut u8;
         Ok(HostStorage { base, slot_bytes, slots })

@@ -97,7 +97,7 @@ pub(crate) fn decoder_for(opts: &Options, stream: &ff::format::stream::Stream<'_
     let cam = match backend.gpu(device) {
         Ok(c) => c,
         Err(e) if opts.decoder.requires_hardware() => {
-            return Err(Error::new(NVCAM_E_NO_DEVICE, format!("a hardware decoder was required, but there is no usable GPU: {}", e.msg)));
+            return Err(Error::new(ErrorKind::NoDevice, format!("a hardware decoder was required, but there is no usable GPU: {}", e.msg)));
         }
         Err(e) => {
             if !backend.cpu_noted.swap(true, Ordering::Relaxed) {
@@ -124,7 +124,7 @@ fn decode_opts(opts: &Options, low_latency: bool) -> DecodeOpts {
 
 fn cap_reached(cam: &CamGpu) -> Error {
     Error::new(
-        NVCAM_E_NO_DEVICE,
+        ErrorKind::NoDevice,
         format!("GPU {}: all {} hardware decoder(s) allowed per device are in use", cam.ordinal(), gpu::hw_cap()),
     )
 }
@@ -143,17 +143,17 @@ fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::S
     match opts.decoder {
         DecoderPolicy::Software => upload(cam, &s),
         DecoderPolicy::Nvjpeg => {
-            let engine = gpu::nvjpeg::supports(dev, &s.params).map_err(|w| Error::new(NVCAM_E_UNSUPPORTED, w))?;
+            let engine = gpu::nvjpeg::supports(dev, &s.params)?;
             fixed(Hw::Nvjpeg(NvjpegDecoder::new(cam, engine, &s.params, s.time_base)?))
         }
         DecoderPolicy::Auto if s.params.id() == ff::codec::Id::MJPEG => {
-            match gpu::nvjpeg::auto_supports(dev, &s.params).and_then(|e| NvjpegDecoder::new(cam, e, &s.params, s.time_base).map_err(|e| e.msg)) {
+            match gpu::nvjpeg::auto_supports(dev, &s.params).and_then(|e| NvjpegDecoder::new(cam, e, &s.params, s.time_base)) {
                 Ok(n) => {
                     drop(reuse);
                     Ok(Box::new(Fallback { hw: Hw::Nvjpeg(n), cam: cam.clone(), next: Some(s), slot: slot.clone() }))
                 }
                 Err(w) => {
-                    log::debug!("GPU {}: nvJPEG not used ({w}); trying direct NVDEC", dev.ordinal);
+                    log::debug!("GPU {}: nvJPEG not used ({}); trying direct NVDEC", dev.ordinal, w.msg);
                     auto(cam, s, reuse, slot)
                 }
             }
@@ -187,7 +187,7 @@ fn auto(cam: &Arc<CamGpu>, s: Stream, mut reuse: crate::gpu::nvdec::Reuse, slot:
                     // Neither the ticket nor a parked NVDEC decoder is of use now.
                     drop(t);
                     drop(reuse);
-                    log::info!("GPU {}: direct NVDEC not used ({w}); trying FFmpeg's CUDA hwaccel", dev.ordinal);
+                    log::info!("GPU {}: direct NVDEC not used ({}); trying FFmpeg's CUDA hwaccel", dev.ordinal, w.msg);
                 }
             }
             match HwTicket::take(dev).map(|t| HwDecoder::new(cam, &s.params, s.time_base, t, s.o)) {
@@ -237,7 +237,6 @@ impl Fallback {
             let mut reuse = self.slot.begin(&self.cam);
             if let Some(t) = reuse.ticket(&dev) {
                 let n = gpu::nvdec::supports(&dev, &s.params, s.o.eight_bit)
-                    .map_err(|w| Error::new(NVCAM_E_UNSUPPORTED, w))
                     .and_then(|_| NvDecoder::new(&self.cam, &s.params, s.time_base, t, s.o, reuse));
                 match n {
                     Ok(n) => {

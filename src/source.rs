@@ -73,7 +73,7 @@ pub(crate) fn parse(url: &str) -> Result<Source> {
                 Ok(Source::Network(url.to_string()))
             } else {
                 Err(Error::new(
-                    NVCAM_E_UNSUPPORTED,
+                    ErrorKind::Unsupported,
                     format!("unknown URL scheme '{scheme}' (supported: testsrc, file, {})", NETWORK_SCHEMES.join(", ")),
                 ))
             }
@@ -99,7 +99,7 @@ fn file(path: &str) -> Result<Source> {
     if let Some(scheme) = ffmpeg_scheme(path) {
         if UNINTERRUPTIBLE.contains(&scheme.to_ascii_lowercase().as_str()) {
             return Err(Error::new(
-                NVCAM_E_UNSUPPORTED,
+                ErrorKind::Unsupported,
                 format!("'{scheme}:' inputs are not supported: their reads cannot be interrupted, so open and stall timeouts could not be kept (use a file path or a network URL)"),
             ));
         }
@@ -150,10 +150,10 @@ pub(crate) fn parse_options(s: &str) -> Result<Vec<(String, String)>> {
     for part in s.split([';', '&', '\n']).map(str::trim).filter(|p| !p.is_empty()) {
         let (k, v) = part
             .split_once('=')
-            .ok_or_else(|| Error::new(NVCAM_E_BAD_OPTION, format!("FFmpeg option '{part}' is not key=value")))?;
+            .ok_or_else(|| Error::new(ErrorKind::BadOption, format!("FFmpeg option '{part}' is not key=value")))?;
         let k = k.trim();
         if k.is_empty() {
-            return Err(Error::new(NVCAM_E_BAD_OPTION, format!("FFmpeg option '{part}' has no key")));
+            return Err(Error::new(ErrorKind::BadOption, format!("FFmpeg option '{part}' has no key")));
         }
         out.push((k.to_string(), v.trim().to_string()));
     }
@@ -183,11 +183,11 @@ mod tests {
         assert_eq!(parse("testsrc://").unwrap(), Source::TestSrc { width: 1280, height: 720, fps: 30 });
         assert!(parse("rtsp://127.0.0.1:8554/cam").unwrap().is_rtsp());
         assert_eq!(parse("/tmp/a.mp4").unwrap(), Source::File("/tmp/a.mp4".into()));
-        assert_eq!(parse("").unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
-        assert_eq!(parse("gopher://x").unwrap_err().code, NVCAM_E_UNSUPPORTED);
-        assert_eq!(parse("rtsp://").unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
-        assert_eq!(parse("testsrc://axb").unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
-        assert_eq!(parse("testsrc://1x1@30").unwrap_err().code, NVCAM_E_INVALID_ARGUMENT);
+        assert_eq!(parse("").unwrap_err().kind, ErrorKind::InvalidArgument);
+        assert_eq!(parse("gopher://x").unwrap_err().kind, ErrorKind::Unsupported);
+        assert_eq!(parse("rtsp://").unwrap_err().kind, ErrorKind::InvalidArgument);
+        assert_eq!(parse("testsrc://axb").unwrap_err().kind, ErrorKind::InvalidArgument);
+        assert_eq!(parse("testsrc://1x1@30").unwrap_err().kind, ErrorKind::InvalidArgument);
         assert!(parse("rtsp://127.0.0.1:99999/cam").unwrap_err().msg.contains("invalid port '99999'"));
         assert!(parse("rtsp://127.0.0.1:/cam").unwrap_err().msg.contains("invalid port ''"));
         let e = parse("rtsp://admin:pw@10.0.0.1:0/cam").unwrap_err().msg;
@@ -197,8 +197,8 @@ mod tests {
         assert!(parse("rtsp://[::1]/cam").is_ok());
         assert!(parse("udp://@:1234?fifo_size=100").is_ok());
         assert!(parse("rtsp://[::1:8554/cam").is_err());
-        assert_eq!(parse("pipe:0").unwrap_err().code, NVCAM_E_UNSUPPORTED);
-        assert_eq!(parse("fd:3").unwrap_err().code, NVCAM_E_UNSUPPORTED);
+        assert_eq!(parse("pipe:0").unwrap_err().kind, ErrorKind::Unsupported);
+        assert_eq!(parse("fd:3").unwrap_err().kind, ErrorKind::Unsupported);
         assert_eq!(parse("C:\\clips\\a.mp4").unwrap(), Source::File("C:\\clips\\a.mp4".into()));
         assert_eq!(parse("file:/tmp/a.mp4").unwrap(), Source::File("/tmp/a.mp4".into()));
     }
@@ -214,6 +214,6 @@ mod tests {
     fn options_split_on_semicolons() {
         let o = parse_options("rtsp_transport=tcp; timeout=5000000;").unwrap();
         assert_eq!(o, vec![("rtsp_transport".into(), "tcp".into()), ("timeout".into(), "5000000".into())]);
-        assert_eq!(parse_options("novalue").unwrap_err().code, NVCAM_E_BAD_OPTION);
+        assert_eq!(parse_options("novalue").unwrap_err().kind, ErrorKind::BadOption);
     }
 }

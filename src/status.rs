@@ -1,139 +1,169 @@
-//! Status codes and the library's error type.
+//! The library's error type: what went wrong ([`ErrorKind`]) and a message naming the cause where
+//! it happened.
 //!
-//! Every export returns an `int32_t`: 0 is success, errors are negative and live inside LabVIEW's
-//! user range −8999..−8000, so a wrapper VI can put the code into an error cluster unchanged and
-//! LabVIEW's General Error Handler can show the text from `labview-example/nvcam-errors.txt`.
+//! Inside the library errors are kinds, and every decision that depends on an error (retry or
+//! give up, recreate a decoder, end a session, mark a stall) matches on the kind. The C status
+//! codes a host sees, and the text form that names them, belong to the C surface: `ffi::status`
+//! maps each kind to its code in one place, so a new code cannot change what the library does,
+//! and a new kind cannot compile until the edge and the decisions below place it.
 
-use std::fmt;
-
-/// Success.
-pub const NVCAM_OK: i32 = 0;
-/// A required pointer argument was NULL.
-pub const NVCAM_E_NULL_POINTER: i32 = -8001;
-/// An argument is out of range or malformed (bad URL, bad option value, bad flag).
-pub const NVCAM_E_INVALID_ARGUMENT: i32 = -8002;
-/// The caller's buffer is too small; text outputs are still written, truncated.
-pub const NVCAM_E_BUFFER_TOO_SMALL: i32 = -8003;
-/// `struct_size` of a struct is smaller than the first version of that struct.
-pub const NVCAM_E_STRUCT_SIZE: i32 = -8004;
-/// `nvcam_init` has not been called (or `nvcam_shutdown` has).
-pub const NVCAM_E_NOT_INITIALIZED: i32 = -8005;
-/// The handle is 0.
-pub const NVCAM_E_NULL_HANDLE: i32 = -8010;
-/// The handle was never issued by this library instance.
-pub const NVCAM_E_INVALID_HANDLE: i32 = -8011;
-/// The handle is a valid handle of another type (a camera passed as a frame).
-pub const NVCAM_E_WRONG_HANDLE_TYPE: i32 = -8012;
-/// The handle was released, force-released, or belongs to a library session that was shut down.
-pub const NVCAM_E_STALE_HANDLE: i32 = -8013;
-/// The camera is closed or closing.
-pub const NVCAM_E_CLOSED: i32 = -8014;
-/// A wait ran out (no new frame, open or close past its deadline).
-pub const NVCAM_E_TIMEOUT: i32 = -8020;
-/// The source could not be opened or read (refused, unreachable, not found, I/O error).
-pub const NVCAM_E_IO: i32 = -8021;
-/// The server refused our credentials.
-pub const NVCAM_E_AUTH: i32 = -8022;
-/// No decoder for this codec on the chosen path, or no video stream in the source.
-pub const NVCAM_E_UNSUPPORTED: i32 = -8023;
-/// An FFmpeg call failed; the text names the call and FFmpeg's error.
-pub const NVCAM_E_FFMPEG: i32 = -8024;
-/// A CUDA driver call failed; the text names the call and CUDA's error name.
-pub const NVCAM_E_CUDA: i32 = -8025;
-/// An FFmpeg option was not consumed by the demuxer or protocol (misspelled or unsupported).
-pub const NVCAM_E_BAD_OPTION: i32 = -8026;
-/// The camera gave up after a permanent failure (bad URL, auth) and will not retry by itself.
-pub const NVCAM_E_FAILED: i32 = -8027;
-/// A wait was cancelled (`nvcam_camera_cancel_wait`, or LabVIEW's Abort of the node that
-/// waited); the camera is untouched and later waits work normally.
-pub const NVCAM_E_CANCELLED: i32 = -8028;
-/// Out of memory (host or device).
-pub const NVCAM_E_OUT_OF_MEMORY: i32 = -8030;
-/// A GPU was requested but none is usable.
-pub const NVCAM_E_NO_DEVICE: i32 = -8031;
-/// A Rust panic was caught at the boundary; the library stays usable.
-pub const NVCAM_E_PANIC: i32 = -8040;
-/// An internal invariant failed; please report with the log.
-pub const NVCAM_E_INTERNAL: i32 = -8041;
-
-/// Every code with its name and a one-line description, for `nvcam_status_text`, docs/api.md and
-/// LabVIEW's error file (a test keeps the three in step).
-pub const ALL: &[(i32, &str, &str)] = &[
-    (NVCAM_OK, "NVCAM_OK", "success"),
-    (NVCAM_E_NULL_POINTER, "NVCAM_E_NULL_POINTER", "a required pointer argument was NULL"),
-    (NVCAM_E_INVALID_ARGUMENT, "NVCAM_E_INVALID_ARGUMENT", "an argument is out of range or malformed"),
-    (NVCAM_E_BUFFER_TOO_SMALL, "NVCAM_E_BUFFER_TOO_SMALL", "the caller's buffer is too small"),
-    (NVCAM_E_STRUCT_SIZE, "NVCAM_E_STRUCT_SIZE", "struct_size is smaller than the struct's first version"),
-    (NVCAM_E_NOT_INITIALIZED, "NVCAM_E_NOT_INITIALIZED", "nvcam_init has not been called"),
-    (NVCAM_E_NULL_HANDLE, "NVCAM_E_NULL_HANDLE", "the handle is 0"),
-    (NVCAM_E_INVALID_HANDLE, "NVCAM_E_INVALID_HANDLE", "the handle was never issued by this library"),
-    (NVCAM_E_WRONG_HANDLE_TYPE, "NVCAM_E_WRONG_HANDLE_TYPE", "the handle is of another type"),
-    (NVCAM_E_STALE_HANDLE, "NVCAM_E_STALE_HANDLE", "the handle was released or its session shut down"),
-    (NVCAM_E_CLOSED, "NVCAM_E_CLOSED", "the camera is closed"),
-    (NVCAM_E_TIMEOUT, "NVCAM_E_TIMEOUT", "the wait ran out"),
-    (NVCAM_E_IO, "NVCAM_E_IO", "the source could not be opened or read"),
-    (NVCAM_E_AUTH, "NVCAM_E_AUTH", "the server refused the credentials"),
-    (NVCAM_E_UNSUPPORTED, "NVCAM_E_UNSUPPORTED", "codec or stream not supported on this path"),
-    (NVCAM_E_FFMPEG, "NVCAM_E_FFMPEG", "an FFmpeg call failed"),
-    (NVCAM_E_CUDA, "NVCAM_E_CUDA", "a CUDA driver call failed"),
-    (NVCAM_E_BAD_OPTION, "NVCAM_E_BAD_OPTION", "an FFmpeg option was not consumed"),
-    (NVCAM_E_FAILED, "NVCAM_E_FAILED", "the camera failed permanently and does not retry"),
-    (NVCAM_E_CANCELLED, "NVCAM_E_CANCELLED", "the wait was cancelled"),
-    (NVCAM_E_OUT_OF_MEMORY, "NVCAM_E_OUT_OF_MEMORY", "out of host or device memory"),
-    (NVCAM_E_NO_DEVICE, "NVCAM_E_NO_DEVICE", "no usable GPU"),
-    (NVCAM_E_PANIC, "NVCAM_E_PANIC", "a panic was caught inside the library"),
-    (NVCAM_E_INTERNAL, "NVCAM_E_INTERNAL", "internal error"),
-];
-
-/// The name and description of a status code, if it is one of ours.
-pub fn describe(code: i32) -> Option<(&'static str, &'static str)> {
-    ALL.iter().find(|(c, _, _)| *c == code).map(|(_, n, d)| (*n, *d))
+/// Defines [`ErrorKind`] and its list [`ErrorKind::ALL`] from one list, so no kind can be left
+/// out of the list (the mapping test walks it).
+macro_rules! kinds {
+    ($($(#[$doc:meta])* $kind:ident,)*) => {
+        /// What went wrong, named for what happened.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum ErrorKind {
+            $($(#[$doc])* $kind,)*
+        }
+        impl ErrorKind {
+            /// Every kind, in declaration order.
+            pub const ALL: &'static [ErrorKind] = &[$(ErrorKind::$kind,)*];
+        }
+    };
 }
 
-/// An error with its status code and a message that names the cause where it happened.
+kinds! {
+    /// A required pointer argument was NULL.
+    NullPointer,
+    /// An argument is out of range or malformed (bad URL, bad option value, bad flag).
+    InvalidArgument,
+    /// The caller's buffer is too small.
+    BufferTooSmall,
+    /// A caller struct's `struct_size` is smaller than the struct's first version.
+    StructTooSmall,
+    /// The library is not initialised (never, or shut down since).
+    NotInitialized,
+    /// The handle is 0.
+    NullHandle,
+    /// The handle was never issued by this library instance.
+    UnknownHandle,
+    /// The handle is a valid handle of another type.
+    WrongHandleType,
+    /// The handle was released, or belongs to a library session that was shut down.
+    StaleHandle,
+    /// The camera is closed or closing.
+    Closed,
+    /// A wait or an I/O deadline ran out.
+    TimedOut,
+    /// The source could not be opened or read, or the stream ended or must be reopened.
+    Io,
+    /// The server refused our credentials.
+    Auth,
+    /// No decoder, filter or protocol for this on the chosen path, or no video stream.
+    Unsupported,
+    /// An FFmpeg call failed in a way none of the other kinds names.
+    Ffmpeg,
+    /// A CUDA driver or NVDEC call failed.
+    Cuda,
+    /// An FFmpeg option is malformed, unknown, or contradicts the camera's options.
+    BadOption,
+    /// The camera gave up after a permanent failure and does not retry by itself.
+    Failed,
+    /// A wait was cancelled by the host.
+    Cancelled,
+    /// Host or device memory (or a fixed table) is exhausted.
+    OutOfMemory,
+    /// No usable GPU (none at all, or not the one asked for).
+    NoDevice,
+    /// A panic was caught.
+    Panic,
+    /// An invariant of ours failed.
+    Internal,
+}
+
+impl ErrorKind {
+    /// Whether the camera worker gives up on this failure instead of reconnecting: retrying
+    /// cannot fix it. No wildcard arm, so a new kind must be placed here.
+    pub fn is_permanent(self) -> bool {
+        use ErrorKind::*;
+        match self {
+            // The server said no to these credentials; it will say so again.
+            Auth => true,
+            // The camera's configuration (URL, options) is wrong; a reconnect reuses it.
+            BadOption | InvalidArgument => true,
+            // The codec or source kind has no decoder on this path; a new session finds none
+            // either (the decoder choice already fell back where it could).
+            Unsupported => true,
+            // Transient: the network, the server, a deadline, a driver or engine fault, memory
+            // that may free up, our own fault that a fresh session clears.
+            Io | TimedOut | Ffmpeg | Cuda | OutOfMemory | NoDevice | Panic | Internal => false,
+            // Not failures of a camera's source: they end a session through their own paths (a
+            // close stops the worker) or never come from one; a reconnect is the safe answer.
+            NullPointer | BufferTooSmall | StructTooSmall | NotInitialized | NullHandle | UnknownHandle
+            | WrongHandleType | StaleHandle | Closed | Failed | Cancelled => false,
+        }
+    }
+
+    /// Whether a direct-NVDEC decoder recovers from this failure by recreating its parser and
+    /// decoder (bounded by the decoder's own recovery budget). No wildcard arm, so a new kind
+    /// must be placed here.
+    pub fn decoder_recovers(self) -> bool {
+        use ErrorKind::*;
+        match self {
+            // An engine or driver fault, or a broken invariant of ours inside the decoder: a new
+            // decoder starts from a clean state.
+            Cuda | Internal | Panic => true,
+            // Decode surfaces that could not be allocated: the old decoder is dropped before a
+            // new one is made, so the new one may fit.
+            OutOfMemory => true,
+            // The stream itself was refused (codec, size), the camera is closing, or the failure
+            // is not the decoder's: a new decoder would fail the same way or is not wanted.
+            NullPointer | InvalidArgument | BufferTooSmall | StructTooSmall | NotInitialized | NullHandle
+            | UnknownHandle | WrongHandleType | StaleHandle | Closed | TimedOut | Io | Auth | Unsupported
+            | Ffmpeg | BadOption | Failed | Cancelled | NoDevice => false,
+        }
+    }
+
+    /// An outcome of a wait that the host asked for, not a fault (logged quietly).
+    pub fn is_wait_outcome(self) -> bool {
+        matches!(self, ErrorKind::TimedOut | ErrorKind::Cancelled)
+    }
+}
+
+/// An error: its kind and a message that names the cause where it happened. Its text form
+/// (`Display`) names the C status code and so lives at the C edge (`ffi::status`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
-    pub code: i32,
+    pub kind: ErrorKind,
     pub msg: String,
-    /// An outcome the host asked for, not a fault (a file that ended): the call still returns
-    /// `code`, but it is logged at INFO and is not the camera's last error.
+    /// An outcome the host asked for, not a fault (a file that ended): the call still fails with
+    /// `kind`, but it is logged at INFO and is not the camera's last error.
     pub expected: bool,
 }
 
 impl Error {
-    pub fn new(code: i32, msg: impl Into<String>) -> Self {
-        Error { code, msg: msg.into(), expected: false }
+    pub fn new(kind: ErrorKind, msg: impl Into<String>) -> Self {
+        Error { kind, msg: msg.into(), expected: false }
     }
-    /// The normal end of a file (or another outcome that is not a fault), with `code`.
-    pub fn expected(code: i32, msg: impl Into<String>) -> Self {
-        Error { code, msg: msg.into(), expected: true }
+    /// The normal end of a file (or another outcome that is not a fault), with `kind`.
+    pub fn expected(kind: ErrorKind, msg: impl Into<String>) -> Self {
+        Error { kind, msg: msg.into(), expected: true }
     }
     pub fn null(what: &str) -> Self {
-        Error::new(NVCAM_E_NULL_POINTER, format!("{what} is NULL"))
+        Error::new(ErrorKind::NullPointer, format!("{what} is NULL"))
     }
     pub fn arg(msg: impl Into<String>) -> Self {
-        Error::new(NVCAM_E_INVALID_ARGUMENT, msg)
+        Error::new(ErrorKind::InvalidArgument, msg)
     }
     pub fn timeout(msg: impl Into<String>) -> Self {
-        Error::new(NVCAM_E_TIMEOUT, msg)
+        Error::new(ErrorKind::TimedOut, msg)
     }
     pub fn internal(msg: impl Into<String>) -> Self {
-        Error::new(NVCAM_E_INTERNAL, msg)
+        Error::new(ErrorKind::Internal, msg)
     }
-    /// Maps an FFmpeg error from `call` to our code: I/O-ish errors become `NVCAM_E_IO`, a missing
-    /// decoder `NVCAM_E_UNSUPPORTED`, anything else `NVCAM_E_FFMPEG`; the text keeps FFmpeg's words.
+    /// Maps an FFmpeg error from `call` to a kind: I/O-ish errors are `Io`, a missing decoder
+    /// `Unsupported`, anything else `Ffmpeg`; the text keeps FFmpeg's words.
     pub fn ffmpeg(call: &str, e: ffmpeg_next::Error) -> Self {
         use ffmpeg_next::Error as F;
-        let code = match e {
-            F::DecoderNotFound | F::DemuxerNotFound | F::ProtocolNotFound | F::StreamNotFound => {
-                NVCAM_E_UNSUPPORTED
-            }
-            F::HttpUnauthorized | F::HttpForbidden => NVCAM_E_AUTH,
-            F::Other { errno } if errno == libc_enomem() => NVCAM_E_OUT_OF_MEMORY,
-            F::Other { .. } | F::Eof | F::Exit | F::HttpNotFound | F::HttpServerError => NVCAM_E_IO,
-            _ => NVCAM_E_FFMPEG,
+        let kind = match e {
+            F::DecoderNotFound | F::DemuxerNotFound | F::ProtocolNotFound | F::StreamNotFound => ErrorKind::Unsupported,
+            F::HttpUnauthorized | F::HttpForbidden => ErrorKind::Auth,
+            F::Other { errno } if errno == libc_enomem() => ErrorKind::OutOfMemory,
+            F::Other { .. } | F::Eof | F::Exit | F::HttpNotFound | F::HttpServerError => ErrorKind::Io,
+            _ => ErrorKind::Ffmpeg,
         };
-        Error::new(code, format!("{call}: {e}"))
+        Error::new(kind, format!("{call}: {e}"))
     }
 }
 
@@ -141,30 +171,6 @@ fn libc_enomem() -> i32 {
     12
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = describe(self.code).map(|d| d.0).unwrap_or("NVCAM_E_?");
-        write!(f, "{name}: {}", self.msg)
-    }
-}
-
 impl std::error::Error for Error {}
 
 pub type Result<T> = std::result::Result<T, Error>;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_error_code_is_in_labviews_user_range_and_unique() {
-        let mut seen = std::collections::HashSet::new();
-        for (code, name, _) in ALL {
-            assert!(seen.insert(*code), "duplicate code {code}");
-            assert!(name.starts_with("NVCAM_"));
-            if *code != 0 {
-                assert!((-8999..=-8000).contains(code), "{name} = {code} outside LabVIEW's user range");
-            }
-        }
-    }
-}

@@ -298,7 +298,7 @@ pub(crate) fn ensure_ffmpeg() -> Result<()> {
             Some(Ok(h)) => h,
             Some(Err(code)) => {
                 return Err(Error::new(
-                    NVCAM_E_FFMPEG,
+                    ErrorKind::Ffmpeg,
                     format!("{shown} in {folder} could not be loaded: Windows error {code}{}", hint(code)),
                 ))
             }
@@ -311,7 +311,7 @@ pub(crate) fn ensure_ffmpeg() -> Result<()> {
                     // SAFETY: no other call between the failed load and this.
                     let code = unsafe { GetLastError() };
                     return Err(Error::new(
-                        NVCAM_E_FFMPEG,
+                        ErrorKind::Ffmpeg,
                         format!(
                             "{shown} is not in {folder} (keep the FFmpeg DLLs beside nvcam.dll), and loading it from the \
                              DLL search path failed: Windows error {code}"
@@ -327,7 +327,7 @@ pub(crate) fn ensure_ffmpeg() -> Result<()> {
             let p = unsafe { GetProcAddress(h, f.proc_name()) };
             if p.is_null() {
                 return Err(Error::new(
-                    NVCAM_E_FFMPEG,
+                    ErrorKind::Ffmpeg,
                     format!(
                         "{shown} (from {folder} or the DLL search path) has no function {}: not the FFmpeg build \
                          nvcam was built with",

@@ -22,8 +22,16 @@ fn exported_functions() -> Vec<String> {
 }
 
 /// Every file `cargo xtask gen` writes: the C header, the LabVIEW wizard's variant, the Python
-/// ctypes module.
-const GENERATED: [&str; 3] = ["include/nvcam.h", "include/nvcam_labview.h", "bindings/python/nvcam/_ffi.py"];
+/// ctypes module, rustc's check of the C structs' layouts, the kernels' CUDA header and rustc's side
+/// of its layout check.
+const GENERATED: [&str; 6] = [
+    "include/nvcam.h",
+    "include/nvcam_labview.h",
+    "bindings/python/nvcam/_ffi.py",
+    "src/ffi/layout.rs",
+    "kernels/nvcam_abi.cuh",
+    "src/gpu/params_layout.rs",
+];
 
 #[test]
 fn committed_mirrors_match_generated() {
@@ -104,7 +112,7 @@ fn api_guide_documents_every_function_and_status_code() {
     for f in exported_functions() {
         assert!(guide.contains(&format!("`{f}(")), "docs/api.md's API table lacks {f}");
     }
-    for (code, name, _) in nvcam::status::ALL {
+    for (code, name, _) in nvcam::ffi::status::ALL {
         let row = format!("| {code} | `{name}` |");
         assert!(guide.contains(&row), "docs/api.md's status table lacks {row}");
     }

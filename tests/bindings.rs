@@ -1,5 +1,5 @@
 //! The host-language bindings against the cdylib this `cargo test` built: the Python ctypes suite,
-//! the C++ RAII wrapper's example, and LabVIEW's error-code file against `nvcam::status::ALL`.
+//! the C++ RAII wrapper's example, and LabVIEW's error-code file against `nvcam::ffi::status::ALL`.
 
 mod common;
 use common::cdylib;
@@ -155,7 +155,7 @@ fn labview_error_file_lists_every_status_code() {
     assert_eq!(xml.matches("<nierror").count(), xml.matches("</nierror>").count());
 
     let entries = parse_error_file(&xml);
-    let expected: Vec<_> = nvcam::status::ALL.iter().filter(|(c, _, _)| *c != nvcam::NVCAM_OK).collect();
+    let expected: Vec<_> = nvcam::ffi::status::ALL.iter().filter(|(c, _, _)| *c != nvcam::NVCAM_OK).collect();
     // What the file should contain, printed when it does not.
     let skeleton: String = expected
         .iter()
@@ -176,7 +176,7 @@ fn labview_error_file_lists_every_status_code() {
     for (code, text) in &entries {
         assert!(
             expected.iter().any(|(c, _, _)| c == code),
-            "{code} ({text}) is in the error file but not in nvcam::status::ALL"
+            "{code} ({text}) is in the error file but not in nvcam::ffi::status::ALL"
         );
     }
     // LabVIEW owns code 0 ("no error"); the file must not redefine it.

@@ -1,6 +1,7 @@
 //! The embedded kernels match their sources: `kernels/nvcam_kernels.manifest` records the
-//! SHA-256 of `kernels/*.cu` that `scripts/build-kernels.sh` compiled, and the fatbin it wrote.
-//! A `.cu` edited without a rebuild (or a fatbin replaced by hand) fails here, on any machine,
+//! SHA-256 of the sources `scripts/build-kernels.sh` compiled (`kernels/*.cu`, the `*.cuh` they
+//! include, `kernels/test/*.cu`) and of the fatbins it wrote (the release one and the tests').
+//! A source edited without a rebuild (or a fatbin replaced by hand) fails here, on any machine,
 //! with no GPU and no CUDA compiler. The fatbin's container is also walked: every architecture
 //! the manifest names is in it as SASS, plus the PTX.
 
@@ -72,28 +73,41 @@ fn sha256_is_sha256() {
     assert_eq!(sha256(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
-/// A kernel source changed without `bash scripts/build-kernels.sh`: the library would embed
-/// stale machine code.
+/// The build's sources by their path in kernels/, in name order: `*.cu` and `*.cuh` there, and
+/// `test/*.cu`.
+fn kernel_sources() -> Vec<String> {
+    let list = |dir: &str, exts: &[&str]| -> Vec<String> {
+        std::fs::read_dir(kernels_dir().join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| exts.iter().any(|x| e == *x)))
+            .map(|p| format!("{dir}{}", p.file_name().unwrap().to_str().unwrap()))
+            .collect()
+    };
+    let mut srcs = list("", &["cu", "cuh"]);
+    srcs.extend(list("test/", &["cu"]));
+    srcs.sort();
+    srcs
+}
+
+/// A kernel source or header changed without `bash scripts/build-kernels.sh`: the library would
+/// embed stale machine code.
 #[test]
 fn committed_fatbin_was_built_from_these_kernel_sources() {
     let m = manifest();
-    let mut srcs: Vec<_> = std::fs::read_dir(kernels_dir())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "cu"))
-        .collect();
-    srcs.sort();
+    let srcs = kernel_sources();
     let mut all = Vec::new();
     for s in &srcs {
-        all.extend_from_slice(s.file_name().unwrap().to_str().unwrap().as_bytes());
+        all.extend_from_slice(s.as_bytes());
         all.push(b'\n');
-        all.extend_from_slice(&std::fs::read(s).unwrap());
+        all.extend_from_slice(&std::fs::read(kernels_dir().join(s)).unwrap());
     }
-    let names: Vec<_> = srcs.iter().map(|s| s.file_name().unwrap().to_str().unwrap().to_string()).collect();
-    assert_eq!(m["sources"], names.join(" "), "the kernel sources changed: run bash scripts/build-kernels.sh");
-    assert_eq!(m["source_sha256"], sha256(&all), "a kernels/*.cu changed since the fatbin was built: run bash scripts/build-kernels.sh and commit both");
+    assert_eq!(m["sources"], srcs.join(" "), "the kernel sources changed: run bash scripts/build-kernels.sh");
+    assert_eq!(m["source_sha256"], sha256(&all), "a kernel source changed since the fatbins were built: run bash scripts/build-kernels.sh and commit them");
     let fatbin = std::fs::read(kernels_dir().join("nvcam_kernels.fatbin")).unwrap();
     assert_eq!(m["fatbin_sha256"], sha256(&fatbin), "kernels/nvcam_kernels.fatbin is not the one the manifest describes");
+    let test = std::fs::read(kernels_dir().join("test/nvcam_test_kernels.fatbin")).unwrap();
+    assert_eq!(m["test_fatbin_sha256"], sha256(&test), "kernels/test/nvcam_test_kernels.fatbin is not the one the manifest describes");
 }
 
 /// The container holds SASS for every architecture the manifest names, and the PTX, with sizes

@@ -28,7 +28,7 @@ const GUARD: usize = 32;
 const GUARD_BYTE: u8 = 0x5a;
 
 fn code_name(r: i32) -> String {
-    status::describe(r).map(|(n, _)| n.to_string()).unwrap_or_else(|| format!("?{r}"))
+    ffi::status::describe(r).map(|(n, _)| n.to_string()).unwrap_or_else(|| format!("?{r}"))
 }
 
 fn env_num(name: &str, default: i64) -> i64 {

@@ -20,7 +20,7 @@ fn documented() -> &'static BTreeMap<String, BTreeSet<i32>> {
     static DOC: OnceLock<BTreeMap<String, BTreeSet<i32>>> = OnceLock::new();
     DOC.get_or_init(|| {
         let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../include/nvcam.h")).unwrap();
-        let code_of: BTreeMap<&str, i32> = nvcam::status::ALL.iter().map(|(c, n, _)| (*n, *c)).collect();
+        let code_of: BTreeMap<&str, i32> = nvcam::ffi::status::ALL.iter().map(|(c, n, _)| (*n, *c)).collect();
         let (mut map, mut pending) = (BTreeMap::new(), None);
         for line in header.lines() {
             if let Some(i) = line.find("Returns:") {

@@ -56,22 +56,29 @@ fn not_exact(sh: &Shared) -> bool {
     }
 }
 
+/// What a session lends each delivery: its camera, its decoder (which writes the picture into a
+/// slot), its pools, and the judge of its pictures' integrity (see [`super::integrity`]).
+pub(super) struct Ctx<'a> {
+    pub(super) sh: &'a Arc<Shared>,
+    pub(super) dec: &'a mut dyn Decoder,
+    pub(super) pools: &'a Pools,
+    pub(super) integrity: &'a mut Integrity,
+}
+
+/// A picture's place in time: its number in the camera's sequence, when its packet was read
+/// (`since`, for the decode latency), and its capture time and where that is from.
+pub(super) struct Stamp {
+    pub(super) seq: u64,
+    pub(super) since: Instant,
+    pub(super) capture: (u64, TimeSource),
+}
+
 /// Copies a decoded picture into a free slot and publishes it as the camera's latest frame. A
-/// full pool drops the newest frame (counted), unless the camera is lossless. `since` is when its
-/// packet was read (for the decode latency); `capture` its capture time and where that is from.
-/// `integrity` judges the picture (see [`super::integrity`]); what is not exact goes by the
-/// camera's [`IntegrityPolicy`].
-#[allow(clippy::too_many_arguments)]
-pub(super) fn deliver(
-    sh: &Arc<Shared>,
-    dec: &mut dyn Decoder,
-    pools: &Pools,
-    pic: Picture,
-    seq: u64,
-    since: Instant,
-    capture: (u64, TimeSource),
-    integrity: &mut Integrity,
-) -> Result<()> {
+/// full pool drops the newest frame (counted), unless the camera is lossless. What the integrity
+/// judge finds not exact goes by the camera's [`IntegrityPolicy`].
+pub(super) fn deliver(cx: Ctx<'_>, pic: Picture, stamp: Stamp) -> Result<()> {
+    let Ctx { sh, dec, pools, integrity } = cx;
+    let Stamp { seq, since, capture } = stamp;
     let mut marks = integrity.picture(pic.pts_us, pic.damaged, Instant::now());
     log::trace!("camera {}: picture pts {} {marks:?}", sh.name(), pic.pts_us);
     // Not exact already: no copy at all unless the host wants it.

@@ -71,14 +71,27 @@ impl LossWatch {
         let unplaced = rtp_gaps::take(&mut self.gaps);
         let tracks_refs = self.frame_nums.as_ref().is_some_and(|c| c.tracking());
         let (mut lost, mut unknown_place) = (unplaced, unplaced > 0);
+        let mut cut_keys = Vec::new();
         for g in self.gaps.drain(..).filter(|g| g.stream == self.video) {
             lost += g.lost as u64;
+            // A key picture whose start was lost: its access unit will not read as a key, but
+            // the interval between recovery points must not look a GOP longer for it (the
+            // reconnect rule would think the next one far away).
+            if self.keys.rtp_continues_key(g.payload_after()) {
+                let at = pts_us(g.pts_after, self.time_base);
+                if at != i64::MIN {
+                    cut_keys.push(at);
+                }
+            }
             let hits = hits_of(&g, &self.keys, self.time_base, tracks_refs).filter(|_| place_gaps());
             log::debug!("camera {}: {} RTP packet(s) lost, {hits:?}", sh.name(), g.lost);
             match hits {
                 Some(hits) => hits.into_iter().flatten().for_each(|h| integrity.gap(h, now)),
                 None => unknown_place = true,
             }
+        }
+        for at in cut_keys {
+            self.note_key(sh, at, now);
         }
         integrity.packet(key, self.keys.picture(data), p_us, now);
         // A reference picture missing before this one: lost, wherever it was lost.
@@ -102,12 +115,7 @@ impl LossWatch {
             sh.counters.packets_lost.fetch_add(lost, Ordering::Relaxed);
         }
         if key != KeyPoint::None {
-            if !std::mem::replace(&mut self.key_seen, true) {
-                note_to_key(sh, self.t_open.elapsed());
-            }
-            if let Some(g) = sh.gop.lock().key(p_us, now) {
-                sh.counters.key_interval_ms.store(g.as_millis().min(u32::MAX as u128) as u32, Ordering::Relaxed);
-            }
+            self.note_key(sh, p_us, now);
         }
         let Some(suspect_for) = integrity.suspect_for(now).filter(|_| sh.source.is_live()) else { return Ok(()) };
         let ms = |a: &AtomicU32| Some(a.load(Ordering::Relaxed)).filter(|&v| v > 0).map(|v| Duration::from_millis(v as u64));
@@ -121,9 +129,21 @@ impl LossWatch {
         if reconnect_decision(&wait, sh.counters.unhelpful_reconnects.load(Ordering::Relaxed)) {
             sh.counters.loss_reconnects.fetch_add(1, Ordering::Relaxed);
             sh.counters.unhelpful_reconnects.fetch_add(1, Ordering::Relaxed);
-            return Err(Error::new(NVCAM_E_IO, format!("reconnecting for a key frame after a packet loss: {wait:?}")));
+            return Err(Error::new(ErrorKind::Io, format!("reconnecting for a key frame after a packet loss: {wait:?}")));
         }
         Ok(())
+    }
+}
+
+impl LossWatch {
+    /// A key picture (whole or not) at `pts` came: the figures of the reconnect rule learn from it.
+    fn note_key(&mut self, sh: &Shared, pts: i64, now: Instant) {
+        if !std::mem::replace(&mut self.key_seen, true) {
+            note_to_key(sh, self.t_open.elapsed());
+        }
+        if let Some(g) = sh.gop.lock().key(pts, now) {
+            sh.counters.key_interval_ms.store(g.as_millis().min(u32::MAX as u128) as u32, Ordering::Relaxed);
+        }
     }
 }
 

@@ -61,8 +61,8 @@ pub(crate) struct Stats {
     /// The current pool's memory and device (-1 for host), if there is a pool yet.
     pub memory: Option<(MemoryKind, i32)>,
     pub decoder: Option<DecoderKind>,
-    /// Status code of the last error, 0 if none.
-    pub last_error_code: i32,
+    /// Kind of the last error, if any.
+    pub last_error: Option<ErrorKind>,
     pub live_handles: u64,
     /// Decode latency (packet read → frame published) over the last second, µs: (p50, p99).
     pub decode_latency_us: (u32, u32),
@@ -125,14 +125,14 @@ fn transport_options(source: &Source, opts: &mut Options) -> Result<bool> {
     };
     if let Some(v) = given {
         return Err(Error::new(
-            NVCAM_E_BAD_OPTION,
+            ErrorKind::BadOption,
             format!("transport {name} and FFmpeg option rtsp_transport={v} both choose the RTSP transport: set one of them"),
         ));
     }
     let tls = matches!(source, Source::Network(u) if u.starts_with("rtsps://"));
     if tls && !matches!(opts.transport, Transport::Tcp | Transport::Auto) {
         return Err(Error::new(
-            NVCAM_E_BAD_OPTION,
+            ErrorKind::BadOption,
             format!("transport {name} is not possible with rtsps://: RTP goes inside its TLS connection (TCP only)"),
         ));
     }
@@ -180,7 +180,7 @@ impl Camera {
                 let first = sync_open.then_some(tx);
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker::run(&sh, first)));
                 if r.is_err() {
-                    sh.set_error(&Error::new(NVCAM_E_PANIC, "camera worker panicked (see log)"));
+                    sh.set_error(&Error::new(ErrorKind::Panic, "camera worker panicked (see log)"));
                     sh.set_state(CameraState::Failed);
                 }
                 sh.mark_exited();
@@ -202,7 +202,7 @@ impl Camera {
         self.shared.state()
     }
 
-    /// Waits for the newest frame not yet handed out. The wait ends with `NVCAM_E_CANCELLED` when
+    /// Waits for the newest frame not yet handed out. The wait ends with `ErrorKind::Cancelled` when
     /// [`Camera::cancel_waits`] runs after it began, or when `abort` is set (then
     /// [`Camera::wake_waits`] wakes it); a frame that arrives meanwhile stays for the next wait.
     pub(crate) fn get_frame(&self, timeout: Duration, abort: Option<&AtomicBool>) -> Result<Arc<Frame>> {
@@ -215,7 +215,7 @@ impl Camera {
         let cancelled = || self.cancels.load(Ordering::Acquire) != generation || abort.is_some_and(|a| a.load(Ordering::Acquire));
         loop {
             if cancelled() {
-                return Err(Error::new(NVCAM_E_CANCELLED, "the wait was cancelled"));
+                return Err(Error::new(ErrorKind::Cancelled, "the wait was cancelled"));
             }
             if let Some(f) = m.take() {
                 sh.counters.delivered.fetch_add(1, Ordering::Relaxed);
@@ -227,15 +227,15 @@ impl Camera {
                 return Ok(f);
             }
             match sh.state() {
-                CameraState::Closed => return Err(Error::new(NVCAM_E_CLOSED, "camera is closed")),
+                CameraState::Closed => return Err(Error::new(ErrorKind::Closed, "camera is closed")),
                 // A reconnect was asked for and the worker has not taken it yet: wait for it.
                 CameraState::Failed | CameraState::Ended if sh.irq.kicked() => {}
                 CameraState::Failed => {
-                    let e = sh.cause().unwrap_or_else(|| Error::new(NVCAM_E_FAILED, "camera failed"));
-                    return Err(Error::new(NVCAM_E_FAILED, format!("camera failed: {}", e.msg)));
+                    let e = sh.cause().unwrap_or_else(|| Error::new(ErrorKind::Failed, "camera failed"));
+                    return Err(Error::new(ErrorKind::Failed, format!("camera failed: {}", e.msg)));
                 }
                 CameraState::Ended => {
-                    return Err(Error::expected(NVCAM_E_IO, "end of file (open with NVCAM_OPEN_LOOP to repeat)"))
+                    return Err(Error::expected(ErrorKind::Io, "end of file (open with NVCAM_OPEN_LOOP to repeat)"))
                 }
                 _ => {}
             }
@@ -256,7 +256,7 @@ impl Camera {
         self.shared.opts.flags.lossless
     }
 
-    /// Cancels every wait in progress on this camera (they return `NVCAM_E_CANCELLED`); waits
+    /// Cancels every wait in progress on this camera (they return `ErrorKind::Cancelled`); waits
     /// that begin afterwards are not affected. Returns at once.
     pub(crate) fn cancel_waits(&self) {
         let _m = self.shared.mailbox.lock();
@@ -299,7 +299,7 @@ impl Camera {
             stream_changes: c.stream_changes.load(r),
             memory,
             decoder,
-            last_error_code: sh.last_error().map(|e| e.code).unwrap_or(0),
+            last_error: sh.last_error().map(|e| e.kind),
             live_handles: registry::per_owner().get(&sh.handle()).copied().unwrap_or(0) as u64,
             decode_latency_us: sh.latency.lock().percentiles(Instant::now()),
             frames_corrupt: c.corrupt.load(r),
@@ -331,7 +331,7 @@ impl Camera {
     pub(crate) fn reconnect(&self) -> Result<()> {
         let sh = &self.shared;
         if sh.state() == CameraState::Closed {
-            return Err(Error::new(NVCAM_E_CLOSED, "camera is closed"));
+            return Err(Error::new(ErrorKind::Closed, "camera is closed"));
         }
         // Until the worker takes this kick, get_frame on an ended or failed camera waits for the
         // new connection instead of reporting the old end.

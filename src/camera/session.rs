@@ -1,19 +1,20 @@
 //! One connection: open the source, pick the decoder, then read, decode, pace and deliver until
 //! the stream ends, fails, stalls, or the camera is stopped or kicked.
 
-use super::deliver::deliver;
+use super::deliver::{self, Stamp};
 use super::integrity::Integrity;
 use super::loss_watch::LossWatch;
 use super::latency::{wall_ns, Arrival, Arrivals};
 use super::shared::{CameraState, Shared};
 use crate::config::DEFAULTS;
-use crate::decode::pts_us;
+use crate::decode::{pts_us, Decoder, DecoderKind};
 use crate::ffmpeg::rtp_gaps;
 use crate::frame::TimeSource;
 use crate::gpu::timing::{self, Stage};
 use crate::input::{self, Read};
-use crate::select::{self, Chosen};
+use crate::select::{self, Chosen, Pools};
 use crate::status::*;
+use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
@@ -112,198 +113,299 @@ impl Pacer {
     }
 }
 
+/// Runs one connection: [`Session::open`] connects and picks the decoder, [`Session::run`] reads,
+/// decodes, paces and delivers. `first` takes the open's result (a synchronous open waits for
+/// it), `connected` says whether the source was reached, and each delivered picture resets
+/// `attempt` (the reconnect back-off).
 pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32, connected: &mut bool) -> Result<SessionEnd> {
-    let o = &sh.opts;
-    let low_latency = o.latency.is_low(sh.is_network());
-    let t_open = Instant::now();
-    // RTP gaps FFmpeg reports on this thread from here on are this connection's (those of the
-    // probe included: its packets are read again below).
-    rtp_gaps::start();
-    let mut input = input::open(&sh.source, &o.ffmpeg, &sh.irq, o.open_timeout)?;
-    if sh.source.is_rtsp() && !rtp_gaps::reporting() {
-        log::warn!(
-            "camera {}: this FFmpeg does not report lost RTP packets (it is not nvcam's patched build): losses show only where a decoder or H.264's frame_num notices them",
-            sh.name()
-        );
-    }
-    timing::since(Stage::Open, t_open);
-    let t_select = Instant::now();
-    let Chosen { decoder: mut dec, pools } = select::decoder_for(o, &input.stream(), &sh.backend, low_latency)?;
-    timing::since(Stage::Select, t_select);
-    note_codec(sh, &input);
-    let mut kind = dec.kind();
-    note_decoder(sh, kind);
-    if let Some(tx) = first.take() {
-        let _ = tx.send(Ok(()));
-    }
-    *connected = true;
-    sh.note_packet();
-    sh.set_state(CameraState::Streaming);
-    sh.gate.set_playing(true);
+    Session::open(sh, first, connected)?.run(attempt)
+}
 
-    let paced = !o.flags.no_pacing && !sh.is_network();
-    let mut pacer = Pacer::default();
-    let mut arrivals = Arrivals::default();
-    let time_base = input.stream().time_base();
-    let mut losses = LossWatch::new(sh, &input.stream(), t_open);
-    let mut integrity = Integrity::at_session_start();
-    let mut exact_seen = false;
-    // A recovery point held back while the decoder drains, for a decoder that restarts there.
-    let mut after_drain: Option<ffmpeg_next::Packet> = None;
-    let mut seq = sh.counters.decoded.load(Ordering::Relaxed);
-    let mut fps_window = (Instant::now(), 0u64);
-    let mut eof = false;
-    // Pictures this session delivered: the stage timings count a session's steady state only
-    // (after its first second), not its start.
-    let mut delivered = 0u64;
-    let looping = !sh.source.is_live() && o.flags.loop_file;
-    let mut read_since_rewind = false;
-    loop {
-        let steady = delivered >= STEADY_AFTER;
-        if sh.irq.stopping() {
-            return Ok(SessionEnd::Stop);
+/// One connection's state, from its open to its end.
+struct Session<'a> {
+    sh: &'a Arc<Shared>,
+    low_latency: bool,
+    /// The decoder in use: a GPU decoder may fall back to another mid-session.
+    kind: DecoderKind,
+    paced: bool,
+    pacer: Pacer,
+    arrivals: Arrivals,
+    time_base: ffmpeg_next::Rational,
+    losses: LossWatch,
+    integrity: Integrity,
+    exact_seen: bool,
+    /// A recovery point held back while the decoder drains, for a decoder that restarts there.
+    after_drain: Option<ffmpeg_next::Packet>,
+    seq: u64,
+    fps_window: (Instant, u64),
+    eof: bool,
+    /// Pictures this session delivered: the stage timings count a session's steady state only
+    /// (after its first second), not its start.
+    delivered: u64,
+    looping: bool,
+    read_since_rewind: bool,
+    // Fields drop in this order at the session's end: the pools, then the decoder, then the input.
+    pools: Pools,
+    dec: Box<dyn Decoder>,
+    input: input::Input,
+}
+
+impl<'a> Session<'a> {
+    /// Opens the source and picks its decoder; the camera is then streaming.
+    fn open(sh: &'a Arc<Shared>, first: &mut FirstOpen, connected: &mut bool) -> Result<Session<'a>> {
+        let o = &sh.opts;
+        let low_latency = o.latency.is_low(sh.is_network());
+        let t_open = Instant::now();
+        // RTP gaps FFmpeg reports on this thread from here on are this connection's (those of the
+        // probe included: its packets are read again below).
+        rtp_gaps::start();
+        let input = input::open(&sh.source, &o.ffmpeg, &sh.irq, o.open_timeout)?;
+        if sh.source.is_rtsp() && !rtp_gaps::reporting() {
+            log::warn!(
+                "camera {}: this FFmpeg does not report lost RTP packets (it is not nvcam's patched build): losses show only where a decoder or H.264's frame_num notices them",
+                sh.name()
+            );
         }
-        if sh.irq.kicked() {
-            return Ok(SessionEnd::Kicked);
+        timing::since(Stage::Open, t_open);
+        let t_select = Instant::now();
+        let Chosen { decoder: dec, pools } = select::decoder_for(o, &input.stream(), &sh.backend, low_latency)?;
+        timing::since(Stage::Select, t_select);
+        note_codec(sh, &input);
+        let kind = dec.kind();
+        note_decoder(sh, kind);
+        if let Some(tx) = first.take() {
+            let _ = tx.send(Ok(()));
         }
-        if !eof {
-            let t_read = Instant::now();
-            let read = input.read_video(o.stall_timeout);
-            if steady {
-                timing::since(Stage::Read, t_read);
+        *connected = true;
+        sh.note_packet();
+        sh.set_state(CameraState::Streaming);
+        sh.gate.set_playing(true);
+
+        let paced = !o.flags.no_pacing && !sh.is_network();
+        let time_base = input.stream().time_base();
+        let losses = LossWatch::new(sh, &input.stream(), t_open);
+        Ok(Session {
+            sh,
+            low_latency,
+            kind,
+            paced,
+            pacer: Pacer::default(),
+            arrivals: Arrivals::default(),
+            time_base,
+            losses,
+            integrity: Integrity::at_session_start(),
+            exact_seen: false,
+            after_drain: None,
+            seq: sh.counters.decoded.load(Ordering::Relaxed),
+            fps_window: (Instant::now(), 0u64),
+            eof: false,
+            delivered: 0,
+            looping: !sh.source.is_live() && o.flags.loop_file,
+            read_since_rewind: false,
+            pools,
+            dec,
+            input,
+        })
+    }
+
+    /// Reads, decodes, paces and delivers until the stream ends, fails, stalls, or the camera is
+    /// stopped or kicked.
+    fn run(mut self, attempt: &mut u32) -> Result<SessionEnd> {
+        let sh = self.sh;
+        loop {
+            let steady = self.delivered >= STEADY_AFTER;
+            if let Some(end) = self.interrupted() {
+                return Ok(end);
             }
-            match read {
-                Ok(Read::Packet(mut p)) => {
-                    sh.note_packet();
-                    read_since_rewind = true;
-                    // A kick or close that came after the read: the session ends, nothing more
-                    // goes into the decoder.
-                    if sh.irq.stopping() || sh.irq.kicked() {
-                        continue;
-                    }
-                    losses.stamp_first(&mut p, sh.source.is_rtsp());
-                    let p_us = pts_us(p.pts(), time_base);
-                    let now = Instant::now();
-                    arrivals.read(Arrival { pts_us: p_us, at: now, wall_ns: wall_ns() });
-                    losses.packet(sh, &p, p_us, &mut integrity, now)?;
-                    if integrity.is_recovery_point(p_us) && dec.restarts_at_recovery_point() {
-                        // Drain what the decoder holds (pictures before the recovery point),
-                        // then start it afresh with this packet, after the pictures below.
-                        log::debug!("camera {}: recovery point at pts {p_us}: the decoder starts afresh", sh.name());
-                        dec.send_eof()?;
-                        after_drain = Some(p);
-                    } else {
-                        let t_send = Instant::now();
-                        let sent = dec.send_packet(&p)?;
-                        if steady {
-                            timing::since(Stage::Send, t_send);
-                        }
-                        if let crate::decode::Outcome::Corrupt(_) = &sent {
-                            integrity.lost(now);
-                        }
-                        sh.report(sent);
-                    }
-                }
-                // A looped file whose decoder goes on across the rewind: no drain, no reset
-                // (unless the file gave no packet since the last rewind: then drain as usual).
-                Ok(Read::Eof) if looping && read_since_rewind && dec.continues_across_rewind() => {
-                    input.rewind()?;
-                    read_since_rewind = false;
-                }
-                Ok(Read::Eof) => {
-                    dec.send_eof()?;
-                    eof = true;
-                }
-                Err(_) if sh.irq.kicked() => return Ok(SessionEnd::Kicked),
-                Err(e) if e.code == NVCAM_E_CLOSED => return Ok(SessionEnd::Stop),
-                Err(e) => {
-                    if e.code == NVCAM_E_TIMEOUT {
-                        sh.set_state(CameraState::Stalled);
-                    }
-                    return Err(e);
+            if !self.eof {
+                if let Some(end) = self.read(steady)? {
+                    return Ok(end);
                 }
             }
+            let got_any = match self.receive(steady, attempt)? {
+                ControlFlow::Continue(got_any) => got_any,
+                ControlFlow::Break(end) => return Ok(end),
+            };
+            self.resume_after_drain()?;
+            crate::gpu::maintain();
+            if self.eof && !got_any {
+                if self.looping {
+                    self = self.rewind()?;
+                    continue;
+                }
+                if !sh.source.is_live() && !sh.opts.flags.loop_file {
+                    log::info!("camera {}: end of file", sh.name());
+                }
+                return Ok(SessionEnd::Eof);
+            }
         }
+    }
+
+    /// The end a stop or a kick asks for, if one came. Both stay set for the rest of the session
+    /// (only the worker takes a kick, between sessions).
+    fn interrupted(&self) -> Option<SessionEnd> {
+        if self.sh.irq.stopping() {
+            return Some(SessionEnd::Stop);
+        }
+        if self.sh.irq.kicked() {
+            return Some(SessionEnd::Kicked);
+        }
+        None
+    }
+
+    /// Reads the next packet and sends it to the decoder (or holds a recovery point back while the
+    /// decoder drains); at the end of the input, drains the decoder or rewinds a looped file.
+    /// Returns the session's end when the read ends it.
+    fn read(&mut self, steady: bool) -> Result<Option<SessionEnd>> {
+        let sh = self.sh;
+        let t_read = Instant::now();
+        let read = self.input.read_video(sh.opts.stall_timeout);
+        if steady {
+            timing::since(Stage::Read, t_read);
+        }
+        match read {
+            Ok(Read::Packet(mut p)) => {
+                sh.note_packet();
+                self.read_since_rewind = true;
+                // A kick or close that came after the read: the session ends, nothing more
+                // goes into the decoder.
+                if let Some(end) = self.interrupted() {
+                    return Ok(Some(end));
+                }
+                self.losses.stamp_first(&mut p, sh.source.is_rtsp());
+                let p_us = pts_us(p.pts(), self.time_base);
+                let now = Instant::now();
+                self.arrivals.read(Arrival { pts_us: p_us, at: now, wall_ns: wall_ns() });
+                self.losses.packet(sh, &p, p_us, &mut self.integrity, now)?;
+                if self.integrity.is_recovery_point(p_us) && self.dec.restarts_at_recovery_point() {
+                    // Drain what the decoder holds (pictures before the recovery point),
+                    // then start it afresh with this packet, after the pictures below.
+                    log::debug!("camera {}: recovery point at pts {p_us}: the decoder starts afresh", sh.name());
+                    self.dec.send_eof()?;
+                    self.after_drain = Some(p);
+                } else {
+                    let t_send = Instant::now();
+                    let sent = self.dec.send_packet(&p)?;
+                    if steady {
+                        timing::since(Stage::Send, t_send);
+                    }
+                    if let crate::decode::Outcome::Corrupt(_) = &sent {
+                        self.integrity.lost(now);
+                    }
+                    sh.report(sent);
+                }
+            }
+            // A looped file whose decoder goes on across the rewind: no drain, no reset
+            // (unless the file gave no packet since the last rewind: then drain as usual).
+            Ok(Read::Eof) if self.looping && self.read_since_rewind && self.dec.continues_across_rewind() => {
+                self.input.rewind()?;
+                self.read_since_rewind = false;
+            }
+            Ok(Read::Eof) => {
+                self.dec.send_eof()?;
+                self.eof = true;
+            }
+            Err(_) if sh.irq.kicked() => return Ok(Some(SessionEnd::Kicked)),
+            Err(e) if e.kind == ErrorKind::Closed => return Ok(Some(SessionEnd::Stop)),
+            Err(e) => {
+                if e.kind == ErrorKind::TimedOut {
+                    sh.set_state(CameraState::Stalled);
+                }
+                return Err(e);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Paces and delivers every picture the decoder has ready. Continues with whether any came;
+    /// breaks with the end a closing camera asks for.
+    fn receive(&mut self, steady: bool, attempt: &mut u32) -> Result<ControlFlow<SessionEnd, bool>> {
+        let sh = self.sh;
         let mut got_any = false;
         let mut t_receive = Instant::now();
-        while let Some(pic) = dec.receive()? {
+        while let Some(pic) = self.dec.receive()? {
             if steady {
                 timing::since(Stage::Receive, t_receive);
             }
             got_any = true;
-            seq += 1;
-            sh.counters.decoded.store(seq, Ordering::Relaxed);
+            self.seq += 1;
+            sh.counters.decoded.store(self.seq, Ordering::Relaxed);
             *attempt = 0;
             sh.counters.attempt.store(0, Ordering::Relaxed);
             sh.counters.next_retry_ms.store(0, Ordering::Relaxed);
-            let arrival = arrivals.take(pic.pts_us);
+            let arrival = self.arrivals.take(pic.pts_us);
             let before_pacing = Instant::now();
-            if paced {
-                pacer.wait(sh, pic.pts_us, steady);
+            if self.paced {
+                self.pacer.wait(sh, pic.pts_us, steady);
             }
             // Decode latency counts from the packet's read, less the time pacing held it on purpose.
             let since = arrival.map_or(before_pacing, |a| a.at) + before_pacing.elapsed();
-            let capture = match input.source_clock_us() {
+            let capture = match self.input.source_clock_us() {
                 Some(t0) if pic.pts_us != i64::MIN && t0.saturating_add(pic.pts_us) > 0 => {
                     ((t0 + pic.pts_us) as u64 * 1000, TimeSource::Source)
                 }
                 _ => (arrival.map_or_else(wall_ns, |a| a.wall_ns), TimeSource::Receive),
             };
-            let Some(_in_flight) = sh.gate.enter() else { return Ok(SessionEnd::Stop) };
+            let Some(_in_flight) = sh.gate.enter() else { return Ok(ControlFlow::Break(SessionEnd::Stop)) };
             let t_deliver = Instant::now();
-            deliver(sh, &mut *dec, &pools, pic, seq, since, capture, &mut integrity)?;
-            if !exact_seen && integrity.any_exact() {
+            let to = deliver::Ctx { sh, dec: &mut *self.dec, pools: &self.pools, integrity: &mut self.integrity };
+            deliver::deliver(to, pic, Stamp { seq: self.seq, since, capture })?;
+            if !self.exact_seen && self.integrity.any_exact() {
                 // The reconnects for losses before it helped.
-                exact_seen = true;
+                self.exact_seen = true;
                 sh.counters.unhelpful_reconnects.store(0, Ordering::Relaxed);
             }
 
             if steady {
                 timing::since(Stage::Deliver, t_deliver);
             }
-            delivered += 1;
+            self.delivered += 1;
             // A GPU decoder may have fallen back to another (same device, same pools); the
             // shared record is touched only when that happens, not per frame.
-            if dec.kind() != kind {
-                kind = dec.kind();
-                note_decoder(sh, kind);
+            if self.dec.kind() != self.kind {
+                self.kind = self.dec.kind();
+                note_decoder(sh, self.kind);
             }
-            fps_window.1 += 1;
-            let el = fps_window.0.elapsed();
+            self.fps_window.1 += 1;
+            let el = self.fps_window.0.elapsed();
             if el >= Duration::from_secs(1) {
-                sh.counters.fps_milli.store(fps_window.1 * 1_000_000 / el.as_millis().max(1) as u64, Ordering::Relaxed);
-                fps_window = (Instant::now(), 0);
+                sh.counters.fps_milli.store(self.fps_window.1 * 1_000_000 / el.as_millis().max(1) as u64, Ordering::Relaxed);
+                self.fps_window = (Instant::now(), 0);
             }
             t_receive = Instant::now();
         }
-        if let Some(p) = after_drain.take() {
-            dec.before_recovery_point();
-            let sent = dec.send_packet(&p)?;
+        Ok(ControlFlow::Continue(got_any))
+    }
+
+    /// Starts the drained decoder afresh at the recovery point held back for it, if one was.
+    fn resume_after_drain(&mut self) -> Result<()> {
+        if let Some(p) = self.after_drain.take() {
+            self.dec.before_recovery_point();
+            let sent = self.dec.send_packet(&p)?;
             if let crate::decode::Outcome::Corrupt(_) = &sent {
-                integrity.lost(Instant::now());
+                self.integrity.lost(Instant::now());
             }
-            sh.report(sent);
+            self.sh.report(sent);
         }
-        crate::gpu::maintain();
-        if eof && !got_any {
-            if looping {
-                input.rewind()?;
-                read_since_rewind = false;
-                if !dec.reset() {
-                    // The old decoder goes first: it may park its NVDEC decoder for the new one.
-                    drop(dec);
-                    dec = select::decoder_for(o, &input.stream(), &sh.backend, low_latency)?.decoder;
-                }
-                pacer.clock = None;
-                arrivals.clear();
-                eof = false;
-                continue;
-            }
-            if !sh.source.is_live() && !o.flags.loop_file {
-                log::info!("camera {}: end of file", sh.name());
-            }
-            return Ok(SessionEnd::Eof);
+        Ok(())
+    }
+
+    /// A looped file at its end, the decoder drained: back to the start, with the decoder reset
+    /// (or a new one) and the pacing and arrivals forgotten. Takes the session by value so that
+    /// the old decoder can go before the new one is made.
+    fn rewind(mut self) -> Result<Session<'a>> {
+        let sh = self.sh;
+        self.input.rewind()?;
+        self.read_since_rewind = false;
+        if !self.dec.reset() {
+            // The old decoder goes first: it may park its NVDEC decoder for the new one.
+            drop(self.dec);
+            self.dec = select::decoder_for(&sh.opts, &self.input.stream(), &sh.backend, self.low_latency)?.decoder;
         }
+        self.pacer.clock = None;
+        self.arrivals.clear();
+        self.eof = false;
+        Ok(self)
     }
 }
 

@@ -51,7 +51,7 @@ pub(super) fn backoff(opts: &Options, attempt: u32, since_loss: Duration) -> Dur
 
 /// A failure that retrying cannot fix (credentials, configuration, codec): fail, don't retry.
 fn is_permanent(e: &Error) -> bool {
-    matches!(e.code, NVCAM_E_AUTH | NVCAM_E_BAD_OPTION | NVCAM_E_UNSUPPORTED | NVCAM_E_INVALID_ARGUMENT)
+    e.kind.is_permanent()
 }
 
 /// The worker thread's body.
@@ -114,10 +114,10 @@ pub(super) fn run(sh: &Arc<Shared>, mut first: FirstOpen) {
             }
             Ok(SessionEnd::Eof) => {
                 if sh.source.is_live() {
-                    sh.set_error(&Error::new(NVCAM_E_IO, "stream ended (EOF on a live source)"));
+                    sh.set_error(&Error::new(ErrorKind::Io, "stream ended (EOF on a live source)"));
                 }
             }
-            Err(e) if e.code == NVCAM_E_CLOSED => break,
+            Err(e) if e.kind == ErrorKind::Closed => break,
             Err(_) if sh.irq.kicked() => {}
             Err(e) => {
                 sh.set_error(&e);

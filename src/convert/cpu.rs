@@ -282,7 +282,7 @@ fn band(p: &Plan, s: &Image, pitch: usize, y0: usize, rows: usize, planes: &mut 
 /// Converts `src` into `dst` laid out as `l` (`dst` holds at least `l.total` bytes).
 pub(crate) fn convert(p: &Plan, src: &Image, dst: &mut [u8], l: &Layout) -> Result<()> {
     if dst.len() < l.total {
-        return Err(Error::new(NVCAM_E_BUFFER_TOO_SMALL, format!("destination holds {} bytes, the conversion needs {}", dst.len(), l.total)));
+        return Err(Error::new(ErrorKind::BufferTooSmall, format!("destination holds {} bytes, the conversion needs {}", dst.len(), l.total)));
     }
     let need_src = src.uv_offset + src.pitch * (p.src_h as usize).div_ceil(2);
     if src.bytes.len() < need_src || src.pitch < p.src_w.div_ceil(2) as usize * 2 * src.depth.bytes() {

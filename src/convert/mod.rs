@@ -1,14 +1,12 @@
 //! Frame conversion: NV12 or P016 → packed 8-bit RGB/BGR(A)/gray or planar float RGB (NCHW), with
 //! crop, resize and letterbox in one pass. [`Plan`] turns a caller's [`Spec`] and a frame's size and
-//! colour into the exact numbers both back ends use: the CUDA kernel (`kernels/nvcam_convert.cu`,
-//! launched by `gpu::convert`) and the CPU twin in [`cpu`], which repeats the kernel's float
-//! operations in the same order so the two agree within one step per channel. [`dispatch`] picks
-//! between them by where the frame is, and is the only part of this module above `gpu`: the
-//! rest is what `gpu` builds its launches from.
+//! colour into the exact numbers both back ends use: the CUDA kernels (`kernels/`, launched by
+//! `gpu::convert`, their parameter blocks in `gpu::params`) and the CPU twin in [`cpu`], which
+//! repeats the kernel's float operations in the same order so the two agree within one step per
+//! channel. `crate::convert_dispatch`, above both `gpu` and this module, picks between them by
+//! where the frame is: this module is what `gpu` builds its launches from.
 
 pub(crate) mod cpu;
-pub(crate) mod dispatch;
-pub(crate) mod params;
 
 use crate::frame::{Color, Matrix, Range, Siting};
 use crate::status::*;
@@ -187,16 +185,6 @@ pub(crate) enum Mode {
     Bilinear = 1,
     /// Box filter: a down-scale beyond 2x on either axis.
     Area = 2,
-}
-
-impl Mode {
-    pub(crate) fn from_code(c: u32) -> Mode {
-        match c {
-            0 => Mode::Same,
-            1 => Mode::Bilinear,
-            _ => Mode::Area,
-        }
-    }
 }
 
 /// Everything a conversion of one frame needs, checked.

@@ -149,6 +149,27 @@ impl KeyScan {
     }
 }
 
+impl KeyScan {
+    /// Whether an RTP payload that begins with `p` is the rest of a key picture's slice whose
+    /// start was lost (a fragment without its S bit that names an IDR or IRAP type). The
+    /// demuxer appends such a rest to the access unit without a NAL header, so the unit no longer
+    /// reads as a key; the fragment still tells that a key picture came at its timestamp.
+    pub(crate) fn rtp_continues_key(&self, p: &[u8]) -> bool {
+        if self.rtp_starts_unit(p) {
+            return false;
+        }
+        match self.codec {
+            // RFC 6184: FU-A/FU-B carry the unit's type in the FU header's low 5 bits.
+            Codec::H264 => matches!(p.first().map(|b| b & 0x1f), Some(28 | 29)) && p.get(1).is_some_and(|b| b & 0x1f == 5),
+            // RFC 7798: the FU header's low 6 bits; IRAP types are 16..=23.
+            Codec::Hevc => p.first().is_some_and(|b| (b >> 1) & 0x3f == 49) && p.get(2).is_some_and(|b| (16..=23).contains(&(b & 0x3f))),
+            // Every JPEG frame is a key frame: a cut one still came at its timestamp.
+            Codec::Jpeg => p.len() >= 4,
+            Codec::Other => false,
+        }
+    }
+}
+
 /// `recovery_frame_cnt` of a recovery-point SEI message (payload type 6) in an SEI NAL unit's
 /// payload (after its header byte), if it has one.
 fn recovery_frame_cnt(payload: &[u8]) -> Option<u32> {
@@ -253,6 +274,20 @@ mod tests {
         assert!(j.rtp_starts_unit(&[0, 0, 0, 0, 1, 64]));
         assert!(!j.rtp_starts_unit(&[0, 0, 5, 0xdc, 1, 64]));
         assert!(!KeyScan { codec: Codec::Other, nal_len: None }.rtp_starts_unit(&[0, 0, 0, 0]));
+    }
+
+    #[test]
+    fn a_key_picture_whose_start_was_lost_is_still_known_for_one() {
+        // FU-A of an IDR slice (type 5) without S: the rest of a key picture.
+        assert!(H264_ANNEXB.rtp_continues_key(&[0x7c, 0x05]));
+        assert!(!H264_ANNEXB.rtp_continues_key(&[0x7c, 0x85]), "with S the unit starts: the access unit reads as a key");
+        assert!(!H264_ANNEXB.rtp_continues_key(&[0x7c, 0x01]), "a P slice's rest");
+        assert!(!H264_ANNEXB.rtp_continues_key(&[0x65, 0x88]), "a whole IDR NAL unit starts a unit");
+        assert!(!H264_ANNEXB.rtp_continues_key(&[0x7c]));
+        let h = KeyScan { codec: Codec::Hevc, nal_len: None };
+        assert!(h.rtp_continues_key(&[49 << 1, 1, 19]));
+        assert!(!h.rtp_continues_key(&[49 << 1, 1, 1]));
+        assert!(!h.rtp_continues_key(&[49 << 1, 1, 0x80 | 19]));
     }
 
     #[test]

@@ -37,7 +37,7 @@ impl SoftwareDecoder {
     pub(crate) fn from_parameters(params: ff::codec::Parameters, time_base: ff::Rational, o: DecodeOpts) -> Result<SoftwareDecoder> {
         let id = params.id();
         if ff::decoder::find(id).is_none() {
-            return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("codec {id:?} not supported on this path (no FFmpeg decoder)")));
+            return Err(Error::new(ErrorKind::Unsupported, format!("codec {id:?} not supported on this path (no FFmpeg decoder)")));
         }
         let dec = Self::open_codec(&params, o)?;
         Ok(SoftwareDecoder {
@@ -122,7 +122,7 @@ impl SoftwareDecoder {
         }
         if self.sws.is_null() {
             return Err(Error::new(
-                NVCAM_E_UNSUPPORTED,
+                ErrorKind::Unsupported,
                 format!("no conversion from pixel format {} to {}", crate::ffmpeg::pixfmt::name(f.format), crate::ffmpeg::pixfmt::name(to)),
             ));
         }

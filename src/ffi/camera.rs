@@ -1,7 +1,7 @@
 //! The camera object: options, open, close, reconnect, frames, stats, its last error.
 
 use super::types::*;
-use super::{boundary, c_str, convert, fill_versioned, out, sized, text_out, write_text, Ctx};
+use super::{boundary, c_str, fill_versioned, marshal, out, sized, text_out, write_text, Ctx};
 use crate::library;
 use crate::status::*;
 use std::ffi::c_char;
@@ -17,7 +17,7 @@ use std::time::Duration;
 pub unsafe extern "C" fn nvcam_camera_options_init(opts: *mut nvcam_camera_options) -> i32 {
     boundary("nvcam_camera_options_init", Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract.
-        *unsafe { out(opts, "opts") }? = convert::options_defaults();
+        *unsafe { out(opts, "opts") }? = marshal::options_defaults();
         Ok(())
     })
 }
@@ -40,7 +40,7 @@ unsafe fn read_options(options: *const nvcam_camera_options, ffmpeg: *const c_ch
             _ => None,
         }
     };
-    convert::options_from(c, text.as_deref())
+    marshal::options_from(c, text.as_deref())
 }
 
 /// Opens a camera: `url` is `rtsp://…`, another FFmpeg URL, a file path, or `testsrc://WxH@FPS`
@@ -205,7 +205,7 @@ pub extern "C" fn nvcam_camera_cancel_wait(cam: u64) -> i32 {
 pub unsafe extern "C" fn nvcam_camera_stats(cam: u64, stats: *mut nvcam_camera_stats) -> i32 {
     boundary("nvcam_camera_stats", Ctx::Camera(cam), || {
         // SAFETY: forwarded from this function's contract: writable for its struct_size.
-        unsafe { fill_versioned(stats, CAMERA_STATS_SIZE_V1, "stats", |size| Ok(convert::camera_stats(&library::camera(cam)?.stats(), size))) }
+        unsafe { fill_versioned(stats, CAMERA_STATS_SIZE_V1, "stats", |size| Ok(marshal::camera_stats(&library::camera(cam)?.stats(), size))) }
     })
 }
 

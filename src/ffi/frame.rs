@@ -1,7 +1,8 @@
 //! The frame object: clone, release, info, host copies; and the clone registry's calls.
 
 use super::types::*;
-use super::{boundary, bytes_out, convert, fill_versioned, out, out_opt, sized, Ctx};
+use super::{boundary, bytes_out, fill_versioned, marshal, out, out_opt, sized, Ctx};
+use crate::convert_dispatch::Dst;
 use crate::handle::{self, Kind};
 use crate::registry;
 
@@ -41,7 +42,7 @@ pub extern "C" fn nvcam_frame_release(frame: u64) -> i32 {
 pub unsafe extern "C" fn nvcam_frame_info(frame: u64, info: *mut nvcam_frame_info) -> i32 {
     boundary("nvcam_frame_info", Ctx::Frame(frame), || {
         // SAFETY: forwarded from this function's contract.
-        unsafe { fill_versioned(info, FRAME_INFO_SIZE_V1, "info", |size| Ok(convert::frame_info(&*registry::get(frame)?, size))) }
+        unsafe { fill_versioned(info, FRAME_INFO_SIZE_V1, "info", |size| Ok(marshal::frame_info(&*registry::get(frame)?, size))) }
     })
 }
 
@@ -116,13 +117,36 @@ pub unsafe extern "C" fn nvcam_registry_stats(cam: u64, for_camera: *mut u32, to
 ///
 /// # Safety
 /// `spec` is NULL or readable for its `struct_size` bytes.
-unsafe fn spec_and_pitch(spec: *const nvcam_convert, dst_pitch: u64) -> crate::status::Result<(crate::convert::Spec, convert::DstKind, usize)> {
+unsafe fn spec_and_pitch(spec: *const nvcam_convert, dst_pitch: u64) -> crate::status::Result<(crate::convert::Spec, marshal::DstKind, usize)> {
     use crate::status::Error;
     // SAFETY: forwarded from the caller's contract.
     let c = unsafe { sized(spec, "spec") }?.ok_or_else(|| Error::null("spec"))?;
-    let (s, kind) = convert::convert_spec(c)?;
+    let (s, kind) = marshal::convert_spec(c)?;
     let pitch = usize::try_from(dst_pitch).map_err(|_| Error::arg(format!("dst_pitch {dst_pitch} too large")))?;
     Ok((s, kind, pitch))
+}
+
+/// Where a conversion writes: `dst_size` bytes at `dst`, in the memory `kind` names (device
+/// memory is checked by the back end, which alone can ask the driver).
+///
+/// # Safety
+/// For host memory, `dst` is NULL or writable for `dst_size` bytes.
+unsafe fn destination<'a>(kind: marshal::DstKind, dst: *mut std::ffi::c_void, dst_size: u64) -> crate::status::Result<Dst<'a>> {
+    use crate::status::Error;
+    match kind {
+        marshal::DstKind::Host => {
+            // SAFETY: forwarded from the caller's contract (host memory of dst_size).
+            let buf = unsafe { bytes_out(dst.cast::<u8>(), dst_size, "dst") }?;
+            Ok(Dst::Host(buf))
+        }
+        marshal::DstKind::Device(device) => {
+            if dst.is_null() {
+                return Err(Error::null("dst"));
+            }
+            let len = usize::try_from(dst_size).map_err(|_| Error::arg(format!("dst_size {dst_size} too large")))?;
+            Ok(Dst::Device { ptr: dst as u64, len, device })
+        }
+    }
 }
 
 /// Converts the frame as `spec` says (format, output size, crop, letterbox, colours, mean/std)
@@ -162,24 +186,12 @@ pub unsafe extern "C" fn nvcam_frame_convert(
     cuda_stream: u64,
 ) -> i32 {
     boundary("nvcam_frame_convert", Ctx::Frame(frame), || {
-        use crate::convert::dispatch::{convert_frame, Dst};
         // SAFETY: forwarded from this function's contract.
         let (s, kind, pitch) = unsafe { spec_and_pitch(spec, dst_pitch) }?;
         let f = registry::get(frame)?;
-        match kind {
-            convert::DstKind::Host => {
-                // SAFETY: forwarded from this function's contract (host memory of dst_size).
-                let buf = unsafe { bytes_out(dst.cast::<u8>(), dst_size, "dst") }?;
-                convert_frame(&f, &s, Dst::Host(buf), pitch, cuda_stream)
-            }
-            convert::DstKind::Device(device) => {
-                if dst.is_null() {
-                    return Err(crate::status::Error::null("dst"));
-                }
-                let len = usize::try_from(dst_size).map_err(|_| crate::status::Error::arg(format!("dst_size {dst_size} too large")))?;
-                convert_frame(&f, &s, Dst::Device { ptr: dst as u64, len, device }, pitch, cuda_stream)
-            }
-        }
+        // SAFETY: forwarded from this function's contract.
+        let dst = unsafe { destination(kind, dst, dst_size) }?;
+        crate::convert_dispatch::convert_frame(&f, &s, dst, pitch, cuda_stream)
     })
 }
 
@@ -218,7 +230,6 @@ pub unsafe extern "C" fn nvcam_frames_convert_batch(
     cuda_stream: u64,
 ) -> i32 {
     boundary("nvcam_frames_convert_batch", Ctx::Lib, || {
-        use crate::convert::dispatch::{convert_batch, Dst};
         use crate::status::Error;
         if n == 0 || n > NVCAM_BATCH_MAX {
             return Err(Error::arg(format!("n {n} (1..{NVCAM_BATCH_MAX})")));
@@ -235,20 +246,9 @@ pub unsafe extern "C" fn nvcam_frames_convert_batch(
                 registry::get(h).map_err(|e| Error { msg: format!("frames[{i}]: {}", e.msg), ..e })
             })
             .collect::<crate::status::Result<Vec<_>>>()?;
-        match kind {
-            convert::DstKind::Host => {
-                // SAFETY: forwarded from this function's contract (host memory of dst_size).
-                let buf = unsafe { bytes_out(dst.cast::<u8>(), dst_size, "dst") }?;
-                convert_batch(&fs, &s, Dst::Host(buf), stride, cuda_stream)?;
-            }
-            convert::DstKind::Device(device) => {
-                if dst.is_null() {
-                    return Err(Error::null("dst"));
-                }
-                let len = usize::try_from(dst_size).map_err(|_| Error::arg(format!("dst_size {dst_size} too large")))?;
-                convert_batch(&fs, &s, Dst::Device { ptr: dst as u64, len, device }, stride, cuda_stream)?;
-            }
-        }
+        // SAFETY: forwarded from this function's contract.
+        let dst = unsafe { destination(kind, dst, dst_size) }?;
+        crate::convert_dispatch::convert_batch(&fs, &s, dst, stride, cuda_stream)?;
         Ok(())
     })
 }
@@ -269,7 +269,7 @@ pub unsafe extern "C" fn nvcam_frame_convert_size(frame: u64, spec: *const nvcam
         // SAFETY: forwarded from this function's contract.
         let out_size = unsafe { out(size, "size") }?;
         let f = registry::get(frame)?;
-        *out_size = crate::convert::dispatch::required_size(&f, &s, pitch)? as u64;
+        *out_size = crate::convert_dispatch::required_size(&f, &s, pitch)? as u64;
         Ok(())
     })
 }

@@ -1,7 +1,7 @@
 //! GPU-wide calls: counters and the deferred-free queue.
 
 use super::types::*;
-use super::{boundary, convert, sized_out, Ctx};
+use super::{boundary, marshal, sized_out, Ctx};
 use std::time::Duration;
 
 /// Fills `stats` (set its `struct_size` first) with the GPU counters of `device`, or summed over
@@ -17,7 +17,7 @@ pub unsafe extern "C" fn nvcam_gpu_stats(device: i32, stats: *mut nvcam_gpu_stat
     boundary("nvcam_gpu_stats", Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract.
         let s = unsafe { sized_out(stats, "stats") }?;
-        *s = convert::gpu_stats(&crate::gpu::gpu_stats(device)?, s.struct_size);
+        *s = marshal::gpu_stats(&crate::gpu::gpu_stats(device)?, s.struct_size);
         Ok(())
     })
 }

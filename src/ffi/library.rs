@@ -1,8 +1,8 @@
 //! The library object: version, init, shutdown, status texts, the thread's last error.
 
 use super::types::*;
-use super::{boundary, convert, sized, text_out, write_text, Ctx};
-use crate::status::*;
+use super::status::{code, describe, NVCAM_E_PANIC, NVCAM_OK};
+use super::{boundary, marshal, sized, text_out, write_text, Ctx};
 use std::ffi::c_char;
 use std::panic::catch_unwind;
 use std::time::Duration;
@@ -44,7 +44,7 @@ pub unsafe extern "C" fn nvcam_init(config: *const nvcam_config) -> i32 {
     boundary("nvcam_init", Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract.
         let c = unsafe { sized(config, "config") }?;
-        crate::library::init(convert::config_from(c)?)
+        crate::library::init(marshal::config_from(c)?)
     })
 }
 
@@ -94,7 +94,7 @@ pub unsafe extern "C" fn nvcam_last_error(buf: *mut c_char, len: i32) -> i32 {
     });
     match r {
         Ok(Ok(())) => NVCAM_OK,
-        Ok(Err(e)) => e.code,
+        Ok(Err(e)) => code(e.kind),
         Err(_) => NVCAM_E_PANIC,
     }
 }

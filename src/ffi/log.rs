@@ -1,7 +1,7 @@
 //! The log: a file or stderr, a host callback, and the queue LabVIEW polls.
 
 use super::types::*;
-use super::{boundary, c_str, convert, out, text_out, write_text, Ctx};
+use super::{boundary, c_str, marshal, out, text_out, write_text, Ctx};
 use crate::logging;
 use crate::status::*;
 use std::ffi::{c_char, c_void};
@@ -19,7 +19,7 @@ pub unsafe extern "C" fn nvcam_log_init(path: *const c_char, level: i32) -> i32 
     boundary("nvcam_log_init", Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract.
         let path = if path.is_null() { "".into() } else { unsafe { c_str(path, "path") }? };
-        logging::init(&path, convert::log_filter(level)?).map_err(|m| Error::new(NVCAM_E_IO, m))
+        logging::init(&path, marshal::log_filter(level)?).map_err(|m| Error::new(ErrorKind::Io, m))
     })
 }
 
@@ -34,13 +34,13 @@ pub unsafe extern "C" fn nvcam_log_init(path: *const c_char, level: i32) -> i32 
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_log_set_callback(callback: nvcam_log_fn, user: *mut c_void, min_level: i32) -> i32 {
     boundary("nvcam_log_set_callback", Ctx::Lib, || {
-        let min = convert::log_filter(min_level)?;
+        let min = marshal::log_filter(min_level)?;
         let sink = callback.map(|f| {
             let user = user as usize;
             Box::new(move |level: log::Level, text: &std::ffi::CStr| {
                 // SAFETY: the host gave this function and `user` for exactly this call, valid
                 // until replaced or shutdown (contract); `text` lives for the call.
-                unsafe { f(convert::log_level(level), text.as_ptr(), user as *mut c_void) }
+                unsafe { f(marshal::log_level(level), text.as_ptr(), user as *mut c_void) }
             }) as logging::Sink
         });
         logging::set_callback(sink, min);
@@ -77,7 +77,7 @@ pub unsafe extern "C" fn nvcam_log_pop(level: *mut i32, buf: *mut c_char, len: i
         logging::ensure_installed();
         match logging::pop_if_fits(buf.len()) {
             Ok(Some((l, m))) => {
-                *lvl = convert::log_level(l);
+                *lvl = marshal::log_level(l);
                 *n = m.len() as i32;
                 write_text(buf, &m)
             }
@@ -90,12 +90,12 @@ pub unsafe extern "C" fn nvcam_log_pop(level: *mut i32, buf: *mut c_char, len: i
                 write_text(buf, "")
             }
             Err((l, needed)) => {
-                *lvl = convert::log_level(l);
+                *lvl = marshal::log_level(l);
                 *n = needed as i32;
                 if !buf.is_empty() {
                     let _ = write_text(buf, "");
                 }
-                Err(Error::new(NVCAM_E_BUFFER_TOO_SMALL, format!("the next log message needs {} bytes", needed + 1)))
+                Err(Error::new(ErrorKind::BufferTooSmall, format!("the next log message needs {} bytes", needed + 1)))
             }
         }
     })

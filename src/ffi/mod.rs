@@ -1,23 +1,26 @@
 //! The C surface: every exported function, and the only code that touches a caller's pointers.
 //!
 //! One file per C object (`library`, `camera`, `frame`, `log`, `gpu`); the `#[repr(C)]` types and
-//! constants are in [`types`]; [`convert`] is the only place C structs are built or read. Every
-//! export runs its body in [`boundary`] (panics caught, errors turned into status codes, recorded as
-//! the thread's and the camera's last error, logged where they happen) and reads its pointer
+//! constants are in [`types`], the status codes in [`status`]; [`marshal`] is the only place C
+//! structs are built or read. Every export runs its body in [`boundary`] (panics caught, errors
+//! turned into status codes, recorded as the thread's and the camera's last error, logged where
+//! they happen) and reads its pointer
 //! arguments through the checked helpers below, so each `unsafe` here is one of a handful of
 //! shapes, each justified by the function's documented contract.
 
 mod ansi;
 pub mod camera;
-pub(crate) mod convert;
 pub mod frame;
 pub mod gpu;
 pub mod library;
 pub mod log;
 pub mod lv;
+pub(crate) mod marshal;
+pub mod status;
 pub mod types;
 
 use crate::status::*;
+use status::{code, NVCAM_OK};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::ffi::{c_char, CStr};
@@ -54,13 +57,13 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 pub(crate) fn boundary(name: &str, ctx: Ctx, body: impl FnOnce() -> Result<()>) -> i32 {
     LAST_ERROR.with(|e| *e.borrow_mut() = None);
     let r = catch_unwind(AssertUnwindSafe(body))
-        .unwrap_or_else(|p| Err(Error::new(NVCAM_E_PANIC, format!("panic in {name}: {}", panic_text(&*p)))));
+        .unwrap_or_else(|p| Err(Error::new(ErrorKind::Panic, format!("panic in {name}: {}", panic_text(&*p)))));
     let Err(e) = r else { return NVCAM_OK };
     let e = Error { msg: format!("{name}: {}", e.msg), ..e };
     match ctx {
         Ctx::Quiet => {}
         // Expected outcomes of a wait, not faults.
-        _ if e.code == NVCAM_E_TIMEOUT || e.code == NVCAM_E_CANCELLED => ::log::debug!("{e}"),
+        _ if e.kind.is_wait_outcome() => ::log::debug!("{e}"),
         _ if e.expected => ::log::info!("{e}"),
         _ => ::log::warn!("{e}"),
     }
@@ -72,7 +75,7 @@ pub(crate) fn boundary(name: &str, ctx: Ctx, body: impl FnOnce() -> Result<()>) 
     if let Some(c) = cam.filter(|_| !e.expected).and_then(|c| crate::library::camera(c).ok()) {
         c.note_api_error(&e);
     }
-    let code = e.code;
+    let code = code(e.kind);
     LAST_ERROR.with(|l| *l.borrow_mut() = Some(e));
     code
 }
@@ -115,7 +118,7 @@ pub(crate) unsafe fn sized<'a, T>(p: *const T, what: &str) -> Result<Option<&'a 
     let size = unsafe { p.cast::<u32>().read_unaligned() };
     if (size as usize) < std::mem::size_of::<T>() {
         return Err(Error::new(
-            NVCAM_E_STRUCT_SIZE,
+            ErrorKind::StructTooSmall,
             format!("{what}.struct_size is {size}, expected {}", std::mem::size_of::<T>()),
         ));
     }
@@ -149,7 +152,7 @@ pub(crate) unsafe fn fill_versioned<T: Copy>(p: *mut T, min: u32, what: &str, va
     // SAFETY: every versioned struct starts with a u32 `struct_size`; `p` is readable for it.
     let size = unsafe { p.cast::<u32>().read_unaligned() };
     if size < min {
-        return Err(Error::new(NVCAM_E_STRUCT_SIZE, format!("{what}.struct_size is {size}, expected at least {min}")));
+        return Err(Error::new(ErrorKind::StructTooSmall, format!("{what}.struct_size is {size}, expected at least {min}")));
     }
     let v = value(size)?;
     let n = (size as usize).min(std::mem::size_of::<T>());
@@ -208,7 +211,7 @@ pub(crate) unsafe fn text_out<'a>(buf: *mut c_char, len: i32) -> Result<&'a mut 
         return Err(Error::null("buf"));
     }
     if len <= 0 {
-        return Err(Error::new(NVCAM_E_BUFFER_TOO_SMALL, "buffer length must be positive"));
+        return Err(Error::new(ErrorKind::BufferTooSmall, "buffer length must be positive"));
     }
     // SAFETY: non-null and writable for `len` (> 0) bytes per the contract.
     Ok(unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len as usize) })
@@ -218,7 +221,7 @@ pub(crate) unsafe fn text_out<'a>(buf: *mut c_char, len: i32) -> Result<&'a mut 
 /// (then `NVCAM_E_BUFFER_TOO_SMALL`, with the text still written).
 pub(crate) fn write_text(buf: &mut [u8], s: &str) -> Result<()> {
     let Some(cap) = buf.len().checked_sub(1) else {
-        return Err(Error::new(NVCAM_E_BUFFER_TOO_SMALL, "buffer length must be positive"));
+        return Err(Error::new(ErrorKind::BufferTooSmall, "buffer length must be positive"));
     };
     let mut n = s.len().min(cap);
     while !s.is_char_boundary(n) {
@@ -227,7 +230,7 @@ pub(crate) fn write_text(buf: &mut [u8], s: &str) -> Result<()> {
     buf[..n].copy_from_slice(&s.as_bytes()[..n]);
     buf[n] = 0;
     if n < s.len() {
-        Err(Error::new(NVCAM_E_BUFFER_TOO_SMALL, format!("text needs {} bytes", s.len() + 1)))
+        Err(Error::new(ErrorKind::BufferTooSmall, format!("text needs {} bytes", s.len() + 1)))
     } else {
         Ok(())
     }

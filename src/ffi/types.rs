@@ -487,14 +487,6 @@ pub struct nvcam_gpu_stats {
 /// and valid only during the call.
 pub type nvcam_log_fn = Option<unsafe extern "C" fn(level: i32, message: *const c_char, user: *mut std::ffi::c_void)>;
 
-const _: () = assert!(std::mem::size_of::<nvcam_config>() == 64);
-const _: () = assert!(std::mem::size_of::<nvcam_camera_options>() == 80);
-const _: () = assert!(std::mem::size_of::<nvcam_camera_stats>() == 168);
-const _: () = assert!(std::mem::size_of::<nvcam_frame_info>() == 128);
-const _: () = assert!(std::mem::size_of::<nvcam_gpu_stats>() == 160);
-const _: () = assert!(std::mem::size_of::<nvcam_convert>() == 112);
-const _: () = assert!(std::mem::offset_of!(nvcam_convert, pad) == 52);
-const _: () = assert!(std::mem::offset_of!(nvcam_gpu_stats, device_allocs) == 24);
-const _: () = assert!(std::mem::offset_of!(nvcam_camera_options, ffmpeg_options) == 40);
-const _: () = assert!(std::mem::offset_of!(nvcam_camera_stats, fps) == 64);
-const _: () = assert!(std::mem::offset_of!(nvcam_frame_info, pitch) == 24);
+// Every struct's size and field offsets, as include/nvcam.h and the Python module have them
+// (written by `cargo xtask gen`).
+include!("layout.rs");

@@ -49,7 +49,7 @@ impl AnnexB {
         // SAFETY: a NUL-terminated name; the result is a static filter description or null.
         let f = unsafe { ffi::av_bsf_get_by_name(name.as_ptr()) };
         if f.is_null() {
-            return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("FFmpeg has no {name:?} bitstream filter")));
+            return Err(Error::new(ErrorKind::Unsupported, format!("FFmpeg has no {name:?} bitstream filter")));
         }
         let mut bsf: *mut ffi::AVBSFContext = std::ptr::null_mut();
         // SAFETY: `f` is a valid filter; `bsf` receives a new context or stays null.

@@ -11,13 +11,13 @@ impl Dict {
     pub(crate) fn from_pairs(pairs: &[(String, String)]) -> Result<Dict> {
         let mut d = Dict(std::ptr::null_mut());
         for (k, v) in pairs {
-            let nul = || Error::new(NVCAM_E_BAD_OPTION, format!("FFmpeg option '{k}' contains a NUL byte"));
+            let nul = || Error::new(ErrorKind::BadOption, format!("FFmpeg option '{k}' contains a NUL byte"));
             let (ck, cv) = (CString::new(k.as_str()).map_err(|_| nul())?, CString::new(v.as_str()).map_err(|_| nul())?);
             // SAFETY: `d.0` is null or a dictionary we own; both strings are NUL-terminated and
             // copied by FFmpeg (flags 0).
             let r = unsafe { ffi::av_dict_set(&mut d.0, ck.as_ptr(), cv.as_ptr(), 0) };
             if r < 0 {
-                return Err(Error::new(NVCAM_E_OUT_OF_MEMORY, "av_dict_set failed"));
+                return Err(Error::new(ErrorKind::OutOfMemory, "av_dict_set failed"));
             }
         }
         Ok(d)
@@ -60,6 +60,6 @@ mod tests {
     fn keys_lists_every_option_given() {
         let d = Dict::from_pairs(&[("a".into(), "1".into()), ("b".into(), "2".into())]).unwrap();
         assert_eq!(d.keys(), vec!["a".to_string(), "b".to_string()]);
-        assert_eq!(Dict::from_pairs(&[("a\0".into(), "1".into())]).err().unwrap().code, NVCAM_E_BAD_OPTION);
+        assert_eq!(Dict::from_pairs(&[("a\0".into(), "1".into())]).err().unwrap().kind, ErrorKind::BadOption);
     }
 }

@@ -114,7 +114,7 @@ fn accepts(class: *const ffi::AVClass, o: &ffi::AVOption, value: &CStr) -> std::
     }
 }
 
-/// Fails with `NVCAM_E_BAD_OPTION` for the first option whose key FFmpeg knows and whose value
+/// Fails with `ErrorKind::BadOption` for the first option whose key FFmpeg knows and whose value
 /// no definition of that key takes.
 pub(crate) fn check_values(pairs: &[(String, String)]) -> Result<()> {
     for (k, v) in pairs {
@@ -134,7 +134,7 @@ pub(crate) fn check_values(pairs: &[(String, String)]) -> Result<()> {
         if let Some(e) = expected {
             let shown: String = v.chars().take(48).collect();
             let more = if shown.len() < v.len() { format!("… ({} bytes)", v.len()) } else { String::new() };
-            return Err(Error::new(NVCAM_E_BAD_OPTION, format!("FFmpeg option '{k}' has an invalid value '{shown}{more}' (expects {e})")));
+            return Err(Error::new(ErrorKind::BadOption, format!("FFmpeg option '{k}' has an invalid value '{shown}{more}' (expects {e})")));
         }
     }
     Ok(())
@@ -152,10 +152,10 @@ mod tests {
     fn bad_values_of_known_options_are_named() {
         for v in ["banana", "", "1", &"9".repeat(10_000)] {
             let e = check("probesize", v).unwrap_err();
-            assert_eq!(e.code, NVCAM_E_BAD_OPTION, "{v:.20}: {}", e.msg);
+            assert_eq!(e.kind, ErrorKind::BadOption, "{v:.20}: {}", e.msg);
             assert!(e.msg.contains("probesize") && e.msg.len() < 300, "{}", e.msg);
         }
-        assert_eq!(check("rtsp_transport", "carrier_pigeon").unwrap_err().code, NVCAM_E_BAD_OPTION);
+        assert_eq!(check("rtsp_transport", "carrier_pigeon").unwrap_err().kind, ErrorKind::BadOption);
     }
 
     #[test]

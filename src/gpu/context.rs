@@ -6,105 +6,17 @@
 //! - Every driver call runs inside a [`CtxGuard`] (cuCtxPushCurrent … cuCtxPopCurrent), so the
 //!   calling thread's own context (LabVIEW's, PyTorch's, the host's) is what it had before.
 //!   cudarc's safe layer binds with cuCtxSetCurrent and never restores; we use it only to load the
-//!   driver and to retain and release the primary context, with the caller's context saved and put
-//!   back around both.
+//!   driver and to retain and release the primary context ([`driver::ctx::Primary`]), with the
+//!   caller's context saved and put back around both.
 //! - Streams are non-blocking; events never record timing; nothing here calls cuCtxSynchronize.
-//! - A failed call is returned at once with the call's name and CUDA's error name, and logged,
-//!   by the one checker [`ck`], for the driver API (through cudarc's `sys`) and NVDEC alike.
+//! - Driver calls go through [`super::driver`]: a failure comes back with the call's name and
+//!   CUDA's error name, and is logged where it becomes the library's error.
 
+use super::driver::{self, sys};
 use crate::status::*;
-use cudarc::driver::sys;
-use cudarc::driver::CudaContext;
 use std::marker::PhantomData;
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
-
-/// A `CUresult` as a number. NVDEC's entry points return it raw (a value a later driver adds must
-/// not become an invalid Rust enum); cudarc's typed results convert.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct CuCode(pub u32);
-
-impl From<sys::CUresult> for CuCode {
-    fn from(r: sys::CUresult) -> CuCode {
-        CuCode(r as u32)
-    }
-}
-
-impl From<u32> for CuCode {
-    fn from(r: u32) -> CuCode {
-        CuCode(r)
-    }
-}
-
-impl CuCode {
-    pub(crate) const SUCCESS: CuCode = CuCode(0);
-    pub(crate) const NOT_READY: CuCode = CuCode(600);
-
-    /// CUDA's name for the codes the library meets; others by number.
-    pub(crate) fn name(self) -> String {
-        let n = match self.0 {
-            0 => "CUDA_SUCCESS",
-            1 => "CUDA_ERROR_INVALID_VALUE",
-            2 => "CUDA_ERROR_OUT_OF_MEMORY",
-            3 => "CUDA_ERROR_NOT_INITIALIZED",
-            4 => "CUDA_ERROR_DEINITIALIZED",
-            100 => "CUDA_ERROR_NO_DEVICE",
-            101 => "CUDA_ERROR_INVALID_DEVICE",
-            200 => "CUDA_ERROR_INVALID_IMAGE",
-            201 => "CUDA_ERROR_INVALID_CONTEXT",
-            205 => "CUDA_ERROR_MAP_FAILED",
-            206 => "CUDA_ERROR_UNMAP_FAILED",
-            214 => "CUDA_ERROR_ECC_UNCORRECTABLE",
-            300 => "CUDA_ERROR_INVALID_SOURCE",
-            304 => "CUDA_ERROR_OPERATING_SYSTEM",
-            400 => "CUDA_ERROR_INVALID_HANDLE",
-            500 => "CUDA_ERROR_NOT_FOUND",
-            600 => "CUDA_ERROR_NOT_READY",
-            700 => "CUDA_ERROR_ILLEGAL_ADDRESS",
-            702 => "CUDA_ERROR_LAUNCH_TIMEOUT",
-            709 => "CUDA_ERROR_CONTEXT_IS_DESTROYED",
-            719 => "CUDA_ERROR_LAUNCH_FAILED",
-            801 => "CUDA_ERROR_NOT_SUPPORTED",
-            802 => "CUDA_ERROR_SYSTEM_NOT_READY",
-            999 => "CUDA_ERROR_UNKNOWN",
-            n => return format!("CUresult {n}"),
-        };
-        n.to_string()
-    }
-}
-
-/// The error for a failed driver call: its name and CUDA's error name.
-pub(crate) fn cuda_error(call: &str, r: impl Into<CuCode>) -> Error {
-    let r = r.into();
-    let code = match r.0 {
-        2 => NVCAM_E_OUT_OF_MEMORY,
-        100 | 101 => NVCAM_E_NO_DEVICE,
-        801 => NVCAM_E_UNSUPPORTED,
-        _ => NVCAM_E_CUDA,
-    };
-    Error::new(code, format!("{call} failed: {}", r.name()))
-}
-
-/// Checks a driver or NVDEC call's result; a failure is logged here, where it happened, and
-/// returned.
-pub(crate) fn ck(call: &str, r: impl Into<CuCode>) -> Result<()> {
-    let r = r.into();
-    if r == CuCode::SUCCESS {
-        Ok(())
-    } else {
-        let e = cuda_error(call, r);
-        log::warn!("{e}");
-        Err(e)
-    }
-}
-
-/// The calling thread's current context (null if none).
-fn current_context() -> Result<sys::CUcontext> {
-    let mut c: sys::CUcontext = std::ptr::null_mut();
-    // SAFETY: writes one handle into `c`.
-    ck("cuCtxGetCurrent", unsafe { sys::cuCtxGetCurrent(&mut c) })?;
-    Ok(c)
-}
 
 /// Restores the caller's current context on drop, for the few cudarc calls that bind with
 /// cuCtxSetCurrent (retaining and releasing the primary context).
@@ -112,16 +24,15 @@ struct RestoreCurrent(sys::CUcontext);
 
 impl RestoreCurrent {
     fn save() -> Result<RestoreCurrent> {
-        Ok(RestoreCurrent(current_context()?))
+        Ok(RestoreCurrent(driver::ctx::get_current()?))
     }
 }
 
 impl Drop for RestoreCurrent {
     fn drop(&mut self) {
         // SAFETY: restores the handle (or null) this thread had current when we saved it.
-        let r = unsafe { sys::cuCtxSetCurrent(self.0) };
-        if r != sys::CUresult::CUDA_SUCCESS {
-            log::error!("cuCtxSetCurrent (restoring the caller's context) failed: {r:?}");
+        if let Err(e) = unsafe { driver::ctx::set_current(self.0) } {
+            log::error!("cuCtxSetCurrent (restoring the caller's context) failed: {}", e.name());
         }
     }
 }
@@ -130,9 +41,9 @@ impl Drop for RestoreCurrent {
 pub(crate) struct Device {
     pub ordinal: i32,
     ctx: sys::CUcontext,
-    /// cudarc's handle on the retained primary context; released (with the caller's context
-    /// restored) when the last `Arc<Device>` goes, after everything that used it.
-    cudarc: Option<Arc<CudaContext>>,
+    /// The retained primary context; released (with the caller's context restored) when the
+    /// last `Arc<Device>` goes, after everything that used it.
+    primary: Option<driver::ctx::Primary>,
     /// Hardware decode sessions open on this device now.
     pub hw_sessions: AtomicU32,
 }
@@ -147,48 +58,27 @@ impl Device {
     /// sets blocking-sync scheduling (cameras' threads then sleep instead of spinning when a wait
     /// is unavoidable); a context the host already made active keeps the host's flags.
     pub(crate) fn open(ordinal: i32) -> Result<Device> {
-        let mut dev: sys::CUdevice = 0;
-        // SAFETY: writes one device handle; `ordinal` was checked against the device count.
-        ck("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut dev, ordinal) })?;
-        let mut flags: std::ffi::c_uint = 0;
-        let mut active: std::ffi::c_int = 0;
-        // SAFETY: a valid device; writes two integers.
-        ck("cuDevicePrimaryCtxGetState", unsafe { sys::cuDevicePrimaryCtxGetState(dev, &mut flags, &mut active) })?;
+        // `ordinal` was checked against the device count.
+        let dev = driver::ctx::device_get(ordinal)?;
+        let (flags, active) = driver::ctx::primary_ctx_state(dev)?;
         let want = sys::CUctx_flags::CU_CTX_SCHED_BLOCKING_SYNC as u32;
         let mask = sys::CUctx_flags::CU_CTX_SCHED_MASK as u32;
-        if active == 0 {
-            // SAFETY: a valid device whose primary context is not active yet.
-            ck("cuDevicePrimaryCtxSetFlags", unsafe { sys::cuDevicePrimaryCtxSetFlags_v2(dev, want) })?;
+        if !active {
+            driver::ctx::primary_ctx_set_flags(dev, want)?;
             log::info!("GPU {ordinal}: primary context set to blocking-sync scheduling");
         } else if flags & mask != want {
             log::info!(
                 "GPU {ordinal}: primary context already active with flags 0x{flags:x} (the host's); keeping them (blocking-sync not set)"
             );
         }
-        let cudarc = {
+        let primary = {
             let _restore = RestoreCurrent::save()?;
-            CudaContext::new(ordinal as usize).map_err(|e| {
-                let e = cuda_error("cuDevicePrimaryCtxRetain (CudaContext::new)", e.0);
-                log::warn!("{e}");
-                e
-            })?
+            driver::ctx::Primary::retain(ordinal as usize)?
         };
-        // cudarc's event tracking records and waits on events for every use of its slices, and
-        // its first stream would synchronize the context: off, we order our own work.
-        // SAFETY: no cudarc slice or stream of this context exists yet (we never make any).
-        unsafe { cudarc.disable_event_tracking() };
-        let ctx = cudarc.cu_ctx();
-        let mut buf = [0 as std::ffi::c_char; 128];
-        // SAFETY: writes at most `buf.len()` bytes, NUL-terminated, into `buf`.
-        let named = unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as i32, dev) } == sys::CUresult::CUDA_SUCCESS;
-        let name = if named {
-            // SAFETY: the driver NUL-terminated the name inside `buf`.
-            unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
-        } else {
-            "?".into()
-        };
+        let ctx = primary.raw();
+        let name = driver::ctx::device_name(dev).unwrap_or_else(|_| "?".into());
         log::info!("GPU {ordinal} ({name}): primary context retained");
-        Ok(Device { ordinal, ctx, cudarc: Some(cudarc), hw_sessions: AtomicU32::new(0) })
+        Ok(Device { ordinal, ctx, primary: Some(primary), hw_sessions: AtomicU32::new(0) })
     }
 
     pub(crate) fn cu_ctx(&self) -> sys::CUcontext {
@@ -202,27 +92,25 @@ impl Device {
     /// per-call cost of the hot exports (a conversion enqueued per frame) to one push at most,
     /// however many helpers under it take their own guard.
     pub(crate) fn push(&self) -> Result<CtxGuard> {
-        if current_context()? == self.ctx {
+        if driver::ctx::get_current()? == self.ctx {
             return Ok(CtxGuard { pushed: false, _not_send: PhantomData });
         }
         // SAFETY: our retained context, valid while `self` lives; the guard pops it.
-        ck("cuCtxPushCurrent", unsafe { sys::cuCtxPushCurrent_v2(self.ctx) })?;
+        unsafe { driver::ctx::push_current(self.ctx) }?;
         Ok(CtxGuard { pushed: true, _not_send: PhantomData })
     }
 
     /// (free, total) bytes of device memory.
     pub(crate) fn mem_info(&self) -> Result<(u64, u64)> {
         let _g = self.push()?;
-        let (mut free, mut total) = (0usize, 0usize);
-        // SAFETY: our context is current (guard); writes two sizes.
-        ck("cuMemGetInfo", unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) })?;
+        let (free, total) = driver::memory::get_info()?;
         Ok((free as u64, total as u64))
     }
 }
 
 impl Drop for Device {
     fn drop(&mut self) {
-        if let Some(c) = self.cudarc.take() {
+        if let Some(c) = self.primary.take() {
             // cudarc's drop binds with cuCtxSetCurrent and releases the primary context.
             match RestoreCurrent::save() {
                 Ok(_restore) => drop(c),
@@ -245,12 +133,10 @@ impl Drop for CtxGuard {
         if !self.pushed {
             return;
         }
-        let mut popped: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: pops the context this guard's push made current on this thread (the guard is
         // not Send, so this is that thread).
-        let r = unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
-        if r != sys::CUresult::CUDA_SUCCESS {
-            log::error!("cuCtxPopCurrent failed: {r:?}");
+        if let Err(e) = unsafe { driver::ctx::pop_current() } {
+            log::error!("{e}");
         }
     }
 }
@@ -262,10 +148,8 @@ pub(crate) fn stream_id(stream: sys::CUstream) -> Option<u64> {
     if super::driver_version() < 12000 {
         return None;
     }
-    let mut id: std::ffi::c_ulonglong = 0;
-    // SAFETY: the caller's stream of the current context (the caller's contract); writes `id`.
-    let r = unsafe { sys::cuStreamGetId(stream, &mut id) };
-    (r == sys::CUresult::CUDA_SUCCESS).then_some(id as u64)
+    // SAFETY: the caller's stream of the current context (the caller's contract).
+    unsafe { driver::stream::id(stream) }.ok()
 }
 
 /// A non-blocking stream (it never serializes with the legacy NULL stream or other cameras').
@@ -282,11 +166,7 @@ unsafe impl Sync for Stream {}
 impl Stream {
     pub(crate) fn new(dev: &Arc<Device>) -> Result<Stream> {
         let _g = dev.push()?;
-        let mut s: sys::CUstream = std::ptr::null_mut();
-        // SAFETY: our context is current (guard); writes one handle.
-        ck("cuStreamCreate(NON_BLOCKING)", unsafe {
-            sys::cuStreamCreate(&mut s, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32)
-        })?;
+        let s = driver::stream::create(sys::CUstream_flags::CU_STREAM_NON_BLOCKING).map_err(|e| e.during("NON_BLOCKING"))?;
         Ok(Stream { dev: dev.clone(), raw: s })
     }
     pub(crate) fn raw(&self) -> sys::CUstream {
@@ -297,7 +177,7 @@ impl Stream {
         let _g = self.dev.push()?;
         super::stats::count_sync(self.dev.ordinal);
         // SAFETY: our stream, context current (guard).
-        ck("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(self.raw) })
+        Ok(unsafe { driver::stream::synchronize(self.raw) }?)
     }
 }
 
@@ -306,7 +186,7 @@ impl Drop for Stream {
         // cuStreamDestroy returns at once; the driver frees the stream after its work is done.
         if let Ok(_g) = self.dev.push() {
             // SAFETY: our stream, destroyed once; nothing of ours enqueues on it any more.
-            let _ = ck("cuStreamDestroy", unsafe { sys::cuStreamDestroy_v2(self.raw) });
+            driver::ok_or_logged(unsafe { driver::stream::destroy(self.raw) });
         }
     }
 }
@@ -348,9 +228,7 @@ impl Event {
             flags |= sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32;
         }
         let _g = dev.push()?;
-        let mut e: sys::CUevent = std::ptr::null_mut();
-        // SAFETY: our context is current (guard); writes one handle.
-        ck("cuEventCreate", unsafe { sys::cuEventCreate(&mut e, flags) })?;
+        let e = driver::stream::event_create(flags)?;
         Ok(Event { dev: dev.clone(), raw: e, blocking })
     }
     pub(crate) fn raw(&self) -> sys::CUevent {
@@ -359,17 +237,13 @@ impl Event {
     pub(crate) fn record(&self, s: &Stream) -> Result<()> {
         let _g = self.dev.push()?;
         // SAFETY: our event and a live stream of the same context, which is current (guard).
-        ck("cuEventRecord", unsafe { sys::cuEventRecord(self.raw, s.raw) })
+        Ok(unsafe { driver::stream::event_record(self.raw, s.raw) }?)
     }
     /// Whether the work recorded last has completed (an event never recorded has). Never waits.
     pub(crate) fn query(&self) -> Result<bool> {
         let _g = self.dev.push()?;
         // SAFETY: our event, context current (guard).
-        match CuCode::from(unsafe { sys::cuEventQuery(self.raw) }) {
-            CuCode::SUCCESS => Ok(true),
-            CuCode::NOT_READY => Ok(false),
-            r => ck("cuEventQuery", r).map(|_| false),
-        }
+        Ok(unsafe { driver::stream::event_query(self.raw) }?)
     }
     /// Waits for the recorded work (counted). Only where a wait is the point: teardown, a
     /// download the host asked for, or a frame handed out before its copy finished.
@@ -388,7 +262,7 @@ impl Event {
             return Ok(());
         }
         // SAFETY: our event, context current (guard).
-        ck("cuEventSynchronize", unsafe { sys::cuEventSynchronize(self.raw) })
+        Ok(unsafe { driver::stream::event_synchronize(self.raw) }?)
     }
 }
 
@@ -397,7 +271,7 @@ impl Drop for Event {
         // Safe while a record is pending: the driver releases the event once it completes.
         if let Ok(_g) = self.dev.push() {
             // SAFETY: our event, destroyed once.
-            let _ = ck("cuEventDestroy", unsafe { sys::cuEventDestroy_v2(self.raw) });
+            driver::ok_or_logged(unsafe { driver::stream::event_destroy(self.raw) });
         }
     }
 }
@@ -456,6 +330,6 @@ impl Copy2D {
         };
         let _g = s.dev.push()?;
         // SAFETY: every field of `c` is written; both ends are valid (this function's contract).
-        ck("cuMemcpy2DAsync", unsafe { sys::cuMemcpy2DAsync_v2(&c, s.raw) })
+        Ok(unsafe { driver::memory::copy_2d_async(&c, s.raw) }?)
     }
 }

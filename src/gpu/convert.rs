@@ -2,19 +2,19 @@
 //! into device memory, enqueued on the caller's stream after a cuStreamWaitEvent on the frame's
 //! ready event (no host wait), or through [`super::peer`] for device memory of another GPU (still
 //! no host wait); and a batch of device frames in one launch per 32. Which frames come here, and
-//! whether the destination is large enough, is decided above, in `crate::convert::dispatch`:
+//! whether the destination is large enough, is decided above, in `crate::convert_dispatch`:
 //! this module is only the device's side of it, plus the one check that needs the driver, that
 //! a caller's device pointer really is device memory of that GPU holding that many bytes.
 //! (Device frames into host memory: [`super::download`].)
 
-use super::context::{ck, Device};
+use super::context::Device;
 use super::kernels::kernels;
-use crate::convert::params::{BatchParams, KernelCommon, KernelItem, KernelParams, BATCH_PER_LAUNCH};
+use super::params::{BatchParams, KernelCommon, KernelItem, KernelParams, BATCH_PER_LAUNCH};
 use crate::convert::{Layout, Plan};
 use crate::frame::Frame;
 use crate::pool::Depth;
 use crate::status::*;
-use cudarc::driver::sys;
+use super::driver::{self, sys};
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -72,8 +72,9 @@ fn check_device_range(dev: &Arc<Device>, ptr: u64, need: usize) -> Result<()> {
     ];
     // SAFETY: four attributes, each with a pointer to a value of the size it writes (a u32, an
     // int, a CUdeviceptr, a size_t). Memory the driver does not know leaves the defaults (type 0).
-    let r = unsafe { sys::cuPointerGetAttributes(attrs.len() as u32, attrs.as_mut_ptr(), data.as_mut_ptr(), ptr) };
-    ck("cuPointerGetAttributes", r).map_err(|_| Error::arg(format!("dst 0x{ptr:x} is not CUDA device memory")))?;
+    let r = unsafe { driver::memory::pointer_attributes(&mut attrs, &mut data, ptr) };
+    // The driver's failure is logged (by its conversion); the caller hears what it means here.
+    r.map_err(Error::from).map_err(|_| Error::arg(format!("dst 0x{ptr:x} is not CUDA device memory")))?;
     if mem_type != sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32 {
         return Err(Error::arg(format!("dst 0x{ptr:x} is not device memory (memory type {mem_type})")));
     }
@@ -83,7 +84,7 @@ fn check_device_range(dev: &Arc<Device>, ptr: u64, need: usize) -> Result<()> {
     let end = start.checked_add(size as u64);
     let want = ptr.checked_add(need as u64);
     if !matches!((end, want), (Some(e), Some(w)) if w <= e) {
-        return Err(Error::new(NVCAM_E_BUFFER_TOO_SMALL, format!("dst's allocation ends {} bytes after dst; the conversion writes {need}", (start + size as u64).saturating_sub(ptr))));
+        return Err(Error::new(ErrorKind::BufferTooSmall, format!("dst's allocation ends {} bytes after dst; the conversion writes {need}", (start + size as u64).saturating_sub(ptr))));
     }
     Ok(())
 }

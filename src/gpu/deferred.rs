@@ -8,14 +8,14 @@
 //! implicitly, so they never run on a camera's thread: a burst of closes would otherwise stall
 //! whichever steady cameras happened to do the housekeeping.
 
-use super::context::{ck, Device, Event};
+use super::context::{Device, Event};
 use crate::config::DEFAULTS;
 use super::stats;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use cudarc::driver::sys;
+use super::driver::{self, sys};
 
 pub(crate) enum Buf {
     Device(sys::CUdeviceptr),
@@ -124,13 +124,13 @@ fn free(e: Entry) {
         Ok(_g) => match e.buf {
             Buf::Device(p) => {
                 // SAFETY: our allocation, freed once; its fences completed (nothing reads it).
-                if ck("cuMemFree", unsafe { sys::cuMemFree_v2(p) }).is_ok() {
+                if driver::ok_or_logged(unsafe { driver::memory::free(p) }) {
                     c.device_frees.fetch_add(1, Ordering::Relaxed);
                 }
             }
             Buf::Host(p) => {
                 // SAFETY: our pinned allocation, freed once; its fences completed.
-                if ck("cuMemFreeHost", unsafe { sys::cuMemFreeHost(p as *mut std::ffi::c_void) }).is_ok() {
+                if driver::ok_or_logged(unsafe { driver::memory::free_host(p as *mut std::ffi::c_void) }) {
                     c.pinned_frees.fetch_add(1, Ordering::Relaxed);
                 }
             }

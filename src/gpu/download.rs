@@ -17,14 +17,14 @@
 //! one per chunk (measured: 4K into a Vec 0.74 x a pinned cuMemcpyDtoH with blocking-sync
 //! events, 0.89 without; docs/BENCHMARKS.md).
 
-use super::context::{ck, Copy2D, Device, Event, Mem};
+use super::context::{Copy2D, Device, Event, Mem};
 use super::kernels::kernels;
 use super::staging::{self, MAX_CHUNKS};
-use crate::convert::params::KernelParams;
+use super::params::KernelParams;
 use crate::convert::{Layout, Plan};
 use crate::frame::Frame;
 use crate::status::*;
-use cudarc::driver::sys;
+use super::driver::{self, sys};
 use parking_lot::Mutex;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -81,11 +81,9 @@ fn pinned_dst(dev: &Arc<Device>, p: *mut u8, len: usize, want_dev_ptr: bool) -> 
         let mut data = [&mut ty as *mut u32 as *mut c_void, &mut id as *mut u64 as *mut c_void];
         // SAFETY: two attributes, each with room for its value (a 32-bit memory type, a 64-bit
         // id); context current (guard). The plural call reports unknown pointers as defaults.
-        let r = unsafe { sys::cuPointerGetAttributes(2, attrs.as_mut_ptr(), data.as_mut_ptr(), a) };
-        if r == sys::CUresult::CUDA_SUCCESS {
-            (ty, id)
-        } else {
-            (0, 0)
+        match unsafe { driver::memory::pointer_attributes(&mut attrs, &mut data, a) } {
+            Ok(()) => (ty, id),
+            Err(_) => (0, 0),
         }
     };
     let host = sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32;
@@ -103,19 +101,16 @@ fn pinned_dst(dev: &Arc<Device>, p: *mut u8, len: usize, want_dev_ptr: bool) -> 
         let mut attrs = [A::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, A::CU_POINTER_ATTRIBUTE_RANGE_SIZE];
         let mut data = [&mut start as *mut u64 as *mut c_void, &mut size as *mut usize as *mut c_void];
         // SAFETY: as above (an address and a size).
-        let r = unsafe { sys::cuPointerGetAttributes(2, attrs.as_mut_ptr(), data.as_mut_ptr(), first) };
-        let covers = r == sys::CUresult::CUDA_SUCCESS && start <= first && start.checked_add(size as u64).is_some_and(|end| end > last);
+        let r = unsafe { driver::memory::pointer_attributes(&mut attrs, &mut data, first) };
+        let covers = r.is_ok() && start <= first && start.checked_add(size as u64).is_some_and(|end| end > last);
         if !covers {
             return Ok(None);
         }
     }
     let dev_ptr = want_dev_ptr
         .then(|| {
-            let mut d: sys::CUdeviceptr = 0;
-            // SAFETY: writes one device address; context current (guard). Fails (no mapping in
-            // this context) without side effects.
-            let r = unsafe { sys::cuPointerGetAttribute(&mut d as *mut sys::CUdeviceptr as *mut c_void, A::CU_POINTER_ATTRIBUTE_DEVICE_POINTER, first) };
-            (r == sys::CUresult::CUDA_SUCCESS && d != 0).then_some(d)
+            // Context current (guard). Fails (no mapping in this context) without side effects.
+            driver::memory::device_pointer(first).ok().filter(|&d| d != 0)
         })
         .flatten();
     Ok(Some(Pinned { dev_ptr }))
@@ -172,7 +167,7 @@ pub(crate) fn to_host(f: &Frame, plan: &Plan, dst: &mut [u8], l: &Layout) -> Res
             let _g = dev.push()?;
             // SAFETY: the caller's page-locked memory holds `l.total` bytes (one allocation,
             // checked), written before we return (the wait below); ordered after the kernel.
-            ck("cuMemcpyDtoHAsync(into pinned dst)", unsafe { sys::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr() as *mut c_void, scratch, dst.len(), s) })?;
+            unsafe { driver::memory::copy_dtoh_async(dst.as_mut_ptr() as *mut c_void, scratch, dst.len(), s) }.map_err(|e| e.during("into pinned dst"))?;
         } else {
             // SAFETY: as above; `rows` rows of `row` bytes at the caller's pitch end exactly at
             // `l.total`; the scratch holds them packed.
@@ -204,9 +199,8 @@ fn pageable(st: &mut staging::Lease, scratch: u64, dst: &mut [u8], pitch: usize,
             let (r0, r1) = span(c);
             // SAFETY: rows [r0, r1) lie inside both buffers (`rows * row` bytes each); ordered
             // after the kernel on our stream; the pinned buffer is ours (the lease).
-            ck("cuMemcpyDtoHAsync(staging chunk)", unsafe {
-                sys::cuMemcpyDtoHAsync_v2((pin + r0 * row) as *mut c_void, scratch + (r0 * row) as u64, (r1 - r0) * row, st.stream.raw())
-            })?;
+            unsafe { driver::memory::copy_dtoh_async((pin + r0 * row) as *mut c_void, scratch + (r0 * row) as u64, (r1 - r0) * row, st.stream.raw()) }
+                .map_err(|e| e.during("staging chunk"))?;
             st.chunk_done[c].record(&st.stream)?;
         }
     }

@@ -162,7 +162,7 @@ impl HwDecoder {
         let id = params.id();
         let codec = format!("{id:?}").to_lowercase();
         if !codec_has_cuda(id) {
-            return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("FFmpeg has no CUDA hwaccel for {codec}")));
+            return Err(Error::new(ErrorKind::Unsupported, format!("FFmpeg has no CUDA hwaccel for {codec}")));
         }
         // Refused at open, as direct NVDEC refuses it: a stream whose probed format is not 8-bit
         // 4:2:0 (10-bit, 4:2:2) would otherwise open and fail at its first picture.
@@ -174,14 +174,14 @@ impl HwDecoder {
             // stayed exact: a frame whose pixels depend on timing is not handed out. JPEG goes to
             // direct NVDEC, or software + upload (AUTO's order without this step).
             return Err(Error::new(
-                NVCAM_E_UNSUPPORTED,
+                ErrorKind::Unsupported,
                 "mjpeg on FFmpeg's CUDA hwaccel is not offered (its frames were found timing-dependent); direct NVDEC or software decode take JPEG",
             ));
         }
         let high_depth = matches!(id, ff::codec::Id::HEVC | ff::codec::Id::VP9 | ff::codec::Id::AV1) && !o.eight_bit;
         if fmt != ffi::AVPixelFormat::AV_PIX_FMT_NONE as i32 && !takes_format(fmt, high_depth) {
             return Err(Error::new(
-                NVCAM_E_UNSUPPORTED,
+                ErrorKind::Unsupported,
                 format!(
                     "{codec} in pixel format {}: FFmpeg's CUDA hwaccel here takes 8-bit 4:2:0, and 10/12-bit 4:2:0 HEVC, VP9 and AV1 (without NVCAM_OPEN_8BIT)",
                     crate::ffmpeg::pixfmt::name(fmt)
@@ -194,7 +194,7 @@ impl HwDecoder {
         // SAFETY: allocation only; checked below.
         let r = unsafe { ffi::av_hwdevice_ctx_alloc(ffi::AVHWDeviceType::AV_HWDEVICE_TYPE_CUDA) };
         if r.is_null() {
-            return Err(Error::new(NVCAM_E_OUT_OF_MEMORY, "av_hwdevice_ctx_alloc(CUDA) failed"));
+            return Err(Error::new(ErrorKind::OutOfMemory, "av_hwdevice_ctx_alloc(CUDA) failed"));
         }
         let hw_dev = HwDevRef(r);
         // SAFETY: a fresh CUDA device context, not initialized yet: its hwctx is an
@@ -230,7 +230,7 @@ impl HwDecoder {
             (*p).hw_device_ctx
         };
         if hw_ref.is_null() {
-            return Err(Error::new(NVCAM_E_OUT_OF_MEMORY, "av_buffer_ref failed"));
+            return Err(Error::new(ErrorKind::OutOfMemory, "av_buffer_ref failed"));
         }
         let dec = ctx.decoder().video().map_err(|e| {
             let err = Error::ffmpeg("avcodec_open2 (CUDA hwaccel)", e);
@@ -273,7 +273,7 @@ impl HwDecoder {
         } else {
             format!("stream's pixel format {} is not 8-bit 4:2:0; NVDEC would not output NV12", crate::ffmpeg::pixfmt::name(sw))
         };
-        Error::new(NVCAM_E_UNSUPPORTED, format!("{} on GPU {}: {why}", self.codec, self.cam.stream.dev.ordinal))
+        Error::new(ErrorKind::Unsupported, format!("{} on GPU {}: {why}", self.codec, self.cam.stream.dev.ordinal))
     }
 
     fn check_refused(&self) -> Result<()> {
@@ -378,7 +378,7 @@ impl Decoder for HwDecoder {
         let fmt = unsafe { (*self.frame.as_ptr()).format };
         if fmt != ffi::AVPixelFormat::AV_PIX_FMT_CUDA as i32 {
             self.fmt.refused.store(true, Ordering::Release);
-            return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("hardware decoder returned a software frame ({})", crate::ffmpeg::pixfmt::name(fmt))));
+            return Err(Error::new(ErrorKind::Unsupported, format!("hardware decoder returned a software frame ({})", crate::ffmpeg::pixfmt::name(fmt))));
         }
         // SAFETY: a CUDA frame carries its frames context (FFmpeg's contract for hardware frames).
         let sw = unsafe {
@@ -393,7 +393,7 @@ impl Decoder for HwDecoder {
         let want = if pic.depth == crate::pool::Depth::Eight { [AV_PIX_FMT_NV12, AV_PIX_FMT_NV12] } else { [AV_PIX_FMT_P010LE, AV_PIX_FMT_P016LE] };
         if !want.iter().any(|&f| f as i32 == sw) {
             self.fmt.refused.store(true, Ordering::Release);
-            return Err(Error::new(NVCAM_E_UNSUPPORTED, format!("hardware decoder wrote {} surfaces, not NV12, P010 or P016", crate::ffmpeg::pixfmt::name(sw))));
+            return Err(Error::new(ErrorKind::Unsupported, format!("hardware decoder wrote {} surfaces, not NV12, P010 or P016", crate::ffmpeg::pixfmt::name(sw))));
         }
         self.has_frame = true;
         Ok(Some(pic))

@@ -2,12 +2,12 @@
 //! `scripts/build-kernels.sh`), loaded once per device with cuModuleLoadData and kept until
 //! library shutdown, and their launches.
 
-use super::context::{ck, Device};
-use crate::convert::params::{BatchParams, KernelItem, KernelParams, BATCH_PER_LAUNCH};
+use super::context::Device;
+use super::params::{BatchParams, KernelItem, KernelParams, BATCH_PER_LAUNCH};
 use crate::convert::{Mode, PixelFormat};
 use crate::pool::Depth;
 use crate::status::*;
-use cudarc::driver::sys;
+use super::driver::{self, sys};
 use parking_lot::Mutex;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -18,13 +18,19 @@ struct Aligned<T: ?Sized>(T);
 
 static FATBIN: &Aligned<[u8]> = &Aligned(*include_bytes!("../../kernels/nvcam_kernels.fatbin"));
 
-/// Threads per block: 32 wide (one warp per row segment, coalesced), 4 rows (`BLOCK_X`,
-/// `BLOCK_Y` in the kernel source).
+/// The kernels only tests load (`kernels/test/`), in a fatbin of their own that release builds
+/// do not carry.
+#[cfg(feature = "test-hooks")]
+static TEST_FATBIN: &Aligned<[u8]> = &Aligned(*include_bytes!("../../kernels/test/nvcam_test_kernels.fatbin"));
+
+// `cargo xtask gen` writes BLOCK and the `Shape` consts below into kernels/nvcam_abi.cuh
+// (BLOCK_X, BLOCK_Y, NAME_PX, NAME_ROWS), which the kernels are built with.
+
+/// Threads per block: 32 wide (one warp per row segment, coalesced), 4 rows.
 const BLOCK: (u32, u32) = (32, 4);
 
-/// How much of the output one thread converts, per kernel: `px` pixels along a row (`*_PX` x
-/// `*_G` in the kernel source) on `rows` rows (`*_ROWS`); the grids are sized by them, and a
-/// test below reads them back from the source.
+/// How much of the output one thread converts, per kernel: `px` pixels along a row on `rows`
+/// rows; the grids are sized by them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Shape {
     px: u32,
@@ -107,8 +113,10 @@ pub(crate) struct Kernels {
     /// The dynamic shared memory the tiled kernels (`_area_tiled`, `_area4`, `_batch_tiled`) may be
     /// given: the smaller of [`AREA_SMEM_MAX`] and the GPU's opt-in limit per block.
     area_smem_cap: u32,
-    /// The test hooks' slow consumer (the kernel ships in the fatbin either way).
-    #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
+    /// The test hooks' slow consumer, from [`TEST_FATBIN`]'s module.
+    #[cfg(feature = "test-hooks")]
+    test_module: sys::CUmodule,
+    #[cfg(feature = "test-hooks")]
     spin_copy: sys::CUfunction,
 }
 
@@ -151,17 +159,14 @@ impl Kernels {
         #[cfg(not(feature = "test-hooks"))]
         let image = FATBIN.0.as_ptr() as *const c_void;
         let _g = dev.push()?;
-        let mut module: sys::CUmodule = std::ptr::null_mut();
-        // SAFETY: our context is current (guard); the image is a complete fatbin, 8-byte aligned
-        // (64 for the embedded one) and 'static.
-        ck("cuModuleLoadData(nvcam kernels)", unsafe { sys::cuModuleLoadData(&mut module, image) })
-            .map_err(|e| Error::new(e.code, format!("{} (the driver may be older than the kernels need: R450 for SASS up to sm_90, R520 to JIT newer GPUs)", e.msg)))?;
-        let get = |name: &std::ffi::CStr| -> Result<sys::CUfunction> {
-            let mut f: sys::CUfunction = std::ptr::null_mut();
-            // SAFETY: the module just loaded, context current; writes one handle.
-            ck("cuModuleGetFunction", unsafe { sys::cuModuleGetFunction(&mut f, module, name.as_ptr()) })?;
-            Ok(f)
+        let module = load_module(image)?;
+        #[cfg(feature = "test-hooks")]
+        let test_module = load_module(TEST_FATBIN.0.as_ptr() as *const c_void)?;
+        let get_in = |module: sys::CUmodule, name: &std::ffi::CStr| -> Result<sys::CUfunction> {
+            // SAFETY: a module just loaded, context current.
+            Ok(unsafe { driver::module::get_function(module, name) }?)
         };
+        let get = |name: &std::ffi::CStr| get_in(module, name);
         let convert = [get(c"nvcam_convert_same")?, get(c"nvcam_convert_same_float")?, get(c"nvcam_convert_bilinear")?, get(c"nvcam_convert_area")?];
         let batch = get(c"nvcam_convert_batch")?;
         let area_tiled = get(c"nvcam_convert_area_tiled")?;
@@ -181,7 +186,10 @@ impl Kernels {
             area_smem_cap,
             p016: get(c"nvcam_convert_p016")?,
             batch_p016: get(c"nvcam_convert_batch_p016")?,
-            spin_copy: get(c"nvcam_test_spin_copy")?,
+            #[cfg(feature = "test-hooks")]
+            test_module,
+            #[cfg(feature = "test-hooks")]
+            spin_copy: get_in(test_module, c"nvcam_test_spin_copy")?,
         };
         log::info!("GPU {}: conversion kernels loaded ({} bytes of fatbin)", dev.ordinal, FATBIN.0.len());
         Ok(k)
@@ -191,10 +199,8 @@ impl Kernels {
     /// its user looks it up once and keeps the handle, valid while the library runs.
     pub(crate) fn function(&self, name: &std::ffi::CStr) -> Result<sys::CUfunction> {
         let _g = self.dev.push()?;
-        let mut f: sys::CUfunction = std::ptr::null_mut();
-        // SAFETY: our module, context current (guard); writes one handle.
-        ck("cuModuleGetFunction", unsafe { sys::cuModuleGetFunction(&mut f, self.module, name.as_ptr()) })?;
-        Ok(f)
+        // SAFETY: our module, context current (guard).
+        Ok(unsafe { driver::module::get_function(self.module, name) }?)
     }
 
     /// Enqueues one conversion on `stream`.
@@ -292,9 +298,7 @@ impl Kernels {
         #[cfg(feature = "test-hooks")]
         LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // SAFETY: the caller's contract; the driver copies the parameter before returning.
-        ck("cuLaunchKernel(nvcam_convert)", unsafe {
-            sys::cuLaunchKernel(f, gx, gy, items, BLOCK.0, BLOCK.1, 1, smem, stream, args.as_mut_ptr(), std::ptr::null_mut())
-        })
+        Ok(unsafe { driver::module::launch_kernel(f, (gx, gy, items), (BLOCK.0, BLOCK.1, 1), smem, stream, &mut args) }.map_err(|e| e.during("nvcam_convert"))?)
     }
 }
 
@@ -302,22 +306,30 @@ impl Drop for Kernels {
     fn drop(&mut self) {
         if let Ok(_g) = self.dev.push() {
             // SAFETY: our module, unloaded once at shutdown, after every frame was released.
-            let _ = ck("cuModuleUnload", unsafe { sys::cuModuleUnload(self.module) });
+            driver::ok_or_logged(unsafe { driver::module::unload(self.module) });
+            // SAFETY: as above, the test kernels' module.
+            #[cfg(feature = "test-hooks")]
+            driver::ok_or_logged(unsafe { driver::module::unload(self.test_module) });
         }
     }
 }
 
+/// Loads a fatbin into the current context.
+fn load_module(image: *const c_void) -> Result<sys::CUmodule> {
+    // SAFETY: the caller's context is current; the image is a complete fatbin, 8-byte aligned (64
+    // for the embedded ones) and 'static.
+    unsafe { driver::module::load_data(image) }
+        .map_err(|e| Error::from(e.during("nvcam kernels")))
+        .map_err(|e| Error::new(e.kind, format!("{} (the driver may be older than the kernels need: R450 for SASS up to sm_90, R520 to JIT newer GPUs)", e.msg)))
+}
+
 /// The device's streaming multiprocessors (1 if the driver does not say).
 fn sm_count(dev: &Arc<Device>) -> u32 {
-    let mut cu_dev: sys::CUdevice = 0;
-    let mut n: i32 = 0;
-    // SAFETY: each call writes one value; the ordinal is an open device's.
-    let ok = unsafe { sys::cuDeviceGet(&mut cu_dev, dev.ordinal) } == sys::CUresult::CUDA_SUCCESS
-        && unsafe { sys::cuDeviceGetAttribute(&mut n, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, cu_dev) } == sys::CUresult::CUDA_SUCCESS;
-    if ok {
-        n.max(1) as u32
-    } else {
-        1
+    // The ordinal is an open device's.
+    let n = driver::ctx::device_get(dev.ordinal).and_then(|d| driver::ctx::device_attribute(d, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT));
+    match n {
+        Ok(n) => n.max(1) as u32,
+        Err(_) => 1,
     }
 }
 
@@ -327,19 +339,19 @@ fn sm_count(dev: &Arc<Device>) -> u32 {
 fn allow_dynamic_smem(dev: &Arc<Device>, fns: &[sys::CUfunction]) -> u32 {
     use sys::CUdevice_attribute as D;
     use sys::CUfunction_attribute as F;
-    let mut cu_dev: sys::CUdevice = 0;
-    let mut optin: i32 = 0;
-    // SAFETY: each call writes one value; the ordinal is an open device's.
-    let ok = unsafe { sys::cuDeviceGet(&mut cu_dev, dev.ordinal) } == sys::CUresult::CUDA_SUCCESS
-        && unsafe { sys::cuDeviceGetAttribute(&mut optin, D::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, cu_dev) } == sys::CUresult::CUDA_SUCCESS;
+    // The ordinal is an open device's.
+    let optin = driver::ctx::device_get(dev.ordinal).and_then(|d| driver::ctx::device_attribute(d, D::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
     let default = 48 * 1024;
-    let cap = if ok { (optin.max(0) as u32).min(AREA_SMEM_MAX) } else { default };
+    let cap = match optin {
+        Ok(optin) => (optin.max(0) as u32).min(AREA_SMEM_MAX),
+        Err(_) => default,
+    };
     if cap <= default {
         return cap.min(default);
     }
     for &f in fns {
         // SAFETY: a function of the module loaded in this (current) context; sets one attribute.
-        if unsafe { sys::cuFuncSetAttribute(f, F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cap as i32) } != sys::CUresult::CUDA_SUCCESS {
+        if unsafe { driver::module::set_attribute(f, F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cap as i32) }.is_err() {
             return default;
         }
     }
@@ -372,46 +384,20 @@ pub(crate) fn shutdown() {
 /// Test hook: a kernel on `stream` that spins `cycles` clocks, then copies `n` bytes from `src`
 /// to `dst` (device addresses on GPU `device`): the slow consumer of the stream hand-off tests.
 #[cfg(feature = "test-hooks")]
-pub fn spin_copy(device: i32, src: u64, dst: u64, n: u64, cycles: i64, stream: u64) -> std::result::Result<(), String> {
-    let dev = super::device(device).map_err(|e| e.to_string())?;
-    let k = kernels(&dev).map_err(|e| e.to_string())?;
-    let _g = dev.push().map_err(|e| e.to_string())?;
+pub fn spin_copy(device: i32, src: u64, dst: u64, n: u64, cycles: i64, stream: u64) -> Result<()> {
+    let dev = super::device(device)?;
+    let k = kernels(&dev)?;
+    let _g = dev.push()?;
     let (mut s, mut d, mut n, mut c) = (src, dst, n, cycles);
     let mut args = [&mut s as *mut u64 as *mut c_void, &mut d as *mut u64 as *mut c_void, &mut n as *mut u64 as *mut c_void, &mut c as *mut i64 as *mut c_void];
     // SAFETY: the kernel's four parameters are (u8*, u8*, u64, i64), given in order; the
     // caller (a test) owns both buffers of at least `n` bytes and the stream.
-    ck("cuLaunchKernel(spin_copy)", unsafe {
-        sys::cuLaunchKernel(k.spin_copy, 64, 1, 1, 256, 1, 1, 0, stream as sys::CUstream, args.as_mut_ptr(), std::ptr::null_mut())
-    })
-    .map_err(|e| e.to_string())
+    Ok(unsafe { driver::module::launch_kernel(k.spin_copy, (64, 1, 1), (256, 1, 1), 0, stream as sys::CUstream, &mut args) }.map_err(|e| e.during("spin_copy"))?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A kernel source retuned without its grid here would leave pixels unconverted (a grid too
-    /// small) or launch idle blocks: the shapes must be the source's.
-    #[test]
-    fn grid_shapes_match_the_kernel_source() {
-        let src = include_str!("../../kernels/nvcam_convert.cu");
-        let define = |name: &str| -> u32 {
-            let line = src.lines().find(|l| l.starts_with(&format!("#define {name} "))).unwrap_or_else(|| panic!("{name} not in the source"));
-            line.split_whitespace().nth(2).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{line}"))
-        };
-        let shape = |k: &str, g: bool, rows: bool| Shape {
-            px: define(&format!("{k}_PX")) * if g { define(&format!("{k}_G")) } else { 1 },
-            rows: if rows { define(&format!("{k}_ROWS")) } else { 1 },
-        };
-        assert_eq!(SAME8, shape("SAME8", true, true));
-        assert_eq!(SAMEF, shape("SAMEF", true, true));
-        assert_eq!(RESIZE, shape("RESIZE", false, false));
-        assert_eq!(AREA, shape("AREA", false, false));
-        assert_eq!(AREA4, shape("AREA4", false, true));
-        assert_eq!(BATCH, shape("BATCH", false, false));
-        assert_eq!(P016, shape("P016", false, false));
-        assert_eq!(BLOCK, (define("BLOCK_X"), define("BLOCK_Y")));
-    }
 
     /// A bound below a block's footprint sends that block to the per-pixel path without a word
     /// (the values stay exact, so no GPU test would see it, only a slower kernel): `area_smem`

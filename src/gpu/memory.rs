@@ -6,11 +6,11 @@
 //! A slot is handed out again only when no frame holds it (the pool's lease rules) *and* its
 //! event has completed (`reusable`).
 
-use super::context::{ck, Copy2D, Device, Event, Mem, Stream};
+use super::context::{Copy2D, Device, Event, Mem, Stream};
 use super::{deferred, stats, CamGpu};
 use crate::pool::{copy_planes, Depth, Geometry, Lease, MemoryKind, Pool, Storage};
 use crate::status::*;
-use cudarc::driver::sys;
+use super::driver::{self, sys};
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -67,14 +67,12 @@ impl DeviceStorage {
         let rows = shape.y_rows() + shape.uv_rows();
         let events = (0..slots).map(|_| Event::new(dev)).collect::<Result<Vec<_>>>()?;
         let consumers = (0..slots).map(|_| Event::fence(dev)).collect::<Result<Vec<_>>>()?;
-        let (mut base, mut pitch) = (0 as sys::CUdeviceptr, 0usize);
-        {
+        let (base, pitch) = {
             let _g = dev.push()?;
-            // SAFETY: our context is current (guard); writes the allocation and its pitch.
-            let r = unsafe { sys::cuMemAllocPitch_v2(&mut base, &mut pitch, shape.row_bytes(), rows * slots, 16) };
-            ck("cuMemAllocPitch", r)
-                .map_err(|e| Error::new(e.code, format!("{} ({slots} slots of {width}x{height} NV12 on GPU {})", e.msg, dev.ordinal)))?;
-        }
+            driver::memory::alloc_pitch(shape.row_bytes(), rows * slots, 16)
+                .map_err(Error::from)
+                .map_err(|e| Error::new(e.kind, format!("{} ({slots} slots of {width}x{height} NV12 on GPU {})", e.msg, dev.ordinal)))?
+        };
         let geom = Geometry { width, height, pitch, depth };
         let slot_bytes = pitch * rows;
         let c = stats::of(dev.ordinal);
@@ -137,7 +135,7 @@ impl Storage for DeviceStorage {
         }
         // SAFETY: our event, context current (guard); the stream is the caller's handle of this
         // device's primary context (the export's documented contract).
-        ck("cuStreamWaitEvent(frame ready)", unsafe { sys::cuStreamWaitEvent(stream as sys::CUstream, e.raw(), 0) })
+        Ok(unsafe { driver::stream::wait_event(stream as sys::CUstream, e.raw()) }.map_err(|e| e.during("frame ready"))?)
     }
     fn fence_after_stream(&self, i: usize, stream: u64) -> Result<()> {
         let e = &self.consumers[i];
@@ -151,10 +149,10 @@ impl Storage for DeviceStorage {
         // handle, decides: a destroyed stream's handle may come back for a new stream.
         if (id.is_none() || last[i] != id) && !e.query()? {
             // SAFETY: our event, context current (guard); the caller's stream (contract).
-            ck("cuStreamWaitEvent(previous consumer)", unsafe { sys::cuStreamWaitEvent(s, e.raw(), 0) })?;
+            unsafe { driver::stream::wait_event(s, e.raw()) }.map_err(|e| e.during("previous consumer"))?;
         }
         // SAFETY: our event and the caller's stream of the same context (contract), current.
-        ck("cuEventRecord(consumer fence)", unsafe { sys::cuEventRecord(e.raw(), s) })?;
+        unsafe { driver::stream::event_record(e.raw(), s) }.map_err(|e| e.during("consumer fence"))?;
         last[i] = id;
         Ok(())
     }
@@ -167,7 +165,7 @@ impl Storage for DeviceStorage {
             stats::of(self.device()).ready_waits.fetch_add(1, Ordering::Relaxed);
             let _g = e.dev.push()?;
             // SAFETY: our event, context current (guard).
-            ck("cuEventSynchronize(frame ready)", unsafe { sys::cuEventSynchronize(e.raw()) })?;
+            unsafe { driver::stream::event_synchronize(e.raw()) }.map_err(|e| e.during("frame ready"))?;
         }
         Ok(())
     }
@@ -228,9 +226,7 @@ impl PinnedBuf {
     pub(crate) fn new(dev: &Arc<Device>, len: usize) -> Result<PinnedBuf> {
         let done = Event::new(dev)?;
         let _g = dev.push()?;
-        let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
-        // SAFETY: our context is current (guard); writes the allocation's address.
-        ck("cuMemHostAlloc(PORTABLE)", unsafe { sys::cuMemHostAlloc(&mut p, len.max(1), sys::CU_MEMHOSTALLOC_PORTABLE) })?;
+        let p = driver::memory::host_alloc_portable(len.max(1)).map_err(|e| e.during("PORTABLE"))?;
         stats::count_pinned_alloc(dev.ordinal);
         Ok(PinnedBuf { dev: dev.clone(), ptr: p as *mut u8, len, done: Some(done) })
     }

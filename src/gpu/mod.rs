@@ -1,13 +1,16 @@
 //! The GPU path: per-camera NV12 pools in device memory with event-ordered lifetimes, and the
-//! decoders that write them (direct NVDEC, FFmpeg's CUDA hwaccel, software plus upload).
+//! decoders that write them (direct NVDEC, nvJPEG, FFmpeg's CUDA hwaccel, software plus upload).
 //!
-//! - [`context`]: one primary context per device (via cudarc, loaded at run time), the push/pop
-//!   guard around every call, streams, events, 2D copies, the one CUDA result checker.
+//! - [`driver`]: the one thin layer of CUDA driver calls (libcuda via cudarc, loaded at run
+//!   time), their typed error and its conversion into the library's.
+//! - [`context`]: one primary context per device, the push/pop guard around every call,
+//!   streams, events, 2D copies.
 //! - [`memory`]: the device storage behind a camera's pool (pitched, allocated once per
 //!   resolution, per-slot events) and pinned host buffers.
 //! - [`deferred`]: the deferred-free queue (events completed + minimum age).
-//! - [`nvdec`] (libnvcuvid loaded at run time), [`hwdec`], [`upload`]: the decoders. Which one a
-//!   camera gets, and the fall-back between them, is decided in `crate::select`.
+//! - [`nvdec`] (libnvcuvid loaded at run time), [`nvjpeg`] (libnvjpeg, likewise), [`hwdec`],
+//!   [`upload`]: the decoders. Which one a camera gets, and the fall-back between them, is
+//!   decided in `crate::select`.
 //! - [`stats`]: process-wide counters for `nvcam_gpu_stats`.
 //!
 //! Without libcuda (or a GPU) nothing here runs: [`probe`] says why once and cameras decode on
@@ -17,11 +20,13 @@ pub(crate) mod context;
 pub(crate) mod convert;
 pub(crate) mod deferred;
 pub(crate) mod download;
+pub(crate) mod driver;
 pub(crate) mod hwdec;
 pub(crate) mod kernels;
 pub(crate) mod memory;
 pub(crate) mod nvdec;
 pub(crate) mod nvjpeg;
+pub(crate) mod params;
 pub(crate) mod peer;
 pub(crate) mod staging;
 pub(crate) mod stats;
@@ -38,46 +43,38 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-static PROBE: OnceLock<std::result::Result<i32, String>> = OnceLock::new();
+static PROBE: OnceLock<Result<i32>> = OnceLock::new();
 static DEVICES: Mutex<Vec<Option<Arc<Device>>>> = Mutex::new(Vec::new());
 static MAX_HW_PER_DEVICE: AtomicU32 = AtomicU32::new(0);
 /// The driver's CUDA version (e.g. 13000), set by the probe.
 static DRIVER_VERSION: AtomicU32 = AtomicU32::new(0);
 
-/// Whether the CUDA driver is loadable and has devices: `Ok(count)` or the reason there is no GPU
-/// path. Checked once per process, before any other CUDA call (cudarc panics on a missing
-/// library). `NVCAM_DISABLE_GPU=1` forces the CPU path.
-pub(crate) fn probe() -> std::result::Result<i32, String> {
+/// Whether the CUDA driver is loadable and has devices: `Ok(count)` or why there is no GPU path
+/// (`ErrorKind::NoDevice`, whatever the driver said). Checked once per process, before any other
+/// CUDA call (cudarc panics on a missing library: [`driver::library_present`] first).
+/// `NVCAM_DISABLE_GPU=1` forces the CPU path.
+pub(crate) fn probe() -> Result<i32> {
+    let none = |why: String| Error::new(ErrorKind::NoDevice, why);
     PROBE
         .get_or_init(|| {
             if std::env::var("NVCAM_DISABLE_GPU").is_ok_and(|v| !v.is_empty() && v != "0") {
-                return Err("GPU path disabled by NVCAM_DISABLE_GPU".into());
+                return Err(none("GPU path disabled by NVCAM_DISABLE_GPU".into()));
             }
-            // SAFETY: cudarc's loader and three driver calls that write plain integers.
-            std::panic::catch_unwind(|| unsafe {
-                use cudarc::driver::sys;
-                if !sys::is_culib_present() {
-                    return Err("the CUDA driver library (libcuda) is not installed".to_string());
+            std::panic::catch_unwind(|| {
+                if !driver::library_present() {
+                    return Err(none("the CUDA driver library (libcuda) is not installed".into()));
                 }
-                let r = sys::cuInit(0);
-                if r != sys::CUresult::CUDA_SUCCESS {
-                    return Err(format!("cuInit failed: {r:?}"));
-                }
-                let mut n = 0;
-                let r = sys::cuDeviceGetCount(&mut n);
-                if r != sys::CUresult::CUDA_SUCCESS {
-                    return Err(format!("cuDeviceGetCount failed: {r:?}"));
-                }
+                driver::init().map_err(|e| none(e.to_string()))?;
+                let n = driver::ctx::device_count().map_err(|e| none(e.to_string()))?;
                 if n <= 0 {
-                    return Err("no CUDA device".to_string());
+                    return Err(none("no CUDA device".into()));
                 }
-                let mut v = 0;
-                let _ = sys::cuDriverGetVersion(&mut v);
+                let v = driver::driver_version().unwrap_or(0);
                 DRIVER_VERSION.store(v.max(0) as u32, Ordering::Relaxed);
                 log::info!("CUDA driver {}.{}: {n} device(s)", v / 1000, (v % 1000) / 10);
                 Ok(n)
             })
-            .unwrap_or_else(|_| Err("probing the CUDA driver panicked".into()))
+            .unwrap_or_else(|_| Err(none("probing the CUDA driver panicked".into())))
         })
         .clone()
 }
@@ -99,15 +96,15 @@ pub(crate) fn init(cfg: &Config) {
                 Some(c) => c.to_string(),
             }
         ),
-        Err(why) => log::info!("GPU path unavailable ({why}); cameras decode on the CPU"),
+        Err(why) => log::info!("GPU path unavailable ({}); cameras decode on the CPU", why.msg),
     }
 }
 
 /// The device's context, retained on first use.
 pub(crate) fn device(ordinal: i32) -> Result<Arc<Device>> {
-    let n = probe().map_err(|why| Error::new(NVCAM_E_NO_DEVICE, why))?;
+    let n = probe()?;
     if ordinal < 0 || ordinal >= n {
-        return Err(Error::new(NVCAM_E_NO_DEVICE, format!("GPU {ordinal} does not exist ({n} found)")));
+        return Err(Error::new(ErrorKind::NoDevice, format!("GPU {ordinal} does not exist ({n} found)")));
     }
     let mut d = DEVICES.lock();
     if d.len() < n as usize {
@@ -204,7 +201,7 @@ pub(crate) fn gpu_stats(device: i32) -> Result<GpuStats> {
     let n = probe().unwrap_or(0);
     s.device_count = n as u32;
     if device >= n || device < -1 {
-        return Err(Error::new(NVCAM_E_NO_DEVICE, format!("GPU {device} does not exist ({n} found)")));
+        return Err(Error::new(ErrorKind::NoDevice, format!("GPU {device} does not exist ({n} found)")));
     }
     stats::fill(device, &mut s);
     let devs: Vec<Arc<Device>> = if device < 0 { (0..n).filter_map(open_device).collect() } else { open_device(device).into_iter().collect() };

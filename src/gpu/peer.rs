@@ -7,14 +7,14 @@
 //! area's stream waits for it before the scratch is written again, and a retired scratch is
 //! freed only after it.
 
-use super::context::{ck, Device};
+use super::context::Device;
 use super::kernels::kernels;
 use super::staging;
-use crate::convert::params::KernelParams;
+use super::params::KernelParams;
 use crate::convert::{Layout, Plan};
 use crate::frame::Frame;
 use crate::status::*;
-use cudarc::driver::sys;
+use super::driver::{self, sys};
 use std::sync::Arc;
 
 /// Converts `f` (a device frame of another GPU than `to`) into `dst`, device memory of `to`
@@ -68,12 +68,12 @@ pub(crate) fn to_device(f: &Frame, plan: &Plan, dst: u64, l: &Layout, to: &Arc<D
     let cs = stream as sys::CUstream;
     // SAFETY: an event of ours (GPU A) and the caller's stream of B's primary context, current
     // (guard): a stream may wait on another context's event.
-    ck("cuStreamWaitEvent(peer kernel)", unsafe { sys::cuStreamWaitEvent(cs, kernel_done, 0) })?;
+    unsafe { driver::stream::wait_event(cs, kernel_done) }.map_err(|e| e.during("peer kernel"))?;
     // SAFETY: every field written; the scratch holds `rows` packed rows (A's context), `dst`
     // was checked to be device memory of B holding `l.total` bytes, which `rows` rows of `row`
     // bytes at `l.pitch` end at; ordered after the kernel (the wait above); the scratch stays
     // unwritten until `copied` completes (recorded next, waited for by `scratch`).
-    ck("cuMemcpy3DPeerAsync(conversion to another GPU)", unsafe { sys::cuMemcpy3DPeerAsync(&c, cs) })?;
+    unsafe { driver::memory::copy_3d_peer_async(&c, cs) }.map_err(|e| e.during("conversion to another GPU"))?;
     // SAFETY: our event of B's context and the caller's stream of that context, current.
-    ck("cuEventRecord(peer copy)", unsafe { sys::cuEventRecord(copied, cs) })
+    Ok(unsafe { driver::stream::event_record(copied, cs) }.map_err(|e| e.during("peer copy"))?)
 }

@@ -10,11 +10,11 @@
 //! allocated per call after that; what a staging area drops goes through the deferred-free
 //! queue with the events that fence its last use.
 
-use super::context::{ck, Device, Event, Stream};
+use super::context::{Device, Event, Stream};
 use super::deferred;
 use super::memory::PinnedBuf;
 use crate::status::*;
-use cudarc::driver::sys;
+use super::driver::{self, sys};
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -40,9 +40,7 @@ struct DevBuf {
 impl DevBuf {
     fn new(dev: &Arc<Device>, len: usize) -> Result<DevBuf> {
         let _g = dev.push()?;
-        let mut ptr: sys::CUdeviceptr = 0;
-        // SAFETY: our context is current (guard); writes one address.
-        ck("cuMemAlloc(conversion scratch)", unsafe { sys::cuMemAlloc_v2(&mut ptr, len.max(1)) })?;
+        let ptr = driver::memory::alloc(len.max(1)).map_err(|e| e.during("conversion scratch"))?;
         super::stats::of(dev.ordinal).device_allocs.fetch_add(1, Ordering::Relaxed);
         Ok(DevBuf { dev: dev.clone(), ptr, len })
     }
@@ -126,7 +124,7 @@ impl Stage {
                 let _g = self.dev.push()?;
                 // SAFETY: our stream and an event of ours (of another context: allowed for a
                 // stream wait), both alive.
-                ck("cuStreamWaitEvent(peer copy)", unsafe { sys::cuStreamWaitEvent(self.stream.raw(), e.raw(), 0) })?;
+                unsafe { driver::stream::wait_event(self.stream.raw(), e.raw()) }.map_err(|e| e.during("peer copy"))?;
             }
         }
         Ok(())

@@ -459,7 +459,7 @@ pub fn threads_named(prefix: &str) -> usize {
 /// The documented statuses per function, read from the header's `Returns:` lines.
 pub fn documented() -> BTreeMap<String, BTreeSet<i32>> {
     let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/nvcam.h")).unwrap();
-    let code_of: BTreeMap<&str, i32> = nvcam::status::ALL.iter().map(|(c, n, _)| (*n, *c)).collect();
+    let code_of: BTreeMap<&str, i32> = nvcam::ffi::status::ALL.iter().map(|(c, n, _)| (*n, *c)).collect();
     let mut map = BTreeMap::new();
     let mut pending: Option<BTreeSet<i32>> = None;
     for line in header.lines() {

@@ -1,6 +1,8 @@
-//! `cargo xtask gen`: writes every generated mirror of the C ABI from the Rust sources.
+//! `cargo xtask gen`: writes every generated mirror of the C ABI and of the kernels' ABI from the
+//! Rust sources.
 //! `cargo xtask gen --check` writes nothing and fails when a committed mirror differs.
 
+mod cuda;
 mod headers;
 mod python;
 
@@ -33,11 +35,17 @@ fn main() -> ExitCode {
 
 /// (path relative to the repository root, contents) of every generated file.
 fn generated(root: &Path) -> Vec<(&'static str, String)> {
-    let b = headers::parse(root);
+    let mut b = headers::parse(root);
+    let layouts = python::layouts(&b);
+    let python = python::module(&b);
+    let (cuh, params_layout) = cuda::generate(root);
     vec![
-        ("include/nvcam.h", headers::c_header(&b)),
+        ("include/nvcam.h", headers::c_header(&mut b, &layouts)),
         ("include/nvcam_labview.h", headers::labview_header(root)),
-        ("bindings/python/nvcam/_ffi.py", python::module(&b)),
+        ("bindings/python/nvcam/_ffi.py", python),
+        ("src/ffi/layout.rs", headers::rust_layout(&layouts)),
+        ("kernels/nvcam_abi.cuh", cuh),
+        ("src/gpu/params_layout.rs", params_layout),
     ]
 }
 

@@ -44,6 +44,34 @@ from ctypes import (
     out + &body
 }
 
+/// A struct's C layout (natural alignment, 64-bit pointers): its Rust name, its header name,
+/// every field's name and offset, and its size.
+pub struct Layout {
+    pub rust_name: String,
+    pub c_name: String,
+    pub fields: Vec<(String, usize)>,
+    pub size: usize,
+}
+
+/// The layout of every struct of the C surface, in header order.
+pub fn layouts(b: &cbindgen::Bindings) -> Vec<Layout> {
+    let mut out = Vec::new();
+    for item in &b.items {
+        if let ItemContainer::Struct(s) = item {
+            let (mut offset, mut align, mut fields) = (0usize, 1usize, Vec::new());
+            for f in &s.fields {
+                let m = map(&f.ty);
+                offset = offset.next_multiple_of(m.align);
+                fields.push((f.name.clone(), offset));
+                offset += m.size;
+                align = align.max(m.align);
+            }
+            out.push(Layout { rust_name: s.path.name().to_string(), c_name: s.export_name.clone(), fields, size: offset.next_multiple_of(align) });
+        }
+    }
+    out
+}
+
 /// Whether `text` uses `name` as a whole word.
 fn uses(text: &str, name: &str) -> bool {
     text.match_indices(name).any(|(i, _)| {

@@ -4,7 +4,9 @@
 use super::sys::{self as cu};
 use crate::ffmpeg::pixfmt::{bit_depth, chroma_8bit, high_depth_420, Chroma};
 use crate::pool::Depth;
-use crate::gpu::context::{CuCode, Device};
+use crate::gpu::context::Device;
+use crate::gpu::driver::{self, DriverError};
+use crate::status::{Error, ErrorKind, Result};
 use ffmpeg_next as ff;
 use parking_lot::Mutex;
 
@@ -82,7 +84,7 @@ pub(crate) fn caps(dev: &Device, codec: cu::cudaVideoCodec, chroma: cu::cudaVide
     if let Some(e) = CAPS.lock().iter().find(|e| e.0 == dev.ordinal && e.1 == codec && e.2 == chroma && e.3 == bits) {
         return e.4;
     }
-    let lib = cu::lib().ok()?;
+    let lib = super::api::lib().ok()?;
     let mut c = cu::CUVIDDECODECAPS {
         eCodecType: codec,
         eChromaFormat: chroma,
@@ -90,13 +92,13 @@ pub(crate) fn caps(dev: &Device, codec: cu::cudaVideoCodec, chroma: cu::cudaVide
         ..Default::default()
     };
     let r = match dev.push() {
-        // SAFETY: the device's context is current (guard); fills the caps struct we own.
-        Ok(_g) => CuCode(unsafe { (lib.cuvidGetDecoderCaps)(&mut c) }),
-        Err(_) => CuCode(999),
+        // The device's context is current (guard).
+        Ok(_g) => lib.get_decoder_caps(&mut c),
+        Err(_) => Err(DriverError::new("cuvidGetDecoderCaps", driver::UNKNOWN)),
     };
-    let v = (r == CuCode::SUCCESS && c.bIsSupported != 0).then_some(c);
-    if r != CuCode::SUCCESS {
-        log::warn!("GPU {}: cuvidGetDecoderCaps(codec {codec}, chroma {chroma}, {bits} bits) failed: {}", dev.ordinal, r.name());
+    let v = (r.is_ok() && c.bIsSupported != 0).then_some(c);
+    if let Err(e) = r {
+        log::warn!("GPU {}: cuvidGetDecoderCaps(codec {codec}, chroma {chroma}, {bits} bits) failed: {}", dev.ordinal, e.name());
     }
     CAPS.lock().push((dev.ordinal, codec, chroma, bits, v));
     v
@@ -112,12 +114,13 @@ pub(crate) fn size_fits(c: &cu::CUVIDDECODECAPS, w: u32, h: u32) -> bool {
 /// 8-bit layout for JPEG), and the GPU's decoder supports the codec in that layout at this size,
 /// writing the surface the camera wants (NV12, or P016 above 8 bits unless `eight_bit`). The
 /// reason otherwise.
-pub(crate) fn supports(dev: &Device, params: &ff::codec::Parameters, eight_bit: bool) -> std::result::Result<cu::cudaVideoCodec, String> {
-    if let Err(e) = cu::lib() {
-        return Err(format!("libnvcuvid unavailable: {e}"));
+pub(crate) fn supports(dev: &Device, params: &ff::codec::Parameters, eight_bit: bool) -> Result<cu::cudaVideoCodec> {
+    let no = |why: String| Error::new(ErrorKind::Unsupported, why);
+    if let Err(e) = super::api::lib() {
+        return Err(no(format!("libnvcuvid unavailable: {}", e.msg)));
     }
     let id = params.id();
-    let codec = cuda_codec(id).ok_or_else(|| format!("direct NVDEC does not take {id:?}"))?;
+    let codec = cuda_codec(id).ok_or_else(|| no(format!("direct NVDEC does not take {id:?}")))?;
     // SAFETY: `params` owns a valid AVCodecParameters.
     let p = unsafe { &*params.as_ptr() };
     let (fmt, w, h) = (p.format, p.width, p.height);
@@ -133,18 +136,18 @@ pub(crate) fn supports(dev: &Device, params: &ff::codec::Parameters, eight_bit: 
     };
     let (chroma, bits) = match layout {
         Some((c, b)) if takes_layout(codec, c, b) => (c, b),
-        _ if codec == cu::cudaVideoCodec_JPEG => return Err(format!("pixel format {name} is not an 8-bit JPEG layout")),
-        _ => return Err(format!("pixel format {name} is not 4:2:0 at 8, 10 or 12 bits")),
+        _ if codec == cu::cudaVideoCodec_JPEG => return Err(no(format!("pixel format {name} is not an 8-bit JPEG layout"))),
+        _ => return Err(no(format!("pixel format {name} is not 4:2:0 at 8, 10 or 12 bits"))),
     };
-    let c = caps(dev, codec, chroma, bits).ok_or_else(|| format!("GPU {} has no NVDEC support for {id:?} in {name}", dev.ordinal))?;
-    surface_for(&c, bits, eight_bit).ok_or_else(|| format!("GPU {}: NVDEC writes no {} surface for {id:?} in {name}", dev.ordinal, if bits == 8 || eight_bit { "NV12" } else { "P016" }))?;
+    let c = caps(dev, codec, chroma, bits).ok_or_else(|| no(format!("GPU {} has no NVDEC support for {id:?} in {name}", dev.ordinal)))?;
+    surface_for(&c, bits, eight_bit).ok_or_else(|| no(format!("GPU {}: NVDEC writes no {} surface for {id:?} in {name}", dev.ordinal, if bits == 8 || eight_bit { "NV12" } else { "P016" })))?;
     if w > 0 && h > 0 && !size_fits(&c, w as u32, h as u32) {
-        return Err(format!("{w}x{h} is outside NVDEC's {}x{}..{}x{} for {id:?}", c.nMinWidth, c.nMinHeight, c.nMaxWidth, c.nMaxHeight));
+        return Err(no(format!("{w}x{h} is outside NVDEC's {}x{}..{}x{} for {id:?}", c.nMinWidth, c.nMinHeight, c.nMaxWidth, c.nMaxHeight)));
     }
     if codec == cu::cudaVideoCodec_JPEG && (chroma == cu::cudaVideoChromaFormat_422 || chroma == cu::cudaVideoChromaFormat_444) && (w % 2 == 1 || h % 2 == 1) {
         // Seen on an H200 (161x97): the chroma the engine writes for the odd edge is not the
         // picture's (up to 255 levels off); 4:2:0 and gray at the same size are exact.
-        return Err(format!("{w}x{h} {name}: NVDEC's JPEG engine writes no valid chroma at the odd edge of a 4:2:2 or 4:4:4 picture"));
+        return Err(no(format!("{w}x{h} {name}: NVDEC's JPEG engine writes no valid chroma at the odd edge of a 4:2:2 or 4:4:4 picture")));
     }
     Ok(codec)
 }

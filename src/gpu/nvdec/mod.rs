@@ -63,12 +63,14 @@
 //!
 //! # Files
 //!
-//! `sys` (the bindings, loaded at run time), `session` (RAII owners: context lock, parser,
+//! `sys` (the declarations), `api` (the library, loaded at run time, and one thin method per
+//! call: the only place NVDEC is called), `session` (RAII owners: context lock, parser,
 //! decoder, mapped picture), `parser` (the callbacks' state machine and the copy out of a
 //! surface), `reuse` (the decoder kept across a reconnect), `caps` (what the engine takes),
 //! `counters`, and `hooks` (test-only faults and
 //! delays, compiled with the `test-hooks` feature).
 
+pub(crate) mod api;
 mod caps;
 mod counters;
 pub(crate) mod hooks;
@@ -111,7 +113,7 @@ const RECOVERY_WINDOW: Duration = Duration::from_secs(60);
 /// fault, or a broken invariant of ours); anything else (the stream refused, out of sessions,
 /// a closed camera) ends the call.
 fn recoverable(e: &Error) -> bool {
-    matches!(e.code, NVCAM_E_CUDA | NVCAM_E_INTERNAL | NVCAM_E_PANIC | NVCAM_E_OUT_OF_MEMORY)
+    e.kind.decoder_recovers()
 }
 
 /// A camera's direct-NVDEC decoder: parser, decoder and the queue of displayed pictures.
@@ -157,8 +159,8 @@ impl NvDecoder {
         let low_latency = o.low_latency;
         let t_new = Instant::now();
         let dev = &cam.stream.dev;
-        let codec = supports(dev, params, o.eight_bit).map_err(|why| Error::new(NVCAM_E_UNSUPPORTED, why))?;
-        let lib = cu::lib().map_err(|e| Error::new(NVCAM_E_UNSUPPORTED, e))?;
+        let codec = supports(dev, params, o.eight_bit)?;
+        let lib = api::lib()?;
         let (annexb, prime) = AnnexB::new(params, time_base)?;
         let (slot, parked) = reuse.split();
         let display_delay = std::env::var("NVCAM_NVDEC_DISPLAY_DELAY").ok().and_then(|v| v.parse().ok()).unwrap_or(if low_latency { 0 } else { DISPLAY_DELAY }).min(8);
@@ -240,7 +242,8 @@ impl NvDecoder {
         if let Some(e) = self.st.error.take() {
             return Err(e);
         }
-        crate::gpu::context::ck("cuvidParseVideoData", r?)
+        r??;
+        Ok(())
     }
 
     fn parse_packet(&mut self, data: &[u8], pts: Option<i64>) -> Result<()> {
@@ -282,7 +285,7 @@ impl NvDecoder {
         self.recoveries.retain(|t| now.duration_since(*t) < RECOVERY_WINDOW);
         if self.recoveries.len() >= MAX_RECOVERIES {
             self.gave_up = true;
-            return Err(Error::new(e.code, format!("{} (after {MAX_RECOVERIES} NVDEC recoveries within a minute)", e.msg)));
+            return Err(Error::new(e.kind, format!("{} (after {MAX_RECOVERIES} NVDEC recoveries within a minute)", e.msg)));
         }
         self.recoveries.push_back(now);
         count(&COUNTERS.recoveries);
@@ -296,7 +299,7 @@ impl NvDecoder {
             a.flush();
         }
         self.new_parser()?;
-        Ok(Error::new(e.code, format!("{}; NVDEC decoder recreated", e.msg)))
+        Ok(Error::new(e.kind, format!("{}; NVDEC decoder recreated", e.msg)))
     }
 
     /// Applies the test hooks' stream delay (no-op without the `test-hooks` feature).
@@ -306,8 +309,7 @@ impl NvDecoder {
         let s = &self.cam.stream;
         let _g = s.dev.push()?;
         // SAFETY: a live stream of the current context; the host function only sleeps.
-        let r = unsafe { cudarc::driver::sys::cuLaunchHostFunc(s.raw(), Some(session::delay_host_fn), us as usize as *mut c_void) };
-        crate::gpu::context::ck("cuLaunchHostFunc", r)?;
+        unsafe { crate::gpu::driver::stream::launch_host_func(s.raw(), session::delay_host_fn, us as usize as *mut c_void) }?;
         Ok(true)
     }
 
@@ -330,7 +332,7 @@ impl NvDecoder {
         }
         self.last_decode_warning = Some(Instant::now());
         Outcome::Corrupt(Some(Error::new(
-            NVCAM_E_IO,
+            ErrorKind::Io,
             format!(
                 "NVDEC reported a picture decoded with errors ({}; {} so far on this camera): corrupt or lost bitstream data",
                 if status == cu::cuvidDecodeStatus_Error { "not concealed" } else { "concealed" },
@@ -436,7 +438,7 @@ impl Decoder for NvDecoder {
         match r {
             Ok(status) => Ok(self.note_decode_status(status)),
             // Not an engine fault (a slot of the wrong size or memory): the session's error.
-            Err(e) if e.code == NVCAM_E_INTERNAL => Err(e),
+            Err(e) if e.kind == ErrorKind::Internal => Err(e),
             // The slot may hold a partial picture: the decoder recovers and this frame is lost.
             Err(e) => self.recover(e).map(Outcome::Dropped),
         }

@@ -10,7 +10,8 @@ use super::caps::{caps, size_fits, surface_for, takes_layout, Surface};
 use super::counters::{count, ns, Timing, COUNTERS};
 use super::hooks::{self, Knobs};
 use super::session::VideoDecoder;
-use super::sys::{self as cu, Nvcuvid};
+use super::api::Nvcuvid;
+use super::sys as cu;
 use crate::gpu::context::{Copy2D, Mem};
 use crate::gpu::memory::{device_slot, new_pool};
 use crate::gpu::CamGpu;
@@ -128,7 +129,7 @@ impl State {
 
     fn refuse(&mut self, why: String) -> Error {
         self.refused = true;
-        Error::new(NVCAM_E_UNSUPPORTED, why)
+        Error::new(ErrorKind::Unsupported, why)
     }
 
     /// Sequence callback: a new or changed sequence header. Makes, reconfigures or keeps the
@@ -173,7 +174,7 @@ impl State {
             bits,
         };
         if geom.width == 0 || geom.height == 0 {
-            return Err(Error::new(NVCAM_E_FFMPEG, "sequence with an empty display area"));
+            return Err(Error::new(ErrorKind::Ffmpeg, "sequence with an empty display area"));
         }
         let want = (f.min_num_decode_surfaces as u32 + self.display_delay + SURFACE_MARGIN).clamp(1, MAX_DECODE_SURFACES);
         if let Some(dec) = &self.decoder {
@@ -196,7 +197,7 @@ impl State {
             self.park_queue()?;
             let dec = self.decoder.as_mut().expect("checked above");
             let fits = f.coded_width <= dec.max_w && f.coded_height <= dec.max_h;
-            if same_kind && want <= dec.surfaces && fits && dec.reconfigure(f).is_ok() {
+            if same_kind && want <= dec.surfaces && fits && dec.reconfigure(f) {
                 if adopting {
                     count(&COUNTERS.decoders_adopted);
                 }
@@ -267,7 +268,7 @@ impl State {
         }
         if let Some(k) = self.knobs.as_mut().filter(|k| k.fail_decode_at != 0 && k.fail_decode_at == self.decodes) {
             k.fail_decode_at = 0;
-            return Err(crate::gpu::context::cuda_error("cuvidDecodePicture (injected fault)", 999u32));
+            return Err(crate::gpu::driver::DriverError::new("cuvidDecodePicture (injected fault)", crate::gpu::driver::UNKNOWN).into());
         }
         dec.decode(p).map(|_| 1)
     }
@@ -296,7 +297,7 @@ unsafe fn callback(user: *mut c_void, f: impl FnOnce(&mut State) -> Result<c_int
             0
         }
         Err(_) => {
-            st.error = Some(Error::new(NVCAM_E_PANIC, "panic in an NVDEC parser callback"));
+            st.error = Some(Error::new(ErrorKind::Panic, "panic in an NVDEC parser callback"));
             0
         }
     }

@@ -3,8 +3,10 @@
 
 use super::caps::Surface;
 use super::counters::{count, COUNTERS};
-use super::sys::{self as cu, Nvcuvid};
-use crate::gpu::context::{ck, cuda_error, CuCode, Device};
+use super::api::Nvcuvid;
+use super::sys as cu;
+use crate::gpu::context::Device;
+use crate::gpu::driver::{self, DriverError};
 use crate::gpu::{stats, CamGpu};
 use crate::status::*;
 use parking_lot::Mutex;
@@ -63,10 +65,9 @@ impl CtxLock {
     pub(super) fn acquire(lib: &'static Nvcuvid, dev: &Device) -> Result<CtxLock> {
         let ctx = dev.cu_ctx() as usize;
         let create = || -> Result<cu::CUvideoctxlock> {
-            let mut l: cu::CUvideoctxlock = std::ptr::null_mut();
-            // SAFETY: our retained context; writes one handle.
-            ck("cuvidCtxLockCreate", unsafe { (lib.cuvidCtxLockCreate)(&mut l, ctx as cu::CUcontext) })?;
-            Ok(l)
+            // SAFETY: our retained context, which outlives every decoder's lock (the decoders
+            // hold the device).
+            Ok(unsafe { lib.ctx_lock_create(ctx as cu::CUcontext) }?)
         };
         match lock_mode() {
             LockMode::None => Ok(CtxLock { lib, ctx, lock: std::ptr::null_mut(), shared: false }),
@@ -111,8 +112,7 @@ impl Drop for CtxLock {
         if last {
             // SAFETY: the last share of this lock; its decoders were destroyed before their
             // shares dropped.
-            let r = unsafe { (self.lib.cuvidCtxLockDestroy)(self.lock) };
-            let _ = ck("cuvidCtxLockDestroy", r);
+            driver::ok_or_logged(unsafe { self.lib.ctx_lock_destroy(self.lock) });
         }
     }
 }
@@ -135,18 +135,18 @@ impl Parser {
     /// `params.pUserData` is what the callbacks expect and stays valid (and unaliased while a
     /// parse runs) until this parser is dropped.
     pub(super) unsafe fn new(lib: &'static Nvcuvid, dev: &Arc<Device>, params: &mut cu::CUVIDPARSERPARAMS) -> Result<Parser> {
-        let mut p: cu::CUvideoparser = std::ptr::null_mut();
         // SAFETY: `params` is fully written; the user pointer's lifetime is the caller's contract.
-        ck("cuvidCreateVideoParser", unsafe { (lib.cuvidCreateVideoParser)(&mut p, params) })?;
+        let p = unsafe { lib.create_video_parser(params) }?;
         Ok(Parser { lib, dev: dev.clone(), raw: p })
     }
 
-    /// Feeds one packet; the callbacks run inside, on this thread. Returns the parser's result.
-    pub(super) fn parse(&mut self, pkt: &mut cu::CUVIDSOURCEDATAPACKET) -> Result<CuCode> {
+    /// Feeds one packet; the callbacks run inside, on this thread. Returns the parser's result
+    /// (inside: the caller looks at what the callbacks reported first).
+    pub(super) fn parse(&mut self, pkt: &mut cu::CUVIDSOURCEDATAPACKET) -> Result<std::result::Result<(), DriverError>> {
         let _g = self.dev.push()?;
-        // SAFETY: our parser, the device's context current (guard); `pkt` points at a payload the
-        // caller keeps alive for the call.
-        Ok(CuCode(unsafe { (self.lib.cuvidParseVideoData)(self.raw, pkt) }))
+        // SAFETY: our parser, the device's context current (guard), not parsing elsewhere (we
+        // hold `&mut`); `pkt` points at a payload the caller keeps alive for the call.
+        Ok(unsafe { self.lib.parse_video_data(self.raw, pkt) })
     }
 }
 
@@ -154,8 +154,7 @@ impl Drop for Parser {
     fn drop(&mut self) {
         let _g = self.dev.push();
         // SAFETY: our parser, destroyed once; no parse runs (we hold `&mut`).
-        let r = unsafe { (self.lib.cuvidDestroyVideoParser)(self.raw) };
-        let _ = ck("cuvidDestroyVideoParser", r);
+        driver::ok_or_logged(unsafe { self.lib.destroy_video_parser(self.raw) });
     }
 }
 
@@ -223,13 +222,10 @@ impl VideoDecoder {
             enableHistogram: 0,
             Reserved2: [0; 4],
         };
-        let mut dec: cu::CUvideodecoder = std::ptr::null_mut();
         let _g = cam.stream.dev.push()?;
-        // SAFETY: `ci` is fully written; the context is current (guard); writes one handle.
-        let r = CuCode(unsafe { (lib.cuvidCreateDecoder)(&mut dec, &mut ci) });
-        if r != CuCode::SUCCESS {
-            return Err(cuda_error(&format!("cuvidCreateDecoder ({}x{}, {surfaces} surfaces)", f.coded_width, f.coded_height), r));
-        }
+        // SAFETY: `ci` is fully written; the context is current (guard); its lock is a field of
+        // the decoder, dropped after it.
+        let dec = unsafe { lib.create_decoder(&mut ci) }.map_err(|e| e.named(format!("cuvidCreateDecoder ({}x{}, {surfaces} surfaces)", f.coded_width, f.coded_height)))?;
         stats::of(cam.ordinal()).hw_decoders.fetch_add(1, Ordering::Relaxed);
         count(&COUNTERS.decoders_created);
         Ok(VideoDecoder {
@@ -252,17 +248,20 @@ impl VideoDecoder {
     }
 
     /// Records a failed call's result as a fault of this decoder.
-    fn note<T>(&self, r: Result<T>) -> Result<T> {
+    fn note<T>(&self, r: std::result::Result<T, DriverError>) -> Result<T> {
         if r.is_err() {
             self.faulted.store(true, Ordering::Relaxed);
         }
-        r
+        Ok(r?)
     }
 
-    /// Resizes the decoder in place (the new coded size fits the size it was made for).
-    pub(super) fn reconfigure(&mut self, f: &cu::CUVIDEOFORMAT) -> Result<()> {
+    /// Resizes the decoder in place (the new coded size fits the size it was made for); false
+    /// where it could not (the caller makes a new decoder, so this failure is no error).
+    pub(super) fn reconfigure(&mut self, f: &cu::CUVIDEOFORMAT) -> bool {
         // Copies may still read the old surfaces.
-        self.cam.stream.synchronize()?;
+        if self.cam.stream.synchronize().is_err() {
+            return false;
+        }
         let mut ri = cu::CUVIDRECONFIGUREDECODERINFO {
             ulWidth: f.coded_width,
             ulHeight: f.coded_height,
@@ -274,41 +273,37 @@ impl VideoDecoder {
             target_rect: cu::ShortRect::default(),
             reserved2: [0; 11],
         };
-        let _g = self.cam.stream.dev.push()?;
+        let Ok(_g) = self.cam.stream.dev.push() else { return false };
         // SAFETY: our decoder; no copy reads its surfaces any more (stream synchronized above).
-        let r = CuCode(unsafe { (self.lib.cuvidReconfigureDecoder)(self.raw, &mut ri) });
-        if r != CuCode::SUCCESS {
+        if let Err(e) = unsafe { self.lib.reconfigure_decoder(self.raw, &mut ri) } {
             self.faulted.store(true, Ordering::Relaxed);
-            log::info!("cuvidReconfigureDecoder failed ({}); making a new decoder", r.name());
-            return Err(cuda_error("cuvidReconfigureDecoder", r));
+            log::info!("cuvidReconfigureDecoder failed ({}); making a new decoder", e.name());
+            return false;
         }
         self.fmt = *f;
         count(&COUNTERS.reconfigures);
-        Ok(())
+        true
     }
 
     /// Submits one picture (inside the parser's decode callback, so the context is current).
     pub(super) fn decode(&self, p: &mut cu::CUVIDPICPARAMS) -> Result<()> {
         // SAFETY: our decoder; `p` is the parser's picture parameters for this call.
-        self.note(ck("cuvidDecodePicture", unsafe { (self.lib.cuvidDecodePicture)(self.raw, p) }))
+        self.note(unsafe { self.lib.decode_picture(self.raw, p) })
     }
 
     /// Maps picture `info` with its post-processing on `stream`; the caller holds a context guard.
     pub(super) fn map(&self, info: &cu::CUVIDPARSERDISPINFO, stream: cu::CUstream) -> Result<Mapped<'_>> {
         let mut pp = cu::proc_params(info, stream);
-        let (mut ptr, mut pitch) = (0u64, 0u32);
-        // SAFETY: our decoder and a picture index the parser handed out; writes the mapped
-        // surface's address and pitch. The Mapped value unmaps it.
-        self.note(ck("cuvidMapVideoFrame64", unsafe { (self.lib.cuvidMapVideoFrame64)(self.raw, info.picture_index, &mut ptr, &mut pitch, &mut pp) }))?;
+        // SAFETY: our decoder and a picture index the parser handed out. The Mapped value
+        // unmaps it.
+        let (ptr, pitch) = self.note(unsafe { self.lib.map_video_frame(self.raw, info.picture_index, &mut pp) })?;
         Ok(Mapped { dec: self, ptr, pitch: pitch as usize, unmapped: false })
     }
 
     /// NVDEC's status for a decoded picture, where it reports one.
     pub(super) fn decode_status(&self, picture_index: i32) -> Option<cu::cuvidDecodeStatus> {
-        let mut ds = cu::CUVIDGETDECODESTATUS { decodeStatus: 0, reserved: [0; 31], pReserved: [std::ptr::null_mut(); 8] };
-        // SAFETY: our decoder; fills the struct we own.
-        let r = unsafe { (self.lib.cuvidGetDecodeStatus)(self.raw, picture_index, &mut ds) };
-        (r == 0).then_some(ds.decodeStatus)
+        // SAFETY: our decoder.
+        unsafe { self.lib.get_decode_status(self.raw, picture_index) }.ok()
     }
 }
 
@@ -320,8 +315,7 @@ impl Drop for VideoDecoder {
         }
         let _g = self.cam.stream.dev.push();
         // SAFETY: our decoder, destroyed once; nothing reads its surfaces (stream synchronized).
-        let r = unsafe { (self.lib.cuvidDestroyDecoder)(self.raw) };
-        let _ = ck("cuvidDestroyDecoder", r);
+        driver::ok_or_logged(unsafe { self.lib.destroy_decoder(self.raw) });
         stats::of(self.cam.ordinal()).hw_decoders.fetch_sub(1, Ordering::Relaxed);
     }
 }
@@ -338,7 +332,7 @@ impl Mapped<'_> {
     pub(super) fn unmap(mut self) -> Result<()> {
         self.unmapped = true;
         // SAFETY: a surface this decoder mapped, unmapped once.
-        self.dec.note(ck("cuvidUnmapVideoFrame64", unsafe { (self.dec.lib.cuvidUnmapVideoFrame64)(self.dec.raw, self.ptr) }))
+        self.dec.note(unsafe { self.dec.lib.unmap_video_frame(self.dec.raw, self.ptr) })
     }
 }
 
@@ -346,8 +340,7 @@ impl Drop for Mapped<'_> {
     fn drop(&mut self) {
         if !self.unmapped {
             // SAFETY: as in `unmap`; reached only on an early return before it.
-            let r = unsafe { (self.dec.lib.cuvidUnmapVideoFrame64)(self.dec.raw, self.ptr) };
-            let _ = self.dec.note(ck("cuvidUnmapVideoFrame64", r));
+            let _ = self.dec.note(unsafe { self.dec.lib.unmap_video_frame(self.dec.raw, self.ptr) });
         }
     }
 }

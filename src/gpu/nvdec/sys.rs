@@ -1,9 +1,5 @@
-//! Run-time bindings to NVIDIA's video decoder library, `libnvcuvid.so.1` (`nvcuvid.dll` on
-//! Windows; the driver ships it).
-//!
-//! Nothing links against it: the library is opened with `dlopen` the first time a direct-NVDEC
-//! decoder is asked for, so the crate still loads and runs its CPU path on machines without an
-//! NVIDIA driver. A missing library or symbol is an `Err` with the reason, never a panic.
+//! Declarations of NVIDIA's video decoder library, `libnvcuvid.so.1` (`nvcuvid.dll` on
+//! Windows; the driver ships it), which `super::api` opens at run time and calls.
 //!
 //! The declarations are the subset of `cuviddec.h`/`nvcuvid.h` (NVDEC API 11.1, as shipped MIT
 //! licensed by Debian's `libffmpeg-nvenc-dev` under /usr/include/ffnvcodec/) that the decoder uses,
@@ -18,9 +14,11 @@
 // The header's value sets are bound whole (unused values document what the driver may return).
 #![allow(non_snake_case, non_camel_case_types, non_upper_case_globals, clippy::upper_case_acronyms, dead_code)]
 
-use std::ffi::{c_int, c_long, c_short, c_uchar, c_uint, c_ulong, c_ushort, c_void};
-use std::mem::{offset_of, size_of};
-use std::sync::OnceLock;
+use std::ffi::{c_int, c_short, c_uchar, c_uint, c_ulong, c_ushort, c_void};
+
+mod layout;
+
+pub use layout::layout_report;
 
 /// A `CUresult` as the driver returned it.
 pub(crate) type CUresult = u32;
@@ -83,7 +81,7 @@ pub(crate) const CUVID_PKT_NOTIFY_EOS: c_ulong = 0x10;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub struct CUVIDDECODECAPS {
+pub(crate) struct CUVIDDECODECAPS {
     pub eCodecType: cudaVideoCodec,
     pub eChromaFormat: cudaVideoChromaFormat,
     pub nBitDepthMinus8: c_uint,
@@ -105,7 +103,7 @@ pub struct CUVIDDECODECAPS {
 /// `{ short left, top, right, bottom; }` of the create and reconfigure structs.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ShortRect {
+pub(crate) struct ShortRect {
     pub left: c_short,
     pub top: c_short,
     pub right: c_short,
@@ -114,7 +112,7 @@ pub struct ShortRect {
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct CUVIDDECODECREATEINFO {
+pub(crate) struct CUVIDDECODECREATEINFO {
     pub ulWidth: c_ulong,
     pub ulHeight: c_ulong,
     pub ulNumDecodeSurfaces: c_ulong,
@@ -140,14 +138,14 @@ pub struct CUVIDDECODECREATEINFO {
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub struct FrameRate {
+pub(crate) struct FrameRate {
     pub numerator: c_uint,
     pub denominator: c_uint,
 }
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct IntRect {
+pub(crate) struct IntRect {
     pub left: c_int,
     pub top: c_int,
     pub right: c_int,
@@ -157,7 +155,7 @@ pub struct IntRect {
 /// `CUVIDEOFORMAT`, what the parser's sequence callback reports.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub struct CUVIDEOFORMAT {
+pub(crate) struct CUVIDEOFORMAT {
     pub codec: cudaVideoCodec,
     pub frame_rate: FrameRate,
     pub progressive_sequence: c_uchar,
@@ -178,7 +176,7 @@ pub struct CUVIDEOFORMAT {
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub struct CUVIDPARSERDISPINFO {
+pub(crate) struct CUVIDPARSERDISPINFO {
     pub picture_index: c_int,
     pub progressive_frame: c_int,
     pub top_field_first: c_int,
@@ -188,7 +186,7 @@ pub struct CUVIDPARSERDISPINFO {
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct CUVIDSOURCEDATAPACKET {
+pub(crate) struct CUVIDSOURCEDATAPACKET {
     pub flags: c_ulong,
     pub payload_size: c_ulong,
     pub payload: *const c_uchar,
@@ -199,7 +197,7 @@ pub struct CUVIDSOURCEDATAPACKET {
 /// only the leading fields are spelled out; the codec-specific union is opaque (4096 bytes,
 /// 8-aligned).
 #[repr(C)]
-pub struct CUVIDPICPARAMS {
+pub(crate) struct CUVIDPICPARAMS {
     pub PicWidthInMbs: c_int,
     pub FrameHeightInMbs: c_int,
     pub CurrPicIdx: c_int,
@@ -224,7 +222,7 @@ pub(crate) type PFNVIDOPPOINTCALLBACK = Option<unsafe extern "C" fn(*mut c_void,
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub struct CUVIDPARSERPARAMS {
+pub(crate) struct CUVIDPARSERPARAMS {
     pub CodecType: cudaVideoCodec,
     pub ulMaxNumDecodeSurfaces: c_uint,
     pub ulClockRate: c_uint,
@@ -245,7 +243,7 @@ pub struct CUVIDPARSERPARAMS {
 /// `CUVIDPROCPARAMS`, the post-processing (map) parameters.
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub struct CUVIDPROCPARAMS {
+pub(crate) struct CUVIDPROCPARAMS {
     pub progressive_frame: c_int,
     pub second_field: c_int,
     pub top_field_first: c_int,
@@ -267,7 +265,7 @@ pub struct CUVIDPROCPARAMS {
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub struct CUVIDGETDECODESTATUS {
+pub(crate) struct CUVIDGETDECODESTATUS {
     pub decodeStatus: cuvidDecodeStatus,
     pub reserved: [c_uint; 31],
     pub pReserved: [*mut c_void; 8],
@@ -275,7 +273,7 @@ pub struct CUVIDGETDECODESTATUS {
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub struct CUVIDRECONFIGUREDECODERINFO {
+pub(crate) struct CUVIDRECONFIGUREDECODERINFO {
     pub ulWidth: c_uint,
     pub ulHeight: c_uint,
     pub ulTargetWidth: c_uint,
@@ -285,228 +283,6 @@ pub struct CUVIDRECONFIGUREDECODERINFO {
     pub display_area: ShortRect,
     pub target_rect: ShortRect,
     pub reserved2: [c_uint; 11],
-}
-
-// Layouts, from tests/c/nvcuvid_layout.c compiled against /usr/include/ffnvcodec: x86-64 Linux
-// (LP64, `unsigned long` is 8 bytes) and Windows x64 (LLP64, 4 bytes; x86_64-w64-mingw32-gcc, run
-// under Wine). Only the structs with `unsigned long` fields differ: `lp64(linux, windows)`.
-const fn lp64(linux: usize, windows: usize) -> usize {
-    if cfg!(windows) {
-        windows
-    } else {
-        linux
-    }
-}
-const _: () = assert!(size_of::<c_ulong>() == lp64(8, 4) && size_of::<c_long>() == lp64(8, 4));
-const _: () = assert!(size_of::<CUVIDDECODECAPS>() == 88);
-const _: () = assert!(offset_of!(CUVIDDECODECAPS, bIsSupported) == 24);
-const _: () = assert!(offset_of!(CUVIDDECODECAPS, nMaxWidth) == 28);
-const _: () = assert!(offset_of!(CUVIDDECODECAPS, nMinWidth) == 40);
-const _: () = assert!(offset_of!(CUVIDDECODECAPS, bIsHistogramSupported) == 44);
-const _: () = assert!(offset_of!(CUVIDDECODECAPS, reserved3) == 48);
-const _: () = assert!(size_of::<CUVIDDECODECREATEINFO>() == lp64(176, 112));
-const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, CodecType) == lp64(24, 12));
-const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, ulCreationFlags) == lp64(32, 20));
-const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, display_area) == lp64(80, 44));
-const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, OutputFormat) == lp64(88, 52));
-const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, ulTargetWidth) == lp64(96, 60));
-const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, vidLock) == lp64(120, 72));
-const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, target_rect) == lp64(128, 80));
-const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, enableHistogram) == lp64(136, 88));
-const _: () = assert!(offset_of!(CUVIDDECODECREATEINFO, Reserved2) == lp64(144, 92));
-const _: () = assert!(size_of::<CUVIDEOFORMAT>() == 64);
-const _: () = assert!(offset_of!(CUVIDEOFORMAT, frame_rate) == 4);
-const _: () = assert!(offset_of!(CUVIDEOFORMAT, progressive_sequence) == 12);
-const _: () = assert!(offset_of!(CUVIDEOFORMAT, min_num_decode_surfaces) == 15);
-const _: () = assert!(offset_of!(CUVIDEOFORMAT, coded_width) == 16);
-const _: () = assert!(offset_of!(CUVIDEOFORMAT, display_area) == 24);
-const _: () = assert!(offset_of!(CUVIDEOFORMAT, chroma_format) == 40);
-const _: () = assert!(offset_of!(CUVIDEOFORMAT, display_aspect_ratio) == 48);
-const _: () = assert!(offset_of!(CUVIDEOFORMAT, video_signal_description) == 56);
-const _: () = assert!(offset_of!(CUVIDEOFORMAT, seqhdr_data_length) == 60);
-const _: () = assert!(size_of::<CUVIDPARSERDISPINFO>() == 24);
-const _: () = assert!(offset_of!(CUVIDPARSERDISPINFO, timestamp) == 16);
-const _: () = assert!(size_of::<CUVIDSOURCEDATAPACKET>() == lp64(32, 24));
-const _: () = assert!(offset_of!(CUVIDSOURCEDATAPACKET, payload) == lp64(16, 8));
-const _: () = assert!(offset_of!(CUVIDSOURCEDATAPACKET, timestamp) == lp64(24, 16));
-const _: () = assert!(size_of::<CUVIDPARSERPARAMS>() == 136);
-const _: () = assert!(offset_of!(CUVIDPARSERPARAMS, ulMaxDisplayDelay) == 16);
-const _: () = assert!(offset_of!(CUVIDPARSERPARAMS, uReserved1) == 24);
-const _: () = assert!(offset_of!(CUVIDPARSERPARAMS, pUserData) == 40);
-const _: () = assert!(offset_of!(CUVIDPARSERPARAMS, pfnSequenceCallback) == 48);
-const _: () = assert!(offset_of!(CUVIDPARSERPARAMS, pfnGetOperatingPoint) == 72);
-const _: () = assert!(offset_of!(CUVIDPARSERPARAMS, pvReserved2) == 80);
-const _: () = assert!(offset_of!(CUVIDPARSERPARAMS, pExtVideoInfo) == 128);
-const _: () = assert!(size_of::<CUVIDPROCPARAMS>() == 264);
-const _: () = assert!(offset_of!(CUVIDPROCPARAMS, raw_input_dptr) == 24);
-const _: () = assert!(offset_of!(CUVIDPROCPARAMS, raw_output_dptr) == 40);
-const _: () = assert!(offset_of!(CUVIDPROCPARAMS, output_stream) == 56);
-const _: () = assert!(offset_of!(CUVIDPROCPARAMS, Reserved) == 64);
-const _: () = assert!(offset_of!(CUVIDPROCPARAMS, histogram_dptr) == 248);
-const _: () = assert!(offset_of!(CUVIDPROCPARAMS, Reserved2) == 256);
-const _: () = assert!(size_of::<CUVIDGETDECODESTATUS>() == 192);
-const _: () = assert!(offset_of!(CUVIDGETDECODESTATUS, pReserved) == 128);
-const _: () = assert!(size_of::<CUVIDRECONFIGUREDECODERINFO>() == 128);
-const _: () = assert!(offset_of!(CUVIDRECONFIGUREDECODERINFO, ulNumDecodeSurfaces) == 16);
-const _: () = assert!(offset_of!(CUVIDRECONFIGUREDECODERINFO, display_area) == 68);
-const _: () = assert!(offset_of!(CUVIDRECONFIGUREDECODERINFO, target_rect) == 76);
-const _: () = assert!(offset_of!(CUVIDRECONFIGUREDECODERINFO, reserved2) == 84);
-const _: () = assert!(size_of::<CUVIDPICPARAMS>() == 4280);
-const _: () = assert!(offset_of!(CUVIDPICPARAMS, CurrPicIdx) == 8);
-const _: () = assert!(offset_of!(CUVIDPICPARAMS, nBitstreamDataLen) == 24);
-const _: () = assert!(offset_of!(CUVIDPICPARAMS, pBitstreamData) == 32);
-const _: () = assert!(offset_of!(CUVIDPICPARAMS, nNumSlices) == 40);
-const _: () = assert!(offset_of!(CUVIDPICPARAMS, pSliceDataOffsets) == 48);
-const _: () = assert!(offset_of!(CUVIDPICPARAMS, ref_pic_flag) == 56);
-const _: () = assert!(offset_of!(CUVIDPICPARAMS, intra_pic_flag) == 60);
-const _: () = assert!(offset_of!(CUVIDPICPARAMS, Reserved) == 64);
-const _: () = assert!(offset_of!(CUVIDPICPARAMS, CodecSpecific) == 184);
-
-/// The same numbers as text, one `name value` a line, in the order the C program prints them, so
-/// `tests/nvcuvid_layout.rs` can diff the two.
-pub fn layout_report() -> String {
-    let mut s = String::new();
-    let mut p = |k: &str, v: usize| {
-        s.push_str(k);
-        s.push(' ');
-        s.push_str(&v.to_string());
-        s.push('\n');
-    };
-    p("CUVIDDECODECAPS", size_of::<CUVIDDECODECAPS>());
-    p("CUVIDDECODECAPS.bIsSupported", offset_of!(CUVIDDECODECAPS, bIsSupported));
-    p("CUVIDDECODECAPS.nMaxWidth", offset_of!(CUVIDDECODECAPS, nMaxWidth));
-    p("CUVIDDECODECAPS.nMinWidth", offset_of!(CUVIDDECODECAPS, nMinWidth));
-    p("CUVIDDECODECAPS.bIsHistogramSupported", offset_of!(CUVIDDECODECAPS, bIsHistogramSupported));
-    p("CUVIDDECODECAPS.reserved3", offset_of!(CUVIDDECODECAPS, reserved3));
-    p("CUVIDDECODECREATEINFO", size_of::<CUVIDDECODECREATEINFO>());
-    p("CUVIDDECODECREATEINFO.CodecType", offset_of!(CUVIDDECODECREATEINFO, CodecType));
-    p("CUVIDDECODECREATEINFO.ulCreationFlags", offset_of!(CUVIDDECODECREATEINFO, ulCreationFlags));
-    p("CUVIDDECODECREATEINFO.display_area", offset_of!(CUVIDDECODECREATEINFO, display_area));
-    p("CUVIDDECODECREATEINFO.OutputFormat", offset_of!(CUVIDDECODECREATEINFO, OutputFormat));
-    p("CUVIDDECODECREATEINFO.ulTargetWidth", offset_of!(CUVIDDECODECREATEINFO, ulTargetWidth));
-    p("CUVIDDECODECREATEINFO.vidLock", offset_of!(CUVIDDECODECREATEINFO, vidLock));
-    p("CUVIDDECODECREATEINFO.target_rect", offset_of!(CUVIDDECODECREATEINFO, target_rect));
-    p("CUVIDDECODECREATEINFO.enableHistogram", offset_of!(CUVIDDECODECREATEINFO, enableHistogram));
-    p("CUVIDDECODECREATEINFO.Reserved2", offset_of!(CUVIDDECODECREATEINFO, Reserved2));
-    p("CUVIDEOFORMAT", size_of::<CUVIDEOFORMAT>());
-    p("CUVIDEOFORMAT.frame_rate", offset_of!(CUVIDEOFORMAT, frame_rate));
-    p("CUVIDEOFORMAT.progressive_sequence", offset_of!(CUVIDEOFORMAT, progressive_sequence));
-    p("CUVIDEOFORMAT.min_num_decode_surfaces", offset_of!(CUVIDEOFORMAT, min_num_decode_surfaces));
-    p("CUVIDEOFORMAT.coded_width", offset_of!(CUVIDEOFORMAT, coded_width));
-    p("CUVIDEOFORMAT.display_area", offset_of!(CUVIDEOFORMAT, display_area));
-    p("CUVIDEOFORMAT.chroma_format", offset_of!(CUVIDEOFORMAT, chroma_format));
-    p("CUVIDEOFORMAT.display_aspect_ratio", offset_of!(CUVIDEOFORMAT, display_aspect_ratio));
-    p("CUVIDEOFORMAT.video_signal_description", offset_of!(CUVIDEOFORMAT, video_signal_description));
-    p("CUVIDEOFORMAT.seqhdr_data_length", offset_of!(CUVIDEOFORMAT, seqhdr_data_length));
-    p("CUVIDPARSERDISPINFO", size_of::<CUVIDPARSERDISPINFO>());
-    p("CUVIDPARSERDISPINFO.timestamp", offset_of!(CUVIDPARSERDISPINFO, timestamp));
-    p("CUVIDSOURCEDATAPACKET", size_of::<CUVIDSOURCEDATAPACKET>());
-    p("CUVIDSOURCEDATAPACKET.payload", offset_of!(CUVIDSOURCEDATAPACKET, payload));
-    p("CUVIDSOURCEDATAPACKET.timestamp", offset_of!(CUVIDSOURCEDATAPACKET, timestamp));
-    p("CUVIDPARSERPARAMS", size_of::<CUVIDPARSERPARAMS>());
-    p("CUVIDPARSERPARAMS.ulMaxDisplayDelay", offset_of!(CUVIDPARSERPARAMS, ulMaxDisplayDelay));
-    p("CUVIDPARSERPARAMS.uReserved1", offset_of!(CUVIDPARSERPARAMS, uReserved1));
-    p("CUVIDPARSERPARAMS.pUserData", offset_of!(CUVIDPARSERPARAMS, pUserData));
-    p("CUVIDPARSERPARAMS.pfnSequenceCallback", offset_of!(CUVIDPARSERPARAMS, pfnSequenceCallback));
-    p("CUVIDPARSERPARAMS.pfnGetOperatingPoint", offset_of!(CUVIDPARSERPARAMS, pfnGetOperatingPoint));
-    p("CUVIDPARSERPARAMS.pvReserved2", offset_of!(CUVIDPARSERPARAMS, pvReserved2));
-    p("CUVIDPARSERPARAMS.pExtVideoInfo", offset_of!(CUVIDPARSERPARAMS, pExtVideoInfo));
-    p("CUVIDPROCPARAMS", size_of::<CUVIDPROCPARAMS>());
-    p("CUVIDPROCPARAMS.raw_input_dptr", offset_of!(CUVIDPROCPARAMS, raw_input_dptr));
-    p("CUVIDPROCPARAMS.raw_output_dptr", offset_of!(CUVIDPROCPARAMS, raw_output_dptr));
-    p("CUVIDPROCPARAMS.output_stream", offset_of!(CUVIDPROCPARAMS, output_stream));
-    p("CUVIDPROCPARAMS.Reserved", offset_of!(CUVIDPROCPARAMS, Reserved));
-    p("CUVIDPROCPARAMS.histogram_dptr", offset_of!(CUVIDPROCPARAMS, histogram_dptr));
-    p("CUVIDPROCPARAMS.Reserved2", offset_of!(CUVIDPROCPARAMS, Reserved2));
-    p("CUVIDGETDECODESTATUS", size_of::<CUVIDGETDECODESTATUS>());
-    p("CUVIDGETDECODESTATUS.pReserved", offset_of!(CUVIDGETDECODESTATUS, pReserved));
-    p("CUVIDRECONFIGUREDECODERINFO", size_of::<CUVIDRECONFIGUREDECODERINFO>());
-    p("CUVIDRECONFIGUREDECODERINFO.ulNumDecodeSurfaces", offset_of!(CUVIDRECONFIGUREDECODERINFO, ulNumDecodeSurfaces));
-    p("CUVIDRECONFIGUREDECODERINFO.display_area", offset_of!(CUVIDRECONFIGUREDECODERINFO, display_area));
-    p("CUVIDRECONFIGUREDECODERINFO.target_rect", offset_of!(CUVIDRECONFIGUREDECODERINFO, target_rect));
-    p("CUVIDRECONFIGUREDECODERINFO.reserved2", offset_of!(CUVIDRECONFIGUREDECODERINFO, reserved2));
-    p("CUVIDPICPARAMS", size_of::<CUVIDPICPARAMS>());
-    p("CUVIDPICPARAMS.CurrPicIdx", offset_of!(CUVIDPICPARAMS, CurrPicIdx));
-    p("CUVIDPICPARAMS.nBitstreamDataLen", offset_of!(CUVIDPICPARAMS, nBitstreamDataLen));
-    p("CUVIDPICPARAMS.pBitstreamData", offset_of!(CUVIDPICPARAMS, pBitstreamData));
-    p("CUVIDPICPARAMS.nNumSlices", offset_of!(CUVIDPICPARAMS, nNumSlices));
-    p("CUVIDPICPARAMS.pSliceDataOffsets", offset_of!(CUVIDPICPARAMS, pSliceDataOffsets));
-    p("CUVIDPICPARAMS.ref_pic_flag", offset_of!(CUVIDPICPARAMS, ref_pic_flag));
-    p("CUVIDPICPARAMS.intra_pic_flag", offset_of!(CUVIDPICPARAMS, intra_pic_flag));
-    p("CUVIDPICPARAMS.Reserved", offset_of!(CUVIDPICPARAMS, Reserved));
-    p("CUVIDPICPARAMS.CodecSpecific", offset_of!(CUVIDPICPARAMS, CodecSpecific));
-    s
-}
-
-/// The entry points we use, resolved once from [`LIBRARY`]. The library stays loaded for
-/// the life of the process (decoders and parsers may outlive any one owner).
-pub struct Nvcuvid {
-    pub cuvidGetDecoderCaps: unsafe extern "C" fn(*mut CUVIDDECODECAPS) -> CUresult,
-    pub cuvidCreateDecoder: unsafe extern "C" fn(*mut CUvideodecoder, *mut CUVIDDECODECREATEINFO) -> CUresult,
-    pub cuvidReconfigureDecoder: unsafe extern "C" fn(CUvideodecoder, *mut CUVIDRECONFIGUREDECODERINFO) -> CUresult,
-    pub cuvidDestroyDecoder: unsafe extern "C" fn(CUvideodecoder) -> CUresult,
-    pub cuvidDecodePicture: unsafe extern "C" fn(CUvideodecoder, *mut CUVIDPICPARAMS) -> CUresult,
-    pub cuvidGetDecodeStatus: unsafe extern "C" fn(CUvideodecoder, c_int, *mut CUVIDGETDECODESTATUS) -> CUresult,
-    pub cuvidMapVideoFrame64:
-        unsafe extern "C" fn(CUvideodecoder, c_int, *mut u64, *mut c_uint, *mut CUVIDPROCPARAMS) -> CUresult,
-    pub cuvidUnmapVideoFrame64: unsafe extern "C" fn(CUvideodecoder, u64) -> CUresult,
-    pub cuvidCtxLockCreate: unsafe extern "C" fn(*mut CUvideoctxlock, CUcontext) -> CUresult,
-    pub cuvidCtxLockDestroy: unsafe extern "C" fn(CUvideoctxlock) -> CUresult,
-    pub cuvidCreateVideoParser: unsafe extern "C" fn(*mut CUvideoparser, *mut CUVIDPARSERPARAMS) -> CUresult,
-    pub cuvidParseVideoData: unsafe extern "C" fn(CUvideoparser, *mut CUVIDSOURCEDATAPACKET) -> CUresult,
-    pub cuvidDestroyVideoParser: unsafe extern "C" fn(CUvideoparser) -> CUresult,
-    _lib: libloading::Library,
-}
-
-/// The library's file name; the dynamic loader searches the usual paths (on Windows the driver
-/// installs `nvcuvid.dll` in System32).
-#[cfg(not(windows))]
-pub(crate) const LIBRARY: &str = "libnvcuvid.so.1";
-#[cfg(windows)]
-pub(crate) const LIBRARY: &str = "nvcuvid.dll";
-
-impl Nvcuvid {
-    /// Opens `path` and resolves every entry point; any failure is a message, not a panic.
-    pub fn open(path: &str) -> Result<Nvcuvid, String> {
-        // SAFETY: libnvcuvid's initializers are the driver's; loading it has no other effects.
-        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| format!("cannot load {path}: {e}"))?;
-        macro_rules! sym {
-            ($name:ident) => {{
-                // SAFETY: the type is the header's prototype for this symbol.
-                let s = unsafe { lib.get(concat!(stringify!($name), "\0").as_bytes()) }
-                    .map_err(|e| format!("{path} has no {}: {e}", stringify!($name)))?;
-                *s
-            }};
-        }
-        Ok(Nvcuvid {
-            cuvidGetDecoderCaps: sym!(cuvidGetDecoderCaps),
-            cuvidCreateDecoder: sym!(cuvidCreateDecoder),
-            cuvidReconfigureDecoder: sym!(cuvidReconfigureDecoder),
-            cuvidDestroyDecoder: sym!(cuvidDestroyDecoder),
-            cuvidDecodePicture: sym!(cuvidDecodePicture),
-            cuvidGetDecodeStatus: sym!(cuvidGetDecodeStatus),
-            cuvidMapVideoFrame64: sym!(cuvidMapVideoFrame64),
-            cuvidUnmapVideoFrame64: sym!(cuvidUnmapVideoFrame64),
-            cuvidCtxLockCreate: sym!(cuvidCtxLockCreate),
-            cuvidCtxLockDestroy: sym!(cuvidCtxLockDestroy),
-            cuvidCreateVideoParser: sym!(cuvidCreateVideoParser),
-            cuvidParseVideoData: sym!(cuvidParseVideoData),
-            cuvidDestroyVideoParser: sym!(cuvidDestroyVideoParser),
-            _lib: lib,
-        })
-    }
-}
-
-static LIB: OnceLock<Result<Nvcuvid, String>> = OnceLock::new();
-
-/// The process's libnvcuvid, loaded on first use; the reason it is unavailable otherwise.
-pub fn lib() -> Result<&'static Nvcuvid, String> {
-    LIB.get_or_init(|| Nvcuvid::open(LIBRARY)).as_ref().map_err(Clone::clone)
-}
-
-/// Whether libnvcuvid could be loaded (loads it on first call).
-pub fn available() -> bool {
-    lib().is_ok()
 }
 
 /// A zeroed `CUVIDPROCPARAMS` with the fields a map needs. (All-zero is a valid value of this
@@ -529,34 +305,5 @@ pub(crate) fn proc_params(disp: &CUVIDPARSERDISPINFO, stream: CUstream) -> CUVID
         Reserved: [0; 46],
         histogram_dptr: std::ptr::null_mut(),
         Reserved2: [std::ptr::null_mut(); 1],
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn missing_library_is_an_error_not_a_panic() {
-        let r = Nvcuvid::open("libnvcuvid-does-not-exist.so.1");
-        let e = r.err().expect("a library that is not there cannot load");
-        assert!(e.contains("cannot load"), "{e}");
-    }
-
-    #[test]
-    fn a_library_without_the_symbols_is_an_error() {
-        // libc (kernel32 on Windows) is always there and has none of NVDEC's entry points.
-        let other = if cfg!(windows) { "kernel32.dll" } else { "libc.so.6" };
-        let e = Nvcuvid::open(other).err().expect("libc is not libnvcuvid");
-        assert!(e.contains("has no cuvid"), "{e}");
-    }
-
-    #[test]
-    fn lib_answers_either_way() {
-        // On a machine without the driver this is Err with a reason; with it, Ok. Never a panic.
-        match lib() {
-            Ok(_) => {}
-            Err(e) => assert!(!e.is_empty()),
-        }
     }
 }

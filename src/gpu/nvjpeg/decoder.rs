@@ -9,16 +9,16 @@
 //! decoder here. The slot's event is recorded after the kernel, like NVDEC's copy; the scratch
 //! and the decode state are reused only in stream order and freed after `done`.
 
-use super::sys;
+use super::sys::{self, cudaStream_t};
 use super::Engine;
 use crate::decode::{DecoderKind, Decoder, Outcome, Picture};
 use crate::frame::{Color, Range};
-use crate::gpu::context::{ck, Event};
+use crate::gpu::context::Event;
+use crate::gpu::driver::{self, sys as cu};
 use crate::gpu::memory::device_slot;
 use crate::gpu::{deferred, stats, CamGpu};
 use crate::pool::{Depth, Lease};
 use crate::status::*;
-use cudarc::driver::sys as cu;
 use ffmpeg_next as ff;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -145,7 +145,7 @@ impl NvjpegDecoder {
 
     fn refuse(&mut self, why: String) -> Error {
         self.hw_failed = true;
-        Error::new(NVCAM_E_UNSUPPORTED, format!("nvJPEG's hardware back end does not take this JPEG: {why}"))
+        Error::new(ErrorKind::Unsupported, format!("nvJPEG's hardware back end does not take this JPEG: {why}"))
     }
 
     /// Reads `data`'s header: its size and layout, or why it cannot be decoded here (`Err`: the
@@ -180,7 +180,7 @@ impl NvjpegDecoder {
             _ => return Err(self.refuse(format!("{n} components, subsampling {css}"))),
         };
         if w[0] <= 0 || hh[0] <= 0 {
-            return Ok(Err(Error::new(NVCAM_E_CUDA, "a JPEG of no size")));
+            return Ok(Err(Error::new(ErrorKind::Cuda, "a JPEG of no size")));
         }
         let (cw, ch) = if fx == 0 { (0, 0) } else { (w[1].max(1) as u32, hh[1].max(1) as u32) };
         Ok(Ok(Header { pts_us, width: w[0] as u32, height: hh[0] as u32, fx, fy, cw, ch }))
@@ -194,9 +194,8 @@ impl NvjpegDecoder {
             self.retire_scratch();
             let dev = &self.cam.stream.dev;
             let _g = dev.push()?;
-            let mut ptr: cu::CUdeviceptr = 0;
-            // SAFETY: our context is current (guard); writes one address.
-            ck("cuMemAlloc(nvJPEG chroma)", unsafe { cu::cuMemAlloc_v2(&mut ptr, need) })?;
+            // Our context is current (guard).
+            let ptr = driver::memory::alloc(need).map_err(|e| e.during("nvJPEG chroma"))?;
             stats::of(dev.ordinal).device_allocs.fetch_add(1, Ordering::Relaxed);
             self.scratch = Some(Scratch { ptr, len: need });
         }
@@ -291,7 +290,7 @@ impl Decoder for NvjpegDecoder {
         // SAFETY: our handle and state; the bitstream is valid for `len` bytes until the call
         // returns (nvJPEG stages it); the slot's Y plane holds `height` rows at `g.pitch` and the
         // scratch two planes of `ch` rows at `c_pitch`, all on this GPU, written in stream order.
-        let r = unsafe { (self.engine.lib.nvjpegDecodeBatched)(self.engine.handle, self.state, &ptr, &len, &mut out, s.raw() as sys::cudaStream_t) };
+        let r = unsafe { (self.engine.lib.nvjpegDecodeBatched)(self.engine.handle, self.state, &ptr, &len, &mut out, s.raw() as cudaStream_t) };
         let took = t_call.elapsed();
         self.calls = (self.calls.0 + 1, self.calls.1 + took, self.calls.2.max(took));
         let outcome = if r == sys::NVJPEG_STATUS_SUCCESS {
@@ -313,9 +312,8 @@ impl Decoder for NvjpegDecoder {
             // SAFETY: the kernel takes one `JpegPackParams` by value (the layout above); it reads
             // the scratch planes nvJPEG wrote before it on this stream and writes the slot's UV
             // plane (`oh` rows of `2 * ow` bytes at `g.pitch`). The driver copies the parameters.
-            ck("cuLaunchKernel(nvcam_jpeg_pack_uv)", unsafe {
-                cu::cuLaunchKernel(self.pack, p.ow.div_ceil(32), p.oh.div_ceil(8), 1, 32, 8, 1, 0, s.raw(), args.as_mut_ptr(), std::ptr::null_mut())
-            })?;
+            unsafe { driver::module::launch_kernel(self.pack, (p.ow.div_ceil(32), p.oh.div_ceil(8), 1), (32, 8, 1), 0, s.raw(), &mut args) }
+                .map_err(|e| e.during("nvcam_jpeg_pack_uv"))?;
             Outcome::Clean
         } else {
             // A picture the engine could not decode (a damaged scan): the slot is not the picture.

@@ -36,14 +36,14 @@ unsafe impl Send for Engine {}
 unsafe impl Sync for Engine {}
 
 impl Engine {
-    fn open(dev: &Arc<Device>) -> std::result::Result<Engine, String> {
-        let lib = sys::lib()?;
-        let _g = dev.push().map_err(|e| e.msg)?;
+    fn open(dev: &Arc<Device>) -> Result<Engine> {
+        let lib = sys::lib().map_err(unsupported)?;
+        let _g = dev.push()?;
         let mut handle: sys::nvjpegHandle_t = std::ptr::null_mut();
         // SAFETY: default allocators (null), writes one handle; the device's context is current.
         let r = unsafe { (lib.nvjpegCreateEx)(sys::NVJPEG_BACKEND_HARDWARE, std::ptr::null_mut(), std::ptr::null_mut(), 0, &mut handle) };
         if r != sys::NVJPEG_STATUS_SUCCESS {
-            return Err(format!("GPU {}: nvJPEG's hardware back end is not available ({})", dev.ordinal, sys::status_name(r)));
+            return Err(unsupported(format!("GPU {}: nvJPEG's hardware back end is not available ({})", dev.ordinal, sys::status_name(r))));
         }
         let (mut n, mut cores) = (0, 0);
         // SAFETY: our handle; writes two integers.
@@ -71,18 +71,18 @@ impl Drop for Engine {
     }
 }
 
-type Entry = (i32, std::result::Result<Arc<Engine>, String>);
+type Entry = (i32, Result<Arc<Engine>>);
 static ENGINES: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 
 /// GPU `dev`'s nvJPEG engine, or why there is none (tried once per GPU).
-pub(crate) fn engine(dev: &Arc<Device>) -> std::result::Result<Arc<Engine>, String> {
+pub(crate) fn engine(dev: &Arc<Device>) -> Result<Arc<Engine>> {
     let mut all = ENGINES.lock();
     if let Some(e) = all.iter().find(|e| e.0 == dev.ordinal) {
         return e.1.clone();
     }
     let e = Engine::open(dev).map(Arc::new);
     if let Err(why) = &e {
-        log::info!("{why}");
+        log::info!("{}", why.msg);
     }
     all.push((dev.ordinal, e.clone()));
     e
@@ -103,11 +103,11 @@ pub(crate) fn shutdown() {
 }
 
 /// [`supports`] for AUTO: also within the GPU's [`Engine::cap`] of nvJPEG cameras.
-pub(crate) fn auto_supports(dev: &Arc<Device>, params: &ffmpeg_next::codec::Parameters) -> std::result::Result<Arc<Engine>, String> {
+pub(crate) fn auto_supports(dev: &Arc<Device>, params: &ffmpeg_next::codec::Parameters) -> Result<Arc<Engine>> {
     let e = supports(dev, params)?;
     let n = e.cameras.load(Ordering::Relaxed);
     if n >= e.cap() {
-        return Err(format!("{n} cameras already on GPU {}'s {} JPEG engines (AUTO's cap {})", dev.ordinal, e.engines.0, e.cap()));
+        return Err(unsupported(format!("{n} cameras already on GPU {}'s {} JPEG engines (AUTO's cap {})", dev.ordinal, e.engines.0, e.cap())));
     }
     Ok(e)
 }
@@ -115,26 +115,31 @@ pub(crate) fn auto_supports(dev: &Arc<Device>, params: &ffmpeg_next::codec::Para
 /// Whether nvJPEG takes this stream on `dev` at open: an MJPEG stream of 8 bits (any layout
 /// but 4:1:1 and 4:1:0, which the hardware back end refuses) with 8-bit output; the engine
 /// exists. Each picture is checked again when it comes ([`decoder`]).
-pub(crate) fn supports(dev: &Arc<Device>, params: &ffmpeg_next::codec::Parameters) -> std::result::Result<Arc<Engine>, String> {
+pub(crate) fn supports(dev: &Arc<Device>, params: &ffmpeg_next::codec::Parameters) -> Result<Arc<Engine>> {
     use ffmpeg_next::ffi::AVPixelFormat::*;
     if params.id() != ffmpeg_next::codec::Id::MJPEG {
-        return Err(format!("nvJPEG does not take {:?}", params.id()));
+        return Err(unsupported(format!("nvJPEG does not take {:?}", params.id())));
     }
     // SAFETY: `params` owns a valid AVCodecParameters.
     let fmt = unsafe { (*params.as_ptr()).format };
     let refused = [AV_PIX_FMT_YUVJ411P, AV_PIX_FMT_YUV411P, AV_PIX_FMT_YUV410P];
     if refused.iter().any(|&f| f as i32 == fmt) || crate::ffmpeg::pixfmt::bit_depth(fmt) > 8 {
-        return Err(format!("nvJPEG's hardware back end does not take {}", crate::ffmpeg::pixfmt::name(fmt)));
+        return Err(unsupported(format!("nvJPEG's hardware back end does not take {}", crate::ffmpeg::pixfmt::name(fmt))));
     }
     engine(dev)
 }
 
 /// An nvJPEG failure as the library's error.
 pub(crate) fn error(call: &str, r: sys::nvjpegStatus_t) -> Error {
-    let code = match r {
-        sys::NVJPEG_STATUS_ALLOCATOR_FAILURE => NVCAM_E_OUT_OF_MEMORY,
-        sys::NVJPEG_STATUS_JPEG_NOT_SUPPORTED | sys::NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED | sys::NVJPEG_STATUS_ARCH_MISMATCH => NVCAM_E_UNSUPPORTED,
-        _ => NVCAM_E_CUDA,
+    let kind = match r {
+        sys::NVJPEG_STATUS_ALLOCATOR_FAILURE => ErrorKind::OutOfMemory,
+        sys::NVJPEG_STATUS_JPEG_NOT_SUPPORTED | sys::NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED | sys::NVJPEG_STATUS_ARCH_MISMATCH => ErrorKind::Unsupported,
+        _ => ErrorKind::Cuda,
     };
-    Error::new(code, format!("{call}: {} ({r})", sys::status_name(r)))
+    Error::new(kind, format!("{call}: {} ({r})", sys::status_name(r)))
+}
+
+/// Why nvJPEG does not take a stream (or is not here): not this decoder's to give.
+fn unsupported(why: String) -> Error {
+    Error::new(ErrorKind::Unsupported, why)
 }

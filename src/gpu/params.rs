@@ -1,62 +1,83 @@
-//! The kernels' parameter blocks, laid out exactly as `struct nvcam_convert_common`,
-//! `nvcam_convert_item`, `nvcam_convert_params` and `nvcam_convert_batch_params` in
-//! `kernels/nvcam_convert.cu` (the same sizes and offsets are asserted on both sides).
+//! The kernels' parameter blocks. `cargo xtask gen` writes them, with the codes and launch
+//! shapes they use, into `kernels/nvcam_abi.cuh`, which the kernels include, and asserts their
+//! layout on both sides (`static_assert`s there, `params_layout.rs` here): all fields 4 or 8 bytes.
 
-use super::{Layout, Mode, Plan};
+use crate::convert::{Layout, Mode, Plan};
 use crate::frame::Frame;
 use crate::pool::Depth;
 
 /// Items one batch launch takes: its parameter block (3,648 bytes) stays under the 4 KiB that
-/// every driver accepts (`NVCAM_BATCH_PER_LAUNCH` in the kernel source).
+/// every driver accepts.
 pub(crate) const BATCH_PER_LAUNCH: usize = 32;
 
-/// What every item of a launch shares.
+/// What every item of a launch shares (64 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct KernelCommon {
+    /// Bytes between output rows.
     pub dst_pitch: u64,
+    /// Bytes between output planes (planar formats).
     pub dst_plane: u64,
+    /// `FMT_*`.
     pub format: u32,
     pub out_w: i32,
     pub out_h: i32,
+    /// Letterbox colour, R G B, 0..255 units.
     pub pad: [f32; 3],
+    /// Float formats: out = clamp(v, 0, 255) * nscale + noff per channel R G B
+    /// (nscale = 1 / (255 std), noff = -mean / std).
     pub nscale: [f32; 3],
     pub noff: [f32; 3],
 }
 
-/// One frame of a launch.
+/// One frame of a launch (112 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct KernelItem {
+    /// Device address of the Y plane.
     pub y: u64,
+    /// Device address of the interleaved UV plane.
     pub uv: u64,
+    /// Output image (planar formats: the R plane; G and B follow at dst_plane).
     pub dst: u64,
+    /// Bytes between rows of Y (and of UV).
     pub src_pitch: u64,
-    /// The ROI's origin in the frame.
+    /// The ROI's origin in the frame, luma pixels.
     pub roi_x: i32,
     pub roi_y: i32,
     /// The frame's size: taps clamp to the frame, not to the ROI, so a ROI reads the pixels
     /// around it and equals that window of the whole frame's conversion.
     pub src_w: i32,
     pub src_h: i32,
+    /// Where the scaled ROI lands in the output (the rest is pad).
     pub img_x: i32,
     pub img_y: i32,
     pub img_w: i32,
     pub img_h: i32,
+    /// ROI pixels per output pixel (ROI width / img_w, ROI height / img_h).
     pub sx: f32,
     pub sy: f32,
+    /// `MODE_*`.
     pub mode: u32,
+    /// Y'CbCr -> R'G'B' (0..255 units): yy = (Y - y_off) * y_scale; du = U - 128; dv = V - 128;
+    /// R = yy + dv*k_r; G = (yy - du*k_gb) - dv*k_gr; B = yy + du*k_b. y_off is an integer (0 or
+    /// 16), so Y - y_off is exact however it is computed.
     pub y_off: f32,
     pub y_scale: f32,
     pub k_r: f32,
     pub k_gb: f32,
     pub k_gr: f32,
     pub k_b: f32,
-    /// [`Plan::chroma_pos`]: where chroma samples sit in their 2x2 luma block (half pixels).
+    /// [`Plan::chroma_pos`], the stream's chroma siting: where a chroma sample sits in the 2x2
+    /// luma block it belongs to, in half luma pixels from the block's top-left corner, 1 (with
+    /// the first column / row), 2 (centred) or 3 (with the second row). H.264/HEVC's default
+    /// (left) is (1, 2), JPEG's (2, 2). Luma position u (pixel centres at k + 0.5) is at chroma
+    /// position u / 2 - h / 4 (sample centres at integers).
     pub chroma_x: i32,
     pub chroma_y: i32,
-    /// The frame's sample width ([`KernelItem::depth`]): 0 NV12, 1 P016. The host launches the
-    /// `_p016` kernels for P016 items (the 8-bit ones read bytes); the kernels do not read it.
+    /// The frame's sample width (`DEPTH_*`): 0 NV12, 1 P016. The host launches the `_p016`
+    /// kernels for P016 items (a batch launch holds items of one width; the 8-bit kernels read
+    /// bytes); the kernels themselves do not read it.
     pub depth: u32,
 }
 
@@ -76,26 +97,8 @@ pub(crate) struct BatchParams {
     pub items: [KernelItem; BATCH_PER_LAUNCH],
 }
 
-const _: () = assert!(std::mem::size_of::<KernelCommon>() == 64);
-const _: () = assert!(std::mem::size_of::<KernelItem>() == 112);
-const _: () = assert!(std::mem::size_of::<KernelParams>() == 176);
-const _: () = assert!(std::mem::size_of::<BatchParams>() == 3648);
+include!("params_layout.rs");
 const _: () = assert!(std::mem::size_of::<BatchParams>() <= 4096);
-const _: () = assert!(std::mem::offset_of!(KernelCommon, format) == 16);
-const _: () = assert!(std::mem::offset_of!(KernelCommon, pad) == 28);
-const _: () = assert!(std::mem::offset_of!(KernelCommon, noff) == 52);
-const _: () = assert!(std::mem::offset_of!(KernelItem, roi_x) == 32);
-const _: () = assert!(std::mem::offset_of!(KernelItem, src_w) == 40);
-const _: () = assert!(std::mem::offset_of!(KernelItem, src_h) == 44);
-const _: () = assert!(std::mem::offset_of!(KernelItem, sx) == 64);
-const _: () = assert!(std::mem::offset_of!(KernelItem, mode) == 72);
-const _: () = assert!(std::mem::offset_of!(KernelItem, y_off) == 76);
-const _: () = assert!(std::mem::offset_of!(KernelItem, k_b) == 96);
-const _: () = assert!(std::mem::offset_of!(KernelItem, chroma_x) == 100);
-const _: () = assert!(std::mem::offset_of!(KernelItem, chroma_y) == 104);
-const _: () = assert!(std::mem::offset_of!(KernelItem, depth) == 108);
-const _: () = assert!(std::mem::offset_of!(KernelParams, it) == 64);
-const _: () = assert!(std::mem::offset_of!(BatchParams, items) == 64);
 
 impl KernelCommon {
     /// The shared part of converting into an image of `p`'s output size and format, rows
@@ -179,9 +182,14 @@ impl KernelParams {
         KernelParams { c: KernelCommon::new(p, dst_pitch, dst_plane), it: KernelItem::new(p, depth, y, uv, src_pitch, dst) }
     }
 
-    /// The sampling mode (which kernel runs it).
+    /// The sampling mode (which kernel runs it), read back from the kernel's `MODE_*` number
+    /// that [`KernelItem::new`] wrote.
     pub(crate) fn mode(&self) -> Mode {
-        Mode::from_code(self.it.mode)
+        match self.it.mode {
+            0 => Mode::Same,
+            1 => Mode::Bilinear,
+            _ => Mode::Area,
+        }
     }
 
     /// The frame's sample width (P016 runs the `_p016` kernel whatever the mode).

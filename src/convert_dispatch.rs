@@ -1,15 +1,15 @@
 //! The conversions the C API asks for, sent to the back end that owns the frame's memory: the
-//! CPU twin ([`super::cpu`]) for frames of CPU cameras, the device routes of
+//! CPU twin ([`crate::convert::cpu`]) for frames of CPU cameras, the device routes of
 //! [`crate::gpu::convert`] and [`crate::gpu::download`] for frames in device memory.
 //!
-//! The choice sits here, above both back ends and not in the GPU module, so that a CPU frame's
-//! conversion never enters `gpu` (a machine without a GPU runs exactly the CPU code), and `gpu`
+//! The choice sits here, above both back ends (`crate::convert` and `crate::gpu`) and not in the
+//! GPU module, so that a CPU frame's conversion never enters `gpu` (a machine without a GPU runs exactly the CPU code), and `gpu`
 //! holds only device work. Everything that needs no device (the plan, the destination's size, a
 //! batch's item size, stride and memory kinds) is checked here, before either back end runs, so
 //! both refuse a bad call with the same words.
 
-use super::cpu::{self, Image};
-use super::{Plan, Spec};
+use crate::convert::cpu::{self, Image};
+use crate::convert::{Plan, Spec};
 use crate::frame::Frame;
 use crate::gpu;
 use crate::pool::MemoryKind;
@@ -36,7 +36,7 @@ pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, 
     let need = |have: usize| -> Result<()> {
         if have < l.total {
             return Err(Error::new(
-                NVCAM_E_BUFFER_TOO_SMALL,
+                ErrorKind::BufferTooSmall,
                 format!("destination holds {have} bytes, a {}x{} {:?} image at pitch {} needs {}", plan.out_w, plan.out_h, plan.format, l.pitch, l.total),
             ));
         }
@@ -49,7 +49,7 @@ pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, 
             cpu::convert(&plan, &Image { bytes, pitch: g.pitch, uv_offset: g.uv_offset(), depth: g.depth }, buf, &l)
         }
         (MemoryKind::Host, Dst::Device { .. }) => Err(Error::new(
-            NVCAM_E_UNSUPPORTED,
+            ErrorKind::Unsupported,
             "this frame is in host memory (a CPU camera): convert into host memory, or open the camera on a GPU",
         )),
         (MemoryKind::Device, Dst::Device { ptr, len, device }) => {
@@ -100,7 +100,7 @@ pub(crate) fn convert_batch(frames: &[Arc<Frame>], spec: &Spec, dst: Dst, stride
         if let Dst::Device { device, .. } = &dst {
             if f.memory() != MemoryKind::Device || f.device() != *device {
                 return Err(Error::new(
-                    NVCAM_E_UNSUPPORTED,
+                    ErrorKind::Unsupported,
                     format!("frames[{i}] is not a device frame of GPU {device}: a device batch takes frames of its own GPU only"),
                 ));
             }
@@ -115,7 +115,7 @@ pub(crate) fn convert_batch(frames: &[Arc<Frame>], spec: &Spec, dst: Dst, stride
         .checked_mul(frames.len() - 1)
         .and_then(|x| x.checked_add(total))
         .ok_or_else(|| Error::arg(format!("dst_item_stride {stride} x {} items overflows", frames.len())))?;
-    let small = |have: usize| Error::new(NVCAM_E_BUFFER_TOO_SMALL, format!("destination holds {have} bytes, {} items {stride} bytes apart need {need}", frames.len()));
+    let small = |have: usize| Error::new(ErrorKind::BufferTooSmall, format!("destination holds {have} bytes, {} items {stride} bytes apart need {need}", frames.len()));
     match dst {
         Dst::Host(buf) => {
             if buf.len() < need {
