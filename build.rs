@@ -18,17 +18,17 @@ fn main() {
 /// points ffmpeg-sys-next's pkg-config there, for this triple only, the one that script builds
 /// for). Debian's FFmpeg has the same sonames, so without a RUNPATH the tests, examples and the
 /// cdylib would load the unpatched system libraries at run time; the RUNPATH makes them load these
-/// with no LD_LIBRARY_PATH. The packages replace it with `$ORIGIN/lib` (scripts/package.sh).
+/// with no LD_LIBRARY_PATH. The packages replace it with `$ORIGIN/lib` (scripts/release/package.sh).
 /// A build made from other scripts or patches than the checkout's is refused: the code would be
 /// tested against an FFmpeg that is not the one it ships with.
 fn ffmpeg_linux(dir: &Path) {
     let prefix = dir.join("target/ffmpeg-linux");
-    for f in ["scripts/build-ffmpeg-linux.sh", "scripts/ffmpeg-common.sh", "scripts/ffmpeg-patches"] {
+    for f in ["scripts/build/build-ffmpeg-linux.sh", "scripts/build/ffmpeg-common.sh", "scripts/build/ffmpeg-patches"] {
         println!("cargo:rerun-if-changed={f}");
     }
     // A directory is scanned whole: a rebuild (which replaces the prefix) reruns this.
     println!("cargo:rerun-if-changed={}", prefix.display());
-    let rebuild = "run 'bash scripts/build-ffmpeg-linux.sh' (about 4 minutes, cached), then build again";
+    let rebuild = "run 'bash scripts/build/build-ffmpeg-linux.sh' (about 4 minutes, cached), then build again";
     let lib = prefix.join("lib");
     if !lib.join("libavformat.so.59").exists() {
         panic!("nvcam links only its own FFmpeg build, and {} has none: {rebuild}", lib.display());
@@ -36,11 +36,11 @@ fn ffmpeg_linux(dir: &Path) {
     // The script's own cache key, so the two can never disagree on what "current" means.
     let out = Command::new("bash")
         .arg("-c")
-        .arg(r#"root=$1 name=build.rs; . "$root/scripts/ffmpeg-common.sh" && ffmpeg_build_key "$root/scripts/build-ffmpeg-linux.sh""#)
+        .arg(r#"root=$1 name=build.rs; . "$root/scripts/build/ffmpeg-common.sh" && ffmpeg_build_key "$root/scripts/build/build-ffmpeg-linux.sh""#)
         .arg("build.rs")
         .arg(dir)
         .output()
-        .expect("bash (to compute scripts/build-ffmpeg-linux.sh's cache key)");
+        .expect("bash (to compute scripts/build/build-ffmpeg-linux.sh's cache key)");
     let key = String::from_utf8_lossy(&out.stdout).trim().to_string();
     assert!(out.status.success() && key.len() == 16, "computing the FFmpeg build key failed: {}", String::from_utf8_lossy(&out.stderr));
     if !prefix.join(format!(".stamp-{key}")).exists() {

@@ -1,4 +1,4 @@
-//! Conversion throughput on one GPU (issue 12), in one invocation:
+//! Conversion throughput on one GPU, in one invocation:
 //!
 //! 1. Conversion throughput through the API: `nvcam_frame_convert` of one device frame (1080p
 //!    and 4K) into device memory, in 10 rounds of 20 calls, each round queued behind its own

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Roofline of nvcam's GPU conversions through the Python binding (issue 23).
+"""Roofline of nvcam's GPU conversions through the Python binding.
 
 Conversions of held GPU frames (1920x1080 and 4096x2160 NV12, decoded by nvcam from H.264 clips)
 into torch tensors, each row timed with CUDA events around CALLS calls queued behind a spin
@@ -24,9 +24,9 @@ Run (from the repository root, on the GPU machine, with the bundle's FFmpeg libr
   bash .gpu-bundle/run.sh bash -c 'python3 examples/convert_roofline.py --fixtures .gpu-bundle/with/fixtures \
       --label new --json /tmp/new.json; python3 examples/convert_roofline.py --fixtures .gpu-bundle/with/fixtures \
       --lib old/libnvcam.so --binding old/nvcam.py --label old --json /tmp/old.json'
-  The CV-CUDA rows need .cvcuda (bash scripts/cvcuda-slim.sh here, then carry .cvcuda: ~31 MB).
-  ... --rows 'issue'   # the issue's four rows;  --rows '1080p/same,host'  (comma = or, regexes)
-Options: --rounds 10 --calls 40 --host-calls 2000 --cvcuda DIR (default .cvcuda, scripts/cvcuda-slim.sh)
+  The CV-CUDA rows need .cvcuda (bash scripts/gpu-machine/cvcuda-slim.sh here, then carry .cvcuda: ~31 MB).
+  ... --rows 'goal'    # the four goal rows (GOAL_ROWS);  --rows '1080p/same,host'  (comma = or, regexes)
+Options: --rounds 10 --calls 40 --host-calls 2000 --cvcuda DIR (default .cvcuda, scripts/gpu-machine/cvcuda-slim.sh)
 --json FILE (the rows as JSON), --no-npp, --no-cvcuda, --no-torch.
 """
 
@@ -49,7 +49,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-ISSUE_ROWS = [r"^(1080p|4k)/same/(BGRA8|RGB8|f32)$", r"^(1080p|4k)/letterbox/f16/640$"]
+# The conversions the GPU path was tuned for: same-size BGRA8, RGB8 and planar f32, and the
+# 640x640 f16 letterbox, at 1080p and 4K.
+GOAL_ROWS = [r"^(1080p|4k)/same/(BGRA8|RGB8|f32)$", r"^(1080p|4k)/letterbox/f16/640$"]
 
 
 def parse_args(argv=None):
@@ -63,13 +65,13 @@ def parse_args(argv=None):
     ap.add_argument("--lib", help="libnvcam.so to load (sets NVCAM_LIB; default: NVCAM_LIB or the binding's search)")
     ap.add_argument("--binding", help="the binding to import: nvcam/__init__.py, an older nvcam.py, or a folder holding one (default bindings/python/nvcam/)")
     ap.add_argument("--label", default="", help="printed in the header (which build this is)")
-    ap.add_argument("--rows", default="", help="comma-separated regexes over the row keys ('issue' = the issue's rows); default all")
+    ap.add_argument("--rows", default="", help="comma-separated regexes over the row keys ('goal' = GOAL_ROWS); default all")
     ap.add_argument("--list", action="store_true", help="print the row keys and exit (needs no GPU)")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--calls", type=int, default=40, help="calls per round (kept under ~1000 pending launches)")
     ap.add_argument("--host-calls", type=int, default=2000, help="calls timed one by one for the host-time rows")
     ap.add_argument("--host-round", type=int, default=20, help="host-timed calls per spin")
-    ap.add_argument("--cvcuda", default=os.path.join(ROOT, ".cvcuda"), help="slim CV-CUDA dir (scripts/cvcuda-slim.sh) or '' for an installed cvcuda")
+    ap.add_argument("--cvcuda", default=os.path.join(ROOT, ".cvcuda"), help="slim CV-CUDA dir (scripts/gpu-machine/cvcuda-slim.sh) or '' for an installed cvcuda")
     ap.add_argument("--no-npp", action="store_true")
     ap.add_argument("--no-cvcuda", action="store_true")
     ap.add_argument("--no-torch", action="store_true", help="skip the hand-written torch letterbox")
@@ -116,8 +118,8 @@ def selector(spec):
     pats = []
     for p in spec.split(","):
         p = p.strip()
-        if p == "issue":
-            pats += [re.compile(x) for x in ISSUE_ROWS]
+        if p == "goal":
+            pats += [re.compile(x) for x in GOAL_ROWS]
         elif p:
             pats.append(re.compile(p))
     return lambda k: any(p.search(k) for p in pats)
@@ -548,7 +550,7 @@ class Bench:
             out.fill_(pad)
             out[:, :, oy:oy + ih, ox:ox + iw] = small.half()
 
-        self.row(key, "%dx%d" % (w, h), "hand-written PyTorch letterbox 640x640 f16 (BT.709, area; issue: 343 µs at 1080p)",
+        self.row(key, "%dx%d" % (w, h), "hand-written PyTorch letterbox 640x640 f16 (BT.709, area; 343 µs at 1080p where it was first measured)",
                  w * h * 3 // 2 + out.numel() * 2, letterbox, calls=min(self.args.calls, 20))
 
 
@@ -669,7 +671,7 @@ def load_cvcuda(path):
     try:
         if path:
             if not os.path.isdir(path):
-                return "no slim CV-CUDA at %s (bash scripts/cvcuda-slim.sh, then carry .cvcuda)" % path
+                return "no slim CV-CUDA at %s (bash scripts/gpu-machine/cvcuda-slim.sh, then carry .cvcuda)" % path
             man = os.path.join(path, "MANIFEST")
             tag = hashlib.sha256(open(man, "rb").read()).hexdigest()[:12] if os.path.exists(man) else "x"
             dst = "/tmp/nvcam-cvcuda-%s" % tag

@@ -7,7 +7,7 @@
 //!   gpu_bench CLIP [--seconds S] [--cams 1,16] [--device D] [--decoder auto|sw]
 //!
 //! Compare with `ffmpeg-nvdec -hwaccel cuda -hwaccel_output_format cuda -i CLIP -autoscale 0 -f null -`
-//! run in the same call (scripts/gpu-device.sh does both).
+//! run in the same call (scripts/gpu-machine/gpu-device.sh does both).
 
 use cudarc::driver::sys;
 use nvcam::*;

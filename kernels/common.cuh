@@ -2,7 +2,7 @@
 // f16, with crop (ROI), resize (bilinear; box/area for down-scales beyond 2x) and letterbox in one
 // pass.
 //
-// Built by scripts/build-kernels.sh with NVRTC (no CUDA toolkit, no host compiler) into
+// Built by scripts/build/build-kernels.sh with NVRTC (no CUDA toolkit, no host compiler) into
 // kernels/nvcam_kernels.fatbin, which the library embeds. The Rust CPU path (src/convert/cpu.rs)
 // computes the same values: NVRTC runs with --fmad=false so the GPU does not contract the float
 // operations into FMAs, every float operation that rounds is done in the same order on both sides,
@@ -25,7 +25,7 @@
 // large outputs, _batch_tiled) with dynamic shared memory. (Tried and measured slower, in git history at 3234cab: the per-pixel
 // rows as dp4a sums of aligned words, and from a shared-memory copy of the block's footprint;
 // both bit-identical.) One kernel per sampling mode (fewer registers), and one for batches (any
-// mode per item). scripts/convert-kernel-bench.py measures builds against each other on a GPU.
+// mode per item). scripts/bench/convert-kernel-bench.py measures builds against each other on a GPU.
 //
 // P016 frames (10- and 12-bit streams: NV12's layout, 16-bit samples with the stream's bits high)
 // have kernels of their own, nvcam_convert_p016 and nvcam_convert_batch_p016 (the host picks them
@@ -41,7 +41,7 @@
 // Files: this header holds what every path shares (types, sample reads, colour); bilinear.cuh,
 // area.cuh (box filter per pixel), area_tiled.cuh (box filter through shared memory),
 // same_scale.cuh and store.cuh the paths; convert.cuh a thread's pixels, sampled and stored; the
-// convert_*.cu files the entry kernels, a file per family. scripts/build-kernels.sh compiles
+// convert_*.cu files the entry kernels, a file per family. scripts/build/build-kernels.sh compiles
 // kernels/*.cu as one translation unit (one module); kernels/test/ holds the kernels only tests
 // load, in a fatbin of their own.
 

@@ -4,7 +4,7 @@
 //!
 //! The choice sits here, above both back ends (`crate::convert` and `crate::gpu`) and not in the
 //! GPU module, so that a CPU frame's conversion never enters `gpu` (a machine without a GPU runs exactly the CPU code), and `gpu`
-//! holds only device work. Everything that needs no device (the plan, the destination's size, a
+//! holds only device work. Everything that needs no device (the plan and its layouts, the destination's size, a
 //! batch's item size, stride and memory kinds) is checked here, before either back end runs, so
 //! both refuse a bad call with the same words.
 
@@ -33,6 +33,9 @@ pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, 
     let g = *f.geom();
     let plan = Plan::new(spec, g.width, g.height, &f.color)?;
     let l = plan.layout(dst_pitch)?;
+    // The same image packed: the staging scratch that a host download or a copy to another GPU
+    // converts into first. Worked out here, once, with `l` (it cannot fail where `l` did not).
+    let packed = plan.layout(0)?;
     let need = |have: usize| -> Result<()> {
         if have < l.total {
             return Err(Error::new(
@@ -54,11 +57,11 @@ pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, 
         )),
         (MemoryKind::Device, Dst::Device { ptr, len, device }) => {
             need(len)?;
-            gpu::convert::to_device(f, &plan, &l, ptr, device, stream)
+            gpu::convert::to_device(f, &plan, &l, &packed, ptr, device, stream)
         }
         (MemoryKind::Device, Dst::Host(buf)) => {
             need(buf.len())?;
-            gpu::download::to_host(f, &plan, buf, &l)
+            gpu::download::to_host(f, &plan, buf, &l, &packed)
         }
     }
 }

@@ -6,7 +6,7 @@
 //! does, or `LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR`, as Python's ctypes does): a plain
 //! `LoadLibraryW(full path)` of a nvcam.dll that imported FFmpeg the usual way failed with error 126
 //! unless the FFmpeg DLLs were also beside the .exe or on PATH. So nvcam links FFmpeg through
-//! delay-load import libraries (scripts/build-ffmpeg-windows.sh makes them): loading nvcam.dll
+//! delay-load import libraries (scripts/build/build-ffmpeg-windows.sh makes them): loading nvcam.dll
 //! loads nothing of FFmpeg, and the first call into each FFmpeg DLL goes through mingw's
 //! `__delayLoadHelper2`, whose notify hook ([`notify_hook`]) loads that DLL by its full path in
 //! nvcam.dll's folder, with the DLLs it imports searched in that folder too. The host's DLL search

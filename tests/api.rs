@@ -1,12 +1,9 @@
 //! The contract around the C API: the committed headers and Python module are what the code
 //! generates, and the API guide (docs/api.md) documents every function and status code as they are.
 
-use std::path::Path;
+mod common;
+use common::root;
 use std::process::Command;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn header() -> String {
     std::fs::read_to_string(root().join("include/nvcam.h")).unwrap()

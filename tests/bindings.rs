@@ -2,14 +2,10 @@
 //! the C++ RAII wrapper's example, and LabVIEW's error-code file against `nvcam::ffi::status::ALL`.
 
 mod common;
-use common::cdylib;
+use common::{cdylib, root, show};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 
 /// Runs `cmd` to completion within `limit`, killing it past that; `None` if the program is missing.
@@ -51,15 +47,6 @@ fn run(mut cmd: Command, limit: Duration) -> Option<Output> {
         std::thread::sleep(Duration::from_millis(20));
     };
     Some(Output { status, stdout: t_out.join().unwrap(), stderr: t_err.join().unwrap() })
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "exit: {}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 #[test]

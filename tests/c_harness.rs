@@ -14,16 +14,14 @@
 #![cfg(target_os = "linux")]
 
 mod common;
+use common::{cdylib, root};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-fn manifest_dir() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `<target>/<profile>/deps`, where this test binary and the fresh `libnvcam.so` live.
+/// `<target>/<profile>/deps`, where this test binary and the fresh `libnvcam.so` live (checked:
+/// the programs here link that library, never one from `<profile>/`).
 fn deps_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let deps = exe.parent().expect("test binary has a parent directory").to_path_buf();
@@ -31,21 +29,11 @@ fn deps_dir() -> PathBuf {
     deps
 }
 
-fn cdylib() -> PathBuf {
-    let so = deps_dir().join("libnvcam.so");
-    assert!(
-        so.is_file(),
-        "{} was not built; `cargo test` builds it because the crate has crate-type [\"cdylib\", \"rlib\"]",
-        so.display()
-    );
-    so
-}
-
 /// Compiles `tests/c/<name>.c` into CARGO_TARGET_TMPDIR with the target's C compiler; warnings are
 /// errors, so the header must compile cleanly as C11.
 fn compile(name: &str, link_nvcam: bool) -> PathBuf {
     let target = env!("NVCAM_TARGET");
-    let src = manifest_dir().join("tests/c").join(format!("{name}.c"));
+    let src = root().join("tests/c").join(format!("{name}.c"));
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("nvcam-{name}"));
     let deps = deps_dir();
     let mut cmd = cc::Build::new()
@@ -58,7 +46,7 @@ fn compile(name: &str, link_nvcam: bool) -> PathBuf {
         .to_command();
     cmd.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-pthread"])
         .arg("-I")
-        .arg(manifest_dir().join("include"))
+        .arg(root().join("include"))
         .arg(&src)
         .arg("-o")
         .arg(&out);
@@ -95,7 +83,7 @@ fn run(exe: &Path, args: &[&std::ffi::OsStr], limit: Duration) -> (bool, String)
 
 /// The functions `include/nvcam.h` declares.
 fn header_functions() -> BTreeSet<String> {
-    let h = std::fs::read_to_string(manifest_dir().join("include/nvcam.h")).expect("read include/nvcam.h");
+    let h = std::fs::read_to_string(root().join("include/nvcam.h")).expect("read include/nvcam.h");
     let set: BTreeSet<String> = h
         .lines()
         .filter_map(|l| l.strip_prefix("int32_t "))
@@ -139,7 +127,7 @@ fn dlopen_leak_70_clones_and_threads() {
     // The C program resolves a fixed list by name; it must be the header's whole list, and the
     // library must export nothing the header does not declare.
     let header = header_functions();
-    let src = std::fs::read_to_string(manifest_dir().join("tests/c/dlopen_stress.c")).unwrap();
+    let src = std::fs::read_to_string(root().join("tests/c/dlopen_stress.c")).unwrap();
     let listed: BTreeSet<String> = src
         .lines()
         .filter_map(|l| l.trim().strip_prefix("X(").and_then(|r| r.split(')').next()).map(str::to_string))
@@ -165,8 +153,8 @@ fn dlopen_leak_70_clones_and_threads() {
 /// `int64_t`), as it is `long long` on Windows x64.
 #[test]
 fn labview_header_compiles_and_agrees_with_nvcam_h() {
-    let nvcam_h = std::fs::read_to_string(manifest_dir().join("include/nvcam.h")).unwrap();
-    let lv = std::fs::read_to_string(manifest_dir().join("include/nvcam_labview.h")).unwrap();
+    let nvcam_h = std::fs::read_to_string(root().join("include/nvcam.h")).unwrap();
+    let lv = std::fs::read_to_string(root().join("include/nvcam_labview.h")).unwrap();
     let mut c = String::from("#include <stdint.h>\n#include \"nvcam_labview.h\"\n");
     let mut redeclared = 0;
     for l in nvcam_h.lines() {
@@ -190,7 +178,7 @@ fn labview_header_compiles_and_agrees_with_nvcam_h() {
     let mut cmd = cc::Build::new().target(target).host(target).opt_level(0).cargo_metadata(false).get_compiler().to_command();
     cmd.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-D__int64=long"])
         .arg("-I")
-        .arg(manifest_dir().join("include"))
+        .arg(root().join("include"))
         .arg(&src);
     let o = cmd.output().unwrap_or_else(|e| panic!("cannot run the C compiler {cmd:?}: {e}"));
     assert!(

@@ -10,20 +10,12 @@ use common::*;
 use nvcam::*;
 use std::ffi::c_void;
 use std::sync::mpsc;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How soon a cancelled wait must return.
 const PROMPT: Duration = Duration::from_millis(100);
 /// Long enough that a wait still blocked after it has not returned on its own.
 const SETTLE: Duration = Duration::from_millis(300);
-
-/// The instance counts below are process-wide: these tests run one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// A camera that never delivers: nothing listens on the discard port, so it keeps reconnecting.
 fn never_producing() -> u64 {
@@ -107,7 +99,6 @@ fn cancel_wait_wakes_every_blocked_get_frame_promptly_and_later_waits_work() {
 #[test]
 fn cancel_wait_without_waiters_does_not_cancel_the_next_frame() {
     let _s = serial();
-    init();
     let cam = open("testsrc://64x48@30", &options(0)).unwrap();
     assert_eq!(nvcam_camera_cancel_wait(cam), NVCAM_OK);
     let f = get_frame(cam, 5000).expect("a wait begun after cancel_wait is not cancelled");
@@ -196,7 +187,6 @@ fn lv_unreserve_cancels_a_wait_still_in_progress() {
 #[test]
 fn lv_callbacks_release_instances_and_reject_null_stale_and_made_up_slots() {
     let _s = serial();
-    init();
     let base = nvcam::diag::lv_instances_live();
     let mut s = Slot(0);
     // SAFETY (test): every pointer is NULL or a live slot; made-up slot values are only numbers.

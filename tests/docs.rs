@@ -10,11 +10,11 @@
 //!   that cdylib (as tests/bindings.rs runs the binding's suite).
 //!
 //! Each must exit 0 within [`LIMIT`]. The examples use `testsrc://` and closed ports on loopback,
-//! so they need no network and no GPU. Linux only in practice: scripts/windows-test.sh leaves this
+//! so they need no network and no GPU. Linux only in practice: scripts/ci/windows-test.sh leaves this
 //! file out under Wine (its SKIP list says why).
 
 mod common;
-use common::{cdylib, deps_dir, run_logged as run};
+use common::{cdylib, deps_dir, root, run_logged as run};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -22,10 +22,6 @@ use std::time::Duration;
 
 const MARK: &str = "<!-- runnable -->";
 const LIMIT: Duration = Duration::from_secs(60);
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 
 /// README.md and docs/*.md: the pages whose runnable blocks run.

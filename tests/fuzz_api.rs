@@ -1,4 +1,4 @@
-//! A fixed-seed, time-bounded fuzzer of the C API, as a hostile host calls it (issue 14).
+//! A fixed-seed, time-bounded fuzzer of the C API, as a hostile host calls it.
 //!
 //! Several threads call random exports with live, released, wrong-type and made-up handles, NULL
 //! and misaligned pointers, zero, huge and overflowing sizes and pitches, random option strings
@@ -359,7 +359,8 @@ fn keep_frame(sh: &Shared, r: &mut Rng, f: u64) {
 fn op_copy(sh: &Shared, r: &mut Rng) {
     let frame = sh.handle(r, false);
     let name = "nvcam_frame_copy_nv12";
-    // The issue's finding 1: a pitch whose image size wraps must be refused before writing.
+    // A pitch whose image size wraps (pitch x height past 2^64) must be refused before writing:
+    // the wrapped size would pass the length check and the copy would run off the buffer.
     let huge = [1u64 << 61, 1u64 << 63, u64::MAX, u64::MAX / 3, 1 << 40];
     match r.below(6) {
         0 => {

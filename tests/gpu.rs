@@ -12,8 +12,7 @@ use common::*;
 use cudarc::driver::sys;
 use nvcam::*;
 use parking_lot::{Mutex, MutexGuard};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,10 +24,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// True if the test can run; false (with a note) to skip. Panics under REQUIRE_GPU=1.
 fn need_gpu(test: &str) -> bool {
     common::need_gpu(test, gpu_usable(), "usable GPU (libcuda and a device)")
-}
-
-fn ck(what: &str, r: sys::CUresult) {
-    assert_eq!(r, sys::CUresult::CUDA_SUCCESS, "{what}");
 }
 
 /// A context of the test's own (the "host's"), current on the calling thread until dropped.
@@ -104,13 +99,6 @@ impl Drop for Session {
     }
 }
 
-fn gpu_options(flags: u32, decoder: u32) -> nvcam_camera_options {
-    let mut o = options(flags);
-    o.device = 0;
-    o.decoder = decoder;
-    o
-}
-
 /// The hardware decoder AUTO picks: direct NVDEC where libnvcuvid loads, else FFmpeg's hwaccel.
 fn auto_hw_decoder() -> u32 {
     if nvcam::diag::nvcuvid_available() {
@@ -120,39 +108,13 @@ fn auto_hw_decoder() -> u32 {
     }
 }
 
-fn gpu_stats(device: i32) -> nvcam_gpu_stats {
-    let mut s = nvcam_gpu_stats { struct_size: std::mem::size_of::<nvcam_gpu_stats>() as u32, ..Default::default() };
-    assert_eq!(unsafe { nvcam_gpu_stats(device, &mut s) }, NVCAM_OK, "{}", last_error());
-    s
-}
-
 fn x264() -> Vec<&'static str> {
     vec!["-preset", "veryfast", "-g", "24", "-bf", "2"]
-}
-
-fn x265() -> Vec<&'static str> {
-    vec!["-preset", "ultrafast", "-g", "24", "-x265-params", "log-level=error"]
 }
 
 /// A small H.264 clip for the reconnect tests.
 fn small_clip() -> PathBuf {
     clip("gpu-h264-640x360.mp4", "640x360", 60, "libx264", &x264())
-}
-
-/// FFmpeg's software decode of `clip` as packed NV12 frames (nvcam's packed layout), from the
-/// bundle's ffmpeg-nvdec on the GPU machine or Debian's ffmpeg here.
-fn reference_frames(clip: &Path, w: usize, h: usize) -> Vec<Vec<u8>> {
-    let bin = if Command::new("ffmpeg-nvdec").arg("-version").output().is_ok() { "ffmpeg-nvdec" } else { "ffmpeg" };
-    let out = Command::new(bin)
-        .args(["-hide_banner", "-loglevel", "error", "-i"])
-        .arg(clip)
-        .args(["-f", "rawvideo", "-pix_fmt", "nv12", "-"])
-        .output()
-        .expect("ffmpeg");
-    assert!(out.status.success(), "{bin}: {}", String::from_utf8_lossy(&out.stderr));
-    let n = w * h + w * h / 2;
-    assert_eq!(out.stdout.len() % n, 0);
-    out.stdout.chunks(n).map(|c| c.to_vec()).collect()
 }
 
 /// Reads a device frame's NV12 bytes straight from its device pointers (the host's context must
@@ -168,10 +130,6 @@ fn read_device_frame(i: &nvcam_frame_info) -> Vec<u8> {
         out.extend_from_slice(&raw[r * p..r * p + w]);
     }
     out
-}
-
-fn first_diff(a: &[u8], b: &[u8]) -> Option<usize> {
-    a.iter().zip(b).position(|(x, y)| x != y).or(if a.len() != b.len() { Some(a.len().min(b.len())) } else { None })
 }
 
 #[test]
@@ -585,8 +543,8 @@ fn hw_session_cap_falls_back_to_software() {
 /// loop's frames equal FFmpeg's software decode, in order, and no NVDEC session is made. FFmpeg's
 /// hwaccel used to drain and flush at every loop, and a flush makes FFmpeg's h264 decoder destroy
 /// and re-create its NVDEC session; cameras looping together (paced files opened together) then
-/// queued in the driver's `cuvidCreateDecoder` for seconds (issue 11: 32 paced cameras of a
-/// 40-frame clip at 12 fps). Direct NVDEC made a new parser at every loop, whose first picture
+/// queued in the driver's `cuvidCreateDecoder` for seconds (measured: 32 paced cameras
+/// of a 40-frame clip at 12 fps). Direct NVDEC made a new parser at every loop, whose first picture
 /// then waited for the engine without the display delay's head start.
 #[test]
 fn looped_file_keeps_its_decoder_and_frame_order() {
@@ -700,7 +658,7 @@ fn make_format_fixtures() {
     clip("bench-hevc8-1920x1080.mkv", "1920x1080", 300, "libx265", &["-preset", "ultrafast", "-b:v", "2M", "-x265-params", "log-level=error"]);
 }
 
-/// The issue's isolation scenario on a GPU: steady 1080p30 cameras (looped, paced, AUTO) while
+/// Camera isolation on a GPU (one camera's reconnects must not stall another's frames): steady 1080p30 cameras (looped, paced, AUTO) while
 /// others reconnect in a loop; the steady cameras' consumers must see no stall. Scale and the
 /// gap limit come from `NVCAM_CHURN_TEST=steady,churn,seconds,gap_ms` (default `96,32,8,100`:
 /// gap p99 within 3 frame intervals); under compute-sanitizer the suite runs it at `8,4,4,0`

@@ -1,8 +1,8 @@
-//! The conversion kernels on a GPU (issue 12): every output format at 1080p, 4K and odd sizes,
-//! both matrices and both ranges, chroma sitings (issue 20), identity, crops at odd offsets,
+//! The conversion kernels on a GPU: every output format at 1080p, 4K and odd sizes,
+//! both matrices and both ranges, chroma sitings, identity, crops at odd offsets,
 //! letterbox and crop+resize, NV12 and P016 (10-bit) frames, against the CPU twin
-//! (`nvcam::diag::convert_cpu`, the same arithmetic): bit-identical (the issue allows one
-//! step per 8-bit channel, 1/255 for floats; the twin is built to match exactly). Both
+//! (`nvcam::diag::convert_cpu`, the same arithmetic): bit-identical (a conversion is
+//! allowed one step per 8-bit channel, 1/255 for floats, but the twin is built to match exactly). Both
 //! destinations: device memory on the test's own stream, and host memory through the library's
 //! pinned staging. Then the stream hand-off: a slow kernel on the
 //! consumer's stream reads a frame released right after its launch, and the slot is not
@@ -20,10 +20,6 @@ use parking_lot::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn ck(what: &str, r: sys::CUresult) {
-    assert_eq!(r, sys::CUresult::CUDA_SUCCESS, "{what}");
-}
 
 struct Session {
     _serial: MutexGuard<'static, ()>,
@@ -154,7 +150,7 @@ impl Drop for DevMem {
     }
 }
 
-fn gpu_options(flags: u32, slots: u32) -> nvcam_camera_options {
+fn gpu_slot_options(flags: u32, slots: u32) -> nvcam_camera_options {
     let mut o = options(flags);
     o.device = 0;
     o.pool_slots = slots;
@@ -239,7 +235,7 @@ fn check_one(cuda: &Cuda, frame: u64, fi: &nvcam_frame_info, nv12: &[u8], s: &nv
 }
 
 fn frame_of(url: &str, decoder: u32) -> (u64, u64, nvcam_frame_info, Vec<u8>) {
-    let mut o = gpu_options(NVCAM_OPEN_NO_PACING, 4);
+    let mut o = gpu_slot_options(NVCAM_OPEN_NO_PACING, 4);
     o.decoder = decoder;
     let cam = open(url, &o).unwrap_or_else(|e| panic!("{url}: {e:?}"));
     let f = get_frame(cam, 10_000).unwrap_or_else(|e| panic!("{url}: {e:?}"));
@@ -356,7 +352,7 @@ fn gpu_conversions_match_the_cpu_reference_at_every_size() {
     all_formats_and_colours(&cuda, odd.to_str().unwrap(), NVCAM_DECODER_SOFTWARE, NVCAM_FORMAT_NV12);
 }
 
-/// The box filter's tiled path (a block's footprint staged in shared memory, issue 23) at the
+/// The box filter's tiled path (a block's footprint staged in shared memory) at the
 /// scales that take it, in each kernel that has it (`_area4` for large outputs, `_area_tiled`
 /// for small ones, `_batch_tiled`): every format, three sitings, letterbox, plain resize and a crop,
 /// bit for bit as the CPU twin. A staged rectangle one byte short, a word mask off by one or a
@@ -598,7 +594,7 @@ fn release_after_stream_defers_reuse() {
     }
     let _s = Session::new();
     let cuda = Cuda::new();
-    let cam = open("testsrc://640x360@30", &gpu_options(NVCAM_OPEN_NO_PACING, 2)).unwrap();
+    let cam = open("testsrc://640x360@30", &gpu_slot_options(NVCAM_OPEN_NO_PACING, 2)).unwrap();
     let f = get_frame(cam, 10_000).unwrap();
     let fi = info(f).unwrap();
     assert_eq!(fi.memory, NVCAM_MEMORY_DEVICE);
@@ -660,7 +656,7 @@ fn gpu_batch_equals_single_conversions() {
     let cuda = Cuda::new();
     let cams: Vec<u64> = ["testsrc://640x360@30", "testsrc://1280x720@30", "testsrc://320x240@30"]
         .iter()
-        .map(|u| open(u, &gpu_options(NVCAM_OPEN_NO_PACING, 4)).unwrap_or_else(|e| panic!("{u}: {e:?}")))
+        .map(|u| open(u, &gpu_slot_options(NVCAM_OPEN_NO_PACING, 4)).unwrap_or_else(|e| panic!("{u}: {e:?}")))
         .collect();
     for (format, name) in FORMATS {
         let mut frames = vec![0u64; cams.len()];
@@ -823,12 +819,6 @@ fn gpu_batch_mixing_nv12_and_p016_frames_equals_single_conversions() {
     }
 }
 
-fn gpu_stats(device: i32) -> nvcam_gpu_stats {
-    let mut s = nvcam_gpu_stats { struct_size: std::mem::size_of::<nvcam_gpu_stats>() as u32, ..Default::default() };
-    assert_eq!(unsafe { nvcam_gpu_stats(device, &mut s) }, NVCAM_OK, "{}", last_error());
-    s
-}
-
 /// Host downloads at a pitch (rows apart by more than a row) into pageable memory, page-locked
 /// memory at an offset inside its allocation, and registered memory (`cuMemHostRegister` of a
 /// plain allocation): every row equals the packed device result, and neither the padding
@@ -910,7 +900,7 @@ fn host_downloads_of_four_cameras_run_side_by_side_and_allocate_nothing_per_call
     let cuda = Cuda::new();
     let s = spec(NVCAM_FORMAT_BGRA8);
     let n = 1920 * 1080 * 4;
-    let cams: Vec<u64> = (0..4).map(|_| open("testsrc://1920x1080@30", &gpu_options(NVCAM_OPEN_NO_PACING, 4)).unwrap()).collect();
+    let cams: Vec<u64> = (0..4).map(|_| open("testsrc://1920x1080@30", &gpu_slot_options(NVCAM_OPEN_NO_PACING, 4)).unwrap()).collect();
     let frames: Vec<u64> = cams.iter().map(|&c| get_frame(c, 10_000).unwrap()).collect();
     let g0 = gpu_stats(0);
     let reference: Vec<Vec<u8>> = frames
@@ -1081,7 +1071,7 @@ fn conversion_into_another_gpus_memory_equals_the_same_gpu_result() {
         cuda.sync();
         d.download(n)
     };
-    let cams: Vec<u64> = ["testsrc://1280x720@30", "testsrc://640x480@30"].iter().map(|u| open(u, &gpu_options(NVCAM_OPEN_NO_PACING, 4)).unwrap()).collect();
+    let cams: Vec<u64> = ["testsrc://1280x720@30", "testsrc://640x480@30"].iter().map(|u| open(u, &gpu_slot_options(NVCAM_OPEN_NO_PACING, 4)).unwrap()).collect();
     let frames: Vec<u64> = cams.iter().map(|&c| get_frame(c, 10_000).unwrap()).collect();
     let mut cases = Vec::new();
     for (format, pitch) in [(NVCAM_FORMAT_BGRA8, 0usize), (NVCAM_FORMAT_BGR8, 1280 * 3 + 256), (NVCAM_FORMAT_RGB_F16_PLANAR, 0)] {

@@ -1,4 +1,4 @@
-//! Marking parity (issue 21): on a clip with dropped and damaged packets (FFmpeg's `noise`
+//! Marking parity: on a clip with dropped and damaged packets (FFmpeg's `noise`
 //! bitstream filter), every decoder marks the pictures that are not exact, and the GPU decoders
 //! mark the same pictures as the software path. The same over RTSP: a replay server on loopback
 //! (`tests/support/rtsp_replay.py`, Python's standard library only) drops RTP packets inside the
@@ -18,16 +18,7 @@ use replay::ReplayServer;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    init();
-    g
-}
 
 /// The clean clip: 10 s, 30 fps, an IDR every second, no B-frames.
 fn clean_clip() -> PathBuf {
@@ -57,7 +48,7 @@ fn noisy_from(clean: &Path, name: &str, bsf: &str) -> PathBuf {
         return path;
     }
     if cfg!(windows) {
-        panic!("{} is made on Linux first (scripts/windows-test.sh)", path.display());
+        panic!("{} is made on Linux first (scripts/ci/windows-test.sh)", path.display());
     }
     let tmp = path.with_file_name(format!("part-{name}"));
     let out = Command::new("ffmpeg")

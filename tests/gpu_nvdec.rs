@@ -16,7 +16,6 @@ use nvcam::diag::nvdec_counters;
 use nvcam::*;
 use parking_lot::{Mutex, MutexGuard};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -55,23 +54,12 @@ impl Drop for Session {
     }
 }
 
-fn gpu_options(flags: u32, decoder: u32) -> nvcam_camera_options {
-    let mut o = options(flags);
-    o.device = 0;
-    o.decoder = decoder;
-    o
-}
-
 const FAST: u32 = NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING;
 
 fn x264(bframes: bool) -> Vec<&'static str> {
     let mut v = vec!["-preset", "veryfast", "-g", "24"];
     v.extend(if bframes { ["-bf", "3"] } else { ["-bf", "0"] });
     v
-}
-
-fn x265() -> Vec<&'static str> {
-    vec!["-preset", "ultrafast", "-g", "24", "-x265-params", "log-level=error"]
 }
 
 struct Clip {
@@ -104,25 +92,6 @@ fn content_clips() -> Vec<Clip> {
         // Annex B already (MPEG-TS): no bitstream filter on this path.
         Clip { name: "nvdec-h264-640x360.ts", w: 640, h: 360, frames: 40, codec: "libx264", extra: x264(true) },
     ]
-}
-
-/// FFmpeg's software decode of `clip`, as packed NV12 frames.
-fn reference_frames(clip: &Path, w: usize, h: usize) -> Vec<Vec<u8>> {
-    let bin = if Command::new("ffmpeg-nvdec").arg("-version").output().is_ok() { "ffmpeg-nvdec" } else { "ffmpeg" };
-    let out = Command::new(bin)
-        .args(["-hide_banner", "-loglevel", "error", "-i"])
-        .arg(clip)
-        .args(["-f", "rawvideo", "-pix_fmt", "nv12", "-"])
-        .output()
-        .expect("ffmpeg");
-    assert!(out.status.success(), "{bin}: {}", String::from_utf8_lossy(&out.stderr));
-    let n = w * h + w * h.div_ceil(2);
-    assert_eq!(out.stdout.len() % n, 0, "{}: whole frames", clip.display());
-    out.stdout.chunks(n).map(|c| c.to_vec()).collect()
-}
-
-fn first_diff(a: &[u8], b: &[u8]) -> Option<usize> {
-    a.iter().zip(b).position(|(x, y)| x != y).or(if a.len() != b.len() { Some(a.len().min(b.len())) } else { None })
 }
 
 /// Opens `path` with direct NVDEC (lossless, unpaced) and checks `reference.len()` frames
@@ -189,13 +158,13 @@ fn nvdec_unmap_before_copy_runs_keeps_frames_exact() {
     let path = c.path();
     let reference = reference_frames(&path, c.w, c.h);
     hooks::set(Knobs { coded_width: 704, output_surfaces: 1, stream_delay_us: 4000, fail_decode_at: 0 });
-    let g0 = gpu_stats();
+    let g0 = gpu_stats(0);
     let h0 = hazards();
     let early = || nvdec_counters().unmapped_before_copy_ran.load(Ordering::Relaxed);
     let e0 = early();
     let cam = open(path.to_str().unwrap(), &gpu_options(FAST, NVCAM_DECODER_NVDEC)).unwrap();
     expect_frames(cam, c.name, &reference, c.w, c.h, 0);
-    let g1 = gpu_stats();
+    let g1 = gpu_stats(0);
     let (waits, unmapped_early) = (g1.ready_waits - g0.ready_waits, early() - e0);
     println!(
         "{}: {} frames exact with 1 output surface and a 4 ms stream stall before each map; {unmapped_early} unmapped before their copy ran; the host waited for {waits} unfinished copies",
@@ -211,12 +180,6 @@ fn nvdec_unmap_before_copy_runs_keeps_frames_exact() {
     );
     assert_eq!(hazards(), h0);
     close(cam, 5000).unwrap();
-}
-
-fn gpu_stats() -> nvcam_gpu_stats {
-    let mut s = nvcam_gpu_stats { struct_size: std::mem::size_of::<nvcam_gpu_stats>() as u32, ..Default::default() };
-    assert_eq!(unsafe { nvcam_gpu_stats(0, &mut s) }, NVCAM_OK, "{}", last_error());
-    s
 }
 
 /// A stream whose size changes mid-way (MPEG-TS parts joined byte for byte: 640x360 → 320x240 →
@@ -513,7 +476,8 @@ fn make_nvdec_fixtures() {
     }
     clip("nvdec-h264-480x272.mp4", "480x272", 60, "libx264", &x264(true));
     clip("nvdec-mpeg4-320x240.mp4", "320x240", 20, "mpeg4", &[]);
-    // Benchmark clips: 1080p30, H.264 at 4 Mbit/s and HEVC at 2 Mbit/s (the issue's), 10 s each.
+    // Benchmark clips: 1080p30, H.264 at 4 Mbit/s and HEVC at 2 Mbit/s, 10 s each (the clips
+    // docs/BENCHMARKS.md's decode figures are for).
     clip("bench-h264-1920x1080.mp4", "1920x1080", 300, "libx264", &["-preset", "veryfast", "-b:v", "4M", "-g", "60", "-bf", "2"]);
     clip("bench-hevc-1920x1080.mp4", "1920x1080", 300, "libx265", &["-preset", "fast", "-b:v", "2M", "-g", "60", "-x265-params", "log-level=error"]);
 }

@@ -1,5 +1,5 @@
 //! The embedded kernels match their sources: `kernels/nvcam_kernels.manifest` records the
-//! SHA-256 of the sources `scripts/build-kernels.sh` compiled (`kernels/*.cu`, the `*.cuh` they
+//! SHA-256 of the sources `scripts/build/build-kernels.sh` compiled (`kernels/*.cu`, the `*.cuh` they
 //! include, `kernels/test/*.cu`) and of the fatbins it wrote (the release one and the tests').
 //! A source edited without a rebuild (or a fatbin replaced by hand) fails here, on any machine,
 //! with no GPU and no CUDA compiler. The fatbin's container is also walked: every architecture
@@ -90,7 +90,7 @@ fn kernel_sources() -> Vec<String> {
     srcs
 }
 
-/// A kernel source or header changed without `bash scripts/build-kernels.sh`: the library would
+/// A kernel source or header changed without `bash scripts/build/build-kernels.sh`: the library would
 /// embed stale machine code.
 #[test]
 fn committed_fatbin_was_built_from_these_kernel_sources() {
@@ -102,8 +102,8 @@ fn committed_fatbin_was_built_from_these_kernel_sources() {
         all.push(b'\n');
         all.extend_from_slice(&std::fs::read(kernels_dir().join(s)).unwrap());
     }
-    assert_eq!(m["sources"], srcs.join(" "), "the kernel sources changed: run bash scripts/build-kernels.sh");
-    assert_eq!(m["source_sha256"], sha256(&all), "a kernel source changed since the fatbins were built: run bash scripts/build-kernels.sh and commit them");
+    assert_eq!(m["sources"], srcs.join(" "), "the kernel sources changed: run bash scripts/build/build-kernels.sh");
+    assert_eq!(m["source_sha256"], sha256(&all), "a kernel source changed since the fatbins were built: run bash scripts/build/build-kernels.sh and commit them");
     let fatbin = std::fs::read(kernels_dir().join("nvcam_kernels.fatbin")).unwrap();
     assert_eq!(m["fatbin_sha256"], sha256(&fatbin), "kernels/nvcam_kernels.fatbin is not the one the manifest describes");
     let test = std::fs::read(kernels_dir().join("test/nvcam_test_kernels.fatbin")).unwrap();

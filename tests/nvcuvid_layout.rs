@@ -2,21 +2,21 @@
 //! tests/c/nvcuvid_layout.c with the system C compiler and compares every size and offset. Where
 //! the headers are not installed (`apt-get install libffmpeg-nvenc-dev`) the test says so and
 //! passes: the same numbers are also compile-time assertions in the crate. On Windows the numbers
-//! are LLP64's, and the C program is compiled by mingw and run under Wine (scripts/windows-test.sh).
+//! are LLP64's, and the C program is compiled by mingw and run under Wine (scripts/ci/windows-test.sh).
 
 #[cfg(not(windows))]
 use std::path::Path;
 #[cfg(not(windows))]
 use std::process::Command;
 
-/// Windows (under Wine): this process cannot run the cross compiler, so scripts/windows-test.sh
+/// Windows (under Wine): this process cannot run the cross compiler, so scripts/ci/windows-test.sh
 /// compiles tests/c/nvcuvid_layout.c with x86_64-w64-mingw32-gcc, runs it under Wine and names its
 /// output in NVCAM_NVCUVID_LAYOUT_C. Without it the test fails: the LLP64 layouts must be checked.
 #[cfg(windows)]
 #[test]
 fn nvcuvid_structs_match_nvidia_headers() {
     let f = std::env::var("NVCAM_NVCUVID_LAYOUT_C")
-        .expect("NVCAM_NVCUVID_LAYOUT_C is not set: run the Windows tests with scripts/windows-test.sh");
+        .expect("NVCAM_NVCUVID_LAYOUT_C is not set: run the Windows tests with scripts/ci/windows-test.sh");
     let c = std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("read {f}: {e}")).replace('\r', "");
     let rust = nvcam::diag::nvcuvid_layout_report();
     for (a, b) in c.lines().zip(rust.lines()) {

@@ -1,29 +1,15 @@
-//! The Linux package as a C or C++ integrator meets it. `scripts/package.sh linux` packs the cdylib
+//! The Linux package as a C or C++ integrator meets it. `scripts/release/package.sh linux` packs the cdylib
 //! this `cargo test` built into the tarball, which is unpacked in a temporary folder. There the C++
 //! example builds with CMake from `find_package(nvcam)` alone, and a C program builds with
 //! `pkg-config nvcam` alone; both run on a test source, on the CPU. A package whose CMake
 //! targets, pkg-config file or headers are missing or point outside the folder fails here.
-//! The FFmpeg libraries must resolve into the package's `lib/` (bundled by `scripts/package.sh`), not
+//! The FFmpeg libraries must resolve into the package's `lib/` (bundled by `scripts/release/package.sh`), not
 //! the system's. Linux only: the Windows zip gets the same files from the documented Windows step.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::{cdylib, root, show};
+use std::path::Path;
 use std::process::{Command, Output};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The cdylib cargo built next to this test binary (`target/<profile>/deps`).
-fn cdylib() -> PathBuf {
-    let deps = std::env::current_exe().expect("current_exe").parent().expect("deps dir").to_path_buf();
-    let p = deps.join("libnvcam.so");
-    assert!(p.is_file(), "{} not found: cargo builds the cdylib next to the test binaries", p.display());
-    p
-}
-
-fn show(o: &Output) -> String {
-    format!("status {}\n--- stdout\n{}\n--- stderr\n{}", o.status, String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
 
 /// Runs `cmd`; a missing program fails with what to install (the test must run on CI, never skip).
 fn run(what: &str, cmd: &mut Command) -> Output {
@@ -65,8 +51,8 @@ fn linux_tarball_builds_with_cmake_and_pkg_config_alone() {
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(tmp.join("src")).unwrap();
     run(
-        "scripts/package.sh linux",
-        Command::new("bash").current_dir(root()).args(["scripts/package.sh", "linux"]).env("NVCAM_PACKAGE_LIB", cdylib()).env("NVCAM_PACKAGE_DIST", tmp.join("dist")),
+        "scripts/release/package.sh linux",
+        Command::new("bash").current_dir(root()).args(["scripts/release/package.sh", "linux"]).env("NVCAM_PACKAGE_LIB", cdylib()).env("NVCAM_PACKAGE_DIST", tmp.join("dist")),
     );
     let name = format!("nvcam-{version}-linux-x64");
     run("tar", Command::new("tar").arg("-C").arg(&tmp).arg("-xzf").arg(tmp.join("dist").join(format!("{name}.tar.gz"))));

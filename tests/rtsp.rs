@@ -1,14 +1,16 @@
-//! Cameras against a real RTSP server on loopback (issue 3): reconnect storms, hung and silent
+//! Cameras against a real RTSP server on loopback: reconnect storms, hung and silent
 //! servers, stream changes, many cameras, bad URLs, authentication, UDP.
 //!
 //! The tests call the library through its exported C functions, as a host does, and decode on
 //! the CPU. They run one at a time (a lock), so CPU-bound measurements do not disturb each other
 //! and thread counts are exact. The server is `tests/support/rtsp_server.py` (GStreamer).
 
+mod common;
+use common::{cam_error, get_frame, last_error, serial, stats, wait_until};
 use nvcam::*;
-use std::ffi::{c_char, CString};
+use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 #[path = "support/rtsp.rs"]
@@ -17,33 +19,6 @@ use rtsp::{RtspServer, SilentServer, Stream};
 
 // ---------------------------------------------------------------------------------------------
 // Host-side helpers (only the C API).
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// One test at a time; the library initialized.
-fn serial() -> MutexGuard<'static, ()> {
-    let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    assert_eq!(unsafe { nvcam_init(std::ptr::null()) }, NVCAM_OK);
-    g
-}
-
-fn text(buf: &[u8]) -> String {
-    String::from_utf8_lossy(&buf[..buf.iter().position(|&b| b == 0).unwrap_or(buf.len())]).into_owned()
-}
-
-/// The calling thread's last error text.
-fn last_error() -> String {
-    let mut b = vec![0u8; 2048];
-    unsafe { nvcam_last_error(b.as_mut_ptr() as *mut c_char, b.len() as i32) };
-    text(&b)
-}
-
-/// The camera's last error text (from its worker or a call on it).
-fn cam_error(cam: u64) -> String {
-    let mut b = vec![0u8; 2048];
-    unsafe { nvcam_camera_last_error(cam, b.as_mut_ptr() as *mut c_char, b.len() as i32) };
-    text(&b)
-}
 
 /// Camera options as a host sets them: defaults, CPU decoding, and the given timeouts.
 struct Opts {
@@ -92,22 +67,8 @@ fn open(url: &str, o: &Opts) -> Result<u64, (i32, String)> {
     open_bytes(url.as_bytes(), o)
 }
 
-fn stats(cam: u64) -> nvcam_camera_stats {
-    let mut s = nvcam_camera_stats { struct_size: std::mem::size_of::<nvcam_camera_stats>() as u32, ..Default::default() };
-    assert_eq!(unsafe { nvcam_camera_stats(cam, &mut s) }, NVCAM_OK, "{}", last_error());
-    s
-}
-
 fn state_name(s: u32) -> &'static str {
     ["connecting", "streaming", "stalled", "reconnecting", "closed", "failed", "ended"].get(s as usize).copied().unwrap_or("?")
-}
-
-fn get_frame(cam: u64, ms: u32) -> Result<u64, (i32, String)> {
-    let mut f = 0u64;
-    match unsafe { nvcam_camera_get_frame(cam, ms, &mut f) } {
-        NVCAM_OK => Ok(f),
-        e => Err((e, last_error())),
-    }
 }
 
 fn info(f: u64) -> nvcam_frame_info {
@@ -139,20 +100,6 @@ fn close(cam: u64, ms: u32) -> (i32, Duration) {
     let t = Instant::now();
     let r = nvcam_camera_close(cam, ms);
     (r, t.elapsed())
-}
-
-/// Polls `f` every 5 ms until it holds or `d` passes.
-fn wait_until(d: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + d;
-    loop {
-        if f() {
-            return true;
-        }
-        if Instant::now() >= end {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 /// Threads of this process whose name starts with "nvcam-" (threads FFmpeg starts inherit the
@@ -366,7 +313,8 @@ fn server_restart_20_times_reconnects_each_time() {
     assert_no_thread_left(&threads0);
 }
 
-/// How long after an outage each camera is back (hardening issue, finding 6). With the old
+/// How long after an outage each camera is back: a camera must not idle long after its server
+/// returns. With the old
 /// schedule (250 ms doubling per failed attempt) a retry often landed long after the server was
 /// back: median 1.2-1.4 s, max 2.4 s. Now: 4 cameras with the default options, the server
 /// SIGKILLed and restarted 12 times after 0.2-3 s down, keyframe every 15 frames (0.5 s); from

@@ -1,11 +1,12 @@
-//! Lossy networks (issue 21): a frame nvcam hands out is exactly right, or marked.
+//! Lossy networks: a frame nvcam hands out is exactly right, or marked.
 //!
 //! A real RTSP server on loopback streams a known clip through GStreamer's `netsim` (RTP packets
 //! dropped, delayed, reordered, duplicated between the payloader and the network), and every
 //! frame a camera hands out is checked against FFmpeg's own decode of the clip: its NV12 pixels
 //! must be bit-identical to one of the clip's frames, unless the frame is marked.
 //!
-//! `NVCAM_LOSS_SECONDS` sets the length of the loss runs (default 60, as the issue measures);
+//! `NVCAM_LOSS_SECONDS` sets the length of the loss runs (default 60: the limits
+//! here, such as reconnects in a minute, and docs/BENCHMARKS.md's loss rows are for a minute);
 //! each run prints one table row for docs/BENCHMARKS.md.
 
 mod common;
@@ -20,14 +21,12 @@ use std::ffi::CString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
+/// `common::serial`, and with NVCAM_TEST_LOG the library's log on stderr.
 fn serial() -> MutexGuard<'static, ()> {
-    let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    init();
+    let g = common::serial();
     // NVCAM_TEST_LOG=4 (debug) or 5 (trace): the library's log on stderr, with each loss and
     // each picture's marks, to trace a failure.
     if let Some(level) = std::env::var("NVCAM_TEST_LOG").ok().and_then(|v| v.parse().ok()) {

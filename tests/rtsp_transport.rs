@@ -1,4 +1,4 @@
-//! RTSP transports and credentials as users configure them (issue 21): the `transport` camera
+//! RTSP transports and credentials as users configure them: the `transport` camera
 //! option (TCP, UDP, UDP multicast, the HTTP tunnel, AUTO's fall-back to TCP behind a firewall
 //! that drops UDP), Basic and Digest authentication, rtsps://, and passwords kept out of error
 //! texts and the log.
@@ -7,39 +7,16 @@
 //! logs each SETUP's transport, so a test can tell which transport a camera really used. They run
 //! one at a time (a lock) and call only the exported C functions, decoding on the CPU.
 
+mod common;
+use common::{cam_error, get_frame, last_error, serial, stats, wait_until};
 use nvcam::*;
 use std::ffi::{c_char, c_void, CStr, CString};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 #[path = "support/rtsp.rs"]
 mod rtsp;
 use rtsp::{RtspServer, Stream};
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// One test at a time; the library initialized.
-fn serial() -> MutexGuard<'static, ()> {
-    let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    assert_eq!(unsafe { nvcam_init(std::ptr::null()) }, NVCAM_OK);
-    g
-}
-
-fn text(buf: &[u8]) -> String {
-    String::from_utf8_lossy(&buf[..buf.iter().position(|&b| b == 0).unwrap_or(buf.len())]).into_owned()
-}
-
-fn last_error() -> String {
-    let mut b = vec![0u8; 2048];
-    unsafe { nvcam_last_error(b.as_mut_ptr() as *mut c_char, b.len() as i32) };
-    text(&b)
-}
-
-fn cam_error(cam: u64) -> String {
-    let mut b = vec![0u8; 2048];
-    unsafe { nvcam_camera_last_error(cam, b.as_mut_ptr() as *mut c_char, b.len() as i32) };
-    text(&b)
-}
 
 /// Camera options as a host sets them: defaults, CPU decoding, the given transport.
 struct Opts {
@@ -80,39 +57,12 @@ fn open(url: &str, o: &Opts) -> Result<u64, (i32, String)> {
     }
 }
 
-fn stats(cam: u64) -> nvcam_camera_stats {
-    let mut s = nvcam_camera_stats { struct_size: std::mem::size_of::<nvcam_camera_stats>() as u32, ..Default::default() };
-    assert_eq!(unsafe { nvcam_camera_stats(cam, &mut s) }, NVCAM_OK, "{}", last_error());
-    s
-}
-
-fn get_frame(cam: u64, ms: u32) -> Result<u64, (i32, String)> {
-    let mut f = 0u64;
-    match unsafe { nvcam_camera_get_frame(cam, ms, &mut f) } {
-        NVCAM_OK => Ok(f),
-        e => Err((e, last_error())),
-    }
-}
-
 fn release(f: u64) {
     assert_eq!(nvcam_frame_release(f), NVCAM_OK, "{}", last_error());
 }
 
 fn close(cam: u64) {
     assert_eq!(nvcam_camera_close(cam, 2000), NVCAM_OK, "{}", last_error());
-}
-
-fn wait_until(d: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + d;
-    loop {
-        if f() {
-            return true;
-        }
-        if Instant::now() >= end {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 /// Closes the cameras if the test panics (so the next test starts clean).

@@ -1,4 +1,4 @@
-//! The chaos soak (hardening issue): cameras of every kind (the test source, looped files, the
+//! The chaos soak: cameras of every kind (the test source, looped files, the
 //! loopback RTSP server, which is killed and restarted) are opened, closed, reconnected and
 //! force-released at random while host threads get, clone, copy, release and leak (5 %) frames.
 //! It prevents the failures that only show under churn: a status the header does not document, a

@@ -1,8 +1,8 @@
-"""GPU tests of the Python zero-copy paths (issue 12), with PyTorch and CuPy, on the GPU machine:
+"""GPU tests of the Python zero-copy paths, with PyTorch and CuPy, on the GPU machine:
 
     NVCAM_LIB=.gpu-bundle/lib/libnvcam.so REQUIRE_GPU=1 python3 bindings/python/test_gpu.py
 
-(scripts/nvdec-device.sh python-gpu runs exactly that inside the bundle.) Without a GPU, torch or
+(scripts/gpu-machine/nvdec-device.sh python-gpu runs exactly that inside the bundle.) Without a GPU, torch or
 CuPy every test is skipped, unless REQUIRE_GPU=1, where that is a failure.
 
 - a frame's DLPack tensor (torch.from_dlpack) is the frame's device memory (same address), and
@@ -12,7 +12,8 @@ CuPy every test is skipped, unless REQUIRE_GPU=1, where that is a failure.
   the camera keeps delivering frames; its deleter releases the handle when the tensor goes;
 - frame.convert into a torch tensor (default and a side stream) and into a CuPy array equals the
   host conversion; convert_batch into an NCHW torch tensor equals per-frame conversions;
-- the host cost of one convert / convert_batch into a torch tensor (issue 23), printed, and
+- the host cost of one convert / convert_batch into a torch tensor (a host that converts every
+  frame pays it per frame), printed, and
   asserted against NVCAM_HOST_US (microseconds) when it is set.
 """
 
@@ -155,7 +156,7 @@ class GpuZeroCopy(unittest.TestCase):
         print("frame.convert into torch (current and side stream) and cupy equals the host conversion")
 
     def test_convert_host_cost_into_torch(self):
-        # Issue 23: the host cost of one convert / convert_batch into a torch tensor. The tensor
+        # The host cost of one convert / convert_batch into a torch tensor. The tensor
         # is read through its attributes (never __cuda_array_interface__), and the call returns
         # in a few microseconds. The time is printed; NVCAM_HOST_US=<limit> also asserts it.
         need(torch is not None, "torch is not installed")

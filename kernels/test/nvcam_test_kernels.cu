@@ -1,5 +1,5 @@
 // Kernels that only tests load, in their own fatbin (kernels/test/nvcam_test_kernels.fatbin, built
-// by scripts/build-kernels.sh beside the release one): the library embeds it in test-hooks builds
+// by scripts/build/build-kernels.sh beside the release one): the library embeds it in test-hooks builds
 // only, so released builds carry no test code.
 
 typedef unsigned char u8;

@@ -1,4 +1,4 @@
-//! Lost RTP packets, as nvcam's patched FFmpeg reports them (scripts/ffmpeg-patches): the RTP
+//! Lost RTP packets, as nvcam's patched FFmpeg reports them (scripts/build/ffmpeg-patches): the RTP
 //! demuxer calls the format context's `control_message_cb` before it parses the first packet
 //! after a gap in a stream's sequence numbers, whatever carries RTP (UDP, multicast, RTP inside
 //! the RTSP TCP connection, the HTTP tunnel, TLS), with the timestamps of the packets on both
@@ -168,7 +168,7 @@ mod tests {
         assert_eq!(std::mem::offset_of!(NvcamRtpGap, lost), 32);
         assert_eq!(std::mem::offset_of!(NvcamRtpGap, marker_before), 40);
         assert_eq!(std::mem::offset_of!(NvcamRtpGap, payload_after), 42);
-        let patch = include_str!("../../scripts/ffmpeg-patches/0001-rtpdec-report-sequence-gaps.patch");
+        let patch = include_str!("../../scripts/build/ffmpeg-patches/0001-rtpdec-report-sequence-gaps.patch");
         assert!(patch.contains("MKBETAG('N','V','R','G')") && patch.contains("MKBETAG('N','V','R','O')"));
         assert_eq!(MSG_GAP, i32::from_be_bytes(*b"NVRG"));
     }

@@ -25,13 +25,14 @@ pub(crate) fn shutdown() {
 }
 
 /// Converts `f` (a device frame) as `plan` says into `ptr`, device memory of GPU `device` laid
-/// out as `l` (its length checked by the caller), enqueued on `stream` (a stream of that
+/// out as `l` (its length checked by the caller; `packed` is the same image packed, the layout
+/// of the scratch a copy to another GPU goes through), enqueued on `stream` (a stream of that
 /// device's primary context; 0 = its legacy default stream), which first waits for the frame
 /// (for another GPU: for the kernel on the frame's GPU). The frame's slot is then fenced by that
 /// work, so releasing the handle at once is safe. Refuses a destination the kernel could not
 /// write safely: misaligned for the format, not device memory of `device`, or an allocation that
 /// ends before `l.total` bytes.
-pub(crate) fn to_device(f: &Frame, plan: &Plan, l: &Layout, ptr: u64, device: i32, stream: u64) -> Result<()> {
+pub(crate) fn to_device(f: &Frame, plan: &Plan, l: &Layout, packed: &Layout, ptr: u64, device: i32, stream: u64) -> Result<()> {
     let a = plan.format.align();
     if !ptr.is_multiple_of(a as u64) || !l.pitch.is_multiple_of(a) {
         return Err(Error::arg(format!("{:?} needs dst and dst_pitch aligned to {a} bytes", plan.format)));
@@ -42,7 +43,7 @@ pub(crate) fn to_device(f: &Frame, plan: &Plan, l: &Layout, ptr: u64, device: i3
     check_device_range(&dev, ptr, l.total)?;
     if device != f.device() {
         // Another GPU: kernel on the frame's GPU, then a copy on the caller's stream.
-        return super::peer::to_device(f, plan, ptr, l, &dev, stream);
+        return super::peer::to_device(f, plan, ptr, l, packed, &dev, stream);
     }
     let k = kernels(&dev)?;
     let p = KernelParams::for_frame(f, plan, ptr, l);

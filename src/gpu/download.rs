@@ -132,11 +132,11 @@ fn wait(e: &Event) -> Result<()> {
 }
 
 /// Device frame → host memory laid out as `l` (`dst` holds at least `l.total` bytes, checked by
-/// the caller); returns when the bytes are there.
-pub(crate) fn to_host(f: &Frame, plan: &Plan, dst: &mut [u8], l: &Layout) -> Result<()> {
+/// the caller), through a scratch laid out as `packed` (the same image packed) unless the kernel
+/// writes `dst` itself; returns when the bytes are there.
+pub(crate) fn to_host(f: &Frame, plan: &Plan, dst: &mut [u8], l: &Layout, packed: &Layout) -> Result<()> {
     let dev = super::device(f.device())?;
     let k = kernels(&dev)?;
-    let packed = plan.layout(0)?;
     let dst = &mut dst[..l.total];
     let row = plan.row_bytes();
     let rows = plan.out_h as usize * plan.format.planes();
@@ -160,7 +160,7 @@ pub(crate) fn to_host(f: &Frame, plan: &Plan, dst: &mut [u8], l: &Layout) -> Res
     f.storage().wait_on_stream(f.slot(), s as u64)?;
     // SAFETY: the scratch holds `packed.total` bytes of this device and is ours (the lease,
     // ordered after its earlier readers by `scratch`); the slot is held by `f` and fenced below.
-    unsafe { k.launch(&KernelParams::for_frame(f, plan, scratch, &packed), s) }?;
+    unsafe { k.launch(&KernelParams::for_frame(f, plan, scratch, packed), s) }?;
     f.storage().fence_after_stream(f.slot(), s as u64)?;
     if pinned.is_some() {
         if l.pitch == row {

@@ -1,5 +1,5 @@
 //! The embedded conversion kernels (`kernels/nvcam_kernels.fatbin`, built by
-//! `scripts/build-kernels.sh`), loaded once per device with cuModuleLoadData and kept until
+//! `scripts/build/build-kernels.sh`), loaded once per device with cuModuleLoadData and kept until
 //! library shutdown, and their launches.
 
 use super::context::Device;

@@ -18,19 +18,19 @@ use super::driver::{self, sys};
 use std::sync::Arc;
 
 /// Converts `f` (a device frame of another GPU than `to`) into `dst`, device memory of `to`
-/// laid out as `l` (checked by the caller), enqueued on `stream` (a stream of `to`'s primary
-/// context, 0 = its legacy default stream). The frame's slot is fenced by the kernel.
-pub(crate) fn to_device(f: &Frame, plan: &Plan, dst: u64, l: &Layout, to: &Arc<Device>, stream: u64) -> Result<()> {
+/// laid out as `l` (checked by the caller), through a scratch of `f`'s GPU laid out as `packed`
+/// (the same image packed), enqueued on `stream` (a stream of `to`'s primary context, 0 = its
+/// legacy default stream). The frame's slot is fenced by the kernel.
+pub(crate) fn to_device(f: &Frame, plan: &Plan, dst: u64, l: &Layout, packed: &Layout, to: &Arc<Device>, stream: u64) -> Result<()> {
     let from = super::device(f.device())?;
     let k = kernels(&from)?;
-    let packed = plan.layout(0)?;
     let mut st = staging::take(&from, packed.total, 0)?;
     let scratch = st.scratch(packed.total)?;
     let s = st.stream.raw();
     f.storage().wait_on_stream(f.slot(), s as u64)?;
     // SAFETY: the scratch holds `packed.total` bytes of GPU A and is ours (the lease; its
     // earlier readers ordered before by `scratch`); the slot is held by `f` and fenced below.
-    unsafe { k.launch(&KernelParams::for_frame(f, plan, scratch, &packed), s) }?;
+    unsafe { k.launch(&KernelParams::for_frame(f, plan, scratch, packed), s) }?;
     f.storage().fence_after_stream(f.slot(), s as u64)?;
     st.done.record(&st.stream)?;
     let kernel_done = st.done.raw();

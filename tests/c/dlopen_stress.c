@@ -13,7 +13,7 @@
 #ifdef _WIN32
 /* Windows: the same four calls on LoadLibraryEx/GetProcAddress/FreeLibrary, the way LabVIEW loads a
  * DLL there (LOAD_WITH_ALTERED_SEARCH_PATH: the FFmpeg DLLs are found next to nvcam.dll). Built
- * with mingw-w64 and run under Wine by scripts/windows-test.sh. */
+ * with mingw-w64 and run under Wine by scripts/ci/windows-test.sh. */
 #include <stdio.h>
 #include <string.h>
 #include <windows.h>

@@ -6,9 +6,14 @@ use nvcam::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
+
+/// The checkout (`CARGO_MANIFEST_DIR`).
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
 
 pub fn init() {
     static ONCE: OnceLock<()> = OnceLock::new();
@@ -18,10 +23,28 @@ pub fn init() {
     assert_eq!(unsafe { nvcam_init(std::ptr::null()) }, NVCAM_OK);
 }
 
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// One test at a time, the library initialized: the tests of a suite share the library's global
+/// state (its camera table, log and pools), and one failed test (a poisoned lock) must not fail
+/// the rest.
+pub fn serial() -> MutexGuard<'static, ()> {
+    let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    init();
+    g
+}
+
 /// The calling thread's last error text.
 pub fn last_error() -> String {
     let mut buf = vec![0u8; 2048];
     unsafe { nvcam_last_error(buf.as_mut_ptr() as *mut _, buf.len() as i32) };
+    cstr(&buf)
+}
+
+/// The camera's last error text (from its worker or a call on it).
+pub fn cam_error(cam: u64) -> String {
+    let mut buf = vec![0u8; 2048];
+    unsafe { nvcam_camera_last_error(cam, buf.as_mut_ptr() as *mut _, buf.len() as i32) };
     cstr(&buf)
 }
 
@@ -95,13 +118,15 @@ pub fn close(cam: u64, timeout_ms: u32) -> Result<(), (i32, String)> {
     ok(nvcam_camera_close(cam, timeout_ms))
 }
 
+/// Polls `f` every 5 ms (a detection time measured with it is late by at most that) until it holds
+/// or `limit` passes, with a last look at the end.
 pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let end = std::time::Instant::now() + limit;
     while std::time::Instant::now() < end {
         if f() {
             return true;
         }
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(5));
     }
     f()
 }
@@ -134,8 +159,8 @@ pub fn clip(name: &str, size: &str, frames: u32, codec: &str, extra: &[&str]) ->
     }
     if cfg!(windows) {
         // Under Wine the Linux ffmpeg CLI cannot be run (nor has Windows an encoder here):
-        // scripts/windows-test.sh makes the clips on Linux first, in the same folder.
-        panic!("{} is missing: the Windows tests use the clips the Linux tests make (scripts/windows-test.sh)", path.display());
+        // scripts/ci/windows-test.sh makes the clips on Linux first, in the same folder.
+        panic!("{} is missing: the Windows tests use the clips the Linux tests make (scripts/ci/windows-test.sh)", path.display());
     }
     let tmp = path.with_file_name(format!("part-{name}"));
     let mut cmd = Command::new("ffmpeg");
@@ -184,7 +209,7 @@ fn reference_raw(clip: &Path) -> Vec<u8> {
         return std::fs::read(&cache).expect("read the cached reference decode");
     }
     if cfg!(windows) {
-        panic!("{} is missing: the Windows tests use the reference decodes the Linux tests make (scripts/windows-test.sh)", cache.display());
+        panic!("{} is missing: the Windows tests use the reference decodes the Linux tests make (scripts/ci/windows-test.sh)", cache.display());
     }
     // The GPU machine has only the bundle's ffmpeg-nvdec (the same FFmpeg 5.1, decoders and swscale).
     let bin = if Command::new("ffmpeg-nvdec").arg("-version").output().is_ok() { "ffmpeg-nvdec" } else { "ffmpeg" };
@@ -378,6 +403,51 @@ pub fn need_gpu(test: &str, have: bool, what: &str) -> bool {
     }
     println!("{test}: no {what} here; not run (REQUIRE_GPU=1 makes this a failure)");
     false
+}
+
+/// A CUDA driver call that must succeed.
+pub fn ck(what: &str, r: cudarc::driver::sys::CUresult) {
+    assert_eq!(r, cudarc::driver::sys::CUresult::CUDA_SUCCESS, "{what}");
+}
+
+pub fn gpu_stats(device: i32) -> nvcam_gpu_stats {
+    let mut s = nvcam_gpu_stats { struct_size: std::mem::size_of::<nvcam_gpu_stats>() as u32, ..Default::default() };
+    assert_eq!(unsafe { nvcam_gpu_stats(device, &mut s) }, NVCAM_OK, "{}", last_error());
+    s
+}
+
+/// Camera options on GPU 0 with the given decoder.
+pub fn gpu_options(flags: u32, decoder: u32) -> nvcam_camera_options {
+    let mut o = options(flags);
+    o.device = 0;
+    o.decoder = decoder;
+    o
+}
+
+/// x265 settings of the GPU clips: fast, a key frame every 24, quiet.
+pub fn x265() -> Vec<&'static str> {
+    vec!["-preset", "ultrafast", "-g", "24", "-x265-params", "log-level=error"]
+}
+
+/// Every frame of `clip` as NV12 (`w`x`h`), decoded by the ffmpeg CLI (`ffmpeg-nvdec` where the
+/// GPU machine has it): what a decoder's output must equal byte for byte.
+pub fn reference_frames(clip: &Path, w: usize, h: usize) -> Vec<Vec<u8>> {
+    let bin = if Command::new("ffmpeg-nvdec").arg("-version").output().is_ok() { "ffmpeg-nvdec" } else { "ffmpeg" };
+    let out = Command::new(bin)
+        .args(["-hide_banner", "-loglevel", "error", "-i"])
+        .arg(clip)
+        .args(["-f", "rawvideo", "-pix_fmt", "nv12", "-"])
+        .output()
+        .expect("ffmpeg");
+    assert!(out.status.success(), "{bin}: {}", String::from_utf8_lossy(&out.stderr));
+    let n = w * h + w * h.div_ceil(2);
+    assert_eq!(out.stdout.len() % n, 0, "{}: whole frames", clip.display());
+    out.stdout.chunks(n).map(|c| c.to_vec()).collect()
+}
+
+/// The first byte where `a` and `b` differ (or where the shorter ends).
+pub fn first_diff(a: &[u8], b: &[u8]) -> Option<usize> {
+    a.iter().zip(b).position(|(x, y)| x != y).or(if a.len() != b.len() { Some(a.len().min(b.len())) } else { None })
 }
 
 /// Threads of this process whose name starts with `prefix` (camera workers are `nvcam-cam-*`).
@@ -611,6 +681,11 @@ pub fn cdylib() -> PathBuf {
     let p = deps_dir().join(name);
     assert!(p.is_file(), "{} not found: cargo builds the cdylib next to the test binaries", p.display());
     p
+}
+
+/// A finished command's status and output, for an assertion message.
+pub fn show(o: &Output) -> String {
+    format!("exit: {}\n--- stdout\n{}\n--- stderr\n{}", o.status, String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
 /// Runs `cmd` for at most `limit`, stdout and stderr interleaved into `log`; returns whether it

@@ -19,7 +19,7 @@ fn script() -> PathBuf {
         std::env::var_os("CARGO_MANIFEST_DIR").map(|d| PathBuf::from(d).join(rel)),
         Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)),
     ];
-    candidates.into_iter().flatten().find(|p| p.is_file()).unwrap_or_else(|| panic!("{rel} not found (bundle: scripts/gpu-bundle.sh carries it)"))
+    candidates.into_iter().flatten().find(|p| p.is_file()).unwrap_or_else(|| panic!("{rel} not found (bundle: scripts/gpu-machine/gpu-bundle.sh carries it)"))
 }
 
 pub struct ReplayServer {

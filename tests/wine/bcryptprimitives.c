@@ -1,6 +1,6 @@
 /* Wine 8.0 (Debian 12's wine64) has no bcryptprimitives.dll, and Rust's standard library (1.78 and
  * later) imports ProcessPrng from it for its random numbers (HashMap keys). Windows 10 and later
- * ship that DLL; this stand-in exists only on the Wine test path (scripts/wine-run.sh builds it
+ * ship that DLL; this stand-in exists only on the Wine test path (scripts/ci/wine-run.sh builds it
  * into target/wine-shims/) and is never packaged. It fills the buffer from BCryptGenRandom, which
  * Wine implements. */
 #include <windows.h>

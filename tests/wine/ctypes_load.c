@@ -2,7 +2,7 @@
  * Loads nvcam.dll the way Python's ctypes does on Windows (3.8+: a full path, LoadLibraryExW with
  * LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR), so the FFmpeg DLLs must come
  * from nvcam.dll's own folder, as in the win_amd64 wheel; then opens a testsrc camera on the CPU,
- * takes one frame and prints where avcodec-59.dll was loaded from. scripts/wheel-test.sh builds it
+ * takes one frame and prints where avcodec-59.dll was loaded from. scripts/ci/wheel-test.sh builds it
  * with mingw-w64 and runs it under Wine on the unpacked wheel (no Windows Python here).
  *
  *   ctypes_load.exe Z:\path\to\nvcam\nvcam.dll

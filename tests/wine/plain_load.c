@@ -4,7 +4,7 @@
  * that hold no FFmpeg. nvcam.dll must find the FFmpeg DLLs in its own folder by itself; then a
  * testsrc camera on the CPU, one frame, and where avcodec-59.dll was loaded from (it must be
  * nvcam.dll's folder). The host's DLL search state must be as before (GetDllDirectoryW empty, the
- * working directory unchanged). scripts/windows-test.sh builds it with mingw-w64 and runs it under
+ * working directory unchanged). scripts/ci/windows-test.sh builds it with mingw-w64 and runs it under
  * Wine on the unpacked release zip.
  *
  *   plain_load.exe Z:\path\to\nvcam.dll              exit 0 and "ok" when a frame came

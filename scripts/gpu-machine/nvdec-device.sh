@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The direct-NVDEC checks and benchmarks on the GPU machine, inside the bundle's environment:
-#   bash scripts/gpu-bundle.sh --with fixtures --with scripts     # here (the shared bundle, fixed)
+#   bash scripts/gpu-machine/gpu-bundle.sh --with fixtures --with scripts     # here (the shared bundle, fixed)
 #   (or with --only gpu,gpu_nvdec,gpu_integrity,gpu_convert --pack, carrying target/gpu-bundle.tar.xz
 #   and unpacking it there first, where the whole bundle would not fit in a call)
-#   bash .gpu-bundle/run.sh bash .gpu-bundle/with/scripts/nvdec-device.sh STEP...   # there
+#   bash .gpu-bundle/run.sh bash .gpu-bundle/with/scripts/gpu-machine/nvdec-device.sh STEP...   # there
 # The fixture encoders (make_*) are skipped there: the clips travel in the bundle, and the GPU
 # machine's ffmpeg has no encoders.
 # Steps run in the order given, each under its own time limit and all under BUDGET_S seconds
@@ -13,7 +13,7 @@
 #   integrity      tests/gpu_integrity.rs (dropped and damaged packets in files, and RTP packets
 #                  dropped inside an RTSP TCP connection by the bundle's replay server: every decoder's
 #                  marks against the software path's), then under compute-sanitizer --tool memcheck
-#   gpu-suite      tests/gpu.rs (the GPU issue's suite; AUTO now means direct NVDEC)
+#   gpu-suite      tests/gpu.rs (the GPU path's suite; AUTO means direct NVDEC)
 #   memcheck-nvdec tests/gpu_nvdec.rs under compute-sanitizer --tool memcheck
 #   memcheck-gpu   tests/gpu.rs under compute-sanitizer --tool memcheck (the storm test: churn-memcheck)
 #   convert-tests  tests/gpu_convert.rs (kernels vs the CPU twin at every size, stream hand-off)
@@ -23,7 +23,7 @@
 #                  DLPack outliving a reconnect, convert into tensors, batch); bundle --with bindings/python
 #   bench-convert  examples/convert_bench (conversion vs copy GB/s, host download, N = 16 fp16 letterbox;
 #                  CONVERT_BENCH_ARGS='--cams 0' skips the N cameras part)
-#   kernel-bench   scripts/convert-kernel-bench.py: the kernels alone vs a copy (CuPy); bundle --with kernels
+#   kernel-bench   scripts/bench/convert-kernel-bench.py: the kernels alone vs a copy (CuPy); bundle --with kernels
 #   soak           tests/soak.rs on GPU 0 for SOAK_S seconds (default 300; no RTSP: no GStreamer there)
 #   memcheck-soak  the same under compute-sanitizer memcheck for MEMCHECK_SOAK_S (default 120)
 #   bench-h264     nvdec_bench on the 1080p H.264 4 Mbit/s clip (all backends, N = 1, 7, 16, 32, CLI)
@@ -125,7 +125,7 @@ python-gpu)
   fi
   ;;
 kernel-bench)
-  step kernel-bench 90 bash -c "python3 '$BUNDLE_WITH/scripts/convert-kernel-bench.py' '$BUNDLE_WITH/kernels/nvcam_kernels.fatbin' 2>&1 | tee '$out/kernel-bench.log'"
+  step kernel-bench 90 bash -c "python3 '$BUNDLE_WITH/scripts/bench/convert-kernel-bench.py' '$BUNDLE_WITH/kernels/nvcam_kernels.fatbin' 2>&1 | tee '$out/kernel-bench.log'"
   ;;
 bench-convert)
   step bench-convert 150 bash -c "'$b/bin/convert_bench' --fixtures '$fix' ${CONVERT_BENCH_ARGS:-} 2>>'$out/bench-stderr.log' | tee '$out/bench-convert.log'"

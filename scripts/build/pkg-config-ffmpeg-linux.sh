@@ -3,9 +3,9 @@
 # runs it before nvcam's build.rs, and when target/ffmpeg-linux is missing its own message asks to
 # install FFmpeg or set FFMPEG_DIR, which would lead to a system FFmpeg without nvcam's patches.
 # The search path is the one .cargo/config.toml sets (PKG_CONFIG_LIBDIR): only that build.
-lib=$(cd "$(dirname "$0")/.." && pwd)/target/ffmpeg-linux/lib/pkgconfig
+lib=$(cd "$(dirname "$0")/../.." && pwd)/target/ffmpeg-linux/lib/pkgconfig
 if [ ! -f "$lib/libavformat.pc" ]; then
-  echo "nvcam links only its own FFmpeg build, and $lib has none: run 'bash scripts/build-ffmpeg-linux.sh' (about 4 minutes, once), then build again" >&2
+  echo "nvcam links only its own FFmpeg build, and $lib has none: run 'bash scripts/build/build-ffmpeg-linux.sh' (about 4 minutes, once), then build again" >&2
   exit 1
 fi
 exec pkg-config "$@"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cross-builds FFmpeg 5.1 for Windows x64 as DLLs with mingw-w64, with only what nvcam uses, LGPL.
 #
-#   bash scripts/build-ffmpeg-windows.sh        # prints the prefix: target/ffmpeg-windows
+#   bash scripts/build/build-ffmpeg-windows.sh        # prints the prefix: target/ffmpeg-windows
 #
 # The source is Debian 12's own FFmpeg source package (`apt-get source ffmpeg`, the version the Linux
 # build links against, Debian's patches applied); this script adds `deb-src` to
@@ -22,13 +22,13 @@
 # Needs: mingw-w64, nasm, dpkg-dev, libffmpeg-nvenc-dev (see .ci/packages.txt). Uses -j2 unless
 # JOBS is set. About 3-4 minutes on 2 cores.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 prefix="$root/target/ffmpeg-windows"
 work="$root/target/ffmpeg-windows-build"
 jobs=${JOBS:-2}
 cross=x86_64-w64-mingw32-
 name=build-ffmpeg-windows
-. "$root/scripts/ffmpeg-common.sh"
+. "$root/scripts/build/ffmpeg-common.sh"
 key=$(ffmpeg_build_key "$0")
 stamp="$prefix/.stamp-$key"
 
@@ -92,7 +92,7 @@ cp "$srcdir/COPYING.LGPLv2.1" "$srcdir/LICENSE.md" "$prefix/share/licenses/ffmpe
 {
   echo "FFmpeg $version (Debian source package $(basename "$srcdir")), cross-built for Windows x64 with"
   echo "$(${cross}gcc --version | head -n1), LGPL v2.1 or later (no --enable-gpl, no --enable-nonfree)."
-  echo "Built by nvcam's scripts/build-ffmpeg-windows.sh. Source: Debian's 'ffmpeg' source package"
+  echo "Built by nvcam's scripts/build/build-ffmpeg-windows.sh. Source: Debian's 'ffmpeg' source package"
   echo "(https://sources.debian.org/src/ffmpeg/) or https://ffmpeg.org/releases/ffmpeg-${version}.tar.xz."
   echo
   echo "configure ${conf[*]}" | sed "s#$work#<build>#g; s#$prefix#<prefix>#g"

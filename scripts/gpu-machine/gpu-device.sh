@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine inside the bundle's environment (carried with `--with scripts/gpu-device.sh`):
-#   bash .gpu-bundle/run.sh bash .gpu-bundle/with/scripts/gpu-device.sh [check] [suite] [bench] [memcheck]
+# Runs on the GPU machine inside the bundle's environment (carried with `--with scripts/gpu-machine/gpu-device.sh`):
+#   bash .gpu-bundle/run.sh bash .gpu-bundle/with/scripts/gpu-machine/gpu-device.sh [check] [suite] [bench] [memcheck]
 # Logs go to $OUT when set. Each step has its own time limit so a hang still leaves output.
 set -u
 out=${OUT:-/tmp}

@@ -13,9 +13,9 @@
 #
 # Writes both fatbins and kernels/nvcam_kernels.manifest (source hash, tools, architectures).
 # tests/kernels_manifest.rs fails when a .cu or .cuh changed without a rebuild.
-# Usage: bash scripts/build-kernels.sh   (needs python3, pip and network access to PyPI)
+# Usage: bash scripts/build/build-kernels.sh   (needs python3, pip and network access to PyPI)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 NVRTC_WHEEL="nvidia-cuda-nvrtc-cu11==11.8.89"
 FATBIN_WHEEL="nvidia-nvfatbin-cu12==12.9.82"
 ARCHS="50 52 60 61 70 75 80 86 89 90"
@@ -112,7 +112,7 @@ test = fatbin(unit(sorted(glob.glob("kernels/test/*.cu"), key=rel)), b"nvcam_tes
 open("kernels/nvcam_kernels.fatbin", "wb").write(release)
 open("kernels/test/nvcam_test_kernels.fatbin", "wb").write(test)
 with open("kernels/nvcam_kernels.manifest", "w") as m:
-    m.write("# Written by scripts/build-kernels.sh; checked by tests/kernels_manifest.rs.\n")
+    m.write("# Written by scripts/build/build-kernels.sh; checked by tests/kernels_manifest.rs.\n")
     m.write(f"source_sha256={h.hexdigest()}\n")
     m.write(f"sources={' '.join(rel(s) for s in srcs)}\n")
     m.write(f"compiler=NVRTC {nvrtc_version} ({nvrtc_wheel}), options --fmad=false --std=c++14\n")

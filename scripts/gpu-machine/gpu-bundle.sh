@@ -5,7 +5,7 @@
 # Packs what the GPU tests, examples and benchmarks need into .gpu-bundle/ at the project root, for a
 # machine that has an NVIDIA GPU and driver but no Rust toolchain and no FFmpeg libraries.
 #
-#   scripts/gpu-bundle.sh [--debug] [--benches] [--only NAME,...] [--pack] [--with PATH]... [-- EXTRA CARGO ARGS]
+#   scripts/gpu-machine/gpu-bundle.sh [--debug] [--benches] [--only NAME,...] [--pack] [--with PATH]... [-- EXTRA CARGO ARGS]
 #
 # --only keeps just the test executables, examples and benches of those target names (the working
 # tree and what travels with it may be 64 MiB in all, and a test that links nvcam statically is
@@ -18,7 +18,7 @@
 #
 # The bundle holds: every test executable, example and (with --benches) bench that cargo builds, the
 # project's shared libraries, nvcam's own FFmpeg 5.1 (target/ffmpeg-linux, from
-# scripts/build-ffmpeg-linux.sh: the patched build every other build links, whose RTP gap reports the
+# scripts/build/build-ffmpeg-linux.sh: the patched build every other build links, whose RTP gap reports the
 # loss tests check) in lib/, the shared ffmpeg CLI with NVDEC (bin/ffmpeg-nvdec, for side-by-side
 # baselines and reference decodes) with the shared FFmpeg it was built against beside it, what
 # tests/gpu_integrity.rs needs (its clips, made here, and the RTSP replay server), and each
@@ -74,7 +74,7 @@ strip --strip-debug "$out"/lib/lib*.so
 # libnvcam.so loads the FFmpeg it was built and tested with: the shared copy has the same sonames and
 # ABI but not nvcam's patches, and without them RTP losses inside a TCP connection go unreported.
 ff="$root/target/ffmpeg-linux/lib"
-[ -f "$ff/libavformat.so.59" ] || { echo "bundle: no FFmpeg build in $ff (bash scripts/build-ffmpeg-linux.sh)" >&2; exit 2; }
+[ -f "$ff/libavformat.so.59" ] || { echo "bundle: no FFmpeg build in $ff (bash scripts/build/build-ffmpeg-linux.sh)" >&2; exit 2; }
 for f in "$ff"/lib*.so.*.*.*; do
   cp "$f" "$out/lib/$(objdump -p "$f" | awk '/SONAME/{print $2}')"
 done

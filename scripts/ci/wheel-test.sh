@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The Python wheels as a user meets them (CI's last step, after the Windows step):
 #
-#   bash scripts/wheel-test.sh          # both wheels (CI)
-#   bash scripts/wheel-test.sh linux    # the Linux wheel only
+#   bash scripts/ci/wheel-test.sh          # both wheels (CI)
+#   bash scripts/ci/wheel-test.sh linux    # the Linux wheel only
 #
-# 1. Both wheels into dist/ (scripts/wheel.sh; the Windows one needs the Windows step's toolchain),
+# 1. Both wheels into dist/ (scripts/release/wheel.sh; the Windows one needs the Windows step's toolchain),
 #    and their metadata: licence expression and files, classifiers, supported Pythons.
 # 2. Linux: `pip install` of the manylinux wheel (no index: nothing is downloaded, numpy is not
 #    installed) into a fresh virtual environment; from outside the repository, `import nvcam` must
@@ -21,7 +21,7 @@
 #    frame with avcodec-59.dll from the wheel's folder. There is no Windows Python here (none comes
 #    from a package registry), so `import nvcam` itself does not run under Wine.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 die() { echo "wheel-test: FAILED: $*" >&2; exit 1; }
 step() { echo; echo "== wheel-test: $*"; }
@@ -33,8 +33,8 @@ version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 work="$root/target/wheel-test"
 rm -rf "$work"; mkdir -p "$work"
 
-step "wheels (scripts/wheel.sh)"
-bash scripts/wheel.sh "$what"
+step "wheels (scripts/release/wheel.sh)"
+bash scripts/release/wheel.sh "$what"
 lwheel=$(ls dist/nvcam-"$version"-py3-none-manylinux_*_x86_64.whl)
 wwheel=dist/nvcam-"$version"-py3-none-win_amd64.whl
 wheels=("$lwheel")
@@ -142,11 +142,11 @@ x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -Werror -O1 -I include tests/wine/
   || die "compiling tests/wine/ctypes_load.c with mingw failed"
 winpath() { local p=${1//\//\\}; echo "Z:$p"; }
 # Wine 8.0 lacks bcryptprimitives.dll (Windows 10 has it in System32), and a DLL loaded with
-# LOAD_LIBRARY_SEARCH_DEFAULT_DIRS does not search PATH, where scripts/wine-run.sh puts its stand-in:
+# LOAD_LIBRARY_SEARCH_DEFAULT_DIRS does not search PATH, where scripts/ci/wine-run.sh puts its stand-in:
 # beside the .exe (the application folder is searched) it is found; the wheel's folder stays as shipped.
-scripts/wine-run.sh wineboot --init >/dev/null 2>&1 || die "wineboot failed"
-cp target/wine-shims/bcryptprimitives.dll "$work/" || die "no target/wine-shims/bcryptprimitives.dll (scripts/wine-run.sh builds it)"
-out=$(NVCAM_WINE_FFMPEG_PATH=0 timeout 120 scripts/wine-run.sh "$work/ctypes_load.exe" "$(winpath "$work/win/nvcam/nvcam.dll")" 2>&1 | tr -d '\r') \
+scripts/ci/wine-run.sh wineboot --init >/dev/null 2>&1 || die "wineboot failed"
+cp target/wine-shims/bcryptprimitives.dll "$work/" || die "no target/wine-shims/bcryptprimitives.dll (scripts/ci/wine-run.sh builds it)"
+out=$(NVCAM_WINE_FFMPEG_PATH=0 timeout 120 scripts/ci/wine-run.sh "$work/ctypes_load.exe" "$(winpath "$work/win/nvcam/nvcam.dll")" 2>&1 | tr -d '\r') \
   || { echo "$out"; die "ctypes_load.exe failed under Wine"; }
 echo "$out"
 grep -q '^ok$' <<<"$out" || die "ctypes_load.exe did not finish"

@@ -3,7 +3,7 @@
 # carry to a device machine, whose calls carry at most 64 MiB: the wheel is 128 MB (187 MB unpacked,
 # nearly all of it libcvcuda's cubins for nine GPU architectures, stored uncompressed).
 #
-#   bash scripts/cvcuda-slim.sh [--wheel FILE.whl] [--out DIR] [--py 312] [--keep-arch 90]
+#   bash scripts/gpu-machine/cvcuda-slim.sh [--wheel FILE.whl] [--out DIR] [--py 312] [--keep-arch 90]
 #
 # Default --out is .cvcuda at the repository root (git-ignored through .git/info/exclude). The result:
 #   DIR/cvcuda/__init__.py, DIR/cvcuda/tv/*.py      the package's Python files (no .pyi stubs)
@@ -11,7 +11,7 @@
 #   DIR/cvcuda_cu13.libs/libnvcv_types-*.so         stripped
 #   DIR/cvcuda_cu13.libs/libcvcuda-*.so.xz          stripped, cubins of other architectures than
 #                                                   --keep-arch (default sm_90: H100/H200) blanked
-#                                                   (scripts/fatbin-keep-arch.py), xz-compressed
+#                                                   (scripts/gpu-machine/fatbin-keep-arch.py), xz-compressed
 # The benchmark decompresses libcvcuda into a copy of DIR under /tmp on the device (Python's lzma,
 # no xz needed there) and imports cvcuda from that copy. Needs: python3 (pip), readelf, strip, xz.
 set -euo pipefail
@@ -60,7 +60,7 @@ echo "cvcuda-slim: compressing $name (xz -6, about a minute)" >&2
 xz -T0 -6 -c "$work/$name" > "$out/cvcuda_cu13.libs/$name.xz"
 cp "$x"/cvcuda_cu13-*.dist-info/licenses/LICENSE.md "$out/" 2>/dev/null || true
 {
-  echo "slim cvcuda-cu13 from $(basename "$wheel") (scripts/cvcuda-slim.sh): Python $py, cubins sm_$keep only"
+  echo "slim cvcuda-cu13 from $(basename "$wheel") (scripts/gpu-machine/cvcuda-slim.sh): Python $py, cubins sm_$keep only"
   (cd "$out" && find . -type f | sort | xargs sha256sum)
 } > "$out/MANIFEST"
 du -sh "$out" >&2

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Release packages, from Linux:
 #
-#   bash scripts/package.sh            # both
-#   bash scripts/package.sh windows    # dist/nvcam-<version>-windows-x64.zip
-#   bash scripts/package.sh linux      # dist/nvcam-<version>-linux-x64.tar.gz
+#   bash scripts/release/package.sh            # both
+#   bash scripts/release/package.sh windows    # dist/nvcam-<version>-windows-x64.zip
+#   bash scripts/release/package.sh linux      # dist/nvcam-<version>-linux-x64.tar.gz
 #
 # Windows: nvcam.dll (cross-built with mingw-w64), the FFmpeg 5.1 DLLs it imports (built by
-# scripts/build-ffmpeg-windows.sh, LGPL, with their licence and build record), include/nvcam.h and
+# scripts/build/build-ffmpeg-windows.sh, LGPL, with their licence and build record), include/nvcam.h and
 # include/nvcam_labview.h (for LabVIEW's Import Shared Library wizard),
 # import libraries (nvcam.def, nvcam.lib for MSVC made by dlltool, libnvcam.dll.a for mingw), the
 # LabVIEW folder and a README. Linux: libnvcam.so (RUNPATH $ORIGIN/lib, set with patchelf) and
 # nvcam.so (LabVIEW's `nvcam.*` wildcard name) beside it, the FFmpeg 5.1 libraries it needs in lib/
-# (built by scripts/build-ffmpeg-linux.sh, LGPL, no external libraries: the tarball needs only
+# (built by scripts/build/build-ffmpeg-linux.sh, LGPL, no external libraries: the tarball needs only
 # glibc), their licence, the header, the LabVIEW folder and a README. Binaries are stripped of
 # debug info.
 # Both: include/nvcam.hpp (the header-only C++ wrapper), a CMake package
@@ -22,7 +22,7 @@
 # package test uses the cdylib its `cargo test` built), NVCAM_PACKAGE_DIST=dir writes there
 # instead of dist/.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 what=${1:-all}
 case "$what" in all|windows|linux) ;; *) echo "usage: $0 [all|windows|linux]" >&2; exit 2 ;; esac
@@ -51,7 +51,7 @@ integration() {
 # The FFmpeg DLLs Windows image $1 (with its symbol table) delay-loads, from FFmpeg's bin folder $2.
 # GNU ld leaves them out of the PE header's import directories (objdump -p does not show them), so
 # they come from the image's delay-load descriptors, which dlltool names after the import library:
-# __DELAY_IMPORT_DESCRIPTOR_libavcodec_dll_a for avcodec-59.dll (scripts/build-ffmpeg-windows.sh).
+# __DELAY_IMPORT_DESCRIPTOR_libavcodec_dll_a for avcodec-59.dll (scripts/build/build-ffmpeg-windows.sh).
 delay_loaded() {
   local syms lib f
   syms=$(x86_64-w64-mingw32-nm "$1") || die "nm $1 failed"
@@ -68,7 +68,7 @@ windows() {
   for tool in x86_64-w64-mingw32-strip x86_64-w64-mingw32-dlltool x86_64-w64-mingw32-objdump x86_64-w64-mingw32-nm x86_64-w64-mingw32-gcc; do
     command -v "$tool" >/dev/null || die "$tool not found (apt-get install mingw-w64)"
   done
-  bash scripts/build-ffmpeg-windows.sh >/dev/null
+  bash scripts/build/build-ffmpeg-windows.sh >/dev/null
   cargo build --release --target "$T" --lib
   local dll="target/$T/release/nvcam.dll" ff="target/ffmpeg-windows"
   mkdir -p "$d/include" "$d/lib" "$d/licenses/FFmpeg"
@@ -215,7 +215,7 @@ linux() {
   for tool in patchelf readelf objdump ldd strip; do
     command -v "$tool" >/dev/null || die "$tool not found (apt-get install patchelf binutils: .ci/packages.txt)"
   done
-  local ff; ff=$(bash scripts/build-ffmpeg-linux.sh) || die "scripts/build-ffmpeg-linux.sh failed"
+  local ff; ff=$(bash scripts/build/build-ffmpeg-linux.sh) || die "scripts/build/build-ffmpeg-linux.sh failed"
   if [ -z "$lib" ]; then
     cargo build --release --lib
     lib=target/release/libnvcam.so

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Python wheels, from Linux:
 #
-#   bash scripts/wheel.sh              # both, into dist/
-#   bash scripts/wheel.sh linux        # dist/nvcam-<version>-py3-none-manylinux_<glibc>_x86_64.whl
-#   bash scripts/wheel.sh windows      # dist/nvcam-<version>-py3-none-win_amd64.whl
+#   bash scripts/release/wheel.sh              # both, into dist/
+#   bash scripts/release/wheel.sh linux        # dist/nvcam-<version>-py3-none-manylinux_<glibc>_x86_64.whl
+#   bash scripts/release/wheel.sh windows      # dist/nvcam-<version>-py3-none-win_amd64.whl
 #
 # Each wheel is built by the package's own build backend (scikit-build-core, pyproject.toml: the
-# same metadata as `pip install .`) from the release package of its platform (scripts/package.sh:
+# same metadata as `pip install .`) from the release package of its platform (scripts/release/package.sh:
 # the Linux tarball with libnvcam.so and its bundled FFmpeg, the Windows zip with nvcam.dll and the
 # FFmpeg DLLs): NVCAM_PACKAGE_DIR names the unpacked package, and bindings/python/CMakeLists.txt
 # puts its library, FFmpeg and FFmpeg's licence into the wheel instead of running cargo. The tag is
@@ -23,7 +23,7 @@
 #
 #   pip install dist/nvcam-*-manylinux_*.whl
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 what=${1:-all}
 case "$what" in all|windows|linux) ;; *) echo "usage: $0 [all|windows|linux]" >&2; exit 2 ;; esac
@@ -51,11 +51,11 @@ build() {
 }
 
 linux() {
-  NVCAM_PACKAGE_DIST="$tmp" bash scripts/package.sh linux >&2 || die "scripts/package.sh linux failed"
+  NVCAM_PACKAGE_DIST="$tmp" bash scripts/release/package.sh linux >&2 || die "scripts/release/package.sh linux failed"
   tar -C "$tmp" -xzf "$tmp/nvcam-$version-linux-x64.tar.gz"
   local pkg="$tmp/nvcam-$version-linux-x64"
   readelf -d "$pkg/libnvcam.so" | grep -qF '[$ORIGIN/lib]' \
-    || die "$pkg/libnvcam.so has no RUNPATH \$ORIGIN/lib (package it with scripts/package.sh linux)"
+    || die "$pkg/libnvcam.so has no RUNPATH \$ORIGIN/lib (package it with scripts/release/package.sh linux)"
   # The manylinux policy's system libraries (PEP 600 / auditwheel, the subset that matters here).
   local system=" libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 libgcc_s.so.1 ld-linux-x86-64.so.2 "
   local f n
@@ -73,7 +73,7 @@ linux() {
 }
 
 windows() {
-  NVCAM_PACKAGE_DIST="$tmp" bash scripts/package.sh windows >&2 || die "scripts/package.sh windows failed"
+  NVCAM_PACKAGE_DIST="$tmp" bash scripts/release/package.sh windows >&2 || die "scripts/release/package.sh windows failed"
   python3 -m zipfile -e "$tmp/nvcam-$version-windows-x64.zip" "$tmp"
   build "$tmp/nvcam-$version-windows-x64" win_amd64
 }

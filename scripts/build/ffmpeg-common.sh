@@ -1,4 +1,4 @@
-# What scripts/build-ffmpeg-windows.sh and scripts/build-ffmpeg-linux.sh share, sourced by both:
+# What scripts/build/build-ffmpeg-windows.sh and scripts/build/build-ffmpeg-linux.sh share, sourced by both:
 # the source (Debian 12's own FFmpeg source package, Debian's patches applied), the private copy of
 # the ffnvcodec headers the NVDEC hwaccels use, and the components nvcam uses. The caller sets
 # `root`, `work` and `name` (its log prefix) before sourcing; each build's cache key covers this
@@ -7,11 +7,11 @@
 die() { echo "$name: $*" >&2; exit 1; }
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 
-# nvcam's patches to FFmpeg, applied in name order (see scripts/ffmpeg-patches/README.md).
-ffmpeg_patches() { ls "$root"/scripts/ffmpeg-patches/*.patch; }
+# nvcam's patches to FFmpeg, applied in name order (see scripts/build/ffmpeg-patches/README.md).
+ffmpeg_patches() { ls "$root"/scripts/build/ffmpeg-patches/*.patch; }
 
 # The cache key of a build: its own script, this file and the patches.
-ffmpeg_build_key() { cat "$1" "$root/scripts/ffmpeg-common.sh" $(ffmpeg_patches) | sha256sum | cut -c1-16; }
+ffmpeg_build_key() { cat "$1" "$root/scripts/build/ffmpeg-common.sh" $(ffmpeg_patches) | sha256sum | cut -c1-16; }
 
 # Sets `srcdir` and `version`: the source tree in $work/src (kept for the next rebuild), fetched
 # with `apt-get source` (adding deb-src to /etc/apt/sources.list.d/debian.sources when apt has no

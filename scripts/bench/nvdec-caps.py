@@ -3,7 +3,7 @@
 nvcam could hand it, with the output formats the engine offers for each.
 
 Needs only the driver (libcuda, libnvcuvid): no toolkit, no FFmpeg. Run it on a GPU machine:
-    python3 scripts/nvdec-caps.py
+    python3 scripts/bench/nvdec-caps.py
 Output formats (nOutputFormatMask bits): NV12, P016, YUV444, YUV444_16Bit, NV16, P216.
 """
 import ctypes

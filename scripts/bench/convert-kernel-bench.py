@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Kernel-only throughput of the conversion kernels (issue 12), on the GPU machine (CuPy there).
+"""Kernel-only throughput of the conversion kernels, on the GPU machine (CuPy there).
 
 Loads one or more builds of kernels/ (fatbins, each beside the kernels/ sources it was built from
 (builds from before the kernels were split by family), or the committed fatbin by default, whose
@@ -11,10 +11,10 @@ written), and their ratio. examples/convert_bench measures the same conversions 
 nvcam_frame_convert (which adds an event wait and record per call). The box filter is launched as
 src/gpu/kernels.rs launches it (its tiled kernels and their shared memory, in builds that have
 them). Every build must write the same bytes in every case, the kernels being exact: a difference
-is printed and the exit status is 1. KB_ALL=1 adds the issue-23 goal rows, KB_SIZES=WxH,... picks
+is printed and the exit status is 1. KB_ALL=1 adds the goal rows (every same-size format, the downscales), KB_SIZES=WxH,... picks
 the frames, KB_ONLY=text the cases whose name contains it.
 
-  python3 scripts/convert-kernel-bench.py [BUILD.fatbin ...]   # BUILD.cu beside each, or
+  python3 scripts/bench/convert-kernel-bench.py [BUILD.fatbin ...]   # BUILD.cu beside each, or
                                                                # kernels/*.cu, *.cuh
 The parameter blocks mirror kernels/nvcam_abi.cuh (`cargo xtask gen` writes it from
 src/gpu/params.rs). The spin kernel comes from the build, or from kernels/test/'s fatbin.
@@ -28,7 +28,7 @@ import sys
 import cupy as cp
 
 here = os.path.dirname(os.path.abspath(__file__))
-root = os.path.dirname(here)
+root = os.path.dirname(os.path.dirname(here))
 N = int(os.environ.get("KB_N", "200"))
 # KB_FENCE=1: also time each single-frame case with the API's per-call stream work after every
 # launch (query + wait on the slot's consumer event, then record it), to split the API's cost.
@@ -68,7 +68,7 @@ def load(fatbin):
          "rows": {"same8": m.get("SAME8_ROWS", 1), "samef": m.get("SAMEF_ROWS", 1), "area": 1, "batch": 1, "bilinear": 1},
          # Builds with the shared-memory box filter get dynamic shared memory for it.
          "block": (m.get("BLOCK_X", 32), m.get("BLOCK_Y", 8))}
-    # Builds from issue 23 on have the box filter's tiled kernels (None in older builds).
+    # Newer builds have the box filter's tiled kernels (None in older builds, which lack them).
     for key in ("area4", "area_tiled", "batch_tiled"):
         k[key] = None
         if ("nvcam_convert_%s(" % key) in text:
@@ -133,7 +133,7 @@ def item(w, h, y, uv, pitch, dst, img, mode):
 # (name, format, bytes per pixel, output side (0: same size), letterbox, frames per launch)
 CASES = [("BGRA8, same size", 1, 4, 0, False, 1), ("RGB8, same size", 3, 3, 0, False, 1), ("planar f32, same size", 5, 4, 0, False, 1),
          ("planar f16, letterbox 640x640", 6, 2, 640, True, 1), ("planar f16, letterbox 640x640, batch of 16 (one launch)", 6, 2, 640, True, 16)]
-# KB_ALL=1: also the issue-23 goal rows (every same-size format, downscales into 640 and 320).
+# KB_ALL=1: also the goal rows the kernels were tuned for (every same-size format, downscales into 640 and 320).
 if os.environ.get("KB_ALL") == "1":
     CASES += [("BGR8, same size", 2, 3, 0, False, 1), ("GRAY8, same size", 4, 1, 0, False, 1), ("planar f16, same size", 6, 2, 0, False, 1),
               ("RGB8, letterbox 640x640", 3, 3, 640, True, 1), ("planar f16, resize 640x640", 6, 2, 640, False, 1),

@@ -1,25 +1,25 @@
 #!/usr/bin/env bash
 # The Windows step: cross-builds nvcam.dll from Linux and runs its tests under Wine.
 #
-#   bash scripts/windows-test.sh
+#   bash scripts/ci/windows-test.sh
 #
-# 1. FFmpeg 5.1 for Windows (scripts/build-ffmpeg-windows.sh; cached in target/ffmpeg-windows).
+# 1. FFmpeg 5.1 for Windows (scripts/build/build-ffmpeg-windows.sh; cached in target/ffmpeg-windows).
 # 2. `cargo build/test --release --target x86_64-pc-windows-gnu` (mingw-w64), then the DLL's
 #    exports against include/nvcam.h.
 # 3. The clips and reference decodes the file tests compare with, made on Linux by the Linux `core`
 #    tests (the ffmpeg CLI with x264/x265; Wine cannot run Linux programs for a Windows test).
-# 4. Every Rust test executable under Wine (scripts/wine-run.sh is cargo's runner), CPU path; the
+# 4. Every Rust test executable under Wine (scripts/ci/wine-run.sh is cargo's runner), CPU path; the
 #    tests listed in SKIP below do not run, each with its reason printed.
 # 5. tests/c/harness.c and tests/c/dlopen_stress.c (LoadLibrary/GetProcAddress/FreeLibrary) and the
 #    C++ wrapper's example, built with mingw-w64 and run under Wine; the release zip
-#    (scripts/package.sh windows), and the example built against it by CMake (find_package) alone;
+#    (scripts/release/package.sh windows), and the example built against it by CMake (find_package) alone;
 #    tests/wine/plain_load.c: a plain LoadLibraryW of the zip's nvcam.dll from other folders.
 # 6. RTSP across Wine: the GStreamer server of the RTSP tests, on Linux loopback, streamed by the
 #    Windows example program (nvcam_view.exe) under Wine; and an open of a closed port.
 #
 # Exits non-zero if anything failed or could not run, including a missing wine64 or mingw-w64.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 T=x86_64-pc-windows-gnu
 out="$root/target/$T/tmp"
@@ -43,8 +43,8 @@ ls "$(rustc --print target-libdir --target "$T")"/libstd-*.rlib >/dev/null 2>&1 
   || die "Rust's standard library for $T is not installed (rustup target add $T)"
 
 step "FFmpeg 5.1 for Windows (cached in target/ffmpeg-windows)"
-bash scripts/build-ffmpeg-windows.sh
-. scripts/windows-env.sh
+bash scripts/build/build-ffmpeg-windows.sh
+. scripts/ci/windows-env.sh
 
 step "cross-build: cargo build --release --target $T"
 cargo build --release --target "$T" --lib --example nvcam_view
@@ -85,20 +85,27 @@ x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only -D
   || die "include/nvcam_labview.h does not compile with mingw"
 echo "nvcam_labview.h: $(grep -c '^int nvcam_' include/nvcam_labview.h) functions, $(grep -c '^#define' include/nvcam_labview.h) constants; compiles as C11 with mingw, struct sizes as nvcam.h"
 
-step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core)"
-cargo test --release --features test-hooks --test core -- --quiet
-cargo test --release --features test-hooks --test gpu_integrity -- --quiet
+step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core, --test gpu_integrity)"
+# .ci/run sets NVCAM_LINUX_TESTS_PASSED=1: its `cargo test --release --features test-hooks` has just
+# run these two suites (every other one too) into the same target/tmp/fixtures, so running them
+# again would only repeat them. A clip that is still missing fails the Windows test that needs it.
+if [ "${NVCAM_LINUX_TESTS_PASSED:-}" = 1 ]; then
+  echo "made by the Linux test run before this step (NVCAM_LINUX_TESTS_PASSED=1)"
+else
+  cargo test --release --features test-hooks --test core -- --quiet
+  cargo test --release --features test-hooks --test gpu_integrity -- --quiet
+fi
 mkdir -p "$out"
 [ -L "$out/fixtures" ] || rm -rf "$out/fixtures"
 ln -sfn ../../tmp/fixtures "$out/fixtures"
 
 step "Wine prefix (target/wine)"
-"$root/scripts/wine-run.sh" wineboot --init >/dev/null 2>&1 || die "wineboot failed"
+"$root/scripts/ci/wine-run.sh" wineboot --init >/dev/null 2>&1 || die "wineboot failed"
 
 step "NVIDIA's NVDEC headers as mingw lays them out (tests/c/nvcuvid_layout.c under Wine)"
 x86_64-w64-mingw32-gcc -I/usr/include/ffnvcodec tests/c/nvcuvid_layout.c -o "$out/nvcuvid_layout.exe" \
   || die "compiling tests/c/nvcuvid_layout.c with mingw failed (libffmpeg-nvenc-dev installed?)"
-"$root/scripts/wine-run.sh" "$out/nvcuvid_layout.exe" >"$out/nvcuvid_layout-c.txt" || die "nvcuvid_layout.exe failed under Wine"
+"$root/scripts/ci/wine-run.sh" "$out/nvcuvid_layout.exe" >"$out/nvcuvid_layout-c.txt" || die "nvcuvid_layout.exe failed under Wine"
 export NVCAM_NVCUVID_LAYOUT_C="$out/nvcuvid_layout-c.txt"
 grep -q '^CUVIDDECODECREATEINFO 112' "$NVCAM_NVCUVID_LAYOUT_C" || die "unexpected LLP64 layout: $(head -n 8 "$NVCAM_NVCUVID_LAYOUT_C")"
 
@@ -154,7 +161,7 @@ run_bin() { # name, cargo selector...
 
 # The fuzzer runs its full length on Linux; under Wine a shorter run covers the Windows build.
 export NVCAM_FUZZ_SECONDS=${NVCAM_FUZZ_SECONDS:-20}
-step "Rust tests under Wine (cargo test --release --target $T; runner scripts/wine-run.sh)"
+step "Rust tests under Wine (cargo test --release --target $T; runner scripts/ci/wine-run.sh)"
 run_bin lib --lib
 for f in tests/*.rs; do
   t=$(basename "$f" .rs)
@@ -186,12 +193,12 @@ x86_64-w64-mingw32-gcc "${cflags[@]}" tests/c/dlopen_stress.c -o "$cdir/dlopen_s
 x86_64-w64-mingw32-g++ -std=c++17 -Wall -Wextra -pedantic -Werror -I include -I bindings/cpp bindings/cpp/example.cpp "$implib" \
   -static -o "$cdir/nvcam_cpp_example.exe" || die "compiling bindings/cpp/example.cpp with mingw failed"
 winpath() { local p=${1//\//\\}; echo "Z:$p"; }
-c_host c_harness "all checks passed" "$root/scripts/wine-run.sh" "$cdir/harness.exe"
+c_host c_harness "all checks passed" "$root/scripts/ci/wine-run.sh" "$cdir/harness.exe"
 # The release zip's layout: nvcam.dll with the FFmpeg DLLs beside it, in a folder of its own and not
 # on the DLL path; LoadLibraryEx(LOAD_WITH_ALTERED_SEARCH_PATH), as LabVIEW does, must find them there.
 mkdir -p "$cdir/pkg"; cp "$dll" target/ffmpeg-windows/bin/*.dll "$cdir/pkg/"
-c_host dlopen_stress "all checks passed" env NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/wine-run.sh" "$cdir/dlopen_stress.exe" "$(winpath "$cdir/pkg/nvcam.dll")"
-c_host cpp_example "^ok" "$root/scripts/wine-run.sh" "$cdir/nvcam_cpp_example.exe" "testsrc://320x240@30" 10
+c_host dlopen_stress "all checks passed" env NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/ci/wine-run.sh" "$cdir/dlopen_stress.exe" "$(winpath "$cdir/pkg/nvcam.dll")"
+c_host cpp_example "^ok" "$root/scripts/ci/wine-run.sh" "$cdir/nvcam_cpp_example.exe" "testsrc://320x240@30" 10
 if grep -q '^ok' "$cdir/cpp_example.log"; then  # the checks of tests/bindings.rs's cpp_wrapper_compiles_and_runs
   tr -d '\r' <"$cdir/cpp_example.log" >"$cdir/cpp_example.txt"
   [ "$(grep -c '^frame ' "$cdir/cpp_example.txt")" = 10 ] && grep -q 'second release: NVCAM_E_STALE_HANDLE (-8013)' "$cdir/cpp_example.txt" \
@@ -199,7 +206,7 @@ if grep -q '^ok' "$cdir/cpp_example.log"; then  # the checks of tests/bindings.r
     || { failed+=(cpp_example_output); echo "FAILED: the C++ example's output lacks what tests/bindings.rs checks"; cat "$cdir/cpp_example.txt"; }
 fi
 
-# The release zip as a mingw CMake user meets it: scripts/package.sh windows, unpacked; the C++
+# The release zip as a mingw CMake user meets it: scripts/release/package.sh windows, unpacked; the C++
 # example configured with find_package(nvcam) alone (mingw-w64 as the cross compiler), built, and
 # run under Wine from the zip's folder with no FFmpeg on the DLL path (nvcam.dll and the FFmpeg DLLs
 # beside the .exe, as a user unpacks them).
@@ -207,8 +214,8 @@ step "the release zip: the C++ example built by CMake from find_package(nvcam), 
 command -v cmake >/dev/null || die "cmake not found (see .ci/packages.txt)"
 zipdir="$cdir/zip"
 rm -rf "$zipdir"; mkdir -p "$zipdir/src"
-NVCAM_PACKAGE_DIST="$zipdir" bash scripts/package.sh windows >"$zipdir/package.log" 2>&1 \
-  || die "scripts/package.sh windows failed: $(tail -n 5 "$zipdir/package.log")"
+NVCAM_PACKAGE_DIST="$zipdir" bash scripts/release/package.sh windows >"$zipdir/package.log" 2>&1 \
+  || die "scripts/release/package.sh windows failed: $(tail -n 5 "$zipdir/package.log")"
 pkgver=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 python3 -m zipfile -e "$zipdir/nvcam-$pkgver-windows-x64.zip" "$zipdir" || die "unpacking the zip failed"
 pkgdir="$zipdir/nvcam-$pkgver-windows-x64"
@@ -217,7 +224,7 @@ cp bindings/cpp/example.cpp bindings/cpp/CMakeLists.txt "$zipdir/src/"
     -DCMAKE_PREFIX_PATH="$pkgdir" -DCMAKE_EXE_LINKER_FLAGS=-static && cmake --build "$zipdir/build"; } >"$zipdir/cmake.log" 2>&1 \
   || die "the CMake build against the zip failed: $(tail -n 15 "$zipdir/cmake.log")"
 cp "$zipdir/build/nvcam_example.exe" "$pkgdir/"
-c_host zip_cmake_example "^ok" env NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/wine-run.sh" "$pkgdir/nvcam_example.exe" "testsrc://320x240@30" 5
+c_host zip_cmake_example "^ok" env NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/ci/wine-run.sh" "$pkgdir/nvcam_example.exe" "testsrc://320x240@30" 5
 
 # A C++ host as the README shows it: a plain LoadLibraryW of the zip's nvcam.dll by its full path,
 # with no search flags and no PATH change, from an .exe and a working directory in other folders,
@@ -229,8 +236,8 @@ mkdir -p "$plain/exe" "$plain/cwd" "$plain/alone"
 x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -Werror -O1 -I include tests/wine/plain_load.c -static -o "$plain/exe/plain_load.exe" \
   || die "compiling tests/wine/plain_load.c with mingw failed"
 cp "$pkgdir/nvcam.dll" "$plain/alone/"
-c_host plain_load "^ok" env -C "$plain/cwd" NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/wine-run.sh" "$plain/exe/plain_load.exe" "$(winpath "$pkgdir/nvcam.dll")"
-c_host plain_load_alone "^ok" env -C "$plain/cwd" NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/wine-run.sh" "$plain/exe/plain_load.exe" \
+c_host plain_load "^ok" env -C "$plain/cwd" NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/ci/wine-run.sh" "$plain/exe/plain_load.exe" "$(winpath "$pkgdir/nvcam.dll")"
+c_host plain_load_alone "^ok" env -C "$plain/cwd" NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/ci/wine-run.sh" "$plain/exe/plain_load.exe" \
   "$(winpath "$plain/alone/nvcam.dll")" --no-ffmpeg
 
 # A file path with non-ASCII characters, passed as UTF-8: FFmpeg on Windows converts it to UTF-16
@@ -238,7 +245,7 @@ c_host plain_load_alone "^ok" env -C "$plain/cwd" NVCAM_WINE_FFMPEG_PATH=0 "$roo
 step "a UTF-8 file path with non-ASCII characters"
 upath="$cdir/Kamera-ümlaut-日本.mp4"
 cp "$out/fixtures/h264_short_96x64.mp4" "$upath"
-c_host utf8_path "snapshot of frame" "$root/scripts/wine-run.sh" "target/$T/release/examples/nvcam_view.exe" "$upath" \
+c_host utf8_path "snapshot of frame" "$root/scripts/ci/wine-run.sh" "target/$T/release/examples/nvcam_view.exe" "$upath" \
   --seconds 1 --device -1 --png "$cdir/utf8.png"
 
 # --- RTSP through Wine: Linux GStreamer server on 127.0.0.1, Windows nvcam under Wine ---
@@ -259,7 +266,7 @@ rtsp_check() { # codec
     summary+=("$(printf '%-16s %s' "rtsp_$codec" "FAILED (server did not start)")")
     return
   fi
-  timeout 60 "$root/scripts/wine-run.sh" "$view" "rtsp://127.0.0.1:$port/cam" --seconds 4 --device -1 \
+  timeout 60 "$root/scripts/ci/wine-run.sh" "$view" "rtsp://127.0.0.1:$port/cam" --seconds 4 --device -1 \
     --png "$cdir/rtsp-$codec.png" >"$cdir/rtsp-$codec.log" 2>&1 || rc=$?
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
@@ -280,7 +287,7 @@ rtsp_check h265
 # open_timeout_ms (5 s by default). Either is accepted; the summary shows which.
 free_port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 rc=0
-timeout 60 "$root/scripts/wine-run.sh" "$view" "rtsp://127.0.0.1:$free_port/cam" --seconds 1 --device -1 >"$cdir/rtsp-refused.log" 2>&1 || rc=$?
+timeout 60 "$root/scripts/ci/wine-run.sh" "$view" "rtsp://127.0.0.1:$free_port/cam" --seconds 1 --device -1 >"$cdir/rtsp-refused.log" 2>&1 || rc=$?
 msg=$(grep -m1 'nvcam_camera_open failed' "$cdir/rtsp-refused.log" | tr -d '\r' || true)
 if [ "$rc" = 1 ] && grep -qiE 'refused|NVCAM_E_TIMEOUT: .*timeout after 5000 ms' <<<"$msg"; then
   summary+=("$(printf '%-16s %s' "rtsp_closed_port" "ok: ${msg#*failed: }")")

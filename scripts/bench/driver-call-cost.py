@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Host time of each CUDA driver call that one nvcam_frame_convert into device memory makes
-(issue 23), called directly through ctypes on the GPU machine: median of 3000 calls each, the
+"""Host time of each CUDA driver call that one nvcam_frame_convert into device memory makes,
+called directly through ctypes on the GPU machine: median of 3000 calls each, the
 GPU kept from filling its queue (a synchronize every 200 calls). The first row is the ctypes
 floor (a call that does nothing); subtract it from the others. Says where the per-call host cost
 of a conversion can go and where it cannot (the launch).
 
-  python3 scripts/driver-call-cost.py     # from the repository root (reads the kernels' fatbin)
+  python3 scripts/bench/driver-call-cost.py     # from the repository root (reads the kernels' fatbin)
 """
 import ctypes
 import statistics

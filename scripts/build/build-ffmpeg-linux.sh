@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds FFmpeg 5.1 for Linux x86-64 as shared libraries with only what nvcam uses and nvcam's
-# patches (scripts/ffmpeg-patches/), LGPL, for every Linux build: `cargo build` and `cargo test` link
+# patches (scripts/build/ffmpeg-patches/), LGPL, for every Linux build: `cargo build` and `cargo test` link
 # it and run on it (.cargo/config.toml, build.rs), the release tarball and the Python wheel bundle it.
 #
-#   bash scripts/build-ffmpeg-linux.sh          # prints the prefix: target/ffmpeg-linux
+#   bash scripts/build/build-ffmpeg-linux.sh          # prints the prefix: target/ffmpeg-linux
 #
 # The source is Debian 12's own FFmpeg source package (`apt-get source ffmpeg`, Debian's patches
 # applied); the libraries keep Debian's sonames and symbol versions (libavcodec.so.59 with
-# LIBAVCODEC_59, ...). scripts/package.sh checks that every FFmpeg symbol libnvcam.so imports is
+# LIBAVCODEC_59, ...). scripts/release/package.sh checks that every FFmpeg symbol libnvcam.so imports is
 # defined here. This script adds `deb-src` to
 # /etc/apt/sources.list.d/debian.sources when apt has no source entries. The NVDEC hwaccels and the
 # CUDA hwcontext use the ffnvcodec headers of Debian's libffmpeg-nvenc-dev; nothing links against
@@ -29,12 +29,12 @@
 # Needs: gcc, make, nasm, dpkg-dev, patchelf, libffmpeg-nvenc-dev (see .ci/packages.txt). Uses -j2
 # unless JOBS is set. About 4 minutes on 2 cores.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 prefix="$root/target/ffmpeg-linux"
 work="$root/target/ffmpeg-linux-build"
 jobs=${JOBS:-2}
 name=build-ffmpeg-linux
-. "$root/scripts/ffmpeg-common.sh"
+. "$root/scripts/build/ffmpeg-common.sh"
 key=$(ffmpeg_build_key "$0")
 stamp="$prefix/.stamp-$key"
 
@@ -118,7 +118,7 @@ cp "$srcdir/COPYING.LGPLv2.1" "$srcdir/LICENSE.md" "$prefix/share/licenses/ffmpe
 {
   echo "FFmpeg $version (Debian source package $(basename "$srcdir")), built for Linux x86-64 with"
   echo "$(gcc --version | head -n1) on $(ldd --version | head -n1 | sed 's/^ldd //'), LGPL v2.1 or later (no --enable-gpl,"
-  echo "no --enable-nonfree). Built by nvcam's scripts/build-ffmpeg-linux.sh. Source: Debian's 'ffmpeg'"
+  echo "no --enable-nonfree). Built by nvcam's scripts/build/build-ffmpeg-linux.sh. Source: Debian's 'ffmpeg'"
   echo "source package (https://sources.debian.org/src/ffmpeg/) or https://ffmpeg.org/releases/ffmpeg-${version}.tar.xz."
   echo "RUNPATH set to \$ORIGIN with patchelf after the build; hypot bound to its GLIBC_2.2.5 version (glibc 2.34 suffices)."
   echo

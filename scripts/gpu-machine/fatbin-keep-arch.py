@@ -2,11 +2,11 @@
 """Blanks the CUDA cubins of a shared library's .nv_fatbin section whose SM architecture is not one
 of those kept (default: 90, H100/H200), in place. The file keeps its size and layout (every entry
 header, so the CUDA driver still walks the same fat binaries), but the blanked payloads are zeros,
-which compress to nothing: scripts/cvcuda-slim.sh uses it to carry CV-CUDA's 187 MB library to a
+which compress to nothing: scripts/gpu-machine/cvcuda-slim.sh uses it to carry CV-CUDA's 187 MB library to a
 device machine as a few tens of MB. Only uncompressed ELF (cubin) entries are blanked; PTX entries
 and compressed entries are kept. Refuses to blank a fat binary that has no kept cubin.
 
-    python3 scripts/fatbin-keep-arch.py LIB.so [--keep 90,90a] [--list]
+    python3 scripts/gpu-machine/fatbin-keep-arch.py LIB.so [--keep 90,90a] [--list]
 """
 import argparse
 import collections
