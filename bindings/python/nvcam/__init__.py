@@ -35,7 +35,7 @@ from ._lib import __version__, _c_frame_convert, _c_frames_convert_batch, lib, l
 from .errors import NvcamError, status_text  # noqa: F401
 from .library import Library, abi_version, gpu_drain, gpu_stats, log_drain, log_init, log_pop, set_log_callback, version  # noqa: F401
 from .dlpack import Plane, _DLManagedTensor, _capsule_pointer  # noqa: F401
-from .convert import _kinds  # noqa: F401
+from .convert import _cuda_target, _kinds  # noqa: F401
 from .frame import Frame  # noqa: F401
 from .camera import Camera, default_device, registry_stats  # noqa: F401
 from .batch import FrameBatch, convert_batch, get_frames  # noqa: F401
