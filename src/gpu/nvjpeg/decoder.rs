@@ -96,21 +96,16 @@ impl NvjpegDecoder {
         let pack = crate::gpu::kernels::kernels(dev)?.function(c"nvcam_jpeg_pack_uv")?;
         let lib = engine.lib;
         let _g = dev.push()?;
-        let mut state: sys::nvjpegJpegState_t = std::ptr::null_mut();
-        // SAFETY: the engine's handle; writes one state handle.
-        let r = unsafe { (lib.nvjpegJpegStateCreate)(engine.handle, &mut state) };
-        if r != sys::NVJPEG_STATUS_SUCCESS {
-            return Err(super::error("nvjpegJpegStateCreate", r));
-        }
-        let mut jstream: sys::nvjpegJpegStream_t = std::ptr::null_mut();
-        // SAFETY: as above, one stream handle.
-        let r = unsafe { (lib.nvjpegJpegStreamCreate)(engine.handle, &mut jstream) };
+        // SAFETY: the engine's handle (alive while `engine` is).
+        let state = unsafe { lib.state_create(engine.handle) }?;
+        // SAFETY: as above.
+        let jstream = unsafe { lib.stream_create(engine.handle) };
         // The decoder owns both from here (Drop frees what was made).
         let mut d = NvjpegDecoder {
             engine: engine.clone(),
             cam: cam.clone(),
             state,
-            jstream,
+            jstream: *jstream.as_ref().unwrap_or(&std::ptr::null_mut()),
             pack,
             time_base,
             color: Color::jpeg(crate::decode::probed_color(params).range != Range::Limited),
@@ -123,15 +118,9 @@ impl NvjpegDecoder {
             calls: (0, std::time::Duration::ZERO, std::time::Duration::ZERO),
             counted: false,
         };
-        if r != sys::NVJPEG_STATUS_SUCCESS {
-            d.jstream = std::ptr::null_mut();
-            return Err(super::error("nvjpegJpegStreamCreate", r));
-        }
-        // SAFETY: our handle and state; one picture per call, one host thread, planar output.
-        let r = unsafe { (lib.nvjpegDecodeBatchedInitialize)(engine.handle, d.state, 1, 1, sys::NVJPEG_OUTPUT_YUV) };
-        if r != sys::NVJPEG_STATUS_SUCCESS {
-            return Err(super::error("nvjpegDecodeBatchedInitialize", r));
-        }
+        jstream?;
+        // SAFETY: our handle and state.
+        unsafe { lib.batched_initialize(engine.handle, d.state) }?;
         let n = d.engine.cameras.fetch_add(1, Ordering::Relaxed) + 1;
         d.counted = true;
         log::info!("GPU {}: nvJPEG decoder ready in {:.1} ms ({n} on this GPU)", dev.ordinal, t0.elapsed().as_secs_f64() * 1e3);
@@ -152,25 +141,26 @@ impl NvjpegDecoder {
     /// engine does not take it; `Ok(Err)`: the header is damaged).
     fn header(&mut self, data: &[u8], pts_us: i64) -> Result<std::result::Result<Header, Error>> {
         let (lib, h) = (self.engine.lib, self.engine.handle);
-        // SAFETY: `data` is valid for its length; our stream handle.
-        let r = unsafe { (lib.nvjpegJpegStreamParseHeader)(h, data.as_ptr(), data.len(), self.jstream) };
-        match r {
-            sys::NVJPEG_STATUS_SUCCESS => {}
-            sys::NVJPEG_STATUS_JPEG_NOT_SUPPORTED => return Err(self.refuse(sys::status_name(r).into())),
-            _ => return Ok(Err(super::error("nvjpegJpegStreamParseHeader", r))),
+        // SAFETY: the engine's handle and our stream, made from it.
+        match unsafe { lib.parse_header(h, data, self.jstream) } {
+            Ok(()) => {}
+            Err(e) if e.status == sys::NVJPEG_STATUS_JPEG_NOT_SUPPORTED => return Err(self.refuse(sys::status_name(e.status).into())),
+            Err(e) => return Ok(Err(e.into())),
         }
-        let mut unsupported = 1;
-        // SAFETY: our handle and the stream just parsed; writes one int (0: supported).
-        let r = unsafe { (lib.nvjpegDecodeBatchedSupported)(h, self.jstream, &mut unsupported) };
-        if r != sys::NVJPEG_STATUS_SUCCESS || unsupported != 0 {
+        // SAFETY: as above, the stream just parsed.
+        let status = match unsafe { lib.batched_supported(h, self.jstream) } {
+            Ok(true) => None,
+            Ok(false) => Some(sys::NVJPEG_STATUS_SUCCESS),
+            Err(e) => Some(e.status),
+        };
+        if let Some(r) = status {
             return Err(self.refuse(format!("nvjpegDecodeBatchedSupported says no ({}; progressive or an unusual layout)", sys::status_name(r))));
         }
-        let (mut n, mut css, mut w, mut hh) = (0, 0, [0i32; 4], [0i32; 4]);
-        // SAFETY: as above; writes the component count, layout and four sizes.
-        let r = unsafe { (lib.nvjpegGetImageInfo)(h, data.as_ptr(), data.len(), &mut n, &mut css, w.as_mut_ptr(), hh.as_mut_ptr()) };
-        if r != sys::NVJPEG_STATUS_SUCCESS {
-            return Ok(Err(super::error("nvjpegGetImageInfo", r)));
-        }
+        // SAFETY: the engine's handle.
+        let (n, css, w, hh) = match unsafe { lib.image_info(h, data) } {
+            Ok(i) => i,
+            Err(e) => return Ok(Err(e.into())),
+        };
         let (fx, fy) = match (n, css) {
             (1, _) | (_, sys::NVJPEG_CSS_GRAY) => (0, 0),
             (3, sys::NVJPEG_CSS_444) => (2, 2),
@@ -230,10 +220,10 @@ impl Drop for NvjpegDecoder {
             // SAFETY: our handles, destroyed once, their work complete.
             unsafe {
                 if !self.jstream.is_null() {
-                    (lib.nvjpegJpegStreamDestroy)(self.jstream);
+                    let _ = lib.stream_destroy(self.jstream);
                 }
                 if !self.state.is_null() {
-                    (lib.nvjpegJpegStateDestroy)(self.state);
+                    let _ = lib.state_destroy(self.state);
                 }
             }
         }
@@ -286,14 +276,16 @@ impl Decoder for NvjpegDecoder {
         }
         let _g = s.dev.push()?;
         let t_call = std::time::Instant::now();
-        let (ptr, len) = (self.data.as_ptr(), self.data.len());
-        // SAFETY: our handle and state; the bitstream is valid for `len` bytes until the call
-        // returns (nvJPEG stages it); the slot's Y plane holds `height` rows at `g.pitch` and the
-        // scratch two planes of `ch` rows at `c_pitch`, all on this GPU, written in stream order.
-        let r = unsafe { (self.engine.lib.nvjpegDecodeBatched)(self.engine.handle, self.state, &ptr, &len, &mut out, s.raw() as cudaStream_t) };
+        // SAFETY: our handle and state, initialized; the slot's Y plane holds `height` rows at
+        // `g.pitch` and the scratch two planes of `ch` rows at `c_pitch`, all on this GPU (its
+        // context current), written in stream order on the camera's stream.
+        let r = unsafe { self.engine.lib.decode_batched(self.engine.handle, self.state, &self.data, &mut out, s.raw() as cudaStream_t) };
         let took = t_call.elapsed();
         self.calls = (self.calls.0 + 1, self.calls.1 + took, self.calls.2.max(took));
-        let outcome = if r == sys::NVJPEG_STATUS_SUCCESS {
+        let outcome = if let Err(e) = r {
+            // A picture the engine could not decode (a damaged scan): the slot is not the picture.
+            Outcome::Corrupt(Some(e.into()))
+        } else {
             let mut p = PackParams {
                 u: scratch,
                 v: scratch + (c_pitch * hd.ch as usize) as u64,
@@ -315,9 +307,6 @@ impl Decoder for NvjpegDecoder {
             unsafe { driver::module::launch_kernel(self.pack, (p.ow.div_ceil(32), p.oh.div_ceil(8), 1), (32, 8, 1), 0, s.raw(), &mut args) }
                 .map_err(|e| e.during("nvcam_jpeg_pack_uv"))?;
             Outcome::Clean
-        } else {
-            // A picture the engine could not decode (a damaged scan): the slot is not the picture.
-            Outcome::Corrupt(Some(super::error("nvjpegDecodeBatched", r)))
         };
         lease.pool().storage().mark_written(lease.index())?;
         self.done.record(&s)?;

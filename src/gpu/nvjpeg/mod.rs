@@ -8,6 +8,7 @@
 //! where it is missing, or its hardware back end is not (a GPU without JPEG engines), AUTO goes on
 //! to direct NVDEC, and one line says why.
 
+pub(crate) mod api;
 pub(crate) mod decoder;
 pub(crate) mod sys;
 
@@ -20,7 +21,7 @@ use std::sync::Arc;
 /// One GPU's nvJPEG handle (hardware back end) and what its engines are.
 pub(crate) struct Engine {
     pub handle: sys::nvjpegHandle_t,
-    pub lib: &'static sys::Nvjpeg,
+    pub lib: &'static api::Nvjpeg,
     /// `nvjpegGetHardwareDecoderInfo`: engines and cores per engine (AUTO's cap is two cameras
     /// per engine).
     pub engines: (u32, u32),
@@ -37,17 +38,14 @@ unsafe impl Sync for Engine {}
 
 impl Engine {
     fn open(dev: &Arc<Device>) -> Result<Engine> {
-        let lib = sys::lib().map_err(unsupported)?;
+        let lib = api::lib().map_err(unsupported)?;
         let _g = dev.push()?;
-        let mut handle: sys::nvjpegHandle_t = std::ptr::null_mut();
-        // SAFETY: default allocators (null), writes one handle; the device's context is current.
-        let r = unsafe { (lib.nvjpegCreateEx)(sys::NVJPEG_BACKEND_HARDWARE, std::ptr::null_mut(), std::ptr::null_mut(), 0, &mut handle) };
-        if r != sys::NVJPEG_STATUS_SUCCESS {
-            return Err(unsupported(format!("GPU {}: nvJPEG's hardware back end is not available ({})", dev.ordinal, sys::status_name(r))));
-        }
-        let (mut n, mut cores) = (0, 0);
-        // SAFETY: our handle; writes two integers.
-        unsafe { (lib.nvjpegGetHardwareDecoderInfo)(handle, &mut n, &mut cores) };
+        // The device's context is current (guard).
+        let handle = lib
+            .create_hardware()
+            .map_err(|e| unsupported(format!("GPU {}: nvJPEG's hardware back end is not available ({})", dev.ordinal, sys::status_name(e.status))))?;
+        // SAFETY: our handle, just made. No figures (0) only lowers AUTO's cap to its floor.
+        let (n, cores) = unsafe { lib.hardware_decoder_info(handle) }.unwrap_or((0, 0));
         log::info!("GPU {}: nvJPEG {}.{} hardware back end, {n} JPEG engine(s) of {cores} core(s)", dev.ordinal, lib.version.0, lib.version.1);
         Ok(Engine { handle, lib, engines: (n, cores), cameras: AtomicU32::new(0), dev: dev.clone() })
     }
@@ -66,7 +64,7 @@ impl Drop for Engine {
     fn drop(&mut self) {
         if let Ok(_g) = self.dev.push() {
             // SAFETY: our handle, destroyed once, after every state made from it (they hold an Arc).
-            unsafe { (self.lib.nvjpegDestroy)(self.handle) };
+            let _ = unsafe { self.lib.destroy(self.handle) };
         }
     }
 }

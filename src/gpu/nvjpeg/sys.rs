@@ -1,5 +1,6 @@
-//! Run-time bindings to nvJPEG (`libnvjpeg.so.13` or `.12`; `nvjpeg64_13.dll` or `nvjpeg64_12.dll`
-//! on Windows), the subset the hardware back end's decoder uses.
+//! nvJPEG's declarations (`libnvjpeg.so.13` or `.12`; `nvjpeg64_13.dll` or `nvjpeg64_12.dll` on
+//! Windows), the subset the hardware back end's decoder uses; [`super::api`] opens the library
+//! and is the only caller of its functions.
 //!
 //! nvJPEG ships with the CUDA toolkit and NVIDIA's `nvidia-nvjpeg-cu12` / `nvidia-nvjpeg` Python
 //! wheels, not with the driver, so most hosts have none: nothing links against it, it is opened
@@ -11,8 +12,7 @@
 //! Status codes stay raw `i32`: a value a later library adds must not become an invalid enum.
 #![allow(non_snake_case, non_camel_case_types, dead_code)]
 
-use std::ffi::{c_int, c_uchar, c_uint, c_void};
-use std::sync::OnceLock;
+use std::ffi::{c_int, c_uchar, c_void};
 
 pub(crate) type nvjpegStatus_t = c_int;
 pub(crate) const NVJPEG_STATUS_SUCCESS: nvjpegStatus_t = 0;
@@ -85,135 +85,3 @@ pub(crate) type nvjpegHandle_t = *mut c_void;
 pub(crate) type nvjpegJpegState_t = *mut c_void;
 pub(crate) type nvjpegJpegStream_t = *mut c_void;
 pub(crate) type cudaStream_t = *mut c_void;
-
-/// The entry points used, resolved once. The library stays loaded for the process's life.
-pub(crate) struct Nvjpeg {
-    pub nvjpegGetProperty: unsafe extern "C" fn(c_int, *mut c_int) -> nvjpegStatus_t,
-    pub nvjpegCreateEx: unsafe extern "C" fn(nvjpegBackend_t, *mut c_void, *mut c_void, c_uint, *mut nvjpegHandle_t) -> nvjpegStatus_t,
-    pub nvjpegDestroy: unsafe extern "C" fn(nvjpegHandle_t) -> nvjpegStatus_t,
-    pub nvjpegGetHardwareDecoderInfo: unsafe extern "C" fn(nvjpegHandle_t, *mut c_uint, *mut c_uint) -> nvjpegStatus_t,
-    pub nvjpegJpegStateCreate: unsafe extern "C" fn(nvjpegHandle_t, *mut nvjpegJpegState_t) -> nvjpegStatus_t,
-    pub nvjpegJpegStateDestroy: unsafe extern "C" fn(nvjpegJpegState_t) -> nvjpegStatus_t,
-    pub nvjpegGetImageInfo:
-        unsafe extern "C" fn(nvjpegHandle_t, *const c_uchar, usize, *mut c_int, *mut nvjpegChromaSubsampling_t, *mut c_int, *mut c_int) -> nvjpegStatus_t,
-    pub nvjpegJpegStreamCreate: unsafe extern "C" fn(nvjpegHandle_t, *mut nvjpegJpegStream_t) -> nvjpegStatus_t,
-    pub nvjpegJpegStreamDestroy: unsafe extern "C" fn(nvjpegJpegStream_t) -> nvjpegStatus_t,
-    pub nvjpegJpegStreamParseHeader: unsafe extern "C" fn(nvjpegHandle_t, *const c_uchar, usize, nvjpegJpegStream_t) -> nvjpegStatus_t,
-    pub nvjpegDecodeBatchedSupported: unsafe extern "C" fn(nvjpegHandle_t, nvjpegJpegStream_t, *mut c_int) -> nvjpegStatus_t,
-    pub nvjpegDecodeBatchedInitialize: unsafe extern "C" fn(nvjpegHandle_t, nvjpegJpegState_t, c_int, c_int, nvjpegOutputFormat_t) -> nvjpegStatus_t,
-    pub nvjpegDecodeBatched: unsafe extern "C" fn(
-        nvjpegHandle_t,
-        nvjpegJpegState_t,
-        *const *const c_uchar,
-        *const usize,
-        *mut nvjpegImage_t,
-        cudaStream_t,
-    ) -> nvjpegStatus_t,
-    /// (major, minor, patch) of the library loaded.
-    pub version: (i32, i32, i32),
-    pub path: String,
-    _lib: libloading::Library,
-}
-
-/// The file names tried, newest first (the driver's CUDA version decides which one can run).
-#[cfg(not(windows))]
-const NAMES: &[&str] = &["libnvjpeg.so.13", "libnvjpeg.so.12"];
-#[cfg(windows)]
-const NAMES: &[&str] = &["nvjpeg64_13.dll", "nvjpeg64_12.dll"];
-
-impl Nvjpeg {
-    fn open(path: &str) -> Result<Nvjpeg, String> {
-        // SAFETY: nvJPEG's initializers register nothing beyond its own state.
-        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| format!("cannot load {path}: {e}"))?;
-        macro_rules! sym {
-            ($name:ident) => {{
-                // SAFETY: the type is nvjpeg.h's prototype for this symbol.
-                let s = unsafe { lib.get(concat!(stringify!($name), "\0").as_bytes()) }.map_err(|e| format!("{path} has no {}: {e}", stringify!($name)))?;
-                *s
-            }};
-        }
-        let mut n = Nvjpeg {
-            nvjpegGetProperty: sym!(nvjpegGetProperty),
-            nvjpegCreateEx: sym!(nvjpegCreateEx),
-            nvjpegDestroy: sym!(nvjpegDestroy),
-            nvjpegGetHardwareDecoderInfo: sym!(nvjpegGetHardwareDecoderInfo),
-            nvjpegJpegStateCreate: sym!(nvjpegJpegStateCreate),
-            nvjpegJpegStateDestroy: sym!(nvjpegJpegStateDestroy),
-            nvjpegGetImageInfo: sym!(nvjpegGetImageInfo),
-            nvjpegJpegStreamCreate: sym!(nvjpegJpegStreamCreate),
-            nvjpegJpegStreamDestroy: sym!(nvjpegJpegStreamDestroy),
-            nvjpegJpegStreamParseHeader: sym!(nvjpegJpegStreamParseHeader),
-            nvjpegDecodeBatchedSupported: sym!(nvjpegDecodeBatchedSupported),
-            nvjpegDecodeBatchedInitialize: sym!(nvjpegDecodeBatchedInitialize),
-            nvjpegDecodeBatched: sym!(nvjpegDecodeBatched),
-            version: (0, 0, 0),
-            path: path.to_string(),
-            _lib: lib,
-        };
-        let prop = |p: c_int| {
-            let mut v = 0;
-            // SAFETY: writes one int.
-            unsafe { (n.nvjpegGetProperty)(p, &mut v) };
-            v
-        };
-        n.version = (prop(MAJOR_VERSION), prop(MINOR_VERSION), prop(PATCH_LEVEL));
-        if n.version.0 < 11 {
-            return Err(format!("{path} is nvJPEG {}.{}: the hardware back end needs 11 or newer", n.version.0, n.version.1));
-        }
-        Ok(n)
-    }
-}
-
-/// Where CUDA toolkits keep their libraries: `CUDA_PATH` (Windows' installer sets it) and the
-/// usual Linux prefix.
-fn toolkit_dirs() -> Vec<std::path::PathBuf> {
-    let mut v = Vec::new();
-    if let Some(p) = std::env::var_os("CUDA_PATH") {
-        let p = std::path::PathBuf::from(p);
-        v.push(p.join(if cfg!(windows) { "bin" } else { "lib64" }));
-    }
-    if cfg!(not(windows)) {
-        v.push("/usr/local/cuda/lib64".into());
-        v.push("/usr/local/cuda/targets/x86_64-linux/lib".into());
-    }
-    v
-}
-
-static LIB: OnceLock<Result<Nvjpeg, String>> = OnceLock::new();
-
-/// The process's nvJPEG, loaded on first use (`NVCAM_NVJPEG_LIBRARY`, else [`NAMES`] in turn), or
-/// why there is none (logged once, at info: most hosts have no nvJPEG and need none).
-pub(crate) fn lib() -> Result<&'static Nvjpeg, String> {
-    LIB.get_or_init(|| {
-        let r = match std::env::var("NVCAM_NVJPEG_LIBRARY") {
-            Ok(p) if !p.is_empty() => Nvjpeg::open(&p),
-            _ => {
-                let mut why = Vec::new();
-                let mut found = None;
-                // The loader's path first, then the CUDA toolkit's own folders (a toolkit
-                // install seldom puts its libraries on the loader path).
-                let mut names: Vec<String> = NAMES.iter().map(|n| n.to_string()).collect();
-                for dir in toolkit_dirs() {
-                    names.extend(NAMES.iter().map(|n| dir.join(n).to_string_lossy().into_owned()));
-                }
-                for name in &names {
-                    match Nvjpeg::open(name) {
-                        Ok(n) => {
-                            found = Some(n);
-                            break;
-                        }
-                        Err(e) => why.push(e),
-                    }
-                }
-                found.ok_or_else(|| why.join("; "))
-            }
-        };
-        match &r {
-            Ok(n) => log::info!("nvJPEG {}.{}.{} loaded from {}", n.version.0, n.version.1, n.version.2, n.path),
-            Err(e) => log::info!("nvJPEG not available ({e}): JPEG cameras decode on NVDEC or in software"),
-        }
-        r
-    })
-    .as_ref()
-    .map_err(Clone::clone)
-}
