@@ -505,6 +505,33 @@
 #define NVCAM_E_INTERNAL -8041
 
 /**
+ * The recording takes packets (its pre-roll, then the stream until trigger + post).
+ */
+#define NVCAM_RECORD_RUNNING 1
+
+/**
+ * It takes no more packets; its file is being finished.
+ */
+#define NVCAM_RECORD_FINISHING 2
+
+/**
+ * Complete: the file holds [trigger − pre, trigger + post] (see `first_pts_us`) under its name.
+ */
+#define NVCAM_RECORD_DONE 3
+
+/**
+ * Ended early (`nvcam_record_stop`, `nvcam_record_release`, the camera's close, shutdown): a
+ * complete file, shorter than asked.
+ */
+#define NVCAM_RECORD_STOPPED 4
+
+/**
+ * Ended by an error (`error`, `nvcam_record_error`): a disk that was full or too slow, an I/O
+ * error. What was written is in the file (its `.part` name if it could not be finished).
+ */
+#define NVCAM_RECORD_FAILED 5
+
+/**
  * Library settings for `nvcam_init`; NULL means defaults. Zero in any field means its default.
  */
 typedef struct {
@@ -966,6 +993,107 @@ typedef struct {
 } nvcam_gpu_stats_t;
 
 /**
+ * A recording's state and what its files hold (`nvcam_record_status`).
+ *
+ * Frame ↔ file: the files hold the camera's pictures `first_seq..=last_seq` (the `seq` of
+ * `nvcam_frame_info_t`), in order; a picture's time in the file is its `pts_us` − `first_pts_us`.
+ */
+typedef struct {
+  /**
+   * `sizeof(nvcam_record_status_t)`.
+   */
+  unsigned int struct_size;
+  /**
+   * `NVCAM_RECORD_*`.
+   */
+  unsigned int state;
+  /**
+   * `NVCAM_E_*` of a failed recording, else 0 (text: `nvcam_record_error`).
+   */
+  int error;
+  /**
+   * Files made: 1, more when a reconnect or a change of the stream split the recording
+   * (`NAME-part2.EXT`, ...; `nvcam_record_file` names the last).
+   */
+  unsigned int parts;
+  /**
+   * Places inside the recording where packets were lost on the way (see `lost_packets`).
+   */
+  unsigned int loss_spans;
+  unsigned int reserved0;
+  /**
+   * Pictures (packets) written.
+   */
+  unsigned __int64 frames;
+  /**
+   * Bytes of compressed video written.
+   */
+  unsigned __int64 bytes;
+  /**
+   * The camera's frame numbers of the first and last picture in the files (0: none known).
+   */
+  unsigned __int64 first_seq;
+  unsigned __int64 last_seq;
+  /**
+   * Timestamps (µs, as frames carry them) of the first and last picture written.
+   */
+  __int64 first_pts_us;
+  __int64 last_pts_us;
+  /**
+   * The stream time of the trigger (the newest packet when the recording started): a full
+   * pre-roll has `first_pts_us` ≤ `trigger_pts_us` − pre.
+   */
+  __int64 trigger_pts_us;
+  /**
+   * `last_pts_us` − `first_pts_us`.
+   */
+  __int64 duration_us;
+  /**
+   * Packets lost on the way from the camera inside the recording.
+   */
+  unsigned __int64 lost_packets;
+  /**
+   * Timestamp of the first picture after a loss (0: no loss).
+   */
+  __int64 first_loss_pts_us;
+  /**
+   * Packets the camera could not hand to the writer (it fell behind): the recording failed.
+   */
+  unsigned __int64 dropped;
+  unsigned __int64 reserved[2];
+} nvcam_record_status_t;
+
+/**
+ * A camera's pre-roll cache and recordings (`nvcam_camera_record_stats`).
+ */
+typedef struct {
+  /**
+   * `sizeof(nvcam_record_stats_t)`.
+   */
+  unsigned int struct_size;
+  /**
+   * Recordings taking packets now.
+   */
+  unsigned int running;
+  /**
+   * Bytes, packets and stream time the cache holds.
+   */
+  unsigned __int64 cache_bytes;
+  unsigned __int64 cache_packets;
+  __int64 cache_span_us;
+  /**
+   * Groups of pictures the cache dropped for its byte bound before its time bound.
+   */
+  unsigned __int64 cache_trimmed;
+  /**
+   * Recordings started, failed, and packets dropped (a writer that fell behind).
+   */
+  unsigned __int64 recordings;
+  unsigned __int64 failed;
+  unsigned __int64 dropped;
+} nvcam_record_stats_t;
+
+/**
  * The ABI major version of the loaded library (compare with `NVCAM_ABI_VERSION` from the header).
  *
  * Returns: the ABI major (`NVCAM_ABI_VERSION`), not a status code.
@@ -1369,3 +1497,114 @@ int nvcam_gpu_stats(int device, nvcam_gpu_stats_t *stats);
  * Returns: NVCAM_OK, NVCAM_E_PANIC
  */
 int nvcam_gpu_drain(unsigned int min_age_ms);
+
+/**
+ * Keeps the last `pre_ms` of the camera's compressed packets (from the key frame at or before
+ * then), at most `max_bytes` (0: 32 MiB), so that a recording can start before its trigger.
+ * `pre_ms` 0 and `max_bytes` 0 turn the cache off (a camera without a cache or a recording pays
+ * nothing). Set it once after the open: resizing starts the cache afresh.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_PANIC
+ */
+int nvcam_camera_record_cache(unsigned __int64 cam, unsigned int pre_ms, unsigned __int64 max_bytes);
+
+/**
+ * Records the camera's stream, as it comes (no re-encode), into `path`: `.mkv` (Matroska) or
+ * `.mp4` (fragmented MP4, playable while it is written and after a crash). The clip starts at the
+ * key frame at or before now − `pre_ms` (as far as the cache of `nvcam_camera_record_cache`
+ * reaches; without one, at the next key frame) and ends at now + `post_ms` (stream time), or
+ * later after `nvcam_record_extend`. The file is written as `path` + ".part" and renamed to
+ * `path` when complete. A bad path or permission fails here (`NVCAM_E_IO`); a disk that fills
+ * or cannot keep up later ends the recording (`NVCAM_RECORD_FAILED`), never the camera.
+ * Recordings of one camera may overlap. Poll `nvcam_record_status`; release the handle with
+ * `nvcam_record_release`.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_FFMPEG, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ *
+ * # Safety
+ * `path` is NULL or a NUL-terminated string; `rec` is NULL or writable for a `unsigned __int64`.
+ */
+int nvcam_camera_record_start(unsigned __int64 cam, const char *path, unsigned int pre_ms, unsigned int post_ms, unsigned __int64 *rec);
+
+/**
+ * Records the camera's stream continuously into files of about `segment_ms` each (cut at the
+ * first key frame after that), in the folder `dir`, named by the wall-clock time (UTC) of their
+ * start: `YYYYMMDD-HHMMSS.EXT` (`-2`, `-3`, ... when taken), `container` "mkv" or "mp4". Once a
+ * segment is finished, the oldest finished segments beyond `keep_count` files or `keep_bytes`
+ * bytes (0: no limit) are deleted (the newest always stays). Runs until `nvcam_record_stop`,
+ * `nvcam_record_release`, or the camera's close; `parts` in the status counts the segments,
+ * `nvcam_record_file` names the current one. Starts at the key frame at or before now (from the
+ * cache), or at the next one.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_FFMPEG, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ *
+ * # Safety
+ * `dir` and `container` are NULL or NUL-terminated strings; `rec` is NULL or writable for a
+ * `unsigned __int64`.
+ */
+int nvcam_camera_record_segments(unsigned __int64 cam, const char *dir, const char *container, unsigned int segment_ms, unsigned int keep_count, unsigned __int64 keep_bytes, unsigned __int64 *rec);
+
+/**
+ * Moves a running recording's end to now + `post_ms` (never earlier): a second trigger while it
+ * runs extends the same clip. `NVCAM_E_CLOSED` once it has ended.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_PANIC
+ */
+int nvcam_record_extend(unsigned __int64 rec, unsigned int post_ms);
+
+/**
+ * Ends a recording now: what it has taken is written and the file finished
+ * (`NVCAM_RECORD_STOPPED`). Stopping an ended recording does nothing.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
+ */
+int nvcam_record_stop(unsigned __int64 rec);
+
+/**
+ * Fills `status` (set its `struct_size` first).
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
+ *
+ * # Safety
+ * `status` is NULL or a writable `nvcam_record_status_t` whose `struct_size` is set.
+ */
+int nvcam_record_status(unsigned __int64 rec, nvcam_record_status_t *status);
+
+/**
+ * The recording's file: its `.part` name while it is written, its final name once complete (the
+ * last part's, when it was split).
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
+ *
+ * # Safety
+ * `buf` is NULL or writable for `len` bytes.
+ */
+int nvcam_record_file(unsigned __int64 rec, char *buf, int len);
+
+/**
+ * Why a recording failed ("" if it did not).
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
+ *
+ * # Safety
+ * `buf` is NULL or writable for `len` bytes.
+ */
+int nvcam_record_error(unsigned __int64 rec, char *buf, int len);
+
+/**
+ * Releases a recording handle (a second release is `NVCAM_E_STALE_HANDLE`). A recording still
+ * running is stopped as by `nvcam_record_stop`; its file is finished in the background.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
+ */
+int nvcam_record_release(unsigned __int64 rec);
+
+/**
+ * Fills `stats` with the camera's cache and recording counters (set its `struct_size` first).
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_STRUCT_SIZE, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
+ *
+ * # Safety
+ * `stats` is NULL or a writable `nvcam_record_stats_t` whose `struct_size` is set.
+ */
+int nvcam_camera_record_stats(unsigned __int64 cam, nvcam_record_stats_t *stats);

@@ -18,6 +18,8 @@ pub(crate) enum Kind {
     Frame = 2,
     /// A LabVIEW node instance (the value its Instance Data Pointer slot holds).
     Instance = 3,
+    /// A recording of a camera's stream (`nvcam_camera_record_start`).
+    Recording = 4,
 }
 
 impl Kind {
@@ -26,6 +28,7 @@ impl Kind {
             1 => Some(Kind::Camera),
             2 => Some(Kind::Frame),
             3 => Some(Kind::Instance),
+            4 => Some(Kind::Recording),
             _ => None,
         }
     }

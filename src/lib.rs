@@ -9,6 +9,7 @@
 //! library       init/shutdown, the camera table
 //! instances     LabVIEW node instances (which waits an Abort wakes)
 //! camera        worker, sessions, delivery
+//! record        a camera's packet cache and recordings to files (the camera's thread feeds it)
 //! select        which decoder a camera gets, and the fall-back order
 //! convert_dispatch   which back end converts a frame: the CPU twin, or the GPU's routes
 //! gpu, decode   device contexts/memory/decoders and device conversions (with the kernels'
@@ -39,6 +40,7 @@ mod library;
 mod logging;
 mod pin;
 mod pool;
+mod record;
 mod registry;
 mod select;
 mod source;
@@ -53,6 +55,7 @@ pub use ffi::gpu::*;
 pub use ffi::library::*;
 pub use ffi::log::*;
 pub use ffi::lv::*;
+pub use ffi::record::*;
 pub use ffi::types::*;
 // Status codes only: `status::Result`/`Error` stay internal so a host's own names don't clash.
 pub use ffi::status::{
@@ -129,6 +132,9 @@ pub mod diag {
     pub mod hooks {
         pub use crate::gpu::nvdec::hooks::{clear, set, Knobs};
     }
+    /// A slow disk under the recordings (`test-hooks`).
+    #[cfg(feature = "test-hooks")]
+    pub use crate::record::hooks as record_hooks;
     /// The loss handling before gap placement and the GOP-aware reconnect (`test-hooks`).
     #[cfg(feature = "test-hooks")]
     pub use crate::camera::hooks::set_legacy_loss_handling;

@@ -223,6 +223,7 @@ pub(crate) fn shutdown(timeout: Duration) -> Result<usize> {
         all_closed &= adopt(c.close(end.saturating_duration_since(Instant::now())));
     }
     drop(cams);
+    crate::record::release_all();
     // What the closes left (handles of no live camera) was counted in `held` already.
     let leaked = held.max(registry::force_release_all());
     if leaked > 0 {

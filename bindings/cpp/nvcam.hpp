@@ -238,6 +238,67 @@ private:
     uint64_t h_ = 0;
 };
 
+/// A recording (Camera::record). Move-only; releases on destruction (a running recording is
+/// then stopped and its file finished). See docs/recording.md.
+class Recording {
+public:
+    Recording() noexcept = default;
+    explicit Recording(uint64_t handle) noexcept : h_(handle) {}
+    ~Recording() { reset(); }
+    Recording(const Recording&) = delete;
+    Recording& operator=(const Recording&) = delete;
+    Recording(Recording&& o) noexcept : h_(std::exchange(o.h_, 0)) {}
+    Recording& operator=(Recording&& o) noexcept {
+        if (this != &o) {
+            reset();
+            h_ = std::exchange(o.h_, 0);
+        }
+        return *this;
+    }
+
+    uint64_t handle() const noexcept { return h_; }
+    explicit operator bool() const noexcept { return h_ != 0; }
+
+    /// Moves the end to now + post_ms (another trigger while it runs).
+    void extend(uint32_t post_ms) { detail::check(nvcam_record_extend(h_, post_ms), "nvcam_record_extend"); }
+    /// Ends it now; the file is finished with what was taken (NVCAM_RECORD_STOPPED).
+    void stop() { detail::check(nvcam_record_stop(h_), "nvcam_record_stop"); }
+
+    nvcam_record_status_t status() const {
+        nvcam_record_status_t s{};
+        s.struct_size = sizeof s;
+        detail::check(nvcam_record_status(h_, &s), "nvcam_record_status");
+        return s;
+    }
+    /// Ended: NVCAM_RECORD_DONE, _STOPPED or _FAILED.
+    bool ended() const { return status().state >= NVCAM_RECORD_DONE; }
+
+    /// The file: NAME.part while written, NAME when complete.
+    std::string file() const {
+        std::vector<char> buf(4096);
+        detail::check(nvcam_record_file(h_, buf.data(), int32_t(buf.size())), "nvcam_record_file");
+        return std::string(buf.data());
+    }
+    /// Why it failed ("" if it did not).
+    std::string error() const {
+        std::vector<char> buf(4096);
+        detail::check(nvcam_record_error(h_, buf.data(), int32_t(buf.size())), "nvcam_record_error");
+        return std::string(buf.data());
+    }
+
+    /// Releases now and throws if the library refuses.
+    void release() {
+        uint64_t h = std::exchange(h_, 0);
+        detail::check(nvcam_record_release(h), "nvcam_record_release");
+    }
+
+private:
+    void reset() noexcept {
+        if (h_) nvcam_record_release(std::exchange(h_, 0));
+    }
+    uint64_t h_ = 0;
+};
+
 /// An open camera. Move-only; closes on destruction.
 class Camera {
 public:
@@ -334,6 +395,35 @@ public:
     }
 
     void reconnect() { detail::check(nvcam_camera_reconnect(h_), "nvcam_camera_reconnect"); }
+
+    /// Keeps the last pre_ms of packets (at most max_bytes, 0 = 32 MiB) for record()'s pre-roll.
+    void record_cache(uint32_t pre_ms, uint64_t max_bytes = 0) {
+        detail::check(nvcam_camera_record_cache(h_, pre_ms, max_bytes), "nvcam_camera_record_cache");
+    }
+
+    /// Records the stream into `path` (.mkv or .mp4) from now - pre_ms to now + post_ms.
+    Recording record(const std::string& path, uint32_t pre_ms, uint32_t post_ms) {
+        uint64_t r = 0;
+        detail::check(nvcam_camera_record_start(h_, path.c_str(), pre_ms, post_ms, &r), "nvcam_camera_record_start");
+        return Recording(r);
+    }
+
+    /// Records continuously into files of about segment_ms in `dir` ("mkv" or "mp4"), named by
+    /// UTC time; the oldest beyond keep_count files or keep_bytes (0 = no limit) are deleted.
+    Recording record_segments(const std::string& dir, const std::string& container, uint32_t segment_ms,
+                              uint32_t keep_count, uint64_t keep_bytes = 0) {
+        uint64_t r = 0;
+        detail::check(nvcam_camera_record_segments(h_, dir.c_str(), container.c_str(), segment_ms, keep_count, keep_bytes, &r),
+                      "nvcam_camera_record_segments");
+        return Recording(r);
+    }
+
+    nvcam_record_stats_t record_stats() const {
+        nvcam_record_stats_t s{};
+        s.struct_size = sizeof s;
+        detail::check(nvcam_camera_record_stats(h_, &s), "nvcam_camera_record_stats");
+        return s;
+    }
 
     /// Invalidates every frame handle of this camera; returns how many.
     uint32_t force_release_frames() {

@@ -1,6 +1,6 @@
 """Tests of the ctypes binding against the real library (stdlib unittest only), by topic in
-test_nvcam_library.py, test_nvcam_frames.py and test_nvcam_convert.py (what they share:
-nvcam_testcase.py). This file runs them all:
+test_nvcam_library.py, test_nvcam_frames.py, test_nvcam_convert.py and test_nvcam_record.py
+(what they share: nvcam_testcase.py). This file runs them all:
 
     NVCAM_LIB=target/release/libnvcam.so python3 bindings/python/test_nvcam.py
 

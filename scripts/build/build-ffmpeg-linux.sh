@@ -71,6 +71,7 @@ conf=(
   --enable-ffnvcodec --enable-cuda --enable-nvdec
   --enable-protocol="$(join "${protocols[@]}")"
   --enable-demuxer="$(join "${demuxers[@]}")"
+  --enable-muxer="$(join "${muxers[@]}")"
   --enable-decoder="$(join "${decoders[@]}")"
   --enable-hwaccel="$(join "${hwaccels[@]}")"
   --enable-parser="$(join "${parsers[@]}")"
@@ -85,6 +86,7 @@ echo "build-ffmpeg-linux: configuring FFmpeg $version" >&2
 # configure silently drops what it cannot build; these must be there.
 for want in CONFIG_NVDEC CONFIG_CUDA CONFIG_H264_NVDEC_HWACCEL CONFIG_HEVC_NVDEC_HWACCEL CONFIG_LAVFI_INDEV \
             CONFIG_TESTSRC2_FILTER CONFIG_RTSP_DEMUXER CONFIG_HTTP_PROTOCOL CONFIG_SRTP_PROTOCOL HAVE_PTHREADS \
+            CONFIG_MATROSKA_MUXER CONFIG_MP4_MUXER CONFIG_FILE_PROTOCOL \
             CONFIG_H264_MP4TOANNEXB_BSF CONFIG_HEVC_MP4TOANNEXB_BSF CONFIG_SWSCALE; do
   grep -qs "^#define $want 1" config.h config_components.h || die "configure did not enable $want (see $work/build/configure.log)"
 done

@@ -92,3 +92,5 @@ hwaccels=(h264_nvdec hevc_nvdec mjpeg_nvdec mpeg4_nvdec mpeg2_nvdec vp8_nvdec vp
 parsers=(h264 hevc mjpeg mpeg4video mpegvideo vp8 vp9 av1)
 bsfs=(h264_mp4toannexb hevc_mp4toannexb)
 filters=(testsrc testsrc2 format scale null)
+# Recordings remux the camera's packets into these (src/record/), written through the file protocol.
+muxers=(matroska mp4)

@@ -120,6 +120,12 @@ SKIP=(
   "rtsp_loss *|every test starts the Linux GStreamer server (a lossy network on loopback) and decodes the clip with the Linux ffmpeg CLI for its reference: neither can be started from a Windows process under Wine; the marking logic is the same code, and tests/gpu_integrity.rs checks it under Wine on files with dropped and damaged packets"
   "gpu_integrity tcp_interleaved_loss_marks_the_same_pictures_on_every_decoder|streams from the Linux replay server (tests/support/rtsp_replay.py, run by python3), which a Windows process under Wine cannot start or stop; the file tests of tests/gpu_integrity.rs run"
   "rtsp_transport *|every test starts the Linux GStreamer server (Digest, multicast, HTTP tunnel, TLS, a UDP firewall): a Windows process under Wine cannot start or stop Linux processes"
+  "recording event_clips_hold_pre_and_post_exactly_and_name_their_frames|decodes the recorded files with the Linux ffmpeg CLI and probes them with ffprobe (Linux programs a Windows process under Wine cannot run); a_clip_of_a_stream_with_b_frames_decodes_to_the_delivered_frames checks recorded files under Wine by decoding them with nvcam itself"
+  "recording errors_end_a_recording_never_the_camera_and_handles_are_checked|uses /dev/full and /proc (Linux paths) and ffprobe"
+  "recording a_reconnect_splits_the_recording_and_a_close_finishes_it|decodes the recorded files with the Linux ffmpeg CLI and probes them with ffprobe (Linux programs a Windows process under Wine cannot run)"
+  "recording a_killed_process_leaves_playable_files|kills a child process and decodes its files with the Linux ffmpeg CLI"
+  "recording rtp_loss_inside_a_recording_is_reported|starts the Linux GStreamer server (a lossy network on loopback)"
+  "recording a_resolution_change_starts_a_new_part|starts and restarts the Linux GStreamer server, and probes the files with ffprobe"
   "docs *|compiles the docs' runnable C blocks with the Linux C compiler and runs their Python blocks with the Linux python3 against the Linux library (neither can be started from a Windows process under Wine); its checks of links are text only and the same on Linux"
 )
 failed=()

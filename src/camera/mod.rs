@@ -321,6 +321,11 @@ impl Camera {
         self.shared.note_api_error(e)
     }
 
+    /// The camera's packet cache and recordings.
+    pub(crate) fn recorder(&self) -> &Arc<crate::record::Recorder> {
+        &self.shared.recorder
+    }
+
     /// Asks the worker to stop, without waiting (shutdown stops all cameras first, so their
     /// closes overlap).
     pub(crate) fn stop(&self) {
@@ -346,6 +351,8 @@ impl Camera {
         let sh = &self.shared;
         let end = Instant::now() + timeout;
         sh.irq.stop();
+        // Recordings finish with what they have (complete files), before the camera goes.
+        sh.recorder.close(timeout / 2);
         let drained = sh.gate.stop_and_wait(timeout);
         registry::force_release_owner(sh.handle());
         let pending = sh.mailbox.lock().take();

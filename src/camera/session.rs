@@ -171,6 +171,7 @@ impl<'a> Session<'a> {
         let Chosen { decoder: dec, pools } = select::decoder_for(o, &input.stream(), &sh.backend, low_latency)?;
         timing::since(Stage::Select, t_select);
         note_codec(sh, &input);
+        sh.recorder.session_start(&input.stream());
         let kind = dec.kind();
         note_decoder(sh, kind);
         if let Some(tx) = first.take() {
@@ -277,6 +278,7 @@ impl<'a> Session<'a> {
                 let now = Instant::now();
                 self.arrivals.read(Arrival { pts_us: p_us, at: now, wall_ns: wall_ns() });
                 self.losses.packet(sh, &p, p_us, &mut self.integrity, now)?;
+                sh.recorder.packet(&p, p_us, sh.counters.packets_lost.load(Ordering::Relaxed));
                 if self.integrity.is_recovery_point(p_us) && self.dec.restarts_at_recovery_point() {
                     // Drain what the decoder holds (pictures before the recovery point),
                     // then start it afresh with this packet, after the pictures below.
@@ -330,6 +332,7 @@ impl<'a> Session<'a> {
             got_any = true;
             self.seq += 1;
             sh.counters.decoded.store(self.seq, Ordering::Relaxed);
+            sh.recorder.picture(self.seq, pic.pts_us);
             *attempt = 0;
             sh.counters.attempt.store(0, Ordering::Relaxed);
             sh.counters.next_retry_ms.store(0, Ordering::Relaxed);

@@ -198,6 +198,8 @@ pub(crate) struct Shared {
     pub(super) backend: CameraBackend,
     /// Decode latencies of the last second.
     pub(super) latency: Mutex<super::latency::Window>,
+    /// The camera's packet cache and recordings (idle unless the host asks for them).
+    pub(super) recorder: Arc<crate::record::Recorder>,
 }
 
 impl Shared {
@@ -224,6 +226,7 @@ impl Shared {
             last_packet_ms: AtomicU64::new(0),
             backend: CameraBackend::default(),
             latency: Mutex::new(super::latency::Window::new()),
+            recorder: Arc::default(),
         }
     }
 

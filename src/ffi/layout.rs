@@ -144,3 +144,40 @@ const _: () = {
     assert!(std::mem::offset_of!(nvcam_gpu_stats, reserved) == 128);
     assert!(std::mem::size_of::<nvcam_gpu_stats>() == 160);
 };
+
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    assert!(std::mem::offset_of!(nvcam_record_status, struct_size) == 0);
+    assert!(std::mem::offset_of!(nvcam_record_status, state) == 4);
+    assert!(std::mem::offset_of!(nvcam_record_status, error) == 8);
+    assert!(std::mem::offset_of!(nvcam_record_status, parts) == 12);
+    assert!(std::mem::offset_of!(nvcam_record_status, loss_spans) == 16);
+    assert!(std::mem::offset_of!(nvcam_record_status, reserved0) == 20);
+    assert!(std::mem::offset_of!(nvcam_record_status, frames) == 24);
+    assert!(std::mem::offset_of!(nvcam_record_status, bytes) == 32);
+    assert!(std::mem::offset_of!(nvcam_record_status, first_seq) == 40);
+    assert!(std::mem::offset_of!(nvcam_record_status, last_seq) == 48);
+    assert!(std::mem::offset_of!(nvcam_record_status, first_pts_us) == 56);
+    assert!(std::mem::offset_of!(nvcam_record_status, last_pts_us) == 64);
+    assert!(std::mem::offset_of!(nvcam_record_status, trigger_pts_us) == 72);
+    assert!(std::mem::offset_of!(nvcam_record_status, duration_us) == 80);
+    assert!(std::mem::offset_of!(nvcam_record_status, lost_packets) == 88);
+    assert!(std::mem::offset_of!(nvcam_record_status, first_loss_pts_us) == 96);
+    assert!(std::mem::offset_of!(nvcam_record_status, dropped) == 104);
+    assert!(std::mem::offset_of!(nvcam_record_status, reserved) == 112);
+    assert!(std::mem::size_of::<nvcam_record_status>() == 128);
+};
+
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    assert!(std::mem::offset_of!(nvcam_record_stats, struct_size) == 0);
+    assert!(std::mem::offset_of!(nvcam_record_stats, running) == 4);
+    assert!(std::mem::offset_of!(nvcam_record_stats, cache_bytes) == 8);
+    assert!(std::mem::offset_of!(nvcam_record_stats, cache_packets) == 16);
+    assert!(std::mem::offset_of!(nvcam_record_stats, cache_span_us) == 24);
+    assert!(std::mem::offset_of!(nvcam_record_stats, cache_trimmed) == 32);
+    assert!(std::mem::offset_of!(nvcam_record_stats, recordings) == 40);
+    assert!(std::mem::offset_of!(nvcam_record_stats, failed) == 48);
+    assert!(std::mem::offset_of!(nvcam_record_stats, dropped) == 56);
+    assert!(std::mem::size_of::<nvcam_record_stats>() == 64);
+};

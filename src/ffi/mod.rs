@@ -17,6 +17,7 @@ pub mod log;
 pub mod lv;
 pub(crate) mod marshal;
 pub mod status;
+pub mod record;
 pub mod types;
 
 use crate::status::*;

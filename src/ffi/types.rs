@@ -488,5 +488,7 @@ pub struct nvcam_gpu_stats {
 pub type nvcam_log_fn = Option<unsafe extern "C" fn(level: i32, message: *const c_char, user: *mut std::ffi::c_void)>;
 
 // Every struct's size and field offsets, as include/nvcam.h and the Python module have them
-// (written by `cargo xtask gen`).
+// (written by `cargo xtask gen`); the recording structs live beside their calls.
+#[allow(unused_imports)]
+use super::record::{nvcam_record_stats, nvcam_record_status};
 include!("layout.rs");

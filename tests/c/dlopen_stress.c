@@ -99,7 +99,17 @@ static int still_loaded(const char *path, void *fn) {
     X(nvcam_log_set_callback)                                                                      \
     X(nvcam_log_pop)                                                                               \
     X(nvcam_gpu_stats)                                                                             \
-    X(nvcam_gpu_drain)
+    X(nvcam_gpu_drain)                                                                             \
+    X(nvcam_camera_record_cache)                                                                   \
+    X(nvcam_camera_record_start)                                                                   \
+    X(nvcam_record_extend)                                                                         \
+    X(nvcam_record_stop)                                                                           \
+    X(nvcam_record_status)                                                                         \
+    X(nvcam_record_file)                                                                           \
+    X(nvcam_record_error)                                                                          \
+    X(nvcam_record_release)                                                                        \
+    X(nvcam_camera_record_stats)                                                                   \
+    X(nvcam_camera_record_segments)
 
 /* Function pointers typed from the header's prototypes (nothing here links against the library). */
 static struct {

@@ -12,6 +12,7 @@ pub const SOURCES: &[&str] = &[
     "src/ffi/frame.rs",
     "src/ffi/log.rs",
     "src/ffi/gpu.rs",
+    "src/ffi/record.rs",
 ];
 
 /// Exports the wizard must not see: it cannot express their parameters (a function pointer; an

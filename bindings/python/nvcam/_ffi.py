@@ -118,6 +118,11 @@ __all__ = [
     "E_NO_DEVICE",
     "E_PANIC",
     "E_INTERNAL",
+    "RECORD_RUNNING",
+    "RECORD_FINISHING",
+    "RECORD_DONE",
+    "RECORD_STOPPED",
+    "RECORD_FAILED",
 ]
 
 # Constants (NVCAM_X in C)
@@ -217,6 +222,11 @@ E_OUT_OF_MEMORY = -8030
 E_NO_DEVICE = -8031
 E_PANIC = -8040
 E_INTERNAL = -8041
+RECORD_RUNNING = 1
+RECORD_FINISHING = 2
+RECORD_DONE = 3
+RECORD_STOPPED = 4
+RECORD_FAILED = 5
 
 
 class nvcam_config_t(Structure):
@@ -364,6 +374,43 @@ class nvcam_gpu_stats_t(Structure):
     ]
 
 
+class nvcam_record_status_t(Structure):
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("state", c_uint32),
+        ("error", c_int32),
+        ("parts", c_uint32),
+        ("loss_spans", c_uint32),
+        ("reserved0", c_uint32),
+        ("frames", c_uint64),
+        ("bytes", c_uint64),
+        ("first_seq", c_uint64),
+        ("last_seq", c_uint64),
+        ("first_pts_us", c_int64),
+        ("last_pts_us", c_int64),
+        ("trigger_pts_us", c_int64),
+        ("duration_us", c_int64),
+        ("lost_packets", c_uint64),
+        ("first_loss_pts_us", c_int64),
+        ("dropped", c_uint64),
+        ("reserved", c_uint64 * 2),
+    ]
+
+
+class nvcam_record_stats_t(Structure):
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("running", c_uint32),
+        ("cache_bytes", c_uint64),
+        ("cache_packets", c_uint64),
+        ("cache_span_us", c_int64),
+        ("cache_trimmed", c_uint64),
+        ("recordings", c_uint64),
+        ("failed", c_uint64),
+        ("dropped", c_uint64),
+    ]
+
+
 # The C sizes on 64-bit targets (include/nvcam.h asserts the same layouts there).
 SIZES = {
     nvcam_config_t: 64,
@@ -372,6 +419,8 @@ SIZES = {
     nvcam_frame_info_t: 128,
     nvcam_convert_t: 112,
     nvcam_gpu_stats_t: 160,
+    nvcam_record_status_t: 128,
+    nvcam_record_stats_t: 64,
 }
 if sizeof(c_void_p) == 8:
     for _t, _n in SIZES.items():
@@ -415,6 +464,16 @@ PROTOTYPES = {
     "nvcam_log_pop": (c_int32, [POINTER(c_int32), POINTER(c_char), c_int32, POINTER(c_int32)]),  # level, buf, len, msg_len
     "nvcam_gpu_stats": (c_int32, [c_int32, POINTER(nvcam_gpu_stats_t)]),  # device, stats
     "nvcam_gpu_drain": (c_int32, [c_uint32]),  # min_age_ms
+    "nvcam_camera_record_cache": (c_int32, [c_uint64, c_uint32, c_uint64]),  # cam, pre_ms, max_bytes
+    "nvcam_camera_record_start": (c_int32, [c_uint64, c_char_p, c_uint32, c_uint32, POINTER(c_uint64)]),  # cam, path, pre_ms, post_ms, rec
+    "nvcam_camera_record_segments": (c_int32, [c_uint64, c_char_p, c_char_p, c_uint32, c_uint32, c_uint64, POINTER(c_uint64)]),  # cam, dir, container, segment_ms, keep_count, keep_bytes, rec
+    "nvcam_record_extend": (c_int32, [c_uint64, c_uint32]),  # rec, post_ms
+    "nvcam_record_stop": (c_int32, [c_uint64]),  # rec
+    "nvcam_record_status": (c_int32, [c_uint64, POINTER(nvcam_record_status_t)]),  # rec, status
+    "nvcam_record_file": (c_int32, [c_uint64, POINTER(c_char), c_int32]),  # rec, buf, len
+    "nvcam_record_error": (c_int32, [c_uint64, POINTER(c_char), c_int32]),  # rec, buf, len
+    "nvcam_record_release": (c_int32, [c_uint64]),  # rec
+    "nvcam_camera_record_stats": (c_int32, [c_uint64, POINTER(nvcam_record_stats_t)]),  # cam, stats
 }
 
 

@@ -13,6 +13,7 @@ from ._lib import lib
 from .errors import NvcamError, _check, _error, _text
 from .library import gpu_stats
 from .frame import Frame
+from . import record as _record
 
 class Camera:
     """An open camera. Use :meth:`open`; close with :meth:`close` or a ``with`` block."""
@@ -104,6 +105,26 @@ class Camera:
         rc, text = _text(lib.nvcam_camera_last_error, self.handle)
         _check(rc, "nvcam_camera_last_error")
         return text
+
+    def record_cache(self, pre_ms: int, max_bytes: int = 0) -> None:
+        """Keeps the last ``pre_ms`` of packets (at most ``max_bytes``, 0 = 32 MiB) so that
+        :meth:`record` can reach back before its trigger. ``0, 0`` turns it off."""
+        _check(lib.nvcam_camera_record_cache(self.handle, int(pre_ms), int(max_bytes)), "nvcam_camera_record_cache")
+
+    def record(self, path: Union[str, os.PathLike], pre_ms: int = 0, post_ms: int = 0) -> "_record.Recording":
+        """Records the stream (no re-encode) into ``path`` (``.mkv`` or ``.mp4``) from the key frame
+        at or before now - ``pre_ms`` to now + ``post_ms``; see docs/recording.md."""
+        return _record.record(self.handle, path, pre_ms, post_ms)
+
+    def record_segments(self, folder: Union[str, os.PathLike], container: str = "mp4", segment_ms: int = 60000,
+                        keep_count: int = 0, keep_bytes: int = 0) -> "_record.Recording":
+        """Records continuously into files of about ``segment_ms`` in ``folder``, named by UTC time,
+        the oldest deleted beyond ``keep_count`` files or ``keep_bytes`` (0 = no limit); until stopped."""
+        return _record.record_segments(self.handle, folder, container, segment_ms, keep_count, keep_bytes)
+
+    def record_stats(self) -> Dict[str, Any]:
+        """The pre-roll cache's size and the camera's recording counters."""
+        return _record.record_stats(self.handle)
 
     def reconnect(self) -> None:
         _check(lib.nvcam_camera_reconnect(self.handle), "nvcam_camera_reconnect")

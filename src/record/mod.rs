@@ -1,0 +1,503 @@
+//! Recording a camera's stream to files, without re-encoding: event clips that reach back before
+//! their trigger (pre-roll from a packet cache) and on after it (post), written off the camera's
+//! thread.
+//!
+//! - [`cache`]: the last `pre` of packets from a key frame on, bounded in time and bytes.
+//! - [`writer`]: one file (Matroska or fragmented MP4), `NAME.part` until complete.
+//! - [`recording`]: a recording's status and its writer thread.
+//!
+//! The camera's thread calls [`Recorder::session_start`], [`Recorder::packet`] and
+//! [`Recorder::picture`]; each returns at once (one atomic load) while the camera has no cache
+//! and no recording. A packet goes to the cache and to each running recording's bounded queue;
+//! a recording whose queue is full (a slow or full disk) ends with `ErrorKind::Io`, the camera never
+//! waits for it.
+
+mod cache;
+mod clock;
+pub(crate) mod segments;
+pub(crate) mod recording;
+pub(crate) mod writer;
+
+use clock::Clock;
+use crate::decode::recovery::{KeyPoint, KeyScan};
+use crate::handle::{Kind, Table};
+use crate::status::*;
+use ffmpeg_next as ff;
+use parking_lot::Mutex;
+use recording::{Msg, State, Status};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use writer::{Muxer, Params};
+
+/// Bounds of recording (one table; the cache's own bounds are the host's, per camera).
+pub(crate) struct RecordDefaults {
+    /// Bytes a recording's writer may have queued before the recording ends (a disk that
+    /// cannot keep up): ~60 s of a 4 Mbit/s camera.
+    pub queue_bytes: usize,
+    /// Packets likewise.
+    pub queue_packets: usize,
+    /// The cache's byte bound when the host gives 0.
+    pub cache_bytes: usize,
+}
+
+pub(crate) const RECORD_DEFAULTS: RecordDefaults =
+    RecordDefaults { queue_bytes: 32 << 20, queue_packets: 2048, cache_bytes: 32 << 20 };
+
+/// A slow disk for the tests (`test-hooks`): a delay per written packet, a shorter queue.
+#[cfg(feature = "test-hooks")]
+pub mod hooks {
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    pub(crate) static WRITE_DELAY_MS: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static QUEUE_PACKETS: AtomicUsize = AtomicUsize::new(0);
+    /// Every recording writer sleeps `ms` per packet (0: off).
+    pub fn set_write_delay_ms(ms: u64) {
+        WRITE_DELAY_MS.store(ms, Ordering::Relaxed)
+    }
+    /// Recordings started from now on queue at most `n` packets (0: the default).
+    pub fn set_queue_packets(n: usize) {
+        QUEUE_PACKETS.store(n, Ordering::Relaxed)
+    }
+}
+
+/// A compressed packet as the cache and the writers share it.
+pub(crate) struct Packet {
+    pub data: Box<[u8]>,
+    /// Timestamps and duration in the session's time base (`params`).
+    pub pts: Option<i64>,
+    pub dts: Option<i64>,
+    pub duration: i64,
+    /// `pts` in µs, as frames carry it (`i64::MIN` if none).
+    pub pts_us: i64,
+    /// Stream time on the recorder's clock, µs: it follows the decode timestamps but never goes
+    /// back or jumps (a looped file, a camera that resets its clock), which bound the cache and
+    /// end the recordings.
+    pub clock_us: i64,
+    /// A picture a decoder can start from (IDR, IRAP, a key frame of another codec).
+    pub key: bool,
+    /// Packets lost on the way just before this one (RTP gaps, packets flagged corrupt).
+    pub lost_before: u64,
+    pub params: Arc<Params>,
+    /// The camera's frame number of this packet's picture, once decoded; 0 until then.
+    pub seq: AtomicU64,
+}
+
+#[cfg(test)]
+impl Packet {
+    pub(crate) fn for_test(pts_us: i64, key: bool, len: usize) -> Packet {
+        Packet {
+            data: vec![0u8; len].into_boxed_slice(),
+            pts: Some(pts_us),
+            dts: Some(pts_us),
+            duration: 0,
+            pts_us,
+            clock_us: pts_us,
+            key,
+            lost_before: 0,
+            params: Params::empty(),
+            seq: AtomicU64::new(0),
+        }
+    }
+}
+
+/// A running recording as the camera's thread feeds it.
+struct Active {
+    rec: Arc<recording::Shared>,
+    /// `None` once the recording takes no more packets.
+    tx: Option<SyncSender<Msg>>,
+    /// No packet in the cache: the recording starts at the next key frame.
+    wait_key: bool,
+    first_pts_us: i64,
+    last_pts_us: i64,
+    /// Packets seen since it stopped taking them (its last pictures come out meanwhile).
+    after_end: u32,
+}
+
+#[derive(Default)]
+struct Inner {
+    cache: Option<cache::Cache>,
+    params: Option<Arc<Params>>,
+    keys: Option<KeyScan>,
+    newest_pts_us: Option<i64>,
+    clock: Clock,
+    lost_seen: u64,
+    active: Vec<Active>,
+    /// Every writer thread not joined yet.
+    writers: Vec<(Arc<recording::Shared>, JoinHandle<()>)>,
+    closed: bool,
+    made: u64,
+    failed: u64,
+    dropped: u64,
+}
+
+/// What `nvcam_camera_record_stats` reports.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RecorderStats {
+    pub cache_bytes: u64,
+    pub cache_packets: u32,
+    pub cache_span_us: i64,
+    pub cache_trimmed_for_bytes: u64,
+    pub running: u32,
+    pub made: u64,
+    pub failed: u64,
+    pub dropped: u64,
+}
+
+/// A camera's recording state: its cache and its recordings.
+#[derive(Default)]
+pub(crate) struct Recorder {
+    /// A cache or a recording exists: the camera's taps do their work.
+    on: AtomicBool,
+    inner: Mutex<Inner>,
+}
+
+impl Recorder {
+    fn update_on(&self, i: &Inner) {
+        self.on.store(i.cache.is_some() || !i.active.is_empty(), Ordering::Release);
+    }
+
+    /// Sizes the pre-roll cache (`pre` zero and `max_bytes` zero: no cache).
+    pub(crate) fn set_cache(&self, pre: Duration, max_bytes: usize) -> Result<()> {
+        let mut i = self.inner.lock();
+        if i.closed {
+            return Err(Error::new(ErrorKind::Closed, "camera is closed"));
+        }
+        i.cache = if pre.is_zero() && max_bytes == 0 {
+            None
+        } else {
+            let bytes = if max_bytes == 0 { RECORD_DEFAULTS.cache_bytes } else { max_bytes };
+            Some(cache::Cache::new(pre.as_micros() as i64, bytes))
+        };
+        self.update_on(&i);
+        Ok(())
+    }
+
+    /// A new connection: its parameters, and a cache that starts afresh (its packets would not
+    /// decode with the new session's parameters).
+    pub(crate) fn session_start(&self, stream: &ff::format::stream::Stream) {
+        let params = Params::new(stream).map_err(|e| log::warn!("recording: {e}")).ok();
+        let mut i = self.inner.lock();
+        i.keys = params.as_ref().map(|_| KeyScan::new(&stream.parameters()));
+        i.params = params;
+        if let Some(c) = i.cache.as_mut() {
+            c.clear();
+        }
+    }
+
+    /// A packet read from the camera; `lost_total` is the camera's count of lost packets so far.
+    pub(crate) fn packet(&self, p: &ff::Packet, pts_us: i64, lost_total: u64) {
+        if !self.on.load(Ordering::Acquire) {
+            return;
+        }
+        let mut guard = self.inner.lock();
+        let i = &mut *guard;
+        let lost_before = lost_total.saturating_sub(i.lost_seen);
+        i.lost_seen = lost_total;
+        let (Some(params), Some(keys)) = (i.params.clone(), i.keys) else { return };
+        let data = p.data().unwrap_or(&[]);
+        let dts_us = crate::decode::pts_us(p.dts().or(p.pts()), params.time_base.into());
+        let clock_us = i.clock.tick(dts_us);
+        let shown_us = if pts_us != i64::MIN && dts_us != i64::MIN { clock_us + (pts_us - dts_us) } else { clock_us };
+        let pkt = Arc::new(Packet {
+            data: data.into(),
+            pts: p.pts(),
+            dts: p.dts(),
+            duration: p.duration(),
+            pts_us,
+            clock_us,
+            key: keys.classify(data, p.is_key()) == KeyPoint::Full,
+            lost_before,
+            params,
+            seq: AtomicU64::new(0),
+        });
+        if pts_us != i64::MIN {
+            i.newest_pts_us = Some(i.newest_pts_us.map_or(pts_us, |n| n.max(pts_us)));
+        }
+        if let Some(c) = i.cache.as_mut() {
+            c.push(pkt.clone());
+        }
+        for a in i.active.iter_mut() {
+            let Some(tx) = a.tx.as_ref() else {
+                a.after_end += 1;
+                continue;
+            };
+            if a.rec.stop.load(Ordering::Acquire) {
+                a.tx = None;
+                continue;
+            }
+            // The cut goes by presentation time (the packet's pts on the recorder's clock): the
+            // packets before it in decode order then show a run of pictures with none missing,
+            // B-frames included.
+            if shown_us > a.rec.end_clock_us.load(Ordering::Acquire) {
+                let _ = tx.try_send(Msg::End);
+                a.tx = None;
+                continue;
+            }
+            if a.wait_key && !pkt.key {
+                continue;
+            }
+            a.wait_key = false;
+            let len = pkt.data.len();
+            let over = a.rec.queued.load(Ordering::Acquire) + len > RECORD_DEFAULTS.queue_bytes;
+            let sent = if over { Err(TrySendError::Full(Msg::End)) } else { tx.try_send(Msg::Packet(pkt.clone())) };
+            match sent {
+                Ok(()) => {
+                    a.rec.queued.fetch_add(len, Ordering::AcqRel);
+                    if a.first_pts_us == i64::MIN {
+                        a.first_pts_us = pts_us;
+                    }
+                    a.last_pts_us = a.last_pts_us.max(pts_us);
+                }
+                Err(TrySendError::Full(_)) => {
+                    i.dropped += 1;
+                    a.rec.status.lock().dropped += 1;
+                    a.rec.fail(Error::new(ErrorKind::Io, "the writer fell behind the camera (a slow or full disk): recording ended"));
+                    a.tx = None;
+                }
+                Err(TrySendError::Disconnected(_)) => a.tx = None,
+            }
+        }
+        Self::prune(i, None);
+        self.update_on(i);
+    }
+
+    /// A picture the camera decoded: its frame number goes to the cached packet and to the
+    /// recordings that hold it.
+    pub(crate) fn picture(&self, seq: u64, pts_us: i64) {
+        if !self.on.load(Ordering::Acquire) || pts_us == i64::MIN {
+            return;
+        }
+        let mut guard = self.inner.lock();
+        let i = &mut *guard;
+        if let Some(p) = i.cache.as_ref().and_then(|c| c.find(pts_us)) {
+            p.seq.store(seq, Ordering::Relaxed);
+        }
+        for a in &i.active {
+            if a.first_pts_us != i64::MIN && (a.first_pts_us..=a.last_pts_us).contains(&pts_us) {
+                a.rec.note_seq(seq);
+            }
+        }
+        Self::prune(i, Some(pts_us));
+        self.update_on(i);
+    }
+
+    /// Forgets recordings that take no more packets and whose last picture has come out (or
+    /// that have waited long enough for it).
+    fn prune(i: &mut Inner, picture_pts_us: Option<i64>) {
+        i.active.retain(|a| {
+            let gone = a.tx.is_none() && (a.after_end > 8 || picture_pts_us.is_some_and(|p| p > a.last_pts_us));
+            if gone {
+                a.rec.seqs_final.store(true, Ordering::Release);
+            }
+            !gone
+        });
+        let mut failed = 0;
+        i.writers.retain(|(rec, _)| {
+            let done = rec.finished_at().is_some();
+            if done && rec.status.lock().state == State::Failed {
+                failed += 1;
+            }
+            !done
+        });
+        // A finished writer's thread has left its loop; its handle goes (detached: it ends by itself).
+        i.failed += failed;
+    }
+
+    /// Starts a recording of this camera into `path` (`.mkv` or `.mp4`): from the key frame at or
+    /// before now − `pre` (as far as the cache reaches) to now + `post`.
+    pub(crate) fn start(self: &Arc<Self>, path: &Path, pre: Duration, post: Duration) -> Result<Arc<Recording>> {
+        self.begin(path, pre, Some(post), None)
+    }
+
+    /// Starts a continuous recording cut into segments (`plan`), from the key frame at or before
+    /// now, until stopped.
+    pub(crate) fn start_segments(self: &Arc<Self>, mut plan: segments::Plan) -> Result<Arc<Recording>> {
+        if !plan.dir.is_dir() {
+            return Err(Error::new(ErrorKind::Io, format!("'{}' is not a folder", plan.dir.display())));
+        }
+        let first = plan.next_name();
+        self.begin(&first, Duration::ZERO, None, Some(plan))
+    }
+
+    fn begin(self: &Arc<Self>, path: &Path, pre: Duration, post: Option<Duration>, plan: Option<segments::Plan>) -> Result<Arc<Recording>> {
+        let params = {
+            let i = self.inner.lock();
+            if i.closed {
+                return Err(Error::new(ErrorKind::Closed, "camera is closed"));
+            }
+            i.params.clone().ok_or_else(|| Error::timeout("the camera has no stream yet: record once it delivers frames"))?
+        };
+        // The file is created and its header written here, so a bad path fails on this call.
+        let mux = Muxer::create(path, &params)?;
+        let mut guard = self.inner.lock();
+        let i = &mut *guard;
+        if i.closed {
+            return Err(Error::new(ErrorKind::Closed, "camera is closed"));
+        }
+        let trigger = i.newest_pts_us.unwrap_or(0);
+        let now = i.clock.now_us;
+        let pre_roll = match &i.cache {
+            Some(c) => c.since(now.saturating_sub(pre.as_micros() as i64)),
+            None => Vec::new(),
+        };
+        let rec = recording::Shared::new(writer::part_path(path), trigger, now, post);
+        for p in &pre_roll {
+            match p.seq.load(Ordering::Relaxed) {
+                0 => {}
+                s => rec.note_seq(s),
+            }
+        }
+        #[allow(unused_mut)]
+        let mut cap = RECORD_DEFAULTS.queue_packets;
+        #[cfg(feature = "test-hooks")]
+        if hooks::QUEUE_PACKETS.load(Ordering::Relaxed) > 0 {
+            cap = hooks::QUEUE_PACKETS.load(Ordering::Relaxed);
+        }
+        let (tx, rx) = sync_channel(cap);
+        let first_pts_us = pre_roll.first().map_or(i64::MIN, |p| p.pts_us);
+        let last_pts_us = pre_roll.iter().map(|p| p.pts_us).max().unwrap_or(i64::MIN);
+        let wait_key = pre_roll.is_empty();
+        let (w, r) = (rec.clone(), pre_roll);
+        let cut = plan.map(recording::Cut::new);
+        let name = format!("nvcam-rec-{}", i.made);
+        let thread = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| recording::write_loop(w.clone(), mux, r, rx, cut)));
+                if r.is_err() {
+                    w.fail(Error::new(ErrorKind::Panic, "recording writer panicked (see log)"));
+                    w.mark_finished();
+                }
+            })
+            .map_err(|e| Error::internal(format!("cannot start a recording thread: {e}")))?;
+        i.made += 1;
+        i.active.push(Active { rec: rec.clone(), tx: Some(tx), wait_key, first_pts_us, last_pts_us, after_end: 0 });
+        i.writers.push((rec.clone(), thread));
+        self.update_on(i);
+        log::info!("recording {} started (pre {} ms, post {:?})", path.display(), pre.as_millis(), post);
+        Ok(Arc::new(Recording { shared: rec, recorder: self.clone() }))
+    }
+
+    /// The stream time now (the newest packet's), on the recorder's clock.
+    fn now_clock_us(&self) -> i64 {
+        self.inner.lock().clock.now_us
+    }
+
+    pub(crate) fn stats(&self) -> RecorderStats {
+        let i = self.inner.lock();
+        let c = i.cache.as_ref();
+        RecorderStats {
+            cache_bytes: c.map_or(0, |c| c.bytes() as u64),
+            cache_packets: c.map_or(0, |c| c.len() as u32),
+            cache_span_us: c.map_or(0, |c| c.span_us()),
+            cache_trimmed_for_bytes: c.map_or(0, |c| c.trimmed_for_bytes),
+            running: i.active.iter().filter(|a| a.tx.is_some()).count() as u32,
+            made: i.made,
+            failed: i.failed,
+            dropped: i.dropped,
+        }
+    }
+
+    /// The camera closes: every recording finishes with what it has queued (a complete file,
+    /// state `Stopped`), within `timeout`; the cache goes.
+    pub(crate) fn close(&self, timeout: Duration) {
+        let end = Instant::now() + timeout;
+        let writers = {
+            let mut i = self.inner.lock();
+            i.closed = true;
+            i.cache = None;
+            for a in i.active.drain(..) {
+                if a.tx.is_some() {
+                    a.rec.stop.store(true, Ordering::Release);
+                }
+                a.rec.seqs_final.store(true, Ordering::Release);
+            }
+            self.on.store(false, Ordering::Release);
+            std::mem::take(&mut i.writers)
+        };
+        for (rec, thread) in writers {
+            if rec.wait_finished(end.saturating_duration_since(Instant::now())) {
+                let _ = thread.join();
+            } else {
+                log::warn!("recording {}: not finished within the close timeout; it finishes on its own", rec.status.lock().file.display());
+            }
+        }
+    }
+}
+
+/// A recording as its handle holds it.
+pub(crate) struct Recording {
+    pub(crate) shared: Arc<recording::Shared>,
+    recorder: Arc<Recorder>,
+}
+
+/// What the host sees of a recording's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reported {
+    Running,
+    /// Taking no more packets; the file is being finished (or the last frame numbers are
+    /// coming in).
+    Finishing,
+    Ended(State),
+}
+
+impl Recording {
+    /// Moves the end to now + `post` (never earlier).
+    pub(crate) fn extend(&self, post: Duration) -> Result<()> {
+        if !self.shared.running() || self.shared.stop.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorKind::Closed, "the recording has ended"));
+        }
+        self.shared.extend(self.recorder.now_clock_us(), post);
+        Ok(())
+    }
+
+    /// Ends it now: what is queued is written, then the file is finished (state `Stopped`).
+    pub(crate) fn stop(&self) {
+        self.shared.stop.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn status(&self) -> (Reported, Status) {
+        let s = self.shared.status.lock().clone();
+        let finished = self.shared.finished_at();
+        let seqs = self.shared.seqs_final.load(Ordering::Acquire);
+        let r = match finished {
+            None if s.state == State::Running && !self.shared.stop.load(Ordering::Acquire) => Reported::Running,
+            // The last pictures' frame numbers come within a few frames; a camera that stalls
+            // meanwhile does not hold the status for long.
+            Some(t) if seqs || t.elapsed() > Duration::from_secs(1) => Reported::Ended(s.state),
+            _ => Reported::Finishing,
+        };
+        (r, s)
+    }
+}
+
+static RECORDINGS: Table<Arc<Recording>> = Table::new(Kind::Recording);
+
+/// Hands a recording to the host as a handle.
+pub(crate) fn register(r: Arc<Recording>) -> Result<u64> {
+    RECORDINGS.insert(r)
+}
+
+pub(crate) fn get(h: u64) -> Result<Arc<Recording>> {
+    RECORDINGS.get(h)
+}
+
+/// Releases a handle; a recording still running is stopped (its file is finished in the
+/// background).
+pub(crate) fn release(h: u64) -> Result<()> {
+    let r = RECORDINGS.remove(h)?;
+    r.stop();
+    Ok(())
+}
+
+/// Shutdown: every recording handle goes (the cameras' closes have finished the files).
+pub(crate) fn release_all() -> usize {
+    let gone = RECORDINGS.remove_where(|_| true);
+    for r in &gone {
+        r.stop();
+    }
+    gone.len()
+}

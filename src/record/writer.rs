@@ -1,0 +1,228 @@
+//! One recording file: the camera's compressed packets remuxed (never re-encoded) into Matroska or
+//! fragmented MP4, written as `NAME.part` and renamed to `NAME` once its trailer is written.
+//!
+//! Fragmented MP4 (`empty_moov`, a fragment at every key frame, flushed as it is written) and
+//! Matroska (a cluster per key frame) are both playable up to their last fragment or cluster when
+//! the process dies mid-recording.
+
+use super::Packet;
+use crate::status::*;
+use ffmpeg_next as ff;
+use ff::ffi;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The codec parameters and time base of one session of a camera: a recording that meets
+/// packets of another session (a reconnect) starts a new part.
+pub(crate) struct Params {
+    ptr: *mut ffi::AVCodecParameters,
+    pub time_base: ffi::AVRational,
+}
+
+// SAFETY: the parameters are copied once in `Params::new` and only read afterwards (by
+// `avcodec_parameters_copy` into a muxer's stream), from any thread.
+unsafe impl Send for Params {}
+// SAFETY: as above: never written after construction.
+unsafe impl Sync for Params {}
+
+impl Params {
+    pub(crate) fn new(stream: &ff::format::stream::Stream) -> Result<Arc<Params>> {
+        // SAFETY: a fresh allocation (checked), then a copy from the stream's own parameters,
+        // which live as long as its input (borrowed here).
+        unsafe {
+            let ptr = ffi::avcodec_parameters_alloc();
+            if ptr.is_null() {
+                return Err(Error::new(ErrorKind::OutOfMemory, "avcodec_parameters_alloc"));
+            }
+            let p = Params { ptr, time_base: stream.time_base().into() };
+            let r = ffi::avcodec_parameters_copy(ptr, stream.parameters().as_ptr());
+            if r < 0 {
+                return Err(Error::ffmpeg("avcodec_parameters_copy", ff::Error::from(r)));
+            }
+            Ok(Arc::new(p))
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn empty() -> Arc<Params> {
+        // SAFETY: a fresh allocation, checked.
+        let ptr = unsafe { ffi::avcodec_parameters_alloc() };
+        assert!(!ptr.is_null());
+        Arc::new(Params { ptr, time_base: ffi::AVRational { num: 1, den: 1_000_000 } })
+    }
+
+    pub(crate) fn as_ptr(&self) -> *const ffi::AVCodecParameters {
+        self.ptr
+    }
+
+    /// Width and height of the stream as the demuxer saw them.
+    pub(crate) fn size(&self) -> (i32, i32) {
+        // SAFETY: `ptr` is valid for the life of `self` (owned, never null).
+        unsafe { ((*self.ptr).width, (*self.ptr).height) }
+    }
+}
+
+impl Drop for Params {
+    fn drop(&mut self) {
+        // SAFETY: allocated by avcodec_parameters_alloc in `new` and freed only here.
+        unsafe { ffi::avcodec_parameters_free(&mut self.ptr) };
+    }
+}
+
+/// The container, from the file name's extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Container {
+    Matroska,
+    Mp4,
+}
+
+impl Container {
+    pub(crate) fn from_path(path: &Path) -> Result<Container> {
+        let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+        match ext.as_deref() {
+            Some("mkv") => Ok(Container::Matroska),
+            Some("mp4") => Ok(Container::Mp4),
+            _ => Err(Error::arg(format!(
+                "'{}': the file name must end in .mkv (Matroska) or .mp4 (fragmented MP4)",
+                path.display()
+            ))),
+        }
+    }
+
+    fn format(self) -> &'static str {
+        match self {
+            Container::Matroska => "matroska",
+            Container::Mp4 => "mp4",
+        }
+    }
+}
+
+/// The temporary name a file has until it is complete.
+pub(crate) fn part_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".part");
+    PathBuf::from(s)
+}
+
+/// An open recording file.
+pub(crate) struct Muxer {
+    out: ff::format::context::Output,
+    path: PathBuf,
+    part: PathBuf,
+    params: Arc<Params>,
+    src_tb: ff::Rational,
+    dst_tb: ff::Rational,
+    /// Subtracted from every timestamp (source time base) so that the file starts at 0; moved on
+    /// when the source's timestamps go back (a looped file), so the file's never do.
+    offset: Option<i64>,
+    last_dts: i64,
+    pub(crate) bytes: u64,
+}
+
+fn io_error(what: &str, path: &Path, e: ff::Error) -> Error {
+    let code = match e {
+        ff::Error::Other { errno: 12 } => ErrorKind::OutOfMemory,
+        _ => ErrorKind::Io,
+    };
+    Error::new(code, format!("{what} '{}': {e}", path.display()))
+}
+
+impl Muxer {
+    /// Creates `path`.part and writes the container's header (so a bad path, a missing folder or
+    /// a denied permission fails here, on the caller's thread).
+    pub(crate) fn create(path: &Path, params: &Arc<Params>) -> Result<Muxer> {
+        let container = Container::from_path(path)?;
+        let part = part_path(path);
+        let mut out = ff::format::output_as(&part, container.format()).map_err(|e| io_error("cannot create", &part, e))?;
+        // SAFETY: `out` owns a valid output context; the new stream (checked) belongs to it; its
+        // codecpar is allocated by avformat_new_stream and receives a copy of ours.
+        unsafe {
+            let ctx = out.as_mut_ptr();
+            let st = ffi::avformat_new_stream(ctx, std::ptr::null());
+            if st.is_null() {
+                return Err(Error::new(ErrorKind::OutOfMemory, "avformat_new_stream"));
+            }
+            let r = ffi::avcodec_parameters_copy((*st).codecpar, params.as_ptr());
+            if r < 0 {
+                return Err(Error::ffmpeg("avcodec_parameters_copy", ff::Error::from(r)));
+            }
+            // The source container's tag means nothing in another container.
+            (*(*st).codecpar).codec_tag = 0;
+            (*st).time_base = params.time_base;
+        }
+        let mut opts = ff::Dictionary::new();
+        // Written as it goes: what is on disk is playable up to the last key frame.
+        opts.set("flush_packets", "1");
+        if container == Container::Mp4 {
+            opts.set("movflags", "frag_keyframe+empty_moov+default_base_moof");
+        }
+        out.write_header_with(opts).map_err(|e| io_error("cannot write the header of", &part, e))?;
+        let dst_tb = out.stream(0).map(|s| s.time_base()).ok_or_else(|| Error::internal("recording has no stream"))?;
+        let src_tb = params.time_base.into();
+        Ok(Muxer { out, path: path.to_path_buf(), part, params: params.clone(), src_tb, dst_tb, offset: None, last_dts: i64::MIN, bytes: 0 })
+    }
+
+    pub(crate) fn params(&self) -> &Arc<Params> {
+        &self.params
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes one packet; an error is the file's end (disk full, I/O error).
+    pub(crate) fn write(&mut self, p: &Packet) -> Result<()> {
+        let step = if p.duration > 0 { p.duration } else { 1 };
+        let Some(dts) = p.dts.or(p.pts).or((self.last_dts != i64::MIN).then(|| self.last_dts + step)) else {
+            return Ok(()); // nothing to place it by before the first timestamp
+        };
+        let pts = p.pts.unwrap_or(dts);
+        // The first picture (a key frame, first in presentation order too) is at 0; pictures
+        // decoded before it is shown (B-frames) get negative decode times, which the muxers keep
+        // (an edit list in MP4).
+        let offset = *self.offset.get_or_insert(pts);
+        let mut d = dts - offset;
+        if self.last_dts != i64::MIN && d <= self.last_dts {
+            // Timestamps went back (a looped file) or stood still: go on one step after the last.
+            let shift = self.last_dts + step - d;
+            self.offset = Some(offset - shift);
+            d += shift;
+        }
+        let off = self.offset.unwrap_or(offset);
+        let mut pkt = ff::Packet::copy(&p.data);
+        pkt.set_stream(0);
+        pkt.set_dts(Some(d));
+        pkt.set_pts(Some((pts - off).max(d)));
+        pkt.set_duration(p.duration.max(0));
+        if p.key {
+            pkt.set_flags(ff::packet::Flags::KEY);
+        }
+        pkt.rescale_ts(self.src_tb, self.dst_tb);
+        self.last_dts = d;
+        let r = pkt.write(&mut self.out);
+        // SAFETY: the output context and its I/O context are valid while `self.out` lives.
+        let io = unsafe { (*(*self.out.as_ptr()).pb).error };
+        match (r, io) {
+            (Err(e), _) => Err(io_error("cannot write", &self.part, e)),
+            (Ok(_), e) if e < 0 => Err(io_error("cannot write", &self.part, ff::Error::from(e))),
+            _ => {
+                self.bytes += p.data.len() as u64;
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes the trailer, closes the file and gives it its name.
+    pub(crate) fn finish(mut self) -> Result<PathBuf> {
+        self.out.write_trailer().map_err(|e| io_error("cannot finish", &self.part, e))?;
+        // SAFETY: as in `write`.
+        let io = unsafe { (*(*self.out.as_ptr()).pb).error };
+        if io < 0 {
+            return Err(io_error("cannot finish", &self.part, ff::Error::from(io)));
+        }
+        let Muxer { out, path, part, .. } = self;
+        drop(out); // closes the file before the rename (Windows renames no open file)
+        std::fs::rename(&part, &path).map_err(|e| Error::new(ErrorKind::Io, format!("cannot rename '{}': {e}", part.display())))?;
+        Ok(path)
+    }
+}
