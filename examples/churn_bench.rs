@@ -5,7 +5,7 @@
 //! cameras' decode latency (median of their p50s, worst p99), and for bursts the time until every
 //! churned camera has a new frame again.
 //!
-//!   churn_bench CLIP [--steady 96] [--churn 32] [--backends nvdec,ffmpeg-hw,upload,cpu] [--seconds 5]
+//!   churn_bench CLIP [--steady 96] [--churn 32] [--backends nvdec,ffmpeg-hw,upload,nvjpeg,auto,cpu] [--seconds 5]
 //!                    [--baseline-seconds S] [--rounds 3] [--phases baseline,loop,burst,openclose]
 //!                    [--latency auto|low|throughput]
 //!
@@ -270,7 +270,8 @@ fn main() {
         _ => NVCAM_LATENCY_AUTO,
     };
     unsafe {
-        nvcam_log_init(c"-".as_ptr(), NVCAM_LOG_WARN);
+        // CHURN_LOG=info: the library's info lines too (decoder set-up and its timings).
+        nvcam_log_init(c"-".as_ptr(), if std::env::var("CHURN_LOG").is_ok_and(|v| v == "info") { NVCAM_LOG_INFO } else { NVCAM_LOG_WARN });
         assert_eq!(nvcam_init(std::ptr::null()), NVCAM_OK, "{}", last_error());
     }
     println!(
@@ -286,6 +287,8 @@ fn main() {
             "nvdec" => (0, NVCAM_DECODER_NVDEC),
             "ffmpeg-hw" => (0, NVCAM_DECODER_FFMPEG_HW),
             "upload" => (0, NVCAM_DECODER_SOFTWARE),
+            "nvjpeg" => (0, NVCAM_DECODER_NVJPEG),
+            "auto" => (0, NVCAM_DECODER_AUTO),
             _ => (NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE),
         };
         let o = Arc::new(Opts { clip: CString::new(clip.clone()).unwrap(), device, decoder, latency });

@@ -96,6 +96,12 @@
 #define NVCAM_DECODER_SOFTWARE 3
 
 /**
+ * nvJPEG's hardware back end only (MJPEG cameras; needs nvJPEG from the CUDA toolkit or
+ * NVIDIA's nvidia-nvjpeg wheels, and a GPU with JPEG engines). AUTO prefers it for MJPEG.
+ */
+#define NVCAM_DECODER_NVJPEG 4
+
+/**
  * `state` of `nvcam_camera_stats`.
  */
 #define NVCAM_STATE_CONNECTING 0

@@ -67,12 +67,14 @@ pub(crate) enum DecoderPolicy {
     FfmpegHw,
     /// FFmpeg's software decoder (uploaded when the camera is on a GPU).
     Software,
+    /// nvJPEG's hardware back end (MJPEG only) or an error.
+    Nvjpeg,
 }
 
 impl DecoderPolicy {
     /// Whether the host insisted on a hardware decoder (no quiet fall-back to the CPU).
     pub(crate) fn requires_hardware(self) -> bool {
-        matches!(self, DecoderPolicy::Nvdec | DecoderPolicy::FfmpegHw)
+        matches!(self, DecoderPolicy::Nvdec | DecoderPolicy::FfmpegHw | DecoderPolicy::Nvjpeg)
     }
 }
 

@@ -7,9 +7,10 @@
 //!   `FfmpegHw` is FFmpeg's CUDA hwaccel or an error; `Auto` takes direct NVDEC where libnvcuvid
 //!   loads and the GPU's decoder supports the stream, then FFmpeg's CUDA hwaccel, while the
 //!   per-device session cap allows, else software plus upload (logged, counted in
-//!   `hw_fallbacks`). Under `Auto`, a hardware decoder that turns the stream down at its first
+//!   `hw_fallbacks`). MJPEG under `Auto` goes to nvJPEG's hardware back end first where nvJPEG
+//!   loads and the GPU has JPEG engines (`Nvjpeg` requires it). Under `Auto`, a hardware decoder that turns the stream down at its first
 //!   picture (10-bit, a size the engine refuses, no session left) is replaced by the next in that
-//!   order at run time ([`Fallback`]).
+//!   order at run time ([`Fallback`]); nvJPEG gives way to direct NVDEC (a progressive JPEG, say).
 //!
 //! Whatever runs, the camera learns it from [`Decoder::kind`] and gets its pools from the
 //! session's [`Pools`], which stay on one device for the session (fall-backs never change it).
@@ -19,6 +20,7 @@ use crate::decode::software::SoftwareDecoder;
 use crate::decode::{DecodeOpts, Decoder, DecoderKind, Outcome, Picture};
 use crate::gpu::hwdec::HwDecoder;
 use crate::gpu::nvdec::{DecoderSlot, NvDecoder};
+use crate::gpu::nvjpeg::decoder::NvjpegDecoder;
 use crate::gpu::upload::UploadDecoder;
 use crate::gpu::{self, CamGpu, HwTicket};
 use crate::pool::{Geometry, Lease, Pool};
@@ -137,9 +139,26 @@ fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::S
     let mut reuse = slot.begin(cam);
     let s = Stream { params: stream.parameters().clone(), time_base: stream.time_base(), o: decode_opts(opts, low_latency) };
     let dev = &cam.stream.dev;
-    let fixed = |hw: Hw| -> Result<Box<dyn Decoder>> { Ok(Box::new(Fallback { hw, cam: cam.clone(), next: None })) };
+    let fixed = |hw: Hw| -> Result<Box<dyn Decoder>> { Ok(Box::new(Fallback { hw, cam: cam.clone(), next: None, slot: slot.clone() })) };
     match opts.decoder {
         DecoderPolicy::Software => upload(cam, &s),
+        DecoderPolicy::Nvjpeg => {
+            let engine = gpu::nvjpeg::supports(dev, &s.params)?;
+            fixed(Hw::Nvjpeg(NvjpegDecoder::new(cam, engine, &s.params, s.time_base)?))
+        }
+        DecoderPolicy::Auto if s.params.id() == ff::codec::Id::MJPEG => {
+            match gpu::nvjpeg::auto_supports(dev, &s.params).and_then(|e| NvjpegDecoder::new(cam, e, &s.params, s.time_base)) {
+                Ok(n) => {
+                    drop(reuse);
+                    Ok(Box::new(Fallback { hw: Hw::Nvjpeg(n), cam: cam.clone(), next: Some(s), slot: slot.clone() }))
+                }
+                Err(w) => {
+                    log::debug!("GPU {}: nvJPEG not used ({}); trying direct NVDEC", dev.ordinal, w.msg);
+                    auto(cam, s, reuse, slot)
+                }
+            }
+        }
+        DecoderPolicy::Auto => auto(cam, s, reuse, slot),
         DecoderPolicy::Nvdec => {
             let t = reuse.ticket(dev).ok_or_else(|| cap_reached(cam))?;
             fixed(Hw::Nvdec(NvDecoder::new(cam, &s.params, s.time_base, t, s.o, reuse)?))
@@ -148,39 +167,44 @@ fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::S
             let t = HwTicket::take(dev).ok_or_else(|| cap_reached(cam))?;
             fixed(Hw::Ffmpeg(HwDecoder::new(cam, &s.params, s.time_base, t, s.o)?))
         }
-        DecoderPolicy::Auto => {
-            let mut why = Vec::new();
-            match reuse.ticket(dev) {
-                None => why.push(format!("hardware decoder cap ({} per device) reached", gpu::hw_cap())),
-                Some(t) => {
-                    match gpu::nvdec::supports(dev, &s.params, s.o.eight_bit) {
-                        Ok(_) => match NvDecoder::new(cam, &s.params, s.time_base, t, s.o, reuse) {
-                            Ok(n) => return Ok(Box::new(Fallback { hw: Hw::Nvdec(n), cam: cam.clone(), next: Some(s) })),
-                            Err(e) => why.push(format!("direct NVDEC: {}", e.msg)),
-                        },
-                        Err(w) => {
-                            // Neither the ticket nor a parked NVDEC decoder is of use now.
-                            drop(t);
-                            drop(reuse);
-                            log::info!("GPU {}: direct NVDEC not used ({}); trying FFmpeg's CUDA hwaccel", dev.ordinal, w.msg);
-                        }
-                    }
-                    match HwTicket::take(dev).map(|t| HwDecoder::new(cam, &s.params, s.time_base, t, s.o)) {
-                        Some(Ok(h)) => return Ok(Box::new(Fallback { hw: Hw::Ffmpeg(h), cam: cam.clone(), next: Some(s) })),
-                        Some(Err(e)) => why.push(format!("FFmpeg CUDA hwaccel: {}", e.msg)),
-                        None => why.push("hardware decoder cap reached".into()),
-                    }
+    }
+}
+
+/// AUTO on a GPU: direct NVDEC where it takes the stream, then FFmpeg's CUDA hwaccel, within
+/// the per-device session cap, else software plus upload.
+fn auto(cam: &Arc<CamGpu>, s: Stream, mut reuse: crate::gpu::nvdec::Reuse, slot: &Arc<DecoderSlot>) -> Result<Box<dyn Decoder>> {
+    let dev = &cam.stream.dev;
+    let mut why = Vec::new();
+    match reuse.ticket(dev) {
+        None => why.push(format!("hardware decoder cap ({} per device) reached", gpu::hw_cap())),
+        Some(t) => {
+            match gpu::nvdec::supports(dev, &s.params, s.o.eight_bit) {
+                Ok(_) => match NvDecoder::new(cam, &s.params, s.time_base, t, s.o, reuse) {
+                    Ok(n) => return Ok(Box::new(Fallback { hw: Hw::Nvdec(n), cam: cam.clone(), next: Some(s), slot: slot.clone() })),
+                    Err(e) => why.push(format!("direct NVDEC: {}", e.msg)),
+                },
+                Err(w) => {
+                    // Neither the ticket nor a parked NVDEC decoder is of use now.
+                    drop(t);
+                    drop(reuse);
+                    log::info!("GPU {}: direct NVDEC not used ({}); trying FFmpeg's CUDA hwaccel", dev.ordinal, w.msg);
                 }
             }
-            log::warn!("GPU {}: {}; decoding in software and uploading to the GPU", dev.ordinal, why.join("; "));
-            gpu::stats::of(dev.ordinal).hw_fallbacks.fetch_add(1, Ordering::Relaxed);
-            upload(cam, &s)
+            match HwTicket::take(dev).map(|t| HwDecoder::new(cam, &s.params, s.time_base, t, s.o)) {
+                Some(Ok(h)) => return Ok(Box::new(Fallback { hw: Hw::Ffmpeg(h), cam: cam.clone(), next: Some(s), slot: slot.clone() })),
+                Some(Err(e)) => why.push(format!("FFmpeg CUDA hwaccel: {}", e.msg)),
+                None => why.push("hardware decoder cap reached".into()),
+            }
         }
     }
+    log::warn!("GPU {}: {}; decoding in software and uploading to the GPU", dev.ordinal, why.join("; "));
+    gpu::stats::of(dev.ordinal).hw_fallbacks.fetch_add(1, Ordering::Relaxed);
+    upload(cam, &s)
 }
 
 /// The hardware decoder in use, or what replaced it.
 enum Hw {
+    Nvjpeg(NvjpegDecoder),
     Nvdec(NvDecoder),
     Ffmpeg(HwDecoder),
     Upload(Box<dyn Decoder>),
@@ -196,6 +220,8 @@ struct Fallback {
     hw: Hw,
     cam: Arc<CamGpu>,
     next: Option<Stream>,
+    /// The camera's NVDEC slot, for nvJPEG's fall-back to direct NVDEC.
+    slot: Arc<DecoderSlot>,
 }
 
 impl Fallback {
@@ -203,9 +229,24 @@ impl Fallback {
         let s = self.next.clone().expect("checked by can_fall_back");
         let dev = self.cam.stream.dev.clone();
         let from_nvdec = matches!(self.hw, Hw::Nvdec(_));
+        let from_nvjpeg = matches!(self.hw, Hw::Nvjpeg(_));
         // The failed decoder goes first, so its session and its ticket are free again.
         self.hw = Hw::Empty;
-        if from_nvdec {
+        if from_nvjpeg {
+            log::warn!("GPU {}: {}; trying direct NVDEC", dev.ordinal, why.msg);
+            let mut reuse = self.slot.begin(&self.cam);
+            if let Some(t) = reuse.ticket(&dev) {
+                let n = gpu::nvdec::supports(&dev, &s.params, s.o.eight_bit)
+                    .and_then(|_| NvDecoder::new(&self.cam, &s.params, s.time_base, t, s.o, reuse));
+                match n {
+                    Ok(n) => {
+                        self.hw = Hw::Nvdec(n);
+                        return Ok(());
+                    }
+                    Err(e) => log::warn!("GPU {}: direct NVDEC: {}", dev.ordinal, e.msg),
+                }
+            }
+        } else if from_nvdec {
             log::warn!("GPU {}: direct NVDEC: {}; trying FFmpeg's CUDA hwaccel", dev.ordinal, why.msg);
             match HwTicket::take(&dev).map(|t| HwDecoder::new(&self.cam, &s.params, s.time_base, t, s.o)) {
                 Some(Ok(h)) => {
@@ -227,6 +268,7 @@ impl Fallback {
     fn can_fall_back(&self) -> bool {
         self.next.is_some()
             && match &self.hw {
+                Hw::Nvjpeg(n) => n.hw_failed(),
                 Hw::Nvdec(n) => n.hw_failed(),
                 Hw::Ffmpeg(h) => h.hw_failed(),
                 _ => false,
@@ -235,6 +277,7 @@ impl Fallback {
 
     fn inner(&mut self) -> Result<&mut dyn Decoder> {
         match &mut self.hw {
+            Hw::Nvjpeg(n) => Ok(n),
             Hw::Nvdec(n) => Ok(n),
             Hw::Ffmpeg(h) => Ok(h),
             Hw::Upload(u) => Ok(u.as_mut()),
@@ -246,6 +289,7 @@ impl Fallback {
 impl Decoder for Fallback {
     fn kind(&self) -> DecoderKind {
         match &self.hw {
+            Hw::Nvjpeg(n) => n.kind(),
             Hw::Nvdec(n) => n.kind(),
             Hw::Ffmpeg(h) => h.kind(),
             Hw::Upload(u) => u.kind(),
@@ -282,6 +326,7 @@ impl Decoder for Fallback {
     }
     fn continues_across_rewind(&self) -> bool {
         match &self.hw {
+            Hw::Nvjpeg(n) => n.continues_across_rewind(),
             Hw::Nvdec(n) => n.continues_across_rewind(),
             Hw::Ffmpeg(h) => h.continues_across_rewind(),
             Hw::Upload(u) => u.continues_across_rewind(),

@@ -52,6 +52,8 @@
 #   memcheck-formats  the same under compute-sanitizer --tool memcheck
 #   bench-mjpeg    churn_bench: 64 paced 1080p30 MJPEG 4:2:2 cameras on direct NVDEC (stage timings),
 #                  16 and 32 in software + upload, 4:2:0 at 64 on NVDEC; nvdec_bench unpaced MJPEG
+#   bench-nvjpeg   churn_bench: the noisy 1080p 4:2:2 MJPEG camera (42 Mbit/s) at 64 on direct NVDEC, 14 on
+#                  nvJPEG, 64 on AUTO (nvJPEG up to its cap, then NVDEC); 128 720p on AUTO; dmon's jpg share
 #   bench-hevc10   nvdec_bench direct NVDEC, N = 16 and 32: 1080p HEVC Main10 (P016) against Main (NV12)
 set -u
 out=${OUT:-/tmp}
@@ -202,6 +204,18 @@ bench-mjpeg)
   done
   # No CLI rows: 64 concurrent ffmpeg-nvdec processes on MJPEG outran the step's minute.
   step mjpeg422-unpaced 60 bash -c "$(bench "" "$fix/bench-mjpeg422-1920x1080.mkv" --label mjpeg422-1080p --backends nvdec --cams 1,16,64 --cli none --seconds 2.5 --warmup 0.7)"
+  ;;
+bench-nvjpeg)
+  # MJPEG on nvJPEG's hardware back end against direct NVDEC (needs nvJPEG on the machine: the
+  # toolkit's, or NVCAM_NVJPEG_LIBRARY), the JPEG engines' share sampled beside (dmon's `jpg`).
+  nvidia-smi dmon -s u -d 1 > "$out/dmon.log" 2>&1 & dmon=$!
+  noisy=$fix/bench-mjpeg422-noisy-1920x1080.mkv
+  step noisy-nvdec-64 60 bash -c "'$b/bin/churn_bench' '$noisy' --steady 64 --churn 0 --backends nvdec --phases baseline --seconds 5 2>>'$out/nvjpeg-stderr.log' | tee -a '$out/nvjpeg.log'"
+  step noisy-nvjpeg-14 40 bash -c "CHURN_LOG=info '$b/bin/churn_bench' '$noisy' --steady 14 --churn 0 --backends nvjpeg --phases baseline --seconds 5 2>>'$out/nvjpeg-stderr.log' | tee -a '$out/nvjpeg.log'"
+  step noisy-auto-64 60 bash -c "'$b/bin/churn_bench' '$noisy' --steady 64 --churn 0 --backends auto --phases baseline --seconds 5 2>>'$out/nvjpeg-stderr.log' | tee -a '$out/nvjpeg.log'"
+  step 720p-auto-128 80 bash -c "'$b/bin/churn_bench' '$fix/bench-mjpeg422-1280x720.mkv' --steady 128 --churn 0 --backends auto --phases baseline --seconds 5 2>>'$out/nvjpeg-stderr.log' | tee -a '$out/nvjpeg.log'"
+  kill $dmon 2>/dev/null
+  awk '$1 ~ /^[0-9]+$/ {print $6}' "$out/dmon.log" | tr '\n' ' '; echo "(dmon jpg %, one a second)"
   ;;
 bench-hevc10)
   step bench-hevc8 40 bash -c "$(bench "" "$fix/bench-hevc8-1920x1080.mkv" --label hevc8-1080p-2M --backends nvdec --cams 16,32 --cli none --seconds 2.5 --warmup 0.7)"

@@ -28,6 +28,8 @@ pub(super) struct LossWatch {
     t_open: Instant,
     key_seen: bool,
     fallback: Duration,
+    /// MJPEG: every packet's markers are checked (`jpeg_check`), the same for every decoder.
+    jpeg: bool,
 }
 
 impl LossWatch {
@@ -44,6 +46,7 @@ impl LossWatch {
             t_open,
             key_seen: false,
             fallback: Duration::from_millis(DEFAULTS.loss_recovery_reconnect_ms as u64),
+            jpeg: params.id() == ff::codec::Id::MJPEG,
         }
     }
 
@@ -95,7 +98,12 @@ impl LossWatch {
         let ref_gap = self.frame_nums.as_mut().is_some_and(|c| c.gap_before(data));
         // A loss that cannot be placed may be in this packet: it and what follows are suspect,
         // and a recovery point must come after it to count.
-        if unknown_place || ref_gap || p.is_corrupt() {
+        // A JPEG cut short or with bytes lost decodes silently on every engine: its markers tell.
+        let jpeg_damage = if self.jpeg { crate::decode::jpeg_check::damage(data) } else { None };
+        if let Some(why) = jpeg_damage {
+            log::debug!("camera {}: JPEG at pts {p_us} is not whole: {why}", sh.name());
+        }
+        if unknown_place || ref_gap || p.is_corrupt() || jpeg_damage.is_some() {
             log::debug!("camera {}: reference gap {ref_gap}, demuxer-flagged corrupt {}, at the packet of pts {p_us} ({key:?}, {} bytes)", sh.name(), p.is_corrupt(), data.len());
             integrity.lost(now);
         }

@@ -7,7 +7,9 @@
 //! rules. What a call met besides success or failure (an error the decoder recovered from, a
 //! picture lost to it) comes back in its [`Outcome`], not through a side channel.
 
+pub(crate) mod chroma_box;
 pub(crate) mod frame_num;
+pub(crate) mod jpeg_check;
 pub(crate) mod nal;
 pub(crate) mod recovery;
 pub(crate) mod software;
@@ -29,6 +31,8 @@ pub(crate) enum DecoderKind {
     FfmpegCuda,
     /// NVIDIA's parser and decoder, driven directly.
     Nvdec,
+    /// nvJPEG's hardware back end (MJPEG).
+    Nvjpeg,
 }
 
 impl DecoderKind {
@@ -38,6 +42,7 @@ impl DecoderKind {
             DecoderKind::SoftwareUpload => "ffmpeg-sw+upload",
             DecoderKind::FfmpegCuda => "ffmpeg-cuda",
             DecoderKind::Nvdec => "nvdec",
+            DecoderKind::Nvjpeg => "nvjpeg",
         }
     }
 

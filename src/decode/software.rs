@@ -61,14 +61,22 @@ impl SoftwareDecoder {
             // SAFETY: an unopened context made from `params`.
             unsafe { super::set_low_delay(ctx.as_mut_ptr(), params) };
         }
+        if params.id() == ff::codec::Id::MJPEG {
+            // A JPEG whose Huffman codes do not decode is refused (the camera takes the packet
+            // as corrupt) instead of coming out half grey and unmarked: FFmpeg otherwise only
+            // logs the error and hands the picture out.
+            // SAFETY: an unopened context we own.
+            unsafe { (*ctx.as_mut_ptr()).err_recognition |= ffi::AV_EF_EXPLODE };
+        }
         ctx.decoder().video().map_err(|e| Error::ffmpeg("avcodec_open2", e))
     }
 
     /// Converts the picture last received to NV12 at `g` (Y rows, then UV rows, at `g.pitch`)
     /// into `dst`, which holds at least `g.slot_bytes()`. The samples keep their range (see
-    /// [`same_range_scaler`]): 4:2:0 input is only interleaved, luma copied; 4:2:2 and 4:4:4
-    /// chroma (MJPEG cameras) is filtered with swscale's bicubic, the filter of FFmpeg's own
-    /// `-pix_fmt nv12`; gray gets neutral chroma (128).
+    /// [`same_range_scaler`]): 4:2:0 input is only interleaved, luma copied; JPEG's 4:2:2, 4:4:0
+    /// and 4:4:4 chroma (MJPEG cameras) is box-averaged as NVDEC's JPEG engine does
+    /// ([`super::chroma_box`]), so every decoder gives a JPEG camera the same NV12; other 4:2:2
+    /// and 4:4:4 streams take swscale's bicubic; gray gets neutral chroma (128).
     pub(crate) fn convert_into(&mut self, dst: &mut [u8], g: &Geometry) -> Result<()> {
         let (w, h) = (self.frame.width() as i32, self.frame.height() as i32);
         if (w as u32, h as u32) != (g.width, g.height) {
@@ -89,6 +97,15 @@ impl SoftwareDecoder {
             }
             uv[..g.pitch * (h as usize).div_ceil(2)].fill(128);
             return Ok(());
+        }
+        if self.jpeg && g.depth == Depth::Eight {
+            let forward = f.linesize[..3].iter().all(|&l| l > 0);
+            if let (Some(sub), true) = (super::chroma_box::Sub::of(f.format), forward) {
+                // SAFETY: the frame's planes: luma `h` rows of `w`, chroma `ceil(h / sub.y)` rows
+                // of `ceil(w / sub.x)`, at their linesizes (positive for decoded pictures).
+                unsafe { write_boxed(f, sub, dst, g) };
+                return Ok(());
+            }
         }
         // P016 slots: 10-bit pictures as P010 (the value << 6), 12-bit as P016 (<< 4), exact.
         use ffi::AVPixelFormat::*;
@@ -144,6 +161,30 @@ impl SoftwareDecoder {
             }
         }
     }
+}
+
+/// Writes 8-bit planar picture `f` (chroma subsampled by `sub`) as NV12 into `dst` at `g`: luma
+/// copied, chroma by the box rule.
+///
+/// # Safety
+/// `f` is a decoded 8-bit planar picture of `g`'s size whose planes hold what `sub` says, at
+/// positive linesizes; `dst` holds at least `g.slot_bytes()`.
+unsafe fn write_boxed(f: &ffi::AVFrame, sub: super::chroma_box::Sub, dst: &mut [u8], g: &Geometry) {
+    use super::chroma_box::{chroma_to_nv12, Plane};
+    let (w, h) = (g.width as usize, g.height as usize);
+    let (cw, ch) = (w.div_ceil(sub.x), h.div_ceil(sub.y));
+    // SAFETY: the caller's contract: plane i holds its rows at `linesize[i]`, the last row at
+    // least its width.
+    let plane = |i: usize, width: usize, rows: usize| unsafe {
+        let stride = f.linesize[i] as usize;
+        Plane { data: std::slice::from_raw_parts(f.data[i], stride * (rows - 1) + width), stride, width, rows }
+    };
+    let (y, uv) = dst.split_at_mut(g.uv_offset());
+    let luma = plane(0, w, h);
+    for r in 0..h {
+        y[r * g.pitch..r * g.pitch + w].copy_from_slice(&luma.data[r * luma.stride..r * luma.stride + w]);
+    }
+    chroma_to_nv12(&plane(1, cw, ch), &plane(2, cw, ch), sub, w, h, uv, g.pitch);
 }
 
 /// A swscale context from `w`x`h` pictures of `fmt` to `to` (NV12, P010 or P016) of the same size

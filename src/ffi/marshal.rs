@@ -118,6 +118,7 @@ fn decoder_policy(v: u32) -> Result<DecoderPolicy> {
         NVCAM_DECODER_NVDEC => DecoderPolicy::Nvdec,
         NVCAM_DECODER_FFMPEG_HW => DecoderPolicy::FfmpegHw,
         NVCAM_DECODER_SOFTWARE => DecoderPolicy::Software,
+        NVCAM_DECODER_NVJPEG => DecoderPolicy::Nvjpeg,
         _ => return Err(Error::arg(format!("decoder {v} is not an NVCAM_DECODER_* value"))),
     })
 }
@@ -184,6 +185,7 @@ fn decoder(d: Option<DecoderKind>) -> u32 {
     match d {
         Some(DecoderKind::Nvdec) => NVCAM_DECODER_NVDEC,
         Some(DecoderKind::FfmpegCuda) => NVCAM_DECODER_FFMPEG_HW,
+        Some(DecoderKind::Nvjpeg) => NVCAM_DECODER_NVJPEG,
         Some(DecoderKind::Software | DecoderKind::SoftwareUpload) | None => NVCAM_DECODER_SOFTWARE,
     }
 }

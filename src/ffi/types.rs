@@ -40,6 +40,9 @@ pub const NVCAM_DECODER_NVDEC: u32 = 1;
 pub const NVCAM_DECODER_FFMPEG_HW: u32 = 2;
 /// FFmpeg's software decoder (frames are uploaded when `device` is a GPU).
 pub const NVCAM_DECODER_SOFTWARE: u32 = 3;
+/// nvJPEG's hardware back end only (MJPEG cameras; needs nvJPEG from the CUDA toolkit or
+/// NVIDIA's nvidia-nvjpeg wheels, and a GPU with JPEG engines). AUTO prefers it for MJPEG.
+pub const NVCAM_DECODER_NVJPEG: u32 = 4;
 
 /// `state` of `nvcam_camera_stats`.
 pub const NVCAM_STATE_CONNECTING: u32 = 0;

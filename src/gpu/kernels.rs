@@ -195,6 +195,14 @@ impl Kernels {
         Ok(k)
     }
 
+    /// A kernel of the fatbin outside the conversion family, by name (nvJPEG's chroma packing):
+    /// its user looks it up once and keeps the handle, valid while the library runs.
+    pub(crate) fn function(&self, name: &std::ffi::CStr) -> Result<sys::CUfunction> {
+        let _g = self.dev.push()?;
+        // SAFETY: our module, context current (guard).
+        Ok(unsafe { driver::module::get_function(self.module, name) }?)
+    }
+
     /// Enqueues one conversion on `stream`.
     ///
     /// # Safety

@@ -1,5 +1,5 @@
 //! The GPU path: per-camera NV12 pools in device memory with event-ordered lifetimes, and the
-//! decoders that write them (direct NVDEC, FFmpeg's CUDA hwaccel, software plus upload).
+//! decoders that write them (direct NVDEC, nvJPEG, FFmpeg's CUDA hwaccel, software plus upload).
 //!
 //! - [`driver`]: the one thin layer of CUDA driver calls (libcuda via cudarc, loaded at run
 //!   time), their typed error and its conversion into the library's.
@@ -8,8 +8,9 @@
 //! - [`memory`]: the device storage behind a camera's pool (pitched, allocated once per
 //!   resolution, per-slot events) and pinned host buffers.
 //! - [`deferred`]: the deferred-free queue (events completed + minimum age).
-//! - [`nvdec`] (libnvcuvid loaded at run time), [`hwdec`], [`upload`]: the decoders. Which one a
-//!   camera gets, and the fall-back between them, is decided in `crate::select`.
+//! - [`nvdec`] (libnvcuvid loaded at run time), [`nvjpeg`] (libnvjpeg, likewise), [`hwdec`],
+//!   [`upload`]: the decoders. Which one a camera gets, and the fall-back between them, is
+//!   decided in `crate::select`.
 //! - [`stats`]: process-wide counters for `nvcam_gpu_stats`.
 //!
 //! Without libcuda (or a GPU) nothing here runs: [`probe`] says why once and cameras decode on
@@ -24,6 +25,7 @@ pub(crate) mod hwdec;
 pub(crate) mod kernels;
 pub(crate) mod memory;
 pub(crate) mod nvdec;
+pub(crate) mod nvjpeg;
 pub(crate) mod params;
 pub(crate) mod peer;
 pub(crate) mod staging;
@@ -125,6 +127,7 @@ fn open_device(ordinal: i32) -> Option<Arc<Device>> {
 pub(crate) fn shutdown(timeout: Duration) {
     let deadline = Instant::now() + timeout;
     convert::shutdown();
+    nvjpeg::shutdown();
     if !deferred::drain_wait(deadline) {
         log::warn!("nvcam_shutdown: GPU memory still in use by unfinished work; contexts kept until it is freed");
     }

@@ -289,10 +289,57 @@ pub fn hdr_clip(trc: &str, w: u32, h: u32) -> PathBuf {
 pub fn jpeg_chroma_size(fmt: &str, w: usize, h: usize) -> (usize, usize) {
     match fmt {
         "yuvj444p" => (w, h),
-        "yuvj422p" => (w / 2, h),
+        "yuvj422p" => (w.div_ceil(2), h),
         "gray" => (0, 0),
-        _ => (w / 2, h / 2),
+        _ => (w.div_ceil(2), h.div_ceil(2)),
     }
+}
+
+/// The NV12 (rows of `ceil(w / 2) * 2` bytes, as [`reference_nv12`]) every decoder must give a
+/// JPEG picture that FFmpeg decoded as `native` in its own planar format `fmt` (`yuvj420p`,
+/// `yuv420p`, `yuvj422p`, `yuvj440p`, `yuvj444p`, `gray`): luma as decoded; each chroma sample
+/// the mean of the decoded chroma samples its 2x2 luma block covers (clipped at odd edges),
+/// rounded half up, the box rule of NVDEC's JPEG engine; gray with neutral chroma. Written per
+/// sample, apart from the library's row loops.
+pub fn jpeg_box_nv12(native: &[u8], fmt: &str, w: usize, h: usize) -> Vec<u8> {
+    let (sx, sy) = match fmt {
+        "yuvj444p" | "yuv444p" => (1, 1),
+        "yuvj422p" | "yuv422p" => (2, 1),
+        "yuvj440p" | "yuv440p" => (1, 2),
+        "gray" => (0, 0),
+        _ => (2, 2),
+    };
+    let row = w.div_ceil(2) * 2;
+    // Luma rows padded with 0 (what a packed copy of an odd width writes), chroma neutral.
+    let mut out = vec![0u8; row * h];
+    out.resize(row * (h + h.div_ceil(2)), 128);
+    for r in 0..h {
+        out[r * row..r * row + w].copy_from_slice(&native[r * w..(r + 1) * w]);
+    }
+    if sx == 0 {
+        return out;
+    }
+    let (cw, ch) = (w.div_ceil(sx), h.div_ceil(sy));
+    for p in 0..2 {
+        let plane = &native[w * h + p * cw * ch..w * h + (p + 1) * cw * ch];
+        for oy in 0..h.div_ceil(2) {
+            for ox in 0..w.div_ceil(2) {
+                let mut cells = Vec::new();
+                for ly in 2 * oy..(2 * oy + 2).min(h) {
+                    for lx in 2 * ox..(2 * ox + 2).min(w) {
+                        let c = (lx / sx, ly / sy);
+                        if !cells.contains(&c) {
+                            cells.push(c);
+                        }
+                    }
+                }
+                let n = cells.len() as u32;
+                let sum: u32 = cells.iter().map(|&(x, y)| plane[y * cw + x] as u32).sum();
+                out[row * h + oy * row + 2 * ox + p] = ((sum + n / 2) / n) as u8;
+            }
+        }
+    }
+    out
 }
 
 /// A 10-bit HEVC (Main10) clip, what HDR and many new IP cameras send.

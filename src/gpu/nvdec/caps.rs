@@ -144,5 +144,10 @@ pub(crate) fn supports(dev: &Device, params: &ff::codec::Parameters, eight_bit: 
     if w > 0 && h > 0 && !size_fits(&c, w as u32, h as u32) {
         return Err(no(format!("{w}x{h} is outside NVDEC's {}x{}..{}x{} for {id:?}", c.nMinWidth, c.nMinHeight, c.nMaxWidth, c.nMaxHeight)));
     }
+    if codec == cu::cudaVideoCodec_JPEG && (chroma == cu::cudaVideoChromaFormat_422 || chroma == cu::cudaVideoChromaFormat_444) && (w % 2 == 1 || h % 2 == 1) {
+        // Seen on an H200 (161x97): the chroma the engine writes for the odd edge is not the
+        // picture's (up to 255 levels off); 4:2:0 and gray at the same size are exact.
+        return Err(no(format!("{w}x{h} {name}: NVDEC's JPEG engine writes no valid chroma at the odd edge of a 4:2:2 or 4:4:4 picture")));
+    }
     Ok(codec)
 }

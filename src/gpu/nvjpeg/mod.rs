@@ -1,0 +1,143 @@
+//! nvJPEG's hardware back end: MJPEG cameras decoded by the GPU's JPEG engines (A100, H100 and
+//! later) with the Huffman decode on the engine, not the CPU. Direct NVDEC takes JPEG too, but its
+//! parser decodes the entropy-coded data on the host (3.3 ms of CPU per 1080p 4:2:2 picture on an
+//! H100), so 64 1080p cameras cost ten cores there.
+//!
+//! One nvJPEG handle per GPU (made on first use, kept for the process); each camera has its own
+//! decode state ([`decoder::NvjpegDecoder`]). nvJPEG is a toolkit library, not part of the driver:
+//! where it is missing, or its hardware back end is not (a GPU without JPEG engines), AUTO goes on
+//! to direct NVDEC, and one line says why.
+
+pub(crate) mod api;
+pub(crate) mod decoder;
+pub(crate) mod sys;
+
+use super::context::Device;
+use crate::status::*;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// One GPU's nvJPEG handle (hardware back end) and what its engines are.
+pub(crate) struct Engine {
+    pub handle: sys::nvjpegHandle_t,
+    pub lib: &'static api::Nvjpeg,
+    /// `nvjpegGetHardwareDecoderInfo`: engines and cores per engine (AUTO's cap is two cameras
+    /// per engine).
+    pub engines: (u32, u32),
+    /// Decoders (cameras) on this handle now: AUTO stops offering nvJPEG at [`Engine::cap`].
+    pub cameras: AtomicU32,
+    dev: Arc<Device>,
+}
+
+// SAFETY: an nvJPEG handle may be used from any thread (nvJPEG's documentation: the handle is
+// thread safe; each thread uses its own state).
+unsafe impl Send for Engine {}
+// SAFETY: as for Send.
+unsafe impl Sync for Engine {}
+
+impl Engine {
+    fn open(dev: &Arc<Device>) -> Result<Engine> {
+        let lib = api::lib().map_err(unsupported)?;
+        let _g = dev.push()?;
+        // The device's context is current (guard).
+        let handle = lib
+            .create_hardware()
+            .map_err(|e| unsupported(format!("GPU {}: nvJPEG's hardware back end is not available ({})", dev.ordinal, sys::status_name(e.status))))?;
+        // SAFETY: our handle, just made. No figures (0) only lowers AUTO's cap to its floor.
+        let (n, cores) = unsafe { lib.hardware_decoder_info(handle) }.unwrap_or((0, 0));
+        log::info!("GPU {}: nvJPEG {}.{} hardware back end, {n} JPEG engine(s) of {cores} core(s)", dev.ordinal, lib.version.0, lib.version.1);
+        Ok(Engine { handle, lib, engines: (n, cores), cameras: AtomicU32::new(0), dev: dev.clone() })
+    }
+
+    /// The most cameras AUTO puts on this GPU's nvJPEG: two per JPEG engine (14 on an H200).
+    /// Each camera decodes one picture per call, and the engines do the Huffman decode: on an
+    /// H200, 8 noisy 1080p 4:2:2 cameras (42 Mbit/s each) kept the engines 36 % busy at 0.12 CPU
+    /// cores, while 25 or more saturated them (decode calls of 60 ms on average, decode states
+    /// taking seconds to make). Cameras past the cap go to direct NVDEC.
+    pub(crate) fn cap(&self) -> u32 {
+        (2 * self.engines.0).max(2)
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Ok(_g) = self.dev.push() {
+            // SAFETY: our handle, destroyed once, after every state made from it (they hold an Arc).
+            let _ = unsafe { self.lib.destroy(self.handle) };
+        }
+    }
+}
+
+type Entry = (i32, Result<Arc<Engine>>);
+static ENGINES: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+/// GPU `dev`'s nvJPEG engine, or why there is none (tried once per GPU).
+pub(crate) fn engine(dev: &Arc<Device>) -> Result<Arc<Engine>> {
+    let mut all = ENGINES.lock();
+    if let Some(e) = all.iter().find(|e| e.0 == dev.ordinal) {
+        return e.1.clone();
+    }
+    let e = Engine::open(dev).map(Arc::new);
+    if let Err(why) = &e {
+        log::info!("{}", why.msg);
+    }
+    all.push((dev.ordinal, e.clone()));
+    e
+}
+
+/// Library shutdown, after every camera closed: the GPUs' nvJPEG handles go (each holds its
+/// device, whose context would otherwise stay referenced; seen as "context still referenced"
+/// after every session that used nvJPEG).
+pub(crate) fn shutdown() {
+    let engines: Vec<Entry> = ENGINES.lock().drain(..).collect();
+    for (ordinal, e) in engines {
+        if let Ok(e) = e {
+            if Arc::strong_count(&e) > 1 {
+                log::warn!("GPU {ordinal}: nvJPEG handle still in use at shutdown; destroyed when its last decoder goes");
+            }
+        }
+    }
+}
+
+/// [`supports`] for AUTO: also within the GPU's [`Engine::cap`] of nvJPEG cameras.
+pub(crate) fn auto_supports(dev: &Arc<Device>, params: &ffmpeg_next::codec::Parameters) -> Result<Arc<Engine>> {
+    let e = supports(dev, params)?;
+    let n = e.cameras.load(Ordering::Relaxed);
+    if n >= e.cap() {
+        return Err(unsupported(format!("{n} cameras already on GPU {}'s {} JPEG engines (AUTO's cap {})", dev.ordinal, e.engines.0, e.cap())));
+    }
+    Ok(e)
+}
+
+/// Whether nvJPEG takes this stream on `dev` at open: an MJPEG stream of 8 bits (any layout
+/// but 4:1:1 and 4:1:0, which the hardware back end refuses) with 8-bit output; the engine
+/// exists. Each picture is checked again when it comes ([`decoder`]).
+pub(crate) fn supports(dev: &Arc<Device>, params: &ffmpeg_next::codec::Parameters) -> Result<Arc<Engine>> {
+    use ffmpeg_next::ffi::AVPixelFormat::*;
+    if params.id() != ffmpeg_next::codec::Id::MJPEG {
+        return Err(unsupported(format!("nvJPEG does not take {:?}", params.id())));
+    }
+    // SAFETY: `params` owns a valid AVCodecParameters.
+    let fmt = unsafe { (*params.as_ptr()).format };
+    let refused = [AV_PIX_FMT_YUVJ411P, AV_PIX_FMT_YUV411P, AV_PIX_FMT_YUV410P];
+    if refused.iter().any(|&f| f as i32 == fmt) || crate::ffmpeg::pixfmt::bit_depth(fmt) > 8 {
+        return Err(unsupported(format!("nvJPEG's hardware back end does not take {}", crate::ffmpeg::pixfmt::name(fmt))));
+    }
+    engine(dev)
+}
+
+/// An nvJPEG failure as the library's error.
+pub(crate) fn error(call: &str, r: sys::nvjpegStatus_t) -> Error {
+    let kind = match r {
+        sys::NVJPEG_STATUS_ALLOCATOR_FAILURE => ErrorKind::OutOfMemory,
+        sys::NVJPEG_STATUS_JPEG_NOT_SUPPORTED | sys::NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED | sys::NVJPEG_STATUS_ARCH_MISMATCH => ErrorKind::Unsupported,
+        _ => ErrorKind::Cuda,
+    };
+    Error::new(kind, format!("{call}: {} ({r})", sys::status_name(r)))
+}
+
+/// Why nvJPEG does not take a stream (or is not here): not this decoder's to give.
+fn unsupported(why: String) -> Error {
+    Error::new(ErrorKind::Unsupported, why)
+}
