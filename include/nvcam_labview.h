@@ -80,7 +80,8 @@
 
 /**
  * nvJPEG's hardware back end only (MJPEG cameras; needs nvJPEG from the CUDA toolkit or
- * NVIDIA's nvidia-nvjpeg wheels, and a GPU with JPEG engines). AUTO prefers it for MJPEG.
+ * NVIDIA's nvidia-nvjpeg wheels, and a GPU with JPEG engines). Only when asked for: it hands out
+ * a picture whose Huffman codes do not decode unmarked, so AUTO leaves JPEG to direct NVDEC.
  */
 #define NVCAM_DECODER_NVJPEG 4
 

@@ -7,8 +7,10 @@
 //!   `FfmpegHw` is FFmpeg's CUDA hwaccel or an error; `Auto` takes direct NVDEC where libnvcuvid
 //!   loads and the GPU's decoder supports the stream, then FFmpeg's CUDA hwaccel, while the
 //!   per-device session cap allows, else software plus upload (logged, counted in
-//!   `hw_fallbacks`). MJPEG under `Auto` goes to nvJPEG's hardware back end first where nvJPEG
-//!   loads and the GPU has JPEG engines (`Nvjpeg` requires it). Under `Auto`, a hardware decoder that turns the stream down at its first
+//!   `hw_fallbacks`). nvJPEG's hardware back end is taken only when asked for (`Nvjpeg`): `Auto`
+//!   leaves JPEG to direct NVDEC, because nvJPEG hands out a picture whose Huffman codes do not
+//!   decode unmarked (NVDEC and the software decoder report it), and many nvJPEG cameras on one
+//!   GPU time out at open. Under `Auto`, a hardware decoder that turns the stream down at its first
 //!   picture (10-bit, a size the engine refuses, no session left) is replaced by the next in that
 //!   order at run time ([`Fallback`]); nvJPEG gives way to direct NVDEC (a progressive JPEG, say).
 //!
@@ -145,18 +147,6 @@ fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::S
         DecoderPolicy::Nvjpeg => {
             let engine = gpu::nvjpeg::supports(dev, &s.params)?;
             fixed(Hw::Nvjpeg(NvjpegDecoder::new(cam, engine, &s.params, s.time_base)?))
-        }
-        DecoderPolicy::Auto if s.params.id() == ff::codec::Id::MJPEG => {
-            match gpu::nvjpeg::auto_supports(dev, &s.params).and_then(|e| NvjpegDecoder::new(cam, e, &s.params, s.time_base)) {
-                Ok(n) => {
-                    drop(reuse);
-                    Ok(Box::new(Fallback { hw: Hw::Nvjpeg(n), cam: cam.clone(), next: Some(s), slot: slot.clone() }))
-                }
-                Err(w) => {
-                    log::debug!("GPU {}: nvJPEG not used ({}); trying direct NVDEC", dev.ordinal, w.msg);
-                    auto(cam, s, reuse, slot)
-                }
-            }
         }
         DecoderPolicy::Auto => auto(cam, s, reuse, slot),
         DecoderPolicy::Nvdec => {

@@ -41,7 +41,8 @@ pub const NVCAM_DECODER_FFMPEG_HW: u32 = 2;
 /// FFmpeg's software decoder (frames are uploaded when `device` is a GPU).
 pub const NVCAM_DECODER_SOFTWARE: u32 = 3;
 /// nvJPEG's hardware back end only (MJPEG cameras; needs nvJPEG from the CUDA toolkit or
-/// NVIDIA's nvidia-nvjpeg wheels, and a GPU with JPEG engines). AUTO prefers it for MJPEG.
+/// NVIDIA's nvidia-nvjpeg wheels, and a GPU with JPEG engines). Only when asked for: it hands out
+/// a picture whose Huffman codes do not decode unmarked, so AUTO leaves JPEG to direct NVDEC.
 pub const NVCAM_DECODER_NVJPEG: u32 = 4;
 
 /// `state` of `nvcam_camera_stats`.

@@ -15,17 +15,14 @@ pub(crate) mod sys;
 use super::context::Device;
 use crate::status::*;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 /// One GPU's nvJPEG handle (hardware back end) and what its engines are.
 pub(crate) struct Engine {
     pub handle: sys::nvjpegHandle_t,
     pub lib: &'static api::Nvjpeg,
-    /// `nvjpegGetHardwareDecoderInfo`: engines and cores per engine (AUTO's cap is two cameras
-    /// per engine).
-    pub engines: (u32, u32),
-    /// Decoders (cameras) on this handle now: AUTO stops offering nvJPEG at [`Engine::cap`].
+    /// Decoders (cameras) on this handle now.
     pub cameras: AtomicU32,
     dev: Arc<Device>,
 }
@@ -44,19 +41,10 @@ impl Engine {
         let handle = lib
             .create_hardware()
             .map_err(|e| unsupported(format!("GPU {}: nvJPEG's hardware back end is not available ({})", dev.ordinal, sys::status_name(e.status))))?;
-        // SAFETY: our handle, just made. No figures (0) only lowers AUTO's cap to its floor.
+        // SAFETY: our handle, just made; the figures are only logged.
         let (n, cores) = unsafe { lib.hardware_decoder_info(handle) }.unwrap_or((0, 0));
         log::info!("GPU {}: nvJPEG {}.{} hardware back end, {n} JPEG engine(s) of {cores} core(s)", dev.ordinal, lib.version.0, lib.version.1);
-        Ok(Engine { handle, lib, engines: (n, cores), cameras: AtomicU32::new(0), dev: dev.clone() })
-    }
-
-    /// The most cameras AUTO puts on this GPU's nvJPEG: two per JPEG engine (14 on an H200).
-    /// Each camera decodes one picture per call, and the engines do the Huffman decode: on an
-    /// H200, 8 noisy 1080p 4:2:2 cameras (42 Mbit/s each) kept the engines 36 % busy at 0.12 CPU
-    /// cores, while 25 or more saturated them (decode calls of 60 ms on average, decode states
-    /// taking seconds to make). Cameras past the cap go to direct NVDEC.
-    pub(crate) fn cap(&self) -> u32 {
-        (2 * self.engines.0).max(2)
+        Ok(Engine { handle, lib, cameras: AtomicU32::new(0), dev: dev.clone() })
     }
 }
 
@@ -98,16 +86,6 @@ pub(crate) fn shutdown() {
             }
         }
     }
-}
-
-/// [`supports`] for AUTO: also within the GPU's [`Engine::cap`] of nvJPEG cameras.
-pub(crate) fn auto_supports(dev: &Arc<Device>, params: &ffmpeg_next::codec::Parameters) -> Result<Arc<Engine>> {
-    let e = supports(dev, params)?;
-    let n = e.cameras.load(Ordering::Relaxed);
-    if n >= e.cap() {
-        return Err(unsupported(format!("{n} cameras already on GPU {}'s {} JPEG engines (AUTO's cap {})", dev.ordinal, e.engines.0, e.cap())));
-    }
-    Ok(e)
 }
 
 /// Whether nvJPEG takes this stream on `dev` at open: an MJPEG stream of 8 bits (any layout
