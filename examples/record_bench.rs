@@ -5,7 +5,7 @@
 //! (exact, from /proc), and the process's extra CPU time with recording on (the camera thread's
 //! copy of each packet included; noisy on a shared machine, as the decode dominates).
 //!
-//!   cargo run --release --example record_bench -- [--cams 2] [--seconds 10] [--dir DIR]
+//!   cargo run --release --example record_bench -- [--cams 2] [--seconds 10] [--dir DIR] [--device GPU]
 //!
 //! Linux only (reads /proc). Makes the clip with the ffmpeg CLI once (kept in DIR).
 
@@ -25,7 +25,44 @@ mod linux {
     use std::ffi::CString;
     use std::path::{Path, PathBuf};
     use std::process::Command;
+    use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
     use std::time::{Duration, Instant};
+
+    /// Which phase the consumers' frame gaps belong to: 1 without recording, 3 with (0 and 2 are
+    /// the opens and the caches filling, not counted).
+    static PHASE: AtomicU8 = AtomicU8::new(0);
+    static STOP: AtomicBool = AtomicBool::new(false);
+
+    /// Takes every frame of camera `h` as an inference host would, noting the time between
+    /// frames and the phase each gap ended in.
+    fn consume(h: u64) -> Vec<(u8, f64)> {
+        let mut gaps = Vec::new();
+        let mut last: Option<Instant> = None;
+        while !STOP.load(Ordering::Relaxed) {
+            let mut f = 0u64;
+            // SAFETY (example): a writable out-pointer.
+            if unsafe { nvcam_camera_get_frame(h, 500, &mut f) } == NVCAM_OK {
+                let now = Instant::now();
+                if let Some(l) = last {
+                    gaps.push((PHASE.load(Ordering::Relaxed), (now - l).as_secs_f64() * 1e3));
+                }
+                last = Some(now);
+                nvcam_frame_release(f);
+            }
+        }
+        gaps
+    }
+
+    /// Frames a second per camera (mean, lowest) and the p99 and largest gap between frames, in
+    /// phase `ph`.
+    fn phase_figures(all: &[Vec<(u8, f64)>], ph: u8, secs: f64) -> (f64, f64, f64, f64) {
+        let fps: Vec<f64> = all.iter().map(|g| g.iter().filter(|(p, _)| *p == ph).count() as f64 / secs).collect();
+        let mut gaps: Vec<f64> = all.iter().flatten().filter(|(p, _)| *p == ph).map(|(_, g)| *g).collect();
+        gaps.sort_by(f64::total_cmp);
+        let p99 = gaps.get(gaps.len().saturating_sub(1) * 99 / 100).copied().unwrap_or(0.0);
+        let mean = fps.iter().sum::<f64>() / fps.len().max(1) as f64;
+        (mean, fps.iter().copied().fold(f64::INFINITY, f64::min), p99, gaps.last().copied().unwrap_or(0.0))
+    }
 
     fn arg(name: &str, default: &str) -> String {
         let a: Vec<String> = std::env::args().collect();
@@ -79,6 +116,8 @@ mod linux {
         let cams: usize = arg("--cams", "2").parse().unwrap();
         let secs: u64 = arg("--seconds", "10").parse().unwrap();
         let dir = PathBuf::from(arg("--dir", "target/tmp/record_bench"));
+        // A GPU ordinal decodes there (AUTO: direct NVDEC); the default is the CPU.
+        let device: i32 = arg("--device", &NVCAM_DEVICE_CPU.to_string()).parse().unwrap();
         std::fs::create_dir_all(&dir).unwrap();
         let src = clip(&dir);
         // SAFETY (example): NULL = defaults.
@@ -87,7 +126,7 @@ mod linux {
         let mut o: nvcam_camera_options = unsafe { std::mem::zeroed() };
         // SAFETY (example): a writable options struct.
         assert_eq!(unsafe { nvcam_camera_options_init(&mut o) }, NVCAM_OK);
-        o.device = NVCAM_DEVICE_CPU;
+        o.device = device;
         o.flags = NVCAM_OPEN_LOOP;
         o.decode_threads = 1;
         let handles: Vec<u64> = (0..cams)
@@ -99,10 +138,14 @@ mod linux {
             })
             .collect();
         let run = Duration::from_secs(secs);
+        let consumers: Vec<_> = handles.iter().map(|&h| std::thread::spawn(move || consume(h))).collect();
         std::thread::sleep(Duration::from_secs(2)); // past the opens
+        PHASE.store(1, Ordering::Relaxed);
         let (c0, t0) = (process_cpu(), Instant::now());
         std::thread::sleep(run);
         let base = (process_cpu() - c0) / t0.elapsed().as_secs_f64();
+        let secs1 = t0.elapsed().as_secs_f64();
+        PHASE.store(2, Ordering::Relaxed);
 
         let mut recs = Vec::new();
         for &h in &handles {
@@ -116,12 +159,21 @@ mod linux {
             assert_eq!(unsafe { nvcam_camera_record_start(h, p.as_ptr(), 5000, 600_000, &mut r) }, NVCAM_OK);
             recs.push(r);
         }
+        PHASE.store(3, Ordering::Relaxed);
         let (c1, w1, t1) = (process_cpu(), threads_cpu("nvcam-rec"), Instant::now());
         std::thread::sleep(run);
         let el = t1.elapsed().as_secs_f64();
+        PHASE.store(4, Ordering::Relaxed);
+        STOP.store(true, Ordering::Relaxed);
+        let gaps: Vec<_> = consumers.into_iter().map(|c| c.join().unwrap()).collect();
         let with = (process_cpu() - c1) / el;
         let writers = (threads_cpu("nvcam-rec") - w1) / el;
-        println!("record_bench: {cams} cameras, 1080p30 H.264 4 Mbit/s (GOP 2 s), CPU decode, {secs} s per phase");
+        let on = if device == NVCAM_DEVICE_CPU { "CPU decode".to_string() } else { format!("GPU {device}, AUTO") };
+        println!("record_bench: {cams} cameras, 1080p30 H.264 4 Mbit/s (GOP 2 s), {on}, {secs} s per phase");
+        for (name, ph, d) in [("without recording", 1, secs1), ("with recording", 3, el)] {
+            let (mean, low, p99, max) = phase_figures(&gaps, ph, d);
+            println!("  {name}: {mean:.1} fps per camera (lowest {low:.1}); gap between frames p99 {p99:.1} ms, max {max:.1} ms");
+        }
         for &h in &handles {
             let mut s: nvcam_record_stats = unsafe { std::mem::zeroed() };
             s.struct_size = std::mem::size_of::<nvcam_record_stats>() as u32;
