@@ -4,7 +4,7 @@
 use super::sys::{CUevent, CUstream, CUstream_flags};
 use super::{check, DriverError, NOT_READY, SUCCESS};
 use cudarc::driver::sys as raw;
-use std::ffi::{c_uint, c_ulonglong, c_void};
+use std::ffi::{c_uint, c_ulonglong};
 
 /// `cuStreamCreate`.
 pub(crate) fn create(flags: CUstream_flags) -> Result<CUstream, DriverError> {
@@ -59,7 +59,8 @@ pub(crate) unsafe fn id(s: CUstream) -> Result<u64, DriverError> {
 /// # Safety
 /// `s` is a live stream of the current context; `f` may be called with `user` from another
 /// thread at any later time.
-pub(crate) unsafe fn launch_host_func(s: CUstream, f: unsafe extern "C" fn(*mut c_void), user: *mut c_void) -> Result<(), DriverError> {
+#[cfg(feature = "test-hooks")] // only the test hooks' stream delay uses it
+pub(crate) unsafe fn launch_host_func(s: CUstream, f: unsafe extern "C" fn(*mut std::ffi::c_void), user: *mut std::ffi::c_void) -> Result<(), DriverError> {
     // SAFETY: the caller's contract.
     check("cuLaunchHostFunc", unsafe { raw::cuLaunchHostFunc(s, Some(f), user) })
 }
