@@ -70,6 +70,17 @@ fn ended(s: &nvcam_record_status) -> bool {
     matches!(s.state, NVCAM_RECORD_DONE | NVCAM_RECORD_STOPPED | NVCAM_RECORD_FAILED)
 }
 
+/// The looped source with a 1-s cache, 40 frames in (the cache holds packets to record from).
+fn looping_camera_with_cache() -> (u64, HashMap<u64, (i64, u64)>) {
+    let cam = open(source().to_str().unwrap(), &options(FAST | NVCAM_OPEN_LOOP)).unwrap();
+    assert_eq!(nvcam_camera_record_cache(cam, 1000, 0), NVCAM_OK);
+    let mut seen = HashMap::new();
+    for _ in 0..40 {
+        take(cam, &mut seen).unwrap();
+    }
+    (cam, seen)
+}
+
 /// Takes one frame: its seq, pts and pixel hash go into `seen`.
 fn take(cam: u64, seen: &mut HashMap<u64, (i64, u64)>) -> Option<(u64, i64)> {
     let f = get_frame(cam, 5000).ok()?;
@@ -187,12 +198,7 @@ fn event_clips_hold_pre_and_post_exactly_and_name_their_frames() {
 fn errors_end_a_recording_never_the_camera_and_handles_are_checked() {
     let _g = serial();
     let dir = out_dir("errors");
-    let cam = open(source().to_str().unwrap(), &options(FAST | NVCAM_OPEN_LOOP)).unwrap();
-    assert_eq!(nvcam_camera_record_cache(cam, 1000, 0), NVCAM_OK);
-    let mut seen = HashMap::new();
-    for _ in 0..40 {
-        take(cam, &mut seen).unwrap();
-    }
+    let (cam, mut seen) = looping_camera_with_cache();
     // Immediate errors: no such folder, a folder nobody can create files in, a container we do
     // not write.
     let e = start(cam, &dir.join("no/such/dir/x.mkv"), 0, 1000).unwrap_err();
@@ -260,12 +266,7 @@ fn errors_end_a_recording_never_the_camera_and_handles_are_checked() {
 fn a_reconnect_splits_the_recording_and_a_close_finishes_it() {
     let _g = serial();
     let dir = out_dir("split");
-    let cam = open(source().to_str().unwrap(), &options(FAST | NVCAM_OPEN_LOOP)).unwrap();
-    assert_eq!(nvcam_camera_record_cache(cam, 1000, 0), NVCAM_OK);
-    let mut seen = HashMap::new();
-    for _ in 0..40 {
-        take(cam, &mut seen).unwrap();
-    }
+    let (cam, mut seen) = looping_camera_with_cache();
     let file = dir.join("split.mkv");
     let rec = start(cam, &file, 1000, 60_000).unwrap();
     for _ in 0..20 {
