@@ -472,9 +472,13 @@ fn long_gop_camera_reconnects_instead_of_staying_dark() {
     assert!((9_000..=11_000).contains(&new.2.key_interval_ms), "key interval estimate {} ms", new.2.key_interval_ms);
     assert!(new.2.reconnect_to_key_ms > 0);
     assert!(new.2.loss_reconnects > 0, "no reconnect for a loss with the next IDR seconds away");
-    // Measured here: about 20 s dark in a minute with the rule, 54-58 s without. Half is a margin
-    // that random losses and a busy machine leave standing.
-    assert!(new.1 < old.1 / 2.0, "dark {:.1} s in all with the rule, {:.1} s before", new.1, old.1);
+    // The rule's point: a dark stretch lasts about a reconnect, not a GOP. Measured here: median
+    // stretch 0.9-1.4 s with the rule, 9.5-9.8 s without; dark 16-24 s in a minute with it, 53-58
+    // s without, but 35 s beside two busy threads on 2 cores (the CPU decoder falls behind and
+    // spoilt key frames cost whole GOPs), so the total is held to less than before, the median
+    // stretch to half.
+    assert!(new.0 < old.0 / 2.0, "median dark stretch {:.1} s with the rule, {:.1} s before", new.0, old.0);
+    assert!(new.1 < old.1, "dark {:.1} s in all with the rule, {:.1} s before", new.1, old.1);
 }
 
 /// B-frames nothing predicts from (x264 without B-pyramid): a loss inside one damages that
