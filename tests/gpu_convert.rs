@@ -77,6 +77,17 @@ impl Drop for Pinned {
 }
 
 /// Downloads so far that took the page-locked path (DMA or kernel) and the pageable one.
+/// Fills device memory with guard bytes and waits for it. `cuMemsetD8` runs asynchronously on the
+/// legacy default stream, which the non-blocking streams the conversions run on do not wait for:
+/// on a GPU shared with another process the fill once landed after the conversion and the test
+/// read guard bytes as if the library had written them wrong.
+fn fill_now(p: sys::CUdeviceptr, byte: u8, n: usize) {
+    unsafe {
+        ck("cuMemsetD8", sys::cuMemsetD8_v2(p, byte, n));
+        ck("cuStreamSynchronize", sys::cuStreamSynchronize(std::ptr::null_mut()));
+    }
+}
+
 fn download_paths() -> (u64, u64) {
     let (dma, kernel, pageable) = nvcam::diag::download_paths();
     (dma + kernel, pageable)
@@ -205,7 +216,7 @@ fn check_one(cuda: &Cuda, frame: u64, fi: &nvcam_frame_info, nv12: &[u8], s: &nv
     assert_eq!(cpu.len(), n, "{what}: reference size");
     // Device destination, on our stream; a guard past the end must stay untouched.
     let dst = cuda.alloc(n + 256);
-    unsafe { ck("cuMemsetD8", sys::cuMemsetD8_v2(dst.0, 0xA5, n + 256)) };
+    fill_now(dst.0, 0xA5, n + 256);
     let mut d = *s;
     d.dst_memory = NVCAM_MEMORY_DEVICE;
     d.dst_device = 0;
@@ -692,7 +703,7 @@ fn gpu_batch_equals_single_conversions() {
         let stride = (item + 256).next_multiple_of(256);
         let need = stride * (batch_frames.len() - 1) + item;
         let dst = cuda.alloc(need + 256);
-        unsafe { ck("cuMemsetD8", sys::cuMemsetD8_v2(dst.0, 0xA5, need + 256)) };
+        fill_now(dst.0, 0xA5, need + 256);
         // A stride that breaks the format's alignment is refused (floats need 4 bytes, f16 2).
         if format == NVCAM_FORMAT_RGB_F32_PLANAR || format == NVCAM_FORMAT_RGB_F16_PLANAR || format == NVCAM_FORMAT_BGRA8 {
             let code = unsafe { nvcam_frames_convert_batch(batch_frames.as_ptr(), 4, &s, dst.0 as *mut _, (item + 1) as u64, need as u64 + 16, cuda.stream()) };
@@ -705,7 +716,7 @@ fn gpu_batch_equals_single_conversions() {
         // Beyond 32 items per launch: 37 items (the three frames repeated), packed, two launches.
         let big: Vec<u64> = (0..37).map(|i| frames[i % 3]).collect();
         let big_dst = cuda.alloc(37 * item + 256);
-        unsafe { ck("cuMemsetD8", sys::cuMemsetD8_v2(big_dst.0, 0xA5, 37 * item + 256)) };
+        fill_now(big_dst.0, 0xA5, 37 * item + 256);
         let launches = nvcam::diag::convert_launches();
         let code = unsafe { nvcam_frames_convert_batch(big.as_ptr(), 37, &s, big_dst.0 as *mut _, 0, 37 * item as u64, cuda.stream()) };
         assert_eq!(code, NVCAM_OK, "{name}: batch of 37: {}", last_error());
@@ -789,7 +800,7 @@ fn gpu_batch_mixing_nv12_and_p016_frames_equals_single_conversions() {
         let stride = (item + 256).next_multiple_of(256);
         let need = stride * (batch.len() - 1) + item;
         let dst = cuda.alloc(need + 256);
-        unsafe { ck("cuMemsetD8", sys::cuMemsetD8_v2(dst.0, 0xA5, need + 256)) };
+        fill_now(dst.0, 0xA5, need + 256);
         let launches = nvcam::diag::convert_launches();
         let code = unsafe { nvcam_frames_convert_batch(batch.as_ptr(), batch.len() as u32, &s, dst.0 as *mut _, stride as u64, need as u64, cuda.stream()) };
         assert_eq!(code, NVCAM_OK, "{name}: mixed batch: {}", last_error());
@@ -978,7 +989,7 @@ fn dst_on_a_gpu_that_does_not_exist_is_refused_and_nothing_written() {
     s.dst_memory = NVCAM_MEMORY_DEVICE;
     let n = 320 * 240 * 4;
     let dst = cuda.alloc(n);
-    unsafe { ck("cuMemsetD8", sys::cuMemsetD8_v2(dst.0, 0xA5, n)) };
+    fill_now(dst.0, 0xA5, n);
     let mut count = 0;
     unsafe { ck("cuDeviceGetCount", sys::cuDeviceGetCount(&mut count)) };
     for (device, want) in [(count, NVCAM_E_NO_DEVICE), (99, NVCAM_E_NO_DEVICE), (i32::MAX, NVCAM_E_NO_DEVICE), (-1, NVCAM_E_INVALID_ARGUMENT)] {
@@ -1105,8 +1116,8 @@ fn conversion_into_another_gpus_memory_equals_the_same_gpu_result() {
         let mut p = 0;
         unsafe {
             ck("cuMemAlloc(1)", sys::cuMemAlloc_v2(&mut p, n + 256));
-            ck("cuMemsetD8(1)", sys::cuMemsetD8_v2(p, 0xA5, n + 256));
         }
+        fill_now(p, 0xA5, n + 256);
         p
     };
     let download1 = |p: u64, n: usize| -> Vec<u8> {

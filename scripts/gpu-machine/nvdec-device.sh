@@ -21,6 +21,9 @@
 #   racecheck-convert tests/gpu_convert.rs under compute-sanitizer --tool racecheck
 #   python-gpu     bindings/python/test_gpu.py with the bundle's libnvcam.so (torch/CuPy zero copy,
 #                  DLPack outliving a reconnect, convert into tensors, batch); bundle --with bindings/python
+#   memcheck-python  the same Python suite under compute-sanitizer --tool memcheck (every process)
+#   convert-contended  tests/gpu_convert.rs while another process keeps the GPU busy (a CuPy loop of
+#                  kernels, allocations and frees): the tests must not depend on having the GPU alone
 #   bench-convert  examples/convert_bench (conversion vs copy GB/s, host download, N = 16 fp16 letterbox;
 #                  CONVERT_BENCH_ARGS='--cams 0' skips the N cameras part)
 #   kernel-bench   scripts/bench/convert-kernel-bench.py: the kernels alone vs a copy (CuPy); bundle --with kernels
@@ -123,6 +126,23 @@ python-gpu)
   if [ ! -f "$py" ]; then echo "##### python-gpu: no $py (bundle with --with bindings/python)"; rc=1; else
   step python-gpu 120 bash -c "NVCAM_LIB='$b/lib/libnvcam.so' python3 '$py' > '$out/python-gpu.log' 2>&1; r=\$?; grep -E '^test_|^python-gpu|^torch|^cupy|^DLPack|^frame.convert|^convert_batch|REQUIRE_GPU|^(FAIL|ERROR):' '$out/python-gpu.log'; [ \$r -ne 0 ] && grep -B2 -A15 -E '^(FAIL|ERROR):' '$out/python-gpu.log' | head -80; exit \$r"
   fi
+  ;;
+memcheck-python)
+  py=$BUNDLE_WITH/bindings/python/test_gpu.py
+  step memcheck-python 300 bash -c "NVCAM_LIB='$b/lib/libnvcam.so' compute-sanitizer --tool memcheck --target-processes all --error-exitcode 99 --log-file '$out/memcheck-python.log' python3 '$py' > '$out/memcheck-python-tests.log' 2>&1; r=\$?; grep -E '^python-gpu|^(FAIL|ERROR):' '$out/memcheck-python-tests.log'; [ \$r -ne 0 ] && tail -40 '$out/memcheck-python-tests.log'; grep -E 'ERROR SUMMARY' '$out/memcheck-python.log' | sort | uniq -c; exit \$r"
+  ;;
+convert-contended)
+  # The neighbour: another process's kernels, allocations and frees for as long as the tests run.
+  cat > "$out/neighbour.py" <<'PY'
+import cupy as cp, time, sys
+end = time.time() + float(sys.argv[1])
+a = cp.random.random((4096, 4096), dtype=cp.float32)
+while time.time() < end:
+    b = cp.empty((int(time.time() * 1000) % 64 + 1) * 1 << 20, dtype=cp.uint8); b.fill(1); del b
+    a = a @ a; a /= cp.abs(a).max() + 1
+    cp.cuda.Stream.null.synchronize()
+PY
+  step convert-contended 200 bash -c "python3 '$out/neighbour.py' 190 > '$out/neighbour.log' 2>&1 & n=\$!; sleep 3; '$convert_test' --include-ignored --test-threads 1 > '$out/convert-contended.log' 2>&1; r=\$?; kill \$n 2>/dev/null; grep -E '^test |test result' '$out/convert-contended.log'; grep -A6 panicked '$out/convert-contended.log' | head -40; tail -3 '$out/neighbour.log'; exit \$r"
   ;;
 kernel-bench)
   step kernel-bench 90 bash -c "python3 '$BUNDLE_WITH/scripts/bench/convert-kernel-bench.py' '$BUNDLE_WITH/kernels/nvcam_kernels.fatbin' 2>&1 | tee '$out/kernel-bench.log'"
