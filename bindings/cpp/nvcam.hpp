@@ -69,6 +69,21 @@ inline void check(int32_t code, const char* call) {
     if (code != NVCAM_OK) fail(code, call);
 }
 
+/// A struct the library fills for a handle; struct_size tells it which version the caller has.
+template <class T> T filled(int32_t (*fn)(uint64_t, T*), uint64_t h, const char* call) {
+    T v{};
+    v.struct_size = sizeof v;
+    check(fn(h, &v), call);
+    return v;
+}
+
+/// A handle's text (a file name, an error message).
+inline std::string handle_text(int32_t (*fn)(uint64_t, char*, int32_t), uint64_t h, const char* call) {
+    std::vector<char> buf(4096);
+    check(fn(h, buf.data(), int32_t(buf.size())), call);
+    return std::string(buf.data());
+}
+
 }  // namespace detail
 
 /// "NAME: description" of a status code.
@@ -152,12 +167,7 @@ public:
     uint64_t handle() const noexcept { return h_; }
     explicit operator bool() const noexcept { return h_ != 0; }
 
-    nvcam_frame_info_t info() const {
-        nvcam_frame_info_t i{};
-        i.struct_size = sizeof i;
-        detail::check(nvcam_frame_info(h_, &i), "nvcam_frame_info");
-        return i;
-    }
+    nvcam_frame_info_t info() const { return detail::filled(nvcam_frame_info, h_, "nvcam_frame_info"); }
 
     /// Copies into dst (dst_pitch 0 = packed: Y rows then UV rows, width rounded up to even).
     void copy_nv12(uint8_t* dst, uint64_t dst_pitch, uint64_t dst_size) const {
@@ -264,27 +274,14 @@ public:
     /// Ends it now; the file is finished with what was taken (NVCAM_RECORD_STOPPED).
     void stop() { detail::check(nvcam_record_stop(h_), "nvcam_record_stop"); }
 
-    nvcam_record_status_t status() const {
-        nvcam_record_status_t s{};
-        s.struct_size = sizeof s;
-        detail::check(nvcam_record_status(h_, &s), "nvcam_record_status");
-        return s;
-    }
+    nvcam_record_status_t status() const { return detail::filled(nvcam_record_status, h_, "nvcam_record_status"); }
     /// Ended: NVCAM_RECORD_DONE, _STOPPED or _FAILED.
     bool ended() const { return status().state >= NVCAM_RECORD_DONE; }
 
     /// The file: NAME.part while written, NAME when complete.
-    std::string file() const {
-        std::vector<char> buf(4096);
-        detail::check(nvcam_record_file(h_, buf.data(), int32_t(buf.size())), "nvcam_record_file");
-        return std::string(buf.data());
-    }
+    std::string file() const { return detail::handle_text(nvcam_record_file, h_, "nvcam_record_file"); }
     /// Why it failed ("" if it did not).
-    std::string error() const {
-        std::vector<char> buf(4096);
-        detail::check(nvcam_record_error(h_, buf.data(), int32_t(buf.size())), "nvcam_record_error");
-        return std::string(buf.data());
-    }
+    std::string error() const { return detail::handle_text(nvcam_record_error, h_, "nvcam_record_error"); }
 
     /// Releases now and throws if the library refuses.
     void release() {
@@ -380,19 +377,10 @@ public:
     /// NVCAM_E_CANCELLED (try_get_frame too). Only waits in progress; the camera stays open.
     void cancel_wait() { detail::check(nvcam_camera_cancel_wait(h_), "nvcam_camera_cancel_wait"); }
 
-    nvcam_camera_stats_t stats() const {
-        nvcam_camera_stats_t s{};
-        s.struct_size = sizeof s;
-        detail::check(nvcam_camera_stats(h_, &s), "nvcam_camera_stats");
-        return s;
-    }
+    nvcam_camera_stats_t stats() const { return detail::filled(nvcam_camera_stats, h_, "nvcam_camera_stats"); }
 
     /// The camera's last error ("" if none), from its worker or a call on it.
-    std::string last_error() const {
-        std::vector<char> buf(4096);
-        detail::check(nvcam_camera_last_error(h_, buf.data(), int32_t(buf.size())), "nvcam_camera_last_error");
-        return std::string(buf.data());
-    }
+    std::string last_error() const { return detail::handle_text(nvcam_camera_last_error, h_, "nvcam_camera_last_error"); }
 
     void reconnect() { detail::check(nvcam_camera_reconnect(h_), "nvcam_camera_reconnect"); }
 
@@ -418,12 +406,7 @@ public:
         return Recording(r);
     }
 
-    nvcam_record_stats_t record_stats() const {
-        nvcam_record_stats_t s{};
-        s.struct_size = sizeof s;
-        detail::check(nvcam_camera_record_stats(h_, &s), "nvcam_camera_record_stats");
-        return s;
-    }
+    nvcam_record_stats_t record_stats() const { return detail::filled(nvcam_camera_record_stats, h_, "nvcam_camera_record_stats"); }
 
     /// Invalidates every frame handle of this camera; returns how many.
     uint32_t force_release_frames() {
