@@ -98,7 +98,7 @@ pub mod diag {
     pub use crate::pool::live_pools;
     /// IEEE half bits → f32 (reading fp16 conversions).
     pub fn f16_to_f32(h: u16) -> f32 {
-        crate::convert::f16_to_f32(h)
+        crate::convert::cpu::f16_to_f32(h)
     }
     /// The CPU conversion of a packed NV12 or P016 image (`frame_format`: `nvcam_frame_info_t`'s
     /// `format`, `NVCAM_FORMAT_NV12` or `NVCAM_FORMAT_P016`, as `nvcam_frame_copy_nv12` packs
