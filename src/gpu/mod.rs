@@ -27,7 +27,6 @@ pub(crate) mod memory;
 pub(crate) mod nvdec;
 pub(crate) mod nvjpeg;
 pub(crate) mod params;
-pub(crate) mod peer;
 pub(crate) mod staging;
 pub(crate) mod stats;
 pub(crate) mod timing;
