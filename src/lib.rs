@@ -120,7 +120,7 @@ pub mod diag {
     pub use crate::gpu::kernels::spin_copy;
     /// Conversion kernel launches so far (a device batch of up to 32 frames is one).
     #[cfg(feature = "test-hooks")]
-    pub use crate::gpu::kernels::convert_launches;
+    pub use crate::gpu::launch::convert_launches;
     /// Host-download variants (benchmark) and counts by path (tests).
     #[cfg(feature = "test-hooks")]
     pub use crate::gpu::download::{paths as download_paths, set_knobs as set_download_knobs};

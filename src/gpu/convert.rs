@@ -10,7 +10,8 @@
 
 use super::context::Device;
 use super::kernels::kernels;
-use super::params::{BatchParams, KernelCommon, KernelItem, KernelParams, BATCH_PER_LAUNCH};
+use super::launch;
+use super::params::{BatchParams, BATCH_PER_LAUNCH};
 use crate::convert::{Layout, Plan};
 use crate::frame::Frame;
 use crate::pool::Depth;
@@ -47,12 +48,11 @@ pub(crate) fn to_device(f: &Frame, plan: &Plan, l: &Layout, packed: &Layout, ptr
         return to_other_gpu(f, plan, ptr, l, packed, &dev, stream);
     }
     let k = kernels(&dev)?;
-    let p = KernelParams::for_frame(f, plan, ptr, l);
     f.storage().wait_on_stream(f.slot(), stream)?;
     // SAFETY: the frame's slot stays valid (we hold the frame, and fence it below before
     // any release); dst was checked to be device memory of this device holding
     // `l.total` bytes; the stream is the caller's of this context (the export's contract).
-    unsafe { k.launch(&p, stream as sys::CUstream) }?;
+    unsafe { launch::frame(&k, f, plan, ptr, l, stream as sys::CUstream) }?;
     f.storage().fence_after_stream(f.slot(), stream)
 }
 
@@ -77,7 +77,7 @@ fn to_other_gpu(f: &Frame, plan: &Plan, dst: u64, l: &Layout, packed: &Layout, t
     f.storage().wait_on_stream(f.slot(), s as u64)?;
     // SAFETY: the scratch holds `packed.total` bytes of GPU A and is ours (the lease; its
     // earlier readers ordered before by `scratch`); the slot is held by `f` and fenced below.
-    unsafe { k.launch(&KernelParams::for_frame(f, plan, scratch, packed), s) }?;
+    unsafe { launch::frame(&k, f, plan, scratch, packed, s) }?;
     f.storage().fence_after_stream(f.slot(), s as u64)?;
     st.done.record(&st.stream)?;
     let kernel_done = st.done.raw();
@@ -179,32 +179,32 @@ pub(crate) fn batch_to_device(frames: &[Arc<Frame>], plans: &[Plan], ptr: u64, s
     check_device_range(&dev, ptr, need)?;
     let k = kernels(&dev)?;
     let l = first.layout(0)?;
-    let mut b = BatchParams::new(KernelCommon::new(first, l.pitch, l.plane));
+    let mut b = BatchParams::new(launch::common(first, l.pitch, l.plane));
     // Frames of one sample width fill a launch, up to BATCH_PER_LAUNCH, each at its own
     // place in dst; nothing is allocated (`held` is the launch's frame indices).
     let mut held = [0usize; BATCH_PER_LAUNCH];
-    let launch = |b: &BatchParams, held: &[usize]| -> Result<()> {
+    let enqueue = |b: &BatchParams, held: &[usize]| -> Result<()> {
         // SAFETY: every frame's slot stays valid (we hold the frames, and fence them below
         // before any release); each item's dst lies inside [ptr, ptr + need), checked to
         // be device memory of this device; the stream is the caller's of this context.
-        unsafe { k.launch_batch(b, held.len(), stream as sys::CUstream) }?;
+        unsafe { launch::batch(&k, b, held.len(), stream as sys::CUstream) }?;
         held.iter().try_for_each(|&i| frames[i].storage().fence_after_stream(frames[i].slot(), stream))
     };
     for depth in [Depth::Eight, Depth::Sixteen] {
         let mut n = 0;
         for (i, f) in frames.iter().enumerate().filter(|(_, f)| f.geom().depth == depth) {
             let g = f.geom();
-            b.items[n] = KernelItem::new(&plans[i], g.depth, f.y_addr(), f.uv_addr(), g.pitch, ptr + (i * stride) as u64);
+            b.items[n] = launch::item(&plans[i], g.depth, f.y_addr(), f.uv_addr(), g.pitch, ptr + (i * stride) as u64);
             f.storage().wait_on_stream(f.slot(), stream)?;
             held[n] = i;
             n += 1;
             if n == BATCH_PER_LAUNCH {
-                launch(&b, &held[..n])?;
+                enqueue(&b, &held[..n])?;
                 n = 0;
             }
         }
         if n > 0 {
-            launch(&b, &held[..n])?;
+            enqueue(&b, &held[..n])?;
         }
     }
     Ok(())

@@ -23,6 +23,7 @@ pub(crate) mod download;
 pub(crate) mod driver;
 pub(crate) mod hwdec;
 pub(crate) mod kernels;
+pub(crate) mod launch;
 pub(crate) mod memory;
 pub(crate) mod nvdec;
 pub(crate) mod nvjpeg;
