@@ -1,7 +1,8 @@
-//! The conversion kernels' parameter blocks (filled from a plan by [`super::launch`]). `cargo xtask
-//! gen` writes them, with the codes and launch shapes they use, into `kernels/nvcam_abi.cuh`,
-//! which the kernels include, and asserts their layout on both sides (`static_assert`s there,
-//! `params_layout.rs` here): all fields 4 or 8 bytes.
+//! The kernels' parameter blocks: the conversion kernels' (filled from a plan by
+//! [`super::launch`]) and nvJPEG's chroma packing's. `cargo xtask gen` writes them, with the codes
+//! and launch shapes they use, into `kernels/nvcam_abi.cuh`, which the kernels include, and
+//! asserts their layout on both sides (`static_assert`s there, `params_layout.rs` here): all
+//! fields 4 or 8 bytes.
 
 /// Items one batch launch takes: its parameter block (3,648 bytes) stays under the 4 KiB that
 /// every driver accepts.
@@ -92,6 +93,32 @@ pub(crate) struct KernelParams {
 pub(crate) struct BatchParams {
     pub c: KernelCommon,
     pub items: [KernelItem; BATCH_PER_LAUNCH],
+}
+
+/// `nvcam_jpeg_pack_uv`'s block (kernels/nvcam_jpeg.cu): nvJPEG's chroma planes, decoded at the
+/// picture's own subsampling, box-averaged into a pool slot's NV12 UV plane.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct JpegPackParams {
+    /// The decoded Cb plane (device).
+    pub u: u64,
+    /// The decoded Cr plane.
+    pub v: u64,
+    /// Bytes between their rows.
+    pub c_pitch: u32,
+    /// Their size in samples.
+    pub cw: u32,
+    pub ch: u32,
+    /// Decoded samples per NV12 sample on each axis (1 or 2); `fx` 0: gray.
+    pub fx: u32,
+    pub fy: u32,
+    pub _pad: u32,
+    /// The slot's UV plane.
+    pub uv: u64,
+    pub uv_pitch: u32,
+    /// NV12 chroma size: ceil(w / 2) x ceil(h / 2).
+    pub ow: u32,
+    pub oh: u32,
 }
 
 /// `KernelItem::depth`'s codes.
