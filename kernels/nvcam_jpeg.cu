@@ -5,32 +5,28 @@
 // sample stands in for the missing one (the same mean). Luma needs no kernel: nvJPEG writes it
 // straight into the slot's Y plane.
 
-struct JpegPackParams {
-    const unsigned char* u;   // the decoded Cb plane (device)
-    const unsigned char* v;   // the decoded Cr plane
-    unsigned int c_pitch;     // bytes between their rows
-    unsigned int cw, ch;      // their size in samples
-    unsigned int fx, fy;      // decoded samples per NV12 sample on each axis (1 or 2); fx 0: gray
-    unsigned char* uv;        // the slot's UV plane
-    unsigned int uv_pitch;
-    unsigned int ow, oh;      // NV12 chroma size: ceil(w / 2) x ceil(h / 2)
-};
+#include "nvcam_abi.cuh"
 
-extern "C" __global__ void nvcam_jpeg_pack_uv(JpegPackParams p) {
+// The parameter block, `nvcam_jpeg_pack_params`, is generated from src/gpu/params.rs; it carries
+// the planes as device addresses.
+extern "C" __global__ void nvcam_jpeg_pack_uv(nvcam_jpeg_pack_params p) {
+    const unsigned char* u = (const unsigned char*)p.u;
+    const unsigned char* v = (const unsigned char*)p.v;
+    unsigned char* uv = (unsigned char*)p.uv;
     unsigned int x = blockIdx.x * blockDim.x + threadIdx.x;
     unsigned int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= p.ow || y >= p.oh) return;
-    uchar2* out = (uchar2*)(p.uv + (size_t)y * p.uv_pitch) + x;
+    uchar2* out = (uchar2*)(uv + (size_t)y * p.uv_pitch) + x;
     if (p.fx == 0) {
         *out = make_uchar2(128, 128);
         return;
     }
     unsigned int r0 = y * p.fy, r1 = min(r0 + p.fy - 1, p.ch - 1);
     unsigned int c0 = x * p.fx, c1 = min(c0 + p.fx - 1, p.cw - 1);
-    const unsigned char* u0 = p.u + (size_t)r0 * p.c_pitch;
-    const unsigned char* u1 = p.u + (size_t)r1 * p.c_pitch;
-    const unsigned char* v0 = p.v + (size_t)r0 * p.c_pitch;
-    const unsigned char* v1 = p.v + (size_t)r1 * p.c_pitch;
+    const unsigned char* u0 = u + (size_t)r0 * p.c_pitch;
+    const unsigned char* u1 = u + (size_t)r1 * p.c_pitch;
+    const unsigned char* v0 = v + (size_t)r0 * p.c_pitch;
+    const unsigned char* v1 = v + (size_t)r1 * p.c_pitch;
     unsigned int su = u0[c0] + u0[c1] + u1[c0] + u1[c1];
     unsigned int sv = v0[c0] + v0[c1] + v1[c0] + v1[c1];
     *out = make_uchar2((su + 2) >> 2, (sv + 2) >> 2);

@@ -98,7 +98,7 @@ pub mod diag {
     pub use crate::pool::live_pools;
     /// IEEE half bits → f32 (reading fp16 conversions).
     pub fn f16_to_f32(h: u16) -> f32 {
-        crate::convert::f16_to_f32(h)
+        crate::convert::cpu::f16_to_f32(h)
     }
     /// The CPU conversion of a packed NV12 or P016 image (`frame_format`: `nvcam_frame_info_t`'s
     /// `format`, `NVCAM_FORMAT_NV12` or `NVCAM_FORMAT_P016`, as `nvcam_frame_copy_nv12` packs
@@ -120,7 +120,7 @@ pub mod diag {
     pub use crate::gpu::kernels::spin_copy;
     /// Conversion kernel launches so far (a device batch of up to 32 frames is one).
     #[cfg(feature = "test-hooks")]
-    pub use crate::gpu::kernels::convert_launches;
+    pub use crate::gpu::launch::convert_launches;
     /// Host-download variants (benchmark) and counts by path (tests).
     #[cfg(feature = "test-hooks")]
     pub use crate::gpu::download::{paths as download_paths, set_knobs as set_download_knobs};

@@ -9,7 +9,7 @@
 //! and the box filter's integer sums of inner samples likewise once made floats (the kernel's
 //! `Words`).
 
-use super::{f16_bits, Layout, Mode, Plan, PixelFormat};
+use super::{Layout, Mode, Plan, PixelFormat};
 use crate::pool::Depth;
 use crate::status::*;
 
@@ -323,6 +323,60 @@ pub(crate) fn convert(p: &Plan, src: &Image, dst: &mut [u8], l: &Layout) -> Resu
         let rows = band_rows.min(out_h - y0);
         band(p, src, l.pitch, y0, rows, &mut bands[b].lock());
     })
+}
+
+/// f32 → IEEE binary16 bits, round to nearest even (what PTX's `cvt.rn.f16.f32` does).
+fn f16_bits(f: f32) -> u16 {
+    let x = f.to_bits();
+    let sign = ((x >> 16) & 0x8000) as u16;
+    let exp = ((x >> 23) & 0xff) as i32;
+    let man = x & 0x7f_ffff;
+    if exp == 0xff {
+        return sign | 0x7c00 | if man != 0 { 0x200 } else { 0 };
+    }
+    let e = exp - 127 + 15;
+    if e >= 0x1f {
+        return sign | 0x7c00;
+    }
+    if e <= 0 {
+        if e < -10 {
+            return sign;
+        }
+        // Subnormal: shift the full mantissa (with its implicit 1) into place, rounding.
+        let m = man | 0x80_0000;
+        let shift = (14 - e) as u32;
+        let half = 1u32 << (shift - 1);
+        let rest = m & ((1 << shift) - 1);
+        let mut h = m >> shift;
+        if rest > half || (rest == half && h & 1 == 1) {
+            h += 1;
+        }
+        return sign | h as u16;
+    }
+    let mut h = ((e as u32) << 10) | (man >> 13);
+    let rest = man & 0x1fff;
+    if rest > 0x1000 || (rest == 0x1000 && h & 1 == 1) {
+        h += 1; // may carry into the exponent, up to infinity: correct
+    }
+    sign | h as u16
+}
+
+/// IEEE binary16 bits → f32 (for tests and readers of fp16 output).
+pub(crate) fn f16_to_f32(h: u16) -> f32 {
+    let sign = if h & 0x8000 != 0 { -1.0f32 } else { 1.0 };
+    let e = ((h >> 10) & 0x1f) as i32;
+    let m = (h & 0x3ff) as f32;
+    match e {
+        0 => sign * m * 2f32.powi(-24),
+        0x1f => {
+            if m == 0.0 {
+                sign * f32::INFINITY
+            } else {
+                f32::NAN
+            }
+        }
+        _ => sign * (1.0 + m / 1024.0) * 2f32.powi(e - 15),
+    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,10 @@
 //! Frame conversion: NV12 or P016 → packed 8-bit RGB/BGR(A)/gray or planar float RGB (NCHW), with
 //! crop, resize and letterbox in one pass. [`Plan`] turns a caller's [`Spec`] and a frame's size and
-//! colour into the exact numbers both back ends use: the CUDA kernels (`kernels/`, launched by
-//! `gpu::convert`, their parameter blocks in `gpu::params`) and the CPU twin in [`cpu`], which
-//! repeats the kernel's float operations in the same order so the two agree within one step per
-//! channel. `crate::convert_dispatch`, above both `gpu` and this module, picks between them by
-//! where the frame is: this module is what `gpu` builds its launches from.
+//! colour into the exact numbers both back ends use: the CUDA kernels (`kernels/`, their
+//! parameter blocks filled from the plan and launched by `gpu::launch`) and the CPU twin in
+//! [`cpu`], which repeats the kernel's float operations in the same order so the two agree within
+//! one step per channel. `crate::convert_dispatch`, above both `gpu` and this module, picks
+//! between them by where the frame is: this module is what `gpu` builds its launches from.
 
 pub(crate) mod cpu;
 
@@ -328,60 +328,6 @@ impl Plan {
     }
 }
 
-/// f32 → IEEE binary16 bits, round to nearest even (what PTX's `cvt.rn.f16.f32` does).
-pub(crate) fn f16_bits(f: f32) -> u16 {
-    let x = f.to_bits();
-    let sign = ((x >> 16) & 0x8000) as u16;
-    let exp = ((x >> 23) & 0xff) as i32;
-    let man = x & 0x7f_ffff;
-    if exp == 0xff {
-        return sign | 0x7c00 | if man != 0 { 0x200 } else { 0 };
-    }
-    let e = exp - 127 + 15;
-    if e >= 0x1f {
-        return sign | 0x7c00;
-    }
-    if e <= 0 {
-        if e < -10 {
-            return sign;
-        }
-        // Subnormal: shift the full mantissa (with its implicit 1) into place, rounding.
-        let m = man | 0x80_0000;
-        let shift = (14 - e) as u32;
-        let half = 1u32 << (shift - 1);
-        let rest = m & ((1 << shift) - 1);
-        let mut h = m >> shift;
-        if rest > half || (rest == half && h & 1 == 1) {
-            h += 1;
-        }
-        return sign | h as u16;
-    }
-    let mut h = ((e as u32) << 10) | (man >> 13);
-    let rest = man & 0x1fff;
-    if rest > 0x1000 || (rest == 0x1000 && h & 1 == 1) {
-        h += 1; // may carry into the exponent, up to infinity: correct
-    }
-    sign | h as u16
-}
-
-/// IEEE binary16 bits → f32 (for tests and readers of fp16 output).
-pub(crate) fn f16_to_f32(h: u16) -> f32 {
-    let sign = if h & 0x8000 != 0 { -1.0f32 } else { 1.0 };
-    let e = ((h >> 10) & 0x1f) as i32;
-    let m = (h & 0x3ff) as f32;
-    match e {
-        0 => sign * m * 2f32.powi(-24),
-        0x1f => {
-            if m == 0.0 {
-                sign * f32::INFINITY
-            } else {
-                f32::NAN
-            }
-        }
-        _ => sign * (1.0 + m / 1024.0) * 2f32.powi(e - 15),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,16 +359,6 @@ mod tests {
         let p = Plan::new(&Spec::new(PixelFormat::Bgr8), 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).unwrap();
         assert!(p.layout(usize::MAX / 2).is_err(), "a pitch that wraps is refused");
         assert!(p.layout(100).is_err(), "a pitch below the row is refused");
-    }
-
-    #[test]
-    fn f16_rounding_matches_ieee() {
-        for (f, h) in [(0.0f32, 0u16), (1.0, 0x3c00), (-2.0, 0xc000), (65504.0, 0x7bff), (65520.0, 0x7c00), (5.960_464_5e-8, 1), (0.333_333_34, 0x3555), (1.000_488_3, 0x3c00), (1.000_488_4, 0x3c01)] {
-            assert_eq!(f16_bits(f), h, "{f}");
-        }
-        for h in 0..0x7c00u16 {
-            assert_eq!(f16_bits(f16_to_f32(h)), h, "round trip of 0x{h:04x}");
-        }
     }
 
     #[test]

@@ -1,15 +1,17 @@
-//! Device conversions: a device frame converted by the embedded kernels ([`super::kernels`])
-//! into device memory, enqueued on the caller's stream after a cuStreamWaitEvent on the frame's
-//! ready event (no host wait), or through [`super::peer`] for device memory of another GPU (still
-//! no host wait); and a batch of device frames in one launch per 32. Which frames come here, and
-//! whether the destination is large enough, is decided above, in `crate::convert_dispatch`:
-//! this module is only the device's side of it, plus the one check that needs the driver, that
-//! a caller's device pointer really is device memory of that GPU holding that many bytes.
-//! (Device frames into host memory: [`super::download`].)
+//! Device conversions into device memory: a device frame converted by the embedded kernels
+//! ([`super::kernels`]) into device memory of its own GPU, enqueued on the caller's stream after a
+//! cuStreamWaitEvent on the frame's ready event (no host wait); into device memory of another GPU
+//! through a staging area's scratch and a peer copy (still no host wait); and a batch of device
+//! frames in one launch per 32. Which frames come here, and whether the destination is large
+//! enough, is decided above, in `crate::convert_dispatch`: this module is only the device's side
+//! of it, plus the one check that needs the driver, that a caller's device pointer really is
+//! device memory of that GPU holding that many bytes. (Device frames into host memory:
+//! [`super::download`].)
 
 use super::context::Device;
 use super::kernels::kernels;
-use super::params::{BatchParams, KernelCommon, KernelItem, KernelParams, BATCH_PER_LAUNCH};
+use super::launch;
+use super::params::{BatchParams, BATCH_PER_LAUNCH};
 use crate::convert::{Layout, Plan};
 use crate::frame::Frame;
 use crate::pool::Depth;
@@ -43,16 +45,84 @@ pub(crate) fn to_device(f: &Frame, plan: &Plan, l: &Layout, packed: &Layout, ptr
     check_device_range(&dev, ptr, l.total)?;
     if device != f.device() {
         // Another GPU: kernel on the frame's GPU, then a copy on the caller's stream.
-        return super::peer::to_device(f, plan, ptr, l, packed, &dev, stream);
+        return to_other_gpu(f, plan, ptr, l, packed, &dev, stream);
     }
     let k = kernels(&dev)?;
-    let p = KernelParams::for_frame(f, plan, ptr, l);
     f.storage().wait_on_stream(f.slot(), stream)?;
     // SAFETY: the frame's slot stays valid (we hold the frame, and fence it below before
     // any release); dst was checked to be device memory of this device holding
     // `l.total` bytes; the stream is the caller's of this context (the export's contract).
-    unsafe { k.launch(&p, stream as sys::CUstream) }?;
+    unsafe { launch::frame(&k, f, plan, ptr, l, stream as sys::CUstream) }?;
     f.storage().fence_after_stream(f.slot(), stream)
+}
+
+/// Converts `f` (a device frame of another GPU than `to`) into `dst`, device memory of `to`
+/// laid out as `l` (checked by the caller), through a scratch of `f`'s GPU laid out as `packed`
+/// (the same image packed), enqueued on `stream` (a stream of `to`'s primary context, 0 = its
+/// legacy default stream). The frame's slot is fenced by the kernel.
+///
+/// Device frame on GPU A → device memory on GPU B: the kernel runs on A into the scratch of one
+/// of A's staging areas (on the staging area's stream, after the frame's ready event), then the
+/// caller's stream (of B's primary context) waits for that kernel (cuStreamWaitEvent across
+/// contexts) and copies the scratch into the destination (cuMemcpy3DPeerAsync: over NVLink/PCIe
+/// peer access where the GPUs have it, staged by the driver otherwise). An event of B recorded
+/// after the copy guards the scratch: the staging area's stream waits for it before the scratch
+/// is written again, and a retired scratch is freed only after it.
+fn to_other_gpu(f: &Frame, plan: &Plan, dst: u64, l: &Layout, packed: &Layout, to: &Arc<Device>, stream: u64) -> Result<()> {
+    let from = super::device(f.device())?;
+    let k = kernels(&from)?;
+    let mut st = super::staging::take(&from, packed.total, 0)?;
+    let scratch = st.scratch(packed.total)?;
+    let s = st.stream.raw();
+    f.storage().wait_on_stream(f.slot(), s as u64)?;
+    // SAFETY: the scratch holds `packed.total` bytes of GPU A and is ours (the lease; its
+    // earlier readers ordered before by `scratch`); the slot is held by `f` and fenced below.
+    unsafe { launch::frame(&k, f, plan, scratch, packed, s) }?;
+    f.storage().fence_after_stream(f.slot(), s as u64)?;
+    st.done.record(&st.stream)?;
+    let kernel_done = st.done.raw();
+    let copied = st.peer_event(to)?.raw();
+    let row = plan.row_bytes();
+    let rows = plan.out_h as usize * plan.format.planes();
+    let c = sys::CUDA_MEMCPY3D_PEER {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        srcHost: std::ptr::null(),
+        srcDevice: scratch,
+        srcArray: std::ptr::null_mut(),
+        srcContext: from.cu_ctx(),
+        srcPitch: row,
+        srcHeight: rows,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: dst,
+        dstArray: std::ptr::null_mut(),
+        dstContext: to.cu_ctx(),
+        dstPitch: l.pitch,
+        dstHeight: rows,
+        WidthInBytes: row,
+        Height: rows,
+        Depth: 1,
+    };
+    let _g = to.push()?;
+    let cs = stream as sys::CUstream;
+    // SAFETY: an event of ours (GPU A) and the caller's stream of B's primary context, current
+    // (guard): a stream may wait on another context's event.
+    unsafe { driver::stream::wait_event(cs, kernel_done) }.map_err(|e| e.during("peer kernel"))?;
+    // SAFETY: every field written; the scratch holds `rows` packed rows (A's context), `dst`
+    // was checked to be device memory of B holding `l.total` bytes, which `rows` rows of `row`
+    // bytes at `l.pitch` end at; ordered after the kernel (the wait above); the scratch stays
+    // unwritten until `copied` completes (recorded next, waited for by `scratch`).
+    unsafe { driver::memory::copy_3d_peer_async(&c, cs) }.map_err(|e| e.during("conversion to another GPU"))?;
+    // SAFETY: our event of B's context and the caller's stream of that context, current.
+    Ok(unsafe { driver::stream::event_record(copied, cs) }.map_err(|e| e.during("peer copy"))?)
 }
 
 /// Refuses a device destination that is not device memory of `dev`, or whose allocation ends
@@ -109,32 +179,32 @@ pub(crate) fn batch_to_device(frames: &[Arc<Frame>], plans: &[Plan], ptr: u64, s
     check_device_range(&dev, ptr, need)?;
     let k = kernels(&dev)?;
     let l = first.layout(0)?;
-    let mut b = BatchParams::new(KernelCommon::new(first, l.pitch, l.plane));
+    let mut b = BatchParams::new(launch::common(first, l.pitch, l.plane));
     // Frames of one sample width fill a launch, up to BATCH_PER_LAUNCH, each at its own
     // place in dst; nothing is allocated (`held` is the launch's frame indices).
     let mut held = [0usize; BATCH_PER_LAUNCH];
-    let launch = |b: &BatchParams, held: &[usize]| -> Result<()> {
+    let enqueue = |b: &BatchParams, held: &[usize]| -> Result<()> {
         // SAFETY: every frame's slot stays valid (we hold the frames, and fence them below
         // before any release); each item's dst lies inside [ptr, ptr + need), checked to
         // be device memory of this device; the stream is the caller's of this context.
-        unsafe { k.launch_batch(b, held.len(), stream as sys::CUstream) }?;
+        unsafe { launch::batch(&k, b, held.len(), stream as sys::CUstream) }?;
         held.iter().try_for_each(|&i| frames[i].storage().fence_after_stream(frames[i].slot(), stream))
     };
     for depth in [Depth::Eight, Depth::Sixteen] {
         let mut n = 0;
         for (i, f) in frames.iter().enumerate().filter(|(_, f)| f.geom().depth == depth) {
             let g = f.geom();
-            b.items[n] = KernelItem::new(&plans[i], g.depth, f.y_addr(), f.uv_addr(), g.pitch, ptr + (i * stride) as u64);
+            b.items[n] = launch::item(&plans[i], g.depth, f.y_addr(), f.uv_addr(), g.pitch, ptr + (i * stride) as u64);
             f.storage().wait_on_stream(f.slot(), stream)?;
             held[n] = i;
             n += 1;
             if n == BATCH_PER_LAUNCH {
-                launch(&b, &held[..n])?;
+                enqueue(&b, &held[..n])?;
                 n = 0;
             }
         }
         if n > 0 {
-            launch(&b, &held[..n])?;
+            enqueue(&b, &held[..n])?;
         }
     }
     Ok(())

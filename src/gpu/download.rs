@@ -19,8 +19,8 @@
 
 use super::context::{Copy2D, Device, Event, Mem};
 use super::kernels::kernels;
+use super::launch;
 use super::staging::{self, MAX_CHUNKS};
-use super::params::KernelParams;
 use crate::convert::{Layout, Plan};
 use crate::frame::Frame;
 use crate::status::*;
@@ -150,7 +150,7 @@ pub(crate) fn to_host(f: &Frame, plan: &Plan, dst: &mut [u8], l: &Layout, packed
         // SAFETY: `p` is the device mapping of the caller's page-locked memory, which holds
         // `l.total` bytes (checked: one allocation) and is written before we return (the wait
         // below); the frame's slot is held by `f` and fenced after; our stream.
-        unsafe { k.launch(&KernelParams::for_frame(f, plan, p, l), s) }?;
+        unsafe { launch::frame(&k, f, plan, p, l, s) }?;
         f.storage().fence_after_stream(f.slot(), s as u64)?;
         st.done.record(&st.stream)?;
         PATHS[1].fetch_add(1, Ordering::Relaxed);
@@ -160,7 +160,7 @@ pub(crate) fn to_host(f: &Frame, plan: &Plan, dst: &mut [u8], l: &Layout, packed
     f.storage().wait_on_stream(f.slot(), s as u64)?;
     // SAFETY: the scratch holds `packed.total` bytes of this device and is ours (the lease,
     // ordered after its earlier readers by `scratch`); the slot is held by `f` and fenced below.
-    unsafe { k.launch(&KernelParams::for_frame(f, plan, scratch, packed), s) }?;
+    unsafe { launch::frame(&k, f, plan, scratch, packed, s) }?;
     f.storage().fence_after_stream(f.slot(), s as u64)?;
     if pinned.is_some() {
         if l.pitch == row {

@@ -1,11 +1,8 @@
 //! The embedded conversion kernels (`kernels/nvcam_kernels.fatbin`, built by
 //! `scripts/build/build-kernels.sh`), loaded once per device with cuModuleLoadData and kept until
-//! library shutdown, and their launches.
+//! library shutdown: the module and its function handles. Launching them is [`super::launch`].
 
 use super::context::Device;
-use super::params::{BatchParams, KernelItem, KernelParams, BATCH_PER_LAUNCH};
-use crate::convert::{Mode, PixelFormat};
-use crate::pool::Depth;
 use crate::status::*;
 use super::driver::{self, sys};
 use parking_lot::Mutex;
@@ -23,96 +20,36 @@ static FATBIN: &Aligned<[u8]> = &Aligned(*include_bytes!("../../kernels/nvcam_ke
 #[cfg(feature = "test-hooks")]
 static TEST_FATBIN: &Aligned<[u8]> = &Aligned(*include_bytes!("../../kernels/test/nvcam_test_kernels.fatbin"));
 
-// `cargo xtask gen` writes BLOCK and the `Shape` consts below into kernels/nvcam_abi.cuh
-// (BLOCK_X, BLOCK_Y, NAME_PX, NAME_ROWS), which the kernels are built with.
-
-/// Threads per block: 32 wide (one warp per row segment, coalesced), 4 rows.
-const BLOCK: (u32, u32) = (32, 4);
-
-/// How much of the output one thread converts, per kernel: `px` pixels along a row on `rows`
-/// rows; the grids are sized by them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Shape {
-    px: u32,
-    rows: u32,
-}
-
-const SAME8: Shape = Shape { px: 8, rows: 2 };
-const SAMEF: Shape = Shape { px: 4, rows: 2 };
-const RESIZE: Shape = Shape { px: 4, rows: 1 };
-const AREA: Shape = Shape { px: 2, rows: 1 };
-/// `nvcam_convert_area4`: the box filter with a thread on 4 rows, for large outputs.
-const AREA4: Shape = Shape { px: 1, rows: 4 };
-
-/// Whether the box filter stages an item through shared memory: `tiled_scale` in the kernel
-/// source, which decides (where it says no, no shared memory is given). Footprints of more than
-/// 36 luma samples per output pixel, and of 16 to 36 with a fractional width; the measurements
-/// are beside the kernel's.
-fn tiled_scale(it: &KernelItem) -> bool {
-    let f = it.sx * it.sy;
-    f > 36.0 || (f >= 16.0 && it.sx != it.sx.floor())
-}
-const BATCH: Shape = Shape { px: 2, rows: 1 };
-const P016: Shape = Shape { px: 2, rows: 1 };
-
 /// The most dynamic shared memory a box-filter launch asks for (`area_tiled` in the kernel
 /// source stages a block's footprint there): 4096x2160 into 320x320 bounds a block of
 /// `_area_tiled` at about 71 KiB. Beyond it (or the GPU's opt-in limit) the blocks filter per
 /// pixel, with the same values.
 const AREA_SMEM_MAX: u32 = 100 * 1024;
 
-/// The shared memory `area_tiled` needs for a block of `shape` (32 `px` columns, `BLOCK.1` x
-/// `rows` rows) of an item that reads `sx` x `sy` source pixels per output pixel: an upper bound of
-/// the kernel's own sum (the staged luma and chroma rectangles, 16-byte aligned, and the words a
-/// footprint may read past the last row). The kernel checks the launch's size against its block's
-/// exact need, so a bound too small costs speed, never values (a test below checks the bound).
-fn area_smem(shape: Shape, sx: f32, sy: f32) -> u32 {
-    let tw = (BLOCK.0 * shape.px) as f64;
-    let th = (BLOCK.1 * shape.rows) as f64;
-    let (sx, sy) = (sx as f64, sy as f64);
-    let align = |b: f64| (b.ceil() as u64).div_ceil(16) * 16;
-    let lw = align(tw * sx + 2.0 + 32.0);
-    let lr = (th * sy).ceil() as u64 + 3;
-    let cw = align(2.0 * ((tw * sx / 2.0).ceil() + 3.0) + 32.0);
-    let cr = (th * sy / 2.0).ceil() as u64 + 3;
-    let need = lr * lw + cr * cw + 64;
-    need.min(u32::MAX as u64) as u32
-}
-
-/// Conversion kernel launches so far, all devices (test hooks: the batch test counts them).
-#[cfg(feature = "test-hooks")]
-static LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Test hook: conversion kernel launches so far (all devices, all callers).
-#[cfg(feature = "test-hooks")]
-pub fn convert_launches() -> u64 {
-    LAUNCHES.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// The kernels of one device's primary context.
 pub(crate) struct Kernels {
-    dev: Arc<Device>,
+    pub(super) dev: Arc<Device>,
     module: sys::CUmodule,
     /// `nvcam_convert_same` (8-bit formats), `_same_float`, `_bilinear`, `_area`.
-    convert: [sys::CUfunction; 4],
+    pub(super) convert: [sys::CUfunction; 4],
     /// `nvcam_convert_area_tiled` and `_area4` (4 rows a thread): the box filter of large
     /// footprints through shared memory; `_batch_tiled`: batches holding such items. The
     /// per-pixel kernels above keep the code they had without it (small footprints ran 0.02-0.04
     /// of a copy's speed slower in one kernel with both).
-    area_tiled: sys::CUfunction,
-    area4: sys::CUfunction,
-    batch_tiled: sys::CUfunction,
+    pub(super) area_tiled: sys::CUfunction,
+    pub(super) area4: sys::CUfunction,
+    pub(super) batch_tiled: sys::CUfunction,
     /// Streaming multiprocessors: `area4` only where its blocks fill them twice.
-    sm_count: u32,
-    /// `nvcam_convert_batch`: up to [`BATCH_PER_LAUNCH`] items, any mode each.
-    batch: sys::CUfunction,
+    pub(super) sm_count: u32,
+    /// `nvcam_convert_batch`: up to `BATCH_PER_LAUNCH` items, any mode each.
+    pub(super) batch: sys::CUfunction,
     /// `nvcam_convert_p016` and `nvcam_convert_batch_p016`: P016 frames, any mode (the kernels
     /// above read NV12 bytes; these read 16-bit samples).
-    p016: sys::CUfunction,
-    batch_p016: sys::CUfunction,
+    pub(super) p016: sys::CUfunction,
+    pub(super) batch_p016: sys::CUfunction,
     /// The dynamic shared memory the tiled kernels (`_area_tiled`, `_area4`, `_batch_tiled`) may be
     /// given: the smaller of [`AREA_SMEM_MAX`] and the GPU's opt-in limit per block.
-    area_smem_cap: u32,
+    pub(super) area_smem_cap: u32,
     /// The test hooks' slow consumer, from [`TEST_FATBIN`]'s module.
     #[cfg(feature = "test-hooks")]
     test_module: sys::CUmodule,
@@ -201,104 +138,6 @@ impl Kernels {
         let _g = self.dev.push()?;
         // SAFETY: our module, context current (guard).
         Ok(unsafe { driver::module::get_function(self.module, name) }?)
-    }
-
-    /// Enqueues one conversion on `stream`.
-    ///
-    /// # Safety
-    /// The addresses in `p` are device memory of this context, valid for the planned reads and
-    /// writes until the work completes; `stream` is a stream of this context (or 0).
-    pub(crate) unsafe fn launch(&self, p: &KernelParams, stream: sys::CUstream) -> Result<()> {
-        let float = p.c.format >= PixelFormat::RgbF32.code();
-        let (f, shape) = match (p.depth(), p.mode()) {
-            // One kernel for every mode: the per-mode ones read NV12 bytes.
-            (Depth::Sixteen, _) => (self.p016, P016),
-            (Depth::Eight, Mode::Same) if float => (self.convert[1], SAMEF),
-            (Depth::Eight, Mode::Same) => (self.convert[0], SAME8),
-            (Depth::Eight, Mode::Bilinear) => (self.convert[2], RESIZE),
-            (Depth::Eight, Mode::Area) => (self.convert[3], AREA),
-        };
-        let (f, shape, smem) = match (p.depth(), p.mode()) {
-            (Depth::Eight, Mode::Area) => self.area_launch(&p.it),
-            _ => (f, shape, 0),
-        };
-        let mut block = *p;
-        // SAFETY: the kernel takes one parameter of exactly `KernelParams`'s layout (asserted on
-        // both sides); memory validity: this function's contract.
-        unsafe { self.enqueue(f, &mut block as *mut KernelParams as *mut c_void, p.c.out_w, p.c.out_h, shape, 1, smem, stream) }
-    }
-
-    /// Enqueues `b.items[..n]` (1 ..= [`BATCH_PER_LAUNCH`], all of one sample width: NV12 and
-    /// P016 items have kernels of their own) as one launch on `stream`.
-    ///
-    /// # Safety
-    /// As [`Kernels::launch`], for every item.
-    pub(crate) unsafe fn launch_batch(&self, b: &BatchParams, n: usize, stream: sys::CUstream) -> Result<()> {
-        if n == 0 || n > BATCH_PER_LAUNCH {
-            return Err(Error::internal(format!("a batch launch of {n} items")));
-        }
-        let depth = b.items[0].depth();
-        if b.items[..n].iter().any(|it| it.depth() != depth) {
-            return Err(Error::internal("a batch launch mixing NV12 and P016 items"));
-        }
-        let (f, shape, smem) = match depth {
-            Depth::Eight => match self.smem_for(BATCH, &b.items[..n]) {
-                0 => (self.batch, BATCH, 0),
-                smem => (self.batch_tiled, BATCH, smem),
-            },
-            Depth::Sixteen => (self.batch_p016, P016, 0),
-        };
-        let mut block = *b;
-        // SAFETY: the kernel takes one parameter of exactly `BatchParams`'s layout (asserted on
-        // both sides) and reads items 0..n (grid z); memory validity: this function's contract.
-        unsafe { self.enqueue(f, &mut block as *mut BatchParams as *mut c_void, b.c.out_w, b.c.out_h, shape, n as u32, smem, stream) }
-    }
-
-    /// The dynamic shared memory for a launch of these items: what the largest box-filter
-    /// footprint among them needs, or 0 (every block filters per pixel) when none is a box
-    /// filter the kernel stages or that is more than the kernels may have.
-    fn smem_for(&self, shape: Shape, items: &[KernelItem]) -> u32 {
-        let staged = |it: &&KernelItem| it.mode == Mode::Area as u32 && tiled_scale(it);
-        let need = items.iter().filter(staged).map(|it| area_smem(shape, it.sx, it.sy)).max().unwrap_or(0);
-        if need <= self.area_smem_cap {
-            need
-        } else {
-            0
-        }
-    }
-
-    /// The box-filter kernel for one item, its grid shape and shared memory. Large footprints
-    /// (`tiled_scale`) whose block footprint fits: `area4` (a thread on 4 rows: a tile's set-up
-    /// serves 4 times the pixels) where its blocks fill the SMs twice, else `area_tiled`. The rest:
-    /// `area`, per pixel. Measured (H100, 4096x2160 into 640x640): 0.28 of a copy's speed with
-    /// `area4`, 0.23 with `area_tiled`, 0.20 per pixel.
-    fn area_launch(&self, it: &KernelItem) -> (sys::CUfunction, Shape, u32) {
-        let item = std::slice::from_ref(it);
-        let blocks4 = (it.img_w.max(0) as u32).div_ceil(BLOCK.0 * AREA4.px) * (it.img_h.max(0) as u32).div_ceil(BLOCK.1 * AREA4.rows);
-        if blocks4 >= 2 * self.sm_count {
-            let smem = self.smem_for(AREA4, item);
-            if smem > 0 {
-                return (self.area4, AREA4, smem);
-            }
-        }
-        match self.smem_for(AREA, item) {
-            0 => (self.convert[3], AREA, 0),
-            smem => (self.area_tiled, AREA, smem),
-        }
-    }
-
-    /// # Safety
-    /// `f` takes one parameter, `*param`, and the launch is valid (the callers' contracts).
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn enqueue(&self, f: sys::CUfunction, param: *mut c_void, out_w: i32, out_h: i32, shape: Shape, items: u32, smem: u32, stream: sys::CUstream) -> Result<()> {
-        let _g = self.dev.push()?;
-        let mut args = [param];
-        let gx = (out_w as u32).div_ceil(BLOCK.0 * shape.px);
-        let gy = (out_h as u32).div_ceil(BLOCK.1 * shape.rows);
-        #[cfg(feature = "test-hooks")]
-        LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // SAFETY: the caller's contract; the driver copies the parameter before returning.
-        Ok(unsafe { driver::module::launch_kernel(f, (gx, gy, items), (BLOCK.0, BLOCK.1, 1), smem, stream, &mut args) }.map_err(|e| e.during("nvcam_convert"))?)
     }
 }
 
@@ -393,65 +232,4 @@ pub fn spin_copy(device: i32, src: u64, dst: u64, n: u64, cycles: i64, stream: u
     // SAFETY: the kernel's four parameters are (u8*, u8*, u64, i64), given in order; the
     // caller (a test) owns both buffers of at least `n` bytes and the stream.
     Ok(unsafe { driver::module::launch_kernel(k.spin_copy, (64, 1, 1), (256, 1, 1), 0, stream as sys::CUstream, &mut args) }.map_err(|e| e.during("spin_copy"))?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A bound below a block's footprint sends that block to the per-pixel path without a word
-    /// (the values stay exact, so no GPU test would see it, only a slower kernel): `area_smem`
-    /// covers every block's footprint, computed as the kernel's `area_tiled` computes it (spans in
-    /// f32, 16-byte aligned rectangles), for frames, outputs, crops and sitings that take the
-    /// tiled path, in each tiled kernel's block shape.
-    #[test]
-    fn area_smem_covers_every_block_footprint() {
-        let luma = |a: f32, b: f32, hi: i32| ((a.floor() as i32).min(hi), (b.ceil() as i32 - 1).min(hi));
-        let chroma = |a: f32, b: f32, hi: i32| ((a.floor() as i32).clamp(0, hi), (b.ceil() as i32 - 1).clamp(0, hi));
-        // The kernel's `staged`: rows x (16-aligned start to the last byte, rounded up to 16).
-        let staged = |xa: i32, xb: i32, ya: i32, yb: i32| {
-            let x0 = xa & !15;
-            ((yb - ya + 1) * ((xb + 1 - x0 + 15) & !15)) as u32
-        };
-        let mut checked = 0;
-        for (src_w, src_h) in [(1920, 1080), (3840, 2160), (4096, 2160), (1366, 768), (7680, 4320)] {
-            for (img_w, img_h) in [(640, 338), (640, 360), (320, 169), (451, 254), (295, 166), (590, 332), (100, 57), (640, 640)] {
-                for (roi_x, roi_y) in [(0, 0), (7, 3), (333, 177)] {
-                    let (rw, rh) = (src_w - roi_x, src_h - roi_y);
-                    let (sx, sy) = (rw as f32 / img_w as f32, rh as f32 / img_h as f32);
-                    let it = KernelItem { mode: Mode::Area as u32, sx, sy, ..Default::default() };
-                    if !tiled_scale(&it) {
-                        continue;
-                    }
-                    for h in 1..=3 {
-                        let c0x = roi_x as f32 * 0.5 + (0.5 - h as f32 * 0.25);
-                        let c0y = roi_y as f32 * 0.5 + (0.5 - h as f32 * 0.25);
-                        for shape in [AREA, AREA4, BATCH] {
-                            let bound = area_smem(shape, sx, sy);
-                            let (tw, th) = ((BLOCK.0 * shape.px) as i32, (BLOCK.1 * shape.rows) as i32);
-                            for by in (0..img_h).step_by(th as usize) {
-                                for bx in (0..img_w).step_by(tw as usize) {
-                                    let (d0x, d1x) = (bx as f32, ((bx + tw).min(img_w) - 1) as f32);
-                                    let (d0y, d1y) = (by as f32, ((by + th).min(img_h) - 1) as f32);
-                                    let lx = (luma(d0x * sx + roi_x as f32, d0x * sx + roi_x as f32 + sx, src_w - 1).0, luma(d1x * sx + roi_x as f32, d1x * sx + roi_x as f32 + sx, src_w - 1).1);
-                                    let ly = (luma(d0y * sy + roi_y as f32, d0y * sy + roi_y as f32 + sy, src_h - 1).0, luma(d1y * sy + roi_y as f32, d1y * sy + roi_y as f32 + sy, src_h - 1).1);
-                                    let (hx, hy) = (sx * 0.5, sy * 0.5);
-                                    let cspan = |d: f32, hs: f32, c0: f32, hi: i32| chroma(d * hs + c0, d * hs + c0 + hs, hi);
-                                    let cx = (cspan(d0x, hx, c0x, (src_w - 1) >> 1).0, cspan(d1x, hx, c0x, (src_w - 1) >> 1).1);
-                                    let cy = (cspan(d0y, hy, c0y, (src_h - 1) >> 1).0, cspan(d1y, hy, c0y, (src_h - 1) >> 1).1);
-                                    let need = staged(lx.0, lx.1, ly.0, ly.1) + staged(2 * cx.0, 2 * cx.1 + 1, cy.0, cy.1) + 4 * 6;
-                                    assert!(
-                                        need <= bound,
-                                        "{src_w}x{src_h} roi +{roi_x}+{roi_y} into {img_w}x{img_h}, siting {h}, {shape:?}, block ({bx}, {by}): needs {need} bytes, bound {bound}"
-                                    );
-                                    checked += 1;
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        assert!(checked > 10_000, "only {checked} blocks checked");
-    }
 }

@@ -1,10 +1,8 @@
-//! The kernels' parameter blocks. `cargo xtask gen` writes them, with the codes and launch
-//! shapes they use, into `kernels/nvcam_abi.cuh`, which the kernels include, and asserts their
-//! layout on both sides (`static_assert`s there, `params_layout.rs` here): all fields 4 or 8 bytes.
-
-use crate::convert::{Layout, Mode, Plan};
-use crate::frame::Frame;
-use crate::pool::Depth;
+//! The kernels' parameter blocks: the conversion kernels' (filled from a plan by
+//! [`super::launch`]) and nvJPEG's chroma packing's. `cargo xtask gen` writes them, with the codes
+//! and launch shapes they use, into `kernels/nvcam_abi.cuh`, which the kernels include, and
+//! asserts their layout on both sides (`static_assert`s there, `params_layout.rs` here): all
+//! fields 4 or 8 bytes.
 
 /// Items one batch launch takes: its parameter block (3,648 bytes) stays under the 4 KiB that
 /// every driver accepts.
@@ -97,169 +95,42 @@ pub(crate) struct BatchParams {
     pub items: [KernelItem; BATCH_PER_LAUNCH],
 }
 
-include!("params_layout.rs");
-const _: () = assert!(std::mem::size_of::<BatchParams>() <= 4096);
-
-impl KernelCommon {
-    /// The shared part of converting into an image of `p`'s output size and format, rows
-    /// `dst_pitch` bytes apart, planes `dst_plane` apart.
-    pub(crate) fn new(p: &Plan, dst_pitch: usize, dst_plane: usize) -> KernelCommon {
-        KernelCommon {
-            dst_pitch: dst_pitch as u64,
-            dst_plane: dst_plane as u64,
-            format: p.format.code(),
-            out_w: p.out_w as i32,
-            out_h: p.out_h as i32,
-            pad: p.pad,
-            nscale: p.norm.scale,
-            noff: p.norm.offset,
-        }
-    }
+/// `nvcam_jpeg_pack_uv`'s block (kernels/nvcam_jpeg.cu): nvJPEG's chroma planes, decoded at the
+/// picture's own subsampling, box-averaged into a pool slot's NV12 UV plane.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct JpegPackParams {
+    /// The decoded Cb plane (device).
+    pub u: u64,
+    /// The decoded Cr plane.
+    pub v: u64,
+    /// Bytes between their rows.
+    pub c_pitch: u32,
+    /// Their size in samples.
+    pub cw: u32,
+    pub ch: u32,
+    /// Decoded samples per NV12 sample on each axis (1 or 2); `fx` 0: gray.
+    pub fx: u32,
+    pub fy: u32,
+    pub _pad: u32,
+    /// The slot's UV plane.
+    pub uv: u64,
+    pub uv_pitch: u32,
+    /// NV12 chroma size: ceil(w / 2) x ceil(h / 2).
+    pub ow: u32,
+    pub oh: u32,
 }
 
 /// `KernelItem::depth`'s codes.
-const DEPTH_EIGHT: u32 = 0;
-const DEPTH_SIXTEEN: u32 = 1;
+pub(crate) const DEPTH_EIGHT: u32 = 0;
+pub(crate) const DEPTH_SIXTEEN: u32 = 1;
 
-impl KernelItem {
-    /// The NV12 or P016 (`depth`) image at `y`/`uv` (rows `src_pitch` bytes apart) into `dst`,
-    /// as `p` says.
-    pub(crate) fn new(p: &Plan, depth: Depth, y: u64, uv: u64, src_pitch: usize, dst: u64) -> KernelItem {
-        let c = &p.coeffs;
-        let (chroma_x, chroma_y) = p.chroma_pos();
-        KernelItem {
-            y,
-            uv,
-            dst,
-            src_pitch: src_pitch as u64,
-            roi_x: p.roi.x as i32,
-            roi_y: p.roi.y as i32,
-            src_w: p.src_w as i32,
-            src_h: p.src_h as i32,
-            img_x: p.img.x as i32,
-            img_y: p.img.y as i32,
-            img_w: p.img.w as i32,
-            img_h: p.img.h as i32,
-            sx: p.sx,
-            sy: p.sy,
-            mode: p.mode as u32,
-            y_off: c.y_off,
-            y_scale: c.y_scale,
-            k_r: c.k_r,
-            k_gb: c.k_gb,
-            k_gr: c.k_gr,
-            k_b: c.k_b,
-            chroma_x,
-            chroma_y,
-            depth: match depth {
-                Depth::Eight => DEPTH_EIGHT,
-                Depth::Sixteen => DEPTH_SIXTEEN,
-            },
-        }
-    }
-
-    /// The frame's sample width (which kernels run the item).
-    pub(crate) fn depth(&self) -> Depth {
-        if self.depth == DEPTH_SIXTEEN {
-            Depth::Sixteen
-        } else {
-            Depth::Eight
-        }
-    }
-}
-
-impl KernelParams {
-    /// The block for converting frame `f` (a device frame) into `dst`, laid out as `l`.
-    pub(crate) fn for_frame(f: &Frame, p: &Plan, dst: u64, l: &Layout) -> KernelParams {
-        let g = f.geom();
-        KernelParams::new(p, g.depth, f.y_addr(), f.uv_addr(), g.pitch, dst, l.pitch, l.plane)
-    }
-
-    /// The block for converting the NV12 or P016 (`depth`) image at `y`/`uv` (rows `src_pitch`
-    /// bytes apart) into `dst`.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(p: &Plan, depth: Depth, y: u64, uv: u64, src_pitch: usize, dst: u64, dst_pitch: usize, dst_plane: usize) -> KernelParams {
-        KernelParams { c: KernelCommon::new(p, dst_pitch, dst_plane), it: KernelItem::new(p, depth, y, uv, src_pitch, dst) }
-    }
-
-    /// The sampling mode (which kernel runs it), read back from the kernel's `MODE_*` number
-    /// that [`KernelItem::new`] wrote.
-    pub(crate) fn mode(&self) -> Mode {
-        match self.it.mode {
-            0 => Mode::Same,
-            1 => Mode::Bilinear,
-            _ => Mode::Area,
-        }
-    }
-
-    /// The frame's sample width (P016 runs the `_p016` kernel whatever the mode).
-    pub(crate) fn depth(&self) -> Depth {
-        self.it.depth()
-    }
-}
+include!("params_layout.rs");
+const _: () = assert!(std::mem::size_of::<BatchParams>() <= 4096);
 
 impl BatchParams {
+    /// A launch of items sharing `c`, every item still the default (filled up to `n` before it goes).
     pub(crate) fn new(c: KernelCommon) -> BatchParams {
         BatchParams { c, items: [KernelItem::default(); BATCH_PER_LAUNCH] }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::convert::{colour, PixelFormat, Spec};
-    use crate::frame::{Matrix, Range};
-
-    /// The kernel's same-scale path computes Y - y_off as (2^23 + Y) - (2^23 + y_off), exact only
-    /// for an integer y_off.
-    #[test]
-    fn luma_offset_is_an_integer_for_every_matrix_and_range() {
-        for m in [Matrix::Bt601, Matrix::Bt709, Matrix::Unspecified] {
-            for r in [Range::Limited, Range::Full, Range::Unspecified] {
-                let p = Plan::new(&Spec::new(PixelFormat::Bgra8), 64, 64, &colour(m, r)).unwrap();
-                let k = KernelParams::new(&p, Depth::Eight, 0, 0, 64, 0, 256, 0);
-                assert_eq!(k.it.y_off, k.it.y_off.round(), "{m:?} {r:?}");
-                assert!((0.0..256.0).contains(&k.it.y_off));
-            }
-        }
-    }
-
-    #[test]
-    fn the_mode_picks_the_sampling() {
-        let mut s = Spec::new(PixelFormat::RgbF16);
-        let p = Plan::new(&s, 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).unwrap();
-        assert_eq!(KernelParams::new(&p, Depth::Eight, 0, 0, 2048, 0, 0, 0).mode(), Mode::Same);
-        (s.width, s.height, s.letterbox) = (640, 640, true);
-        let p = Plan::new(&s, 1920, 1080, &colour(Matrix::Bt709, Range::Limited)).unwrap();
-        assert_eq!(KernelParams::new(&p, Depth::Eight, 0, 0, 2048, 0, 0, 0).mode(), Mode::Area);
-        let p = Plan::new(&s, 1280, 720, &colour(Matrix::Bt709, Range::Limited)).unwrap();
-        assert_eq!(KernelParams::new(&p, Depth::Eight, 0, 0, 2048, 0, 0, 0).mode(), Mode::Bilinear);
-    }
-
-    /// The kernel clamps taps to the frame and reads the siting from the item: a ROI's item
-    /// carries the frame's size (not the ROI's) and the chroma position in half pixels.
-    #[test]
-    fn the_item_carries_the_frame_size_and_the_siting() {
-        use crate::frame::{Color, Siting};
-        let mut s = Spec::new(PixelFormat::Bgra8);
-        s.roi = Some(crate::convert::Rect { x: 3, y: 5, w: 64, h: 32 });
-        let c = Color { siting: Siting::TopLeft, ..colour(Matrix::Bt709, Range::Limited) };
-        let p = Plan::new(&s, 1920, 1080, &c).unwrap();
-        let it = KernelParams::new(&p, Depth::Eight, 0, 0, 2048, 0, 0, 0).it;
-        assert_eq!((it.roi_x, it.roi_y, it.src_w, it.src_h), (3, 5, 1920, 1080));
-        assert_eq!((it.chroma_x, it.chroma_y), (1, 1));
-    }
-
-    /// A P016 frame's item says so (the host then launches the 16-bit kernels; an 8-bit kernel
-    /// would read its words as bytes), and a default (unused batch) item is NV12.
-    #[test]
-    fn the_item_carries_the_sample_width() {
-        let p = Plan::new(&Spec::new(PixelFormat::Rgb8), 64, 48, &colour(Matrix::Bt709, Range::Limited)).unwrap();
-        for d in [Depth::Eight, Depth::Sixteen] {
-            let k = KernelParams::new(&p, d, 0, 0, 256, 0, 0, 0);
-            assert_eq!((k.depth(), k.it.depth()), (d, d));
-        }
-        assert_eq!(KernelParams::new(&p, Depth::Sixteen, 0, 0, 256, 0, 0, 0).it.depth, 1);
-        assert_eq!(KernelItem::default().depth(), Depth::Eight);
     }
 }

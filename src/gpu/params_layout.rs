@@ -54,3 +54,19 @@ const _: () = {
     assert!(std::mem::offset_of!(BatchParams, items) == 64);
     assert!(std::mem::size_of::<BatchParams>() == 3648);
 };
+
+const _: () = {
+    assert!(std::mem::offset_of!(JpegPackParams, u) == 0);
+    assert!(std::mem::offset_of!(JpegPackParams, v) == 8);
+    assert!(std::mem::offset_of!(JpegPackParams, c_pitch) == 16);
+    assert!(std::mem::offset_of!(JpegPackParams, cw) == 20);
+    assert!(std::mem::offset_of!(JpegPackParams, ch) == 24);
+    assert!(std::mem::offset_of!(JpegPackParams, fx) == 28);
+    assert!(std::mem::offset_of!(JpegPackParams, fy) == 32);
+    assert!(std::mem::offset_of!(JpegPackParams, _pad) == 36);
+    assert!(std::mem::offset_of!(JpegPackParams, uv) == 40);
+    assert!(std::mem::offset_of!(JpegPackParams, uv_pitch) == 48);
+    assert!(std::mem::offset_of!(JpegPackParams, ow) == 52);
+    assert!(std::mem::offset_of!(JpegPackParams, oh) == 56);
+    assert!(std::mem::size_of::<JpegPackParams>() == 64);
+};

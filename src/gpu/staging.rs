@@ -1,5 +1,5 @@
 //! Staging areas for conversions that do not write the caller's memory directly: host downloads
-//! ([`super::download`]) and copies to another GPU ([`super::peer`]). A staging area is a stream
+//! ([`super::download`]) and copies to another GPU ([`super::convert`]). A staging area is a stream
 //! of its device, device scratch the kernel writes, a pinned buffer (pageable host destinations
 //! only) and the events that order them.
 //!

@@ -453,3 +453,13 @@ fn resized_roi_uses_the_whole_frame_sampling_grid() {
     assert_roi_is_the_window(&pic, 0.25, &[r(4, 4, 32, 20), r(20, 12, 40, 28), r(64, 40, 32, 24)]);
     assert_roi_is_the_window(&pic, 2.0, &[r(1, 1, 15, 9), r(7, 4, 20, 11), r(90, 60, 6, 4)]);
 }
+
+#[test]
+fn f16_rounding_matches_ieee() {
+    for (f, h) in [(0.0f32, 0u16), (1.0, 0x3c00), (-2.0, 0xc000), (65504.0, 0x7bff), (65520.0, 0x7c00), (5.960_464_5e-8, 1), (0.333_333_34, 0x3555), (1.000_488_3, 0x3c00), (1.000_488_4, 0x3c01)] {
+        assert_eq!(f16_bits(f), h, "{f}");
+    }
+    for h in 0..0x7c00u16 {
+        assert_eq!(f16_bits(f16_to_f32(h)), h, "round trip of 0x{h:04x}");
+    }
+}

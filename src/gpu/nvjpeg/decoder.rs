@@ -16,6 +16,7 @@ use crate::frame::{Color, Range};
 use crate::gpu::context::Event;
 use crate::gpu::driver::{self, sys as cu};
 use crate::gpu::memory::device_slot;
+use crate::gpu::params::JpegPackParams;
 use crate::gpu::{deferred, stats, CamGpu};
 use crate::pool::{Depth, Lease};
 use crate::status::*;
@@ -35,23 +36,6 @@ struct Header {
     /// The decoded chroma planes' size.
     cw: u32,
     ch: u32,
-}
-
-/// The kernel's parameters (kernels/nvcam_jpeg.cu `JpegPackParams`).
-#[repr(C)]
-struct PackParams {
-    u: u64,
-    v: u64,
-    c_pitch: u32,
-    cw: u32,
-    ch: u32,
-    fx: u32,
-    fy: u32,
-    _pad: u32,
-    uv: u64,
-    uv_pitch: u32,
-    ow: u32,
-    oh: u32,
 }
 
 /// Device memory for the decoded chroma planes, retired through the deferred queue.
@@ -286,7 +270,7 @@ impl Decoder for NvjpegDecoder {
             // A picture the engine could not decode (a damaged scan): the slot is not the picture.
             Outcome::Corrupt(Some(e.into()))
         } else {
-            let mut p = PackParams {
+            let mut p = JpegPackParams {
                 u: scratch,
                 v: scratch + (c_pitch * hd.ch as usize) as u64,
                 c_pitch: c_pitch as u32,
@@ -300,10 +284,11 @@ impl Decoder for NvjpegDecoder {
                 ow: hd.width.div_ceil(2),
                 oh: hd.height.div_ceil(2),
             };
-            let mut args = [&mut p as *mut PackParams as *mut std::ffi::c_void];
-            // SAFETY: the kernel takes one `JpegPackParams` by value (the layout above); it reads
-            // the scratch planes nvJPEG wrote before it on this stream and writes the slot's UV
-            // plane (`oh` rows of `2 * ow` bytes at `g.pitch`). The driver copies the parameters.
+            let mut args = [&mut p as *mut JpegPackParams as *mut std::ffi::c_void];
+            // SAFETY: the kernel takes one `JpegPackParams` by value (its layout asserted for both
+            // compilers); it reads the scratch planes nvJPEG wrote before it on this stream and
+            // writes the slot's UV plane (`oh` rows of `2 * ow` bytes at `g.pitch`). The driver
+            // copies the parameters.
             unsafe { driver::module::launch_kernel(self.pack, (p.ow.div_ceil(32), p.oh.div_ceil(8), 1), (32, 8, 1), 0, s.raw(), &mut args) }
                 .map_err(|e| e.during("nvcam_jpeg_pack_uv"))?;
             Outcome::Clean
