@@ -40,6 +40,25 @@ pub(crate) struct Job {
     /// Recorded by the worker on its stream after the batch.
     pub decoded: cu::CUevent,
     reply: Arc<Reply>,
+    answered: bool,
+}
+
+impl Job {
+    fn answer(&mut self, r: std::result::Result<(), NvjpegError>) {
+        *self.reply.done.lock() = Some(r);
+        self.reply.cv.notify_one();
+        self.answered = true;
+    }
+}
+
+impl Drop for Job {
+    /// A job dropped unanswered (the worker unwinding from a panic, or stopped with jobs queued)
+    /// still answers, so no camera waits for ever.
+    fn drop(&mut self) {
+        if !self.answered {
+            self.answer(Err(NvjpegError { call: "nvJPEG worker (stopped)", status: sys::NVJPEG_STATUS_EXECUTION_FAILED }));
+        }
+    }
 }
 
 // SAFETY: the pointers are the submitting camera's, valid until its reply (it waits for it); the
@@ -111,7 +130,7 @@ impl Batcher {
             if q.stop {
                 return Err(Error::new(ErrorKind::Closed, "nvJPEG worker stopped"));
             }
-            q.jobs.push_back(Job { data: data.as_ptr(), len: data.len(), out, ready, decoded, reply: reply.clone() });
+            q.jobs.push_back(Job { data: data.as_ptr(), len: data.len(), out, ready, decoded, reply: reply.clone(), answered: false });
         }
         self.shared.cv.notify_one();
         let mut d = reply.done.lock();
@@ -148,6 +167,21 @@ fn drop_states(lib: &Nvjpeg, states: &mut Vec<State>) {
     }
 }
 
+/// Closes a worker's queue when the worker ends: later submissions fail at once, and jobs
+/// still queued are answered (dropped, [`Job`]'s Drop).
+struct Closing(Arc<Shared>);
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        let left: Vec<Job> = {
+            let mut q = self.0.q.lock();
+            q.stop = true;
+            q.jobs.drain(..).collect()
+        };
+        drop(left);
+    }
+}
+
 struct Worker {
     lib: &'static Nvjpeg,
     handle: Handle,
@@ -164,6 +198,9 @@ unsafe impl Send for Worker {}
 
 impl Worker {
     fn run(mut self) {
+        // However the loop ends (a panic included), the queue is closed and what is left in it
+        // answered.
+        let _closing = Closing(self.shared.clone());
         let mut k = 0;
         let mut took = std::time::Duration::ZERO;
         loop {
@@ -172,8 +209,8 @@ impl Worker {
                 while q.jobs.is_empty() && !q.stop {
                     self.shared.cv.wait(&mut q);
                 }
-                // Stopped with jobs queued: none can be (the Batcher goes with the last camera),
-                // but answer any left rather than strand a camera.
+                // Stopped: jobs still queued (none can be: the Batcher goes with the last
+                // camera) are decoded first.
                 let n = q.jobs.len().min(MAX_BATCH);
                 if n == 0 {
                     break;
@@ -186,9 +223,8 @@ impl Worker {
             k = (k + 1) % self.states.len();
             self.batches += 1;
             self.pictures += jobs.len() as u64;
-            for (j, r) in jobs.into_iter().zip(results) {
-                *j.reply.done.lock() = Some(r);
-                j.reply.cv.notify_one();
+            for (mut j, r) in jobs.into_iter().zip(results) {
+                j.answer(r);
             }
         }
         if self.batches > 0 {
@@ -250,5 +286,37 @@ impl Worker {
         // valid (its camera waits for the reply) and each camera's planes are device memory of
         // this context with room for its picture, not reused before `decoded` completes.
         unsafe { self.lib.decode_batched(h, st.raw, &ptrs, &lens, &mut outs, self.stream.raw() as cudaStream_t) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A camera waits for its job's answer with no time limit: a job the worker drops without
+    /// answering (unwinding from a panic, or the queue closed under it) must answer with an
+    /// error, or the camera's thread would hang for good.
+    #[test]
+    fn a_job_dropped_unanswered_answers_with_an_error() {
+        let reply = Arc::new(Reply::default());
+        let job = |answered| Job {
+            data: std::ptr::null(),
+            len: 0,
+            out: nvjpegImage_t::default(),
+            ready: std::ptr::null_mut(),
+            decoded: std::ptr::null_mut(),
+            reply: reply.clone(),
+            answered,
+        };
+        drop(job(false));
+        assert!(matches!(reply.done.lock().take(), Some(Err(_))));
+        let mut j = job(false);
+        j.answer(Ok(()));
+        drop(j);
+        assert!(matches!(reply.done.lock().take(), Some(Ok(()))), "an answered job keeps its answer");
+        let shared = Arc::new(Shared { q: Mutex::new(Queue { jobs: VecDeque::from([job(false)]), stop: false }), cv: Condvar::new() });
+        drop(Closing(shared.clone()));
+        assert!(shared.q.lock().stop && shared.q.lock().jobs.is_empty());
+        assert!(matches!(reply.done.lock().take(), Some(Err(_))), "a job left queued when the worker ends is answered");
     }
 }
