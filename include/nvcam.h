@@ -75,8 +75,8 @@
 #define NVCAM_DEVICE_CPU -1
 
 /**
- * `decoder` of `nvcam_camera_options`: the best available (direct NVDEC, FFmpeg's CUDA hwaccel,
- * then software).
+ * `decoder` of `nvcam_camera_options`: the best available (nvJPEG for MJPEG where it is
+ * installed, direct NVDEC, FFmpeg's CUDA hwaccel, then software).
  */
 #define NVCAM_DECODER_AUTO 0
 
@@ -97,8 +97,7 @@
 
 /**
  * nvJPEG's hardware back end only (MJPEG cameras; needs nvJPEG from the CUDA toolkit or
- * NVIDIA's nvidia-nvjpeg wheels, and a GPU with JPEG engines). Only when asked for: it hands out
- * a picture whose Huffman codes do not decode unmarked, so AUTO leaves JPEG to direct NVDEC.
+ * NVIDIA's nvidia-nvjpeg wheels, and a GPU with JPEG engines). AUTO takes it first for MJPEG.
  */
 #define NVCAM_DECODER_NVJPEG 4
 

@@ -7,10 +7,10 @@
 //!   `FfmpegHw` is FFmpeg's CUDA hwaccel or an error; `Auto` takes direct NVDEC where libnvcuvid
 //!   loads and the GPU's decoder supports the stream, then FFmpeg's CUDA hwaccel, while the
 //!   per-device session cap allows, else software plus upload (logged, counted in
-//!   `hw_fallbacks`). nvJPEG's hardware back end is taken only when asked for (`Nvjpeg`): `Auto`
-//!   leaves JPEG to direct NVDEC, because nvJPEG hands out a picture whose Huffman codes do not
-//!   decode unmarked (NVDEC and the software decoder report it), and many nvJPEG cameras on one
-//!   GPU time out at open. Under `Auto`, a hardware decoder that turns the stream down at its first
+//!   `hw_fallbacks`). For MJPEG, `Auto` takes nvJPEG's hardware back end first where nvJPEG
+//!   loads and the GPU has JPEG engines (the Huffman decode on the engines, not the host; the
+//!   pictures of all cameras decoded in batches), else direct NVDEC, with one line saying why
+//!   nvJPEG is not used. Under `Auto`, a hardware decoder that turns the stream down at its first
 //!   picture (10-bit, a size the engine refuses, no session left) is replaced by the next in that
 //!   order at run time ([`Fallback`]); nvJPEG gives way to direct NVDEC (a progressive JPEG, say).
 //!
@@ -160,10 +160,19 @@ fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::S
     }
 }
 
-/// AUTO on a GPU: direct NVDEC where it takes the stream, then FFmpeg's CUDA hwaccel, within
-/// the per-device session cap, else software plus upload.
+/// AUTO on a GPU: nvJPEG for MJPEG where it takes the stream, then direct NVDEC where it takes
+/// the stream, then FFmpeg's CUDA hwaccel, within the per-device session cap, else software plus
+/// upload.
 fn auto(cam: &Arc<CamGpu>, s: Stream, mut reuse: crate::gpu::nvdec::Reuse, slot: &Arc<DecoderSlot>) -> Result<Box<dyn Decoder>> {
     let dev = &cam.stream.dev;
+    if s.params.id() == ff::codec::Id::MJPEG {
+        // Why nvJPEG is absent (no library, no engines) was logged once, where it was found.
+        match gpu::nvjpeg::supports(dev, &s.params).and_then(|e| NvjpegDecoder::new(cam, e, &s.params, s.time_base)) {
+            Ok(n) => return Ok(Box::new(Fallback { hw: Hw::Nvjpeg(n), cam: cam.clone(), next: Some(s), slot: slot.clone() })),
+            Err(e) if e.kind == ErrorKind::Unsupported => log::debug!("GPU {}: {}", dev.ordinal, e.msg),
+            Err(e) => log::warn!("GPU {}: nvJPEG: {}; trying direct NVDEC", dev.ordinal, e.msg),
+        }
+    }
     let mut why = Vec::new();
     match reuse.ticket(dev) {
         None => why.push(format!("hardware decoder cap ({} per device) reached", gpu::hw_cap())),

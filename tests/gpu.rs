@@ -726,8 +726,8 @@ fn reconnect_storm_never_stalls_steady_gpu_cameras() {
 /// decoder choice (nvJPEG, direct NVDEC, software + upload, AUTO, the CPU) must give FFmpeg's
 /// software decode with its chroma box-averaged ([`jpeg_box_nv12`], the one rule of every
 /// decoder) within 1 level per sample (JPEG IDCTs may round apart), report JFIF's colours
-/// (BT.601, the stream's range, chroma centred), and land on the decoder asked for (AUTO: direct
-/// NVDEC, which marks a picture nvJPEG would hand out damaged; software where NVDEC refuses). FFmpeg's CUDA hwaccel must refuse JPEG at open (its frames were
+/// (BT.601, the stream's range, chroma centred), and land on the decoder asked for (AUTO: nvJPEG
+/// where it ran, else direct NVDEC; software where NVDEC refuses). FFmpeg's CUDA hwaccel must refuse JPEG at open (its frames were
 /// timing-dependent under compute-sanitizer). nvJPEG is a toolkit library: where it does not
 /// load its rows are skipped, unless `NVCAM_REQUIRE_NVJPEG=1`. Prints one line per clip and
 /// decoder.
@@ -814,6 +814,7 @@ fn jpeg_every_layout_on_every_decoder_matches_ffmpeg() {
                 close(cam, 5000).unwrap();
                 if decoder == NVCAM_DECODER_NVJPEG && st.decoder == NVCAM_DECODER_NVJPEG {
                     nvjpeg_ran = true;
+                    auto_want = NVCAM_DECODER_NVJPEG;
                 }
                 let summary = |v: &mut Vec<u8>| -> (u8, u8, f64) {
                     if v.is_empty() {

@@ -59,10 +59,22 @@ for line in sys.stdin:
         print(("test" if m["profile"]["test"] else kind) + "\t" + m["target"]["name"] + "\t" + m["executable"])
 '; }
 
+# EXTRA CARGO ARGS that name targets (`-- --test gpu --example churn_bench`) build only those: on
+# a 2-core machine every test and example of the project takes many minutes to link (the
+# library itself is always built).
+sel=(--all-targets); ex=(--examples --bins)
+tests=("${extra[@]}")
+if [ ${#extra[@]} -gt 0 ]; then
+  sel=(--lib); ex=(); tests=()
+  # `cargo test --example X` would build X again as a test harness: the tests' list drops them.
+  for ((i = 0; i < ${#extra[@]}; i++)); do
+    if [ "${extra[$i]}" = --example ]; then i=$((i + 1)); else tests+=("${extra[$i]}"); fi
+  done
+fi
 echo "bundle: building ($profile)..." >&2
-cargo build "${flag[@]}" --all-targets "${extra[@]}" >&2
-{ cargo test "${flag[@]}" --no-run --message-format=json "${extra[@]}" 2>/dev/null | list_execs
-  cargo build "${flag[@]}" --examples --bins --message-format=json "${extra[@]}" 2>/dev/null | list_execs
+cargo build "${flag[@]}" "${sel[@]}" "${extra[@]}" >&2
+{ cargo test "${flag[@]}" --no-run --message-format=json "${tests[@]}" 2>/dev/null | list_execs
+  cargo build "${flag[@]}" "${ex[@]}" --message-format=json "${extra[@]}" 2>/dev/null | list_execs
   [ "$benches" = 1 ] && cargo bench --no-run --message-format=json "${extra[@]}" 2>/dev/null | list_execs || true
 } | sort -u | while IFS=$'\t' read -r kind name exe; do
   [ -n "$only" ] && [[ "$only" != *",$name,"* ]] && continue
@@ -100,7 +112,7 @@ chmod +x "$out/bin/ffmpeg-nvdec"
 # replay's elementary stream among them), made here, and the stdlib-only replay server. Reference
 # decodes cached beside the clips stay behind: the GPU machine remakes them with ffmpeg-nvdec.
 echo "bundle: making tests/gpu_integrity.rs's clips..." >&2
-cargo test "${flag[@]}" "${extra[@]}" --test gpu_integrity -- --ignored --exact make_integrity_fixtures >&2
+cargo test "${flag[@]}" --test gpu_integrity -- --ignored --exact make_integrity_fixtures >&2
 mkdir -p "$out/with/fixtures" "$out/with/tests/support"
 for f in target/tmp/fixtures/integrity-*.mp4 target/tmp/fixtures/replay-*.mp4 target/tmp/fixtures/replay-*.h264; do
   cp "$f" "$out/with/fixtures/"

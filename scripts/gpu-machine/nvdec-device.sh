@@ -55,8 +55,12 @@
 #   memcheck-formats  the same under compute-sanitizer --tool memcheck
 #   bench-mjpeg    churn_bench: 64 paced 1080p30 MJPEG 4:2:2 cameras on direct NVDEC (stage timings),
 #                  16 and 32 in software + upload, 4:2:0 at 64 on NVDEC; nvdec_bench unpaced MJPEG
-#   bench-nvjpeg   churn_bench: the noisy 1080p 4:2:2 MJPEG camera (42 Mbit/s) at 64 on direct NVDEC, 14 on
-#                  nvJPEG, 64 on AUTO (nvJPEG up to its cap, then NVDEC); 128 720p on AUTO; dmon's jpg share
+#   bench-nvjpeg   churn_bench, paced: the noisy 1080p 4:2:2 MJPEG camera (~45 Mbit/s) at 64 and 720p
+#                  4:2:2 at 128, each on nvJPEG (batched) and direct NVDEC; dmon's jpg share per run
+#   jpeg-tests     every JPEG layout on every decoder (nvJPEG required), damaged JPEGs on every decoder
+#   memcheck-jpeg  the layout and damaged-JPEG tests under compute-sanitizer memcheck
+#   nvjpeg-more    AUTO at 64 noisy cameras; 48 steady nvJPEG cameras beside 16 reconnecting and
+#                  opening/closing; the layout test without nvJPEG (AUTO on NVDEC, the log line)
 #   bench-hevc10   nvdec_bench direct NVDEC, N = 16 and 32: 1080p HEVC Main10 (P016) against Main (NV12)
 set -u
 out=${OUT:-/tmp}
@@ -85,6 +89,15 @@ step() {
 summary() { grep -E "^test |test result|panicked|frames equal|frames exact|exact|resumed|AUTO:|ERROR SUMMARY|differs" "$@" | grep -v "\.\.\. ignored" ; }
 # bench "ENV..." ARGS...: one nvdec_bench run (as a command line for `step`), output kept in bench.log.
 bench() { local envs=$1; shift; echo "env $envs '$b/bin/nvdec_bench' $* --csv '$out/bench.csv' 2>>'$out/bench-stderr.log' | tee -a '$out/bench.log' | grep -E '^nvdec_bench|^RESULT|^\\|'; exit \${PIPESTATUS[0]}"; }
+# jrun NAME LIMIT_S CLIP N BACKEND [MORE ARGS]: one paced churn_bench run (library info lines kept,
+# nvJPEG's worker line shown) with dmon's `jpg` column (the JPEG engines' share) sampled beside it.
+jrun() {
+  local name=$1 lim=$2 clip=$3 n=$4 be=$5 d; shift 5
+  nvidia-smi dmon -s u -d 1 > "$out/dmon-$name.log" 2>&1 & d=$!
+  step "$name" "$lim" bash -c "CHURN_LOG=info '$b/bin/churn_bench' '$clip' --steady $n --backends $be ${*:---churn 0 --phases baseline --seconds ${NVJPEG_SECONDS:-6}} 2>>'$out/nvjpeg-stderr-$name.log' | tee -a '$out/nvjpeg.log'; r=\${PIPESTATUS[0]}; grep -E 'nvJPEG worker|JPEG engine|nvJPEG [0-9.]+ loaded|not available' '$out/nvjpeg-stderr-$name.log' | tail -4; exit \$r"
+  kill $d 2>/dev/null; wait $d 2>/dev/null
+  awk -v n="$name" '$1 ~ /^[0-9]+$/ && $6 ~ /^[0-9]+$/ {s += $6; c++; if ($6 > m) m = $6; v = v " " $6} END {printf "%s: dmon jpg %% mean %.0f, max %d, one a second:%s\n", n, c ? s / c : 0, m, v}' "$out/dmon-$name.log"
+}
 for what in "$@"; do
 case "$what" in
 check)
@@ -226,16 +239,33 @@ bench-mjpeg)
   step mjpeg422-unpaced 60 bash -c "$(bench "" "$fix/bench-mjpeg422-1920x1080.mkv" --label mjpeg422-1080p --backends nvdec --cams 1,16,64 --cli none --seconds 2.5 --warmup 0.7)"
   ;;
 bench-nvjpeg)
-  # MJPEG on nvJPEG's hardware back end against direct NVDEC (needs nvJPEG on the machine: the
-  # toolkit's, or NVCAM_NVJPEG_LIBRARY), the JPEG engines' share sampled beside (dmon's `jpg`).
-  nvidia-smi dmon -s u -d 1 > "$out/dmon.log" 2>&1 & dmon=$!
+  # MJPEG on nvJPEG's hardware back end (one decode worker per GPU, the cameras' pictures in
+  # batches) against direct NVDEC, in one call: 64 noisy 1080p30 4:2:2 cameras (~45 Mbit/s each)
+  # and 128 720p ones, paced; dmon's `jpg` (the JPEG engines' share) sampled beside each run.
+  # Needs nvJPEG on the machine (the toolkit's, or NVCAM_NVJPEG_LIBRARY).
   noisy=$fix/bench-mjpeg422-noisy-1920x1080.mkv
-  step noisy-nvdec-64 60 bash -c "'$b/bin/churn_bench' '$noisy' --steady 64 --churn 0 --backends nvdec --phases baseline --seconds 5 2>>'$out/nvjpeg-stderr.log' | tee -a '$out/nvjpeg.log'"
-  step noisy-nvjpeg-14 40 bash -c "CHURN_LOG=info '$b/bin/churn_bench' '$noisy' --steady 14 --churn 0 --backends nvjpeg --phases baseline --seconds 5 2>>'$out/nvjpeg-stderr.log' | tee -a '$out/nvjpeg.log'"
-  step noisy-auto-64 60 bash -c "'$b/bin/churn_bench' '$noisy' --steady 64 --churn 0 --backends auto --phases baseline --seconds 5 2>>'$out/nvjpeg-stderr.log' | tee -a '$out/nvjpeg.log'"
-  step 720p-auto-128 80 bash -c "'$b/bin/churn_bench' '$fix/bench-mjpeg422-1280x720.mkv' --steady 128 --churn 0 --backends auto --phases baseline --seconds 5 2>>'$out/nvjpeg-stderr.log' | tee -a '$out/nvjpeg.log'"
-  kill $dmon 2>/dev/null
-  awk '$1 ~ /^[0-9]+$/ {print $6}' "$out/dmon.log" | tr '\n' ' '; echo "(dmon jpg %, one a second)"
+  jrun noisy-nvjpeg-64 70 "$noisy" 64 nvjpeg
+  jrun noisy-nvdec-64 70 "$noisy" 64 nvdec
+  jrun 720p-nvjpeg-128 80 "$fix/bench-mjpeg422-1280x720.mkv" 128 nvjpeg
+  jrun 720p-nvdec-128 80 "$fix/bench-mjpeg422-1280x720.mkv" 128 nvdec
+  ;;
+jpeg-tests)
+  # Every JPEG layout on every decoder against FFmpeg (box chroma rule), and damaged JPEGs marked
+  # on every decoder, nvJPEG required.
+  step jpeg-layouts 150 bash -c "NVCAM_REQUIRE_NVJPEG=1 '$gpu_test' --test-threads 1 --nocapture jpeg_every > '$out/tests-jpeg.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|failures:| on (nvjpeg|auto)' '$out/tests-jpeg.log' | grep -E 'test|panicked|fail|640x480|161x97'; [ \$r -ne 0 ] && grep -A12 panicked '$out/tests-jpeg.log' | head -30; exit \$r"
+  step jpeg-damaged 90 bash -c "NVCAM_REQUIRE_NVJPEG=1 '$integrity_test' --test-threads 1 --nocapture damaged_jpegs > '$out/tests-jpeg-damaged.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|^jpeg ' '$out/tests-jpeg-damaged.log'; exit \$r"
+  ;;
+memcheck-jpeg)
+  step memcheck-jpeg 200 bash -c "NVCAM_REQUIRE_NVJPEG=1 compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-jpeg.log' '$gpu_test' --test-threads 1 --nocapture jpeg_every > '$out/memcheck-jpeg-tests.log' 2>&1; r=\$?; grep -E '^test |test result' '$out/memcheck-jpeg-tests.log'; grep -E 'ERROR SUMMARY' '$out/memcheck-jpeg.log' | sort | uniq -c; exit \$r"
+  step memcheck-jpeg-damaged 120 bash -c "NVCAM_REQUIRE_NVJPEG=1 compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-jpeg-damaged.log' '$integrity_test' --test-threads 1 --nocapture damaged_jpegs > '$out/memcheck-jpeg-damaged-tests.log' 2>&1; r=\$?; grep -E '^test |test result|^jpeg ' '$out/memcheck-jpeg-damaged-tests.log'; grep -E 'ERROR SUMMARY' '$out/memcheck-jpeg-damaged.log' | sort | uniq -c; exit \$r"
+  ;;
+nvjpeg-more)
+  # AUTO at 64 noisy cameras (nvJPEG's), cameras reconnecting and opening/closing beside steady
+  # nvJPEG ones, and the path without nvJPEG (AUTO on direct NVDEC, one line saying why).
+  noisy=$fix/bench-mjpeg422-noisy-1920x1080.mkv
+  jrun noisy-auto-64 70 "$noisy" 64 auto
+  jrun noisy-nvjpeg-churn 90 "$noisy" 48 nvjpeg --churn 16 --phases loop,openclose --seconds 4 --rounds 2
+  step no-nvjpeg 60 bash -c "NVCAM_NVJPEG_LIBRARY=/nonexistent/libnvjpeg.so.13 '$gpu_test' --test-threads 1 --nocapture jpeg_every > '$out/tests-no-nvjpeg.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|nvJPEG not available|640x480 yuvj422p on (nvjpeg|auto)' '$out/tests-no-nvjpeg.log' | sort | uniq -c; exit \$r"
   ;;
 bench-hevc10)
   step bench-hevc8 40 bash -c "$(bench "" "$fix/bench-hevc8-1920x1080.mkv" --label hevc8-1080p-2M --backends nvdec --cams 16,32 --cli none --seconds 2.5 --warmup 0.7)"

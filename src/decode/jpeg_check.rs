@@ -5,9 +5,16 @@
 //! end-of-image marker and fills the rest, NVDEC and nvJPEG decode what is there, and none of them
 //! says so. The markers tell: a whole picture starts with SOI, has its frame header and a scan, and
 //! ends with EOI; inside the entropy-coded data every 0xFF byte is stuffed (0xFF 0x00) or a
-//! restart marker, and restart markers count 0..7 in turn, one per restart interval. A damaged
-//! Huffman code inside a scan keeps the markers whole; the decoders report that themselves
-//! (FFmpeg refuses the picture, NVDEC and nvJPEG return an error).
+//! restart marker, and restart markers count 0..7 in turn, one per restart interval.
+//!
+//! A damaged Huffman code inside a scan keeps the markers whole. FFmpeg and direct NVDEC (whose
+//! parser decodes the codes on the host) refuse a code no table holds; nvJPEG's hardware back
+//! end decodes it without an error. One kind of it the bytes show: JPEG's canonical Huffman codes
+//! never use the all-one code, so a run of one bits in valid data spans at most a code's tail
+//! (15), its magnitude bits (15 at 12 bits, 11 at 8) and the next code's head (15), plus at most 7
+//! bits of padding before a marker: 45 or fewer. Six stuffed 0xFF bytes in a row (48 one bits)
+//! are therefore an undecodable code (a burst of 0xFF fill, say), whichever decoder follows.
+//! Other bad codes need a Huffman decode to find, which costs what direct NVDEC's parser spends.
 //!
 //! The check reads the headers and searches the entropy-coded data for 0xFF bytes only
 //! (`memchr`), a few microseconds for a 1080p picture.
@@ -96,10 +103,16 @@ pub(crate) fn damage(data: &[u8]) -> Option<&'static str> {
     }
 }
 
+/// Stuffed 0xFF bytes in a row that valid entropy-coded data never holds (48 one bits; see the
+/// module's note).
+const ONE_RUN_BYTES: usize = 6;
+
 /// The end of the entropy-coded data starting at `pos` (where the next marker's 0xFF is) and
 /// how many restart markers it held, or why it is not whole.
 fn entropy_end(data: &[u8], mut pos: usize) -> Result<(usize, usize), &'static str> {
     let mut restarts = 0usize;
+    // Stuffed 0xFF bytes back to back, and where the last one ended.
+    let (mut ones, mut last_end) = (0usize, usize::MAX);
     loop {
         let Some(i) = memchr::memchr(0xFF, &data[pos..]) else { return Err("cut short inside a scan") };
         let ff = pos + i;
@@ -110,7 +123,14 @@ fn entropy_end(data: &[u8], mut pos: usize) -> Result<(usize, usize), &'static s
         }
         match data.get(j) {
             None => return Err("cut short inside a scan"),
-            Some(0x00) if j == ff + 1 => pos = j + 1,
+            Some(0x00) if j == ff + 1 => {
+                ones = if ff == last_end { ones + 1 } else { 1 };
+                if ones >= ONE_RUN_BYTES {
+                    return Err("a run of one bits no Huffman code makes (an undecodable code)");
+                }
+                last_end = j + 1;
+                pos = j + 1;
+            }
             Some(&m @ 0xD0..=0xD7) => {
                 if (m - 0xD0) as usize != restarts % 8 {
                     return Err("restart markers missing or out of order");
@@ -165,6 +185,18 @@ mod tests {
         short.drain(47..49);
         assert_eq!(damage(&short), Some("restart markers missing or out of order"));
         assert!(damage(&[0xFF, 0xD8, 0xFF, 0xD9]).is_some(), "no frame or scan");
+        // A burst of one bits in a scan (nvJPEG's engine decodes it without an error): six
+        // stuffed 0xFF bytes are no code; five, and six split by another byte, can be data.
+        let scan = 37;
+        for (run, split, found) in [(6, false, true), (16, false, true), (5, false, false), (6, true, false)] {
+            let mut b = w.clone();
+            let mut burst = [0xFF, 0x00].repeat(run);
+            if split {
+                burst.insert(2 * (run / 2), 0x12);
+            }
+            b.splice(scan..scan, burst);
+            assert_eq!(damage(&b).is_some(), found, "{run} stuffed 0xFF bytes, split {split}: {:?}", damage(&b));
+        }
         assert!(damage(b"not a jpeg").is_some());
     }
 }

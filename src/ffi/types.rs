@@ -31,8 +31,8 @@ pub(crate) const NVCAM_OPEN_ALL: u32 = 63;
 /// `device` of `nvcam_camera_options`: decode on the CPU into host memory.
 pub const NVCAM_DEVICE_CPU: i32 = -1;
 
-/// `decoder` of `nvcam_camera_options`: the best available (direct NVDEC, FFmpeg's CUDA hwaccel,
-/// then software).
+/// `decoder` of `nvcam_camera_options`: the best available (nvJPEG for MJPEG where it is
+/// installed, direct NVDEC, FFmpeg's CUDA hwaccel, then software).
 pub const NVCAM_DECODER_AUTO: u32 = 0;
 /// Direct NVDEC only (fails where it is not available).
 pub const NVCAM_DECODER_NVDEC: u32 = 1;
@@ -41,8 +41,7 @@ pub const NVCAM_DECODER_FFMPEG_HW: u32 = 2;
 /// FFmpeg's software decoder (frames are uploaded when `device` is a GPU).
 pub const NVCAM_DECODER_SOFTWARE: u32 = 3;
 /// nvJPEG's hardware back end only (MJPEG cameras; needs nvJPEG from the CUDA toolkit or
-/// NVIDIA's nvidia-nvjpeg wheels, and a GPU with JPEG engines). Only when asked for: it hands out
-/// a picture whose Huffman codes do not decode unmarked, so AUTO leaves JPEG to direct NVDEC.
+/// NVIDIA's nvidia-nvjpeg wheels, and a GPU with JPEG engines). AUTO takes it first for MJPEG.
 pub const NVCAM_DECODER_NVJPEG: u32 = 4;
 
 /// `state` of `nvcam_camera_stats`.

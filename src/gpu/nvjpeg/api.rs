@@ -268,25 +268,27 @@ impl Nvjpeg {
         Ok((n, css, w, hh))
     }
 
-    /// `nvjpegDecodeBatchedInitialize`: one picture per call, one host thread, planar output.
+    /// `nvjpegDecodeBatchedInitialize`: `n` pictures per call, one host thread, planar output.
     ///
     /// # Safety
-    /// `h` and `st` are live (`st` made from `h`).
-    pub(crate) unsafe fn batched_initialize(&self, h: nvjpegHandle_t, st: nvjpegJpegState_t) -> Result<(), NvjpegError> {
+    /// `h` and `st` are live (`st` made from `h`), no call on `st` running.
+    pub(crate) unsafe fn batched_initialize(&self, h: nvjpegHandle_t, st: nvjpegJpegState_t, n: usize) -> Result<(), NvjpegError> {
         // SAFETY: the caller's contract.
-        check("nvjpegDecodeBatchedInitialize", unsafe { (self.nvjpegDecodeBatchedInitialize)(h, st, 1, 1, NVJPEG_OUTPUT_YUV) })
+        check("nvjpegDecodeBatchedInitialize", unsafe { (self.nvjpegDecodeBatchedInitialize)(h, st, n as c_int, 1, NVJPEG_OUTPUT_YUV) })
     }
 
-    /// `nvjpegDecodeBatched` of one picture into `out`, enqueued on `stream`.
+    /// `nvjpegDecodeBatched` of the pictures `data[i]` (`len[i]` bytes each) into `out[i]`,
+    /// enqueued on `stream`.
     ///
     /// # Safety
-    /// `h` and `st` are live and initialized ([`Nvjpeg::batched_initialize`]); every plane of
-    /// `out` is device memory of the current context with room for the picture at its pitch,
-    /// valid until the work on `stream` (a live stream of that context) has run.
-    pub(crate) unsafe fn decode_batched(&self, h: nvjpegHandle_t, st: nvjpegJpegState_t, data: &[u8], out: &mut nvjpegImage_t, stream: cudaStream_t) -> Result<(), NvjpegError> {
-        let (ptr, len) = (data.as_ptr(), data.len());
-        // SAFETY: the caller's contract; the bitstream is valid for `len` bytes until the call
-        // returns (nvJPEG stages it).
-        check("nvjpegDecodeBatched", unsafe { (self.nvjpegDecodeBatched)(h, st, &ptr, &len, out, stream) })
+    /// `h` and `st` are live and initialized for `data.len()` pictures
+    /// ([`Nvjpeg::batched_initialize`]); `len` and `out` are as long as `data`; each `data[i]` is
+    /// valid for `len[i]` bytes until the call returns (nvJPEG stages it); every plane of `out`
+    /// is device memory of the current context with room for its picture at its pitch, valid
+    /// until the work on `stream` (a live stream of that context) has run.
+    pub(crate) unsafe fn decode_batched(&self, h: nvjpegHandle_t, st: nvjpegJpegState_t, data: &[*const u8], len: &[usize], out: &mut [nvjpegImage_t], stream: cudaStream_t) -> Result<(), NvjpegError> {
+        debug_assert!(len.len() == data.len() && out.len() == data.len());
+        // SAFETY: the caller's contract.
+        check("nvjpegDecodeBatched", unsafe { (self.nvjpegDecodeBatched)(h, st, data.as_ptr(), len.as_ptr(), out.as_mut_ptr(), stream) })
     }
 }

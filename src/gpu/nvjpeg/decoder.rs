@@ -3,13 +3,15 @@
 //! Each packet's header is read on the host (`nvjpegJpegStreamParseHeader`, a few microseconds);
 //! a JPEG the engine does not take (progressive, 4:1:1, 12-bit) turns the decoder down, and AUTO
 //! falls back to direct NVDEC, then software + upload, with the reason logged. At `write_into`
-//! nvJPEG decodes on the camera's stream with luma straight into the slot's Y plane and chroma
-//! at its own subsampling into scratch planes of this decoder; `nvcam_jpeg_pack_uv`
-//! (kernels/nvcam_jpeg.cu) box-averages them into the slot's UV plane, the rule of every JPEG
-//! decoder here. The slot's event is recorded after the kernel, like NVDEC's copy; the scratch
-//! and the decode state are reused only in stream order and freed after `done`.
+//! the GPU's decode worker ([`super::batch`]) decodes the picture with other cameras' in one
+//! batch, luma straight into the slot's Y plane and chroma at its own subsampling into scratch
+//! planes of this decoder; the camera's stream waits for that batch, then `nvcam_jpeg_pack_uv`
+//! (kernels/nvcam_jpeg.cu) box-averages the chroma into the slot's UV plane, the rule of every
+//! JPEG decoder here. The slot's event is recorded after the kernel, like NVDEC's copy; the
+//! scratch is reused only in stream order and freed after `done`.
 
-use super::sys::{self, cudaStream_t};
+use super::batch::Reply;
+use super::sys;
 use super::Engine;
 use crate::decode::{DecoderKind, Decoder, Outcome, Picture};
 use crate::frame::{Color, Range};
@@ -47,7 +49,6 @@ struct Scratch {
 pub(crate) struct NvjpegDecoder {
     engine: Arc<Engine>,
     cam: Arc<CamGpu>,
-    state: sys::nvjpegJpegState_t,
     jstream: sys::nvjpegJpegStream_t,
     pack: cu::CUfunction,
     time_base: ff::Rational,
@@ -57,20 +58,25 @@ pub(crate) struct NvjpegDecoder {
     sent: Option<Header>,
     current: Option<Header>,
     scratch: Option<Scratch>,
-    /// Recorded on the camera's stream after each picture's last work: the state and the
-    /// scratch are freed after it.
+    /// Recorded on the camera's stream after each picture's last work: the scratch is freed
+    /// after it.
     done: Event,
+    /// Recorded on the camera's stream before a picture goes to the worker (its batch waits for
+    /// it), and by the worker after the batch (the camera's stream waits for it).
+    ready: Event,
+    decoded: Event,
+    reply: Arc<Reply>,
     /// The engine turned the stream down (a JPEG it does not take): AUTO falls back.
     hw_failed: bool,
-    /// Pictures decoded, and the time their `nvjpegDecodeBatched` calls took (total, longest),
-    /// logged when the decoder goes.
+    /// Pictures decoded, and the host time the camera waited for their batches (total,
+    /// longest), logged when the decoder goes.
     calls: (u64, std::time::Duration, std::time::Duration),
     /// Counted in the engine's cameras (once ready).
     counted: bool,
 }
 
-// SAFETY: the nvJPEG state and stream are this decoder's own, used through `&mut self` only;
-// the handle is thread safe.
+// SAFETY: the nvJPEG stream is this decoder's own, used through `&mut self` only; the handle is
+// thread safe.
 unsafe impl Send for NvjpegDecoder {}
 
 impl NvjpegDecoder {
@@ -80,16 +86,16 @@ impl NvjpegDecoder {
         let pack = crate::gpu::kernels::kernels(dev)?.function(c"nvcam_jpeg_pack_uv")?;
         let lib = engine.lib;
         let _g = dev.push()?;
+        if engine.batcher.is_none() {
+            return Err(Error::internal("nvJPEG engine without its worker"));
+        }
         // SAFETY: the engine's handle (alive while `engine` is).
-        let state = unsafe { lib.state_create(engine.handle) }?;
-        // SAFETY: as above.
-        let jstream = unsafe { lib.stream_create(engine.handle) };
-        // The decoder owns both from here (Drop frees what was made).
+        let jstream = unsafe { lib.stream_create(engine.handle) }?;
+        // The decoder owns it from here (Drop frees it).
         let mut d = NvjpegDecoder {
             engine: engine.clone(),
             cam: cam.clone(),
-            state,
-            jstream: *jstream.as_ref().unwrap_or(&std::ptr::null_mut()),
+            jstream,
             pack,
             time_base,
             color: Color::jpeg(crate::decode::probed_color(params).range != Range::Limited),
@@ -98,13 +104,13 @@ impl NvjpegDecoder {
             current: None,
             scratch: None,
             done: Event::fence(dev)?,
+            ready: Event::fence(dev)?,
+            decoded: Event::fence(dev)?,
+            reply: Arc::default(),
             hw_failed: false,
             calls: (0, std::time::Duration::ZERO, std::time::Duration::ZERO),
             counted: false,
         };
-        jstream?;
-        // SAFETY: our handle and state.
-        unsafe { lib.batched_initialize(engine.handle, d.state) }?;
         let n = d.engine.cameras.fetch_add(1, Ordering::Relaxed) + 1;
         d.counted = true;
         log::info!("GPU {}: nvJPEG decoder ready in {:.1} ms ({n} on this GPU)", dev.ordinal, t0.elapsed().as_secs_f64() * 1e3);
@@ -193,23 +199,13 @@ impl Drop for NvjpegDecoder {
         }
         if self.calls.0 > 0 {
             let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-            log::info!("nvJPEG decoder: {} pictures, nvjpegDecodeBatched {:.3} ms mean, {:.3} ms max (host time)", self.calls.0, ms(self.calls.1) / self.calls.0 as f64, ms(self.calls.2));
+            log::info!("nvJPEG decoder: {} pictures, waited for their batches {:.3} ms mean, {:.3} ms max (host time)", self.calls.0, ms(self.calls.1) / self.calls.0 as f64, ms(self.calls.2));
         }
         self.retire_scratch();
         let lib = self.engine.lib;
-        // The state's buffers may be in use by the camera's last picture: wait for it (this
-        // camera's stream only).
-        let _ = self.done.wait();
         if let Ok(_g) = self.cam.stream.dev.push() {
-            // SAFETY: our handles, destroyed once, their work complete.
-            unsafe {
-                if !self.jstream.is_null() {
-                    let _ = lib.stream_destroy(self.jstream);
-                }
-                if !self.state.is_null() {
-                    let _ = lib.state_destroy(self.state);
-                }
-            }
+            // SAFETY: our stream handle, destroyed once (host memory only: no device work).
+            let _ = unsafe { lib.stream_destroy(self.jstream) };
         }
     }
 }
@@ -260,15 +256,21 @@ impl Decoder for NvjpegDecoder {
         }
         let _g = s.dev.push()?;
         let t_call = std::time::Instant::now();
-        // SAFETY: our handle and state, initialized; the slot's Y plane holds `height` rows at
-        // `g.pitch` and the scratch two planes of `ch` rows at `c_pitch`, all on this GPU (its
-        // context current), written in stream order on the camera's stream.
-        let r = unsafe { self.engine.lib.decode_batched(self.engine.handle, self.state, &self.data, &mut out, s.raw() as cudaStream_t) };
+        // The batch writes the scratch only after this picture's last kernel read it.
+        self.ready.record(&s)?;
+        let batcher = self.engine.batcher.as_ref().ok_or_else(|| Error::internal("nvJPEG engine without its worker"))?;
+        // The slot's Y plane holds `height` rows at `g.pitch` and the scratch two planes of `ch`
+        // rows at `c_pitch`, all on this GPU; `self.data` stays until the call returns.
+        let r = batcher.decode(&self.data, out, self.ready.raw(), self.decoded.raw(), &self.reply);
+        // Whatever the outcome, the worker recorded `decoded` after its batch: the camera's
+        // later work (the kernel, `done`, the slot's event) follows the batch's writes.
+        // SAFETY: the camera's stream and our event, context current (guard).
+        unsafe { driver::stream::wait_event(s.raw(), self.decoded.raw()) }.map_err(|e| e.during("nvJPEG batch"))?;
         let took = t_call.elapsed();
         self.calls = (self.calls.0 + 1, self.calls.1 + took, self.calls.2.max(took));
         let outcome = if let Err(e) = r {
             // A picture the engine could not decode (a damaged scan): the slot is not the picture.
-            Outcome::Corrupt(Some(e.into()))
+            Outcome::Corrupt(Some(e))
         } else {
             let mut p = JpegPackParams {
                 u: scratch,

@@ -3,12 +3,14 @@
 //! parser decodes the entropy-coded data on the host (3.3 ms of CPU per 1080p 4:2:2 picture on an
 //! H100), so 64 1080p cameras cost ten cores there.
 //!
-//! One nvJPEG handle per GPU (made on first use, kept for the process); each camera has its own
-//! decode state ([`decoder::NvjpegDecoder`]). nvJPEG is a toolkit library, not part of the driver:
+//! One nvJPEG handle per GPU (made on first use, kept for the process) and one decode worker
+//! ([`batch::Batcher`]) that decodes the pictures of all the GPU's nvJPEG cameras together, in
+//! batched calls; each camera ([`decoder::NvjpegDecoder`]) reads its headers and packs its chroma. nvJPEG is a toolkit library, not part of the driver:
 //! where it is missing, or its hardware back end is not (a GPU without JPEG engines), AUTO goes on
 //! to direct NVDEC, and one line says why.
 
 pub(crate) mod api;
+pub(crate) mod batch;
 pub(crate) mod decoder;
 pub(crate) mod sys;
 
@@ -24,6 +26,8 @@ pub(crate) struct Engine {
     pub lib: &'static api::Nvjpeg,
     /// Decoders (cameras) on this handle now.
     pub cameras: AtomicU32,
+    /// The GPU's decode worker (dropped, so stopped and joined, before the handle goes).
+    pub batcher: Option<batch::Batcher>,
     dev: Arc<Device>,
 }
 
@@ -35,7 +39,7 @@ unsafe impl Sync for Engine {}
 
 impl Engine {
     fn open(dev: &Arc<Device>) -> Result<Engine> {
-        let lib = api::lib().map_err(unsupported)?;
+        let lib = api::lib().map_err(|e| unsupported(format!("nvJPEG not available: {e}")))?;
         let _g = dev.push()?;
         // The device's context is current (guard).
         let handle = lib
@@ -44,12 +48,17 @@ impl Engine {
         // SAFETY: our handle, just made; the figures are only logged.
         let (n, cores) = unsafe { lib.hardware_decoder_info(handle) }.unwrap_or((0, 0));
         log::info!("GPU {}: nvJPEG {}.{} hardware back end, {n} JPEG engine(s) of {cores} core(s)", dev.ordinal, lib.version.0, lib.version.1);
-        Ok(Engine { handle, lib, cameras: AtomicU32::new(0), dev: dev.clone() })
+        // The Engine owns the handle from here (Drop destroys it after the worker).
+        let mut e = Engine { handle, lib, cameras: AtomicU32::new(0), batcher: None, dev: dev.clone() };
+        e.batcher = Some(batch::Batcher::start(lib, handle, dev)?);
+        Ok(e)
     }
 }
 
 impl Drop for Engine {
     fn drop(&mut self) {
+        // The worker and its states first: they use the handle.
+        self.batcher = None;
         if let Ok(_g) = self.dev.push() {
             // SAFETY: our handle, destroyed once, after every state made from it (they hold an Arc).
             let _ = unsafe { self.lib.destroy(self.handle) };
@@ -67,8 +76,10 @@ pub(crate) fn engine(dev: &Arc<Device>) -> Result<Arc<Engine>> {
         return e.1.clone();
     }
     let e = Engine::open(dev).map(Arc::new);
-    if let Err(why) = &e {
-        log::info!("{}", why.msg);
+    match &e {
+        // A missing library was said once, where it was looked for.
+        Err(why) if api::lib().is_ok() => log::info!("{}; MJPEG decodes on direct NVDEC", why.msg),
+        _ => {}
     }
     all.push((dev.ordinal, e.clone()));
     e
