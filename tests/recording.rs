@@ -1,7 +1,8 @@
 //! Recording a camera's stream to files (CPU path, real FFmpeg, the ffmpeg/ffprobe CLIs as the
 //! judges): event clips with their pre-roll, overlapping and extended recordings, frame numbers
 //! that name the file's pictures, errors that end a recording but never the camera, splits at a
-//! reconnect, losses reported, a killed process that leaves a playable file.
+//! reconnect and at a size change inside a session, losses reported, a killed process that leaves
+//! a playable file.
 //!
 //! The file cameras are opened lossless and unpaced: the host's `get_frame` is the camera's clock,
 //! so the tests run as fast as the CPU decodes and stream times are exact.
@@ -412,6 +413,98 @@ fn a_resolution_change_starts_a_new_part() {
     assert_eq!(status(rec).state, NVCAM_RECORD_STOPPED, "{}", rec_error(rec));
     assert_eq!(ffprobe_size(&file), "320,240");
     assert_eq!(ffprobe_size(&dir.join("resize-part2.mp4")), "352,288");
+    assert_eq!(nvcam_record_release(rec), NVCAM_OK);
+    close(cam, 5000).unwrap();
+}
+
+/// The sizes of the decoded pictures of `file` (ffprobe, every frame).
+fn frame_sizes(file: &Path) -> std::collections::BTreeSet<String> {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=width,height", "-of", "csv=p=0"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "ffprobe {}: {}", file.display(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().map(|l| l.trim_end_matches(',').to_string()).filter(|l| !l.is_empty()).collect()
+}
+
+/// 45 pictures at 320x240 then 45 at 352x288, one MPEG-TS stream with continuous timestamps and
+/// the new SPS in-band at the first key frame of the second size (no reconnect: one session,
+/// whose demuxer keeps announcing 320x240). Also the two clips it was cut from.
+fn resizing_source() -> (PathBuf, PathBuf, PathBuf) {
+    let x264 = ["-preset", "ultrafast", "-g", "15", "-keyint_min", "15"];
+    let a = clip("rec-inband-a-320x240.ts", "320x240", 45, "libx264", &x264);
+    let b = clip("rec-inband-b-352x288.ts", "352x288", 45, "libx264", &x264);
+    let both = a.with_file_name("rec-inband-320x240-then-352x288.ts");
+    if !both.exists() {
+        let list = a.with_file_name("rec-inband.txt");
+        std::fs::write(&list, format!("file '{}'\nfile '{}'\n", a.display(), b.display())).unwrap();
+        let tmp = both.with_extension("part.ts");
+        let out = Command::new("ffmpeg")
+            .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "concat", "-safe", "0", "-i"])
+            .arg(&list)
+            .args(["-c", "copy"])
+            .arg(&tmp)
+            .output()
+            .expect("ffmpeg CLI");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::rename(&tmp, &both).unwrap();
+    }
+    (both, a, b)
+}
+
+/// A stream whose size changes inside one session (a new SPS before a key frame, no reconnect,
+/// the demuxer still saying the first size): the recording is split at that key frame, each part
+/// holds pictures of one size only, and together they hold every picture of the source between
+/// the clip's first and last, in order, none missing; the status counts the parts and its seq
+/// range names the delivered frames across them. Without the split, the second size's pictures
+/// went into the first file under its 320x240 header.
+#[test]
+fn a_size_change_inside_a_session_starts_a_new_part() {
+    let _g = serial();
+    let dir = out_dir("resize-inband");
+    let (src, a, b) = resizing_source();
+    let cam = open(src.to_str().unwrap(), &options(FAST)).unwrap();
+    assert_eq!(nvcam_camera_record_cache(cam, 5000, 0), NVCAM_OK);
+    let mut seen = HashMap::new();
+    for _ in 0..10 {
+        take(cam, &mut seen).unwrap();
+    }
+    // Pre-roll to the cache's first key frame, the end (trigger + 2 s) inside the second size.
+    let file = dir.join("inband.mkv");
+    let rec = start(cam, &file, 1000, 2000).unwrap();
+    drive_until_ended(cam, &[rec], &mut seen);
+    while take(cam, &mut seen).is_some() {}
+    let s = status(rec);
+    assert_eq!(s.state, NVCAM_RECORD_DONE, "{}", rec_error(rec));
+    assert_eq!(s.parts, 2, "one part per size");
+    let part2 = dir.join("inband-part2.mkv");
+    assert!(part2.exists(), "the second part is named {}", part2.display());
+    let cfile = |buf: &mut Vec<u8>| unsafe { nvcam_record_file(rec, buf.as_mut_ptr() as *mut _, buf.len() as i32) };
+    let mut buf = vec![0u8; 1024];
+    assert_eq!(cfile(&mut buf), NVCAM_OK);
+    assert_eq!(cstr(&buf), part2.to_str().unwrap(), "the status names the last part");
+    assert_eq!(frame_sizes(&file).into_iter().collect::<Vec<_>>(), ["320,240"], "{}", file.display());
+    assert_eq!(frame_sizes(&part2).into_iter().collect::<Vec<_>>(), ["352,288"], "{}", part2.display());
+    // Part 1: the first size's pictures from its first key frame to its last picture; part 2:
+    // the second size's from its first on, none missing at the cut.
+    let hash = |f: &Path, w, h| reference_nv12(f, w, h).iter().map(|p| fnv(p)).collect::<Vec<u64>>();
+    let (src_a, src_b) = (hash(&a, 320, 240), hash(&b, 352, 288));
+    let (got1, got2) = (hash(&file, 320, 240), hash(&part2, 352, 288));
+    assert!(!got1.is_empty() && got1.len() <= src_a.len(), "part 1 holds {} pictures", got1.len());
+    let k = src_a.len() - got1.len();
+    assert_eq!(k % GOP, 0, "part 1 starts at picture {k}, not a key frame");
+    assert_eq!(got1[..], src_a[k..], "part 1 is not the first size's pictures from its key frame {k} to its last");
+    assert!(got2.len() >= GOP && got2.len() < src_b.len(), "part 2 holds {} pictures", got2.len());
+    assert_eq!(got2[..], src_b[..got2.len()], "part 2 is not a run of the second size's pictures from its first");
+    assert_eq!((got1.len() + got2.len()) as u64, s.frames);
+    // The delivered frames, by seq, across both parts.
+    let all: Vec<u64> = got1.iter().chain(&got2).copied().collect();
+    assert_eq!((s.last_seq - s.first_seq + 1) as usize, all.len(), "seq range vs pictures in the parts");
+    for seq in s.first_seq..=s.last_seq {
+        let j = (seq - s.first_seq) as usize;
+        assert_eq!(seen.get(&seq).map(|v| v.1), Some(all[j]), "delivered frame seq {seq} is not picture {j} of the parts");
+    }
     assert_eq!(nvcam_record_release(rec), NVCAM_OK);
     close(cam, 5000).unwrap();
 }

@@ -5,6 +5,7 @@
 //! - [`cache`]: the last `pre` of packets from a key frame on, bounded in time and bytes.
 //! - [`writer`]: one file (Matroska or fragmented MP4), `NAME.part` until complete.
 //! - [`recording`]: a recording's status and its writer thread.
+//! - [`inband`]: a key frame that changes the stream's size inside a session (new parameters).
 //!
 //! The camera's thread calls [`Recorder::session_start`], [`Recorder::packet`] and
 //! [`Recorder::picture`]; each returns at once (one atomic load) while the camera has no cache
@@ -14,6 +15,7 @@
 
 mod cache;
 mod clock;
+mod inband;
 pub(crate) mod segments;
 pub(crate) mod recording;
 pub(crate) mod writer;
@@ -123,6 +125,7 @@ struct Inner {
     cache: Option<cache::Cache>,
     params: Option<Arc<Params>>,
     keys: Option<KeyScan>,
+    watch: Option<inband::Watch>,
     newest_pts_us: Option<i64>,
     clock: Clock,
     lost_seen: u64,
@@ -183,6 +186,7 @@ impl Recorder {
         let params = Params::new(stream).map_err(|e| log::warn!("recording: {e}")).ok();
         let mut i = self.inner.lock();
         i.keys = params.as_ref().map(|_| KeyScan::new(&stream.parameters()));
+        i.watch = params.as_ref().map(|_| inband::Watch::new(&stream.parameters()));
         i.params = params;
         if let Some(c) = i.cache.as_mut() {
             c.clear();
@@ -198,8 +202,21 @@ impl Recorder {
         let i = &mut *guard;
         let lost_before = lost_total.saturating_sub(i.lost_seen);
         i.lost_seen = lost_total;
-        let (Some(params), Some(keys)) = (i.params.clone(), i.keys) else { return };
+        let (Some(mut params), Some(keys)) = (i.params.clone(), i.keys) else { return };
         let data = p.data().unwrap_or(&[]);
+        let key = keys.classify(data, p.is_key()) == KeyPoint::Full;
+        if let (true, Some(w)) = (key, i.watch.as_mut()) {
+            let side = p.side_data().find(|d| d.kind() == ff::packet::side_data::Type::NewExtraData);
+            if let Some(next) = w.check(data, side.as_ref().map(|d| d.data()), &params) {
+                if params.shape() == next.shape() {
+                    log::debug!("recording: the stream's parameter sets taken from its packets (its demuxer had none)");
+                } else {
+                    log::info!("recording: the stream changed inside its session ({:?} -> {:?}): recordings go on in a new part", params.size(), next.size());
+                }
+                i.params = Some(next.clone());
+                params = next;
+            }
+        }
         let dts_us = crate::decode::pts_us(p.dts().or(p.pts()), params.time_base.into());
         let clock_us = i.clock.tick(dts_us);
         let shown_us = if pts_us != i64::MIN && dts_us != i64::MIN { clock_us + (pts_us - dts_us) } else { clock_us };
@@ -210,7 +227,7 @@ impl Recorder {
             duration: p.duration(),
             pts_us,
             clock_us,
-            key: keys.classify(data, p.is_key()) == KeyPoint::Full,
+            key,
             lost_before,
             params,
             seq: AtomicU64::new(0),

@@ -177,8 +177,6 @@ pub(crate) enum Msg {
     End,
 }
 
-/// The writer thread's body: writes the pre-roll, then what comes, until the end, a stop, or an
-/// error; splits into a new part when the stream's parameters change (a reconnect).
 /// A segmented recording's state in its writer.
 pub(crate) struct Cut {
     pub plan: Plan,
@@ -193,6 +191,9 @@ impl Cut {
     }
 }
 
+/// The writer thread's body: writes the pre-roll, then what comes, until the end, a stop, or an
+/// error; splits into a new part when the stream's parameters change (a reconnect, a new size
+/// inside a session).
 pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Packet>>, rx: Receiver<Msg>, mut cut: Option<Cut>) {
     let mut first_part = true;
     let mut stopped_early = false;
@@ -262,7 +263,14 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
 fn put(sh: &Shared, mux: &mut Muxer, p: &Arc<Packet>, first_part: &mut bool, cut: &mut Option<Cut>) -> Result<()> {
     let new_session = !Arc::ptr_eq(mux.params(), &p.params);
     let due = cut.as_ref().is_some_and(|c| c.start_us.is_some_and(|s| p.clock_us - s >= c.plan.every_us));
-    if new_session || (due && p.key) {
+    if new_session && mux.bytes == 0 {
+        if !p.key {
+            return Ok(());
+        }
+        // The file was opened with the stream's newest parameters, but its first packets (the
+        // cache's oldest) are of the parameters before a change: it starts again with theirs.
+        mux.restart(&p.params)?;
+    } else if new_session || (due && p.key) {
         if !p.key {
             return Ok(()); // the new part starts at a key frame
         }
