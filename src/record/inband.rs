@@ -24,6 +24,9 @@ enum Kind {
     Other,
 }
 
+/// How a codec's NAL units are told apart: slices, sequence-level sets, all parameter sets.
+type NalKinds = (fn(u8) -> bool, &'static [u8], &'static [u8]);
+
 /// Watches one session's key frames for parameters other than its own.
 pub(crate) struct Watch {
     kind: Kind,
@@ -88,7 +91,7 @@ impl Watch {
     /// The packet's sequence-level sets (SPS and VPS: what a new size comes in) and all its
     /// parameter sets as Annex B extradata (PPS too), read up to its first slice.
     fn parameter_sets(&self, data: &[u8]) -> (Vec<u8>, Vec<u8>) {
-        let (slice, seq_types, all_types): (fn(u8) -> bool, &[u8], &[u8]) = match self.kind {
+        let (slice, seq_types, all_types): NalKinds = match self.kind {
             Kind::H264 => (h264_slice, &[7, 13, 15], &[7, 8, 13, 15]),
             _ => (hevc_slice, &[32, 33], &[32, 33, 34]),
         };
@@ -144,7 +147,7 @@ fn probe(id: ffi::AVCodecID, extradata: &[u8], data: &[u8]) -> Option<Shape> {
             }
             (*ctx).codec_id = id;
             (*ctx).codec_type = ffi::AVMediaType::AVMEDIA_TYPE_VIDEO;
-            (*parser).flags |= ffi::PARSER_FLAG_COMPLETE_FRAMES as i32;
+            (*parser).flags |= ffi::PARSER_FLAG_COMPLETE_FRAMES;
             let (mut out, mut out_len) = (std::ptr::null_mut(), 0);
             ffi::av_parser_parse2(parser, ctx, &mut out, &mut out_len, buf.as_ptr(), data.len() as i32, ffi::AV_NOPTS_VALUE, ffi::AV_NOPTS_VALUE, 0);
             let (w, h) = ((*parser).width, (*parser).height);
