@@ -428,18 +428,41 @@ fn frame_sizes(file: &Path) -> std::collections::BTreeSet<String> {
     String::from_utf8_lossy(&out.stdout).lines().map(|l| l.trim_end_matches(',').to_string()).filter(|l| !l.is_empty()).collect()
 }
 
-/// 45 pictures at 320x240 then 45 at 352x288, one MPEG-TS stream with continuous timestamps and
-/// the new SPS in-band at the first key frame of the second size (no reconnect: one session,
-/// whose demuxer keeps announcing 320x240). Also the two clips it was cut from.
-fn resizing_source() -> (PathBuf, PathBuf, PathBuf) {
-    let x264 = ["-preset", "ultrafast", "-g", "15", "-keyint_min", "15"];
-    let a = clip("rec-inband-a-320x240.ts", "320x240", 45, "libx264", &x264);
-    let b = clip("rec-inband-b-352x288.ts", "352x288", 45, "libx264", &x264);
-    let both = a.with_file_name("rec-inband-320x240-then-352x288.ts");
+/// A source whose pictures change size inside one session: its codec, the ffmpeg encoder and its
+/// arguments, the container, the key-frame interval.
+struct Resizing {
+    name: &'static str,
+    encoder: &'static str,
+    args: &'static [&'static str],
+    ext: &'static str,
+    gop: usize,
+}
+
+const RESIZING: &[Resizing] = &[
+    Resizing { name: "h264", encoder: "libx264", args: &["-preset", "ultrafast", "-g", "15", "-keyint_min", "15"], ext: "ts", gop: GOP },
+    // Closed groups of pictures: a part starting at a key frame has no picture that reaches back.
+    Resizing {
+        name: "hevc",
+        encoder: "libx265",
+        args: &["-preset", "ultrafast", "-x265-params", "keyint=15:min-keyint=15:open-gop=0:log-level=error"],
+        ext: "ts",
+        gop: GOP,
+    },
+    Resizing { name: "mjpeg", encoder: "mjpeg", args: &["-q:v", "5"], ext: "mkv", gop: 1 },
+];
+
+/// 45 pictures at 320x240 then 45 at 352x288 in one stream with continuous timestamps, the new
+/// size announced in-band only (H.264/HEVC parameter sets at the first key frame of the second
+/// size, JPEG frame headers): one session, whose demuxer keeps saying 320x240. Also the two clips
+/// it was cut from.
+fn resizing_source(v: &Resizing) -> (PathBuf, PathBuf, PathBuf) {
+    let a = clip(&format!("rec-inband-{}-a-320x240.{}", v.name, v.ext), "320x240", 45, v.encoder, v.args);
+    let b = clip(&format!("rec-inband-{}-b-352x288.{}", v.name, v.ext), "352x288", 45, v.encoder, v.args);
+    let both = a.with_file_name(format!("rec-inband-{}-320x240-then-352x288.{}", v.name, v.ext));
     if !both.exists() {
-        let list = a.with_file_name("rec-inband.txt");
+        let list = a.with_file_name(format!("rec-inband-{}.txt", v.name));
         std::fs::write(&list, format!("file '{}'\nfile '{}'\n", a.display(), b.display())).unwrap();
-        let tmp = both.with_extension("part.ts");
+        let tmp = both.with_extension(format!("part.{}", v.ext));
         let out = Command::new("ffmpeg")
             .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "concat", "-safe", "0", "-i"])
             .arg(&list)
@@ -453,17 +476,23 @@ fn resizing_source() -> (PathBuf, PathBuf, PathBuf) {
     (both, a, b)
 }
 
-/// A stream whose size changes inside one session (a new SPS before a key frame, no reconnect,
-/// the demuxer still saying the first size): the recording is split at that key frame, each part
-/// holds pictures of one size only, and together they hold every picture of the source between
-/// the clip's first and last, in order, none missing; the status counts the parts and its seq
-/// range names the delivered frames across them. Without the split, the second size's pictures
-/// went into the first file under its 320x240 header.
+/// A stream whose size changes inside one session (no reconnect, the demuxer still saying the
+/// first size), in H.264, HEVC and MJPEG: the recording is split at the first key frame of the
+/// new size, each part holds pictures of one size only, and together they hold every picture of
+/// the source between the clip's first and last, in order, none missing; the status counts the
+/// parts and names the last, and its seq range names the delivered frames across them. Without
+/// the split, the second size's pictures went into the first file under its 320x240 header.
 #[test]
 fn a_size_change_inside_a_session_starts_a_new_part() {
     let _g = serial();
-    let dir = out_dir("resize-inband");
-    let (src, a, b) = resizing_source();
+    for v in RESIZING {
+        size_change_inside_a_session(v);
+    }
+}
+
+fn size_change_inside_a_session(v: &Resizing) {
+    let dir = out_dir(&format!("resize-inband-{}", v.name));
+    let (src, a, b) = resizing_source(v);
     let cam = open(src.to_str().unwrap(), &options(FAST)).unwrap();
     assert_eq!(nvcam_camera_record_cache(cam, 5000, 0), NVCAM_OK);
     let mut seen = HashMap::new();
@@ -474,38 +503,48 @@ fn a_size_change_inside_a_session_starts_a_new_part() {
     let file = dir.join("inband.mkv");
     let rec = start(cam, &file, 1000, 2000).unwrap();
     drive_until_ended(cam, &[rec], &mut seen);
+    // Started in the second size, its pre-roll reaching back into the first: the file opened
+    // with the newest parameters starts again with the oldest cached packet's, then splits.
+    let back = dir.join("back.mkv");
+    let rec_back = start(cam, &back, 5000, 0).unwrap();
+    drive_until_ended(cam, &[rec_back], &mut seen);
     while take(cam, &mut seen).is_some() {}
+    let name = v.name;
     let s = status(rec);
-    assert_eq!(s.state, NVCAM_RECORD_DONE, "{}", rec_error(rec));
-    assert_eq!(s.parts, 2, "one part per size");
+    assert_eq!(s.state, NVCAM_RECORD_DONE, "{name}: {}", rec_error(rec));
+    assert_eq!(s.parts, 2, "{name}: one part per size");
     let part2 = dir.join("inband-part2.mkv");
-    assert!(part2.exists(), "the second part is named {}", part2.display());
-    let cfile = |buf: &mut Vec<u8>| unsafe { nvcam_record_file(rec, buf.as_mut_ptr() as *mut _, buf.len() as i32) };
     let mut buf = vec![0u8; 1024];
-    assert_eq!(cfile(&mut buf), NVCAM_OK);
-    assert_eq!(cstr(&buf), part2.to_str().unwrap(), "the status names the last part");
-    assert_eq!(frame_sizes(&file).into_iter().collect::<Vec<_>>(), ["320,240"], "{}", file.display());
-    assert_eq!(frame_sizes(&part2).into_iter().collect::<Vec<_>>(), ["352,288"], "{}", part2.display());
-    // Part 1: the first size's pictures from its first key frame to its last picture; part 2:
-    // the second size's from its first on, none missing at the cut.
+    assert_eq!(unsafe { nvcam_record_file(rec, buf.as_mut_ptr() as *mut _, buf.len() as i32) }, NVCAM_OK);
+    assert_eq!(cstr(&buf), part2.to_str().unwrap(), "{name}: the status names the last part");
+    assert_eq!(frame_sizes(&file).into_iter().collect::<Vec<_>>(), ["320,240"], "{name}: {}", file.display());
+    assert_eq!(frame_sizes(&part2).into_iter().collect::<Vec<_>>(), ["352,288"], "{name}: {}", part2.display());
+    // Part 1: the first size's pictures from a key frame to its last picture; part 2: the second
+    // size's from its first on, none missing at the cut.
     let hash = |f: &Path, w, h| reference_nv12(f, w, h).iter().map(|p| fnv(p)).collect::<Vec<u64>>();
     let (src_a, src_b) = (hash(&a, 320, 240), hash(&b, 352, 288));
     let (got1, got2) = (hash(&file, 320, 240), hash(&part2, 352, 288));
-    assert!(!got1.is_empty() && got1.len() <= src_a.len(), "part 1 holds {} pictures", got1.len());
+    assert!(!got1.is_empty() && got1.len() <= src_a.len(), "{name}: part 1 holds {} pictures", got1.len());
     let k = src_a.len() - got1.len();
-    assert_eq!(k % GOP, 0, "part 1 starts at picture {k}, not a key frame");
-    assert_eq!(got1[..], src_a[k..], "part 1 is not the first size's pictures from its key frame {k} to its last");
-    assert!(got2.len() >= GOP && got2.len() < src_b.len(), "part 2 holds {} pictures", got2.len());
-    assert_eq!(got2[..], src_b[..got2.len()], "part 2 is not a run of the second size's pictures from its first");
-    assert_eq!((got1.len() + got2.len()) as u64, s.frames);
+    assert_eq!(k % v.gop, 0, "{name}: part 1 starts at picture {k}, not a key frame");
+    assert_eq!(got1[..], src_a[k..], "{name}: part 1 is not the first size's pictures from its key frame {k} to its last");
+    assert!(got2.len() >= GOP && got2.len() < src_b.len(), "{name}: part 2 holds {} pictures", got2.len());
+    assert_eq!(got2[..], src_b[..got2.len()], "{name}: part 2 is not a run of the second size's pictures from its first");
+    assert_eq!((got1.len() + got2.len()) as u64, s.frames, "{name}");
     // The delivered frames, by seq, across both parts.
     let all: Vec<u64> = got1.iter().chain(&got2).copied().collect();
-    assert_eq!((s.last_seq - s.first_seq + 1) as usize, all.len(), "seq range vs pictures in the parts");
+    assert_eq!((s.last_seq - s.first_seq + 1) as usize, all.len(), "{name}: seq range vs pictures in the parts");
     for seq in s.first_seq..=s.last_seq {
         let j = (seq - s.first_seq) as usize;
-        assert_eq!(seen.get(&seq).map(|v| v.1), Some(all[j]), "delivered frame seq {seq} is not picture {j} of the parts");
+        assert_eq!(seen.get(&seq).map(|v| v.1), Some(all[j]), "{name}: delivered frame seq {seq} is not picture {j} of the parts");
     }
+    let sb = status(rec_back);
+    assert_eq!((sb.state, sb.parts), (NVCAM_RECORD_DONE, 2), "{name}: the recording reaching back: {}", rec_error(rec_back));
+    assert_eq!(hash(&back, 320, 240), got1, "{name}: its first part is the cache's first size");
+    let back2 = hash(&dir.join("back-part2.mkv"), 352, 288);
+    assert_eq!(back2[..], src_b[..back2.len()], "{name}: its second part is a run of the second size's pictures from its first");
     assert_eq!(nvcam_record_release(rec), NVCAM_OK);
+    assert_eq!(nvcam_record_release(rec_back), NVCAM_OK);
     close(cam, 5000).unwrap();
 }
 

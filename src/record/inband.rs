@@ -50,6 +50,12 @@ impl Watch {
         Watch { kind, id: params.id().into(), nal_len, last: Vec::new() }
     }
 
+    /// Whether `params` lack the parameter sets a file's header needs and the stream's packets
+    /// carry (Annex B H.264/HEVC without extradata).
+    pub(crate) fn needs_sets(&self, params: &Params) -> bool {
+        matches!(self.kind, Kind::H264 | Kind::Hevc) && self.nal_len.is_none() && params.extradata().is_empty()
+    }
+
     /// For a key frame's packet (`new_extradata`: the demuxer's new extradata beside it, if
     /// any): the parameters it starts, when they are not `cur`'s.
     pub(crate) fn check(&mut self, data: &[u8], new_extradata: Option<&[u8]>, cur: &Arc<Params>) -> Option<Arc<Params>> {

@@ -156,6 +156,10 @@ pub(crate) struct RecorderStats {
 pub(crate) struct Recorder {
     /// A cache or a recording exists: the camera's taps do their work.
     on: AtomicBool,
+    /// The session's demuxer gave no parameter sets (MPEG-TS, an SDP without them): its key
+    /// frames are read for them even while nothing records, until found, so that a recording
+    /// started later can write its file's header at once.
+    needs_sets: AtomicBool,
     inner: Mutex<Inner>,
 }
 
@@ -187,6 +191,8 @@ impl Recorder {
         let mut i = self.inner.lock();
         i.keys = params.as_ref().map(|_| KeyScan::new(&stream.parameters()));
         i.watch = params.as_ref().map(|_| inband::Watch::new(&stream.parameters()));
+        let needs = matches!((&i.watch, &params), (Some(w), Some(p)) if w.needs_sets(p));
+        self.needs_sets.store(needs, Ordering::Release);
         i.params = params;
         if let Some(c) = i.cache.as_mut() {
             c.clear();
@@ -196,27 +202,24 @@ impl Recorder {
     /// A packet read from the camera; `lost_total` is the camera's count of lost packets so far.
     pub(crate) fn packet(&self, p: &ff::Packet, pts_us: i64, lost_total: u64) {
         if !self.on.load(Ordering::Acquire) {
+            if self.needs_sets.load(Ordering::Acquire) {
+                let mut i = self.inner.lock();
+                if let Some(keys) = i.keys {
+                    let data = p.data().unwrap_or(&[]);
+                    self.watch(&mut i, p, data, keys.classify(data, p.is_key()) == KeyPoint::Full);
+                }
+            }
             return;
         }
         let mut guard = self.inner.lock();
         let i = &mut *guard;
         let lost_before = lost_total.saturating_sub(i.lost_seen);
         i.lost_seen = lost_total;
-        let (Some(mut params), Some(keys)) = (i.params.clone(), i.keys) else { return };
+        let Some(keys) = i.keys else { return };
         let data = p.data().unwrap_or(&[]);
         let key = keys.classify(data, p.is_key()) == KeyPoint::Full;
-        if let (true, Some(w)) = (key, i.watch.as_mut()) {
-            let side = p.side_data().find(|d| d.kind() == ff::packet::side_data::Type::NewExtraData);
-            if let Some(next) = w.check(data, side.as_ref().map(|d| d.data()), &params) {
-                if params.shape() == next.shape() {
-                    log::debug!("recording: the stream's parameter sets taken from its packets (its demuxer had none)");
-                } else {
-                    log::info!("recording: the stream changed inside its session ({:?} -> {:?}): recordings go on in a new part", params.size(), next.size());
-                }
-                i.params = Some(next.clone());
-                params = next;
-            }
-        }
+        self.watch(i, p, data, key);
+        let Some(params) = i.params.clone() else { return };
         let dts_us = crate::decode::pts_us(p.dts().or(p.pts()), params.time_base.into());
         let clock_us = i.clock.tick(dts_us);
         let shown_us = if pts_us != i64::MIN && dts_us != i64::MIN { clock_us + (pts_us - dts_us) } else { clock_us };
@@ -281,6 +284,23 @@ impl Recorder {
         }
         Self::prune(i, None);
         self.update_on(i);
+    }
+
+    /// Reads a key frame for parameters other than the session's (`inband`): new ones go to
+    /// the packets from this one on, and the recordings split there.
+    fn watch(&self, i: &mut Inner, p: &ff::Packet, data: &[u8], key: bool) {
+        let (true, Some(w), Some(params)) = (key, i.watch.as_mut(), i.params.as_ref()) else { return };
+        let side = p.side_data().find(|d| d.kind() == ff::packet::side_data::Type::NewExtraData);
+        let Some(next) = w.check(data, side.as_ref().map(|d| d.data()), params) else { return };
+        if params.shape() == next.shape() {
+            log::debug!("recording: the stream's parameter sets taken from its packets (its demuxer had none)");
+        } else {
+            log::info!("recording: the stream changed inside its session ({:?} -> {:?}): recordings go on in a new part", params.size(), next.size());
+        }
+        if !next.extradata().is_empty() {
+            self.needs_sets.store(false, Ordering::Release);
+        }
+        i.params = Some(next);
     }
 
     /// A picture the camera decoded: its frame number goes to the cached packet and to the
