@@ -4,12 +4,13 @@
 //!
 //! - [`cache`]: the last `pre` of packets from a key frame on, bounded in time and bytes.
 //! - [`writer`]: one file (Matroska or fragmented MP4), `NAME.part` until complete.
-//! - [`recording`]: a recording's status and its writer thread.
+//! - [`recording`]: a recording: its status, what its handle does, and its writer thread.
 //! - [`inband`]: a key frame that changes the stream's size inside a session (new parameters).
 //!
 //! The camera's thread calls [`Recorder::session_start`], [`Recorder::packet`] and
 //! [`Recorder::picture`]; each returns at once (one atomic load) while the camera has no cache
-//! and no recording. A packet goes to the cache and to each running recording's bounded queue;
+//! and no recording (and, on a stream whose demuxer gave no parameter sets, until its first key
+//! frame has given them). A packet goes to the cache and to each running recording's bounded queue;
 //! a recording whose queue is full (a slow or full disk) ends with `ErrorKind::Io`, the camera never
 //! waits for it.
 
@@ -28,7 +29,8 @@ use crate::decode::recovery::{KeyPoint, KeyScan};
 use crate::status::*;
 use ffmpeg_next as ff;
 use parking_lot::Mutex;
-use recording::{Msg, State, Status};
+use recording::{Msg, State};
+pub(crate) use recording::{Recording, Reported};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
@@ -464,51 +466,5 @@ impl Recorder {
                 log::warn!("recording {}: not finished within the close timeout; it finishes on its own", rec.status.lock().file.display());
             }
         }
-    }
-}
-
-/// A recording as its handle holds it.
-pub(crate) struct Recording {
-    pub(crate) shared: Arc<recording::Shared>,
-    recorder: Arc<Recorder>,
-}
-
-/// What the host sees of a recording's state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Reported {
-    Running,
-    /// Taking no more packets; the file is being finished (or the last frame numbers are
-    /// coming in).
-    Finishing,
-    Ended(State),
-}
-
-impl Recording {
-    /// Moves the end to now + `post` (never earlier).
-    pub(crate) fn extend(&self, post: Duration) -> Result<()> {
-        if !self.shared.running() || self.shared.stop.load(Ordering::Acquire) {
-            return Err(Error::new(ErrorKind::Closed, "the recording has ended"));
-        }
-        self.shared.extend(self.recorder.now_clock_us(), post);
-        Ok(())
-    }
-
-    /// Ends it now: what is queued is written, then the file is finished (state `Stopped`).
-    pub(crate) fn stop(&self) {
-        self.shared.stop.store(true, Ordering::Release);
-    }
-
-    pub(crate) fn status(&self) -> (Reported, Status) {
-        let s = self.shared.status.lock().clone();
-        let finished = self.shared.finished_at();
-        let seqs = self.shared.seqs_final.load(Ordering::Acquire);
-        let r = match finished {
-            None if s.state == State::Running && !self.shared.stop.load(Ordering::Acquire) => Reported::Running,
-            // The last pictures' frame numbers come within a few frames; a camera that stalls
-            // meanwhile does not hold the status for long.
-            Some(t) if seqs || t.elapsed() > Duration::from_secs(1) => Reported::Ended(s.state),
-            _ => Reported::Finishing,
-        };
-        (r, s)
     }
 }
