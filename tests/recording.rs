@@ -193,8 +193,8 @@ fn event_clips_hold_pre_and_post_exactly_and_name_their_frames() {
     close(cam, 5000).unwrap();
 }
 
-/// A bad path fails on the call; a full disk ends that recording with NVCAM_E_IO, never the
-/// camera; a stopped recording is a complete, shorter file; handles are generational.
+/// A bad path fails on the call (a stream no container holds too, as an invalid argument); a
+/// full disk ends that recording with NVCAM_E_IO, never the camera; a stopped recording is a complete, shorter file; handles are generational.
 #[test]
 fn errors_end_a_recording_never_the_camera_and_handles_are_checked() {
     let _g = serial();
@@ -206,6 +206,15 @@ fn errors_end_a_recording_never_the_camera_and_handles_are_checked() {
     assert_eq!(e.0, NVCAM_E_IO, "{e:?}");
     assert_eq!(start(cam, Path::new("/proc/nvcam-test.mkv"), 0, 1000).unwrap_err().0, NVCAM_E_IO);
     assert_eq!(start(cam, &dir.join("x.avi"), 0, 1000).unwrap_err().0, NVCAM_E_INVALID_ARGUMENT);
+    // A stream no container here holds (raw pictures): the caller's choice, not the disk's
+    // fault, and no empty .part file stays.
+    let raw = open("testsrc://64x48@30", &options(0)).unwrap();
+    get_frame(raw, 5000).and_then(release).unwrap();
+    let e = start(raw, &dir.join("raw.mkv"), 0, 1000).unwrap_err();
+    assert_eq!(e.0, NVCAM_E_INVALID_ARGUMENT, "{e:?}");
+    assert!(e.1.contains("rawvideo"), "{e:?}");
+    assert!(!dir.join("raw.mkv.part").exists(), "the refused file's .part stayed");
+    close(raw, 5000).unwrap();
 
     // A full disk: the .part file is /dev/full.
     let full = dir.join("full.mkv");
@@ -574,8 +583,10 @@ fn a_clip_of_a_stream_with_b_frames_decodes_to_the_delivered_frames() {
     for _ in 0..20 {
         take(cam, &mut seen).unwrap();
     }
-    let files = [dir.join("b.mkv"), dir.join("b.mp4")];
-    let recs: Vec<u64> = files.iter().map(|f| start(cam, f, 1000, 400).unwrap()).collect();
+    // The third ends at its trigger (post 0): its pre-roll's newest packets include pictures
+    // shown after B-frames still to come, which it must take too (none missing before its end).
+    let files = [dir.join("b.mkv"), dir.join("b.mp4"), dir.join("b-post0.mkv")];
+    let recs: Vec<u64> = files.iter().zip([400, 400, 0]).map(|(f, post)| start(cam, f, 1000, post).unwrap()).collect();
     drive_until_ended(cam, &recs, &mut seen);
     // The frames the host had not taken yet when the files were finished, to the file's end.
     while take(cam, &mut seen).is_some() {}

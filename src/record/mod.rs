@@ -82,6 +82,8 @@ pub(crate) struct Packet {
     /// back or jumps (a looped file, a camera that resets its clock), which bound the cache and
     /// end the recordings.
     pub clock_us: i64,
+    /// When its picture is shown, on the same clock (`clock_us` plus its pts − dts).
+    pub shown_us: i64,
     /// A picture a decoder can start from (IDR, IRAP, a key frame of another codec).
     pub key: bool,
     /// Packets lost on the way just before this one (RTP gaps, packets flagged corrupt).
@@ -101,6 +103,7 @@ impl Packet {
             duration: 0,
             pts_us,
             clock_us: pts_us,
+            shown_us: pts_us,
             key,
             lost_before: 0,
             params: Params::empty(),
@@ -232,6 +235,7 @@ impl Recorder {
             duration: p.duration(),
             pts_us,
             clock_us,
+            shown_us,
             key,
             lost_before,
             params,
@@ -369,6 +373,9 @@ impl Recorder {
             if i.closed {
                 return Err(Error::new(ErrorKind::Closed, "camera is closed"));
             }
+            if self.needs_sets.load(Ordering::Acquire) {
+                return Err(Error::timeout("the camera's stream has not sent its parameter sets yet (they come with its first key frame): record once it has"));
+            }
             i.params.clone().ok_or_else(|| Error::timeout("the camera has no stream yet: record once it delivers frames"))?
         };
         // The file is created and its header written here, so a bad path fails on this call.
@@ -385,6 +392,11 @@ impl Recorder {
             None => Vec::new(),
         };
         let rec = recording::Shared::new(writer::part_path(path), trigger, now, post);
+        // The pre-roll's newest packets may show after pictures still to come (B-frames decoded
+        // later): the end reaches at least to the last of them, so none is missing in between.
+        if let (Some(_), Some(shown)) = (post, pre_roll.iter().map(|p| p.shown_us).max()) {
+            rec.end_clock_us.fetch_max(shown, Ordering::AcqRel);
+        }
         for p in &pre_roll {
             match p.seq.load(Ordering::Relaxed) {
                 0 => {}

@@ -220,6 +220,22 @@ fn io_error(what: &str, path: &Path, e: ff::Error) -> Error {
     Error::new(code, format!("{what} '{}': {e}", path.display()))
 }
 
+/// Why a header could not be written: a muxer that refuses the stream (a codec the container
+/// cannot hold, such as raw pictures) is the caller's choice of source or container, not the
+/// disk; then the empty `.part` file goes.
+fn header_error(part: &Path, params: &Params, e: ff::Error) -> Error {
+    match e {
+        ff::Error::Other { errno: 22 } | ff::Error::InvalidData => {
+            let _ = std::fs::remove_file(part);
+            // SAFETY: as in `Params::size`.
+            let codec = ff::codec::Id::from(unsafe { (*params.as_ptr()).codec_id });
+            let (w, h) = params.size();
+            Error::arg(format!("'{}' cannot hold this camera's stream ({} {w}x{h}): {e}", part.display(), codec.name()))
+        }
+        _ => io_error("cannot write the header of", part, e),
+    }
+}
+
 impl Muxer {
     /// Creates `path`.part and writes the container's header (so a bad path, a missing folder or
     /// a denied permission fails here, on the caller's thread).
@@ -249,7 +265,7 @@ impl Muxer {
         if container == Container::Mp4 {
             opts.set("movflags", "frag_keyframe+empty_moov+default_base_moof");
         }
-        out.write_header_with(opts).map_err(|e| io_error("cannot write the header of", &part, e))?;
+        out.write_header_with(opts).map_err(|e| header_error(&part, params, e))?;
         let dst_tb = out.stream(0).map(|s| s.time_base()).ok_or_else(|| Error::internal("recording has no stream"))?;
         let src_tb = params.time_base.into();
         Ok(Muxer { out, path: path.to_path_buf(), part, params: params.clone(), src_tb, dst_tb, offset: None, last_dts: i64::MIN, bytes: 0 })
