@@ -1514,9 +1514,11 @@ int nvcam_camera_record_cache(unsigned __int64 cam, unsigned int pre_ms, unsigne
  * key frame at or before now − `pre_ms` (as far as the cache of `nvcam_camera_record_cache`
  * reaches; without one, at the next key frame) and ends at now + `post_ms` (stream time), or
  * later after `nvcam_record_extend`. The file is written as `path` + ".part" and renamed to
- * `path` when complete. A bad path or permission fails here (`NVCAM_E_IO`); a disk that fills
- * or cannot keep up later ends the recording (`NVCAM_RECORD_FAILED`), never the camera.
- * Recordings of one camera may overlap. Poll `nvcam_record_status`; release the handle with
+ * `path` when complete. A bad path or permission fails here (`NVCAM_E_IO`), as does a stream
+ * the container cannot hold, such as raw pictures (`NVCAM_E_INVALID_ARGUMENT`); before the
+ * camera's first frame (or, for a stream whose setup carries no parameter sets, its first key
+ * frame) it is `NVCAM_E_TIMEOUT`. A disk that fills or cannot keep up later ends the recording
+ * (`NVCAM_RECORD_FAILED`), never the camera. Recordings of one camera may overlap. Poll `nvcam_record_status`; release the handle with
  * `nvcam_record_release`.
  *
  * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_FFMPEG, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_INTERNAL, NVCAM_E_PANIC

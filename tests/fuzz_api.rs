@@ -6,7 +6,9 @@
 //! must be one that the header's `Returns:` line documents for that function; every buffer handed
 //! to the library has guard bytes that must stay untouched. At the end: shutdown, camera threads
 //! back to baseline, every handle the library ever issued stale (also after a re-init), RSS within
-//! a generous bound of its level after the warm-up.
+//! a generous bound of its level after the warm-up. The recording exports take part (recording
+//! handles also where camera and frame handles go, and the reverse; double releases), and a test
+//! fails when an export of the header is not called here at all.
 //!
 //! Knobs (environment): `NVCAM_FUZZ_SEED` (default below), `NVCAM_FUZZ_SECONDS` (default 60),
 //! `NVCAM_FUZZ_CALLS` (default 20,000,000, about 20 s on 2 cores; the run stops at whichever limit comes first),
@@ -79,8 +81,12 @@ struct Pool {
     cams: Vec<u64>,
     frames: Vec<u64>,
     dead: Vec<u64>,
+    /// Live recording handles (released ones go to `dead`).
+    recs: Vec<u64>,
     /// Every handle the library ever issued (camera, frame): all must be stale at the end.
     issued: Vec<(u64, bool)>,
+    /// Every recording handle the library issued: likewise.
+    recs_issued: Vec<u64>,
     /// LabVIEW instance slots' values: reserved, and unreserved (stale).
     lv_live: Vec<usize>,
     lv_dead: Vec<usize>,
@@ -113,6 +119,9 @@ struct Shared {
     pitch_refused: AtomicU64,
     last_fn: Vec<Mutex<&'static str>>,
     live_cams: AtomicUsize,
+    /// Recordings started (OK) and released twice (the second refused as stale).
+    recs_ok: AtomicU64,
+    double_releases: AtomicU64,
 }
 
 static CALLBACKS: AtomicU64 = AtomicU64::new(0);
@@ -141,14 +150,29 @@ impl Shared {
             self.guard_failures.lock().unwrap().push(format!("{name}: guard bytes changed (len {}, off {})", g.len, g.off - GUARD));
         }
     }
-    /// A handle to pass: live, dead, of the other kind, or made up.
+    /// A recording handle to pass: live, dead, a camera's or a frame's, or made up.
+    fn rec_handle(&self, r: &mut Rng) -> u64 {
+        let p = self.pool.lock().unwrap();
+        match r.below(100) {
+            0..=44 if !p.recs.is_empty() => *r.pick(&p.recs),
+            45..=59 if !p.dead.is_empty() => *r.pick(&p.dead),
+            60..=67 if !p.cams.is_empty() => *r.pick(&p.cams),
+            68..=74 if !p.frames.is_empty() => *r.pick(&p.frames),
+            75..=79 => 0,
+            80..=84 if !p.recs.is_empty() => *r.pick(&p.recs) ^ (1 << r.below(64)),
+            85..=89 => u64::MAX - r.below(4),
+            _ => r.next() >> r.below(2),
+        }
+    }
+    /// A handle to pass: live, dead, of the other kind (or a recording's), or made up.
     fn handle(&self, r: &mut Rng, want_cam: bool) -> u64 {
         let p = self.pool.lock().unwrap();
         let (mine, other) = if want_cam { (&p.cams, &p.frames) } else { (&p.frames, &p.cams) };
         match r.below(100) {
             0..=49 if !mine.is_empty() => *r.pick(mine),
             50..=64 if !p.dead.is_empty() => *r.pick(&p.dead),
-            65..=74 if !other.is_empty() => *r.pick(other),
+            65..=71 if !other.is_empty() => *r.pick(other),
+            72..=74 if !p.recs.is_empty() => *r.pick(&p.recs),
             75..=79 => 0,
             80..=84 if !mine.is_empty() => *r.pick(mine) ^ (1 << r.below(64)),
             85..=89 => u64::MAX - r.below(4),
@@ -271,8 +295,15 @@ fn options_buf(r: &mut Rng, ff: Option<&CString>, real: bool) -> Guarded {
 }
 
 /// One camera open (cheap: refused before any thread; real: a worker starts).
+/// A 10-s H.264 clip (made by the ffmpeg CLI on Linux; none under Wine): the real source that
+/// recordings can be written from (testsrc's raw pictures go into no container).
+static H264_CLIP: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+
 fn op_open(sh: &Shared, r: &mut Rng, real: bool) {
-    let url: Vec<u8> = if real {
+    let h264 = H264_CLIP.get().cloned().flatten().filter(|_| real && r.chance(3));
+    let url: Vec<u8> = if let Some(u) = h264 {
+        u.into_bytes()
+    } else if real {
         r.pick(URLS_REAL).as_bytes().to_vec()
     } else {
         match r.below(4) {
@@ -656,7 +687,7 @@ fn sized_call_from<T>(sh: &Shared, r: &mut Rng, name: &'static str, min: usize, 
 }
 
 fn op_cheap(sh: &Shared, r: &mut Rng) {
-    match r.below(26) {
+    match r.below(27) {
         0..=2 => op_get_frame(sh, r),
         3 => {
             let f = sh.handle(r, false);
@@ -778,6 +809,7 @@ fn op_cheap(sh: &Shared, r: &mut Rng) {
             sh.check("nvcam_camera_cancel_wait", nvcam_camera_cancel_wait(c));
         }
         25 => op_lv(sh, r),
+        26 => op_record(sh, r),
         _ => match r.below(3) {
             0 => {
                 // Levels up to WARN (more verbose ones would only slow the run), plus invalid ones.
@@ -796,6 +828,130 @@ fn op_cheap(sh: &Shared, r: &mut Rng) {
             }
             _ => op_open(sh, r, false),
         },
+    }
+}
+
+/// Paths a recording is asked to write: real files in the test's folder (two containers), a bad
+/// extension, a missing folder, a folder, empty, long, not UTF-8.
+fn rec_path(r: &mut Rng) -> Vec<u8> {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz_api-rec");
+    let real = |name: &str| dir.join(name).to_str().unwrap().as_bytes().to_vec();
+    match r.below(10) {
+        0..=2 => real(&format!("r{}.mkv", r.below(4))),
+        3..=4 => real(&format!("r{}.mp4", r.below(4))),
+        5 => real("r.avi"),
+        6 => b"/nonexistent-dir/nvcam-fuzz.mkv".to_vec(),
+        7 => dir.to_str().unwrap().as_bytes().to_vec(),
+        8 => vec![b'x', 0xff, 0xfe, b'.', b'm', b'k', b'v'],
+        _ => random_string(r),
+    }
+}
+
+/// The recording exports with live, released, foreign and made-up handles, NULL pointers, bad
+/// sizes and paths; a recording handle also goes where camera and frame handles are expected
+/// (see `Shared::handle`), and camera and frame handles where a recording's is.
+fn op_record(sh: &Shared, r: &mut Rng) {
+    let ms = |r: &mut Rng| *r.pick(&[0u32, 1, 100, 1000, 5000, u32::MAX]);
+    match r.below(12) {
+        0 => {
+            let c = sh.handle(r, true);
+            let bytes = *r.pick(&[0u64, 1, 4096, 1 << 20, u64::MAX]);
+            sh.check("nvcam_camera_record_cache", nvcam_camera_record_cache(c, ms(r), bytes));
+        }
+        1 | 2 => {
+            let mut c = sh.handle(r, true);
+            // A real recording (a thread, a file) on a live camera now and then; mostly the
+            // handle checks.
+            if !r.chance(50) && sh.pool.lock().unwrap().cams.contains(&c) {
+                c = sh.rec_handle(r);
+            }
+            // Few recordings at once: each has a writer thread and a file.
+            let full = sh.pool.lock().unwrap().recs.len() >= 6;
+            let path = CString::new(rec_path(r)).unwrap();
+            let pp = if r.chance(20) { std::ptr::null() } else { path.as_ptr() };
+            let mut rec = 0u64;
+            let rp: *mut u64 = if r.chance(20) { std::ptr::null_mut() } else { &mut rec };
+            let segments = r.chance(4);
+            if full {
+                return op_record_release(sh, r);
+            }
+            // SAFETY (test): NULL or NUL-terminated strings and a live u64.
+            let code = if segments {
+                let ext = CString::new(*r.pick(&["mkv", "mp4", "", "avi", "MKV"])).unwrap();
+                let ep = if r.chance(20) { std::ptr::null() } else { ext.as_ptr() };
+                let keep = *r.pick(&[0u64, 1, 1 << 20, u64::MAX]);
+                sh.check("nvcam_camera_record_segments", unsafe {
+                    nvcam_camera_record_segments(c, pp, ep, ms(r), r.below(4) as u32, keep, rp)
+                })
+            } else {
+                sh.check("nvcam_camera_record_start", unsafe { nvcam_camera_record_start(c, pp, ms(r), ms(r), rp) })
+            };
+            if code == NVCAM_OK {
+                assert!(!rp.is_null() && rec != 0);
+                sh.recs_ok.fetch_add(1, Ordering::Relaxed);
+                let mut p = sh.pool.lock().unwrap();
+                p.recs.push(rec);
+                p.recs_issued.push(rec);
+            }
+        }
+        3 => {
+            let c = sh.handle(r, true);
+            // SAFETY (test): NULL or a guarded, aligned struct buffer.
+            sized_call::<nvcam_record_stats>(sh, r, "nvcam_camera_record_stats", |p| unsafe { nvcam_camera_record_stats(c, p) });
+        }
+        4 => {
+            let h = sh.rec_handle(r);
+            sh.check("nvcam_record_extend", nvcam_record_extend(h, ms(r)));
+        }
+        5 => {
+            let h = sh.rec_handle(r);
+            sh.check("nvcam_record_stop", nvcam_record_stop(h));
+        }
+        6 | 7 => {
+            let h = sh.rec_handle(r);
+            // SAFETY (test): as above.
+            sized_call::<nvcam_record_status>(sh, r, "nvcam_record_status", |p| unsafe { nvcam_record_status(h, p) });
+        }
+        8 => {
+            let h = sh.rec_handle(r);
+            // SAFETY (test): NULL or a guarded buffer of `len` bytes.
+            text_call(sh, r, "nvcam_record_file", |b, l| unsafe { nvcam_record_file(h, b, l) });
+        }
+        9 => {
+            let h = sh.rec_handle(r);
+            // SAFETY (test): as above.
+            text_call(sh, r, "nvcam_record_error", |b, l| unsafe { nvcam_record_error(h, b, l) });
+        }
+        _ => op_record_release(sh, r),
+    }
+}
+
+/// Releases a live recording (and sometimes again: stale the second time), or any handle.
+fn op_record_release(sh: &Shared, r: &mut Rng) {
+    let live = {
+        let mut p = sh.pool.lock().unwrap();
+        if !p.recs.is_empty() && r.chance(2) {
+            let i = r.below(p.recs.len() as u64) as usize;
+            Some(p.recs.swap_remove(i))
+        } else {
+            None
+        }
+    };
+    let h = live.unwrap_or_else(|| sh.rec_handle(r));
+    let code = sh.check("nvcam_record_release", nvcam_record_release(h));
+    if live.is_some() {
+        // A shutdown between the pick and the call released it already.
+        assert!(code == NVCAM_OK || code == NVCAM_E_STALE_HANDLE, "release of a live recording: {code} {}", last_error());
+        if r.chance(4) {
+            let again = sh.check("nvcam_record_release", nvcam_record_release(h));
+            assert_eq!(again, NVCAM_E_STALE_HANDLE, "a second release of recording {h:#x}");
+            sh.double_releases.fetch_add(1, Ordering::Relaxed);
+        }
+        sh.pool.lock().unwrap().bury(h);
+    } else if code == NVCAM_OK {
+        let mut p = sh.pool.lock().unwrap();
+        p.recs.retain(|&x| x != h);
+        p.bury(h);
     }
 }
 
@@ -870,6 +1026,21 @@ fn worker(sh: Arc<Shared>, id: usize, seed: u64, end: Instant, max_calls: u64) {
     }
 }
 
+/// Exports the fuzzer does not call through `Shared::check`, and why.
+const NOT_FUZZED: &[(&str, &str)] = &[("nvcam_abi_version", "takes nothing, returns a number: asserted equal to NVCAM_ABI_VERSION in op_cheap")];
+
+/// A new export that the fuzzer never calls would go unfuzzed without anyone noticing: every
+/// function of the header must be named (as the string `sh.check` records) in this file.
+#[test]
+fn every_export_of_the_header_is_fuzzed() {
+    let src = include_str!("fuzz_api.rs");
+    let missing: Vec<String> = documented()
+        .into_keys()
+        .filter(|n| !src.contains(&format!("\"{n}\"")) && !NOT_FUZZED.iter().any(|(x, _)| x == n))
+        .collect();
+    assert!(missing.is_empty(), "exports of include/nvcam.h the fuzzer never calls (add them to op_cheap, or to NOT_FUZZED with why): {missing:?}");
+}
+
 #[test]
 fn c_api_fuzz_keeps_every_status_documented_and_leaves_nothing_behind() {
     let seed = env_u64("NVCAM_FUZZ_SEED", DEFAULT_SEED);
@@ -878,6 +1049,9 @@ fn c_api_fuzz_keeps_every_status_documented_and_leaves_nothing_behind() {
     let threads = env_u64("NVCAM_FUZZ_THREADS", 4).max(1) as usize;
     println!("fuzz_api: seed {seed:#x}, up to {seconds} s or {max_calls} calls, {threads} threads");
     let doc = documented();
+    std::fs::create_dir_all(std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz_api-rec")).unwrap();
+    let h264 = (!cfg!(windows)).then(|| clip("fuzz-h264-64x48.mp4", "64x48", 300, "libx264", &["-g", "15"]).to_str().unwrap().to_string());
+    H264_CLIP.set(h264).unwrap();
     let baseline_threads = threads_named("nvcam-cam");
     // SAFETY (test): NULL path, a valid level.
     assert_eq!(unsafe { nvcam_log_init(std::ptr::null(), NVCAM_LOG_WARN) }, NVCAM_OK);
@@ -899,6 +1073,8 @@ fn c_api_fuzz_keeps_every_status_documented_and_leaves_nothing_behind() {
         pitch_refused: AtomicU64::new(0),
         last_fn: (0..threads).map(|_| Mutex::new("cheap")).collect(),
         live_cams: AtomicUsize::new(0),
+        recs_ok: AtomicU64::new(0),
+        double_releases: AtomicU64::new(0),
     });
     let start = Instant::now();
     let end = start + Duration::from_secs(seconds);
@@ -956,9 +1132,27 @@ fn c_api_fuzz_keeps_every_status_documented_and_leaves_nothing_behind() {
         }
     };
     stale("after shutdown");
+    let recs_issued = std::mem::take(&mut sh.pool.lock().unwrap().recs_issued);
+    let recs_stale = |when: &str| {
+        for &h in &recs_issued {
+            // SAFETY (test): a zeroed plain C struct, sized.
+            let mut st: nvcam_record_status = unsafe { std::mem::zeroed() };
+            st.struct_size = std::mem::size_of::<nvcam_record_status>() as u32;
+            // SAFETY (test): a live, sized struct.
+            let code = unsafe { nvcam_record_status(h, &mut st) };
+            assert_eq!(code, NVCAM_E_STALE_HANDLE, "{when}: recording handle {h:#x} is not stale");
+        }
+    };
+    recs_stale("after shutdown");
+    assert!(
+        wait_until(Duration::from_secs(10), || threads_named("nvcam-rec") == 0),
+        "recording writer threads after shutdown: {}",
+        threads_named("nvcam-rec")
+    );
     // SAFETY (test): NULL = defaults.
     assert_eq!(unsafe { nvcam_init(std::ptr::null()) }, NVCAM_OK);
     stale("after a re-init");
+    recs_stale("after a re-init");
     assert_eq!(nvcam_shutdown(10_000), NVCAM_OK);
     let end_rss = rss_bytes();
 
@@ -967,7 +1161,7 @@ fn c_api_fuzz_keeps_every_status_documented_and_leaves_nothing_behind() {
     println!(
         "fuzz_api: {calls} calls in {:.1} s ({:.0} calls/s), seed {seed:#x}, {threads} threads; real opens {} ({} OK), frames {}, copies {} OK, \
          overflowing pitches refused {}, \
-         init/shutdown cycles {}, handles issued {}, log callbacks {}, RSS warm {:.1} MiB -> end {:.1} MiB",
+         init/shutdown cycles {}, handles issued {}, recordings started {} (released twice {}), log callbacks {}, RSS warm {:.1} MiB -> end {:.1} MiB",
         elapsed.as_secs_f64(),
         calls as f64 / elapsed.as_secs_f64(),
         sh.opens.load(Ordering::Relaxed),
@@ -977,6 +1171,8 @@ fn c_api_fuzz_keeps_every_status_documented_and_leaves_nothing_behind() {
         sh.pitch_refused.load(Ordering::Relaxed),
         sh.cycles.load(Ordering::Relaxed),
         issued.len(),
+        sh.recs_ok.load(Ordering::Relaxed),
+        sh.double_releases.load(Ordering::Relaxed),
         CALLBACKS.load(Ordering::Relaxed),
         warm_rss.unwrap_or(0) as f64 / 1048576.0,
         end_rss as f64 / 1048576.0,

@@ -462,6 +462,121 @@ fn reconnect_with_another_size_adopts_or_replaces_the_decoder() {
     let _ = std::fs::remove_file(&link);
 }
 
+/// What one camera delivered (pixel hash by seq) and, when it recorded, its recording's status.
+struct Run {
+    hashes: std::collections::BTreeMap<u64, u64>,
+    rec: Option<(nvcam_record_status, PathBuf)>,
+}
+
+/// N cameras of `clip` side by side on direct NVDEC, each drained by its own thread (every frame
+/// downloaded and hashed); with `record_dir`, each keeps a packet cache and records into a file
+/// there from its first frame on, stopped when the clip has ended.
+fn nvdec_cameras(clip: &Path, n: usize, record_dir: Option<&Path>) -> (Vec<Run>, Duration) {
+    let t0 = std::time::Instant::now();
+    let runs = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..n)
+            .map(|k| {
+                s.spawn(move || {
+                    let cam = open(clip.to_str().unwrap(), &gpu_options(FAST, NVCAM_DECODER_NVDEC)).unwrap_or_else(|e| panic!("camera {k}: {e:?}"));
+                    let mut hashes = std::collections::BTreeMap::new();
+                    let mut rec = None;
+                    if record_dir.is_some() {
+                        assert_eq!(nvcam_camera_record_cache(cam, 5000, 0), NVCAM_OK, "{}", last_error());
+                    }
+                    while let Ok(f) = get_frame(cam, 20_000) {
+                        let i = info(f).unwrap();
+                        assert_eq!(i.memory, NVCAM_MEMORY_DEVICE, "camera {k}: not a device frame");
+                        hashes.insert(i.seq, fnv(&pixels(f).unwrap()));
+                        release(f).unwrap();
+                        if let (Some(dir), None) = (record_dir, rec) {
+                            let path = dir.join(format!("cam{k}.mkv"));
+                            let p = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+                            let mut h = 0u64;
+                            assert_eq!(unsafe { nvcam_camera_record_start(cam, p.as_ptr(), 5000, 600_000, &mut h) }, NVCAM_OK, "camera {k}: {}", last_error());
+                            rec = Some(h);
+                        }
+                    }
+                    assert_eq!(stats(cam).decoder, NVCAM_DECODER_NVDEC, "camera {k}: not on direct NVDEC");
+                    let rec = rec.map(|h| {
+                        assert_eq!(nvcam_record_stop(h), NVCAM_OK);
+                        let mut st: nvcam_record_status = unsafe { std::mem::zeroed() };
+                        st.struct_size = std::mem::size_of::<nvcam_record_status>() as u32;
+                        let done = wait_until(Duration::from_secs(10), || {
+                            assert_eq!(unsafe { nvcam_record_status(h, &mut st) }, NVCAM_OK);
+                            matches!(st.state, NVCAM_RECORD_DONE | NVCAM_RECORD_STOPPED | NVCAM_RECORD_FAILED)
+                        });
+                        assert!(done, "camera {k}: the recording did not end (state {})", st.state);
+                        let mut buf = vec![0u8; 1024];
+                        unsafe { nvcam_record_file(h, buf.as_mut_ptr() as *mut _, buf.len() as i32) };
+                        assert_eq!(nvcam_record_release(h), NVCAM_OK);
+                        (st, PathBuf::from(cstr(&buf)))
+                    });
+                    close(cam, 5000).unwrap();
+                    Run { hashes, rec }
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect::<Vec<_>>()
+    });
+    (runs, t0.elapsed())
+}
+
+/// Recording while decoding on direct NVDEC changes no delivered frame: 16 cameras of the 1080p
+/// H.264 clip side by side, once without and once each with a packet cache and a recording. Every
+/// camera delivers the same pictures by seq in both runs, each recording ends complete under its
+/// name, its status's seq range names delivered frames up to the clip's last, and the file
+/// (decoded again on direct NVDEC) holds exactly those frames. The wall time of both runs is
+/// printed (decode fps with and without recording).
+#[test]
+fn recording_on_nvdec_changes_no_delivered_frame() {
+    if !need_gpu("recording_on_nvdec_changes_no_delivered_frame") {
+        return;
+    }
+    let _s = Session::new();
+    let clip = content_clips()[0].path();
+    let frames = content_clips()[0].frames as usize;
+    let dir = std::env::temp_dir().join(format!("nvcam-nvdec-recording-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    const N: usize = 16;
+    let (bare, t_bare) = nvdec_cameras(&clip, N, None);
+    let (recorded, t_rec) = nvdec_cameras(&clip, N, Some(&dir));
+    for (k, (a, b)) in bare.iter().zip(&recorded).enumerate() {
+        assert_eq!(a.hashes.len(), frames, "camera {k} without recording: frames delivered");
+        assert_eq!(a.hashes, b.hashes, "camera {k}: the frames delivered while recording differ from those without");
+        assert_eq!(a.hashes, bare[0].hashes, "camera {k}: another picture than camera 0's");
+        let (st, file) = b.rec.as_ref().unwrap();
+        assert_eq!(st.state, NVCAM_RECORD_STOPPED, "camera {k}: recording state");
+        assert!(file.extension().is_some_and(|e| e == "mkv") && file.exists(), "camera {k}: {} is not complete", file.display());
+        assert!(std::fs::metadata(file).unwrap().len() >= st.bytes && st.bytes > 0, "camera {k}: {} bytes", st.bytes);
+        assert_eq!(st.last_seq, frames as u64, "camera {k}: the recording does not reach the clip's last frame");
+        assert_eq!(st.frames, st.last_seq - st.first_seq + 1, "camera {k}: pictures vs seq range {}..{}", st.first_seq, st.last_seq);
+        // It starts at the cache's first key frame (the decode below shows the file is whole).
+        assert!(st.first_seq >= 1 && st.first_seq < st.last_seq, "camera {k}: seq range {}..{}", st.first_seq, st.last_seq);
+    }
+    // The files hold the delivered frames: camera 0's and the last camera's, decoded again.
+    for k in [0, N - 1] {
+        let (st, file) = recorded[k].rec.as_ref().unwrap();
+        let cam = open(file.to_str().unwrap(), &gpu_options(FAST, NVCAM_DECODER_NVDEC)).unwrap();
+        let mut j = 0u64;
+        while let Ok(f) = get_frame(cam, 10_000) {
+            let seq = st.first_seq + j;
+            assert_eq!(Some(&fnv(&pixels(f).unwrap())), recorded[k].hashes.get(&seq), "camera {k}: picture {j} of the file is not delivered frame {seq}");
+            release(f).unwrap();
+            j += 1;
+        }
+        assert_eq!(j, st.frames, "camera {k}: pictures in the file");
+        close(cam, 5000).unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let fps = |t: Duration| (N * frames) as f64 / t.as_secs_f64();
+    println!(
+        "recording on NVDEC: {N} cameras x {frames} frames identical with and without recording; {:.0} fps without, {:.0} fps with (every frame downloaded)",
+        fps(t_bare),
+        fps(t_rec)
+    );
+}
+
 /// Encodes every clip these tests and `examples/nvdec_bench.rs` use, here where libx264/libx265
 /// exist; the bundle carries them to the GPU machine.
 #[test]

@@ -1,7 +1,8 @@
 //! Recording a camera's stream to files (CPU path, real FFmpeg, the ffmpeg/ffprobe CLIs as the
 //! judges): event clips with their pre-roll, overlapping and extended recordings, frame numbers
 //! that name the file's pictures, errors that end a recording but never the camera, splits at a
-//! reconnect, losses reported, a killed process that leaves a playable file.
+//! reconnect and at a size change inside a session, losses reported, a killed process that leaves
+//! a playable file.
 //!
 //! The file cameras are opened lossless and unpaced: the host's `get_frame` is the camera's clock,
 //! so the tests run as fast as the CPU decodes and stream times are exact.
@@ -192,8 +193,8 @@ fn event_clips_hold_pre_and_post_exactly_and_name_their_frames() {
     close(cam, 5000).unwrap();
 }
 
-/// A bad path fails on the call; a full disk ends that recording with NVCAM_E_IO, never the
-/// camera; a stopped recording is a complete, shorter file; handles are generational.
+/// A bad path fails on the call (a stream no container holds too, as an invalid argument); a
+/// full disk ends that recording with NVCAM_E_IO, never the camera; a stopped recording is a complete, shorter file; handles are generational.
 #[test]
 fn errors_end_a_recording_never_the_camera_and_handles_are_checked() {
     let _g = serial();
@@ -205,6 +206,15 @@ fn errors_end_a_recording_never_the_camera_and_handles_are_checked() {
     assert_eq!(e.0, NVCAM_E_IO, "{e:?}");
     assert_eq!(start(cam, Path::new("/proc/nvcam-test.mkv"), 0, 1000).unwrap_err().0, NVCAM_E_IO);
     assert_eq!(start(cam, &dir.join("x.avi"), 0, 1000).unwrap_err().0, NVCAM_E_INVALID_ARGUMENT);
+    // A stream no container here holds (raw pictures): the caller's choice, not the disk's
+    // fault, and no empty .part file stays.
+    let raw = open("testsrc://64x48@30", &options(0)).unwrap();
+    get_frame(raw, 5000).and_then(release).unwrap();
+    let e = start(raw, &dir.join("raw.mkv"), 0, 1000).unwrap_err();
+    assert_eq!(e.0, NVCAM_E_INVALID_ARGUMENT, "{e:?}");
+    assert!(e.1.contains("rawvideo"), "{e:?}");
+    assert!(!dir.join("raw.mkv.part").exists(), "the refused file's .part stayed");
+    close(raw, 5000).unwrap();
 
     // A full disk: the .part file is /dev/full.
     let full = dir.join("full.mkv");
@@ -416,6 +426,137 @@ fn a_resolution_change_starts_a_new_part() {
     close(cam, 5000).unwrap();
 }
 
+/// The sizes of the decoded pictures of `file` (ffprobe, every frame).
+fn frame_sizes(file: &Path) -> std::collections::BTreeSet<String> {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=width,height", "-of", "csv=p=0"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "ffprobe {}: {}", file.display(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().map(|l| l.trim_end_matches(',').to_string()).filter(|l| !l.is_empty()).collect()
+}
+
+/// A source whose pictures change size inside one session: its codec, the ffmpeg encoder and its
+/// arguments, the container, the key-frame interval.
+struct Resizing {
+    name: &'static str,
+    encoder: &'static str,
+    args: &'static [&'static str],
+    ext: &'static str,
+    gop: usize,
+}
+
+const RESIZING: &[Resizing] = &[
+    Resizing { name: "h264", encoder: "libx264", args: &["-preset", "ultrafast", "-g", "15", "-keyint_min", "15"], ext: "ts", gop: GOP },
+    // Closed groups of pictures: a part starting at a key frame has no picture that reaches back.
+    Resizing {
+        name: "hevc",
+        encoder: "libx265",
+        args: &["-preset", "ultrafast", "-x265-params", "keyint=15:min-keyint=15:open-gop=0:log-level=error"],
+        ext: "ts",
+        gop: GOP,
+    },
+    Resizing { name: "mjpeg", encoder: "mjpeg", args: &["-q:v", "5"], ext: "mkv", gop: 1 },
+];
+
+/// 45 pictures at 320x240 then 45 at 352x288 in one stream with continuous timestamps, the new
+/// size announced in-band only (H.264/HEVC parameter sets at the first key frame of the second
+/// size, JPEG frame headers): one session, whose demuxer keeps saying 320x240. Also the two clips
+/// it was cut from.
+fn resizing_source(v: &Resizing) -> (PathBuf, PathBuf, PathBuf) {
+    let a = clip(&format!("rec-inband-{}-a-320x240.{}", v.name, v.ext), "320x240", 45, v.encoder, v.args);
+    let b = clip(&format!("rec-inband-{}-b-352x288.{}", v.name, v.ext), "352x288", 45, v.encoder, v.args);
+    let both = a.with_file_name(format!("rec-inband-{}-320x240-then-352x288.{}", v.name, v.ext));
+    if !both.exists() {
+        let list = a.with_file_name(format!("rec-inband-{}.txt", v.name));
+        std::fs::write(&list, format!("file '{}'\nfile '{}'\n", a.display(), b.display())).unwrap();
+        let tmp = both.with_extension(format!("part.{}", v.ext));
+        let out = Command::new("ffmpeg")
+            .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "concat", "-safe", "0", "-i"])
+            .arg(&list)
+            .args(["-c", "copy"])
+            .arg(&tmp)
+            .output()
+            .expect("ffmpeg CLI");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::rename(&tmp, &both).unwrap();
+    }
+    (both, a, b)
+}
+
+/// A stream whose size changes inside one session (no reconnect, the demuxer still saying the
+/// first size), in H.264, HEVC and MJPEG: the recording is split at the first key frame of the
+/// new size, each part holds pictures of one size only, and together they hold every picture of
+/// the source between the clip's first and last, in order, none missing; the status counts the
+/// parts and names the last, and its seq range names the delivered frames across them. Without
+/// the split, the second size's pictures went into the first file under its 320x240 header.
+#[test]
+fn a_size_change_inside_a_session_starts_a_new_part() {
+    let _g = serial();
+    for v in RESIZING {
+        size_change_inside_a_session(v);
+    }
+}
+
+fn size_change_inside_a_session(v: &Resizing) {
+    let dir = out_dir(&format!("resize-inband-{}", v.name));
+    let (src, a, b) = resizing_source(v);
+    let cam = open(src.to_str().unwrap(), &options(FAST)).unwrap();
+    assert_eq!(nvcam_camera_record_cache(cam, 5000, 0), NVCAM_OK);
+    let mut seen = HashMap::new();
+    for _ in 0..10 {
+        take(cam, &mut seen).unwrap();
+    }
+    // Pre-roll to the cache's first key frame, the end (trigger + 2 s) inside the second size.
+    let file = dir.join("inband.mkv");
+    let rec = start(cam, &file, 1000, 2000).unwrap();
+    drive_until_ended(cam, &[rec], &mut seen);
+    // Started in the second size, its pre-roll reaching back into the first: the file opened
+    // with the newest parameters starts again with the oldest cached packet's, then splits.
+    let back = dir.join("back.mkv");
+    let rec_back = start(cam, &back, 5000, 0).unwrap();
+    drive_until_ended(cam, &[rec_back], &mut seen);
+    while take(cam, &mut seen).is_some() {}
+    let name = v.name;
+    let s = status(rec);
+    assert_eq!(s.state, NVCAM_RECORD_DONE, "{name}: {}", rec_error(rec));
+    assert_eq!(s.parts, 2, "{name}: one part per size");
+    let part2 = dir.join("inband-part2.mkv");
+    let mut buf = vec![0u8; 1024];
+    assert_eq!(unsafe { nvcam_record_file(rec, buf.as_mut_ptr() as *mut _, buf.len() as i32) }, NVCAM_OK);
+    assert_eq!(cstr(&buf), part2.to_str().unwrap(), "{name}: the status names the last part");
+    assert_eq!(frame_sizes(&file).into_iter().collect::<Vec<_>>(), ["320,240"], "{name}: {}", file.display());
+    assert_eq!(frame_sizes(&part2).into_iter().collect::<Vec<_>>(), ["352,288"], "{name}: {}", part2.display());
+    // Part 1: the first size's pictures from a key frame to its last picture; part 2: the second
+    // size's from its first on, none missing at the cut.
+    let hash = |f: &Path, w, h| reference_nv12(f, w, h).iter().map(|p| fnv(p)).collect::<Vec<u64>>();
+    let (src_a, src_b) = (hash(&a, 320, 240), hash(&b, 352, 288));
+    let (got1, got2) = (hash(&file, 320, 240), hash(&part2, 352, 288));
+    assert!(!got1.is_empty() && got1.len() <= src_a.len(), "{name}: part 1 holds {} pictures", got1.len());
+    let k = src_a.len() - got1.len();
+    assert_eq!(k % v.gop, 0, "{name}: part 1 starts at picture {k}, not a key frame");
+    assert_eq!(got1[..], src_a[k..], "{name}: part 1 is not the first size's pictures from its key frame {k} to its last");
+    assert!(got2.len() >= GOP && got2.len() < src_b.len(), "{name}: part 2 holds {} pictures", got2.len());
+    assert_eq!(got2[..], src_b[..got2.len()], "{name}: part 2 is not a run of the second size's pictures from its first");
+    assert_eq!((got1.len() + got2.len()) as u64, s.frames, "{name}");
+    // The delivered frames, by seq, across both parts.
+    let all: Vec<u64> = got1.iter().chain(&got2).copied().collect();
+    assert_eq!((s.last_seq - s.first_seq + 1) as usize, all.len(), "{name}: seq range vs pictures in the parts");
+    for seq in s.first_seq..=s.last_seq {
+        let j = (seq - s.first_seq) as usize;
+        assert_eq!(seen.get(&seq).map(|v| v.1), Some(all[j]), "{name}: delivered frame seq {seq} is not picture {j} of the parts");
+    }
+    let sb = status(rec_back);
+    assert_eq!((sb.state, sb.parts), (NVCAM_RECORD_DONE, 2), "{name}: the recording reaching back: {}", rec_error(rec_back));
+    assert_eq!(hash(&back, 320, 240), got1, "{name}: its first part is the cache's first size");
+    let back2 = hash(&dir.join("back-part2.mkv"), 352, 288);
+    assert_eq!(back2[..], src_b[..back2.len()], "{name}: its second part is a run of the second size's pictures from its first");
+    assert_eq!(nvcam_record_release(rec), NVCAM_OK);
+    assert_eq!(nvcam_record_release(rec_back), NVCAM_OK);
+    close(cam, 5000).unwrap();
+}
+
 /// Decodes every picture of `file` with nvcam itself (no CLI: this runs under Wine too).
 fn hashes_by_nvcam(file: &Path) -> Vec<u64> {
     let cam = open(file.to_str().unwrap(), &options(FAST)).unwrap_or_else(|e| panic!("{} does not open: {e:?}", file.display()));
@@ -442,8 +583,10 @@ fn a_clip_of_a_stream_with_b_frames_decodes_to_the_delivered_frames() {
     for _ in 0..20 {
         take(cam, &mut seen).unwrap();
     }
-    let files = [dir.join("b.mkv"), dir.join("b.mp4")];
-    let recs: Vec<u64> = files.iter().map(|f| start(cam, f, 1000, 400).unwrap()).collect();
+    // The third ends at its trigger (post 0): its pre-roll's newest packets include pictures
+    // shown after B-frames still to come, which it must take too (none missing before its end).
+    let files = [dir.join("b.mkv"), dir.join("b.mp4"), dir.join("b-post0.mkv")];
+    let recs: Vec<u64> = files.iter().zip([400, 400, 0]).map(|(f, post)| start(cam, f, 1000, post).unwrap()).collect();
     drive_until_ended(cam, &recs, &mut seen);
     // The frames the host had not taken yet when the files were finished, to the file's end.
     while take(cam, &mut seen).is_some() {}

@@ -126,6 +126,7 @@ SKIP=(
   "recording a_killed_process_leaves_playable_files|kills a child process and decodes its files with the Linux ffmpeg CLI"
   "recording rtp_loss_inside_a_recording_is_reported|starts the Linux GStreamer server (a lossy network on loopback)"
   "recording a_resolution_change_starts_a_new_part|starts and restarts the Linux GStreamer server, and probes the files with ffprobe"
+  "recording a_size_change_inside_a_session_starts_a_new_part|makes its source with the Linux ffmpeg CLI (concat demuxer) and probes and decodes the parts with ffprobe and ffmpeg"
   "docs *|compiles the docs' runnable C blocks with the Linux C compiler and runs their Python blocks with the Linux python3 against the Linux library (neither can be started from a Windows process under Wine); its checks of links are text only and the same on Linux"
 )
 failed=()

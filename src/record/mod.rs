@@ -4,16 +4,19 @@
 //!
 //! - [`cache`]: the last `pre` of packets from a key frame on, bounded in time and bytes.
 //! - [`writer`]: one file (Matroska or fragmented MP4), `NAME.part` until complete.
-//! - [`recording`]: a recording's status and its writer thread.
+//! - [`recording`]: a recording: its status, what its handle does, and its writer thread.
+//! - [`inband`]: a key frame that changes the stream's size inside a session (new parameters).
 //!
 //! The camera's thread calls [`Recorder::session_start`], [`Recorder::packet`] and
 //! [`Recorder::picture`]; each returns at once (one atomic load) while the camera has no cache
-//! and no recording. A packet goes to the cache and to each running recording's bounded queue;
+//! and no recording (and, on a stream whose demuxer gave no parameter sets, until its first key
+//! frame has given them). A packet goes to the cache and to each running recording's bounded queue;
 //! a recording whose queue is full (a slow or full disk) ends with `ErrorKind::Io`, the camera never
 //! waits for it.
 
 mod cache;
 mod clock;
+mod inband;
 pub(crate) mod segments;
 pub(crate) mod recording;
 pub(crate) mod writer;
@@ -26,7 +29,8 @@ use crate::decode::recovery::{KeyPoint, KeyScan};
 use crate::status::*;
 use ffmpeg_next as ff;
 use parking_lot::Mutex;
-use recording::{Msg, State, Status};
+use recording::{Msg, State};
+pub(crate) use recording::{Recording, Reported};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
@@ -78,6 +82,8 @@ pub(crate) struct Packet {
     /// back or jumps (a looped file, a camera that resets its clock), which bound the cache and
     /// end the recordings.
     pub clock_us: i64,
+    /// When its picture is shown, on the same clock (`clock_us` plus its pts − dts).
+    pub shown_us: i64,
     /// A picture a decoder can start from (IDR, IRAP, a key frame of another codec).
     pub key: bool,
     /// Packets lost on the way just before this one (RTP gaps, packets flagged corrupt).
@@ -97,6 +103,7 @@ impl Packet {
             duration: 0,
             pts_us,
             clock_us: pts_us,
+            shown_us: pts_us,
             key,
             lost_before: 0,
             params: Params::empty(),
@@ -123,6 +130,7 @@ struct Inner {
     cache: Option<cache::Cache>,
     params: Option<Arc<Params>>,
     keys: Option<KeyScan>,
+    watch: Option<inband::Watch>,
     newest_pts_us: Option<i64>,
     clock: Clock,
     lost_seen: u64,
@@ -153,6 +161,10 @@ pub(crate) struct RecorderStats {
 pub(crate) struct Recorder {
     /// A cache or a recording exists: the camera's taps do their work.
     on: AtomicBool,
+    /// The session's demuxer gave no parameter sets (MPEG-TS, an SDP without them): its key
+    /// frames are read for them even while nothing records, until found, so that a recording
+    /// started later can write its file's header at once.
+    needs_sets: AtomicBool,
     inner: Mutex<Inner>,
 }
 
@@ -183,6 +195,9 @@ impl Recorder {
         let params = Params::new(stream).map_err(|e| log::warn!("recording: {e}")).ok();
         let mut i = self.inner.lock();
         i.keys = params.as_ref().map(|_| KeyScan::new(&stream.parameters()));
+        i.watch = params.as_ref().map(|_| inband::Watch::new(&stream.parameters()));
+        let needs = matches!((&i.watch, &params), (Some(w), Some(p)) if w.needs_sets(p));
+        self.needs_sets.store(needs, Ordering::Release);
         i.params = params;
         if let Some(c) = i.cache.as_mut() {
             c.clear();
@@ -192,14 +207,24 @@ impl Recorder {
     /// A packet read from the camera; `lost_total` is the camera's count of lost packets so far.
     pub(crate) fn packet(&self, p: &ff::Packet, pts_us: i64, lost_total: u64) {
         if !self.on.load(Ordering::Acquire) {
+            if self.needs_sets.load(Ordering::Acquire) {
+                let mut i = self.inner.lock();
+                if let Some(keys) = i.keys {
+                    let data = p.data().unwrap_or(&[]);
+                    self.watch(&mut i, p, data, keys.classify(data, p.is_key()) == KeyPoint::Full);
+                }
+            }
             return;
         }
         let mut guard = self.inner.lock();
         let i = &mut *guard;
         let lost_before = lost_total.saturating_sub(i.lost_seen);
         i.lost_seen = lost_total;
-        let (Some(params), Some(keys)) = (i.params.clone(), i.keys) else { return };
+        let Some(keys) = i.keys else { return };
         let data = p.data().unwrap_or(&[]);
+        let key = keys.classify(data, p.is_key()) == KeyPoint::Full;
+        self.watch(i, p, data, key);
+        let Some(params) = i.params.clone() else { return };
         let dts_us = crate::decode::pts_us(p.dts().or(p.pts()), params.time_base.into());
         let clock_us = i.clock.tick(dts_us);
         let shown_us = if pts_us != i64::MIN && dts_us != i64::MIN { clock_us + (pts_us - dts_us) } else { clock_us };
@@ -210,7 +235,8 @@ impl Recorder {
             duration: p.duration(),
             pts_us,
             clock_us,
-            key: keys.classify(data, p.is_key()) == KeyPoint::Full,
+            shown_us,
+            key,
             lost_before,
             params,
             seq: AtomicU64::new(0),
@@ -264,6 +290,23 @@ impl Recorder {
         }
         Self::prune(i, None);
         self.update_on(i);
+    }
+
+    /// Reads a key frame for parameters other than the session's (`inband`): new ones go to
+    /// the packets from this one on, and the recordings split there.
+    fn watch(&self, i: &mut Inner, p: &ff::Packet, data: &[u8], key: bool) {
+        let (true, Some(w), Some(params)) = (key, i.watch.as_mut(), i.params.as_ref()) else { return };
+        let side = p.side_data().find(|d| d.kind() == ff::packet::side_data::Type::NewExtraData);
+        let Some(next) = w.check(data, side.as_ref().map(|d| d.data()), params) else { return };
+        if params.shape() == next.shape() {
+            log::debug!("recording: the stream's parameter sets taken from its packets (its demuxer had none)");
+        } else {
+            log::info!("recording: the stream changed inside its session ({:?} -> {:?}): recordings go on in a new part", params.size(), next.size());
+        }
+        if !next.extradata().is_empty() {
+            self.needs_sets.store(false, Ordering::Release);
+        }
+        i.params = Some(next);
     }
 
     /// A picture the camera decoded: its frame number goes to the cached packet and to the
@@ -330,6 +373,9 @@ impl Recorder {
             if i.closed {
                 return Err(Error::new(ErrorKind::Closed, "camera is closed"));
             }
+            if self.needs_sets.load(Ordering::Acquire) {
+                return Err(Error::timeout("the camera's stream has not sent its parameter sets yet (they come with its first key frame): record once it has"));
+            }
             i.params.clone().ok_or_else(|| Error::timeout("the camera has no stream yet: record once it delivers frames"))?
         };
         // The file is created and its header written here, so a bad path fails on this call.
@@ -346,6 +392,11 @@ impl Recorder {
             None => Vec::new(),
         };
         let rec = recording::Shared::new(writer::part_path(path), trigger, now, post);
+        // The pre-roll's newest packets may show after pictures still to come (B-frames decoded
+        // later): the end reaches at least to the last of them, so none is missing in between.
+        if let (Some(_), Some(shown)) = (post, pre_roll.iter().map(|p| p.shown_us).max()) {
+            rec.end_clock_us.fetch_max(shown, Ordering::AcqRel);
+        }
         for p in &pre_roll {
             match p.seq.load(Ordering::Relaxed) {
                 0 => {}
@@ -427,51 +478,5 @@ impl Recorder {
                 log::warn!("recording {}: not finished within the close timeout; it finishes on its own", rec.status.lock().file.display());
             }
         }
-    }
-}
-
-/// A recording as its handle holds it.
-pub(crate) struct Recording {
-    pub(crate) shared: Arc<recording::Shared>,
-    recorder: Arc<Recorder>,
-}
-
-/// What the host sees of a recording's state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Reported {
-    Running,
-    /// Taking no more packets; the file is being finished (or the last frame numbers are
-    /// coming in).
-    Finishing,
-    Ended(State),
-}
-
-impl Recording {
-    /// Moves the end to now + `post` (never earlier).
-    pub(crate) fn extend(&self, post: Duration) -> Result<()> {
-        if !self.shared.running() || self.shared.stop.load(Ordering::Acquire) {
-            return Err(Error::new(ErrorKind::Closed, "the recording has ended"));
-        }
-        self.shared.extend(self.recorder.now_clock_us(), post);
-        Ok(())
-    }
-
-    /// Ends it now: what is queued is written, then the file is finished (state `Stopped`).
-    pub(crate) fn stop(&self) {
-        self.shared.stop.store(true, Ordering::Release);
-    }
-
-    pub(crate) fn status(&self) -> (Reported, Status) {
-        let s = self.shared.status.lock().clone();
-        let finished = self.shared.finished_at();
-        let seqs = self.shared.seqs_final.load(Ordering::Acquire);
-        let r = match finished {
-            None if s.state == State::Running && !self.shared.stop.load(Ordering::Acquire) => Reported::Running,
-            // The last pictures' frame numbers come within a few frames; a camera that stalls
-            // meanwhile does not hold the status for long.
-            Some(t) if seqs || t.elapsed() > Duration::from_secs(1) => Reported::Ended(s.state),
-            _ => Reported::Finishing,
-        };
-        (r, s)
     }
 }

@@ -1,9 +1,9 @@
-//! One recording: what the host polls (its status), and the thread that writes its packets, off
-//! the camera's thread, behind a bounded queue.
+//! One recording: what the host polls (its status) and calls on its handle, and the thread that
+//! writes its packets, off the camera's thread, behind a bounded queue.
 
 use super::segments::{Kept, Plan};
 use super::writer::{Muxer, Params};
-use super::Packet;
+use super::{Packet, Recorder};
 use crate::status::*;
 use parking_lot::{Condvar, Mutex};
 use std::path::{Path, PathBuf};
@@ -177,8 +177,6 @@ pub(crate) enum Msg {
     End,
 }
 
-/// The writer thread's body: writes the pre-roll, then what comes, until the end, a stop, or an
-/// error; splits into a new part when the stream's parameters change (a reconnect).
 /// A segmented recording's state in its writer.
 pub(crate) struct Cut {
     pub plan: Plan,
@@ -193,6 +191,9 @@ impl Cut {
     }
 }
 
+/// The writer thread's body: writes the pre-roll, then what comes, until the end, a stop, or an
+/// error; splits into a new part when the stream's parameters change (a reconnect, a new size
+/// inside a session).
 pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Packet>>, rx: Receiver<Msg>, mut cut: Option<Cut>) {
     let mut first_part = true;
     let mut stopped_early = false;
@@ -262,7 +263,14 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
 fn put(sh: &Shared, mux: &mut Muxer, p: &Arc<Packet>, first_part: &mut bool, cut: &mut Option<Cut>) -> Result<()> {
     let new_session = !Arc::ptr_eq(mux.params(), &p.params);
     let due = cut.as_ref().is_some_and(|c| c.start_us.is_some_and(|s| p.clock_us - s >= c.plan.every_us));
-    if new_session || (due && p.key) {
+    if new_session && mux.bytes == 0 {
+        if !p.key {
+            return Ok(());
+        }
+        // The file was opened with the stream's newest parameters, but its first packets (the
+        // cache's oldest) are of the parameters before a change: it starts again with theirs.
+        mux.restart(&p.params)?;
+    } else if new_session || (due && p.key) {
         if !p.key {
             return Ok(()); // the new part starts at a key frame
         }
@@ -328,4 +336,50 @@ pub(crate) fn part_name(first: &Path, n: u32) -> PathBuf {
     let stem = first.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let ext = first.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_default();
     first.with_file_name(format!("{stem}-part{n}.{ext}"))
+}
+
+/// A recording as its handle holds it.
+pub(crate) struct Recording {
+    pub(crate) shared: Arc<Shared>,
+    pub(super) recorder: Arc<Recorder>,
+}
+
+/// What the host sees of a recording's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reported {
+    Running,
+    /// Taking no more packets; the file is being finished (or the last frame numbers are
+    /// coming in).
+    Finishing,
+    Ended(State),
+}
+
+impl Recording {
+    /// Moves the end to now + `post` (never earlier).
+    pub(crate) fn extend(&self, post: Duration) -> Result<()> {
+        if !self.shared.running() || self.shared.stop.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorKind::Closed, "the recording has ended"));
+        }
+        self.shared.extend(self.recorder.now_clock_us(), post);
+        Ok(())
+    }
+
+    /// Ends it now: what is queued is written, then the file is finished (state `Stopped`).
+    pub(crate) fn stop(&self) {
+        self.shared.stop.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn status(&self) -> (Reported, Status) {
+        let s = self.shared.status.lock().clone();
+        let finished = self.shared.finished_at();
+        let seqs = self.shared.seqs_final.load(Ordering::Acquire);
+        let r = match finished {
+            None if s.state == State::Running && !self.shared.stop.load(Ordering::Acquire) => Reported::Running,
+            // The last pictures' frame numbers come within a few frames; a camera that stalls
+            // meanwhile does not hold the status for long.
+            Some(t) if seqs || t.elapsed() > Duration::from_secs(1) => Reported::Ended(s.state),
+            _ => Reported::Finishing,
+        };
+        (r, s)
+    }
 }

@@ -60,6 +60,99 @@ impl Params {
         // SAFETY: `ptr` is valid for the life of `self` (owned, never null).
         unsafe { ((*self.ptr).width, (*self.ptr).height) }
     }
+
+    /// What of the parameters a file's header holds and a change of which needs a new file.
+    pub(crate) fn shape(&self) -> Shape {
+        // SAFETY: as in `size`.
+        let p = unsafe { &*self.ptr };
+        Shape { width: p.width, height: p.height, profile: p.profile, level: p.level, format: p.format }
+    }
+
+    /// The extradata (avcC, hvcC, Annex B parameter sets; empty if none).
+    pub(crate) fn extradata(&self) -> &[u8] {
+        // SAFETY: as in `size`; FFmpeg keeps `extradata_size` bytes at `extradata`.
+        unsafe {
+            let p = &*self.ptr;
+            if p.extradata.is_null() || p.extradata_size <= 0 {
+                return &[];
+            }
+            std::slice::from_raw_parts(p.extradata, p.extradata_size as usize)
+        }
+    }
+
+    /// `cur`'s parameters with another shape and, if given, other extradata: a stream that
+    /// changed inside its session.
+    pub(crate) fn changed(cur: &Params, shape: Shape, extradata: Option<&[u8]>) -> Result<Arc<Params>> {
+        // SAFETY: a fresh allocation (checked) owned by `p` from here on (freed by its Drop on
+        // every path), a copy of `cur`'s valid parameters into it, then its own fields written;
+        // the new extradata is a padded av_malloc buffer the parameters own (freed with them).
+        unsafe {
+            let ptr = ffi::avcodec_parameters_alloc();
+            if ptr.is_null() {
+                return Err(Error::new(ErrorKind::OutOfMemory, "avcodec_parameters_alloc"));
+            }
+            let p = Params { ptr, time_base: cur.time_base };
+            let r = ffi::avcodec_parameters_copy(ptr, cur.ptr);
+            if r < 0 {
+                return Err(Error::ffmpeg("avcodec_parameters_copy", ff::Error::from(r)));
+            }
+            let q = &mut *ptr;
+            (q.width, q.height) = (shape.width, shape.height);
+            if shape.profile >= 0 {
+                q.profile = shape.profile;
+            }
+            if shape.level > 0 {
+                q.level = shape.level;
+            }
+            if shape.format >= 0 {
+                q.format = shape.format;
+            }
+            if let Some(x) = extradata {
+                let pad = ffi::AV_INPUT_BUFFER_PADDING_SIZE as usize;
+                let buf = ffi::av_mallocz(x.len() + pad) as *mut u8;
+                if buf.is_null() {
+                    return Err(Error::new(ErrorKind::OutOfMemory, "av_mallocz"));
+                }
+                std::ptr::copy_nonoverlapping(x.as_ptr(), buf, x.len());
+                ffi::av_freep(&mut q.extradata as *mut *mut u8 as *mut std::ffi::c_void);
+                q.extradata = buf;
+                q.extradata_size = x.len() as i32;
+            }
+            Ok(Arc::new(p))
+        }
+    }
+}
+
+/// A stream's size, profile, level and sample layout (an `AVPixelFormat`; -1 unknown).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    pub width: i32,
+    pub height: i32,
+    pub profile: i32,
+    pub level: i32,
+    pub format: i32,
+}
+
+impl Shape {
+    /// Whether pictures of `other` may go on in a file of `self`: the same size, the same profile
+    /// (H.264's constraint flags aside) and the same chroma layout and depth (full or limited
+    /// range aside). Unknown values (an SDP without a size) match anything.
+    pub(crate) fn same_file_as(&self, other: &Shape) -> bool {
+        let known = |a: i32, b: i32| a <= 0 || b <= 0;
+        let size = known(self.width, other.width) || (self.width, self.height) == (other.width, other.height);
+        let profile = known(self.profile, other.profile) || (self.profile & 0xff) == (other.profile & 0xff);
+        let layout = |f: i32| {
+            if !(0..ffi::AVPixelFormat::AV_PIX_FMT_NB as i32).contains(&f) {
+                return None;
+            }
+            // SAFETY: `f` is within the enum's range (checked), so the transmute yields a valid
+            // value; av_pix_fmt_desc_get returns a static descriptor or null.
+            let d = unsafe { ffi::av_pix_fmt_desc_get(std::mem::transmute::<i32, ffi::AVPixelFormat>(f)).as_ref() };
+            d.map(|d| (d.nb_components, d.log2_chroma_w, d.log2_chroma_h, d.comp[0].depth))
+        };
+        let format = layout(self.format).is_none() || layout(other.format).is_none() || layout(self.format) == layout(other.format);
+        size && profile && format
+    }
 }
 
 impl Drop for Params {
@@ -127,6 +220,22 @@ fn io_error(what: &str, path: &Path, e: ff::Error) -> Error {
     Error::new(code, format!("{what} '{}': {e}", path.display()))
 }
 
+/// Why a header could not be written: a muxer that refuses the stream (a codec the container
+/// cannot hold, such as raw pictures) is the caller's choice of source or container, not the
+/// disk; then the empty `.part` file goes.
+fn header_error(part: &Path, params: &Params, e: ff::Error) -> Error {
+    match e {
+        ff::Error::Other { errno: 22 } | ff::Error::InvalidData => {
+            let _ = std::fs::remove_file(part);
+            // SAFETY: as in `Params::size`.
+            let codec = ff::codec::Id::from(unsafe { (*params.as_ptr()).codec_id });
+            let (w, h) = params.size();
+            Error::arg(format!("'{}' cannot hold this camera's stream ({} {w}x{h}): {e}", part.display(), codec.name()))
+        }
+        _ => io_error("cannot write the header of", part, e),
+    }
+}
+
 impl Muxer {
     /// Creates `path`.part and writes the container's header (so a bad path, a missing folder or
     /// a denied permission fails here, on the caller's thread).
@@ -156,7 +265,7 @@ impl Muxer {
         if container == Container::Mp4 {
             opts.set("movflags", "frag_keyframe+empty_moov+default_base_moof");
         }
-        out.write_header_with(opts).map_err(|e| io_error("cannot write the header of", &part, e))?;
+        out.write_header_with(opts).map_err(|e| header_error(&part, params, e))?;
         let dst_tb = out.stream(0).map(|s| s.time_base()).ok_or_else(|| Error::internal("recording has no stream"))?;
         let src_tb = params.time_base.into();
         Ok(Muxer { out, path: path.to_path_buf(), part, params: params.clone(), src_tb, dst_tb, offset: None, last_dts: i64::MIN, bytes: 0 })
@@ -164,6 +273,18 @@ impl Muxer {
 
     pub(crate) fn params(&self) -> &Arc<Params> {
         &self.params
+    }
+
+    /// Starts the file again with other parameters: nothing was written to it yet, and its
+    /// first packet brought new ones (the cache's oldest packets were of the stream's earlier
+    /// size).
+    pub(crate) fn restart(&mut self, params: &Arc<Params>) -> Result<()> {
+        // SAFETY: the output's I/O context is closed and nulled before the file is created
+        // again, so the old context never writes into the new file; its Drop (below, on the
+        // assignment) then frees the context without I/O (avio_close of null does nothing).
+        unsafe { ffi::avio_closep(&mut (*self.out.as_mut_ptr()).pb) };
+        *self = Muxer::create(&self.path.clone(), params)?;
+        Ok(())
     }
 
     pub(crate) fn path(&self) -> &Path {
