@@ -5,7 +5,10 @@
 //! (exact, from /proc), and the process's extra CPU time with recording on (the camera thread's
 //! copy of each packet included; noisy on a shared machine, as the decode dominates).
 //!
-//!   cargo run --release --example record_bench -- [--cams 2] [--seconds 10] [--dir DIR] [--device GPU]
+//!   cargo run --release --example record_bench -- [--cams 2] [--seconds 10] [--dir DIR] [--device GPU] [--unpaced]
+//!
+//! --unpaced: the cameras decode as fast as they can (every frame still taken), so the fps per
+//! camera is the decoder's throughput with and without recording.
 //!
 //! Linux only (reads /proc). Makes the clip with the ffmpeg CLI once (kept in DIR).
 
@@ -118,6 +121,7 @@ mod linux {
         let dir = PathBuf::from(arg("--dir", "target/tmp/record_bench"));
         // A GPU ordinal decodes there (AUTO: direct NVDEC); the default is the CPU.
         let device: i32 = arg("--device", &NVCAM_DEVICE_CPU.to_string()).parse().unwrap();
+        let unpaced = std::env::args().any(|a| a == "--unpaced");
         std::fs::create_dir_all(&dir).unwrap();
         let src = clip(&dir);
         // SAFETY (example): NULL = defaults.
@@ -128,6 +132,9 @@ mod linux {
         assert_eq!(unsafe { nvcam_camera_options_init(&mut o) }, NVCAM_OK);
         o.device = device;
         o.flags = NVCAM_OPEN_LOOP;
+        if unpaced {
+            o.flags |= NVCAM_OPEN_NO_PACING | NVCAM_OPEN_LOSSLESS;
+        }
         o.decode_threads = 1;
         let handles: Vec<u64> = (0..cams)
             .map(|_| {
@@ -169,7 +176,8 @@ mod linux {
         let with = (process_cpu() - c1) / el;
         let writers = (threads_cpu("nvcam-rec") - w1) / el;
         let on = if device == NVCAM_DEVICE_CPU { "CPU decode".to_string() } else { format!("GPU {device}, AUTO") };
-        println!("record_bench: {cams} cameras, 1080p30 H.264 4 Mbit/s (GOP 2 s), {on}, {secs} s per phase");
+        let pace = if unpaced { "unpaced (as fast as they decode)" } else { "paced at 30 fps" };
+        println!("record_bench: {cams} cameras, 1080p30 H.264 4 Mbit/s (GOP 2 s), {pace}, {on}, {secs} s per phase");
         for (name, ph, d) in [("without recording", 1, secs1), ("with recording", 3, el)] {
             let (mean, low, p99, max) = phase_figures(&gaps, ph, d);
             println!("  {name}: {mean:.1} fps per camera (lowest {low:.1}); gap between frames p99 {p99:.1} ms, max {max:.1} ms");
