@@ -112,8 +112,8 @@ pub(crate) fn size_fits(c: &cu::CUVIDDECODECAPS, w: u32, h: u32) -> bool {
 /// Whether the direct NVDEC backend can take this stream on `dev`: libnvcuvid loads, the codec
 /// is one it handles, its pixel format (when FFmpeg knows it) is 4:2:0 at 8, 10 or 12 bits (any
 /// 8-bit layout for JPEG), and the GPU's decoder supports the codec in that layout at this size,
-/// writing the surface the camera wants (NV12, or P016 above 8 bits unless `eight_bit`). The
-/// reason otherwise.
+/// writing the surface the camera wants (NV12, or P016 above 8 bits unless `eight_bit`), and a
+/// JPEG stream is not progressive (as far as FFmpeg's probe saw). The reason otherwise.
 pub(crate) fn supports(dev: &Device, params: &ff::codec::Parameters, eight_bit: bool) -> Result<cu::cudaVideoCodec> {
     let no = |why: String| Error::new(ErrorKind::Unsupported, why);
     if let Err(e) = super::api::lib() {
@@ -125,6 +125,10 @@ pub(crate) fn supports(dev: &Device, params: &ff::codec::Parameters, eight_bit: 
     let p = unsafe { &*params.as_ptr() };
     let (fmt, w, h) = (p.format, p.width, p.height);
     let name = crate::ffmpeg::pixfmt::name(fmt);
+    if codec == cu::cudaVideoCodec_JPEG && p.profile == ff::ffi::FF_PROFILE_MJPEG_HUFFMAN_PROGRESSIVE_DCT {
+        // NVDEC's JPEG engine decodes sequential JPEG only; software takes progressive.
+        return Err(no("a progressive JPEG: NVDEC's JPEG engine decodes sequential JPEG only".into()));
+    }
     // Not known before the first picture: 4:2:0 is what such streams nearly always are, and the
     // sequence callback refuses anything else.
     let layout = if fmt == ff::ffi::AVPixelFormat::AV_PIX_FMT_NONE as i32 {
