@@ -641,6 +641,8 @@ fn make_format_fixtures() {
     jpeg_clips(640, 480, 8);
     jpeg_clips(1280, 720, 8);
     jpeg_clips(161, 97, 4);
+    restart_jpeg_clips();
+    progressive_jpeg_clip();
     // A noisy camera at about 45 Mbit/s (JPEG of sensor noise is mostly entropy-coded data: the
     // host's Huffman decode is what direct NVDEC's parser spends its time on), and 720p cameras.
     clip("bench-mjpeg422-noisy-1920x1080.mkv", "1920x1080", 30, "mjpeg", &["-vf", "noise=alls=8:allf=t", "-pix_fmt", "yuvj422p", "-q:v", "5", "-r", "30"]);
@@ -722,10 +724,11 @@ fn reconnect_storm_never_stalls_steady_gpu_cameras() {
 
 /// MJPEG cameras got wrong pixels on the GPU by default, or never reached it, and then different
 /// pixels per decoder (swscale's bicubic chroma on the CPU, up to 12 levels from NVDEC's box):
-/// every JPEG layout (4:2:0, 4:2:2, 4:4:4, gray; full and limited range; an odd size) on every
+/// every JPEG layout (4:2:0, 4:2:2, 4:4:4, gray; full and limited range; an odd size; restart
+/// markers each MCU row and at odd MCU intervals, from `cjpeg`) on every
 /// decoder choice (nvJPEG, direct NVDEC, software + upload, AUTO, the CPU) must give FFmpeg's
 /// software decode with its chroma box-averaged ([`jpeg_box_nv12`], the one rule of every
-/// decoder) within 1 level per sample (JPEG IDCTs may round apart), report JFIF's colours
+/// decoder) within 1 level per sample (JPEG IDCTs may round apart), unmarked, report JFIF's colours
 /// (BT.601, the stream's range, chroma centred), and land on the decoder asked for (AUTO: nvJPEG
 /// where it ran, else direct NVDEC; software where NVDEC refuses). FFmpeg's CUDA hwaccel must refuse JPEG at open (its frames were
 /// timing-dependent under compute-sanitizer). nvJPEG is a toolkit library: where it does not
@@ -740,8 +743,13 @@ fn jpeg_every_layout_on_every_decoder_matches_ffmpeg() {
     let need_nvjpeg = std::env::var("NVCAM_REQUIRE_NVJPEG").is_ok_and(|v| v == "1");
     let mut failures = Vec::new();
     let mut nvjpeg_ran = false;
+    let mut clips = Vec::new();
     for (w, h, n) in [(640usize, 480usize, 8usize), (1280, 720, 8), (161, 97, 4)] {
-        for (c, fmt, range) in jpeg_clips(w as u32, h as u32, n as u32) {
+        clips.extend(jpeg_clips(w as u32, h as u32, n as u32).into_iter().map(|(c, fmt, range)| (c, fmt, range, "", w, h, n)));
+    }
+    clips.extend(restart_jpeg_clips().into_iter().map(|c| (c.path, c.fmt, c.range, c.label, c.width, c.height, c.frames)));
+    {
+        for (c, fmt, range, label, w, h, n) in clips {
             let (cw, chh) = jpeg_chroma_size(fmt, w, h);
             let native = native_frames(&c, fmt, w * h + 2 * cw * chh);
             assert_eq!(native.len(), n, "{fmt}: reference frames");
@@ -760,7 +768,7 @@ fn jpeg_every_layout_on_every_decoder_matches_ffmpeg() {
             let odd_box = (w % 2 == 1 || h % 2 == 1) && matches!(fmt, "yuvj422p" | "yuvj444p");
             for (dname, decoder) in decoders {
                 let o = if decoder == u32::MAX { options(NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING) } else { gpu_options(NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING, decoder) };
-                let what = format!("{w}x{h} {fmt} on {dname}");
+                let what = if label.is_empty() { format!("{w}x{h} {fmt} on {dname}") } else { format!("{w}x{h} {fmt} {label} on {dname}") };
                 if decoder == NVCAM_DECODER_FFMPEG_HW {
                     match open(c.to_str().unwrap(), &o) {
                         Err((NVCAM_E_UNSUPPORTED, msg)) if msg.contains("mjpeg") => println!("{what}: refused at open, as it must be"),
@@ -803,6 +811,10 @@ fn jpeg_every_layout_on_every_decoder_matches_ffmpeg() {
                     };
                     let i = info(f).unwrap();
                     colours = Some((i.color_matrix, i.color_range, i.chroma_siting));
+                    // A whole picture (restart markers counted right among them) is never marked.
+                    if i.flags & (NVCAM_FRAME_CORRUPT | NVCAM_FRAME_AFTER_LOSS) != 0 {
+                        failures.push(format!("{what}: frame {k} marked damaged (flags {:#x})", i.flags));
+                    }
                     let px = pixels(f).unwrap();
                     release(f).unwrap();
                     let split = w.div_ceil(2) * 2 * h;
@@ -851,6 +863,91 @@ fn jpeg_every_layout_on_every_decoder_matches_ffmpeg() {
         failures.push("NVCAM_REQUIRE_NVJPEG=1 but nvJPEG never ran".into());
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+static LOG: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+unsafe extern "C" fn on_log(_level: i32, msg: *const std::ffi::c_char, _user: *mut std::ffi::c_void) {
+    // SAFETY: nvcam passes a NUL-terminated message valid for the call.
+    let m = unsafe { std::ffi::CStr::from_ptr(msg) }.to_string_lossy().into_owned();
+    LOG.lock().unwrap_or_else(|e| e.into_inner()).push(m);
+}
+
+/// A progressive JPEG camera (SOF2, which neither nvJPEG's hardware back end nor NVDEC's JPEG
+/// engine decodes) got no frames, or wrong ones, on a GPU: nvJPEG asked for must refuse it with
+/// an error that says why (at open or at its first picture), direct NVDEC asked for must refuse
+/// it at open, and AUTO must deliver every picture within 1 level of FFmpeg's decode (box rule)
+/// on software + upload, with nvJPEG's refusal in the log.
+#[test]
+fn jpeg_every_gpu_decoder_refuses_progressive_and_auto_falls_back() {
+    if !need_gpu("jpeg_every_gpu_decoder_refuses_progressive_and_auto_falls_back") {
+        return;
+    }
+    let _s = Session::new(config(0));
+    LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    assert_eq!(unsafe { nvcam_log_set_callback(Some(on_log), std::ptr::null_mut(), NVCAM_LOG_INFO) }, NVCAM_OK);
+    let need_nvjpeg = std::env::var("NVCAM_REQUIRE_NVJPEG").is_ok_and(|v| v == "1");
+    let p = progressive_jpeg_clip();
+    let (w, h) = (p.width, p.height);
+    let (cw, ch) = jpeg_chroma_size(p.fmt, w, h);
+    let want: Vec<Vec<u8>> = native_frames(&p.path, p.fmt, w * h + 2 * cw * ch).iter().map(|f| jpeg_box_nv12(f, p.fmt, w, h)).collect();
+    assert_eq!(want.len(), p.frames);
+    let url = p.path.to_str().unwrap();
+    let flags = NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING;
+    let what = |d: &str| format!("{w}x{h} {} progressive on {d}", p.fmt);
+    let refusal = "nvJPEG's hardware back end does not take this JPEG";
+    let mut nvjpeg_there = true;
+    match open(url, &gpu_options(flags, NVCAM_DECODER_NVJPEG)) {
+        Err(e) if e.1.contains("nvJPEG") && !e.1.contains(refusal) && !need_nvjpeg => {
+            println!("{}: skipped: {}", what("nvjpeg"), e.1);
+            nvjpeg_there = false;
+        }
+        Err(e) => {
+            assert!(e.0 == NVCAM_E_UNSUPPORTED && e.1.contains(refusal), "{}: open: {e:?}", what("nvjpeg"));
+            println!("{}: refused at open: {}", what("nvjpeg"), e.1);
+        }
+        Ok(cam) => {
+            let r = get_frame(cam, 10_000);
+            if let Ok(f) = r {
+                release(f).unwrap();
+            }
+            close(cam, 5000).unwrap();
+            let e = r.err().unwrap_or_else(|| panic!("{}: a frame delivered", what("nvjpeg")));
+            let logged = LOG.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|m| m.contains(refusal));
+            assert!(e.1.contains(refusal) || logged, "{}: frame error {e:?}, and no log line says '{refusal}'", what("nvjpeg"));
+            println!("{}: refused at the first picture: {e:?}", what("nvjpeg"));
+        }
+    }
+    match open(url, &gpu_options(flags, NVCAM_DECODER_NVDEC)) {
+        Err(e) => {
+            assert!(e.0 == NVCAM_E_UNSUPPORTED && e.1.contains("progressive"), "{}: open: {e:?}", what("nvdec"));
+            println!("{}: refused at open: {}", what("nvdec"), e.1);
+        }
+        Ok(cam) => {
+            close(cam, 5000).unwrap();
+            panic!("{}: opened; NVDEC's JPEG engine must refuse progressive JPEG", what("nvdec"));
+        }
+    }
+    LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    let cam = open(url, &gpu_options(flags, NVCAM_DECODER_AUTO)).unwrap_or_else(|e| panic!("{}: open: {e:?}", what("auto")));
+    let mut worst = 0u8;
+    for (k, wk) in want.iter().enumerate() {
+        let f = get_frame(cam, 20_000).unwrap_or_else(|e| panic!("{}: frame {k}: {e:?}", what("auto")));
+        let px = pixels(f).unwrap();
+        release(f).unwrap();
+        worst = worst.max(px.iter().zip(wk).map(|(&a, &b)| a.abs_diff(b)).max().unwrap_or(255));
+    }
+    let st = stats(cam);
+    close(cam, 5000).unwrap();
+    let log: Vec<String> = LOG.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    unsafe { nvcam_log_set_callback(None, std::ptr::null_mut(), NVCAM_LOG_INFO) };
+    let why: Vec<&String> = log.iter().filter(|m| m.contains(refusal) || m.contains("progressive")).collect();
+    println!("{}: decoder {} memory {}; {} frames, max diff {worst} (box rule); log: {why:?}", what("auto"), st.decoder, st.memory, want.len());
+    assert!(worst <= 1, "{}: max diff {worst}", what("auto"));
+    assert_eq!(st.decoder, NVCAM_DECODER_SOFTWARE, "{}: decoder", what("auto"));
+    if nvjpeg_there {
+        assert!(log.iter().any(|m| m.contains(refusal) && m.contains("direct NVDEC")), "{}: no log line with nvJPEG's refusal: {log:?}", what("auto"));
+    }
 }
 
 /// 10-bit cameras were decoded in software and rounded to 8 bits on a GPU (0.5 CPU cores per

@@ -378,6 +378,97 @@ fn gray_jpeg_clip(name: &str, w: u32, h: u32, frames: u32) -> PathBuf {
     path
 }
 
+/// A JPEG layout FFmpeg's encoder does not write: restart markers at an interval of its own (a
+/// DRI segment and RSTn markers; `-restart 1` each MCU row, `-restart 5B` every 5 MCUs) or a
+/// progressive scan (SOF2). One camera clip, with the decoder's pixel format and range as
+/// [`jpeg_clips`] gives them, and the name its result lines carry.
+pub struct CjpegClip {
+    pub path: PathBuf,
+    pub fmt: &'static str,
+    pub range: u32,
+    pub label: &'static str,
+    pub width: usize,
+    pub height: usize,
+    pub frames: usize,
+}
+
+/// Baseline JPEG clips with restart markers: every MCU row (4:2:0, 4:2:2) and an odd interval of
+/// MCUs that ends mid-row (4:2:2, and 4:2:0 at an odd size).
+pub fn restart_jpeg_clips() -> Vec<CjpegClip> {
+    [("yuvj420p", "2x2", "1", "rst1", 640, 480), ("yuvj422p", "2x1", "1", "rst1", 640, 480), ("yuvj422p", "2x1", "7B", "rst7b", 640, 480), ("yuvj420p", "2x2", "5B", "rst5b", 161, 97)]
+        .into_iter()
+        .map(|(fmt, sample, every, label, w, h)| CjpegClip {
+            path: cjpeg_clip(&format!("jpeg-{label}-{fmt}-{w}x{h}.mkv"), w, h, 4, &["-sample", sample, "-restart", every], "restart"),
+            fmt,
+            range: NVCAM_RANGE_FULL,
+            label,
+            width: w as usize,
+            height: h as usize,
+            frames: 4,
+        })
+        .collect()
+}
+
+/// A progressive 4:2:0 JPEG clip (SOF2), which no GPU engine here decodes.
+pub fn progressive_jpeg_clip() -> CjpegClip {
+    let path = cjpeg_clip("jpeg-progressive-yuvj420p-640x480.mkv", 640, 480, 4, &["-sample", "2x2", "-progressive"], "progressive");
+    CjpegClip { path, fmt: "yuvj420p", range: NVCAM_RANGE_FULL, label: "progressive", width: 640, height: 480, frames: 4 }
+}
+
+/// The markers of a JPEG picture that say its layout: (DRI segments, RSTn markers, SOF2 frames).
+/// Entropy-coded 0xFF bytes are stuffed with 0x00, so a marker is every 0xFF before these codes.
+pub fn jpeg_markers(jpeg: &[u8]) -> (usize, usize, usize) {
+    let at = |c: fn(u8) -> bool| jpeg.windows(2).filter(|p| p[0] == 0xff && c(p[1])).count();
+    (at(|b| b == 0xdd), at(|b| (0xd0..=0xd7).contains(&b)), at(|b| b == 0xc2))
+}
+
+/// Frames of the lavfi test source as PPM, each encoded by libjpeg-turbo's `cjpeg` with `args`
+/// (quality 90), muxed as MJPEG in Matroska without re-encoding. `cjpeg` (Debian's
+/// libjpeg-turbo-progs) is on the development machine, not in CI: these clips are made with the
+/// GPU fixtures and travel in the bundle. The first picture must show `kind`'s markers
+/// (`restart`: a DRI segment and RSTn; `progressive`: SOF2), or the clip tests nothing.
+fn cjpeg_clip(name: &str, w: u32, h: u32, frames: u32, args: &[&str], kind: &str) -> PathBuf {
+    let path = fixtures_dir().join(name);
+    if path.exists() {
+        return path;
+    }
+    if cfg!(windows) {
+        panic!("{} is missing: the Windows tests use the clips the Linux tests make", path.display());
+    }
+    let dir = fixtures_dir().join(format!("part-{name}.d"));
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |c: &mut Command, what: &str| {
+        let out = c.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(out.status.success(), "{what} failed: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    run(
+        Command::new("ffmpeg")
+            .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i"])
+            .arg(format!("testsrc2=size={w}x{h}:rate=30,format=rgb24"))
+            .args(["-frames:v", &frames.to_string()])
+            .arg(dir.join("%03d.ppm")),
+        "ffmpeg CLI (apt install ffmpeg)",
+    );
+    for k in 1..=frames {
+        let jpg = dir.join(format!("{k:03}.jpg"));
+        run(Command::new("cjpeg").args(["-quality", "90"]).args(args).arg("-outfile").arg(&jpg).arg(dir.join(format!("{k:03}.ppm"))), "cjpeg (apt install libjpeg-turbo-progs)");
+    }
+    let (dri, rst, sof2) = jpeg_markers(&std::fs::read(dir.join("001.jpg")).unwrap());
+    match kind {
+        "restart" => assert!(dri == 1 && rst > 0 && sof2 == 0, "{name}: DRI {dri}, RSTn {rst}, SOF2 {sof2}"),
+        _ => assert!(dri == 0 && sof2 == 1, "{name}: DRI {dri}, SOF2 {sof2}"),
+    }
+    let tmp = path.with_file_name(format!("part-{name}"));
+    run(
+        Command::new("ffmpeg").args(["-hide_banner", "-loglevel", "error", "-y", "-framerate", "30", "-i"]).arg(dir.join("%03d.jpg")).args(["-c:v", "copy"]).arg(&tmp),
+        "ffmpeg CLI mux",
+    );
+    std::fs::rename(&tmp, &path).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    path
+}
+
 /// Whether libcuda loads and shows at least one device.
 pub fn gpu_usable() -> bool {
     use cudarc::driver::sys;
