@@ -86,6 +86,33 @@ fn mjpeg_444_and_422_chroma_is_box_averaged_as_on_nvdec() {
     }
 }
 
+/// Restart markers (DRI, then RST0..7 between intervals) are what the JPEG marker check counts to
+/// find a lost interval: a check that misread them would mark every frame of such a camera, and a
+/// decoder that skipped them would shift the picture. FFmpeg's encoder writes intervals of whole
+/// MCU rows when it encodes in slices (here 14 markers a picture). Every frame is FFmpeg's decode (box rule), and none is marked.
+#[test]
+fn jpeg_with_restart_markers_is_decoded_exactly_and_not_marked() {
+    init();
+    let (w, h) = (320usize, 240usize);
+    let c = clip("mjpeg422_rst_320x240.mkv", "320x240", 6, "mjpeg", &["-pix_fmt", "yuvj422p", "-q:v", "3", "-threads", "4", "-thread_type", "slice"]);
+    let bytes = std::fs::read(&c).unwrap();
+    let count = |m: &dyn Fn(u8) -> bool| bytes.windows(2).filter(|p| p[0] == 0xFF && m(p[1])).count();
+    let (dri, rst) = (count(&|b| b == 0xDD), count(&|b| (0xD0..=0xD7).contains(&b)));
+    assert!(dri >= 6 && rst >= 6 * 3, "the clip has too few restart markers to test: {dri} DRI, {rst} RSTn");
+    let native = native_frames(&c, "yuvj422p", w * h + 2 * (w / 2) * h);
+    assert_eq!(native.len(), 6, "reference frames");
+    let cam = open(c.to_str().unwrap(), &options(FAST)).unwrap();
+    for (k, n) in native.iter().enumerate() {
+        let f = get_frame(cam, 5000).unwrap_or_else(|e| panic!("frame {k}: {e:?}"));
+        let flags = info(f).unwrap().flags;
+        let px = pixels(f).unwrap();
+        release(f).unwrap();
+        assert_eq!(flags & (NVCAM_FRAME_CORRUPT | NVCAM_FRAME_AFTER_LOSS), 0, "frame {k} with restart markers was marked damaged");
+        assert!(px == jpeg_box_nv12(n, "yuvj422p", w, h), "frame {k} differs from FFmpeg's decode with the box rule");
+    }
+    close(cam, 2000).unwrap();
+}
+
 /// JPEG samples were squeezed from 0..255 into 16..235 on the CPU path (swscale's default for the
 /// `yuvj` formats) while frames reported full range, so the CPU and the GPU decoders (which write
 /// the samples as decoded) gave one camera different pixels, and conversions of CPU frames lost
