@@ -280,7 +280,9 @@ step "RTSP: the Linux GStreamer server (tests/support/rtsp_server.py) streamed b
 view="target/$T/release/examples/nvcam_view.exe"
 rtsp_check() { # codec
   local codec=$1 port="" pid rc=0
-  "$py" tests/support/rtsp_server.py --codec "$codec" --size 320x240 --fps 30 >"$cdir/rtsp-server-$codec.log" 2>&1 &
+  # Made before the server starts: the background job opens it later, and sed below must find it.
+  : >"$cdir/rtsp-server-$codec.log"
+  "$py" tests/support/rtsp_server.py --codec "$codec" --size 320x240 --fps 30 >>"$cdir/rtsp-server-$codec.log" 2>&1 &
   pid=$!
   for _ in $(seq 100); do
     port=$(sed -n 's/^READY //p' "$cdir/rtsp-server-$codec.log")
