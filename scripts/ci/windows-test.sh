@@ -2,8 +2,6 @@
 # The Windows step: cross-builds nvcam.dll from Linux and runs its tests under Wine.
 #
 #   bash scripts/ci/windows-test.sh
-#   bash scripts/ci/windows-test.sh --build   # steps 1-2's builds only (.ci/run builds them before the
-#                                             # Linux tests, beside the FFmpeg build for Linux)
 #
 # 1. FFmpeg 5.1 for Windows (scripts/build/build-ffmpeg-windows.sh; cached in target/ffmpeg-windows).
 # 2. `cargo build/test --release --target x86_64-pc-windows-gnu` (mingw-w64), then the DLL's
@@ -22,8 +20,6 @@
 #
 # Exits non-zero if anything failed or could not run, including a missing wine64 or mingw-w64.
 set -euo pipefail
-mode=${1:-all}
-case "$mode" in all|--build) mode=${mode#--} ;; *) echo "usage: $0 [--build]" >&2; exit 2 ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 T=x86_64-pc-windows-gnu
@@ -81,10 +77,6 @@ cargo build --release --target "$T" --lib --example nvcam_view
 built=(--lib)
 for f in tests/*.rs; do t=$(basename "$f" .rs); skipped_whole "$t" || built+=(--test "$t"); done
 cargo test --release --features test-hooks --target "$T" --no-run "${built[@]}"
-if [ "$mode" = build ]; then
-  step "built: FFmpeg for Windows, nvcam.dll, nvcam_view.exe and the test executables ($(($(date +%s) - t_start)) s)"
-  exit 0
-fi
 dll="target/$T/release/nvcam.dll"
 [ -f "$dll" ] || die "$dll was not built"
 
