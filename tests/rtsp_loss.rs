@@ -517,16 +517,22 @@ fn lost_non_reference_pictures_are_marked_alone() {
         nvcam::diag::set_legacy_loss_handling(legacy);
         let r = run_camera(&srv.url(), NVCAM_INTEGRITY_MARK, Duration::from_secs(secs), &refs);
         nvcam::diag::set_legacy_loss_handling(false);
+        // The earlier handling is measured, not held to the rule: a gap noticed at the next
+        // picture's first packet missed the picture that lost its end (once a key frame, handed
+        // out unmarked), which is what placing gaps by the pictures they hit mended.
         let unmarked_wrong: Vec<_> = r.seen.iter().filter(|s| !s.identical && s.exact()).collect();
-        assert!(unmarked_wrong.is_empty(), "unmarked frames that are not the clip's: {unmarked_wrong:?}");
+        if !legacy {
+            assert!(unmarked_wrong.is_empty(), "unmarked frames that are not the clip's: {unmarked_wrong:?}");
+        }
         let marked = r.seen.iter().filter(|s| !s.exact()).count();
         let false_marks = r.seen.iter().filter(|s| !s.exact() && s.identical).count();
         let alone = r.seen.iter().filter(|s| s.flags & NVCAM_FRAME_CORRUPT != 0 && s.flags & NVCAM_FRAME_AFTER_LOSS == 0).count();
         let share = false_marks as f64 * 100.0 / r.seen.len().max(1) as f64;
         println!(
-            "B-frames, 2 % loss over tcp, {}: {} frames, {marked} marked ({alone} alone), {false_marks} of them identical to the clip ({share:.1} % of frames marked falsely), packets lost {}",
+            "B-frames, 2 % loss over tcp, {}: {} frames, {marked} marked ({alone} alone), {false_marks} of them identical to the clip ({share:.1} % of frames marked falsely), {} wrong and unmarked, packets lost {}",
             if legacy { "before" } else { "after" },
             r.seen.len(),
+            unmarked_wrong.len(),
             r.stats.packets_lost
         );
         assert!(r.stats.packets_lost > 0);
