@@ -61,7 +61,11 @@ impl Watch {
     pub(crate) fn check(&mut self, data: &[u8], new_extradata: Option<&[u8]>, cur: &Arc<Params>) -> Option<Arc<Params>> {
         let (seen, extra) = match (self.kind, new_extradata) {
             (Kind::Other, _) => return None,
-            (Kind::Jpeg, _) => (jpeg_frame_header(data)?.to_vec(), None),
+            // Every MJPEG packet is a key frame: compare before copying.
+            (Kind::Jpeg, _) => match jpeg_frame_header(data)? {
+                h if h == self.last.as_slice() => return None,
+                h => (h.to_vec(), None),
+            },
             (_, Some(x)) if !x.is_empty() => (x.to_vec(), Some(x.to_vec())),
             _ => {
                 let (seq, all) = self.parameter_sets(data);
