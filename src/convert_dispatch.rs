@@ -1,6 +1,6 @@
 //! The conversions the C API asks for, sent to the back end that owns the frame's memory: the
 //! CPU twin ([`crate::convert::cpu`]) for frames of CPU cameras, the device routes of
-//! [`crate::gpu::convert`] and [`crate::gpu::download`] for frames in device memory.
+//! [`crate::gpu::convert`] and [`crate::gpu::staging`] (host downloads) for frames in device memory.
 //!
 //! The choice sits here, above both back ends (`crate::convert` and `crate::gpu`) and not in the
 //! GPU module, so that a CPU frame's conversion never enters `gpu` (a machine without a GPU runs exactly the CPU code), and `gpu`
@@ -61,7 +61,7 @@ pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, 
         }
         (MemoryKind::Device, Dst::Host(buf)) => {
             need(buf.len())?;
-            gpu::download::to_host(f, &plan, buf, &l, &packed)
+            gpu::staging::to_host(f, &plan, buf, &l, &packed)
         }
     }
 }

@@ -123,7 +123,7 @@ pub mod diag {
     pub use crate::gpu::launch::convert_launches;
     /// Host-download variants (benchmark) and counts by path (tests).
     #[cfg(feature = "test-hooks")]
-    pub use crate::gpu::download::{paths as download_paths, set_knobs as set_download_knobs};
+    pub use crate::gpu::staging::{paths as download_paths, set_knobs as set_download_knobs};
     /// Staging areas made on a GPU (they are made only for concurrent conversions).
     #[cfg(feature = "test-hooks")]
     pub use crate::gpu::staging::made as staging_areas;

@@ -6,7 +6,7 @@
 //! enough, is decided above, in `crate::convert_dispatch`: this module is only the device's side
 //! of it, plus the one check that needs the driver, that a caller's device pointer really is
 //! device memory of that GPU holding that many bytes. (Device frames into host memory:
-//! [`super::download`].)
+//! [`super::staging`].)
 
 use super::context::Device;
 use super::kernels::kernels;

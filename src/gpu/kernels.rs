@@ -101,7 +101,7 @@ impl Kernels {
         let test_module = load_module(TEST_FATBIN.0.as_ptr() as *const c_void)?;
         let get_in = |module: sys::CUmodule, name: &std::ffi::CStr| -> Result<sys::CUfunction> {
             // SAFETY: a module just loaded, context current.
-            Ok(unsafe { driver::module::get_function(module, name) }?)
+            Ok(unsafe { driver::get_function(module, name) }?)
         };
         let get = |name: &std::ffi::CStr| get_in(module, name);
         let convert = [get(c"nvcam_convert_same")?, get(c"nvcam_convert_same_float")?, get(c"nvcam_convert_bilinear")?, get(c"nvcam_convert_area")?];
@@ -137,7 +137,7 @@ impl Kernels {
     pub(crate) fn function(&self, name: &std::ffi::CStr) -> Result<sys::CUfunction> {
         let _g = self.dev.push()?;
         // SAFETY: our module, context current (guard).
-        Ok(unsafe { driver::module::get_function(self.module, name) }?)
+        Ok(unsafe { driver::get_function(self.module, name) }?)
     }
 }
 
@@ -145,10 +145,10 @@ impl Drop for Kernels {
     fn drop(&mut self) {
         if let Ok(_g) = self.dev.push() {
             // SAFETY: our module, unloaded once at shutdown, after every frame was released.
-            driver::ok_or_logged(unsafe { driver::module::unload(self.module) });
+            driver::ok_or_logged(unsafe { driver::unload(self.module) });
             // SAFETY: as above, the test kernels' module.
             #[cfg(feature = "test-hooks")]
-            driver::ok_or_logged(unsafe { driver::module::unload(self.test_module) });
+            driver::ok_or_logged(unsafe { driver::unload(self.test_module) });
         }
     }
 }
@@ -157,7 +157,7 @@ impl Drop for Kernels {
 fn load_module(image: *const c_void) -> Result<sys::CUmodule> {
     // SAFETY: the caller's context is current; the image is a complete fatbin, 8-byte aligned (64
     // for the embedded ones) and 'static.
-    unsafe { driver::module::load_data(image) }
+    unsafe { driver::load_data(image) }
         .map_err(|e| Error::from(e.during("nvcam kernels")))
         .map_err(|e| Error::new(e.kind, format!("{} (the driver may be older than the kernels need: R450 for SASS up to sm_90, R520 to JIT newer GPUs)", e.msg)))
 }
@@ -190,7 +190,7 @@ fn allow_dynamic_smem(dev: &Arc<Device>, fns: &[sys::CUfunction]) -> u32 {
     }
     for &f in fns {
         // SAFETY: a function of the module loaded in this (current) context; sets one attribute.
-        if unsafe { driver::module::set_attribute(f, F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cap as i32) }.is_err() {
+        if unsafe { driver::set_attribute(f, F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cap as i32) }.is_err() {
             return default;
         }
     }
@@ -231,5 +231,5 @@ pub fn spin_copy(device: i32, src: u64, dst: u64, n: u64, cycles: i64, stream: u
     let mut args = [&mut s as *mut u64 as *mut c_void, &mut d as *mut u64 as *mut c_void, &mut n as *mut u64 as *mut c_void, &mut c as *mut i64 as *mut c_void];
     // SAFETY: the kernel's four parameters are (u8*, u8*, u64, i64), given in order; the
     // caller (a test) owns both buffers of at least `n` bytes and the stream.
-    Ok(unsafe { driver::module::launch_kernel(k.spin_copy, (64, 1, 1), (256, 1, 1), 0, stream as sys::CUstream, &mut args) }.map_err(|e| e.during("spin_copy"))?)
+    Ok(unsafe { driver::launch_kernel(k.spin_copy, (64, 1, 1), (256, 1, 1), 0, stream as sys::CUstream, &mut args) }.map_err(|e| e.during("spin_copy"))?)
 }

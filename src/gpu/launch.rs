@@ -259,7 +259,7 @@ unsafe fn enqueue(k: &Kernels, f: sys::CUfunction, param: *mut c_void, out_w: i3
     #[cfg(feature = "test-hooks")]
     LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // SAFETY: the caller's contract; the driver copies the parameter before returning.
-    Ok(unsafe { driver::module::launch_kernel(f, (gx, gy, items), (BLOCK.0, BLOCK.1, 1), smem, stream, &mut args) }.map_err(|e| e.during("nvcam_convert"))?)
+    Ok(unsafe { driver::launch_kernel(f, (gx, gy, items), (BLOCK.0, BLOCK.1, 1), smem, stream, &mut args) }.map_err(|e| e.during("nvcam_convert"))?)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use crate::pool::{copy_planes, Depth, Geometry, Lease, MemoryKind, Pool, Storage
 use crate::status::*;
 use super::driver::{self, sys};
 use parking_lot::Mutex;
+use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -254,4 +255,64 @@ impl Drop for PinnedBuf {
         let fences = self.done.take().into_iter().collect();
         deferred::retire(self.dev.clone(), deferred::Buf::Host(self.ptr), self.len as u64, fences);
     }
+}
+
+/// A page-locked destination: the device address the kernel may write it through, where the
+/// driver maps it (asked only when the kernel is to write it).
+pub(crate) struct PageLocked {
+    pub dev_ptr: Option<u64>,
+}
+
+/// Whether `len` bytes at `p` lie inside one page-locked host allocation the driver knows
+/// (allocated or registered through CUDA, in any context of this process): the first and the
+/// last byte are host memory of the same allocation (buffer id), or of one range that covers
+/// both. Anything else, pageable memory included, is `None` (never an error).
+pub(crate) fn page_locked(dev: &Arc<Device>, p: *mut u8, len: usize, want_dev_ptr: bool) -> Result<Option<PageLocked>> {
+    use sys::CUpointer_attribute as A;
+    if len == 0 {
+        return Ok(None);
+    }
+    let _g = dev.push()?;
+    let first = p as u64;
+    let Some(last) = first.checked_add(len as u64 - 1) else { return Ok(None) };
+    // (memory type, buffer id) of one address; defaults (0, 0) where the driver knows nothing.
+    let kind = |a: u64| -> (u32, u64) {
+        let (mut ty, mut id) = (0u32, 0u64);
+        let mut attrs = [A::CU_POINTER_ATTRIBUTE_MEMORY_TYPE, A::CU_POINTER_ATTRIBUTE_BUFFER_ID];
+        let mut data = [&mut ty as *mut u32 as *mut c_void, &mut id as *mut u64 as *mut c_void];
+        // SAFETY: two attributes, each with room for its value (a 32-bit memory type, a 64-bit
+        // id); context current (guard). The plural call reports unknown pointers as defaults.
+        match unsafe { driver::memory::pointer_attributes(&mut attrs, &mut data, a) } {
+            Ok(()) => (ty, id),
+            Err(_) => (0, 0),
+        }
+    };
+    let host = sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32;
+    let (t0, id0) = kind(first);
+    if t0 != host {
+        return Ok(None);
+    }
+    let (t1, id1) = kind(last);
+    if t1 != host {
+        return Ok(None);
+    }
+    let same_buffer = id0 != 0 && id0 == id1;
+    if !same_buffer {
+        let (mut start, mut size) = (0u64, 0usize);
+        let mut attrs = [A::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, A::CU_POINTER_ATTRIBUTE_RANGE_SIZE];
+        let mut data = [&mut start as *mut u64 as *mut c_void, &mut size as *mut usize as *mut c_void];
+        // SAFETY: as above (an address and a size).
+        let r = unsafe { driver::memory::pointer_attributes(&mut attrs, &mut data, first) };
+        let covers = r.is_ok() && start <= first && start.checked_add(size as u64).is_some_and(|end| end > last);
+        if !covers {
+            return Ok(None);
+        }
+    }
+    let dev_ptr = want_dev_ptr
+        .then(|| {
+            // Context current (guard). Fails (no mapping in this context) without side effects.
+            driver::memory::device_pointer(first).ok().filter(|&d| d != 0)
+        })
+        .flatten();
+    Ok(Some(PageLocked { dev_ptr }))
 }

@@ -19,7 +19,6 @@
 pub(crate) mod context;
 pub(crate) mod convert;
 pub(crate) mod deferred;
-pub(crate) mod download;
 pub(crate) mod driver;
 pub(crate) mod hwdec;
 pub(crate) mod kernels;

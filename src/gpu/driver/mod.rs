@@ -4,6 +4,9 @@
 //! function is called; the rest of `gpu` works with their results and the owners built on them
 //! (`context`: device, streams, events, copies; `memory`, `staging`, `kernels`, `nvdec`).
 //!
+//! This file holds what every call shares (loading the library, [`DriverError`], [`check`]) and
+//! modules and kernel launches; `ctx`, `memory` and `stream` hold the rest, one file each.
+//!
 //! The driver library (libcuda, nvcuda.dll on Windows) is cudarc's, opened at run time on first
 //! use: nothing links against it, so the crate loads and runs its CPU path on machines without
 //! it. [`library_present`] must have said yes before anything else here is called (cudarc's
@@ -20,13 +23,12 @@
 
 pub(crate) mod ctx;
 pub(crate) mod memory;
-pub(crate) mod module;
 pub(crate) mod stream;
 
 use crate::status::{Error, ErrorKind};
 use cudarc::driver::sys as raw;
 use std::borrow::Cow;
-use std::ffi::{c_char, c_int, CStr};
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -174,6 +176,62 @@ pub(crate) fn driver_version() -> Result<c_int, DriverError> {
     // SAFETY: writes one integer.
     check("cuDriverGetVersion", unsafe { raw::cuDriverGetVersion(&mut v) })?;
     Ok(v)
+}
+
+// Modules, their functions, and kernel launches: here, beside `check`, because a launch is the
+// one driver call every conversion makes. Each needs its context current.
+
+/// `cuModuleLoadData`.
+///
+/// # Safety
+/// `image` is a complete module image (cubin, fatbin or PTX) suitably aligned (8 bytes).
+pub(crate) unsafe fn load_data(image: *const c_void) -> Result<sys::CUmodule, DriverError> {
+    let mut m: sys::CUmodule = std::ptr::null_mut();
+    // SAFETY: the caller's contract; writes one handle.
+    check("cuModuleLoadData", unsafe { raw::cuModuleLoadData(&mut m, image) })?;
+    Ok(m)
+}
+
+/// `cuModuleGetFunction`.
+///
+/// # Safety
+/// `m` is a live module of the current context.
+pub(crate) unsafe fn get_function(m: sys::CUmodule, name: &CStr) -> Result<sys::CUfunction, DriverError> {
+    let mut f: sys::CUfunction = std::ptr::null_mut();
+    // SAFETY: the caller's contract; writes one handle.
+    check("cuModuleGetFunction", unsafe { raw::cuModuleGetFunction(&mut f, m, name.as_ptr()) })?;
+    Ok(f)
+}
+
+/// `cuModuleUnload`.
+///
+/// # Safety
+/// `m` is a live module of the current context, unloaded once, none of whose functions is used
+/// any more.
+pub(crate) unsafe fn unload(m: sys::CUmodule) -> Result<(), DriverError> {
+    // SAFETY: the caller's contract.
+    check("cuModuleUnload", unsafe { raw::cuModuleUnload(m) })
+}
+
+/// `cuFuncSetAttribute`.
+///
+/// # Safety
+/// `f` is a function of a live module of the current context.
+pub(crate) unsafe fn set_attribute(f: sys::CUfunction, attr: sys::CUfunction_attribute, value: c_int) -> Result<(), DriverError> {
+    // SAFETY: the caller's contract.
+    check("cuFuncSetAttribute", unsafe { raw::cuFuncSetAttribute(f, attr, value) })
+}
+
+/// `cuLaunchKernel` with `params` (no `extra`).
+///
+/// # Safety
+/// `f` is a function of a live module of the current context, `s` a live stream of it (or 0);
+/// `params` holds one pointer per kernel parameter, in order, each at a value of that
+/// parameter's type (the driver copies them before returning); what the kernel reads and writes
+/// stays valid until it has run on `s`.
+pub(crate) unsafe fn launch_kernel(f: sys::CUfunction, grid: (c_uint, c_uint, c_uint), block: (c_uint, c_uint, c_uint), shared_bytes: c_uint, s: sys::CUstream, params: &mut [*mut c_void]) -> Result<(), DriverError> {
+    // SAFETY: the caller's contract.
+    check("cuLaunchKernel", unsafe { raw::cuLaunchKernel(f, grid.0, grid.1, grid.2, block.0, block.1, block.2, shared_bytes, s, params.as_mut_ptr(), std::ptr::null_mut()) })
 }
 
 #[cfg(test)]

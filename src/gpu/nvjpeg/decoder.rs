@@ -291,7 +291,7 @@ impl Decoder for NvjpegDecoder {
             // compilers); it reads the scratch planes nvJPEG wrote before it on this stream and
             // writes the slot's UV plane (`oh` rows of `2 * ow` bytes at `g.pitch`). The driver
             // copies the parameters.
-            unsafe { driver::module::launch_kernel(self.pack, (p.ow.div_ceil(32), p.oh.div_ceil(8), 1), (32, 8, 1), 0, s.raw(), &mut args) }
+            unsafe { driver::launch_kernel(self.pack, (p.ow.div_ceil(32), p.oh.div_ceil(8), 1), (32, 8, 1), 0, s.raw(), &mut args) }
                 .map_err(|e| e.during("nvcam_jpeg_pack_uv"))?;
             Outcome::Clean
         };
