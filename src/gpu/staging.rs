@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 /// (device scratch, plus pinned memory for pageable destinations).
 pub(crate) const MAX_PER_DEVICE: usize = 8;
 /// The most chunks a pageable download is cut into (one event each).
-pub(crate) const MAX_CHUNKS: usize = 32;
+const MAX_CHUNKS: usize = 32;
 /// How long a call waits for a staging area when all are taken before it gives up (they come
 /// back within one transfer unless the GPU hangs).
 const TAKE_TIMEOUT: Duration = Duration::from_secs(10);
