@@ -8,7 +8,8 @@
 //!
 //! Only a key frame whose parameter sets differ from the last ones seen is looked at closely
 //! (by FFmpeg's own parser, which knows every SPS syntax): a camera that repeats the same sets
-//! before every key frame costs a byte comparison.
+//! before every key frame costs a copy of them (tens of bytes) and a comparison; an MJPEG
+//! picture (every one is a key frame) a comparison of its frame header.
 
 use super::writer::{Params, Shape};
 use crate::decode::nal::{h264_slice, hevc_slice, length_size, Nals};

@@ -113,7 +113,7 @@ impl Batcher {
             }
         }
         let shared = Arc::new(Shared { q: Mutex::new(Queue { jobs: VecDeque::new(), stop: false }), cv: Condvar::new() });
-        let w = Worker { lib, handle: Handle(handle), stream, states, shared: shared.clone(), batches: 0, pictures: 0 };
+        let w = Worker { lib, handle: Handle(handle), stream, states, shared: shared.clone(), args: Args::default(), batches: 0, pictures: 0 };
         let thread = std::thread::Builder::new()
             .name(format!("nvcam-jpeg{}", dev.ordinal))
             .spawn(move || w.run())
@@ -188,8 +188,20 @@ struct Worker {
     stream: Stream,
     states: Vec<State>,
     shared: Arc<Shared>,
+    args: Args,
     batches: u64,
     pictures: u64,
+}
+
+/// The jobs of the batch in hand and the arrays `nvjpegDecodeBatched` takes, refilled for each
+/// batch: sized by the first batches (at most [`MAX_BATCH`]), then never allocated again.
+#[derive(Default)]
+struct Args {
+    jobs: Vec<Job>,
+    results: Vec<std::result::Result<(), NvjpegError>>,
+    ptrs: Vec<*const u8>,
+    lens: Vec<usize>,
+    outs: Vec<nvjpegImage_t>,
 }
 
 // SAFETY: the states are used by the worker's thread alone (moved there at start); the handle
@@ -203,8 +215,10 @@ impl Worker {
         let _closing = Closing(self.shared.clone());
         let mut k = 0;
         let mut took = std::time::Duration::ZERO;
+        let mut jobs = std::mem::take(&mut self.args.jobs);
+        let mut results = std::mem::take(&mut self.args.results);
         loop {
-            let jobs: Vec<Job> = {
+            {
                 let mut q = self.shared.q.lock();
                 while q.jobs.is_empty() && !q.stop {
                     self.shared.cv.wait(&mut q);
@@ -215,17 +229,18 @@ impl Worker {
                 if n == 0 {
                     break;
                 }
-                q.jobs.drain(..n).collect()
-            };
+                jobs.extend(q.jobs.drain(..n));
+            }
             let t = std::time::Instant::now();
-            let results = self.batch(&jobs, k);
+            self.batch(&jobs, k, &mut results);
             took += t.elapsed();
             k = (k + 1) % self.states.len();
             self.batches += 1;
             self.pictures += jobs.len() as u64;
-            for (mut j, r) in jobs.into_iter().zip(results) {
+            for (j, r) in jobs.iter_mut().zip(results.drain(..)) {
                 j.answer(r);
             }
+            jobs.clear();
         }
         if self.batches > 0 {
             log::info!(
@@ -243,30 +258,32 @@ impl Worker {
     }
 
     /// Enqueues `jobs` in one call from state `k`, each picture alone where the call fails;
-    /// each job's outcome.
-    fn batch(&mut self, jobs: &[Job], k: usize) -> Vec<std::result::Result<(), NvjpegError>> {
-        let fail = |status| vec![Err(NvjpegError { call: "nvJPEG worker", status }); jobs.len()];
-        let Ok(_g) = self.stream.dev.push() else { return fail(sys::NVJPEG_STATUS_EXECUTION_FAILED) };
+    /// each job's outcome into `results`. Every job's `decoded` is recorded before this returns,
+    /// so before any camera hears its answer and waits for it.
+    fn batch(&mut self, jobs: &[Job], k: usize, results: &mut Vec<std::result::Result<(), NvjpegError>>) {
+        let fail = |results: &mut Vec<_>, status| results.extend(jobs.iter().map(|_| Err(NvjpegError { call: "nvJPEG worker", status })));
+        let Ok(_g) = self.stream.dev.push() else { return fail(results, sys::NVJPEG_STATUS_EXECUTION_FAILED) };
         let s = self.stream.raw();
         for j in jobs {
             // SAFETY: our stream, context current (guard); the camera's live event, recorded
             // before it submitted the job.
             if unsafe { driver::stream::wait_event(s, j.ready) }.is_err() {
-                return fail(sys::NVJPEG_STATUS_EXECUTION_FAILED);
+                return fail(results, sys::NVJPEG_STATUS_EXECUTION_FAILED);
             }
         }
-        let whole = self.call(jobs, k);
-        let results = if whole.is_ok() {
-            vec![Ok(()); jobs.len()]
+        if self.call(jobs, k).is_ok() {
+            results.extend(jobs.iter().map(|_| Ok(())));
         } else {
             // One damaged picture fails the call for all: decode each alone.
-            jobs.iter().map(|j| self.call(std::slice::from_ref(j), k)).collect()
-        };
+            for j in jobs {
+                let r = self.call(std::slice::from_ref(j), k);
+                results.push(r);
+            }
+        }
         for j in jobs {
             // SAFETY: the camera's live event and our stream, context current.
             let _ = unsafe { driver::stream::event_record(j.decoded, s) };
         }
-        results
     }
 
     fn call(&mut self, jobs: &[Job], k: usize) -> std::result::Result<(), NvjpegError> {
@@ -279,13 +296,17 @@ impl Worker {
             unsafe { self.lib.batched_initialize(h, st.raw, jobs.len()) }?;
             st.n = jobs.len();
         }
-        let ptrs: Vec<*const u8> = jobs.iter().map(|j| j.data).collect();
-        let lens: Vec<usize> = jobs.iter().map(|j| j.len).collect();
-        let mut outs: Vec<nvjpegImage_t> = jobs.iter().map(|j| j.out).collect();
+        let a = &mut self.args;
+        a.ptrs.clear();
+        a.lens.clear();
+        a.outs.clear();
+        a.ptrs.extend(jobs.iter().map(|j| j.data));
+        a.lens.extend(jobs.iter().map(|j| j.len));
+        a.outs.extend(jobs.iter().map(|j| j.out));
         // SAFETY: our handle and state, initialized for this many pictures; each bitstream is
         // valid (its camera waits for the reply) and each camera's planes are device memory of
         // this context with room for its picture, not reused before `decoded` completes.
-        unsafe { self.lib.decode_batched(h, st.raw, &ptrs, &lens, &mut outs, self.stream.raw() as cudaStream_t) }
+        unsafe { self.lib.decode_batched(h, st.raw, &a.ptrs, &a.lens, &mut a.outs, self.stream.raw() as cudaStream_t) }
     }
 }
 

@@ -84,13 +84,10 @@ impl NvjpegDecoder {
         let dev = &cam.stream.dev;
         let t0 = std::time::Instant::now();
         let pack = crate::gpu::kernels::kernels(dev)?.function(c"nvcam_jpeg_pack_uv")?;
-        let lib = engine.lib;
+        let lib = engine.lib();
         let _g = dev.push()?;
-        if engine.batcher.is_none() {
-            return Err(Error::internal("nvJPEG engine without its worker"));
-        }
         // SAFETY: the engine's handle (alive while `engine` is).
-        let jstream = unsafe { lib.stream_create(engine.handle) }?;
+        let jstream = unsafe { lib.stream_create(engine.handle()) }?;
         // The decoder owns it from here (Drop frees it).
         let mut d = NvjpegDecoder {
             engine: engine.clone(),
@@ -130,7 +127,7 @@ impl NvjpegDecoder {
     /// Reads `data`'s header: its size and layout, or why it cannot be decoded here (`Err`: the
     /// engine does not take it; `Ok(Err)`: the header is damaged).
     fn header(&mut self, data: &[u8], pts_us: i64) -> Result<std::result::Result<Header, Error>> {
-        let (lib, h) = (self.engine.lib, self.engine.handle);
+        let (lib, h) = (self.engine.lib(), self.engine.handle());
         // SAFETY: the engine's handle and our stream, made from it.
         match unsafe { lib.parse_header(h, data, self.jstream) } {
             Ok(()) => {}
@@ -202,7 +199,7 @@ impl Drop for NvjpegDecoder {
             log::info!("nvJPEG decoder: {} pictures, waited for their batches {:.3} ms mean, {:.3} ms max (host time)", self.calls.0, ms(self.calls.1) / self.calls.0 as f64, ms(self.calls.2));
         }
         self.retire_scratch();
-        let lib = self.engine.lib;
+        let lib = self.engine.lib();
         if let Ok(_g) = self.cam.stream.dev.push() {
             // SAFETY: our stream handle, destroyed once (host memory only: no device work).
             let _ = unsafe { lib.stream_destroy(self.jstream) };
@@ -258,10 +255,9 @@ impl Decoder for NvjpegDecoder {
         let t_call = std::time::Instant::now();
         // The batch writes the scratch only after this picture's last kernel read it.
         self.ready.record(&s)?;
-        let batcher = self.engine.batcher.as_ref().ok_or_else(|| Error::internal("nvJPEG engine without its worker"))?;
         // The slot's Y plane holds `height` rows at `g.pitch` and the scratch two planes of `ch`
         // rows at `c_pitch`, all on this GPU; `self.data` stays until the call returns.
-        let r = batcher.decode(&self.data, out, self.ready.raw(), self.decoded.raw(), &self.reply);
+        let r = self.engine.batcher.decode(&self.data, out, self.ready.raw(), self.decoded.raw(), &self.reply);
         // Whatever the outcome, the worker recorded `decoded` after its batch: the camera's
         // later work (the kernel, `done`, the slot's event) follows the batch's writes.
         // SAFETY: the camera's stream and our event, context current (guard).

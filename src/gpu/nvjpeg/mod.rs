@@ -20,15 +20,31 @@ use parking_lot::Mutex;
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
-/// One GPU's nvJPEG handle (hardware back end) and what its engines are.
+/// One GPU's nvJPEG handle (hardware back end), its decode worker, and what its engines are.
 pub(crate) struct Engine {
-    pub handle: sys::nvjpegHandle_t,
-    pub lib: &'static api::Nvjpeg,
+    /// The GPU's decode worker. Declared before `owner`: fields drop in order, so the worker
+    /// (and its decode states) has stopped before the handle goes.
+    pub batcher: batch::Batcher,
+    owner: HandleOwner,
     /// Decoders (cameras) on this handle now.
     pub cameras: AtomicU32,
-    /// The GPU's decode worker (dropped, so stopped and joined, before the handle goes).
-    pub batcher: Option<batch::Batcher>,
+}
+
+/// Destroys the handle when dropped (the device's context pushed).
+struct HandleOwner {
+    lib: &'static api::Nvjpeg,
+    handle: sys::nvjpegHandle_t,
     dev: Arc<Device>,
+}
+
+impl Drop for HandleOwner {
+    fn drop(&mut self) {
+        if let Ok(_g) = self.dev.push() {
+            // SAFETY: our handle, destroyed once, after every state made from it (the worker's
+            // went before, the Engine's field order; a decoder holds the Engine).
+            let _ = unsafe { self.lib.destroy(self.handle) };
+        }
+    }
 }
 
 // SAFETY: an nvJPEG handle may be used from any thread (nvJPEG's documentation: the handle is
@@ -48,21 +64,19 @@ impl Engine {
         // SAFETY: our handle, just made; the figures are only logged.
         let (n, cores) = unsafe { lib.hardware_decoder_info(handle) }.unwrap_or((0, 0));
         log::info!("GPU {}: nvJPEG {}.{} hardware back end, {n} JPEG engine(s) of {cores} core(s)", dev.ordinal, lib.version.0, lib.version.1);
-        // The Engine owns the handle from here (Drop destroys it after the worker).
-        let mut e = Engine { handle, lib, cameras: AtomicU32::new(0), batcher: None, dev: dev.clone() };
-        e.batcher = Some(batch::Batcher::start(lib, handle, dev)?);
-        Ok(e)
+        // Owned from here: destroyed on every path, a worker that fails to start included.
+        let owner = HandleOwner { lib, handle, dev: dev.clone() };
+        let batcher = batch::Batcher::start(lib, handle, dev)?;
+        Ok(Engine { batcher, owner, cameras: AtomicU32::new(0) })
     }
-}
 
-impl Drop for Engine {
-    fn drop(&mut self) {
-        // The worker and its states first: they use the handle.
-        self.batcher = None;
-        if let Ok(_g) = self.dev.push() {
-            // SAFETY: our handle, destroyed once, after every state made from it (they hold an Arc).
-            let _ = unsafe { self.lib.destroy(self.handle) };
-        }
+    pub(crate) fn lib(&self) -> &'static api::Nvjpeg {
+        self.owner.lib
+    }
+
+    /// The handle (live while the Engine is).
+    pub(crate) fn handle(&self) -> sys::nvjpegHandle_t {
+        self.owner.handle
     }
 }
 
