@@ -1,17 +1,19 @@
 //! Shows frames flowing: opens a camera (the built-in test source when no URL is given), prints
 //! one stats line per second, and writes the latest frame as a PNG snapshot.
 //!
-//!   cargo run --release --example nvcam_view [URL] [--seconds N] [--png PATH] [--device N|-1]
+//!   cargo run --release --example nvcam_view -- --help
 //!
 //! It uses only the C API, as a host program would (through the Rust names of the same functions).
 
 use nvcam::*;
 use std::ffi::CString;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 fn check(what: &str, code: i32) {
     if code != NVCAM_OK {
         let mut buf = vec![0u8; 1024];
+        // SAFETY: buf is writable for buf.len() bytes, the length nvcam_last_error is given.
         unsafe { nvcam_last_error(buf.as_mut_ptr() as *mut _, buf.len() as i32) };
         let msg = String::from_utf8_lossy(&buf[..buf.iter().position(|&b| b == 0).unwrap_or(0)]).into_owned();
         eprintln!("{what} failed: {code} {msg}");
@@ -19,24 +21,85 @@ fn check(what: &str, code: i32) {
     }
 }
 
-fn main() {
-    let mut url = "testsrc://1280x720@30".to_string();
-    let mut seconds = 5u64;
-    let mut png = "nvcam_snapshot.png".to_string();
-    let mut device = 0i32;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--seconds" => seconds = args.next().and_then(|v| v.parse().ok()).unwrap_or(seconds),
-            "--png" => png = args.next().unwrap_or(png),
-            "--device" => device = args.next().and_then(|v| v.parse().ok()).unwrap_or(device),
-            "-h" | "--help" => {
-                println!("usage: nvcam_view [URL] [--seconds N] [--png PATH] [--device N|-1]");
-                return;
+const DEFAULT_URL: &str = "testsrc://1280x720@30";
+const DEFAULT_SECONDS: u64 = 5;
+
+/// The snapshot's default place: the OS temp folder, so a run leaves nothing in the checkout.
+fn default_png() -> PathBuf {
+    std::env::temp_dir().join("nvcam_snapshot.png")
+}
+
+fn usage() -> String {
+    format!(
+        "usage: nvcam_view [URL] [--seconds N] [--png PATH] [--device N|-1]
+
+Opens URL (rtsp://..., a file, testsrc://WxH@FPS), prints one stats line per second and writes
+the latest frame as a PNG.
+
+  URL            the source (default: {DEFAULT_URL})
+  --seconds N    how long to run, in whole seconds (default: {DEFAULT_SECONDS})
+  --png PATH     where the snapshot goes (default: {})
+  --device N|-1  GPU N, or -1 for the CPU (default: 0, the CPU when there is no GPU)
+  -h, --help     this text",
+        default_png().display()
+    )
+}
+
+struct Args {
+    url: String,
+    seconds: u64,
+    png: PathBuf,
+    device: i32,
+}
+
+/// Strict: an unknown flag, a missing or bad value or a second URL is an error, so a typo is
+/// never taken for the URL or silently ignored. `Ok(None)` is --help.
+fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Args>, String> {
+    let mut a = Args { url: DEFAULT_URL.into(), seconds: DEFAULT_SECONDS, png: default_png(), device: 0 };
+    let mut url: Option<String> = None;
+    let mut it = args.into_iter();
+    while let Some(arg) = it.next() {
+        let mut value = |flag: &str| it.next().ok_or_else(|| format!("{flag} needs a value"));
+        match arg.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--seconds" => {
+                let v = value("--seconds")?;
+                a.seconds = v.parse().map_err(|_| format!("--seconds takes whole seconds, not '{v}'"))?;
             }
-            _ => url = a,
+            "--png" => a.png = value("--png")?.into(),
+            "--device" => {
+                let v = value("--device")?;
+                a.device = v.parse().ok().filter(|d| *d >= -1).ok_or_else(|| format!("--device takes a GPU number or -1, not '{v}'"))?;
+            }
+            f if f.starts_with('-') => return Err(format!("unknown option '{f}'")),
+            u => {
+                if let Some(first) = &url {
+                    return Err(format!("one URL only: got '{first}' and '{u}'"));
+                }
+                url = Some(u.to_string());
+            }
         }
     }
+    if let Some(u) = url {
+        a.url = u;
+    }
+    Ok(Some(a))
+}
+
+fn main() {
+    let Args { url, seconds, png, device } = match parse(std::env::args().skip(1)) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            println!("{}", usage());
+            return;
+        }
+        Err(e) => {
+            eprintln!("nvcam_view: {e}\n\n{}", usage());
+            std::process::exit(2);
+        }
+    };
+    // SAFETY: every pointer passed below is to a live local of the type the call takes, and every
+    // frame handle is released once.
     unsafe {
         check("nvcam_log_init", nvcam_log_init(c"-".as_ptr(), NVCAM_LOG_INFO));
         check("nvcam_init", nvcam_init(std::ptr::null()));
@@ -53,11 +116,17 @@ fn main() {
         let mut next_line = start + Duration::from_secs(1);
         let mut latest: u64 = 0;
         let mut got = 0u64;
+        // The rate shown is what this program received since the last line (or since the first
+        // frame): the library's own figure needs a full second of decoding, so the first line
+        // would say 0.0 while frames flow.
+        let (mut window_start, mut window_got): (Option<Instant>, u64) = (None, 0);
         while start.elapsed() < Duration::from_secs(seconds) {
             let mut f = 0u64;
             match nvcam_camera_get_frame(cam, 1000, &mut f) {
                 NVCAM_OK => {
                     got += 1;
+                    window_got += 1;
+                    window_start.get_or_insert_with(Instant::now);
                     if latest != 0 {
                         nvcam_frame_release(latest);
                     }
@@ -74,6 +143,13 @@ fn main() {
                 let state = ["connecting", "streaming", "stalled", "reconnecting", "closed", "failed", "ended"]
                     .get(s.state as usize)
                     .unwrap_or(&"?");
+                let fps = match window_start {
+                    Some(t) => format!("{:.1}", window_got as f64 / t.elapsed().as_secs_f64().max(1e-3)),
+                    None => "-".into(),
+                };
+                if window_start.is_some() {
+                    (window_start, window_got) = (Some(Instant::now()), 0);
+                }
                 let mem = if s.memory == NVCAM_MEMORY_DEVICE { format!("gpu{}", s.device) } else { "host".into() };
                 let extra = if s.state == NVCAM_STATE_RECONNECTING {
                     format!(" attempt={} next_retry={}ms", s.reconnect_attempt, s.next_retry_ms)
@@ -81,8 +157,8 @@ fn main() {
                     String::new()
                 };
                 println!(
-                    "t={:>3}s state={state}{extra} {}x{} fps={:.1} decoded={} delivered={} skipped={} dropped={} reconnects={} slots={}/{} held={:.1}MiB mem={mem} got={got}",
-                    start.elapsed().as_secs(), s.width, s.height, s.fps, s.frames_decoded, s.frames_delivered,
+                    "t={:>3}s state={state}{extra} {}x{} fps={fps} decoded={} delivered={} skipped={} dropped={} reconnects={} slots={}/{} held={:.1}MiB mem={mem} got={got}",
+                    start.elapsed().as_secs(), s.width, s.height, s.frames_decoded, s.frames_delivered,
                     s.frames_skipped, s.frames_dropped, s.reconnects, s.pool_slots_in_use, s.pool_slots_total,
                     s.bytes_held as f64 / 1048576.0
                 );
@@ -96,7 +172,7 @@ fn main() {
             check("nvcam_frame_copy_nv12", nvcam_frame_copy_nv12(latest, nv12.as_mut_ptr(), 0, nv12.len() as u64));
             let rgb = nv12_to_rgb(&nv12, info.width as usize, info.height as usize);
             std::fs::write(&png, png_encode(&rgb, info.width, info.height)).expect("write PNG");
-            println!("snapshot of frame #{} ({}x{}) written to {png}", info.seq, info.width, info.height);
+            println!("snapshot of frame #{} ({}x{}) written to {}", info.seq, info.width, info.height, png.display());
             nvcam_frame_release(latest);
         } else {
             eprintln!("no frame arrived");

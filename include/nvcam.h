@@ -522,6 +522,18 @@
 #define NVCAM_E_INTERNAL -8041
 
 /**
+ * nvcam's version at build time, for `#if` in C (the header also has `NVCAM_VERSION_STRING`,
+ * "MAJOR.MINOR.PATCH"; the loaded library's: `nvcam_version_string`). These literals are what the
+ * header shows; the build fails unless they equal `Cargo.toml`'s version, which the Python
+ * package takes as well.
+ */
+#define NVCAM_VERSION_MAJOR 0
+
+#define NVCAM_VERSION_MINOR 1
+
+#define NVCAM_VERSION_PATCH 0
+
+/**
  * The recording takes packets (its pre-roll, then the stream until trigger + post).
  */
 #define NVCAM_RECORD_RUNNING 1
@@ -1710,6 +1722,9 @@ int32_t nvcam_camera_record_stats(uint64_t cam, nvcam_record_stats_t *stats);
 #endif  // __cplusplus
 
 #endif  /* NVCAM_H */
+
+/** nvcam's version, "MAJOR.MINOR.PATCH" (the NVCAM_VERSION_* above). */
+#define NVCAM_VERSION_STRING "0.1.0"
 
 #if UINTPTR_MAX == 0xffffffffffffffffu
 NVCAM_STATIC_ASSERT(sizeof(nvcam_config_t) == 64, "nvcam_config_t layout");

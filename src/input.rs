@@ -349,31 +349,10 @@ fn open_error(target: &str, r: c_int, irq: &Interrupt, timeout: Duration) -> Err
     Error::new(kind, format!("cannot open '{}': {text}", redact(target)))
 }
 
-/// For a URL whose scheme needs an FFmpeg protocol built only with an external library (which
-/// nvcam's own FFmpeg builds leave out: no TLS on Linux, no SRT anywhere), and that protocol is
-/// missing: the scheme, the protocol and what it is.
-fn missing_protocol(url: &str) -> Option<(&'static str, &'static std::ffi::CStr, &'static str)> {
-    const NEEDS: &[(&str, &std::ffi::CStr, &str)] =
-        &[("rtsps", c"tls", "TLS"), ("https", c"tls", "TLS"), ("rtmps", c"tls", "TLS"), ("srt", c"libsrt", "SRT (libsrt)")];
+/// For a URL whose scheme this FFmpeg cannot serve: the scheme, the protocol and what it is.
+fn missing_protocol(url: &str) -> Option<(&str, &'static std::ffi::CStr, &'static str)> {
     let (scheme, _) = url.split_once("://")?;
-    NEEDS.iter().copied().find(|(s, p, _)| s.eq_ignore_ascii_case(scheme) && !has_input_protocol(p))
-}
-
-/// Whether this FFmpeg was built with input protocol `name`.
-fn has_input_protocol(name: &std::ffi::CStr) -> bool {
-    let mut opaque = std::ptr::null_mut();
-    loop {
-        // SAFETY: `opaque` is the iteration state FFmpeg keeps, null to start; the names are
-        // static NUL-terminated strings, null after the last.
-        let p = unsafe { ffi::avio_enum_protocols(&mut opaque, 0) };
-        if p.is_null() {
-            return false;
-        }
-        // SAFETY: as above.
-        if unsafe { std::ffi::CStr::from_ptr(p) } == name {
-            return true;
-        }
-    }
+    crate::ffmpeg::protocols::missing_for(scheme).map(|(p, what)| (scheme, p, what))
 }
 
 /// errno values FFmpeg wraps (Linux numbering; FFmpeg uses the platform's own values).

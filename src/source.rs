@@ -47,6 +47,12 @@ impl Source {
 
 const NETWORK_SCHEMES: &[&str] = &["rtsp", "rtsps", "rtmp", "rtmps", "http", "https", "udp", "tcp", "rtp", "srt"];
 
+/// The network schemes this build's FFmpeg can open: a list offered to the user leaves out those
+/// whose protocol it lacks (`rtsps`, `https`, `rtmps` without TLS), which would fail at open.
+fn served_schemes() -> Vec<&'static str> {
+    NETWORK_SCHEMES.iter().copied().filter(|s| crate::ffmpeg::protocols::missing_for(s).is_none()).collect()
+}
+
 /// Parses a camera URL: `testsrc://WxH@FPS`, a network URL, `file://PATH` or a plain path.
 pub(crate) fn parse(url: &str) -> Result<Source> {
     let url = url.trim();
@@ -74,7 +80,7 @@ pub(crate) fn parse(url: &str) -> Result<Source> {
             } else {
                 Err(Error::new(
                     ErrorKind::Unsupported,
-                    format!("unknown URL scheme '{scheme}' (supported: testsrc, file, {})", NETWORK_SCHEMES.join(", ")),
+                    format!("unknown URL scheme '{scheme}' (supported: testsrc, file, {})", served_schemes().join(", ")),
                 ))
             }
         }
@@ -201,6 +207,21 @@ mod tests {
         assert_eq!(parse("fd:3").unwrap_err().kind, ErrorKind::Unsupported);
         assert_eq!(parse("C:\\clips\\a.mp4").unwrap(), Source::File("C:\\clips\\a.mp4".into()));
         assert_eq!(parse("file:/tmp/a.mp4").unwrap(), Source::File("/tmp/a.mp4".into()));
+    }
+
+    /// The list an unknown scheme's error offers is what this FFmpeg opens: on Linux, nvcam's
+    /// FFmpeg has no TLS, and offering rtsps:// there sent users to a second, different error.
+    #[test]
+    fn unknown_scheme_offers_only_schemes_this_build_opens() {
+        let msg = parse("gopher://x").unwrap_err().msg;
+        assert!(msg.contains("testsrc, file, rtsp, rtmp, http,"), "{msg}");
+        for s in ["rtsps", "https", "rtmps", "srt"] {
+            let offered = msg.contains(&format!(" {s},")) || msg.ends_with(&format!(" {s})"));
+            assert_eq!(offered, crate::ffmpeg::protocols::missing_for(s).is_none(), "{s}: {msg}");
+        }
+        if cfg!(target_os = "linux") {
+            assert!(!msg.contains("rtsps") && !msg.contains("https"), "nvcam's Linux FFmpeg has no TLS: {msg}");
+        }
     }
 
     #[test]

@@ -123,3 +123,44 @@ fn version_string_names_the_crate_version() {
     assert_eq!(s, format!("nvcam {} (abi {})", env!("CARGO_PKG_VERSION"), nvcam::NVCAM_ABI_VERSION));
     assert_eq!(nvcam::nvcam_abi_version(), nvcam::NVCAM_ABI_VERSION);
 }
+
+/// One version everywhere a user reads it: the header's NVCAM_VERSION_* and NVCAM_VERSION_STRING,
+/// the Python constants, the loaded library's `nvcam_version_string`, Cargo.toml, and the Python
+/// package, whose pyproject.toml takes Cargo.toml's. Prevents a header or package that says another
+/// version than the library it ships with.
+#[test]
+fn version_macros_equal_the_library_and_the_packages() {
+    let read = |p: &str| std::fs::read_to_string(root().join(p)).unwrap_or_else(|e| panic!("{p}: {e}"));
+    let header = read("include/nvcam.h");
+    let define = |name: &str| {
+        header
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("#define {name} ")))
+            .unwrap_or_else(|| panic!("include/nvcam.h has no {name}"))
+            .trim()
+            .to_string()
+    };
+    let parts = ["MAJOR", "MINOR", "PATCH"].map(|p| define(&format!("NVCAM_VERSION_{p}")));
+    let crate_version = env!("CARGO_PKG_VERSION");
+    assert_eq!(parts.join("."), crate_version, "include/nvcam.h's NVCAM_VERSION_*");
+    assert_eq!(define("NVCAM_VERSION_STRING"), format!("\"{crate_version}\""), "include/nvcam.h's NVCAM_VERSION_STRING");
+    assert_eq!(
+        [nvcam::NVCAM_VERSION_MAJOR, nvcam::NVCAM_VERSION_MINOR, nvcam::NVCAM_VERSION_PATCH].map(|n| n.to_string()),
+        parts
+    );
+    let ffi = read("bindings/python/nvcam/_ffi.py");
+    for (p, v) in ["MAJOR", "MINOR", "PATCH"].iter().zip(&parts) {
+        assert!(ffi.contains(&format!("\nVERSION_{p} = {v}\n")), "bindings/python/nvcam/_ffi.py's VERSION_{p} is not {v}");
+    }
+    let mut buf = [0u8; 64];
+    assert_eq!(unsafe { nvcam::nvcam_version_string(buf.as_mut_ptr() as *mut _, 64) }, 0);
+    let s = String::from_utf8_lossy(&buf[..buf.iter().position(|&b| b == 0).unwrap()]).into_owned();
+    assert!(s.starts_with(&format!("nvcam {crate_version} ")), "nvcam_version_string says {s:?}");
+    let cargo = read("Cargo.toml");
+    assert!(cargo.contains(&format!("\nversion = \"{crate_version}\"\n")), "Cargo.toml's first version line");
+    let py = read("pyproject.toml");
+    assert!(
+        py.contains("dynamic = [\"version\"") && py.contains("[tool.scikit-build.metadata.version]") && py.contains("input = \"Cargo.toml\""),
+        "pyproject.toml must take its version from Cargo.toml"
+    );
+}

@@ -9,7 +9,14 @@
 //! * ` ```python `: run by `python3` with `bindings/python` on `PYTHONPATH` and `NVCAM_LIB` naming
 //!   that cdylib (as tests/bindings.rs runs the binding's suite).
 //!
-//! Each must exit 0 within [`LIMIT`]. The examples use `testsrc://` and closed ports on loopback,
+//! * ` ```sh `: run by `bash -e` (so one command a line: `a && b` hides a's failure) in a fresh folder that looks like a checkout (every top-level
+//!   entry of this one linked in, `target/release` naming the cdylib this `cargo test` built,
+//!   `target/ffmpeg-linux` the FFmpeg build) and holds `app.c`, the README's C example, with
+//!   `NVCAM_PACKAGE_LIB` naming that cdylib so the release scripts package it instead of running
+//!   cargo, and no `LD_LIBRARY_PATH`: within [`SH_LIMIT`]. Lines that need a full cargo build, the
+//!   network or root are not marked runnable.
+//!
+//! Each C and Python block must exit 0 within [`LIMIT`]. The examples use `testsrc://` and closed ports on loopback,
 //! so they need no network and no GPU. Linux only in practice: scripts/ci/windows-test.sh leaves this
 //! file out under Wine (its SKIP list says why).
 
@@ -22,6 +29,8 @@ use std::time::Duration;
 
 const MARK: &str = "<!-- runnable -->";
 const LIMIT: Duration = Duration::from_secs(60);
+/// A shell block packs, unpacks, compiles and configures CMake: a few seconds each, idle.
+const SH_LIMIT: Duration = Duration::from_secs(300);
 
 
 /// README.md and docs/*.md: the pages whose runnable blocks run.
@@ -73,8 +82,8 @@ fn blocks_of(lang: &str) -> Vec<Block> {
     let all: Vec<Block> = doc_pages().iter().flat_map(|p| runnable_blocks(p)).collect();
     for b in &all {
         assert!(
-            b.lang == "c" || b.lang == "python",
-            "{}: runnable blocks are ```c or ```python, not ```{}",
+            b.lang == "c" || b.lang == "python" || b.lang == "sh",
+            "{}: runnable blocks are ```c, ```python or ```sh, not ```{}",
             b.place,
             b.lang
         );
@@ -183,6 +192,52 @@ fn readme_c_build_line_runs_as_written() {
     let (ok, text) = run(app, &dir.join("a.out.log"), LIMIT);
     assert!(ok, "{}: built by `{line}`, ./a.out did not run with no LD_LIBRARY_PATH\n{text}", block.place);
     println!("`{line}`: a.out ran from / with no LD_LIBRARY_PATH\n{text}");
+}
+
+/// The shell blocks, each in its own fresh folder as a user pastes them into a checkout: the
+/// documented pkg-config, by-hand cc and CMake routes against the tarball and the install script,
+/// line by line (`bash -e`: a line that fails fails the block). Prevents a documented command that
+/// does not run as written, as `PKG_CONFIG_PATH=... cc $(pkg-config ...)` did.
+#[test]
+fn runnable_sh_blocks_run_in_a_fresh_folder() {
+    if !cfg!(target_os = "linux") {
+        eprintln!("note: the docs' shell blocks are for Linux");
+        return;
+    }
+    let blocks = blocks_of("sh");
+    assert!(blocks.len() >= 2, "expected api.md's tarball and install blocks, found {}", blocks.len());
+    let app = blocks_of("c").into_iter().find(|b| b.place.starts_with("README.md:")).expect("the README's runnable C block");
+    let lib = cdylib();
+    let mut failed = Vec::new();
+    for b in &blocks {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(stem(b));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("target")).expect("fresh folder");
+        for e in std::fs::read_dir(root()).expect("checkout") {
+            let name = e.expect("checkout entry").file_name();
+            match name.to_str().unwrap_or("") {
+                "target" | "dist" | ".git" => {}
+                // The release scripts copy this folder into the package: a link would go in as a link.
+                "labview-example" => {
+                    let st = Command::new("cp").arg("-a").arg(root().join(&name)).arg(&dir).status().expect("cp");
+                    assert!(st.success(), "copy labview-example");
+                }
+                _ => symlink(&root().join(&name), &dir.join(&name)).expect("link a checkout entry"),
+            }
+        }
+        symlink(&deps_dir(), &dir.join("target/release")).expect("link target/release");
+        symlink(&root().join("target/ffmpeg-linux"), &dir.join("target/ffmpeg-linux")).expect("link target/ffmpeg-linux");
+        std::fs::write(dir.join("app.c"), &app.code).expect("write app.c");
+        std::fs::write(dir.join("block.sh"), &b.code).expect("write the block");
+        let mut cmd = Command::new("bash");
+        cmd.args(["-e", "block.sh"]).current_dir(&dir).env_remove("LD_LIBRARY_PATH").env("NVCAM_PACKAGE_LIB", &lib);
+        let (ok, text) = run(cmd, &dir.join("block.log"), SH_LIMIT);
+        println!("--- {} (sh)\n{text}", b.place);
+        if !ok {
+            failed.push(format!("{}: failed\n{text}", b.place));
+        }
+    }
+    assert!(failed.is_empty(), "{} of {} runnable shell blocks failed:\n{}", failed.len(), blocks.len(), failed.join("\n"));
 }
 
 #[test]

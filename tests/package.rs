@@ -120,3 +120,60 @@ fn linux_tarball_builds_with_cmake_and_pkg_config_alone() {
 fn bare(cmd: &mut Command) -> &mut Command {
     cmd.env_remove("LD_LIBRARY_PATH").current_dir("/")
 }
+
+/// `scripts/release/install.sh PREFIX` lays the package out as C and C++ users expect of a library
+/// under a prefix: `PREFIX/lib/pkgconfig/nvcam.pc` and `PREFIX/lib/cmake/nvcam/`, the places
+/// pkg-config and `find_package` search by default for /usr/local and /usr, so that those need no
+/// variables; here a scratch prefix is named to them as any other prefix is. The programs run as
+/// built, from /, with no LD_LIBRARY_PATH, with the installed library's FFmpeg from
+/// `PREFIX/lib/nvcam/`. Prevents an install whose paths or run paths point back into the package.
+#[test]
+fn install_to_a_prefix_serves_pkg_config_and_cmake() {
+    if !cfg!(target_os = "linux") {
+        eprintln!("note: the Linux install script's test");
+        return;
+    }
+    let version = env!("CARGO_PKG_VERSION");
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("install");
+    let _ = std::fs::remove_dir_all(&tmp);
+    let prefix = tmp.join("usr/local");
+    std::fs::create_dir_all(tmp.join("src")).unwrap();
+    run(
+        "scripts/release/install.sh",
+        Command::new("bash").current_dir(root()).arg("scripts/release/install.sh").arg(&prefix).env("NVCAM_PACKAGE_LIB", cdylib()),
+    );
+    let pc_path = run("pkg-config's search path", Command::new("pkg-config").args(["--variable", "pc_path", "pkg-config"]));
+    let pc_path = String::from_utf8_lossy(&pc_path.stdout);
+    assert!(pc_path.split(':').any(|d| d.trim() == "/usr/local/lib/pkgconfig"), "pkg-config does not search /usr/local/lib/pkgconfig: {pc_path}");
+    for f in ["lib/libnvcam.so", "lib/nvcam/libavcodec.so.59", "include/nvcam.h", "include/nvcam.hpp", "lib/pkgconfig/nvcam.pc", "lib/cmake/nvcam/nvcamConfig.cmake", "share/doc/nvcam/LICENSE-MIT", "share/doc/nvcam/licenses/FFmpeg/COPYING.LGPLv2.1", "share/nvcam/install-manifest.txt"] {
+        assert!(prefix.join(f).is_file(), "PREFIX/{f} was not installed");
+    }
+    let pc = |args: &[&str]| {
+        let out = run("pkg-config", Command::new("pkg-config").args(args).arg("nvcam").env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig")));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(pc(&["--modversion"]), version);
+    let flags = pc(&["--cflags", "--libs"]);
+    assert!(flags.contains(&format!("-I{}/include", prefix.display())) && !flags.contains(".."), "pkg-config flags name the prefix plainly: {flags}");
+    let c = tmp.join("src/c_example.c");
+    std::fs::write(&c, C_PROGRAM).unwrap();
+    let cexe = tmp.join("c_example");
+    run("cc (installed pkg-config)", Command::new("cc").args(["-std=c11", "-Wall", "-Werror"]).arg(&c).args(flags.split_whitespace()).arg("-o").arg(&cexe));
+    let out = run("the C program against the install, with no LD_LIBRARY_PATH", bare(&mut Command::new(&cexe)));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("a 160x120 frame"), "{}", show(&out));
+    let ldd = run("ldd", Command::new("ldd").arg(&cexe).env_remove("LD_LIBRARY_PATH"));
+    let ldd = String::from_utf8_lossy(&ldd.stdout);
+    for l in ldd.lines().map(str::trim).filter(|l| l.starts_with("libav") || l.starts_with("libsw") || l.starts_with("libnvcam")) {
+        assert!(l.contains(&format!("=> {}/lib/", prefix.display())), "{l}: not from the prefix\n{ldd}");
+    }
+    for f in ["example.cpp", "CMakeLists.txt"] {
+        std::fs::copy(root().join("bindings/cpp").join(f), tmp.join("src").join(f)).unwrap();
+    }
+    let build = tmp.join("build");
+    run("cmake configure", Command::new("cmake").arg("-S").arg(tmp.join("src")).arg("-B").arg(&build).arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display())).arg("-DCMAKE_BUILD_TYPE=Release"));
+    run("cmake --build", Command::new("cmake").arg("--build").arg(&build));
+    let out = run("the C++ example against the install", bare(&mut Command::new(build.join("nvcam_example"))).args(["testsrc://320x240@30", "3"]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().filter(|l| l.starts_with("frame ")).count(), 3, "{text}");
+    eprintln!("installed under {}: pkg-config {version}, C and C++ (find_package) programs ran", prefix.display());
+}

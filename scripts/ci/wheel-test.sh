@@ -122,6 +122,12 @@ for kind in source editable; do
   smoke "$work/venv-$kind" "$kind" || die "the $kind install's smoke test failed"
 done
 "$work/venv-source/bin/python" -m pip show -v --disable-pip-version-check nvcam
+# The source install's library goes without cargo's debug info (half its size); the editable one
+# loads target/release's and copies none into site-packages.
+src_lib=$(ls "$work"/venv-source/lib/python3*/site-packages/nvcam/libnvcam.so)
+! readelf -S "$src_lib" | grep -q '\.debug_info' || die "$src_lib keeps its debug info (not stripped)"
+[ -z "$(find "$work"/venv-editable/lib -name 'libnvcam*')" ] || die "the editable install copied a library into site-packages: $(find "$work"/venv-editable/lib -name 'libnvcam*')"
+echo "source install's library: $(du -h "$src_lib" | cut -f1), no debug info; editable: no library in site-packages"
 
 if [ "$what" = linux ]; then
   step "the Linux wheel and the source installs passed ($(($(date +%s) - t0)) s)"

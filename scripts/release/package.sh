@@ -42,7 +42,7 @@ integration() {
   local d=$1 libdir=$2 rpath=${3:-}
   mkdir -p "$d/lib/cmake/nvcam" "$d/lib/pkgconfig"
   cp bindings/cpp/nvcam.hpp "$d/include/"
-  local subst=(-e "s/@VERSION@/$version/g" -e "s/@ABI@/$abi/g" -e "s|@LIBDIR@|$libdir|g" -e "s|@RPATH@|$rpath|g")
+  local subst=(-e "s/@VERSION@/$version/g" -e "s/@ABI@/$abi/g" -e "s|@LIBDIR@|$libdir|g" -e "s|@RPATH@|$rpath|g" -e "s|@SODIR@||g")
   sed "${subst[@]}" packaging/nvcamConfig.cmake.in >"$d/lib/cmake/nvcam/nvcamConfig.cmake"
   sed "${subst[@]}" packaging/nvcamConfigVersion.cmake.in >"$d/lib/cmake/nvcam/nvcamConfigVersion.cmake"
   sed "${subst[@]}" packaging/nvcam.pc.in >"$d/lib/pkgconfig/nvcam.pc"

@@ -7,6 +7,29 @@ use std::ffi::c_char;
 use std::panic::catch_unwind;
 use std::time::Duration;
 
+/// nvcam's version at build time, for `#if` in C (the header also has `NVCAM_VERSION_STRING`,
+/// "MAJOR.MINOR.PATCH"; the loaded library's: `nvcam_version_string`). These literals are what the
+/// header shows; the build fails unless they equal `Cargo.toml`'s version, which the Python
+/// package takes as well.
+pub const NVCAM_VERSION_MAJOR: i32 = 0;
+pub const NVCAM_VERSION_MINOR: i32 = 1;
+pub const NVCAM_VERSION_PATCH: i32 = 0;
+
+const fn digits(s: &str) -> i32 {
+    let (b, mut i, mut n) = (s.as_bytes(), 0, 0);
+    while i < b.len() {
+        n = n * 10 + (b[i] - b'0') as i32;
+        i += 1;
+    }
+    n
+}
+const _: () = assert!(
+    NVCAM_VERSION_MAJOR == digits(env!("CARGO_PKG_VERSION_MAJOR"))
+        && NVCAM_VERSION_MINOR == digits(env!("CARGO_PKG_VERSION_MINOR"))
+        && NVCAM_VERSION_PATCH == digits(env!("CARGO_PKG_VERSION_PATCH")),
+    "NVCAM_VERSION_* in src/ffi/library.rs differ from Cargo.toml's version: update them, then `cargo xtask gen`"
+);
+
 /// The ABI major version of the loaded library (compare with `NVCAM_ABI_VERSION` from the header).
 ///
 /// Returns: the ABI major (`NVCAM_ABI_VERSION`), not a status code.

@@ -71,7 +71,17 @@ fn generate(root: &Path, cfg: cbindgen::Config) -> Result<cbindgen::Bindings, cb
 /// The text of include/nvcam.h: cbindgen's, with a trailer that asserts every struct's size on
 /// 64-bit targets (the layouts src/ffi/layout.rs asserts for rustc).
 pub fn c_header(bindings: &mut cbindgen::Bindings, layouts: &[crate::python::Layout]) -> String {
-    let mut trailer = String::from("#if UINTPTR_MAX == 0xffffffffffffffffu\n");
+    let part = |n: &str| {
+        let c = bindings.constants.iter().find(|c| c.export_name == n).unwrap_or_else(|| panic!("no constant {n}"));
+        match &c.value {
+            cbindgen::bindgen::ir::Literal::Expr(e) => e.clone(),
+            v => panic!("{n}: not a plain integer: {v:?}"),
+        }
+    };
+    // cbindgen writes no string constants: the version's string form is composed from its parts.
+    let version = ["NVCAM_VERSION_MAJOR", "NVCAM_VERSION_MINOR", "NVCAM_VERSION_PATCH"].map(part).join(".");
+    let mut trailer = format!("/** nvcam's version, \"MAJOR.MINOR.PATCH\" (the NVCAM_VERSION_* above). */\n#define NVCAM_VERSION_STRING \"{version}\"\n\n");
+    trailer += "#if UINTPTR_MAX == 0xffffffffffffffffu\n";
     for l in layouts {
         trailer += &format!("NVCAM_STATIC_ASSERT(sizeof({0}) == {1}, \"{0} layout\");\n", l.c_name, l.size);
     }
