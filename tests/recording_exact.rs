@@ -232,3 +232,84 @@ fn every_end_of_an_h264_clip_with_b_frames_is_exact() {
 fn every_end_of_an_hevc_clip_with_b_frames_is_exact() {
     every_end("h265");
 }
+
+/// One recording per path: a path a running recording writes, a file already there, a folder, a
+/// missing folder are refused at the call and leave nothing; a start racing the camera's close
+/// leaves no `.part`; without a cache the trigger is the newest packet's picture, not the last
+/// recording's.
+#[test]
+fn paths_are_claimed_and_the_clock_runs_without_a_cache() {
+    let _g = serial();
+    let dir = out_dir("paths");
+    let clip = clip_for("h264");
+    let fast = options(NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING);
+    let cam = open(clip.to_str().unwrap(), &fast).unwrap();
+    let mut newest = 0;
+    let mut take = |n: usize| {
+        for _ in 0..n {
+            let f = get_frame(cam, 5000).unwrap();
+            newest = info(f).unwrap().pts_us;
+            release(f).unwrap();
+        }
+        newest
+    };
+    take(30);
+    let path = dir.join("same.mkv");
+    let a = start(cam, &path, 0, 200);
+    let try_start = |p: &Path| {
+        let c = CString::new(p.to_str().unwrap()).unwrap();
+        let mut rec = 0;
+        let rc = unsafe { nvcam_camera_record_start(cam, c.as_ptr(), 0, 200, &mut rec) };
+        (rc, last_error())
+    };
+    let (rc, msg) = try_start(&path);
+    assert_eq!(rc, NVCAM_E_INVALID_ARGUMENT, "a second recording into a running one's path: {msg}");
+    assert!(msg.contains("another recording"), "{msg}");
+    let (rc, msg) = try_start(&dir.join(".").join("same.mkv"));
+    assert_eq!(rc, NVCAM_E_INVALID_ARGUMENT, "the same path spelt otherwise: {msg}");
+    while !ended(a) {
+        take(1);
+    }
+    let s = status(a);
+    assert_eq!(s.state, NVCAM_RECORD_DONE);
+    let (rc, msg) = try_start(&path);
+    assert_eq!(rc, NVCAM_E_INVALID_ARGUMENT, "an existing file: {msg}");
+    assert!(msg.contains("exists"), "{msg}");
+    assert_eq!(status(a).frames, s.frames, "the first recording's file is untouched");
+    assert_eq!(try_start(&dir).0, NVCAM_E_INVALID_ARGUMENT, "a folder");
+    assert_eq!(try_start(&dir.join("x.mp4/")).0, NVCAM_E_INVALID_ARGUMENT, "a name ending in a separator");
+    assert_eq!(try_start(&dir.join("none/x.mp4")).0, NVCAM_E_IO, "a missing folder");
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("same.mkv")], "refused calls leave no file");
+    assert_eq!(nvcam_record_release(a), NVCAM_OK);
+
+    // No cache: 60 pictures after the first recording, the trigger is the newest picture's.
+    let seen = take(60);
+    let b = start(cam, &dir.join("later.mkv"), 0, 300);
+    let t = status(b).trigger_pts_us;
+    assert!(t >= seen && t < seen + 1_000_000, "trigger {t} µs, newest picture taken {seen} µs: the clock stood still without a cache");
+    while !ended(b) {
+        take(1);
+    }
+    let s = status(b);
+    assert_eq!(s.state, NVCAM_RECORD_DONE);
+    assert!(s.last_pts_us >= t + 300_000, "ends at {} before trigger {t} + 300 ms", s.last_pts_us);
+    assert_eq!(nvcam_record_release(b), NVCAM_OK);
+
+    // Starts racing the close: whatever each call returns, no `.part` is left.
+    let race = dir.join("race");
+    std::fs::create_dir_all(&race).unwrap();
+    let closer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(5));
+        close(cam, 5000).unwrap();
+    });
+    for k in 0..200 {
+        let (rc, _) = try_start(&race.join(format!("r{k}.mkv")));
+        if rc == NVCAM_E_CLOSED || rc == NVCAM_E_STALE_HANDLE || rc == NVCAM_E_INVALID_HANDLE {
+            break;
+        }
+    }
+    closer.join().unwrap();
+    let parts: Vec<_> = std::fs::read_dir(&race).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "part")).collect();
+    assert!(parts.is_empty(), "start racing close left {parts:?}");
+}

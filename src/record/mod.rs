@@ -19,6 +19,7 @@ mod cache;
 mod clock;
 mod cut;
 mod inband;
+mod paths;
 pub(crate) mod segments;
 pub(crate) mod recording;
 pub(crate) mod writer;
@@ -359,12 +360,20 @@ impl Recorder {
             }
             i.params.clone().ok_or_else(|| Error::timeout("the camera has no stream yet: record once it delivers frames"))?
         };
-        // The file is created and its header written here, so a bad path fails on this call.
+        // The path is claimed and the file created and its header written here, so a bad or
+        // busy path fails on this call; a call that fails leaves no file.
+        let claim = paths::claim(path)?;
         let mux = Muxer::create(path, &params)?;
+        let part = writer::part_path(path);
+        let unmade = |mux: Muxer, e: Error| {
+            drop(mux);
+            let _ = std::fs::remove_file(&part);
+            Err(e)
+        };
         let mut guard = self.inner.lock();
         let i = &mut *guard;
         if i.closed {
-            return Err(Error::new(ErrorKind::Closed, "camera is closed"));
+            return unmade(mux, Error::new(ErrorKind::Closed, "camera is closed"));
         }
         let trigger = i.newest_pts_us.unwrap_or(0);
         let now = i.newest_shown_us.unwrap_or(i.clock.now_us);
@@ -402,16 +411,22 @@ impl Recorder {
         let (w, r) = (rec.clone(), pre_roll);
         let cut = plan.map(recording::Cut::new);
         let name = format!("nvcam-rec-{}", i.made);
-        let thread = std::thread::Builder::new()
-            .name(name)
-            .spawn(move || {
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| recording::write_loop(w.clone(), mux, r, rx, cut)));
-                if r.is_err() {
-                    w.fail(Error::new(ErrorKind::Panic, "recording writer panicked (see log)"));
-                    w.mark_finished();
-                }
-            })
-            .map_err(|e| Error::internal(format!("cannot start a recording thread: {e}")))?;
+        let spawned = std::thread::Builder::new().name(name).spawn(move || {
+            // The path is free again once the writer has finished with it.
+            let _claim = claim;
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| recording::write_loop(w.clone(), mux, r, rx, cut)));
+            if r.is_err() {
+                w.fail(Error::new(ErrorKind::Panic, "recording writer panicked (see log)"));
+                w.mark_finished();
+            }
+        });
+        let thread = match spawned {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = std::fs::remove_file(&part);
+                return Err(Error::internal(format!("cannot start a recording thread: {e}")));
+            }
+        };
         i.made += 1;
         i.active.push(Active { rec: rec.clone(), tx, wait_key, held, sent_shown_us, decoded_shown_us, first_pts_us, last_pts_us, after_end: 0 });
         i.writers.push((rec.clone(), thread));
