@@ -255,7 +255,8 @@ fn paths_are_claimed_and_the_clock_runs_without_a_cache() {
     };
     take(30);
     let path = dir.join("same.mkv");
-    let a = start(cam, &path, 0, 200);
+    // No cache: from the next key frame (one a second) to the end.
+    let a = start(cam, &path, 0, 1500);
     let try_start = |p: &Path| {
         let c = CString::new(p.to_str().unwrap()).unwrap();
         let mut rec = 0;
@@ -285,7 +286,7 @@ fn paths_are_claimed_and_the_clock_runs_without_a_cache() {
 
     // No cache: 60 pictures after the first recording, the trigger is the newest picture's.
     let seen = take(60);
-    let b = start(cam, &dir.join("later.mkv"), 0, 300);
+    let b = start(cam, &dir.join("later.mkv"), 0, 1500);
     let t = status(b).trigger_pts_us;
     assert!(t >= seen && t < seen + 1_000_000, "trigger {t} µs, newest picture taken {seen} µs: the clock stood still without a cache");
     while !ended(b) {
@@ -293,8 +294,19 @@ fn paths_are_claimed_and_the_clock_runs_without_a_cache() {
     }
     let s = status(b);
     assert_eq!(s.state, NVCAM_RECORD_DONE);
-    assert!(s.last_pts_us >= t + 300_000, "ends at {} before trigger {t} + 300 ms", s.last_pts_us);
+    assert!(s.last_pts_us >= t + 1_500_000, "ends at {} before trigger {t} + 1.5 s", s.last_pts_us);
     assert_eq!(nvcam_record_release(b), NVCAM_OK);
+
+    // Stopped before its first key frame (the camera holds its packets while the host takes
+    // none): no picture, so no file, and the status says so.
+    let empty = dir.join("empty.mkv");
+    let c = start(cam, &empty, 0, 60_000);
+    assert_eq!(nvcam_record_stop(c), NVCAM_OK);
+    assert!(wait_until(Duration::from_secs(5), || ended(c)), "the empty recording did not end");
+    let s = status(c);
+    assert_eq!((s.state, s.error, s.frames), (NVCAM_RECORD_FAILED, NVCAM_E_TIMEOUT, 0), "a recording without a picture");
+    assert!(!empty.exists() && !dir.join("empty.mkv.part").exists(), "a recording without a picture left a file");
+    assert_eq!(nvcam_record_release(c), NVCAM_OK);
 
     // Starts racing the close: whatever each call returns, no `.part` is left.
     let race = dir.join("race");

@@ -132,6 +132,10 @@ pub(super) fn closed(held: &[Arc<Packet>], sent_shown_us: i64, clock_us: i64, en
             }
         }
     }
+    // Every packet sent or closed, none to come shown at or before the end.
+    if longest == held.len() && clock_us >= end_us {
+        return (longest, Some(longest));
+    }
     (longest, None)
 }
 

@@ -233,6 +233,16 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
         }
     })();
     let stopped_early = stopped_early || sh.stop.load(Ordering::Acquire);
+    if result.is_ok() && mux.bytes == 0 && sh.status.lock().frames == 0 {
+        // Nothing came before the end (no key frame): a header-only file plays nowhere, so
+        // none is left, and the status says why.
+        let part = crate::record::writer::part_path(mux.path());
+        drop(mux);
+        let _ = std::fs::remove_file(&part);
+        sh.fail(Error::timeout("the recording ended before the camera sent a key frame: it holds no picture and left no file"));
+        sh.mark_finished();
+        return;
+    }
     let done = result.and_then(|()| mux.finish());
     {
         let mut s = sh.status.lock();
