@@ -188,6 +188,7 @@ fn every_end(codec: &'static str) {
         let run = run_in(file, &index);
         pre_ok(&run, pre, &what);
         assert!(last_of(&run) >= end, "{what}: ends at {}, before {end}", last_of(&run));
+        println!("{what}: pictures {run:?} of the clip, first {} µs before the trigger − pre, last {} µs after its end", trigger - pre - seen.by_index[run.start()].1, last_of(&run) - end);
         status_is_the_file(&s, &run, &seen, &what);
     }
     let run = run_in(&fd, &index);
@@ -198,6 +199,7 @@ fn every_end(codec: &'static str) {
     // received (B-frames 3: within 4 pictures of the newest shown), none missing before it.
     let s = if codec == "h264" { Some(status(f)) } else { None };
     let run = run_in(&ff, &index);
+    println!("{codec} closed/shut down: pictures {run:?}, last {} µs before the newest the host took", end_f - last_of(&run));
     assert!(last_of(&run) >= end_f - 4 * 33_334, "{codec} closed: ends at {} (host at {end_f})", last_of(&run));
     if let Some(s) = s {
         assert_eq!(s.state, NVCAM_RECORD_STOPPED);

@@ -247,7 +247,7 @@ impl Recorder {
             }
             // The end is a presentation time (`cut`); a stop moved it back to the newest
             // picture shown then.
-            if !(a.wait_key && !pkt.key) {
+            if !a.wait_key || pkt.key {
                 a.wait_key = false;
                 a.held.push(pkt.clone());
             }
