@@ -15,6 +15,10 @@ use std::sync::Arc;
 /// this many they go on uncut.
 const HELD_MAX: usize = 256;
 
+/// Packets sent to the writer kept to name their pictures (a decoder hands a picture out within
+/// a few packets of its own).
+pub(super) const SENT_KEPT: usize = 64;
+
 /// A running recording as the camera's thread feeds it.
 pub(super) struct Active {
     pub rec: Arc<Shared>,
@@ -24,12 +28,13 @@ pub(super) struct Active {
     pub wait_key: bool,
     /// Packets after the last closed cut, not sent to the writer yet.
     pub held: Vec<Arc<Packet>>,
+    /// The newest packets sent to the writer, whose pictures may still come out.
+    pub sent: std::collections::VecDeque<Arc<Packet>>,
     /// The last picture sent to the writer, shown at (recorder's clock).
     pub sent_shown_us: i64,
     /// The newest picture the camera decoded among the held packets, shown at: a decoder hands
     /// pictures out in presentation order, so every packet shown up to it has come.
     pub decoded_shown_us: i64,
-    pub first_pts_us: i64,
     pub last_pts_us: i64,
     /// Packets seen since it stopped taking them (its last pictures come out meanwhile).
     pub after_end: u32,
@@ -73,19 +78,17 @@ impl Active {
         let Some(tx) = self.tx.as_ref() else { return Ok(()) };
         let len = p.data.len();
         let over = self.rec.queued.load(Ordering::Acquire) + len > RECORD_DEFAULTS.queue_bytes;
-        let (pts, shown, seq) = (p.pts_us, p.shown_us, p.seq.load(Ordering::Relaxed));
+        let (pts, shown, p2) = (p.pts_us, p.shown_us, p.clone());
         let sent = if over { Err(TrySendError::Full(Msg::End)) } else { tx.try_send(Msg::Packet(p)) };
         match sent {
             Ok(()) => {
                 self.rec.queued.fetch_add(len, Ordering::AcqRel);
-                if self.first_pts_us == i64::MIN {
-                    self.first_pts_us = pts;
-                }
                 self.last_pts_us = self.last_pts_us.max(pts);
                 self.sent_shown_us = self.sent_shown_us.max(shown);
-                if seq != 0 {
-                    self.rec.note_seq(seq);
+                if self.sent.len() == SENT_KEPT {
+                    self.sent.pop_front();
                 }
+                self.sent.push_back(p2);
                 Ok(())
             }
             Err(TrySendError::Full(_)) => {

@@ -95,6 +95,8 @@ pub(crate) struct Packet {
     pub params: Arc<Params>,
     /// The camera's frame number of this packet's picture, once decoded; 0 until then.
     pub seq: AtomicU64,
+    /// Written to a recording's file (its `seq` then names a picture in a file).
+    pub written: AtomicBool,
 }
 
 #[cfg(test)]
@@ -112,6 +114,7 @@ impl Packet {
             lost_before: 0,
             params: Params::empty(),
             seq: AtomicU64::new(0),
+            written: AtomicBool::new(false),
         }
     }
 }
@@ -122,8 +125,7 @@ struct Inner {
     params: Option<Arc<Params>>,
     keys: Option<KeyScan>,
     watch: Option<inband::Watch>,
-    /// The newest picture's presentation time among the packets so far (the pts of the packet
-    /// shown last), and when it is shown on the recorder's clock: a recording's trigger.
+    /// The packet shown last so far: its pts and when it is shown (recorder's clock): a trigger.
     newest_pts_us: Option<i64>,
     newest_shown_us: Option<i64>,
     clock: Clock,
@@ -236,6 +238,7 @@ impl Recorder {
             lost_before,
             params,
             seq: AtomicU64::new(0),
+            written: AtomicBool::new(false),
         });
         if let Some(c) = i.cache.as_mut() {
             c.push(pkt.clone());
@@ -301,10 +304,15 @@ impl Recorder {
         for a in i.active.iter_mut() {
             if let Some(p) = a.held.iter().rev().find(|p| p.pts_us == pts_us) {
                 // Noted when the packet goes to the file (a stop may leave it out).
-                p.seq.store(seq, Ordering::Relaxed);
+                p.seq.store(seq, Ordering::SeqCst);
                 a.decoded_shown_us = a.decoded_shown_us.max(p.shown_us);
-            } else if a.first_pts_us != i64::MIN && (a.first_pts_us..=a.last_pts_us).contains(&pts_us) {
-                a.rec.note_seq(seq);
+            } else if let Some(p) = a.sent.iter().rev().find(|p| p.pts_us == pts_us) {
+                // Noted here if the writer has written it, else by the writer (one of the two
+                // sees the other's store).
+                p.seq.store(seq, Ordering::SeqCst);
+                if p.written.load(Ordering::SeqCst) {
+                    a.rec.note_seq(seq);
+                }
             }
         }
         Self::prune(i, Some(pts_us));
@@ -365,11 +373,8 @@ impl Recorder {
         let claim = paths::claim(path)?;
         let mux = Muxer::create(path, &params)?;
         let part = writer::part_path(path);
-        let unmade = |mux: Muxer, e: Error| {
-            drop(mux);
-            let _ = std::fs::remove_file(&part);
-            Err(e)
-        };
+        // Closed meanwhile: the file just made goes (the muxer closes it first).
+        let unmade = |mux: Muxer, e: Error| -> Result<Arc<Recording>> { drop(mux); let _ = std::fs::remove_file(&part); Err(e) };
         let mut guard = self.inner.lock();
         let i = &mut *guard;
         if i.closed {
@@ -387,12 +392,6 @@ impl Recorder {
         let decoded_shown_us = pre_roll.iter().filter(|p| p.seq.load(Ordering::Relaxed) != 0).map(|p| p.shown_us).max().unwrap_or(i64::MIN);
         let (longest, reach) = cut::closed(&pre_roll, i64::MIN, i.clock.now_us.max(decoded_shown_us), rec.end_clock_us.load(Ordering::Acquire));
         let held = pre_roll.split_off(reach.unwrap_or(longest));
-        for p in &pre_roll {
-            match p.seq.load(Ordering::Relaxed) {
-                0 => {}
-                s => rec.note_seq(s),
-            }
-        }
         #[allow(unused_mut)]
         let mut cap = RECORD_DEFAULTS.queue_packets;
         #[cfg(feature = "test-hooks")]
@@ -400,7 +399,6 @@ impl Recorder {
             cap = hooks::QUEUE_PACKETS.load(Ordering::Relaxed);
         }
         let (tx, rx) = sync_channel(cap);
-        let first_pts_us = pre_roll.first().map_or(i64::MIN, |p| p.pts_us);
         let last_pts_us = pre_roll.iter().map(|p| p.pts_us).max().unwrap_or(i64::MIN);
         let sent_shown_us = pre_roll.iter().map(|p| p.shown_us).max().unwrap_or(i64::MIN);
         let wait_key = pre_roll.is_empty() && held.is_empty();
@@ -408,6 +406,7 @@ impl Recorder {
             let _ = tx.try_send(Msg::End);
         }
         let tx = reach.is_none().then_some(tx);
+        let sent = pre_roll.iter().skip(pre_roll.len().saturating_sub(cut::SENT_KEPT)).cloned().collect();
         let (w, r) = (rec.clone(), pre_roll);
         let cut = plan.map(recording::Cut::new);
         let name = format!("nvcam-rec-{}", i.made);
@@ -428,7 +427,7 @@ impl Recorder {
             }
         };
         i.made += 1;
-        i.active.push(Active { rec: rec.clone(), tx, wait_key, held, sent_shown_us, decoded_shown_us, first_pts_us, last_pts_us, after_end: 0 });
+        i.active.push(Active { rec: rec.clone(), tx, wait_key, held, sent, sent_shown_us, decoded_shown_us, last_pts_us, after_end: 0 });
         i.writers.push((rec.clone(), thread));
         self.update_on(i);
         log::info!("recording {} started (pre {} ms, post {:?})", path.display(), pre.as_millis(), post);

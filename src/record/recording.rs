@@ -303,6 +303,11 @@ fn put(sh: &Shared, mux: &mut Muxer, p: &Arc<Packet>, first_part: &mut bool, cut
         ms => std::thread::sleep(Duration::from_millis(ms)),
     }
     mux.write(p)?;
+    p.written.store(true, Ordering::SeqCst);
+    let seq = p.seq.load(Ordering::SeqCst);
+    if seq != 0 {
+        sh.note_seq(seq);
+    }
     let mut s = sh.status.lock();
     if *first_part {
         s.first_pts_us = p.pts_us;
