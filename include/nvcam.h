@@ -1620,8 +1620,11 @@ int32_t nvcam_camera_record_cache(uint64_t cam, uint32_t pre_ms, uint64_t max_by
  * key frame at or before now − `pre_ms` (as far as the cache of `nvcam_camera_record_cache`
  * reaches; without one, at the next key frame) and ends at now + `post_ms` (stream time), or
  * later after `nvcam_record_extend`. The file is written as `path` + ".part" and renamed to
- * `path` when complete. A bad path or permission fails here (`NVCAM_E_IO`), as does a stream
- * the container cannot hold, such as raw pictures (`NVCAM_E_INVALID_ARGUMENT`); before the
+ * `path` when complete. One recording per path: a path a running recording writes, an existing
+ * file, or a folder is `NVCAM_E_INVALID_ARGUMENT`; a missing folder or a denied permission is
+ * `NVCAM_E_IO`; a stream the container cannot hold, such as raw pictures, is
+ * `NVCAM_E_INVALID_ARGUMENT`. A call that fails leaves no file. The end is a presentation time:
+ * the clip holds every picture shown up to it (B-frames included). Before the
  * camera's first frame (or, for a stream whose setup carries no parameter sets, its first key
  * frame) it is `NVCAM_E_TIMEOUT`. A disk that fills or cannot keep up later ends the recording
  * (`NVCAM_RECORD_FAILED`), never the camera. Recordings of one camera may overlap. Poll `nvcam_record_status`; release the handle with

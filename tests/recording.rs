@@ -700,12 +700,14 @@ fn a_slow_disk_ends_the_recording_not_the_camera() {
     }
     nvcam::diag::record_hooks::set_write_delay_ms(0);
     let s = status(rec);
-    assert_eq!((s.error, s.dropped), (NVCAM_E_IO, 1), "{}", rec_error(rec));
+    // The packet that found the queue full and those held behind it for their B pictures.
+    assert_eq!(s.error, NVCAM_E_IO, "{}", rec_error(rec));
+    assert!((1..=4).contains(&s.dropped), "dropped {}", s.dropped);
     assert!(rec_error(rec).contains("fell behind"), "{}", rec_error(rec));
     let mut st: nvcam_record_stats = unsafe { std::mem::zeroed() };
     st.struct_size = std::mem::size_of::<nvcam_record_stats>() as u32;
     assert_eq!(unsafe { nvcam_camera_record_stats(cam, &mut st) }, NVCAM_OK);
-    assert_eq!((st.dropped, st.recordings), (1, 1));
+    assert_eq!((st.dropped, st.recordings), (s.dropped, 1));
     for _ in 0..30 {
         take(cam, &mut seen).expect("the camera goes on after its recording failed");
     }

@@ -5,18 +5,21 @@
 //! - [`cache`]: the last `pre` of packets from a key frame on, bounded in time and bytes.
 //! - [`writer`]: one file (Matroska or fragmented MP4), `NAME.part` until complete.
 //! - [`recording`]: a recording: its status, what its handle does, and its writer thread.
+//! - [`cut`]: where a recording's packets end: after whole mini-GOPs, at a presentation time.
 //! - [`inband`]: a key frame that changes the stream's size inside a session (new parameters).
 //!
 //! The camera's thread calls [`Recorder::session_start`], [`Recorder::packet`] and
-//! [`Recorder::picture`]; each returns at once (one atomic load) while the camera has no cache
-//! and no recording (and, on a stream whose demuxer gave no parameter sets, until its first key
-//! frame has given them). A packet goes to the cache and to each running recording's bounded queue;
+//! [`Recorder::picture`]; while the camera has no cache and no recording, `picture` returns at
+//! once (one atomic load) and `packet` only moves the recorder's clock under a short lock (a
+//! recording started later takes its trigger from the newest packet). A packet goes to the cache and to each running recording's bounded queue;
 //! a recording whose queue is full (a slow or full disk) ends with `ErrorKind::Io`, the camera never
 //! waits for it.
 
 mod cache;
 mod clock;
+mod cut;
 mod inband;
+mod paths;
 pub(crate) mod segments;
 pub(crate) mod recording;
 pub(crate) mod writer;
@@ -25,6 +28,7 @@ mod handles;
 pub(crate) use handles::{get, register, release, release_all};
 
 use clock::Clock;
+use cut::Active;
 use crate::decode::recovery::{KeyPoint, KeyScan};
 use crate::status::*;
 use ffmpeg_next as ff;
@@ -33,7 +37,7 @@ use recording::{Msg, State};
 pub(crate) use recording::{Recording, Reported};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -91,6 +95,8 @@ pub(crate) struct Packet {
     pub params: Arc<Params>,
     /// The camera's frame number of this packet's picture, once decoded; 0 until then.
     pub seq: AtomicU64,
+    /// Written to a recording's file (its `seq` then names a picture in a file).
+    pub written: AtomicBool,
 }
 
 #[cfg(test)]
@@ -108,21 +114,9 @@ impl Packet {
             lost_before: 0,
             params: Params::empty(),
             seq: AtomicU64::new(0),
+            written: AtomicBool::new(false),
         }
     }
-}
-
-/// A running recording as the camera's thread feeds it.
-struct Active {
-    rec: Arc<recording::Shared>,
-    /// `None` once the recording takes no more packets.
-    tx: Option<SyncSender<Msg>>,
-    /// No packet in the cache: the recording starts at the next key frame.
-    wait_key: bool,
-    first_pts_us: i64,
-    last_pts_us: i64,
-    /// Packets seen since it stopped taking them (its last pictures come out meanwhile).
-    after_end: u32,
 }
 
 #[derive(Default)]
@@ -131,7 +125,9 @@ struct Inner {
     params: Option<Arc<Params>>,
     keys: Option<KeyScan>,
     watch: Option<inband::Watch>,
+    /// The packet shown last so far: its pts and when it is shown (recorder's clock): a trigger.
     newest_pts_us: Option<i64>,
+    newest_shown_us: Option<i64>,
     clock: Clock,
     lost_seen: u64,
     active: Vec<Active>,
@@ -206,18 +202,22 @@ impl Recorder {
 
     /// A packet read from the camera; `lost_total` is the camera's count of lost packets so far.
     pub(crate) fn packet(&self, p: &ff::Packet, pts_us: i64, lost_total: u64) {
+        let mut guard = self.inner.lock();
+        let i = &mut *guard;
         if !self.on.load(Ordering::Acquire) {
             if self.needs_sets.load(Ordering::Acquire) {
-                let mut i = self.inner.lock();
                 if let Some(keys) = i.keys {
                     let data = p.data().unwrap_or(&[]);
-                    self.watch(&mut i, p, data, keys.classify(data, p.is_key()) == KeyPoint::Full);
+                    self.watch(i, p, data, keys.classify(data, p.is_key()) == KeyPoint::Full);
                 }
+            }
+            // The clock goes on while nothing records: a recording started later takes its
+            // trigger and end from the newest packet, not from the last one it saw.
+            if let Some(tb) = i.params.as_ref().map(|x| x.time_base) {
+                Self::tick(i, p, pts_us, tb.into());
             }
             return;
         }
-        let mut guard = self.inner.lock();
-        let i = &mut *guard;
         let lost_before = lost_total.saturating_sub(i.lost_seen);
         i.lost_seen = lost_total;
         let Some(keys) = i.keys else { return };
@@ -225,9 +225,7 @@ impl Recorder {
         let key = keys.classify(data, p.is_key()) == KeyPoint::Full;
         self.watch(i, p, data, key);
         let Some(params) = i.params.clone() else { return };
-        let dts_us = crate::decode::pts_us(p.dts().or(p.pts()), params.time_base.into());
-        let clock_us = i.clock.tick(dts_us);
-        let shown_us = if pts_us != i64::MIN && dts_us != i64::MIN { clock_us + (pts_us - dts_us) } else { clock_us };
+        let (clock_us, shown_us) = Self::tick(i, p, pts_us, params.time_base.into());
         let pkt = Arc::new(Packet {
             data: data.into(),
             pts: p.pts(),
@@ -240,53 +238,23 @@ impl Recorder {
             lost_before,
             params,
             seq: AtomicU64::new(0),
+            written: AtomicBool::new(false),
         });
-        if pts_us != i64::MIN {
-            i.newest_pts_us = Some(i.newest_pts_us.map_or(pts_us, |n| n.max(pts_us)));
-        }
         if let Some(c) = i.cache.as_mut() {
             c.push(pkt.clone());
         }
         for a in i.active.iter_mut() {
-            let Some(tx) = a.tx.as_ref() else {
+            if a.tx.is_none() {
                 a.after_end += 1;
                 continue;
-            };
-            if a.rec.stop.load(Ordering::Acquire) {
-                a.tx = None;
-                continue;
             }
-            // The cut goes by presentation time (the packet's pts on the recorder's clock): the
-            // packets before it in decode order then show a run of pictures with none missing,
-            // B-frames included.
-            if shown_us > a.rec.end_clock_us.load(Ordering::Acquire) {
-                let _ = tx.try_send(Msg::End);
-                a.tx = None;
-                continue;
+            // The end is a presentation time (`cut`); a stop moved it back to the newest
+            // picture shown then.
+            if !a.wait_key || pkt.key {
+                a.wait_key = false;
+                a.held.push(pkt.clone());
             }
-            if a.wait_key && !pkt.key {
-                continue;
-            }
-            a.wait_key = false;
-            let len = pkt.data.len();
-            let over = a.rec.queued.load(Ordering::Acquire) + len > RECORD_DEFAULTS.queue_bytes;
-            let sent = if over { Err(TrySendError::Full(Msg::End)) } else { tx.try_send(Msg::Packet(pkt.clone())) };
-            match sent {
-                Ok(()) => {
-                    a.rec.queued.fetch_add(len, Ordering::AcqRel);
-                    if a.first_pts_us == i64::MIN {
-                        a.first_pts_us = pts_us;
-                    }
-                    a.last_pts_us = a.last_pts_us.max(pts_us);
-                }
-                Err(TrySendError::Full(_)) => {
-                    i.dropped += 1;
-                    a.rec.status.lock().dropped += 1;
-                    a.rec.fail(Error::new(ErrorKind::Io, "the writer fell behind the camera (a slow or full disk): recording ended"));
-                    a.tx = None;
-                }
-                Err(TrySendError::Disconnected(_)) => a.tx = None,
-            }
+            i.dropped += a.advance(clock_us, false);
         }
         Self::prune(i, None);
         self.update_on(i);
@@ -309,6 +277,19 @@ impl Recorder {
         i.params = Some(next);
     }
 
+    /// Moves the recorder's clock with packet `p` and notes the newest presentation time: the
+    /// packet's decode time and when its picture is shown, on that clock.
+    fn tick(i: &mut Inner, p: &ff::Packet, pts_us: i64, tb: ff::Rational) -> (i64, i64) {
+        let dts_us = crate::decode::pts_us(p.dts().or(p.pts()), tb);
+        let clock_us = i.clock.tick(dts_us);
+        let shown_us = if pts_us != i64::MIN && dts_us != i64::MIN { clock_us + (pts_us - dts_us) } else { clock_us };
+        if pts_us != i64::MIN && i.newest_shown_us.is_none_or(|n| shown_us > n) {
+            i.newest_shown_us = Some(shown_us);
+            i.newest_pts_us = Some(pts_us);
+        }
+        (clock_us, shown_us)
+    }
+
     /// A picture the camera decoded: its frame number goes to the cached packet and to the
     /// recordings that hold it.
     pub(crate) fn picture(&self, seq: u64, pts_us: i64) {
@@ -320,9 +301,18 @@ impl Recorder {
         if let Some(p) = i.cache.as_ref().and_then(|c| c.find(pts_us)) {
             p.seq.store(seq, Ordering::Relaxed);
         }
-        for a in &i.active {
-            if a.first_pts_us != i64::MIN && (a.first_pts_us..=a.last_pts_us).contains(&pts_us) {
-                a.rec.note_seq(seq);
+        for a in i.active.iter_mut() {
+            if let Some(p) = a.held.iter().rev().find(|p| p.pts_us == pts_us) {
+                // Noted when the packet goes to the file (a stop may leave it out).
+                p.seq.store(seq, Ordering::SeqCst);
+                a.decoded_shown_us = a.decoded_shown_us.max(p.shown_us);
+            } else if let Some(p) = a.sent.iter().rev().find(|p| p.pts_us == pts_us) {
+                // Noted here if the writer has written it, else by the writer (one of the two
+                // sees the other's store).
+                p.seq.store(seq, Ordering::SeqCst);
+                if p.written.load(Ordering::SeqCst) {
+                    a.rec.note_seq(seq);
+                }
             }
         }
         Self::prune(i, Some(pts_us));
@@ -378,31 +368,30 @@ impl Recorder {
             }
             i.params.clone().ok_or_else(|| Error::timeout("the camera has no stream yet: record once it delivers frames"))?
         };
-        // The file is created and its header written here, so a bad path fails on this call.
+        // The path is claimed and the file created and its header written here, so a bad or
+        // busy path fails on this call; a call that fails leaves no file.
+        let claim = paths::claim(path)?;
         let mux = Muxer::create(path, &params)?;
+        let part = writer::part_path(path);
+        // Closed meanwhile: the file just made goes (the muxer closes it first).
+        let unmade = |mux: Muxer, e: Error| -> Result<Arc<Recording>> { drop(mux); let _ = std::fs::remove_file(&part); Err(e) };
         let mut guard = self.inner.lock();
         let i = &mut *guard;
         if i.closed {
-            return Err(Error::new(ErrorKind::Closed, "camera is closed"));
+            return unmade(mux, Error::new(ErrorKind::Closed, "camera is closed"));
         }
         let trigger = i.newest_pts_us.unwrap_or(0);
-        let now = i.clock.now_us;
-        let pre_roll = match &i.cache {
+        let now = i.newest_shown_us.unwrap_or(i.clock.now_us);
+        let mut pre_roll = match &i.cache {
             Some(c) => c.since(now.saturating_sub(pre.as_micros() as i64)),
             None => Vec::new(),
         };
         let rec = recording::Shared::new(writer::part_path(path), trigger, now, post);
-        // The pre-roll's newest packets may show after pictures still to come (B-frames decoded
-        // later): the end reaches at least to the last of them, so none is missing in between.
-        if let (Some(_), Some(shown)) = (post, pre_roll.iter().map(|p| p.shown_us).max()) {
-            rec.end_clock_us.fetch_max(shown, Ordering::AcqRel);
-        }
-        for p in &pre_roll {
-            match p.seq.load(Ordering::Relaxed) {
-                0 => {}
-                s => rec.note_seq(s),
-            }
-        }
+        // The pre-roll goes to the writer up to its last closed cut; the rest waits for the
+        // packets that close it, like those still to come.
+        let decoded_shown_us = pre_roll.iter().filter(|p| p.seq.load(Ordering::Relaxed) != 0).map(|p| p.shown_us).max().unwrap_or(i64::MIN);
+        let (longest, reach) = cut::closed(&pre_roll, i64::MIN, i.clock.now_us.max(decoded_shown_us), rec.end_clock_us.load(Ordering::Acquire));
+        let held = pre_roll.split_off(reach.unwrap_or(longest));
         #[allow(unused_mut)]
         let mut cap = RECORD_DEFAULTS.queue_packets;
         #[cfg(feature = "test-hooks")]
@@ -410,33 +399,58 @@ impl Recorder {
             cap = hooks::QUEUE_PACKETS.load(Ordering::Relaxed);
         }
         let (tx, rx) = sync_channel(cap);
-        let first_pts_us = pre_roll.first().map_or(i64::MIN, |p| p.pts_us);
         let last_pts_us = pre_roll.iter().map(|p| p.pts_us).max().unwrap_or(i64::MIN);
-        let wait_key = pre_roll.is_empty();
+        let sent_shown_us = pre_roll.iter().map(|p| p.shown_us).max().unwrap_or(i64::MIN);
+        let wait_key = pre_roll.is_empty() && held.is_empty();
+        if reach.is_some() {
+            let _ = tx.try_send(Msg::End);
+        }
+        let tx = reach.is_none().then_some(tx);
+        let sent = pre_roll.iter().skip(pre_roll.len().saturating_sub(cut::SENT_KEPT)).cloned().collect();
         let (w, r) = (rec.clone(), pre_roll);
         let cut = plan.map(recording::Cut::new);
         let name = format!("nvcam-rec-{}", i.made);
-        let thread = std::thread::Builder::new()
-            .name(name)
-            .spawn(move || {
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| recording::write_loop(w.clone(), mux, r, rx, cut)));
-                if r.is_err() {
-                    w.fail(Error::new(ErrorKind::Panic, "recording writer panicked (see log)"));
-                    w.mark_finished();
-                }
-            })
-            .map_err(|e| Error::internal(format!("cannot start a recording thread: {e}")))?;
+        let spawned = std::thread::Builder::new().name(name).spawn(move || {
+            // The path is free again once the writer has finished with it.
+            let _claim = claim;
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| recording::write_loop(w.clone(), mux, r, rx, cut)));
+            if r.is_err() {
+                w.fail(Error::new(ErrorKind::Panic, "recording writer panicked (see log)"));
+                w.mark_finished();
+            }
+        });
+        let thread = match spawned {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = std::fs::remove_file(&part);
+                return Err(Error::internal(format!("cannot start a recording thread: {e}")));
+            }
+        };
         i.made += 1;
-        i.active.push(Active { rec: rec.clone(), tx: Some(tx), wait_key, first_pts_us, last_pts_us, after_end: 0 });
+        i.active.push(Active { rec: rec.clone(), tx, wait_key, held, sent, sent_shown_us, decoded_shown_us, last_pts_us, after_end: 0 });
         i.writers.push((rec.clone(), thread));
         self.update_on(i);
         log::info!("recording {} started (pre {} ms, post {:?})", path.display(), pre.as_millis(), post);
         Ok(Arc::new(Recording { shared: rec, recorder: self.clone() }))
     }
 
-    /// The stream time now (the newest packet's), on the recorder's clock.
+    /// The stream time now (when the newest packet's picture is shown), on the recorder's clock.
     fn now_clock_us(&self) -> i64 {
-        self.inner.lock().clock.now_us
+        let i = self.inner.lock();
+        i.newest_shown_us.unwrap_or(i.clock.now_us)
+    }
+
+    /// A recording stopped: it ends now, after the pictures its packets so far can show whole.
+    fn stopped(&self, rec: &Arc<recording::Shared>) {
+        let mut guard = self.inner.lock();
+        let i = &mut *guard;
+        let now = i.clock.now_us;
+        for a in i.active.iter_mut().filter(|a| Arc::ptr_eq(&a.rec, rec)) {
+            // The end moves back to the newest picture shown so far; the packets still to come
+            // that it needs (B-frames decoded after a P picture it shows) are taken.
+            rec.end_clock_us.fetch_min(a.decoded_shown_us.max(a.sent_shown_us), Ordering::AcqRel);
+            i.dropped += a.advance(now, false);
+        }
     }
 
     pub(crate) fn stats(&self) -> RecorderStats {
@@ -462,9 +476,11 @@ impl Recorder {
             let mut i = self.inner.lock();
             i.closed = true;
             i.cache = None;
-            for a in i.active.drain(..) {
+            let now = i.clock.now_us;
+            for mut a in std::mem::take(&mut i.active) {
                 if a.tx.is_some() {
                     a.rec.stop.store(true, Ordering::Release);
+                    i.dropped += a.advance(now, true);
                 }
                 a.rec.seqs_final.store(true, Ordering::Release);
             }

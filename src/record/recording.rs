@@ -76,6 +76,10 @@ pub(crate) struct Shared {
 /// camera): the same end in stream time normally comes first.
 const WALL_GRACE: Duration = Duration::from_secs(3);
 
+/// How long a stopped recording's writer waits for the packets that complete the pictures shown
+/// at the stop (a few frames of B-frame delay) before it finishes without them.
+const STOP_GRACE: Duration = Duration::from_millis(1000);
+
 impl Shared {
     /// `post` `None`: open-ended (a segmented recording, until stopped).
     pub(crate) fn new(file: PathBuf, trigger_pts_us: i64, trigger_clock_us: i64, post: Option<Duration>) -> Arc<Shared> {
@@ -197,6 +201,7 @@ impl Cut {
 pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Packet>>, rx: Receiver<Msg>, mut cut: Option<Cut>) {
     let mut first_part = true;
     let mut stopped_early = false;
+    let mut stop_seen: Option<Instant> = None;
     let result = (|| -> Result<()> {
         for p in &pre_roll {
             put(&sh, &mut mux, p, &mut first_part, &mut cut)?;
@@ -210,11 +215,14 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
                     put(&sh, &mut mux, &p, &mut first_part, &mut cut)?;
                 }
                 Ok(Msg::End) | Err(RecvTimeoutError::Disconnected) => return Ok(()),
-                // Stopped (by the host, a close, or a queue that overflowed): what was queued is
-                // written, then the file is finished.
+                // Stopped (by the host, a close, or a queue that overflowed): the camera's thread
+                // sends the packets up to the pictures shown then and the end; a camera that
+                // stalls meanwhile leaves the file with what was queued.
                 Err(RecvTimeoutError::Timeout) if sh.stop.load(Ordering::Acquire) => {
-                    stopped_early = true;
-                    return Ok(());
+                    if stop_seen.get_or_insert_with(Instant::now).elapsed() >= STOP_GRACE {
+                        stopped_early = true;
+                        return Ok(());
+                    }
                 }
                 Err(RecvTimeoutError::Timeout) if sh.wall_left().is_zero() => {
                     log::info!("recording {}: no packets came until its end; finished with what it has", mux.path().display());
@@ -225,6 +233,16 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
         }
     })();
     let stopped_early = stopped_early || sh.stop.load(Ordering::Acquire);
+    if result.is_ok() && mux.bytes == 0 && sh.status.lock().frames == 0 {
+        // Nothing came before the end (no key frame): a header-only file plays nowhere, so
+        // none is left, and the status says why.
+        let part = crate::record::writer::part_path(mux.path());
+        drop(mux);
+        let _ = std::fs::remove_file(&part);
+        sh.fail(Error::timeout("the recording ended before the camera sent a key frame: it holds no picture and left no file"));
+        sh.mark_finished();
+        return;
+    }
     let done = result.and_then(|()| mux.finish());
     {
         let mut s = sh.status.lock();
@@ -285,6 +303,11 @@ fn put(sh: &Shared, mux: &mut Muxer, p: &Arc<Packet>, first_part: &mut bool, cut
         ms => std::thread::sleep(Duration::from_millis(ms)),
     }
     mux.write(p)?;
+    p.written.store(true, Ordering::SeqCst);
+    let seq = p.seq.load(Ordering::SeqCst);
+    if seq != 0 {
+        sh.note_seq(seq);
+    }
     let mut s = sh.status.lock();
     if *first_part {
         s.first_pts_us = p.pts_us;
@@ -367,6 +390,7 @@ impl Recording {
     /// Ends it now: what is queued is written, then the file is finished (state `Stopped`).
     pub(crate) fn stop(&self) {
         self.shared.stop.store(true, Ordering::Release);
+        self.recorder.stopped(&self.shared);
     }
 
     pub(crate) fn status(&self) -> (Reported, Status) {

@@ -1,0 +1,329 @@
+//! Recordings exact to the picture on a live camera: a real GStreamer RTSP server on loopback
+//! streams a known clip with B-frames (H.264 and HEVC); clips ended by their post, an extension,
+//! a stop, a release, a camera close, `nvcam_shutdown`, and segments ended by a stop are decoded
+//! by the ffmpeg CLI and compared with the clip picture by picture: no picture missing or
+//! repeated, the end a presentation time (the last picture at or after trigger + post), an early
+//! end after whole mini-GOPs, and the status saying what the file holds.
+
+mod common;
+#[path = "support/rtsp.rs"]
+mod rtsp;
+
+use common::*;
+use nvcam::*;
+use rtsp::{RtspServer, Stream};
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The clip's picture index of each hash (testsrc2's pictures are all different).
+fn index_of(clip: &Path) -> HashMap<u64, usize> {
+    reference_nv12(clip, 320, 240).iter().enumerate().map(|(k, f)| (fnv(f), k)).collect()
+}
+
+fn out_dir(test: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("recording_exact").join(test);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn start(cam: u64, path: &Path, pre_ms: u32, post_ms: u32) -> u64 {
+    let p = CString::new(path.to_str().unwrap()).unwrap();
+    let mut rec = 0;
+    let rc = unsafe { nvcam_camera_record_start(cam, p.as_ptr(), pre_ms, post_ms, &mut rec) };
+    assert_eq!(rc, NVCAM_OK, "record {}: {}", path.display(), last_error());
+    rec
+}
+
+fn status(rec: u64) -> nvcam_record_status {
+    let mut s: nvcam_record_status = unsafe { std::mem::zeroed() };
+    s.struct_size = std::mem::size_of::<nvcam_record_status>() as u32;
+    assert_eq!(unsafe { nvcam_record_status(rec, &mut s) }, NVCAM_OK, "{}", last_error());
+    s
+}
+
+fn ended(rec: u64) -> bool {
+    matches!(status(rec).state, NVCAM_RECORD_DONE | NVCAM_RECORD_STOPPED | NVCAM_RECORD_FAILED)
+}
+
+/// What the host saw: the camera's frames by the clip's picture index.
+#[derive(Default)]
+struct Seen {
+    by_index: HashMap<usize, (u64, i64)>,
+    newest_pts_us: i64,
+}
+
+impl Seen {
+    fn take(&mut self, cam: u64, index: &HashMap<u64, usize>) {
+        let f = get_frame(cam, 5000).expect("the camera streams");
+        let i = info(f).unwrap();
+        let k = *index.get(&fnv(&pixels(f).unwrap())).expect("every frame is a picture of the clip");
+        release(f).unwrap();
+        self.by_index.insert(k, (i.seq, i.pts_us));
+        self.newest_pts_us = self.newest_pts_us.max(i.pts_us);
+    }
+}
+
+/// The clip's picture indexes of `file`'s decoded pictures, checked to be a run with none
+/// missing or repeated.
+fn run_in(file: &Path, index: &HashMap<u64, usize>) -> std::ops::RangeInclusive<usize> {
+    let got: Vec<usize> = reference_nv12(file, 320, 240)
+        .iter()
+        .map(|f| *index.get(&fnv(f)).unwrap_or_else(|| panic!("{}: a picture that is not in the clip", file.display())))
+        .collect();
+    assert!(!got.is_empty(), "{} decodes to nothing", file.display());
+    let want: Vec<usize> = (got[0]..got[0] + got.len()).collect();
+    assert_eq!(got, want, "{}: pictures missing or repeated (clip indexes)", file.display());
+    got[0]..=got[got.len() - 1]
+}
+
+/// The status says what the file holds: its pictures, their frame numbers and timestamps.
+fn status_is_the_file(s: &nvcam_record_status, run: &std::ops::RangeInclusive<usize>, seen: &Seen, what: &str) {
+    let (first, last) = (seen.by_index[run.start()], seen.by_index[run.end()]);
+    assert_eq!(s.frames as usize, run.clone().count(), "{what}: frames");
+    assert_eq!((s.first_seq, s.last_seq), (first.0, last.0), "{what}: first/last_seq vs the file's pictures");
+    assert_eq!((s.first_pts_us, s.last_pts_us), (first.1, last.1), "{what}: first/last_pts_us vs the file's pictures");
+    assert_eq!(s.duration_us, last.1 - first.1, "{what}: duration_us");
+}
+
+fn clip_for(codec: &str) -> PathBuf {
+    // 10 s at 30 fps, B-frames (x264: a pyramid of 3), a key frame every second.
+    if codec == "h264" {
+        clip("rec-exact-h264-bf3.mp4", "320x240", 300, "libx264", &["-preset", "veryfast", "-bf", "3", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0"])
+    } else {
+        let x265 = "bframes=3:keyint=30:min-keyint=30:scenecut=0:open-gop=0:log-level=error";
+        clip("rec-exact-hevc-bf3-closed.mp4", "320x240", 300, "libx265", &["-preset", "ultrafast", "-x265-params", x265])
+    }
+}
+
+/// Every way a clip ends, on one camera: a (MKV) and b (MP4) end by their post (b extended), c
+/// by a stop, d by a release, e (segments) by a stop, f by the camera's close (H.264) or
+/// `nvcam_shutdown` (HEVC).
+fn every_end(codec: &'static str) {
+    let _g = serial();
+    let dir = out_dir(codec);
+    let clip = clip_for(codec);
+    let index = index_of(&clip);
+    let srv = RtspServer::start(Stream::default().codec(codec).clip(&clip).not_shared());
+    let mut o = options(NVCAM_OPEN_LOSSLESS);
+    o.open_timeout_ms = 5000;
+    let tcp = CString::new("rtsp_transport=tcp").unwrap();
+    o.ffmpeg_options = tcp.as_ptr();
+    let cam = open(&srv.url(), &o).unwrap_or_else(|e| panic!("open: {e:?}; server: {}", srv.stderr_text()));
+    assert_eq!(nvcam_camera_record_cache(cam, 2000, 0), NVCAM_OK);
+    let mut seen = Seen::default();
+    while seen.by_index.len() < 75 {
+        seen.take(cam, &index);
+    }
+    let ext = |n: &str, mkv: bool| dir.join(format!("{n}.{}", if mkv { "mkv" } else { "mp4" }));
+    let (fa, fb, fc, fd, ff) = (ext("a", true), ext("b", false), ext("c", true), ext("d", false), ext("f", codec == "h264"));
+    let a = start(cam, &fa, 1000, 1000);
+    let b = start(cam, &fb, 1000, 600);
+    let c = start(cam, &fc, 500, 60_000);
+    let d = start(cam, &fd, 500, 60_000);
+    let f = start(cam, &ff, 0, 60_000);
+    let seg_dir = dir.join("segments");
+    std::fs::create_dir_all(&seg_dir).unwrap();
+    let (sd, mkv) = (CString::new(seg_dir.to_str().unwrap()).unwrap(), CString::new("mkv").unwrap());
+    let mut e = 0;
+    assert_eq!(unsafe { nvcam_camera_record_segments(cam, sd.as_ptr(), mkv.as_ptr(), 1000, 0, 0, &mut e) }, NVCAM_OK, "{}", last_error());
+    let trigger = status(a).trigger_pts_us;
+    assert!(trigger >= seen.newest_pts_us, "the trigger is the newest packet's picture, {trigger} < {}", seen.newest_pts_us);
+    // Host-side instants (the newest frame taken then): every end is at or after them.
+    let (mut extended_at, mut stop_c, mut release_d, mut stop_e) = (None, None, None, None);
+    let mut d_status = None;
+    let limit = Instant::now() + Duration::from_secs(30);
+    while !(ended(a) && ended(b) && ended(c) && ended(e)) {
+        assert!(Instant::now() < limit, "recordings did not end");
+        seen.take(cam, &index);
+        let t = seen.newest_pts_us - trigger;
+        if t >= 200_000 && extended_at.is_none() {
+            assert_eq!(nvcam_record_extend(b, 1000), NVCAM_OK, "{}", last_error());
+            extended_at = Some(seen.newest_pts_us);
+        }
+        if t >= 700_000 && stop_c.is_none() {
+            assert_eq!(nvcam_record_stop(c), NVCAM_OK);
+            stop_c = Some(seen.newest_pts_us);
+        }
+        if t >= 900_000 && release_d.is_none() {
+            d_status = Some(status(d));
+            assert_eq!(nvcam_record_release(d), NVCAM_OK);
+            release_d = Some(seen.newest_pts_us);
+        }
+        if t >= 1_400_000 && stop_e.is_none() {
+            assert_eq!(nvcam_record_stop(e), NVCAM_OK);
+            stop_e = Some(seen.newest_pts_us);
+        }
+    }
+    // Frames the camera had decoded before the end came.
+    for _ in 0..10 {
+        seen.take(cam, &index);
+    }
+    let end_f = seen.newest_pts_us;
+    let finals: Vec<nvcam_record_status> = [a, b, c, e].iter().map(|&r| status(r)).collect();
+    for r in [a, b, c, e] {
+        assert_eq!(nvcam_record_release(r), NVCAM_OK);
+    }
+    if codec == "h264" {
+        close(cam, 5000).unwrap();
+    } else {
+        assert_eq!(nvcam_shutdown(5000), NVCAM_OK, "{}", last_error());
+        init();
+    }
+
+    let pre_ok = |run: &std::ops::RangeInclusive<usize>, pre: i64, what: &str| {
+        let first = seen.by_index[run.start()].1;
+        assert!(first <= trigger - pre, "{what}: starts at {first}, after trigger {trigger} − {pre}");
+    };
+    let last_of = |run: &std::ops::RangeInclusive<usize>| seen.by_index[run.end()].1;
+    for (s, file, pre, end, state) in [
+        (finals[0], &fa, 1_000_000, trigger + 1_000_000, NVCAM_RECORD_DONE),
+        (finals[1], &fb, 1_000_000, extended_at.unwrap() + 1_000_000, NVCAM_RECORD_DONE),
+        (finals[2], &fc, 500_000, stop_c.unwrap(), NVCAM_RECORD_STOPPED),
+    ] {
+        let what = format!("{codec} {}", file.display());
+        assert_eq!(s.state, state, "{what}");
+        let run = run_in(file, &index);
+        pre_ok(&run, pre, &what);
+        assert!(last_of(&run) >= end, "{what}: ends at {}, before {end}", last_of(&run));
+        println!("{what}: pictures {run:?} of the clip, first {} µs before the trigger − pre, last {} µs after its end", trigger - pre - seen.by_index[run.start()].1, last_of(&run) - end);
+        status_is_the_file(&s, &run, &seen, &what);
+    }
+    let run = run_in(&fd, &index);
+    pre_ok(&run, 500_000, "released");
+    assert!(last_of(&run) >= release_d.unwrap(), "released: ends at {} before {release_d:?} ({run:?}, status {:?})", last_of(&run), d_status.map(|s| (s.first_pts_us, s.last_pts_us, s.trigger_pts_us)));
+    assert_eq!(d_status.unwrap().first_pts_us, seen.by_index[run.start()].1);
+    // Closed or shut down: no packet comes after, so the file ends at the last whole mini-GOP
+    // received (B-frames 3: within 4 pictures of the newest shown), none missing before it.
+    let s = if codec == "h264" { Some(status(f)) } else { None };
+    let run = run_in(&ff, &index);
+    println!("{codec} closed/shut down: pictures {run:?}, last {} µs before the newest the host took", end_f - last_of(&run));
+    assert!(last_of(&run) >= end_f - 4 * 33_334, "{codec} closed: ends at {} (host at {end_f})", last_of(&run));
+    if let Some(s) = s {
+        assert_eq!(s.state, NVCAM_RECORD_STOPPED);
+        status_is_the_file(&s, &run, &seen, "closed");
+        assert_eq!(nvcam_record_release(f), NVCAM_OK);
+    }
+    // Segments: each a run, joined with none missing or repeated, the last up to the stop.
+    let s = finals[3];
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&seg_dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "mkv")).collect();
+    files.sort();
+    assert!(files.len() >= 2, "{codec} segments: {files:?}");
+    let mut runs: Vec<_> = files.iter().map(|p| run_in(p, &index)).collect();
+    runs.sort_by_key(|r| *r.start());
+    for w in runs.windows(2) {
+        assert_eq!(*w[1].start(), w[0].end() + 1, "{codec} segments join with none missing or repeated: {runs:?}");
+    }
+    let all = *runs[0].start()..=*runs[runs.len() - 1].end();
+    assert!(last_of(&all) >= stop_e.unwrap(), "{codec} segments end at {} before the stop", last_of(&all));
+    assert_eq!(s.state, NVCAM_RECORD_STOPPED);
+    assert_eq!(s.frames as usize, all.clone().count(), "{codec} segments: frames");
+    if codec == "h264" {
+        assert!(std::fs::read_dir(&dir).unwrap().all(|e| !e.unwrap().path().to_string_lossy().ends_with(".part")), "no .part left");
+    }
+}
+
+#[test]
+fn every_end_of_an_h264_clip_with_b_frames_is_exact() {
+    every_end("h264");
+}
+
+#[test]
+fn every_end_of_an_hevc_clip_with_b_frames_is_exact() {
+    every_end("h265");
+}
+
+/// One recording per path: a path a running recording writes, a file already there, a folder, a
+/// missing folder are refused at the call and leave nothing; a start racing the camera's close
+/// leaves no `.part`; without a cache the trigger is the newest packet's picture, not the last
+/// recording's.
+#[test]
+fn paths_are_claimed_and_the_clock_runs_without_a_cache() {
+    let _g = serial();
+    let dir = out_dir("paths");
+    let clip = clip_for("h264");
+    let fast = options(NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING);
+    let cam = open(clip.to_str().unwrap(), &fast).unwrap();
+    let mut newest = 0;
+    let mut take = |n: usize| {
+        for _ in 0..n {
+            let f = get_frame(cam, 5000).unwrap();
+            newest = info(f).unwrap().pts_us;
+            release(f).unwrap();
+        }
+        newest
+    };
+    take(30);
+    let path = dir.join("same.mkv");
+    // No cache: from the next key frame (one a second) to the end.
+    let a = start(cam, &path, 0, 1500);
+    let try_start = |p: &Path| {
+        let c = CString::new(p.to_str().unwrap()).unwrap();
+        let mut rec = 0;
+        let rc = unsafe { nvcam_camera_record_start(cam, c.as_ptr(), 0, 200, &mut rec) };
+        (rc, last_error())
+    };
+    let (rc, msg) = try_start(&path);
+    assert_eq!(rc, NVCAM_E_INVALID_ARGUMENT, "a second recording into a running one's path: {msg}");
+    assert!(msg.contains("another recording"), "{msg}");
+    let (rc, msg) = try_start(&dir.join(".").join("same.mkv"));
+    assert_eq!(rc, NVCAM_E_INVALID_ARGUMENT, "the same path spelt otherwise: {msg}");
+    while !ended(a) {
+        take(1);
+    }
+    let s = status(a);
+    assert_eq!(s.state, NVCAM_RECORD_DONE);
+    let (rc, msg) = try_start(&path);
+    assert_eq!(rc, NVCAM_E_INVALID_ARGUMENT, "an existing file: {msg}");
+    assert!(msg.contains("exists"), "{msg}");
+    assert_eq!(status(a).frames, s.frames, "the first recording's file is untouched");
+    assert_eq!(try_start(&dir).0, NVCAM_E_INVALID_ARGUMENT, "a folder");
+    assert_eq!(try_start(&dir.join("x.mp4/")).0, NVCAM_E_INVALID_ARGUMENT, "a name ending in a separator");
+    assert_eq!(try_start(&dir.join("none/x.mp4")).0, NVCAM_E_IO, "a missing folder");
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("same.mkv")], "refused calls leave no file");
+    assert_eq!(nvcam_record_release(a), NVCAM_OK);
+
+    // No cache: 60 pictures after the first recording, the trigger is the newest picture's.
+    let seen = take(60);
+    let b = start(cam, &dir.join("later.mkv"), 0, 1500);
+    let t = status(b).trigger_pts_us;
+    assert!(t >= seen && t < seen + 1_000_000, "trigger {t} µs, newest picture taken {seen} µs: the clock stood still without a cache");
+    while !ended(b) {
+        take(1);
+    }
+    let s = status(b);
+    assert_eq!(s.state, NVCAM_RECORD_DONE);
+    assert!(s.last_pts_us >= t + 1_500_000, "ends at {} before trigger {t} + 1.5 s", s.last_pts_us);
+    assert_eq!(nvcam_record_release(b), NVCAM_OK);
+
+    // Stopped before its first key frame (the camera holds its packets while the host takes
+    // none): no picture, so no file, and the status says so.
+    let empty = dir.join("empty.mkv");
+    let c = start(cam, &empty, 0, 60_000);
+    assert_eq!(nvcam_record_stop(c), NVCAM_OK);
+    assert!(wait_until(Duration::from_secs(5), || ended(c)), "the empty recording did not end");
+    let s = status(c);
+    assert_eq!((s.state, s.error, s.frames), (NVCAM_RECORD_FAILED, NVCAM_E_TIMEOUT, 0), "a recording without a picture");
+    assert!(!empty.exists() && !dir.join("empty.mkv.part").exists(), "a recording without a picture left a file");
+    assert_eq!(nvcam_record_release(c), NVCAM_OK);
+
+    // Starts racing the close: whatever each call returns, no `.part` is left.
+    let race = dir.join("race");
+    std::fs::create_dir_all(&race).unwrap();
+    let closer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(5));
+        close(cam, 5000).unwrap();
+    });
+    for k in 0..200 {
+        let (rc, _) = try_start(&race.join(format!("r{k}.mkv")));
+        if rc == NVCAM_E_CLOSED || rc == NVCAM_E_STALE_HANDLE || rc == NVCAM_E_INVALID_HANDLE {
+            break;
+        }
+    }
+    closer.join().unwrap();
+    let parts: Vec<_> = std::fs::read_dir(&race).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "part")).collect();
+    assert!(parts.is_empty(), "start racing close left {parts:?}");
+}
