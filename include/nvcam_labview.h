@@ -203,9 +203,11 @@
 /**
  * `nvcam_camera_options_t.transport` (RTSP; other sources ignore it): TCP-interleaved, unless
  * `ffmpeg_options` sets `rtsp_transport` (what nvcam did before the option existed). TCP is the
- * default because it loses nothing: no frame is lost to the network (every frame exact), at the
- * price of latency when the link is congested. Any other value together with `rtsp_transport`
- * in `ffmpeg_options` fails the open with `NVCAM_E_BAD_OPTION`, naming both.
+ * default because the network loses nothing on it (a camera, server or restreamer that falls
+ * behind can still drop RTP packets inside the connection: those gaps are counted and marked, as
+ * `NVCAM_TRANSPORT_TCP` says), at the price of latency when the link is congested. Any other
+ * value together with `rtsp_transport` in `ffmpeg_options` fails the open with
+ * `NVCAM_E_BAD_OPTION`, naming both.
  */
 #define NVCAM_TRANSPORT_DEFAULT 0
 

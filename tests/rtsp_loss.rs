@@ -349,13 +349,11 @@ fn every_frame_once_in_order(srv: &RtspServer, refs: &HashSet<u64>, ffmpeg: &str
 }
 
 /// Jitter of 0-80 ms per RTP packet (packets overtake each other) at no loss: FFmpeg's reorder
-/// buffer puts them back, and nothing is marked. The buffer's window (`max_delay`) is 1 s here,
-/// not the default 100 ms: FFmpeg gives a gap up as lost once the window has passed by its own
-/// clock, so on a busy machine a sender's timer that fires late or a reader that is scheduled late
-/// turns 80 ms of jitter into a "loss" of packets that were never dropped. The socket's receive
-/// buffer is 1 MB (as tests/rtsp.rs asks for UDP) so that a reader that is late by as much does
-/// not lose packets in the kernel either. The test still only passes if no packet is marked and
-/// every reordered one is put back.
+/// buffer puts them back, and every frame comes once, in order. The buffer's window (`max_delay`)
+/// is 1 s here, not the default 100 ms (which `udp_jitter_up_to_80_ms_costs_nothing` holds to),
+/// and the socket's receive buffer 1 MB (as tests/rtsp.rs asks for UDP): this test is about order
+/// and completeness, with room for a sender whose timer fires late on a busy machine. It still
+/// only passes if no packet is marked and every reordered one is put back.
 #[test]
 fn jitter_without_loss_marks_nothing() {
     let _g = serial();

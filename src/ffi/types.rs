@@ -110,8 +110,8 @@ pub const NVCAM_LATENCY_THROUGHPUT: u32 = 2;
 /// default because the network loses nothing on it (a camera, server or restreamer that falls
 /// behind can still drop RTP packets inside the connection: those gaps are counted and marked, as
 /// `NVCAM_TRANSPORT_TCP` says), at the price of latency when the link is congested. Any other
-/// value together with `rtsp_transport`
-/// in `ffmpeg_options` fails the open with `NVCAM_E_BAD_OPTION`, naming both.
+/// value together with `rtsp_transport` in `ffmpeg_options` fails the open with
+/// `NVCAM_E_BAD_OPTION`, naming both.
 pub const NVCAM_TRANSPORT_DEFAULT: u32 = 0;
 /// RTP over the RTSP connection (TCP-interleaved): passes NAT and firewalls, and the network
 /// loses nothing; a camera, server or restreamer that falls behind still drops RTP packets inside
