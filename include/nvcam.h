@@ -220,9 +220,11 @@
 /**
  * `nvcam_camera_options_t.transport` (RTSP; other sources ignore it): TCP-interleaved, unless
  * `ffmpeg_options` sets `rtsp_transport` (what nvcam did before the option existed). TCP is the
- * default because it loses nothing: no frame is lost to the network (every frame exact), at the
- * price of latency when the link is congested. Any other value together with `rtsp_transport`
- * in `ffmpeg_options` fails the open with `NVCAM_E_BAD_OPTION`, naming both.
+ * default because the network loses nothing on it (a camera, server or restreamer that falls
+ * behind can still drop RTP packets inside the connection: those gaps are counted and marked, as
+ * `NVCAM_TRANSPORT_TCP` says), at the price of latency when the link is congested. Any other
+ * value together with `rtsp_transport` in `ffmpeg_options` fails the open with
+ * `NVCAM_E_BAD_OPTION`, naming both.
  */
 #define NVCAM_TRANSPORT_DEFAULT 0
 
@@ -285,15 +287,16 @@
 #define NVCAM_INTEGRITY_HOLD 2
 
 /**
- * `nvcam_frame_info_t.flags`: the decoder reported errors in this picture, or a packet of it
- * arrived damaged (its pixels are partly concealed).
+ * `nvcam_frame_info_t.flags`: this picture's own data was lost or damaged (a gap in its packets,
+ * a damaged packet) or the decoder reported errors in it: its pixels are partly concealed.
  */
 #define NVCAM_FRAME_CORRUPT 1
 
 /**
- * Decoded after a packet loss and before the next recovery point (IDR, recovery-point SEI with
- * its count reached, HEVC IRAP), or before a session's first one: a reference it needs may be
- * missing or concealed.
+ * A picture this one depends on was lost or damaged: decoded after a loss reached a reference
+ * picture (or a loss of unknown place) and before the next recovery point (IDR, recovery-point
+ * SEI with its count reached, HEVC IRAP), or before a session's first one. A loss that reached
+ * only non-reference pictures marks them alone (`NVCAM_FRAME_CORRUPT`), not those after them.
  */
 #define NVCAM_FRAME_AFTER_LOSS 2
 

@@ -191,10 +191,11 @@ fn loss_run(loss: f64, transport: &str, secs: u64) {
     let mark_cam = rtsp_camera(&srv.url().replace("/cam", "/cam?mark"), NVCAM_INTEGRITY_MARK, transport, "");
     let d = Duration::from_secs(secs);
     let (exact, marked) = std::thread::scope(|s| {
-        let a = s.spawn(|| watch(exact_cam, d, &refs));
+        let a = s.spawn(|| watch_timed(exact_cam, d, &refs));
         let b = s.spawn(|| watch(mark_cam, d, &refs));
         (a.join().unwrap(), b.join().unwrap())
     });
+    let (exact, exact_at) = exact;
     let (se, sm) = (stats(exact_cam), stats(mark_cam));
     close(exact_cam, 2000).unwrap();
     close(mark_cam, 2000).unwrap();
@@ -208,8 +209,11 @@ fn loss_run(loss: f64, transport: &str, secs: u64) {
     let flagged_but_identical = marked.iter().filter(|s| !s.exact() && s.identical).count();
     let (rec_med, rec_max) = median_max(recoveries(&marked));
     let sent = secs * 30;
+    // Marked though exact, as a share of the pictures the deliver-everything camera handed out.
+    let false_share = flagged_but_identical as f64 * 100.0 / marked.len().max(1) as f64;
+    let dark: f64 = dark_stretches(&exact_at, secs as f64).iter().sum();
     println!(
-        "| {transport} | {:.0} % | {} s | {} of {} ({:.1} %) | {:.0} / {:.0} ms | {} | {} | {} | {} of {} ({} marked, {} of them identical) | {} |",
+        "| {transport} | {:.0} % | {} s | {} of {} ({:.1} %) | {dark:.1} s | {:.0} / {:.0} ms | {} | {} | {} | {} of {} ({} marked) | **{} ({false_share:.1} %)** | {} |",
         loss * 100.0,
         secs,
         exact.len(),
@@ -248,6 +252,10 @@ fn loss_run(loss: f64, transport: &str, secs: u64) {
     // recovery.
     let late = late_recoveries(&marked);
     assert!(late.is_empty(), "exact again only {late:?} ms after an intact key frame");
+    // Marks name the pictures a loss reached: at 2 % over UDP few exact pictures are marked.
+    if transport == "udp" && loss == 0.02 {
+        assert!(false_share <= 5.0, "{flagged_but_identical} of {} pictures marked though exact ({false_share:.1} %)", marked.len());
+    }
 }
 
 /// For each run of marked frames that contains a key frame identical to the clip's and no
@@ -280,6 +288,13 @@ fn late_recoveries(seen: &[Seen]) -> Vec<f64> {
 fn loss_1_percent_hands_out_only_frames_of_the_clip() {
     let _g = serial();
     loss_run(0.01, "udp", seconds());
+}
+
+/// 2 % lost over UDP: also the share of pictures marked though exact, held to 5 %.
+#[test]
+fn loss_2_percent_marks_few_exact_pictures() {
+    let _g = serial();
+    loss_run(0.02, "udp", seconds());
 }
 
 /// 5 % of RTP packets lost: most pictures are hit; still none that is wrong gets out.
@@ -334,13 +349,11 @@ fn every_frame_once_in_order(srv: &RtspServer, refs: &HashSet<u64>, ffmpeg: &str
 }
 
 /// Jitter of 0-80 ms per RTP packet (packets overtake each other) at no loss: FFmpeg's reorder
-/// buffer puts them back, and nothing is marked. The buffer's window (`max_delay`) is 1 s here,
-/// not the default 100 ms: FFmpeg gives a gap up as lost once the window has passed by its own
-/// clock, so on a busy machine a sender's timer that fires late or a reader that is scheduled late
-/// turns 80 ms of jitter into a "loss" of packets that were never dropped. The socket's receive
-/// buffer is 1 MB (as tests/rtsp.rs asks for UDP) so that a reader that is late by as much does
-/// not lose packets in the kernel either. The test still only passes if no packet is marked and
-/// every reordered one is put back.
+/// buffer puts them back, and every frame comes once, in order. The buffer's window (`max_delay`)
+/// is 1 s here, not the default 100 ms (which `udp_jitter_up_to_80_ms_costs_nothing` holds to),
+/// and the socket's receive buffer 1 MB (as tests/rtsp.rs asks for UDP): this test is about order
+/// and completeness, with room for a sender whose timer fires late on a busy machine. It still
+/// only passes if no packet is marked and every reordered one is put back.
 #[test]
 fn jitter_without_loss_marks_nothing() {
     let _g = serial();
@@ -348,6 +361,66 @@ fn jitter_without_loss_marks_nothing() {
     let refs = clip_hashes(&clip, 640, 360);
     let srv = RtspServer::start(Stream::default().clip(&clip).network(0.0, 80, 0.0));
     every_frame_once_in_order(&srv, &refs, "rtsp_transport=udp;max_delay=1000000;buffer_size=1048576");
+}
+
+/// Jitter inside FFmpeg's default reorder window (`max_delay`, 100 ms) at no loss, over UDP with
+/// nvcam's defaults, an exact-only and a deliver-everything 1080p camera decoding on the CPU side
+/// by side (a busy machine on 2 cores): no packet counted lost, no picture marked, no dark time,
+/// from the first picture on. FFmpeg's RTSP reader gave a gap up as lost once the window had
+/// passed by the time it came back from decoding, though the packet it waited for was already in
+/// the socket: 8-21 packets "lost", pictures marked and 0.5-0.7 s dark right after the first
+/// picture, in every run.
+fn jitter_run(jitter_ms: u32) {
+    let secs = 10;
+    let clip = camera_clip("jitter_1080p_14s.mp4", "1920x1080", 14, 4000);
+    let refs = clip_hashes(&clip, 1920, 1080);
+    let srv = RtspServer::start(Stream::default().clip(&clip).network(0.0, jitter_ms, 0.0));
+    let t0 = Instant::now();
+    let exact_cam = udp_camera(&srv.url(), NVCAM_INTEGRITY_EXACT, "");
+    let mark_cam = udp_camera(&srv.url().replace("/cam", "/cam?mark"), NVCAM_INTEGRITY_MARK, "");
+    let opened = t0.elapsed().as_secs_f64();
+    let d = Duration::from_secs(secs);
+    let ((exact, at), marked) = std::thread::scope(|s| {
+        let a = s.spawn(|| watch_timed(exact_cam, d, &refs));
+        let b = s.spawn(|| watch(mark_cam, d, &refs));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let (se, sm) = (stats(exact_cam), stats(mark_cam));
+    close(exact_cam, 2000).unwrap();
+    close(mark_cam, 2000).unwrap();
+    let wrong = exact.iter().chain(&marked).filter(|s| !s.identical).count();
+    let flagged = exact.iter().chain(&marked).filter(|s| !s.exact()).count();
+    // Dark: the longest wait between two frames of the exact-only camera after its first.
+    let longest = at.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
+    println!(
+        "| udp | 0 % | 0-{jitter_ms} ms jitter | {secs} s | exact-only: {} frames, first at {:.2} s, longest wait {:.0} ms, lost {}, corrupt {} | mark: {} frames, {flagged} marked, lost {}, corrupt {} | {wrong} wrong |",
+        exact.len(),
+        opened + at.first().copied().unwrap_or(f64::NAN),
+        longest * 1000.0,
+        se.packets_lost,
+        se.frames_corrupt,
+        marked.len(),
+        sm.packets_lost,
+        sm.frames_corrupt,
+    );
+    assert!(exact.len() as u64 >= secs * 15 && marked.len() as u64 >= secs * 15, "{} / {} frames in {secs} s", exact.len(), marked.len());
+    assert_eq!((se.packets_lost, sm.packets_lost), (0, 0), "jitter of 0-{jitter_ms} ms counted as loss");
+    assert_eq!((se.frames_corrupt, sm.frames_corrupt, flagged, wrong), (0, 0, 0, 0), "corrupt (exact-only, mark), marked, wrong");
+    // A frame every 33 ms; a camera that waits out a "loss" goes dark for half a second or more.
+    assert!(longest < 0.4, "the exact-only camera went dark for {:.0} ms", longest * 1000.0);
+}
+
+#[test]
+fn udp_jitter_up_to_40_ms_costs_nothing() {
+    let _g = serial();
+    jitter_run(40);
+}
+
+/// 80 ms: most of the window, the reader busy decoding 1080p twice over.
+#[test]
+fn udp_jitter_up_to_80_ms_costs_nothing() {
+    let _g = serial();
+    jitter_run(80);
 }
 
 /// 2 % of RTP packets sent twice, in order. FFmpeg 5.1's RTP demuxer parses a packet that

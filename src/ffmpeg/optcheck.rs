@@ -77,11 +77,25 @@ fn number(value: &CStr) -> Option<f64> {
     (r >= 0 && d.is_finite()).then_some(d)
 }
 
+/// An option's bound as text. FFmpeg keeps the bounds of integer options as doubles, where
+/// `INT64_MAX` reads 9223372036854775808 (and Rust's `{}` of that double, 9223372036854776000):
+/// an integer option's bound is shown as the integer it stands for.
+fn bound(d: f64, ty: ffi::AVOptionType) -> String {
+    use ffi::AVOptionType::*;
+    match ty {
+        AV_OPT_TYPE_UINT64 if d >= u64::MAX as f64 => u64::MAX.to_string(),
+        AV_OPT_TYPE_INT | AV_OPT_TYPE_INT64 | AV_OPT_TYPE_UINT64 if d >= i64::MAX as f64 => i64::MAX.to_string(),
+        AV_OPT_TYPE_INT | AV_OPT_TYPE_INT64 | AV_OPT_TYPE_UINT64 if d <= i64::MIN as f64 => i64::MIN.to_string(),
+        AV_OPT_TYPE_INT | AV_OPT_TYPE_INT64 | AV_OPT_TYPE_UINT64 if d.fract() == 0.0 => (d as i64).to_string(),
+        _ => d.to_string(),
+    }
+}
+
 /// Whether the definition `o` of `class` takes `value`; otherwise what it expects.
 fn accepts(class: *const ffi::AVClass, o: &ffi::AVOption, value: &CStr) -> std::result::Result<(), String> {
     use ffi::AVOptionType::*;
     let in_range = |d: f64| d >= o.min && d <= o.max;
-    let range = || format!("a number from {} to {}", o.min, o.max);
+    let range = || format!("a number from {} to {}", bound(o.min, o.type_), bound(o.max, o.type_));
     match o.type_ {
         AV_OPT_TYPE_INT | AV_OPT_TYPE_INT64 | AV_OPT_TYPE_UINT64 | AV_OPT_TYPE_DOUBLE | AV_OPT_TYPE_FLOAT => {
             if is_constant(class, o.unit, value) || number(value).is_some_and(in_range) {
@@ -156,6 +170,9 @@ mod tests {
             assert!(e.msg.contains("probesize") && e.msg.len() < 300, "{}", e.msg);
         }
         assert_eq!(check("rtsp_transport", "carrier_pigeon").unwrap_err().kind, ErrorKind::BadOption);
+        // An int64 bound is an integer, not a double's rounding of one.
+        let e = check("probesize", "1").unwrap_err();
+        assert!(e.msg.contains("from 32 to 9223372036854775807)"), "{}", e.msg);
     }
 
     #[test]
