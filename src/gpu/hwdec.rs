@@ -126,7 +126,7 @@ impl Drop for HwDevRef {
 /// The decoder for `id` with a CUDA hwaccel: not always the one FFmpeg prefers for the codec
 /// (libdav1d comes before the native AV1 decoder, which is the one that drives NVDEC).
 fn cuda_codec(id: ff::codec::Id) -> Option<ff::Codec> {
-    crate::decode::software::decoders_of(id).find(|c| has_cuda(c))
+    crate::decode::software::decoders_of(id).find(has_cuda)
 }
 
 /// Whether the decoder has a CUDA hwaccel (hw_device_ctx method).
