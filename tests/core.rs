@@ -9,34 +9,6 @@ use std::time::{Duration, Instant};
 
 const FAST: u32 = NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING;
 
-/// Every frame, decoded and converted by the library, equals FFmpeg's own decode byte for byte.
-fn assert_matches_ffmpeg(clip: &std::path::Path, w: usize, h: usize, frames: usize) {
-    init();
-    let reference = reference_nv12(clip, w, h);
-    assert_eq!(reference.len(), frames, "reference decode frame count");
-    let cam = open(clip.to_str().unwrap(), &options(FAST)).unwrap();
-    let mut seen = 0;
-    while seen < frames {
-        let f = get_frame(cam, 5000).unwrap_or_else(|e| panic!("frame {seen}: {e:?}"));
-        let i = info(f).unwrap();
-        assert_eq!((i.width as usize, i.height as usize), (w, h));
-        assert_eq!(i.seq as usize, seen + 1, "lossless mode must deliver every frame in order");
-        let px = pixels(f).unwrap();
-        assert!(
-            px == reference[seen],
-            "frame {seen}: nvcam {:016x} != ffmpeg {:016x}",
-            fnv(&px),
-            fnv(&reference[seen])
-        );
-        release(f).unwrap();
-        seen += 1;
-    }
-    assert!(wait_until(Duration::from_secs(5), || stats(cam).state == NVCAM_STATE_ENDED));
-    let s = stats(cam);
-    assert_eq!((s.frames_decoded, s.frames_delivered, s.frames_dropped), (frames as u64, frames as u64, 0));
-    close(cam, 2000).unwrap();
-}
-
 #[test]
 fn h264_frames_match_ffmpeg_decode() {
     // B-frames on: decode order differs from display order.

@@ -8,10 +8,9 @@
 //! one at a time (a lock) and call only the exported C functions, decoding on the CPU.
 
 mod common;
-use common::{cam_error, get_frame, last_error, serial, stats, wait_until};
+use common::{cam_error, get_frame, last_error, serial, stats, wait_until, LogCapture};
 use nvcam::*;
-use std::ffi::{c_char, c_void, CStr, CString};
-use std::sync::Mutex;
+use std::ffi::{CStr, CString};
 use std::time::{Duration, Instant};
 
 #[path = "support/rtsp.rs"]
@@ -89,36 +88,6 @@ fn frames(cam: u64, n: usize, limit: Duration) -> usize {
         }
     }
     got
-}
-
-// ---------------------------------------------------------------------------------------------
-// The log, as a host's callback receives it.
-
-static LOG: Mutex<Vec<(i32, String)>> = Mutex::new(Vec::new());
-
-unsafe extern "C" fn on_log(level: i32, msg: *const c_char, _user: *mut c_void) {
-    let m = unsafe { CStr::from_ptr(msg) }.to_string_lossy().into_owned();
-    LOG.lock().unwrap_or_else(|e| e.into_inner()).push((level, m));
-}
-
-/// Collects every message nvcam logs (FFmpeg's included, at its own default level) while alive.
-struct LogCapture;
-
-impl LogCapture {
-    fn start() -> LogCapture {
-        LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        assert_eq!(unsafe { nvcam_log_set_callback(Some(on_log), std::ptr::null_mut(), NVCAM_LOG_TRACE) }, NVCAM_OK);
-        LogCapture
-    }
-    fn lines(&self) -> Vec<(i32, String)> {
-        LOG.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
-
-impl Drop for LogCapture {
-    fn drop(&mut self) {
-        unsafe { nvcam_log_set_callback(None, std::ptr::null_mut(), NVCAM_LOG_OFF) };
-    }
 }
 
 /// Base64 of `s` (what HTTP Basic puts on the wire), to look for it in logs.

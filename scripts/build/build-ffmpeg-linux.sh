@@ -15,19 +15,21 @@
 #
 # Only glibc: --disable-autodetect keeps every external library out (no zlib, no gnutls, no
 # libdrm/vaapi/vdpau/X11), so the libraries need libc, libm and (for the CUDA loader) libdl, nothing
-# else. That leaves TLS out: https, tls, rtmps and rtsps are not in this build (Debian's FFmpeg does
+# else. The one library FFmpeg uses, dav1d (software AV1: FFmpeg 5.1's own AV1 decoder needs a
+# hardware accelerator), is built from Debian 12's source package as a static PIC library and linked
+# into libavcodec (ffmpeg-common.sh's dav1d_private). That leaves TLS out: https, tls, rtmps and rtsps are not in this build (Debian's FFmpeg does
 # them with gnutls, a library that is not part of glibc and not on every distribution with the same
 # soname), so nvcam's Linux builds have no TLS.
 #
 # Result (the prefix, target/ffmpeg-linux/): lib/lib{avcodec,avdevice,avfilter,avformat,avutil,
 # swscale}.so.* with RUNPATH=$ORIGIN (so they find each other in whatever folder they are copied to),
 # include/, lib/pkgconfig/, share/licenses/ffmpeg/ (the LGPL text and BUILD-INFO.txt: version and
-# configure line). A stamp keyed by the content of this script, ffmpeg-common.sh and the patches
+# configure line), share/licenses/dav1d/ (its BSD-2-Clause text). A stamp keyed by the content of this script, ffmpeg-common.sh and the patches
 # makes a second run a no-op; change one of them (or delete the prefix) to rebuild. build.rs refuses
 # to build nvcam against a prefix whose stamp is not the current key.
 #
-# Needs: gcc, make, nasm, dpkg-dev, patchelf, libffmpeg-nvenc-dev (see .ci/packages.txt). Uses -j2
-# unless JOBS is set. About 4 minutes on 2 cores.
+# Needs: gcc, make, nasm, meson, ninja-build, dpkg-dev, patchelf, libffmpeg-nvenc-dev (see
+# .ci/packages.txt). Uses -j2 unless JOBS is set. About 4 minutes on 2 cores, dav1d 1.5 of them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 prefix="$root/target/ffmpeg-linux"
@@ -57,6 +59,7 @@ ffnvcodec_private
 # libraries at glibc 2.34, the floor libnvcam.so itself has (Rust's std built on 2.36 uses 2.34's
 # pthread and dl symbols): RHEL 9 and its rebuilds ship 2.34. A .symver for a function a file does
 # not call adds nothing to it.
+dav1d_private linux
 printf '__asm__(".symver hypot,hypot@GLIBC_2.2.5");\n' >"$work/include/nvcam-glibc-compat.h"
 
 # --- configure: what nvcam uses (the Windows build's list, plus the protocols of the network ---
@@ -69,6 +72,7 @@ conf=(
   --disable-everything --disable-swresample --disable-postproc
   --enable-network --enable-pthreads
   --enable-ffnvcodec --enable-cuda --enable-nvdec
+  --enable-libdav1d --pkg-config-flags=--static
   --enable-protocol="$(join "${protocols[@]}")"
   --enable-demuxer="$(join "${demuxers[@]}")"
   --enable-muxer="$(join "${muxers[@]}")"
@@ -87,7 +91,7 @@ echo "build-ffmpeg-linux: configuring FFmpeg $version" >&2
 for want in CONFIG_NVDEC CONFIG_CUDA CONFIG_H264_NVDEC_HWACCEL CONFIG_HEVC_NVDEC_HWACCEL CONFIG_LAVFI_INDEV \
             CONFIG_TESTSRC2_FILTER CONFIG_RTSP_DEMUXER CONFIG_HTTP_PROTOCOL CONFIG_SRTP_PROTOCOL HAVE_PTHREADS \
             CONFIG_MATROSKA_MUXER CONFIG_MP4_MUXER CONFIG_FILE_PROTOCOL \
-            CONFIG_H264_MP4TOANNEXB_BSF CONFIG_HEVC_MP4TOANNEXB_BSF CONFIG_SWSCALE; do
+            CONFIG_H264_MP4TOANNEXB_BSF CONFIG_HEVC_MP4TOANNEXB_BSF CONFIG_SWSCALE CONFIG_LIBDAV1D_DECODER; do
   grep -qs "^#define $want 1" config.h config_components.h || die "configure did not enable $want (see $work/build/configure.log)"
 done
 grep -q '^#define CONFIG_GPL 0' config.h || die "this build must be LGPL"
@@ -117,12 +121,14 @@ glibc=$(objdump -T "$prefix"/lib/lib*.so.*.*.* | grep -o 'GLIBC_[0-9.]*' | sort 
 rm -rf "$prefix/share/ffmpeg"
 mkdir -p "$prefix/share/licenses/ffmpeg"
 cp "$srcdir/COPYING.LGPLv2.1" "$srcdir/LICENSE.md" "$prefix/share/licenses/ffmpeg/"
+dav1d_licence
 {
   echo "FFmpeg $version (Debian source package $(basename "$srcdir")), built for Linux x86-64 with"
   echo "$(gcc --version | head -n1) on $(ldd --version | head -n1 | sed 's/^ldd //'), LGPL v2.1 or later (no --enable-gpl,"
   echo "no --enable-nonfree). Built by nvcam's scripts/build/build-ffmpeg-linux.sh. Source: Debian's 'ffmpeg'"
   echo "source package (https://sources.debian.org/src/ffmpeg/) or https://ffmpeg.org/releases/ffmpeg-${version}.tar.xz."
   echo "RUNPATH set to \$ORIGIN with patchelf after the build; hypot bound to its GLIBC_2.2.5 version (glibc 2.34 suffices)."
+  dav1d_info
   echo
   echo "configure ${conf[*]}" | sed "s#$work#<build>#g; s#$prefix#<prefix>#g"
 } >"$prefix/BUILD-INFO.txt"

@@ -8,18 +8,19 @@
 # /etc/apt/sources.list.d/debian.sources when apt has no source entries. The NVDEC hwaccels use the
 # ffnvcodec headers of Debian's libffmpeg-nvenc-dev, copied into a private include folder (the cross
 # compiler must not see /usr/include). Nothing is linked against the NVIDIA driver: FFmpeg loads
-# nvcuda.dll and nvcuvid.dll at run time.
+# nvcuda.dll and nvcuvid.dll at run time. dav1d (software AV1) is cross-built from Debian 12's source
+# package as a static library and linked into the avcodec DLL, which so needs no other DLL.
 #
 # Result (the prefix, target/ffmpeg-windows/): bin/*.dll (avcodec-59, avdevice-59, avfilter-8,
 # avformat-59, avutil-57, swscale-6), lib/lib*.dll.a (mingw import libraries), bin/*.lib (MSVC import
 # libraries, where the toolchain made them), include/, lib/pkgconfig/, share/licenses/ffmpeg/ (the
-# LGPL text) and BUILD-INFO.txt (version and configure line); and lib/delayload/: delay-load import
+# LGPL text), share/licenses/dav1d/ (BSD-2-Clause) and BUILD-INFO.txt (version and configure line); and lib/delayload/: delay-load import
 # libraries of the same names with pkg-config files that point at them, which is what nvcam.dll
 # links (.cargo/config.toml), so that it finds the FFmpeg DLLs in its own folder (src/win_loader.rs
 # says how). A stamp keyed by this script's content makes a second run a no-op; change the script
 # (or delete the prefix) to rebuild.
 #
-# Needs: mingw-w64, nasm, dpkg-dev, libffmpeg-nvenc-dev (see .ci/packages.txt). Uses -j2 unless
+# Needs: mingw-w64, nasm, meson, ninja-build, dpkg-dev, libffmpeg-nvenc-dev (see .ci/packages.txt). Uses -j2 unless
 # JOBS is set. About 3-4 minutes on 2 cores.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -46,6 +47,7 @@ ffmpeg_source
 
 # --- ffnvcodec headers, private to this build (configure finds them through pkg-config) ---
 ffnvcodec_private
+dav1d_private windows
 
 # --- configure: only what nvcam uses ---
 protocols=(file pipe tcp udp rtp http https httpproxy tls rtmp rtmps)
@@ -58,6 +60,7 @@ conf=(
   --disable-everything --disable-swresample --disable-postproc
   --enable-network --enable-w32threads --enable-schannel
   --enable-ffnvcodec --enable-cuda --enable-nvdec
+  --enable-libdav1d --pkg-config-flags=--static
   --enable-protocol="$(join "${protocols[@]}")"
   --enable-demuxer="$(join "${demuxers[@]}")"
   --enable-muxer="$(join "${muxers[@]}")"
@@ -76,7 +79,7 @@ echo "build-ffmpeg-windows: configuring FFmpeg $version" >&2
 for want in CONFIG_NVDEC CONFIG_CUDA CONFIG_H264_NVDEC_HWACCEL CONFIG_HEVC_NVDEC_HWACCEL CONFIG_LAVFI_INDEV \
             CONFIG_TESTSRC2_FILTER CONFIG_RTSP_DEMUXER CONFIG_HTTPS_PROTOCOL CONFIG_SCHANNEL \
             CONFIG_MATROSKA_MUXER CONFIG_MP4_MUXER CONFIG_FILE_PROTOCOL \
-            CONFIG_H264_MP4TOANNEXB_BSF CONFIG_HEVC_MP4TOANNEXB_BSF CONFIG_SWSCALE; do
+            CONFIG_H264_MP4TOANNEXB_BSF CONFIG_HEVC_MP4TOANNEXB_BSF CONFIG_SWSCALE CONFIG_LIBDAV1D_DECODER; do
   grep -qs "^#define $want 1" config.h config_components.h || die "configure did not enable $want (see $work/build/configure.log)"
 done
 grep -q '^#define CONFIG_GPL 0' config.h || die "this build must be LGPL"
@@ -91,11 +94,13 @@ ffmpeg_check_paths "$prefix"/bin/*.dll
 rm -rf "$prefix/share/ffmpeg"
 mkdir -p "$prefix/share/licenses/ffmpeg"
 cp "$srcdir/COPYING.LGPLv2.1" "$srcdir/LICENSE.md" "$prefix/share/licenses/ffmpeg/"
+dav1d_licence
 {
   echo "FFmpeg $version (Debian source package $(basename "$srcdir")), cross-built for Windows x64 with"
   echo "$(${cross}gcc --version | head -n1), LGPL v2.1 or later (no --enable-gpl, no --enable-nonfree)."
   echo "Built by nvcam's scripts/build/build-ffmpeg-windows.sh. Source: Debian's 'ffmpeg' source package"
   echo "(https://sources.debian.org/src/ffmpeg/) or https://ffmpeg.org/releases/ffmpeg-${version}.tar.xz."
+  dav1d_info
   echo
   echo "configure ${conf[*]}" | sed "s#$work#<build>#g; s#$prefix#<prefix>#g"
 } >"$prefix/BUILD-INFO.txt"

@@ -70,6 +70,64 @@ ffnvcodec_private() {
   export PKG_CONFIG_LIBDIR="$work/pkgconfig" PKG_CONFIG_PATH=""
 }
 
+# dav1d, the software AV1 decoder (FFmpeg 5.1's own 'av1' decoder only drives a hardware
+# accelerator): Debian 12's dav1d source package, kept in $work/src beside FFmpeg's, built with
+# meson/ninja as a static PIC library into $work/dav1d and linked into libavcodec, so the package
+# stays self-contained. $1 is "linux" or "windows" (a meson cross file for x86_64-w64-mingw32).
+# Its .pc goes into the private pkg-config folder, so run after ffnvcodec_private. BSD-2-Clause:
+# the caller copies $dav1d_src/COPYING into share/licenses/dav1d.
+dav1d_private() {
+  local build="$work/dav1d-build" out="$work/dav1d" t0; t0=$(date +%s)
+  for tool in meson ninja; do command -v "$tool" >/dev/null || die "$tool not found (apt-get install meson ninja-build)"; done
+  mkdir -p "$work/src"
+  dav1d_src=$(find "$work/src" -maxdepth 1 -mindepth 1 -type d -name 'dav1d-*' | head -n1)
+  if [ -z "$dav1d_src" ] || [ ! -f "$dav1d_src/meson.build" ]; then
+    (cd "$work/src" && apt-get source -qq --only-source dav1d 2>&1 | grep -v 'unsandboxed' >&2 || true)
+    dav1d_src=$(find "$work/src" -maxdepth 1 -mindepth 1 -type d -name 'dav1d-*' | head -n1)
+    [ -n "$dav1d_src" ] && [ -f "$dav1d_src/meson.build" ] || die "apt-get source dav1d gave no source tree in $work/src"
+  fi
+  dav1d_version=$(basename "$dav1d_src" | sed 's/^dav1d-//')
+  rm -rf "$build" "$out"
+  local opts=(--prefix="$out" --libdir=lib --buildtype=release --default-library=static -Db_pic=true
+              -Denable_tools=false -Denable_tests=false -Denable_examples=false -Denable_docs=false)
+  if [ "$1" = windows ]; then
+    cat >"$work/meson-cross-mingw64.txt" <<EOF2
+[binaries]
+c = 'x86_64-w64-mingw32-gcc'
+ar = 'x86_64-w64-mingw32-ar'
+strip = 'x86_64-w64-mingw32-strip'
+windres = 'x86_64-w64-mingw32-windres'
+pkgconfig = 'false'
+
+[host_machine]
+system = 'windows'
+cpu_family = 'x86_64'
+cpu = 'x86_64'
+endian = 'little'
+EOF2
+    opts+=(--cross-file "$work/meson-cross-mingw64.txt")
+  fi
+  echo "$name: building dav1d $dav1d_version (static, $1)" >&2
+  meson setup "$build" "$dav1d_src" "${opts[@]}" >"$work/dav1d-setup.log" 2>&1 || { tail -n 30 "$work/dav1d-setup.log" >&2; die "meson setup of dav1d failed"; }
+  ninja -C "$build" -j"$jobs" install >"$work/dav1d-build.log" 2>&1 || { tail -n 30 "$work/dav1d-build.log" >&2; die "dav1d build failed"; }
+  [ -f "$out/lib/libdav1d.a" ] && [ -f "$out/lib/pkgconfig/dav1d.pc" ] || die "dav1d installed no libdav1d.a / dav1d.pc in $out"
+  cp "$out/lib/pkgconfig/dav1d.pc" "$work/pkgconfig/"
+  rm -rf "$build"
+  echo "$name: dav1d built in $(($(date +%s) - t0)) s" >&2
+}
+
+# dav1d's line in BUILD-INFO.txt.
+dav1d_info() {
+  echo "Linked in statically: dav1d $dav1d_version (Debian source package $(basename "$dav1d_src"), BSD-2-Clause,"
+  echo "share/licenses/dav1d/COPYING), meson --buildtype=release --default-library=static -Db_pic=true."
+}
+
+# dav1d's licence beside FFmpeg's in the prefix.
+dav1d_licence() {
+  mkdir -p "$prefix/share/licenses/dav1d"
+  cp "$dav1d_src/COPYING" "$prefix/share/licenses/dav1d/"
+}
+
 # configure compiles its command line into every library (avcodec_configuration() and the like),
 # and that line names $prefix and $work, folders of the machine that built it. The libraries ship,
 # so they say <prefix> and <build> there instead, as BUILD-INFO.txt does ($work before $prefix:
@@ -87,7 +145,7 @@ ffmpeg_check_paths() {
 # --- what nvcam uses (each build adds its protocols) ---
 join() { local IFS=,; echo "$*"; }
 demuxers=(mov matroska mpegts h264 hevc mjpeg mpjpeg avi flv live_flv rtsp rtp sdp concat)
-decoders=(h264 hevc mjpeg ffv1 mpeg4 mpeg2video vp8 vp9 av1 rawvideo)
+decoders=(h264 hevc mjpeg ffv1 mpeg4 mpeg2video vp8 vp9 av1 libdav1d rawvideo)
 hwaccels=(h264_nvdec hevc_nvdec mjpeg_nvdec mpeg4_nvdec mpeg2_nvdec vp8_nvdec vp9_nvdec av1_nvdec)
 parsers=(h264 hevc mjpeg mpeg4video mpegvideo vp8 vp9 av1)
 bsfs=(h264_mp4toannexb hevc_mp4toannexb)

@@ -53,11 +53,11 @@ z = zipfile.ZipFile(w)
 info = "nvcam-%s.dist-info/" % version
 m = email.parser.Parser().parsestr(z.read(info + "METADATA").decode())
 assert m["Metadata-Version"] in ("2.4", "2.5"), m["Metadata-Version"]
-assert m["License-Expression"] == "(MIT OR Apache-2.0) AND LGPL-2.1-or-later", m["License-Expression"]
+assert m["License-Expression"] == "(MIT OR Apache-2.0) AND LGPL-2.1-or-later AND BSD-2-Clause", m["License-Expression"]
 files = m.get_all("License-File")
 for f in ("LICENSE-MIT", "LICENSE-APACHE"):
     assert f in files, files
-assert any(f.endswith("COPYING.LGPLv2.1") for f in files), files
+assert any(f.endswith("COPYING.LGPLv2.1") for f in files) and any(f.endswith("dav1d/COPYING") for f in files), files
 for f in files:
     z.getinfo(info + "licenses/" + f)
 assert m["Summary"] and m["Requires-Python"] == ">=3.8", (m["Summary"], m["Requires-Python"])
@@ -66,6 +66,7 @@ assert "Typing :: Typed" in cls and "Programming Language :: Python :: 3 :: Only
 assert not [c for c in cls if c.startswith("License ::")], "PEP 639: no licence classifiers beside License-Expression"
 z.getinfo("nvcam/py.typed")
 z.getinfo("nvcam/licenses/FFmpeg/COPYING.LGPLv2.1")
+z.getinfo("nvcam/licenses/dav1d/COPYING")
 print("%s: License-Expression %s; License-File %s; %d classifiers" % (w.split("/")[-1], m["License-Expression"], ", ".join(files), len(cls)))
 PY
 done

@@ -7,7 +7,8 @@
 # 2. `cargo build/test --release --target x86_64-pc-windows-gnu` (mingw-w64), then the DLL's
 #    exports against include/nvcam.h.
 # 3. The clips and reference decodes the file tests compare with, made on Linux by the Linux `core`
-#    tests (the ffmpeg CLI with x264/x265; Wine cannot run Linux programs for a Windows test).
+#    and `codecs` tests (the ffmpeg CLI with x264/x265; Wine cannot run Linux programs for a Windows
+#    test).
 # 4. Every Rust test executable under Wine (scripts/ci/wine-run.sh is cargo's runner), CPU path; the
 #    tests listed in SKIP below do not run, each with its reason printed (a test file left out
 #    whole is not cross-built either: only what runs is built).
@@ -114,14 +115,15 @@ x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only -D
   || die "include/nvcam_labview.h does not compile with mingw"
 echo "nvcam_labview.h: $(grep -c '^int nvcam_' include/nvcam_labview.h) functions, $(grep -c '^#define' include/nvcam_labview.h) constants; compiles as C11 with mingw, struct sizes as nvcam.h"
 
-step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core, --test gpu_integrity)"
+step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core, --test codecs, --test gpu_integrity)"
 # .ci/run sets NVCAM_LINUX_TESTS_PASSED=1: its `cargo test --release --features test-hooks` has just
-# run these two suites (every other one too) into the same target/tmp/fixtures, so running them
+# run these suites (every other one too) into the same target/tmp/fixtures, so running them
 # again would only repeat them. A clip that is still missing fails the Windows test that needs it.
 if [ "${NVCAM_LINUX_TESTS_PASSED:-}" = 1 ]; then
   echo "made by the Linux test run before this step (NVCAM_LINUX_TESTS_PASSED=1)"
 else
   cargo test --release --features test-hooks --test core -- --quiet
+  cargo test --release --features test-hooks --test codecs -- --quiet
   cargo test --release --features test-hooks --test gpu_integrity -- --quiet
 fi
 mkdir -p "$out"

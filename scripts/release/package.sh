@@ -11,8 +11,8 @@
 # import libraries (nvcam.def, nvcam.lib for MSVC made by dlltool, libnvcam.dll.a for mingw), the
 # LabVIEW folder and a README. Linux: libnvcam.so (RUNPATH $ORIGIN/lib, set with patchelf) and
 # nvcam.so (LabVIEW's `nvcam.*` wildcard name) beside it, the FFmpeg 5.1 libraries it needs in lib/
-# (built by scripts/build/build-ffmpeg-linux.sh, LGPL, no external libraries: the tarball needs only
-# glibc), their licence, the header, the LabVIEW folder and a README. Binaries are stripped of
+# (built by scripts/build/build-ffmpeg-linux.sh, LGPL, dav1d linked in statically, nothing else: the
+# tarball needs only glibc), their licence, the header, the LabVIEW folder and a README. Binaries are stripped of
 # debug info.
 # Both: include/nvcam.hpp (the header-only C++ wrapper), a CMake package
 # (lib/cmake/nvcam/nvcamConfig.cmake: find_package(nvcam), targets nvcam::nvcam and nvcam::cpp) and
@@ -71,7 +71,7 @@ windows() {
   bash scripts/build/build-ffmpeg-windows.sh >/dev/null
   cargo build --release --target "$T" --lib
   local dll="target/$T/release/nvcam.dll" ff="target/ffmpeg-windows"
-  mkdir -p "$d/include" "$d/lib" "$d/licenses/FFmpeg"
+  mkdir -p "$d/include" "$d/lib" "$d/licenses/FFmpeg" "$d/licenses/dav1d"
   x86_64-w64-mingw32-strip --strip-debug -o "$d/nvcam.dll" "$dll"
   # A plain LoadLibraryW of nvcam.dll works only while it imports FFmpeg delay-loaded (src/win_loader.rs).
   local plain; plain=$(x86_64-w64-mingw32-objdump -p "$d/nvcam.dll" | sed -n 's/^\s*DLL Name: //p')
@@ -94,6 +94,7 @@ windows() {
   [ ${#need[@]} -ge 4 ] || die "nvcam.dll delay-loads too few FFmpeg DLLs: ${need[*]}"
   for dep in "${need[@]}"; do cp "$ff/bin/$dep" "$d/"; done
   cp "$ff/share/licenses/ffmpeg/"* "$d/licenses/FFmpeg/"
+  cp "$ff/share/licenses/dav1d/"* "$d/licenses/dav1d/"
   cp LICENSE-MIT LICENSE-APACHE "$d/"
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
@@ -143,6 +144,7 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@). Project: se
 | `labview/` | how to call every function from LabVIEW (Call Library Function Nodes), and `nvcam-errors.txt` |
 | `LICENSE-MIT`, `LICENSE-APACHE` | nvcam's licence: either, at your option |
 | `licenses/FFmpeg/` | FFmpeg's licence (LGPL v2.1), its terms and how these DLLs were configured and built |
+| `licenses/dav1d/` | the licence (BSD-2-Clause) of dav1d, the AV1 decoder linked into the avcodec DLL |
 
 ## Install
 
@@ -192,7 +194,8 @@ settings.
 nvcam is MIT OR Apache-2.0 (`LICENSE-MIT`, `LICENSE-APACHE`). The FFmpeg DLLs are LGPL v2.1 or later, built from Debian 12's FFmpeg
 @FFMPEG@ source package without GPL or non-free parts (`licenses/FFmpeg/BUILD-INFO.txt` has the
 exact configure line); you may replace them with your own build of the same FFmpeg version and
-options.
+options. The avcodec DLL contains dav1d (BSD-2-Clause, `licenses/dav1d/COPYING`), the AV1 decoder,
+statically linked from Debian 12's dav1d source package (its version is in `BUILD-INFO.txt`).
 EOF
   rm -f "$dist/$name.zip"
   (cd "$stage" && python3 - "$name" "$dist/$name.zip" <<'PY'
@@ -220,7 +223,7 @@ linux() {
     cargo build --release --lib
     lib=target/release/libnvcam.so
   fi
-  mkdir -p "$d/include" "$d/lib" "$d/licenses/FFmpeg"
+  mkdir -p "$d/include" "$d/lib" "$d/licenses/FFmpeg" "$d/licenses/dav1d"
   # cargo linked the library against $ff with a RUNPATH to $ff/lib (build.rs); in the package it
   # finds the same libraries in lib/ instead.
   strip --strip-debug -o "$d/libnvcam.so" "$lib"
@@ -254,6 +257,7 @@ linux() {
     grep -q "$dep => $d/lib/$dep " <<<"$resolved" || die "ldd libnvcam.so does not resolve $dep into lib/:"$'\n'"$resolved"
   done
   cp "$ff/share/licenses/ffmpeg/"* "$d/licenses/FFmpeg/"
+  cp "$ff/share/licenses/dav1d/"* "$d/licenses/dav1d/"
   cp LICENSE-MIT LICENSE-APACHE "$d/"
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
@@ -288,6 +292,7 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@).
 | `labview/` | how to call every function from LabVIEW, and `nvcam-errors.txt` |
 | `LICENSE-MIT`, `LICENSE-APACHE` | nvcam's licence: either, at your option |
 | `licenses/FFmpeg/` | FFmpeg's licence (LGPL v2.1), its terms and how these libraries were configured and built |
+| `licenses/dav1d/` | the licence (BSD-2-Clause) of dav1d, the AV1 decoder linked into libavcodec |
 
 Keep `libnvcam.so` and `lib/` together (move the folder as a whole).
 
@@ -309,6 +314,8 @@ Strings (URLs, paths, FFmpeg options) are UTF-8; on Linux nothing else is accept
 nvcam is MIT OR Apache-2.0 (`LICENSE-MIT`, `LICENSE-APACHE`). The FFmpeg libraries are LGPL v2.1 or later, built from Debian 12's
 FFmpeg @FFMPEG@ source package without GPL or non-free parts (`licenses/FFmpeg/BUILD-INFO.txt` has
 the exact configure line); you may replace them with your own build of the same FFmpeg version.
+libavcodec contains dav1d (BSD-2-Clause, `licenses/dav1d/COPYING`), the AV1 decoder, statically
+linked from Debian 12's dav1d source package (its version is in `BUILD-INFO.txt`).
 EOF
   rm -f "$dist/$name.tar.gz"
   tar -C "$stage" --owner=0 --group=0 --sort=name -czf "$dist/$name.tar.gz" "$name"

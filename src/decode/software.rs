@@ -6,6 +6,10 @@ use crate::status::*;
 use ff::ffi;
 use ffmpeg_next as ff;
 
+/// AVERROR(ENOSYS)'s errno as ffmpeg_next reports it ("Function not implemented"), the same on
+/// Linux and under mingw.
+const ENOSYS: i32 = ff::util::error::ENOSYS;
+
 /// FFmpeg's software decoder; converts whatever it outputs to NV12 with swscale, straight into the
 /// slot (no intermediate frame).
 pub(crate) struct SoftwareDecoder {
@@ -36,8 +40,8 @@ impl SoftwareDecoder {
     /// on several pictures at once (frame threads, which hold one picture back per thread).
     pub(crate) fn from_parameters(params: ff::codec::Parameters, time_base: ff::Rational, o: DecodeOpts) -> Result<SoftwareDecoder> {
         let id = params.id();
-        if ff::decoder::find(id).is_none() {
-            return Err(Error::new(ErrorKind::Unsupported, format!("codec {id:?} not supported on this path (no FFmpeg decoder)")));
+        if software_codec(id).is_none() {
+            return Err(unsupported(id, "this FFmpeg has no software decoder for it"));
         }
         let dec = Self::open_codec(&params, o)?;
         Ok(SoftwareDecoder {
@@ -68,7 +72,8 @@ impl SoftwareDecoder {
             // SAFETY: an unopened context we own.
             unsafe { (*ctx.as_mut_ptr()).err_recognition |= ffi::AV_EF_EXPLODE };
         }
-        ctx.decoder().video().map_err(|e| Error::ffmpeg("avcodec_open2", e))
+        let codec = software_codec(params.id()).ok_or_else(|| unsupported(params.id(), "this FFmpeg has no software decoder for it"))?;
+        ctx.decoder().open_as(codec).and_then(|d| d.video()).map_err(|e| Error::ffmpeg("avcodec_open2", e))
     }
 
     /// Converts the picture last received to NV12 at `g` (Y rows, then UV rows, at `g.pitch`)
@@ -161,6 +166,42 @@ impl SoftwareDecoder {
             }
         }
     }
+}
+
+/// The decoder that decodes `id` on the CPU: the first FFmpeg registered for it (its own order
+/// puts the one it prefers first: libdav1d before its native AV1 decoder) that does the work
+/// itself. Left out: hardware wrappers (`AV_CODEC_CAP_HARDWARE`) and FFmpeg 5.1's native `av1`
+/// decoder, which only drives a hardware accelerator (every packet: ENOSYS); that one stays for
+/// the CUDA hwaccel (`gpu::hwdec`).
+pub(crate) fn software_codec(id: ff::codec::Id) -> Option<ff::Codec> {
+    decoders_of(id).find(|c| {
+        // SAFETY: a registered codec, static.
+        let caps = unsafe { (*c.as_ptr()).capabilities };
+        caps & ffi::AV_CODEC_CAP_HARDWARE as i32 == 0 && !(id == ff::codec::Id::AV1 && c.name() == "av1")
+    })
+}
+
+/// Every decoder FFmpeg has for `id`, in its registry order.
+pub(crate) fn decoders_of(id: ff::codec::Id) -> impl Iterator<Item = ff::Codec> {
+    let want: ffi::AVCodecID = id.into();
+    let mut it: *mut std::ffi::c_void = std::ptr::null_mut();
+    std::iter::from_fn(move || {
+        // SAFETY: `it` is the iteration state av_codec_iterate keeps; it returns static codecs
+        // and null after the last.
+        let c = unsafe { ffi::av_codec_iterate(&mut it) };
+        (!c.is_null()).then_some(c)
+    })
+    // SAFETY: registered codecs are static and valid.
+    .filter(move |&c| unsafe { ffi::av_codec_is_decoder(c) != 0 && (*c).id == want })
+    // SAFETY: as above; `Codec::wrap` only holds the pointer.
+    .map(|c| unsafe { ff::Codec::wrap(c) })
+}
+
+/// The error for a stream of codec `id` the CPU path cannot decode (permanent: the camera fails
+/// once instead of reconnecting to the same stream).
+fn unsupported(id: ff::codec::Id, why: &str) -> Error {
+    let codec = format!("{id:?}").to_lowercase();
+    Error::new(ErrorKind::Unsupported, format!("codec {codec} cannot be decoded in software (the CPU path, and software + upload on a GPU): {why}"))
 }
 
 /// Writes 8-bit planar picture `f` (chroma subsampled by `sub`) as NV12 into `dst` at `g`: luma
@@ -257,6 +298,11 @@ impl Decoder for SoftwareDecoder {
             Err(ff::Error::InvalidData) => {
                 log::debug!("decoder skipped a corrupt packet");
                 Ok(Outcome::Corrupt(None))
+            }
+            // A decoder that opened but does not decode this stream (one that only drives a
+            // hardware accelerator): a new session would open it again.
+            Err(e @ ff::Error::Other { errno: ENOSYS }) => {
+                Err(unsupported(self.params.id(), &format!("decoder '{}': avcodec_send_packet: {e}", self.dec.codec().map_or("?".into(), |c| c.name().to_string()))))
             }
             Err(e) => Err(Error::ffmpeg("avcodec_send_packet", e)),
         }

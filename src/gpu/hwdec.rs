@@ -123,9 +123,14 @@ impl Drop for HwDevRef {
     }
 }
 
-/// Whether FFmpeg has a CUDA hwaccel (hw_device_ctx method) for this codec.
-fn codec_has_cuda(id: ff::codec::Id) -> bool {
-    let Some(codec) = ff::decoder::find(id) else { return false };
+/// The decoder for `id` with a CUDA hwaccel: not always the one FFmpeg prefers for the codec
+/// (libdav1d comes before the native AV1 decoder, which is the one that drives NVDEC).
+fn cuda_codec(id: ff::codec::Id) -> Option<ff::Codec> {
+    crate::decode::software::decoders_of(id).find(has_cuda)
+}
+
+/// Whether the decoder has a CUDA hwaccel (hw_device_ctx method).
+fn has_cuda(codec: &ff::Codec) -> bool {
     (0..)
         // SAFETY: a registered codec; returns a static config or null past the last index.
         .map(|i| unsafe { ffi::avcodec_get_hw_config(codec.as_ptr(), i).as_ref() })
@@ -161,9 +166,9 @@ impl HwDecoder {
         let low_latency = o.low_latency;
         let id = params.id();
         let codec = format!("{id:?}").to_lowercase();
-        if !codec_has_cuda(id) {
+        let Some(cuda) = cuda_codec(id) else {
             return Err(Error::new(ErrorKind::Unsupported, format!("FFmpeg has no CUDA hwaccel for {codec}")));
-        }
+        };
         // Refused at open, as direct NVDEC refuses it: a stream whose probed format is not 8-bit
         // 4:2:0 (10-bit, 4:2:2) would otherwise open and fail at its first picture.
         // SAFETY: `params` owns a valid AVCodecParameters.
@@ -232,7 +237,7 @@ impl HwDecoder {
         if hw_ref.is_null() {
             return Err(Error::new(ErrorKind::OutOfMemory, "av_buffer_ref failed"));
         }
-        let dec = ctx.decoder().video().map_err(|e| {
+        let dec = ctx.decoder().open_as(cuda).and_then(|d| d.video()).map_err(|e| {
             let err = Error::ffmpeg("avcodec_open2 (CUDA hwaccel)", e);
             log::warn!("{err}");
             err
@@ -458,5 +463,24 @@ impl Decoder for HwDecoder {
         self.has_frame = false;
         self.dec().flush();
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// With libdav1d in the build, FFmpeg prefers it for AV1; it has no hwaccel, so the CUDA
+    /// decoder would have lost AV1 had it taken FFmpeg's preferred decoder, and the CPU path had
+    /// no AV1 while it took the native one.
+    #[test]
+    fn av1_goes_to_the_native_decoder_on_cuda_and_to_libdav1d_on_the_cpu() {
+        ffmpeg_next::init().unwrap();
+        let id = ffmpeg_next::codec::Id::AV1;
+        assert_eq!(super::cuda_codec(id).map(|c| c.name().to_string()).as_deref(), Some("av1"));
+        let sw = crate::decode::software::software_codec(id);
+        assert_eq!(sw.map(|c| c.name().to_string()).as_deref(), Some("libdav1d"));
+        for id in [ffmpeg_next::codec::Id::H264, ffmpeg_next::codec::Id::HEVC, ffmpeg_next::codec::Id::VP9] {
+            let (cuda, sw) = (super::cuda_codec(id).map(|c| c.name().to_string()), crate::decode::software::software_codec(id).map(|c| c.name().to_string()));
+            assert!(cuda.is_some() && cuda == sw, "{id:?}: one native decoder for both: {cuda:?} {sw:?}");
+        }
     }
 }

@@ -198,6 +198,34 @@ pub fn reference_nv12(clip: &Path, width: usize, height: usize) -> Vec<Vec<u8>> 
         .collect()
 }
 
+/// Every frame, decoded and converted by the library, equals FFmpeg's own decode byte for byte.
+pub fn assert_matches_ffmpeg(clip: &std::path::Path, w: usize, h: usize, frames: usize) {
+    init();
+    let reference = reference_nv12(clip, w, h);
+    assert_eq!(reference.len(), frames, "reference decode frame count");
+    let cam = open(clip.to_str().unwrap(), &options(NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING)).unwrap();
+    let mut seen = 0;
+    while seen < frames {
+        let f = get_frame(cam, 5000).unwrap_or_else(|e| panic!("frame {seen}: {e:?}"));
+        let i = info(f).unwrap();
+        assert_eq!((i.width as usize, i.height as usize), (w, h));
+        assert_eq!(i.seq as usize, seen + 1, "lossless mode must deliver every frame in order");
+        let px = pixels(f).unwrap();
+        assert!(
+            px == reference[seen],
+            "frame {seen}: nvcam {:016x} != ffmpeg {:016x}",
+            fnv(&px),
+            fnv(&reference[seen])
+        );
+        release(f).unwrap();
+        seen += 1;
+    }
+    assert!(wait_until(Duration::from_secs(5), || stats(cam).state == NVCAM_STATE_ENDED));
+    let s = stats(cam);
+    assert_eq!((s.frames_decoded, s.frames_delivered, s.frames_dropped), (frames as u64, frames as u64, 0));
+    close(cam, 2000).unwrap();
+}
+
 /// The ffmpeg CLI's raw NV12 decode of `clip` with the samples' range kept as decoded (swscale
 /// would otherwise squeeze full-range `yuvj` pictures into 16..235), kept beside it as
 /// `<clip>.samples.nv12` (remade when the clip is newer), so the Windows tests under Wine, which
@@ -813,4 +841,34 @@ pub fn run_logged(mut cmd: Command, log: &Path, limit: Duration) -> (bool, Strin
         }
     };
     (ok, text)
+}
+
+// The log, as a host's callback receives it.
+
+static LOG: Mutex<Vec<(i32, String)>> = Mutex::new(Vec::new());
+
+unsafe extern "C" fn on_log(level: i32, msg: *const std::ffi::c_char, _user: *mut std::ffi::c_void) {
+    let m = unsafe { std::ffi::CStr::from_ptr(msg) }.to_string_lossy().into_owned();
+    LOG.lock().unwrap_or_else(|e| e.into_inner()).push((level, m));
+}
+
+/// Collects every message nvcam logs (FFmpeg's included, at its own default level) while alive,
+/// every camera's of the test binary (the callback is global).
+pub struct LogCapture;
+
+impl LogCapture {
+    pub fn start() -> LogCapture {
+        LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        assert_eq!(unsafe { nvcam_log_set_callback(Some(on_log), std::ptr::null_mut(), NVCAM_LOG_TRACE) }, NVCAM_OK);
+        LogCapture
+    }
+    pub fn lines(&self) -> Vec<(i32, String)> {
+        LOG.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Drop for LogCapture {
+    fn drop(&mut self) {
+        unsafe { nvcam_log_set_callback(None, std::ptr::null_mut(), NVCAM_LOG_OFF) };
+    }
 }
