@@ -1,7 +1,7 @@
 //! Small owners of FFmpeg objects that the rest of the crate uses through safe methods: an option
 //! dictionary that reports what FFmpeg left unused, the check of option values against FFmpeg's
 //! option tables, the Annex B bitstream filter, pixel format names, FFmpeg's log
-//! routed into ours, and the lost RTP packets nvcam's patched FFmpeg reports.
+//! routed into ours, the lost RTP packets nvcam's patched FFmpeg reports, and its certificate refusals.
 
 pub(crate) mod annexb;
 pub(crate) mod dict;
@@ -9,3 +9,4 @@ pub(crate) mod log;
 pub(crate) mod optcheck;
 pub(crate) mod pixfmt;
 pub(crate) mod rtp_gaps;
+pub(crate) mod tls;
