@@ -119,7 +119,7 @@ def clip_pipeline(path, codec, tail):
     client can check every frame it gets against the clip's own."""
     demux = "qtdemux" if path.endswith((".mp4", ".mov")) else "matroskademux"
     parse = "h264parse" if codec == "h264" else "h265parse"
-    return f"( filesrc location={path} ! {demux} ! {parse} {payload(codec, tail)})"
+    return f"( filesrc location={path} ! {demux} ! {parse} {payload(codec, tail)} )"
 
 
 def pipeline(codec, width, height, fps, pattern, bitrate, preset, keyint=30, delay_ms=0):
