@@ -53,6 +53,14 @@
 #define NVCAM_OPEN_8BIT 32
 
 /**
+ * Do not verify the server's TLS certificate (`rtsps://`, `https://`, `rtmps://`): the link is
+ * still encrypted, but anyone on the network path can impersonate the camera. Logged as a warning
+ * at every open. Verification is on by default; prefer `tls_pin_sha256` or `ca_file` in
+ * `ffmpeg_options` for a camera with its own certificate (docs/secure-cameras.md).
+ */
+#define NVCAM_OPEN_TLS_INSECURE 64
+
+/**
  * `device` of `nvcam_camera_options`: decode on the CPU into host memory.
  */
 #define NVCAM_DEVICE_CPU -1
@@ -457,6 +465,12 @@
 #define NVCAM_E_AUTH -8022
 
 /**
+ * The server's TLS certificate failed verification; the text names the reason (unknown issuer,
+ * name mismatch, expired, pin mismatch). Permanent: the camera ends `FAILED`.
+ */
+#define NVCAM_E_TLS_VERIFY -8029
+
+/**
  * No decoder for this codec on the chosen path, or no video stream in the source.
  */
 #define NVCAM_E_UNSUPPORTED -8023
@@ -620,7 +634,10 @@ typedef struct {
   /**
    * FFmpeg demuxer/protocol options, `"key=value;key=value"` (e.g.
    * `"rtsp_transport=udp;buffer_size=1048576"`), or NULL. An option FFmpeg does not consume
-   * fails the open with `NVCAM_E_BAD_OPTION`. RTSP defaults to `rtsp_transport=tcp`.
+   * fails the open with `NVCAM_E_BAD_OPTION`. RTSP defaults to `rtsp_transport=tcp`. TLS cameras
+   * (`rtsps://`, `https://`, `rtmps://`) verify the server's certificate; `ca_file=PATH` trusts
+   * that CA instead of the system's store, `tls_pin_sha256=HEX` accepts exactly that certificate
+   * (see `NVCAM_OPEN_TLS_INSECURE`).
    */
   const char *ffmpeg_options;
   /**
@@ -1181,10 +1198,10 @@ int nvcam_camera_options_init(nvcam_camera_options_t *opts);
  * Opens a camera: `url` is `rtsp://…`, another FFmpeg URL, a file path, or `testsrc://WxH@FPS`
  * (a built-in test pattern), in UTF-8 (on Windows also in the ANSI code page: see Strings at the
  * top). Without `NVCAM_OPEN_ASYNC` it returns once the source is open (or with the reason it
- * could not be: `NVCAM_E_IO`, `NVCAM_E_TIMEOUT`, `NVCAM_E_AUTH`, `NVCAM_E_BAD_OPTION`,
+ * could not be: `NVCAM_E_IO`, `NVCAM_E_TIMEOUT`, `NVCAM_E_AUTH`, `NVCAM_E_TLS_VERIFY`, `NVCAM_E_BAD_OPTION`,
  * `NVCAM_E_UNSUPPORTED`), leaving nothing behind on failure.
  *
- * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_TLS_VERIFY, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
  *
  * # Safety
  * `url` is NULL or a NUL-terminated string; `options` is NULL or a readable
@@ -1198,7 +1215,7 @@ int nvcam_camera_open(const char *url, const nvcam_camera_options_t *options, un
  * overrides `options->ffmpeg_options`. For hosts that cannot put a string pointer into a struct,
  * like LabVIEW.
  *
- * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_TLS_VERIFY, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
  *
  * # Safety
  * As `nvcam_camera_open`; `ffmpeg_options` is NULL or a NUL-terminated string.

@@ -150,6 +150,8 @@ pub(crate) struct OpenFlags {
     pub release_clones_on_reconnect: bool,
     /// Deliver NV12 (8-bit) from 10- and 12-bit streams instead of P016.
     pub eight_bit: bool,
+    /// Do not verify the TLS server's certificate (warned at every open).
+    pub tls_insecure: bool,
 }
 
 /// A camera's validated options.

@@ -331,6 +331,9 @@ fn open_error(target: &str, r: c_int, irq: &Interrupt, timeout: Duration) -> Err
             );
         }
     }
+    if let Some(why) = crate::ffmpeg::tls::refusal(r) {
+        return Error::new(ErrorKind::TlsVerify, format!("certificate of '{}' refused: {why}", redact(target)));
+    }
     let fe = ff::Error::from(r);
     let text = fe.to_string();
     let kind = match r {

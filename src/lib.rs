@@ -73,6 +73,7 @@ pub use ffi::status::{
     NVCAM_E_TIMEOUT,
     NVCAM_E_IO,
     NVCAM_E_AUTH,
+    NVCAM_E_TLS_VERIFY,
     NVCAM_E_UNSUPPORTED,
     NVCAM_E_FFMPEG,
     NVCAM_E_CUDA,

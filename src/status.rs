@@ -50,6 +50,9 @@ kinds! {
     Io,
     /// The server refused our credentials.
     Auth,
+    /// The server's TLS certificate failed verification (unknown issuer, name mismatch, expired,
+    /// pin mismatch); the message names the reason.
+    TlsVerify,
     /// No decoder, filter or protocol for this on the chosen path, or no video stream.
     Unsupported,
     /// An FFmpeg call failed in a way none of the other kinds names.
@@ -80,6 +83,9 @@ impl ErrorKind {
         match self {
             // The server said no to these credentials; it will say so again.
             Auth => true,
+            // The camera shows a certificate we do not accept; it will show it again, and
+            // retrying would only hammer an impostor or a misconfigured camera.
+            TlsVerify => true,
             // The camera's configuration (URL, options) is wrong; a reconnect reuses it.
             BadOption | InvalidArgument => true,
             // The codec or source kind has no decoder on this path; a new session finds none
@@ -110,7 +116,7 @@ impl ErrorKind {
             // The stream itself was refused (codec, size), the camera is closing, or the failure
             // is not the decoder's: a new decoder would fail the same way or is not wanted.
             NullPointer | InvalidArgument | BufferTooSmall | StructTooSmall | NotInitialized | NullHandle
-            | UnknownHandle | WrongHandleType | StaleHandle | Closed | TimedOut | Io | Auth | Unsupported
+            | UnknownHandle | WrongHandleType | StaleHandle | Closed | TimedOut | Io | Auth | TlsVerify | Unsupported
             | Ffmpeg | BadOption | Failed | Cancelled | NoDevice => false,
         }
     }

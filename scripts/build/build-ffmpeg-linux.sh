@@ -15,11 +15,11 @@
 #
 # Only glibc: --disable-autodetect keeps every external library out (no zlib, no gnutls, no
 # libdrm/vaapi/vdpau/X11), so the libraries need libc, libm and (for the CUDA loader) libdl, nothing
-# else. The one library FFmpeg uses, dav1d (software AV1: FFmpeg 5.1's own AV1 decoder needs a
-# hardware accelerator), is built from Debian 12's source package as a static PIC library and linked
-# into libavcodec (ffmpeg-common.sh's dav1d_private). That leaves TLS out: https, tls, rtmps and rtsps are not in this build (Debian's FFmpeg does
-# them with gnutls, a library that is not part of glibc and not on every distribution with the same
-# soname), so nvcam's Linux builds have no TLS.
+# else. Two libraries are built from Debian 12's source packages as static PIC libraries and
+# linked in, so no system library is needed: dav1d (software AV1: FFmpeg 5.1's own AV1 decoder needs a
+# hardware accelerator) into libavcodec (ffmpeg-common.sh's dav1d_private), and mbedTLS 2.28 (TLS:
+# tls, https, rtmps, rtsps; Apache-2.0) into libavformat (mbedtls_build in ffmpeg-common.sh); with
+# Apache-2.0 code in them the libraries are LGPL v3 or later (--enable-version3).
 #
 # Result (the prefix, target/ffmpeg-linux/): lib/lib{avcodec,avdevice,avfilter,avformat,avutil,
 # swscale}.so.* with RUNPATH=$ORIGIN (so they find each other in whatever folder they are copied to),
@@ -62,15 +62,19 @@ ffnvcodec_private
 dav1d_private linux
 printf '__asm__(".symver hypot,hypot@GLIBC_2.2.5");\n' >"$work/include/nvcam-glibc-compat.h"
 
+# --- mbedTLS, static and private to this build ---
+CFLAGS="-include $work/include/nvcam-glibc-compat.h" mbedtls_build "$work/mbedtls"
+
 # --- configure: what nvcam uses (the Windows build's list, plus the protocols of the network ---
-# --- whitelist that need no external library: srtp, crypto, data, rtmpt), no TLS ---
-protocols=(file pipe tcp udp rtp srtp http httpproxy rtmp rtmpt crypto data)
+# --- whitelist that need no external library: srtp, crypto, data, rtmpt), TLS through mbedTLS ---
+protocols=(file pipe tcp udp rtp srtp http httpproxy rtmp rtmpt crypto data tls https rtmps rtmpts)
 conf=(
   --prefix="$prefix"
   --enable-shared --disable-static
   --disable-programs --disable-doc --disable-debug --disable-autodetect
   --disable-everything --disable-swresample --disable-postproc
   --enable-network --enable-pthreads
+  --enable-version3 --enable-mbedtls
   --enable-ffnvcodec --enable-cuda --enable-nvdec
   --enable-libdav1d --pkg-config-flags=--static
   --enable-protocol="$(join "${protocols[@]}")"
@@ -82,7 +86,8 @@ conf=(
   --enable-bsf="$(join "${bsfs[@]}")"
   --enable-filter="$(join "${filters[@]}")"
   --enable-indev=lavfi
-  --extra-cflags="-I$work/include -include $work/include/nvcam-glibc-compat.h"
+  --extra-cflags="-I$work/include -I$work/mbedtls/include -include $work/include/nvcam-glibc-compat.h"
+  --extra-ldflags="-L$work/mbedtls/lib"
 )
 cd "$work/build"
 echo "build-ffmpeg-linux: configuring FFmpeg $version" >&2
@@ -91,10 +96,11 @@ echo "build-ffmpeg-linux: configuring FFmpeg $version" >&2
 for want in CONFIG_NVDEC CONFIG_CUDA CONFIG_H264_NVDEC_HWACCEL CONFIG_HEVC_NVDEC_HWACCEL CONFIG_LAVFI_INDEV \
             CONFIG_TESTSRC2_FILTER CONFIG_RTSP_DEMUXER CONFIG_HTTP_PROTOCOL CONFIG_SRTP_PROTOCOL HAVE_PTHREADS \
             CONFIG_MATROSKA_MUXER CONFIG_MP4_MUXER CONFIG_FILE_PROTOCOL \
-            CONFIG_H264_MP4TOANNEXB_BSF CONFIG_HEVC_MP4TOANNEXB_BSF CONFIG_SWSCALE CONFIG_LIBDAV1D_DECODER; do
+            CONFIG_H264_MP4TOANNEXB_BSF CONFIG_HEVC_MP4TOANNEXB_BSF CONFIG_SWSCALE CONFIG_LIBDAV1D_DECODER \
+            CONFIG_MBEDTLS CONFIG_TLS_PROTOCOL CONFIG_HTTPS_PROTOCOL CONFIG_RTMPS_PROTOCOL CONFIG_VERSION3; do
   grep -qs "^#define $want 1" config.h config_components.h || die "configure did not enable $want (see $work/build/configure.log)"
 done
-grep -q '^#define CONFIG_GPL 0' config.h || die "this build must be LGPL"
+grep -q '^#define CONFIG_GPL 0' config.h || die "this build must be LGPL (v3: mbedTLS is Apache-2.0)"
 ffmpeg_hide_paths
 echo "build-ffmpeg-linux: make -j$jobs" >&2
 make -j"$jobs" >make.log 2>&1 || { tail -n 40 make.log >&2; die "make failed"; }
@@ -120,13 +126,17 @@ glibc=$(objdump -T "$prefix"/lib/lib*.so.*.*.* | grep -o 'GLIBC_[0-9.]*' | sort 
 # --- licence and build record (FFmpeg's example sources are no part of a runtime) ---
 rm -rf "$prefix/share/ffmpeg"
 mkdir -p "$prefix/share/licenses/ffmpeg"
-cp "$srcdir/COPYING.LGPLv2.1" "$srcdir/LICENSE.md" "$prefix/share/licenses/ffmpeg/"
+cp "$srcdir/COPYING.LGPLv2.1" "$srcdir/COPYING.LGPLv3" "$srcdir/COPYING.GPLv3" "$srcdir/LICENSE.md" "$prefix/share/licenses/ffmpeg/"
+mkdir -p "$prefix/share/licenses/mbedtls"
+cp "$mbedtls_license" "$prefix/share/licenses/mbedtls/LICENSE"
 dav1d_licence
 {
   echo "FFmpeg $version (Debian source package $(basename "$srcdir")), built for Linux x86-64 with"
-  echo "$(gcc --version | head -n1) on $(ldd --version | head -n1 | sed 's/^ldd //'), LGPL v2.1 or later (no --enable-gpl,"
-  echo "no --enable-nonfree). Built by nvcam's scripts/build/build-ffmpeg-linux.sh. Source: Debian's 'ffmpeg'"
-  echo "source package (https://sources.debian.org/src/ffmpeg/) or https://ffmpeg.org/releases/ffmpeg-${version}.tar.xz."
+  echo "$(gcc --version | head -n1) on $(ldd --version | head -n1 | sed 's/^ldd //'), LGPL v3 or later (--enable-version3"
+  echo "for mbedTLS; no --enable-gpl, no --enable-nonfree). Built by nvcam's scripts/build/build-ffmpeg-linux.sh. Source:"
+  echo "Debian's 'ffmpeg' source package (https://sources.debian.org/src/ffmpeg/) or https://ffmpeg.org/releases/ffmpeg-${version}.tar.xz."
+  echo "TLS: mbedTLS $mbedtls_version (Apache-2.0, share/licenses/mbedtls/LICENSE; Debian's 'mbedtls' source package),"
+  echo "static, linked into libavformat."
   echo "RUNPATH set to \$ORIGIN with patchelf after the build; hypot bound to its GLIBC_2.2.5 version (glibc 2.34 suffices)."
   dav1d_info
   echo

@@ -152,3 +152,40 @@ bsfs=(h264_mp4toannexb hevc_mp4toannexb)
 filters=(testsrc testsrc2 format scale null)
 # Recordings remux the camera's packets into these (src/record/), written through the file protocol.
 muxers=(matroska mp4)
+
+# --- TLS: mbedTLS, linked statically into libavformat ---
+# Debian 12's mbedtls source package (2.28 LTS, Apache-2.0), built as static, position-independent
+# libraries into a private prefix ($1) with cmake; further arguments go to cmake (the Windows build
+# passes its mingw toolchain and flags; CFLAGS from the caller's environment are added). mbedTLS's
+# debug messages name their source files: the macro prefix map keeps this machine's folders out of
+# the libraries (ffmpeg_check_paths). FFmpeg's version script keeps its symbols local to libavformat, so
+# the package stays self-contained and no system TLS library is loaded. Apache-2.0 is compatible
+# with the LGPL only in version 3: the FFmpeg libraries become LGPL v3 or later (--enable-version3).
+# Sets `mbedtls_version`; `mbedtls_license` names the licence file to ship.
+mbedtls_build() {
+  local dest=$1; shift
+  local src
+  src=$(find "$work/mbedtls-src" -maxdepth 1 -mindepth 1 -type d -name 'mbedtls-2.28*' 2>/dev/null | head -n1)
+  if [ -z "$src" ] || [ ! -f "$src/CMakeLists.txt" ]; then
+    command -v cmake >/dev/null || die "cmake not found (apt-get install cmake)"
+    rm -rf "$work/mbedtls-src"; mkdir -p "$work/mbedtls-src"
+    (cd "$work/mbedtls-src" && apt-get source -qq --only-source mbedtls 2>&1 | grep -v 'unsandboxed' >&2 || true)
+    src=$(find "$work/mbedtls-src" -maxdepth 1 -mindepth 1 -type d -name 'mbedtls-2.28*' | head -n1)
+    [ -n "$src" ] && [ -f "$src/CMakeLists.txt" ] || die "apt-get source mbedtls gave no mbedTLS 2.28 source tree in $work/mbedtls-src"
+  fi
+  mbedtls_version=$(basename "$src" | sed 's/^mbedtls-//')
+  mbedtls_license="$src/LICENSE"
+  local cflags="-fmacro-prefix-map=$src/=mbedtls-$mbedtls_version/ ${CFLAGS:-}"
+  if [ -f "$dest/lib/libmbedtls.a" ] && [ "$(cat "$dest/.version" 2>/dev/null)" = "$mbedtls_version $cflags $*" ]; then
+    return 0
+  fi
+  echo "$name: building mbedTLS $mbedtls_version" >&2
+  rm -rf "$dest" "$work/mbedtls-build"; mkdir -p "$work/mbedtls-build"
+  (cd "$work/mbedtls-build" &&
+    CFLAGS="$cflags" cmake "$src" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$dest" \
+      -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DUSE_STATIC_MBEDTLS_LIBRARY=ON -DUSE_SHARED_MBEDTLS_LIBRARY=OFF \
+      -DENABLE_PROGRAMS=OFF -DENABLE_TESTING=OFF -DMBEDTLS_FATAL_WARNINGS=OFF -DLINK_WITH_PTHREAD=OFF "$@" &&
+    make -j"$jobs" && make install) >"$work/mbedtls.log" 2>&1 || { tail -n 30 "$work/mbedtls.log" >&2; die "mbedTLS build failed"; }
+  rm -rf "$work/mbedtls-build"
+  echo "$mbedtls_version $cflags $*" >"$dest/.version"
+}

@@ -53,7 +53,7 @@ z = zipfile.ZipFile(w)
 info = "nvcam-%s.dist-info/" % version
 m = email.parser.Parser().parsestr(z.read(info + "METADATA").decode())
 assert m["Metadata-Version"] in ("2.4", "2.5"), m["Metadata-Version"]
-assert m["License-Expression"] == "(MIT OR Apache-2.0) AND LGPL-2.1-or-later AND BSD-2-Clause", m["License-Expression"]
+assert m["License-Expression"] == "(MIT OR Apache-2.0) AND LGPL-3.0-or-later AND Apache-2.0 AND BSD-2-Clause", m["License-Expression"]
 files = m.get_all("License-File")
 for f in ("LICENSE-MIT", "LICENSE-APACHE"):
     assert f in files, files

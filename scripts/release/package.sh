@@ -258,6 +258,7 @@ linux() {
   done
   cp "$ff/share/licenses/ffmpeg/"* "$d/licenses/FFmpeg/"
   cp "$ff/share/licenses/dav1d/"* "$d/licenses/dav1d/"
+  mkdir -p "$d/licenses/mbedtls"; cp "$ff/share/licenses/mbedtls/"* "$d/licenses/mbedtls/"
   cp LICENSE-MIT LICENSE-APACHE "$d/"
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
@@ -283,7 +284,7 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@).
 |---|---|
 | `libnvcam.so` | the library (`dlopen` it, or link with `-L. -lnvcam`); finds the FFmpeg libraries in `lib/` through its RUNPATH (`$ORIGIN/lib`) |
 | `nvcam.so` | a link to `libnvcam.so`, so LabVIEW's library name `nvcam.*` (which becomes `nvcam.dll` on Windows and `nvcam.so` on Linux) works on both with the same VIs |
-| @FFLIBS@ | FFmpeg @FFMPEG@ (LGPL v2.1+), the shared libraries `libnvcam.so` needs |
+| @FFLIBS@ | FFmpeg @FFMPEG@ (LGPL v3+, mbedTLS linked in), the shared libraries `libnvcam.so` needs |
 | `include/nvcam.h` | the C header |
 | `include/nvcam_labview.h` | the same declarations in plain C for LabVIEW's Import Shared Library wizard |
 | `include/nvcam.hpp` | the header-only C++17 wrapper (RAII handles, exceptions) |
@@ -291,7 +292,8 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@).
 | `lib/pkgconfig/nvcam.pc` | pkg-config file: `PKG_CONFIG_PATH=<this folder>/lib/pkgconfig pkg-config --cflags --libs nvcam` |
 | `labview/` | how to call every function from LabVIEW, and `nvcam-errors.txt` |
 | `LICENSE-MIT`, `LICENSE-APACHE` | nvcam's licence: either, at your option |
-| `licenses/FFmpeg/` | FFmpeg's licence (LGPL v2.1), its terms and how these libraries were configured and built |
+| `licenses/FFmpeg/` | FFmpeg's licence (LGPL v3 with mbedTLS in it; its files are LGPL v2.1+), its terms and how these libraries were configured and built |
+| `licenses/mbedtls/` | mbedTLS's licence (Apache-2.0), the TLS library linked into `libavformat` |
 | `licenses/dav1d/` | the licence (BSD-2-Clause) of dav1d, the AV1 decoder linked into libavcodec |
 
 Keep `libnvcam.so` and `lib/` together (move the folder as a whole).
@@ -302,16 +304,18 @@ Keep `libnvcam.so` and `lib/` together (move the folder as a whole).
   Nothing else for the CPU path: FFmpeg is in `lib/`, built without external libraries.
 - For the GPU path, only the NVIDIA driver: `libcuda.so.1` and `libnvcuvid.so.1` are loaded at run
   time; no CUDA toolkit or runtime. Without them the camera decodes on the CPU.
-- The bundled FFmpeg has no TLS: `rtsps://`, `https://` and `rtmps://` fail to open, with
-  `NVCAM_E_UNSUPPORTED` naming TLS. It carries nvcam's patches to FFmpeg (RTP gap reports), and
-  nvcam is built and tested only with it: keep `lib/` as it is.
+- The bundled FFmpeg has TLS (mbedTLS, linked in): `rtsps://`, `https://` and `rtmps://` verify the
+  camera's certificate against the system's trust store (`/etc/ssl/certs/ca-certificates.crt` and
+  the other usual bundles), a CA file or a pinned fingerprint. It carries nvcam's patches to FFmpeg
+  (RTP gap reports, TLS verification), and nvcam is built and tested only with it: keep `lib/` as it is.
 
 Strings (URLs, paths, FFmpeg options) are UTF-8; on Linux nothing else is accepted
 (`NVCAM_E_INVALID_ARGUMENT`). `include/nvcam_labview.h` is for LabVIEW's Import Shared Library wizard.
 
 ## Licences
 
-nvcam is MIT OR Apache-2.0 (`LICENSE-MIT`, `LICENSE-APACHE`). The FFmpeg libraries are LGPL v2.1 or later, built from Debian 12's
+nvcam is MIT OR Apache-2.0 (`LICENSE-MIT`, `LICENSE-APACHE`). The FFmpeg libraries are LGPL v3 or later (mbedTLS 2.28, Apache-2.0,
+`licenses/mbedtls/LICENSE`, is linked into them), built from Debian 12's
 FFmpeg @FFMPEG@ source package without GPL or non-free parts (`licenses/FFmpeg/BUILD-INFO.txt` has
 the exact configure line); you may replace them with your own build of the same FFmpeg version.
 libavcodec contains dav1d (BSD-2-Clause, `licenses/dav1d/COPYING`), the AV1 decoder, statically

@@ -159,6 +159,12 @@ impl<'a> Session<'a> {
         // RTP gaps FFmpeg reports on this thread from here on are this connection's (those of the
         // probe included: its packets are read again below).
         rtp_gaps::start();
+        if o.flags.tls_insecure && super::tls::is_tls(&sh.source) {
+            log::warn!(
+                "camera {}: TLS certificate NOT verified (NVCAM_OPEN_TLS_INSECURE): the link is encrypted, but anyone on the network path can impersonate this camera",
+                sh.name()
+            );
+        }
         let input = input::open(&sh.source, &o.ffmpeg, &sh.irq, o.open_timeout)?;
         if sh.source.is_rtsp() && !rtp_gaps::reporting() {
             log::warn!(

@@ -46,10 +46,10 @@ unsafe fn read_options(options: *const nvcam_camera_options, ffmpeg: *const c_ch
 /// Opens a camera: `url` is `rtsp://…`, another FFmpeg URL, a file path, or `testsrc://WxH@FPS`
 /// (a built-in test pattern), in UTF-8 (on Windows also in the ANSI code page: see Strings at the
 /// top). Without `NVCAM_OPEN_ASYNC` it returns once the source is open (or with the reason it
-/// could not be: `NVCAM_E_IO`, `NVCAM_E_TIMEOUT`, `NVCAM_E_AUTH`, `NVCAM_E_BAD_OPTION`,
+/// could not be: `NVCAM_E_IO`, `NVCAM_E_TIMEOUT`, `NVCAM_E_AUTH`, `NVCAM_E_TLS_VERIFY`, `NVCAM_E_BAD_OPTION`,
 /// `NVCAM_E_UNSUPPORTED`), leaving nothing behind on failure.
 ///
-/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_TLS_VERIFY, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
 ///
 /// # Safety
 /// `url` is NULL or a NUL-terminated string; `options` is NULL or a readable
@@ -69,7 +69,7 @@ pub unsafe extern "C" fn nvcam_camera_open(url: *const c_char, options: *const n
 /// overrides `options->ffmpeg_options`. For hosts that cannot put a string pointer into a struct,
 /// like LabVIEW.
 ///
-/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_STRUCT_SIZE, NVCAM_E_NOT_INITIALIZED, NVCAM_E_BAD_OPTION, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_TLS_VERIFY, NVCAM_E_UNSUPPORTED, NVCAM_E_FFMPEG, NVCAM_E_CUDA, NVCAM_E_NO_DEVICE, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_CLOSED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
 ///
 /// # Safety
 /// As `nvcam_camera_open`; `ffmpeg_options` is NULL or a NUL-terminated string.

@@ -79,6 +79,7 @@ fn open_flags(bits: u32) -> Result<OpenFlags> {
         no_pacing: on(NVCAM_OPEN_NO_PACING),
         release_clones_on_reconnect: on(NVCAM_OPEN_RELEASE_CLONES_ON_RECONNECT),
         eight_bit: on(NVCAM_OPEN_8BIT),
+        tls_insecure: on(NVCAM_OPEN_TLS_INSECURE),
     })
 }
 

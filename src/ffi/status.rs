@@ -38,6 +38,9 @@ pub const NVCAM_E_TIMEOUT: i32 = -8020;
 pub const NVCAM_E_IO: i32 = -8021;
 /// The server refused our credentials.
 pub const NVCAM_E_AUTH: i32 = -8022;
+/// The server's TLS certificate failed verification; the text names the reason (unknown issuer,
+/// name mismatch, expired, pin mismatch). Permanent: the camera ends `FAILED`.
+pub const NVCAM_E_TLS_VERIFY: i32 = -8029;
 /// No decoder for this codec on the chosen path, or no video stream in the source.
 pub const NVCAM_E_UNSUPPORTED: i32 = -8023;
 /// An FFmpeg call failed; the text names the call and FFmpeg's error.
@@ -77,6 +80,7 @@ pub const ALL: &[(i32, &str, &str)] = &[
     (NVCAM_E_TIMEOUT, "NVCAM_E_TIMEOUT", "the wait ran out"),
     (NVCAM_E_IO, "NVCAM_E_IO", "the source could not be opened or read"),
     (NVCAM_E_AUTH, "NVCAM_E_AUTH", "the server refused the credentials"),
+    (NVCAM_E_TLS_VERIFY, "NVCAM_E_TLS_VERIFY", "the server's TLS certificate failed verification"),
     (NVCAM_E_UNSUPPORTED, "NVCAM_E_UNSUPPORTED", "codec or stream not supported on this path"),
     (NVCAM_E_FFMPEG, "NVCAM_E_FFMPEG", "an FFmpeg call failed"),
     (NVCAM_E_CUDA, "NVCAM_E_CUDA", "a CUDA driver call failed"),
@@ -112,6 +116,7 @@ pub fn code(kind: ErrorKind) -> i32 {
         TimedOut => NVCAM_E_TIMEOUT,
         Io => NVCAM_E_IO,
         Auth => NVCAM_E_AUTH,
+        TlsVerify => NVCAM_E_TLS_VERIFY,
         Unsupported => NVCAM_E_UNSUPPORTED,
         Ffmpeg => NVCAM_E_FFMPEG,
         Cuda => NVCAM_E_CUDA,

@@ -26,7 +26,12 @@ pub const NVCAM_OPEN_RELEASE_CLONES_ON_RECONNECT: u32 = 16;
 /// Deliver 10- and 12-bit streams as NV12 (8 bits, rounded by the decoder) instead of
 /// `NVCAM_FORMAT_P016`, for hosts that handle 8-bit frames only.
 pub const NVCAM_OPEN_8BIT: u32 = 32;
-pub(crate) const NVCAM_OPEN_ALL: u32 = 63;
+/// Do not verify the server's TLS certificate (`rtsps://`, `https://`, `rtmps://`): the link is
+/// still encrypted, but anyone on the network path can impersonate the camera. Logged as a warning
+/// at every open. Verification is on by default; prefer `tls_pin_sha256` or `ca_file` in
+/// `ffmpeg_options` for a camera with its own certificate (docs/secure-cameras.md).
+pub const NVCAM_OPEN_TLS_INSECURE: u32 = 64;
+pub(crate) const NVCAM_OPEN_ALL: u32 = 127;
 
 /// `device` of `nvcam_camera_options`: decode on the CPU into host memory.
 pub const NVCAM_DEVICE_CPU: i32 = -1;
@@ -254,7 +259,10 @@ pub struct nvcam_camera_options {
     pub decode_threads: u32,
     /// FFmpeg demuxer/protocol options, `"key=value;key=value"` (e.g.
     /// `"rtsp_transport=udp;buffer_size=1048576"`), or NULL. An option FFmpeg does not consume
-    /// fails the open with `NVCAM_E_BAD_OPTION`. RTSP defaults to `rtsp_transport=tcp`.
+    /// fails the open with `NVCAM_E_BAD_OPTION`. RTSP defaults to `rtsp_transport=tcp`. TLS cameras
+    /// (`rtsps://`, `https://`, `rtmps://`) verify the server's certificate; `ca_file=PATH` trusts
+    /// that CA instead of the system's store, `tls_pin_sha256=HEX` accepts exactly that certificate
+    /// (see `NVCAM_OPEN_TLS_INSECURE`).
     pub ffmpeg_options: *const c_char,
     /// After a connection is lost, reconnect attempts stay short (`reconnect_min_ms`, jittered)
     /// for this long before they back off towards `reconnect_max_ms`; 0 = 3000.

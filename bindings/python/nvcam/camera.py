@@ -6,7 +6,7 @@ import os
 import sys
 from typing import Any, Dict, Iterator, Optional, Union
 from ctypes import byref, c_uint32, c_uint64
-from ._ffi import DECODER_AUTO, DEVICE_CPU, E_CANCELLED, E_CLOSED, E_FAILED, E_STALE_HANDLE, E_TIMEOUT, INTEGRITY_EXACT, OK, TRANSPORT_DEFAULT
+from ._ffi import DECODER_AUTO, DEVICE_CPU, E_CANCELLED, E_CLOSED, E_FAILED, E_STALE_HANDLE, E_TIMEOUT, INTEGRITY_EXACT, OK, OPEN_TLS_INSECURE, TRANSPORT_DEFAULT
 from .constants import STATE_NAMES
 from .structs import CameraOptions, CameraStats
 from ._lib import lib
@@ -40,10 +40,18 @@ class Camera:
         latency: int = 0,
         transport: int = TRANSPORT_DEFAULT,
         integrity: int = INTEGRITY_EXACT,
+        tls_ca_file: Union[str, os.PathLike, None] = None,
+        tls_pin_sha256: Optional[str] = None,
+        tls_insecure: bool = False,
     ) -> Camera:
         """Opens ``url`` (``rtsp://…``, another FFmpeg URL, a file path, ``testsrc://WxH@FPS``).
         Zero timeouts mean the library's defaults. ``ffmpeg_options`` is ``"k=v;k=v"`` or a dict.
-        ``device`` None: GPU 0 when the library sees a GPU, else the CPU (:func:`default_device`)."""
+        ``device`` None: GPU 0 when the library sees a GPU, else the CPU (:func:`default_device`).
+        TLS cameras (``rtsps://``, ``https://``, ``rtmps://``) verify the server's certificate:
+        ``tls_ca_file`` names a CA file (PEM) to trust instead of the system's store,
+        ``tls_pin_sha256`` accepts exactly the certificate with that SHA-256 fingerprint (hex,
+        colons allowed), ``tls_insecure=True`` verifies nothing (logged as a warning at every open).
+        A refused certificate raises ``NVCAM_E_TLS_VERIFY`` with the reason."""
         if device is None:
             device = default_device()
         o = CameraOptions()
@@ -61,8 +69,12 @@ class Camera:
         o.latency = latency
         o.transport = transport
         o.integrity = integrity
+        if tls_insecure:
+            o.flags |= OPEN_TLS_INSECURE
         if isinstance(ffmpeg_options, dict):
             ffmpeg_options = ";".join("%s=%s" % kv for kv in ffmpeg_options.items())
+        tls = [("ca_file", tls_ca_file and os.fspath(tls_ca_file)), ("tls_pin_sha256", tls_pin_sha256)]
+        ffmpeg_options = ";".join([ffmpeg_options or ""] + ["%s=%s" % kv for kv in tls if kv[1]]).strip(";")
         opts_bytes = ffmpeg_options.encode() if ffmpeg_options else None
         o.ffmpeg_options = opts_bytes  # kept alive by opts_bytes until the call returns
         out = c_uint64(0)

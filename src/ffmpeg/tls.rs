@@ -1,0 +1,31 @@
+//! Certificate refusals as nvcam's FFmpeg build reports them: the patched mbedTLS back end
+//! (scripts/build/ffmpeg-patches) returns one error code per reason, `FFERRTAG(0xF8, 'T', 'L', x)`.
+
+/// A certificate refusal reported by nvcam's FFmpeg build (tls_mbedtls.c's codes), with its
+/// reason and what would fix it.
+pub(crate) fn refusal(r: std::ffi::c_int) -> Option<&'static str> {
+    const fn tag(d: u8) -> std::ffi::c_int {
+        -((0xF8u32 | (b'T' as u32) << 8 | (b'L' as u32) << 16 | (d as u32) << 24) as i32)
+    }
+    Some(match r {
+        x if x == tag(b'I') => "unknown issuer (not signed by a CA in the system's trust store or ca_file; a camera's own certificate needs ca_file or tls_pin_sha256)",
+        x if x == tag(b'N') => "name mismatch (the certificate does not name the host of the URL)",
+        x if x == tag(b'E') => "expired (or not yet valid)",
+        x if x == tag(b'P') => "pin mismatch (the certificate is not the one tls_pin_sha256 names)",
+        x if x == tag(b'B') => "invalid certificate (key usage, key or signature not acceptable)",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusal_codes_match_the_ffmpeg_patch() {
+        // FFERRTAG(0xF8, 'T', 'L', 'P') as libavutil/error.h computes it.
+        let pin = -(0xF8 | (b'T' as i32) << 8 | (b'L' as i32) << 16 | (b'P' as i32) << 24);
+        assert!(refusal(pin).unwrap().starts_with("pin mismatch"));
+        assert!(refusal(-5).is_none());
+    }
+}
