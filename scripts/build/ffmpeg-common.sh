@@ -165,7 +165,7 @@ muxers=(matroska mp4)
 mbedtls_build() {
   local dest=$1; shift
   local src
-  src=$(find "$work/mbedtls-src" -maxdepth 1 -mindepth 1 -type d -name 'mbedtls-2.28*' 2>/dev/null | head -n1)
+  src=$(find "$work/mbedtls-src" -maxdepth 1 -mindepth 1 -type d -name 'mbedtls-2.28*' 2>/dev/null | head -n1 || true)
   if [ -z "$src" ] || [ ! -f "$src/CMakeLists.txt" ]; then
     command -v cmake >/dev/null || die "cmake not found (apt-get install cmake)"
     rm -rf "$work/mbedtls-src"; mkdir -p "$work/mbedtls-src"
