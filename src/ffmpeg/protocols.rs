@@ -1,5 +1,5 @@
 //! Which URL schemes this FFmpeg can open: nvcam's own builds leave out the protocols that need an
-//! external library (no TLS on Linux, no SRT anywhere), so a scheme nvcam knows may still be one
+//! external library (no SRT anywhere), so a scheme nvcam knows may still be one
 //! this build cannot serve.
 
 use ff::ffi;
