@@ -24,6 +24,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks, unreachable_pub)]
 
+mod bitstream;
 mod camera;
 mod config;
 mod convert;

@@ -24,7 +24,7 @@
 //! recovery points) is the same whichever decoder runs, so the decoders mark the same pictures;
 //! a decoder's own error report adds to that (see `Decoder::write_into`).
 
-use crate::decode::recovery::{KeyPoint, Picture};
+use crate::bitstream::recovery::{KeyPoint, Picture};
 use crate::frame::FrameIntegrity;
 use std::time::{Duration, Instant};
 

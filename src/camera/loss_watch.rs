@@ -6,9 +6,9 @@ use super::integrity::{Hit, Integrity};
 use super::reconnect_rule::{self, Wait};
 use super::shared::Shared;
 use crate::config::DEFAULTS;
-use crate::decode::frame_num::FrameNumCheck;
+use crate::bitstream::frame_num::FrameNumCheck;
 use crate::decode::pts_us;
-use crate::decode::recovery::{KeyPoint, KeyScan};
+use crate::bitstream::recovery::{KeyPoint, KeyScan};
 use crate::ffmpeg::rtp_gaps::{self, RtpGap};
 use crate::status::*;
 use super::latency::wall_ns;
@@ -99,7 +99,7 @@ impl LossWatch {
         // A loss that cannot be placed may be in this packet: it and what follows are suspect,
         // and a recovery point must come after it to count.
         // A JPEG cut short or with bytes lost decodes silently on every engine: its markers tell.
-        let jpeg_damage = if self.jpeg { crate::decode::jpeg_check::damage(data) } else { None };
+        let jpeg_damage = if self.jpeg { crate::bitstream::jpeg_check::damage(data) } else { None };
         if let Some(why) = jpeg_damage {
             log::debug!("camera {}: JPEG at pts {p_us} is not whole: {why}", sh.name());
         }

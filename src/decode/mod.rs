@@ -8,10 +8,6 @@
 //! picture lost to it) comes back in its [`Outcome`], not through a side channel.
 
 pub(crate) mod chroma_box;
-pub(crate) mod frame_num;
-pub(crate) mod jpeg_check;
-pub(crate) mod nal;
-pub(crate) mod recovery;
 pub(crate) mod software;
 
 use crate::frame::{Color, Siting, Transfer};

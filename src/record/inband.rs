@@ -12,7 +12,7 @@
 //! picture (every one is a key frame) a comparison of its frame header.
 
 use super::writer::{Params, Shape};
-use crate::decode::nal::{h264_slice, hevc_slice, length_size, Nals};
+use crate::bitstream::nal::{h264_slice, hevc_slice, length_size, Nals};
 use ff::ffi;
 use ffmpeg_next as ff;
 use std::sync::Arc;

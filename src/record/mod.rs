@@ -29,7 +29,7 @@ pub(crate) use handles::{get, register, release, release_all};
 
 use clock::Clock;
 use cut::Active;
-use crate::decode::recovery::{KeyPoint, KeyScan};
+use crate::bitstream::recovery::{KeyPoint, KeyScan};
 use crate::status::*;
 use ffmpeg_next as ff;
 use parking_lot::Mutex;
