@@ -145,7 +145,7 @@ impl Drop for CtxGuard {
 /// later; `None` before them or on an error). Unlike the handle, an id is never given to another
 /// stream, so "the same id" means "the same stream, in its order".
 pub(crate) fn stream_id(stream: sys::CUstream) -> Option<u64> {
-    if super::driver_version() < 12000 {
+    if super::probe::driver_version() < 12000 {
         return None;
     }
     // SAFETY: the caller's stream of the current context (the caller's contract).

@@ -27,11 +27,13 @@ pub(crate) mod memory;
 pub(crate) mod nvdec;
 pub(crate) mod nvjpeg;
 pub(crate) mod params;
+pub(crate) mod probe;
 pub(crate) mod staging;
 pub(crate) mod stats;
 pub(crate) mod timing;
 pub(crate) mod upload;
 
+pub(crate) use probe::{driver_version, probe};
 pub(crate) use stats::GpuStats;
 
 use crate::config::Config;
@@ -39,49 +41,11 @@ use crate::status::*;
 use context::{Device, Stream};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-static PROBE: OnceLock<Result<i32>> = OnceLock::new();
 static DEVICES: Mutex<Vec<Option<Arc<Device>>>> = Mutex::new(Vec::new());
 static MAX_HW_PER_DEVICE: AtomicU32 = AtomicU32::new(0);
-/// The driver's CUDA version (e.g. 13000), set by the probe.
-static DRIVER_VERSION: AtomicU32 = AtomicU32::new(0);
-
-/// Whether the CUDA driver is loadable and has devices: `Ok(count)` or why there is no GPU path
-/// (`ErrorKind::NoDevice`, whatever the driver said). Checked once per process, before any other
-/// CUDA call (cudarc panics on a missing library: [`driver::library_present`] first).
-/// `NVCAM_DISABLE_GPU=1` forces the CPU path.
-pub(crate) fn probe() -> Result<i32> {
-    let none = |why: String| Error::new(ErrorKind::NoDevice, why);
-    PROBE
-        .get_or_init(|| {
-            if std::env::var("NVCAM_DISABLE_GPU").is_ok_and(|v| !v.is_empty() && v != "0") {
-                return Err(none("GPU path disabled by NVCAM_DISABLE_GPU".into()));
-            }
-            std::panic::catch_unwind(|| {
-                if !driver::library_present() {
-                    return Err(none("the CUDA driver library (libcuda) is not installed".into()));
-                }
-                driver::init().map_err(|e| none(e.to_string()))?;
-                let n = driver::ctx::device_count().map_err(|e| none(e.to_string()))?;
-                if n <= 0 {
-                    return Err(none("no CUDA device".into()));
-                }
-                let v = driver::driver_version().unwrap_or(0);
-                DRIVER_VERSION.store(v.max(0) as u32, Ordering::Relaxed);
-                log::info!("CUDA driver {}.{}: {n} device(s)", v / 1000, (v % 1000) / 10);
-                Ok(n)
-            })
-            .unwrap_or_else(|_| Err(none("probing the CUDA driver panicked".into())))
-        })
-        .clone()
-}
-
-/// The driver's CUDA version as `1000 * major + 10 * minor` (0 before a successful probe).
-pub(crate) fn driver_version() -> u32 {
-    DRIVER_VERSION.load(Ordering::Relaxed)
-}
 
 /// Library init: settings, and one probe with its result in the log.
 pub(crate) fn init(cfg: &Config) {
@@ -121,12 +85,11 @@ fn open_device(ordinal: i32) -> Option<Arc<Device>> {
     DEVICES.lock().get(ordinal.max(0) as usize).cloned().flatten()
 }
 
-/// Library shutdown, after every camera closed and every frame was released: frees the deferred
-/// queue (waiting on its events only, until the deadline), then releases the contexts last.
+/// Library shutdown, after every camera closed and every frame was released and after the
+/// conversions and nvJPEG let go of theirs: frees the deferred queue (waiting on its events only,
+/// until the deadline), then releases the contexts last.
 pub(crate) fn shutdown(timeout: Duration) {
     let deadline = Instant::now() + timeout;
-    convert::shutdown();
-    nvjpeg::shutdown();
     if !deferred::drain_wait(deadline) {
         log::warn!("nvcam_shutdown: GPU memory still in use by unfinished work; contexts kept until it is freed");
     }
