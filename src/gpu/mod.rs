@@ -33,7 +33,7 @@ pub(crate) mod stats;
 pub(crate) mod timing;
 pub(crate) mod upload;
 
-pub(crate) use probe::{driver_version, probe};
+pub(crate) use probe::probe;
 pub(crate) use stats::GpuStats;
 
 use crate::config::Config;
