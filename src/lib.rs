@@ -43,7 +43,6 @@ mod pin;
 mod pool;
 mod record;
 mod registry;
-mod select;
 mod source;
 pub mod status;
 #[cfg(windows)]
@@ -91,10 +90,10 @@ pub use ffi::status::{
 /// the NVDEC bindings' self-checks. Not part of the C surface.
 #[doc(hidden)]
 pub mod diag {
-    pub use crate::gpu::nvdec::api::{available as nvcuvid_available, lib as nvcuvid_lib};
-    pub use crate::gpu::nvdec::sys::layout_report as nvcuvid_layout_report;
-    pub use crate::gpu::nvdec::{counters as nvdec_counters, NvdecCounters};
-    pub use crate::gpu::hwdec::sessions_made as ffmpeg_hw_sessions_made;
+    pub use crate::decode::nvdec::api::{available as nvcuvid_available, lib as nvcuvid_lib};
+    pub use crate::decode::nvdec::sys::layout_report as nvcuvid_layout_report;
+    pub use crate::decode::nvdec::{counters as nvdec_counters, NvdecCounters};
+    pub use crate::decode::hwdec::sessions_made as ffmpeg_hw_sessions_made;
     pub use crate::gpu::timing::{enable as enable_stage_times, take as stage_times, Stage, StageTimes};
     pub use crate::instances::live as lv_instances_live;
     pub use crate::pool::live_pools;
@@ -132,7 +131,7 @@ pub mod diag {
     /// NVDEC fault and delay hooks (the `test-hooks` feature).
     #[cfg(feature = "test-hooks")]
     pub mod hooks {
-        pub use crate::gpu::nvdec::hooks::{clear, set, Knobs};
+        pub use crate::decode::nvdec::hooks::{clear, set, Knobs};
     }
     /// A slow disk under the recordings (`test-hooks`).
     #[cfg(feature = "test-hooks")]

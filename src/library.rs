@@ -246,7 +246,7 @@ pub(crate) fn shutdown(timeout: Duration) -> Result<usize> {
     // conversions' staging areas and kernels, then the nvJPEG engines.
     let gpu_left = end.saturating_duration_since(Instant::now());
     crate::gpu::convert::shutdown();
-    crate::gpu::nvjpeg::shutdown();
+    crate::decode::nvjpeg::shutdown();
     crate::gpu::shutdown(gpu_left);
     if !crate::workers::stop(end) {
         log::warn!("nvcam_shutdown: a worker thread did not stop in time; it ends on its own");

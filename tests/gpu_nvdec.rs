@@ -143,7 +143,7 @@ fn nvdec_direct_matches_software_decode() {
     assert_eq!(hazards(), h0, "a picture's surface was reused before it was written");
 }
 
-/// The ordering argument of `src/gpu/nvdec/mod.rs` under stress: one output surface (each map reuses
+/// The ordering argument of `src/decode/nvdec/mod.rs` under stress: one output surface (each map reuses
 /// the surface the previous frame was just unmapped from) and a host function that stalls the
 /// camera's stream 4 ms before each map, so every unmap and the next map happen while the copy
 /// out of that surface has not run yet. Each frame must still equal the software decode, and the

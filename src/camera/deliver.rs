@@ -8,7 +8,7 @@ use crate::config::IntegrityPolicy;
 use crate::decode::{Decoder, Outcome, Picture};
 use crate::frame::{Frame, TimeSource};
 use crate::pool::{Geometry, Pool};
-use crate::select::Pools;
+use crate::decode::select::Pools;
 use crate::status::*;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

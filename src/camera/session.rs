@@ -12,7 +12,7 @@ use crate::ffmpeg::rtp_gaps;
 use crate::frame::TimeSource;
 use crate::gpu::timing::{self, Stage};
 use crate::input::{self, Read};
-use crate::select::{self, Chosen, Pools};
+use crate::decode::select::{self, Chosen, Pools};
 use crate::status::*;
 use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;

@@ -6,7 +6,7 @@ use crate::decode::{DecoderKind, Outcome};
 use crate::frame::Frame;
 use crate::input::Interrupt;
 use crate::pool::{MemoryKind, Pool};
-use crate::select::CameraBackend;
+use crate::decode::select::CameraBackend;
 use crate::source::{redact, Source};
 use crate::status::*;
 use parking_lot::{Condvar, Mutex};

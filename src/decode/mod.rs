@@ -1,14 +1,21 @@
-//! The decoder seam: what a camera's session needs from any decoder, and the FFmpeg software
-//! decoder behind it ([`software`]).
+//! Every decoder, and the choice among them: the decoder seam (what a camera's session needs from
+//! any decoder), FFmpeg's software decoder ([`software`]), direct NVDEC ([`nvdec`]), nvJPEG
+//! ([`nvjpeg`]), FFmpeg's CUDA hwaccel ([`hwdec`]), software plus upload ([`upload`]), and
+//! [`select`], which of them a camera gets and the fall-back order between them.
 //!
 //! A decoder turns packets into pictures and writes each picture as NV12 into a pool slot it is
-//! given. The camera knows nothing else about it, so the GPU backends (direct NVDEC, FFmpeg's
+//! given. The camera knows nothing else about it, so the GPU backends (direct NVDEC, nvJPEG, FFmpeg's
 //! CUDA hwaccel, software + upload) plug in here with their own memory and the same lifetime
 //! rules. What a call met besides success or failure (an error the decoder recovered from, a
 //! picture lost to it) comes back in its [`Outcome`], not through a side channel.
 
 pub(crate) mod chroma_box;
+pub(crate) mod hwdec;
+pub(crate) mod nvdec;
+pub(crate) mod nvjpeg;
+pub(crate) mod select;
 pub(crate) mod software;
+pub(crate) mod upload;
 
 use crate::frame::{Color, Siting, Transfer};
 use crate::pool::Depth;

@@ -172,7 +172,7 @@ impl SoftwareDecoder {
 /// puts the one it prefers first: libdav1d before its native AV1 decoder) that does the work
 /// itself. Left out: hardware wrappers (`AV_CODEC_CAP_HARDWARE`) and FFmpeg 5.1's native `av1`
 /// decoder, which only drives a hardware accelerator (every packet: ENOSYS); that one stays for
-/// the CUDA hwaccel (`gpu::hwdec`).
+/// the CUDA hwaccel (`super::hwdec`).
 pub(crate) fn software_codec(id: ff::codec::Id) -> Option<ff::Codec> {
     decoders_of(id).find(|c| {
         // SAFETY: a registered codec, static.

@@ -1,5 +1,6 @@
-//! The GPU path: per-camera NV12 pools in device memory with event-ordered lifetimes, and the
-//! decoders that write them (direct NVDEC, nvJPEG, FFmpeg's CUDA hwaccel, software plus upload).
+//! The device layer: per-camera NV12 pools in device memory with event-ordered lifetimes, and
+//! what every user of a GPU shares (the decoders in `crate::decode`, the conversions in
+//! `crate::convert`).
 //!
 //! - [`driver`]: the one thin layer of CUDA driver calls (libcuda via cudarc, loaded at run
 //!   time), their typed error and its conversion into the library's.
@@ -8,10 +9,10 @@
 //! - [`memory`]: the device storage behind a camera's pool (pitched, allocated once per
 //!   resolution, per-slot events) and pinned host buffers.
 //! - [`deferred`]: the deferred-free queue (events completed + minimum age).
-//! - [`nvdec`] (libnvcuvid loaded at run time), [`nvjpeg`] (libnvjpeg, likewise), [`hwdec`],
-//!   [`upload`]: the decoders. Which one a camera gets, and the fall-back between them, is
-//!   decided in `crate::select`.
-//! - [`stats`]: process-wide counters for `nvcam_gpu_stats`.
+//! - [`kernels`]: the embedded CUDA kernels, loaded once per device; [`params`] their
+//!   parameter blocks.
+//! - [`probe`]: whether there is a GPU path at all, checked once.
+//! - [`stats`]: process-wide counters for `nvcam_gpu_stats`; [`timing`] per-stage call timings.
 //!
 //! Without libcuda (or a GPU) nothing here runs: [`probe`] says why once and cameras decode on
 //! the CPU.
@@ -20,18 +21,14 @@ pub(crate) mod context;
 pub(crate) mod convert;
 pub(crate) mod deferred;
 pub(crate) mod driver;
-pub(crate) mod hwdec;
 pub(crate) mod kernels;
 pub(crate) mod launch;
 pub(crate) mod memory;
-pub(crate) mod nvdec;
-pub(crate) mod nvjpeg;
 pub(crate) mod params;
 pub(crate) mod probe;
 pub(crate) mod staging;
 pub(crate) mod stats;
 pub(crate) mod timing;
-pub(crate) mod upload;
 
 pub(crate) use probe::probe;
 pub(crate) use stats::GpuStats;

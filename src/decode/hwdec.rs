@@ -17,10 +17,10 @@
 //! must not carry pictures over; FFmpeg 5.1 cannot keep a session across a flush), so a burst of
 //! reconnects on this backend waits for the driver; direct NVDEC keeps its decoder instead.
 
-use super::context::{Copy2D, Event, Mem};
-use super::memory::device_slot;
-use super::timing::{self, Stage};
-use super::{stats, CamGpu, HwTicket};
+use crate::gpu::context::{Copy2D, Event, Mem};
+use crate::gpu::memory::device_slot;
+use crate::gpu::timing::{self, Stage};
+use crate::gpu::{stats, CamGpu, HwTicket};
 use crate::decode::{received, DecodeOpts, Decoder, DecoderKind, Outcome, Picture};
 use crate::pool::Lease;
 use crate::status::*;

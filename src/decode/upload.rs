@@ -7,9 +7,9 @@
 //! staging buffers (allocated once per resolution); one cuMemcpy2DAsync uploads it on the camera's
 //! stream, and the staging buffer is reused only once its event has completed.
 
-use super::context::{Copy2D, Mem};
-use super::memory::{device_slot, PinnedBuf};
-use super::{stats, CamGpu};
+use crate::gpu::context::{Copy2D, Mem};
+use crate::gpu::memory::{device_slot, PinnedBuf};
+use crate::gpu::{stats, CamGpu};
 use crate::decode::software::SoftwareDecoder;
 use crate::decode::{DecodeOpts, Decoder, DecoderKind, Outcome, Picture};
 use crate::pool::{Geometry, Lease};

@@ -20,10 +20,10 @@
 use crate::config::{DecoderPolicy, Options, Placement};
 use crate::decode::software::SoftwareDecoder;
 use crate::decode::{DecodeOpts, Decoder, DecoderKind, Outcome, Picture};
-use crate::gpu::hwdec::HwDecoder;
-use crate::gpu::nvdec::{DecoderSlot, NvDecoder};
-use crate::gpu::nvjpeg::decoder::NvjpegDecoder;
-use crate::gpu::upload::UploadDecoder;
+use crate::decode::hwdec::HwDecoder;
+use crate::decode::nvdec::{DecoderSlot, NvDecoder};
+use crate::decode::nvjpeg::decoder::NvjpegDecoder;
+use crate::decode::upload::UploadDecoder;
 use crate::gpu::{self, CamGpu, HwTicket};
 use crate::pool::{Geometry, Lease, Pool};
 use crate::status::*;
@@ -145,7 +145,7 @@ fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::S
     match opts.decoder {
         DecoderPolicy::Software => upload(cam, &s),
         DecoderPolicy::Nvjpeg => {
-            let engine = gpu::nvjpeg::supports(dev, &s.params)?;
+            let engine = crate::decode::nvjpeg::supports(dev, &s.params)?;
             fixed(Hw::Nvjpeg(NvjpegDecoder::new(cam, engine, &s.params, s.time_base)?))
         }
         DecoderPolicy::Auto => auto(cam, s, reuse, slot),
@@ -163,11 +163,11 @@ fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::S
 /// AUTO on a GPU: nvJPEG for MJPEG where it takes the stream, then direct NVDEC where it takes
 /// the stream, then FFmpeg's CUDA hwaccel, within the per-device session cap, else software plus
 /// upload.
-fn auto(cam: &Arc<CamGpu>, s: Stream, mut reuse: crate::gpu::nvdec::Reuse, slot: &Arc<DecoderSlot>) -> Result<Box<dyn Decoder>> {
+fn auto(cam: &Arc<CamGpu>, s: Stream, mut reuse: crate::decode::nvdec::Reuse, slot: &Arc<DecoderSlot>) -> Result<Box<dyn Decoder>> {
     let dev = &cam.stream.dev;
     if s.params.id() == ff::codec::Id::MJPEG {
         // Why nvJPEG is absent (no library, no engines) was logged once, where it was found.
-        match gpu::nvjpeg::supports(dev, &s.params).and_then(|e| NvjpegDecoder::new(cam, e, &s.params, s.time_base)) {
+        match crate::decode::nvjpeg::supports(dev, &s.params).and_then(|e| NvjpegDecoder::new(cam, e, &s.params, s.time_base)) {
             Ok(n) => return Ok(Box::new(Fallback { hw: Hw::Nvjpeg(n), cam: cam.clone(), next: Some(s), slot: slot.clone() })),
             Err(e) if e.kind == ErrorKind::Unsupported => log::debug!("GPU {}: {}", dev.ordinal, e.msg),
             Err(e) => log::warn!("GPU {}: nvJPEG: {}; trying direct NVDEC", dev.ordinal, e.msg),
@@ -177,7 +177,7 @@ fn auto(cam: &Arc<CamGpu>, s: Stream, mut reuse: crate::gpu::nvdec::Reuse, slot:
     match reuse.ticket(dev) {
         None => why.push(format!("hardware decoder cap ({} per device) reached", gpu::hw_cap())),
         Some(t) => {
-            match gpu::nvdec::supports(dev, &s.params, s.o.eight_bit) {
+            match crate::decode::nvdec::supports(dev, &s.params, s.o.eight_bit) {
                 Ok(_) => match NvDecoder::new(cam, &s.params, s.time_base, t, s.o, reuse) {
                     Ok(n) => return Ok(Box::new(Fallback { hw: Hw::Nvdec(n), cam: cam.clone(), next: Some(s), slot: slot.clone() })),
                     Err(e) => why.push(format!("direct NVDEC: {}", e.msg)),
@@ -235,7 +235,7 @@ impl Fallback {
             log::warn!("GPU {}: {}; trying direct NVDEC", dev.ordinal, why.msg);
             let mut reuse = self.slot.begin(&self.cam);
             if let Some(t) = reuse.ticket(&dev) {
-                let n = gpu::nvdec::supports(&dev, &s.params, s.o.eight_bit)
+                let n = crate::decode::nvdec::supports(&dev, &s.params, s.o.eight_bit)
                     .and_then(|_| NvDecoder::new(&self.cam, &s.params, s.time_base, t, s.o, reuse));
                 match n {
                     Ok(n) => {

@@ -14,7 +14,7 @@ pub(crate) mod batch;
 pub(crate) mod decoder;
 pub(crate) mod sys;
 
-use super::context::Device;
+use crate::gpu::context::Device;
 use crate::status::*;
 use parking_lot::Mutex;
 use std::sync::atomic::AtomicU32;
