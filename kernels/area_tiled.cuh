@@ -19,7 +19,7 @@
 // order are the per-pixel path's, so the values are bit-identical to it and to the CPU twin.
 //
 // The host gives the launch dynamic shared memory for the footprint its scale implies
-// (src/gpu/launch.rs, area_smem); a block whose footprint does not fit (or a frame whose planes
+// (src/convert/launch.rs, area_smem); a block whose footprint does not fit (or a frame whose planes
 // are not 16-byte aligned) takes the per-pixel path instead, so the bound is a matter of speed,
 // never of values.
 

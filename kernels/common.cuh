@@ -11,7 +11,7 @@
 // bit-identical.
 //
 // Speed: a thread writes PX neighbouring output pixels of one row (the *_PX shapes in
-// nvcam_abi.cuh, from src/gpu/launch.rs: 8 at the same scale for 8-bit formats, 4 for float formats, 4 bilinear, 2 box); at the
+// nvcam_abi.cuh, from src/convert/launch.rs: 8 at the same scale for 8-bit formats, 4 for float formats, 4 bilinear, 2 box); at the
 // same scale it does so on two rows (*_ROWS), which share their chroma rows and set-up, with
 // vector stores where the address allows (packed RGB goes through shared memory so that a warp's
 // stores are whole lines); bytes become floats by an integer OR and a float subtraction and floats
@@ -34,7 +34,7 @@
 //
 // Parameter layout: `nvcam_convert_common` + `nvcam_convert_item`, from nvcam_abi.cuh, which
 // `cargo xtask gen` writes from src/gpu/params.rs with the format and mode codes and the
-// launch shapes (src/gpu/launch.rs sizes its grids by them). A batch passes up to
+// launch shapes (src/convert/launch.rs sizes its grids by them). A batch passes up to
 // NVCAM_BATCH_PER_LAUNCH items by value (the whole block stays under the 4 KiB kernel-parameter
 // limit of every driver); item = blockIdx.z.
 //

@@ -10,11 +10,14 @@
 //! instances     LabVIEW node instances (which waits an Abort wakes)
 //! camera        worker, sessions, delivery
 //! record        a camera's packet cache and recordings to files (the camera's thread feeds it)
-//! select        which decoder a camera gets, and the fall-back order
-//! convert_dispatch   which back end converts a frame: the CPU twin, or the GPU's routes
-//! gpu, decode   device contexts/memory/decoders and device conversions (with the kernels'
-//!               parameter blocks); the decoder seam and the software decoder
-//! convert       the conversion plan both back ends share, the CPU twin
+//! decode        every decoder (software, direct NVDEC, nvJPEG, FFmpeg's CUDA hwaccel, software
+//!               plus upload) and `select`, which one a camera gets and the fall-back order
+//! convert       every conversion: the plan both back ends share, the CPU twin, the GPU routes
+//!               (device memory, staging, host downloads, launches) and `dispatch` between them
+//! gpu           the device layer: driver calls, contexts, device memory, deferred frees,
+//!               the kernels and their parameter blocks, counters
+//! bitstream     reading packets without decoding them: NAL units, recovery points, frame_num
+//!               gaps, whole JPEGs
 //! input, source, ffmpeg   FFmpeg I/O under our deadlines; URLs; small FFmpeg owners
 //! registry, frame, pool, handle   frame handles, frames, slots and leases, generational tables
 //! config, logging, pin, status, workers    options and defaults; log sinks; self-pin; error
@@ -28,7 +31,6 @@ mod bitstream;
 mod camera;
 mod config;
 mod convert;
-mod convert_dispatch;
 mod decode;
 pub mod ffi;
 mod ffmpeg;
@@ -121,13 +123,13 @@ pub mod diag {
     pub use crate::gpu::kernels::spin_copy;
     /// Conversion kernel launches so far (a device batch of up to 32 frames is one).
     #[cfg(feature = "test-hooks")]
-    pub use crate::gpu::launch::convert_launches;
+    pub use crate::convert::launch::convert_launches;
     /// Host-download variants (benchmark) and counts by path (tests).
     #[cfg(feature = "test-hooks")]
-    pub use crate::gpu::staging::{paths as download_paths, set_knobs as set_download_knobs};
+    pub use crate::convert::staging::{paths as download_paths, set_knobs as set_download_knobs};
     /// Staging areas made on a GPU (they are made only for concurrent conversions).
     #[cfg(feature = "test-hooks")]
-    pub use crate::gpu::staging::made as staging_areas;
+    pub use crate::convert::staging::made as staging_areas;
     /// NVDEC fault and delay hooks (the `test-hooks` feature).
     #[cfg(feature = "test-hooks")]
     pub mod hooks {

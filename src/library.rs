@@ -245,7 +245,7 @@ pub(crate) fn shutdown(timeout: Duration) -> Result<usize> {
     // What uses the devices stops before the device layer frees their memory and contexts: the
     // conversions' staging areas and kernels, then the nvJPEG engines.
     let gpu_left = end.saturating_duration_since(Instant::now());
-    crate::gpu::convert::shutdown();
+    crate::convert::gpu::shutdown();
     crate::decode::nvjpeg::shutdown();
     crate::gpu::shutdown(gpu_left);
     if !crate::workers::stop(end) {

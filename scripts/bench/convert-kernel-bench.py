@@ -9,7 +9,7 @@ launches queued behind the fatbin's spin kernel and timed with events, and print
 read + output written) / time beside a device-to-device copy of the same bytes (half read, half
 written), and their ratio. examples/convert_bench measures the same conversions through
 nvcam_frame_convert (which adds an event wait and record per call). The box filter is launched as
-src/gpu/launch.rs launches it (its tiled kernels and their shared memory, in builds that have
+src/convert/launch.rs launches it (its tiled kernels and their shared memory, in builds that have
 them). Every build must write the same bytes in every case, the kernels being exact: a difference
 is printed and the exit status is 1. KB_ALL=1 adds the goal rows (every same-size format, the downscales), KB_SIZES=WxH,... picks
 the frames, KB_ONLY=text the cases whose name contains it.
@@ -149,7 +149,7 @@ MISMATCH = []
 
 
 def area_smem(px, sx, sy, rpt=1):
-    """src/gpu/launch.rs area_smem: the dynamic shared memory a box-filter launch gets."""
+    """src/convert/launch.rs area_smem: the dynamic shared memory a box-filter launch gets."""
     import math
     tw, th = THREADS[0] * px, THREADS[1] * rpt
     align = lambda b: (math.ceil(b) + 15) // 16 * 16
@@ -222,7 +222,7 @@ def main():
                 args = (ctypes.c_void_p * 1)(ctypes.cast(buf, ctypes.c_void_p))
                 smem = 0
                 if k["area4"] is not None and mode == 2:
-                    # src/gpu/launch.rs tiled_scale, area_launch and smem_for.
+                    # src/convert/launch.rs tiled_scale, area_launch and smem_for.
                     sxf, syf = struct.unpack("<ff", struct.pack("<ff", sx, sy))
                     staged = sxf * syf > 36 or (sxf * syf >= 16 and sxf != int(sxf))
                     blocks4 = -(-img[2] // 32) * -(-img[3] // 16)

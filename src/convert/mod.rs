@@ -1,12 +1,16 @@
 //! Frame conversion: NV12 or P016 → packed 8-bit RGB/BGR(A)/gray or planar float RGB (NCHW), with
 //! crop, resize and letterbox in one pass. [`Plan`] turns a caller's [`Spec`] and a frame's size and
 //! colour into the exact numbers both back ends use: the CUDA kernels (`kernels/`, their
-//! parameter blocks filled from the plan and launched by `gpu::launch`) and the CPU twin in
+//! parameter blocks filled from the plan and launched by [`launch`]) and the CPU twin in
 //! [`cpu`], which repeats the kernel's float operations in the same order so the two agree within
-//! one step per channel. `crate::convert_dispatch`, above both `gpu` and this module, picks
-//! between them by where the frame is: this module is what `gpu` builds its launches from.
+//! one step per channel. [`dispatch`] picks between them by where the frame is; [`gpu`] (device
+//! memory of a frame's own GPU or another) and [`staging`] (host downloads) are the device's side.
 
 pub(crate) mod cpu;
+pub(crate) mod dispatch;
+pub(crate) mod gpu;
+pub(crate) mod launch;
+pub(crate) mod staging;
 
 use crate::frame::{Color, Matrix, Range, Siting};
 use crate::status::*;

@@ -2,7 +2,7 @@
 
 use super::types::*;
 use super::{boundary, bytes_out, fill_versioned, marshal, out, out_opt, sized, Ctx};
-use crate::convert_dispatch::Dst;
+use crate::convert::dispatch::Dst;
 use crate::handle::{self, Kind};
 use crate::registry;
 
@@ -191,7 +191,7 @@ pub unsafe extern "C" fn nvcam_frame_convert(
         let f = registry::get(frame)?;
         // SAFETY: forwarded from this function's contract.
         let dst = unsafe { destination(kind, dst, dst_size) }?;
-        crate::convert_dispatch::convert_frame(&f, &s, dst, pitch, cuda_stream)
+        crate::convert::dispatch::convert_frame(&f, &s, dst, pitch, cuda_stream)
     })
 }
 
@@ -248,7 +248,7 @@ pub unsafe extern "C" fn nvcam_frames_convert_batch(
             .collect::<crate::status::Result<Vec<_>>>()?;
         // SAFETY: forwarded from this function's contract.
         let dst = unsafe { destination(kind, dst, dst_size) }?;
-        crate::convert_dispatch::convert_batch(&fs, &s, dst, stride, cuda_stream)?;
+        crate::convert::dispatch::convert_batch(&fs, &s, dst, stride, cuda_stream)?;
         Ok(())
     })
 }
@@ -269,7 +269,7 @@ pub unsafe extern "C" fn nvcam_frame_convert_size(frame: u64, spec: *const nvcam
         // SAFETY: forwarded from this function's contract.
         let out_size = unsafe { out(size, "size") }?;
         let f = registry::get(frame)?;
-        *out_size = crate::convert_dispatch::required_size(&f, &s, pitch)? as u64;
+        *out_size = crate::convert::dispatch::required_size(&f, &s, pitch)? as u64;
         Ok(())
     })
 }

@@ -1,6 +1,6 @@
 //! The embedded conversion kernels (`kernels/nvcam_kernels.fatbin`, built by
 //! `scripts/build/build-kernels.sh`), loaded once per device with cuModuleLoadData and kept until
-//! library shutdown: the module and its function handles. Launching them is [`super::launch`].
+//! library shutdown: the module and its function handles. Launching them is `crate::convert::launch`.
 
 use super::context::Device;
 use crate::status::*;
@@ -28,28 +28,28 @@ const AREA_SMEM_MAX: u32 = 100 * 1024;
 
 /// The kernels of one device's primary context.
 pub(crate) struct Kernels {
-    pub(super) dev: Arc<Device>,
+    pub(crate) dev: Arc<Device>,
     module: sys::CUmodule,
     /// `nvcam_convert_same` (8-bit formats), `_same_float`, `_bilinear`, `_area`.
-    pub(super) convert: [sys::CUfunction; 4],
+    pub(crate) convert: [sys::CUfunction; 4],
     /// `nvcam_convert_area_tiled` and `_area4` (4 rows a thread): the box filter of large
     /// footprints through shared memory; `_batch_tiled`: batches holding such items. The
     /// per-pixel kernels above keep the code they had without it (small footprints ran 0.02-0.04
     /// of a copy's speed slower in one kernel with both).
-    pub(super) area_tiled: sys::CUfunction,
-    pub(super) area4: sys::CUfunction,
-    pub(super) batch_tiled: sys::CUfunction,
+    pub(crate) area_tiled: sys::CUfunction,
+    pub(crate) area4: sys::CUfunction,
+    pub(crate) batch_tiled: sys::CUfunction,
     /// Streaming multiprocessors: `area4` only where its blocks fill them twice.
-    pub(super) sm_count: u32,
+    pub(crate) sm_count: u32,
     /// `nvcam_convert_batch`: up to `BATCH_PER_LAUNCH` items, any mode each.
-    pub(super) batch: sys::CUfunction,
+    pub(crate) batch: sys::CUfunction,
     /// `nvcam_convert_p016` and `nvcam_convert_batch_p016`: P016 frames, any mode (the kernels
     /// above read NV12 bytes; these read 16-bit samples).
-    pub(super) p016: sys::CUfunction,
-    pub(super) batch_p016: sys::CUfunction,
+    pub(crate) p016: sys::CUfunction,
+    pub(crate) batch_p016: sys::CUfunction,
     /// The dynamic shared memory the tiled kernels (`_area_tiled`, `_area4`, `_batch_tiled`) may be
     /// given: the smaller of [`AREA_SMEM_MAX`] and the GPU's opt-in limit per block.
-    pub(super) area_smem_cap: u32,
+    pub(crate) area_smem_cap: u32,
     /// The test hooks' slow consumer, from [`TEST_FATBIN`]'s module.
     #[cfg(feature = "test-hooks")]
     test_module: sys::CUmodule,

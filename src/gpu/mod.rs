@@ -18,15 +18,12 @@
 //! the CPU.
 
 pub(crate) mod context;
-pub(crate) mod convert;
 pub(crate) mod deferred;
 pub(crate) mod driver;
 pub(crate) mod kernels;
-pub(crate) mod launch;
 pub(crate) mod memory;
 pub(crate) mod params;
 pub(crate) mod probe;
-pub(crate) mod staging;
 pub(crate) mod stats;
 pub(crate) mod timing;
 

@@ -1,5 +1,5 @@
 //! The kernels' parameter blocks: the conversion kernels' (filled from a plan by
-//! [`super::launch`]) and nvJPEG's chroma packing's. `cargo xtask gen` writes them, with the codes
+//! `crate::convert::launch`) and nvJPEG's chroma packing's. `cargo xtask gen` writes them, with the codes
 //! and launch shapes they use, into `kernels/nvcam_abi.cuh`, which the kernels include, and
 //! asserts their layout on both sides (`static_assert`s there, `params_layout.rs` here): all
 //! fields 4 or 8 bytes.

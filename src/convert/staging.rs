@@ -1,7 +1,7 @@
 //! Staging areas, and the host downloads that go through them. A staging area is a stream of
 //! its device, device scratch the kernel writes, a pinned buffer (pageable host destinations
 //! only) and the events that order them; host downloads and copies to another GPU
-//! ([`super::convert`]) convert into it when they cannot write the caller's memory directly.
+//! ([`super::gpu`]) convert into it when they cannot write the caller's memory directly.
 //!
 //! Each device has a small pool of them (at most [`MAX_PER_DEVICE`], made on demand), so
 //! conversions of different cameras run side by side instead of queueing behind one lock; a
@@ -26,15 +26,15 @@
 //! one per chunk (measured: 4K into a Vec 0.74 x a pinned cuMemcpyDtoH with blocking-sync
 //! events, 0.89 without; docs/BENCHMARKS.md).
 
-use super::context::{Copy2D, Device, Event, Mem, Stream};
-use super::deferred;
-use super::kernels::kernels;
+use crate::gpu::context::{Copy2D, Device, Event, Mem, Stream};
+use crate::gpu::deferred;
+use crate::gpu::kernels::kernels;
 use super::launch;
-use super::memory::PinnedBuf;
+use crate::gpu::memory::PinnedBuf;
 use crate::convert::{Layout, Plan};
 use crate::frame::Frame;
 use crate::status::*;
-use super::driver::{self, sys};
+use crate::gpu::driver::{self, sys};
 use parking_lot::{Condvar, Mutex};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -62,7 +62,7 @@ impl DevBuf {
     fn new(dev: &Arc<Device>, len: usize) -> Result<DevBuf> {
         let _g = dev.push()?;
         let ptr = driver::memory::alloc(len.max(1)).map_err(|e| e.during("conversion scratch"))?;
-        super::stats::of(dev.ordinal).device_allocs.fetch_add(1, Ordering::Relaxed);
+        crate::gpu::stats::of(dev.ordinal).device_allocs.fetch_add(1, Ordering::Relaxed);
         Ok(DevBuf { dev: dev.clone(), ptr, len })
     }
 
@@ -300,7 +300,7 @@ fn wait(e: &Event) -> Result<()> {
         let t0 = Instant::now();
         while t0.elapsed() < SPIN {
             if e.query()? {
-                super::stats::count_sync(e.dev.ordinal);
+                crate::gpu::stats::count_sync(e.dev.ordinal);
                 return Ok(());
             }
             std::hint::spin_loop();
@@ -313,13 +313,13 @@ fn wait(e: &Event) -> Result<()> {
 /// the caller), through a scratch laid out as `packed` (the same image packed) unless the kernel
 /// writes `dst` itself; returns when the bytes are there.
 pub(crate) fn to_host(f: &Frame, plan: &Plan, dst: &mut [u8], l: &Layout, packed: &Layout) -> Result<()> {
-    let dev = super::device(f.device())?;
+    let dev = crate::gpu::device(f.device())?;
     let k = kernels(&dev)?;
     let dst = &mut dst[..l.total];
     let row = plan.row_bytes();
     let rows = plan.out_h as usize * plan.format.planes();
     let kernel_direct = KERNEL_DIRECT.load(Ordering::Relaxed);
-    let pinned = super::memory::page_locked(&dev, dst.as_mut_ptr(), dst.len(), kernel_direct)?;
+    let pinned = crate::gpu::memory::page_locked(&dev, dst.as_mut_ptr(), dst.len(), kernel_direct)?;
     let mut st = take(&dev, packed.total, if pinned.is_some() { 0 } else { packed.total })?;
     let s = st.stream.raw();
     let a = plan.format.align() as u64;
@@ -441,7 +441,7 @@ fn pageable(st: &mut Lease, scratch: u64, dst: &mut [u8], pitch: usize, rows: us
     if let Some(e) = failed.into_inner() {
         return Err(e);
     }
-    super::stats::count_sync(st.dev.ordinal);
+    crate::gpu::stats::count_sync(st.dev.ordinal);
     Ok(())
 }
 

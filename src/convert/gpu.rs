@@ -1,29 +1,29 @@
 //! Device conversions into device memory: a device frame converted by the embedded kernels
-//! ([`super::kernels`]) into device memory of its own GPU, enqueued on the caller's stream after a
+//! ([`crate::gpu::kernels`]) into device memory of its own GPU, enqueued on the caller's stream after a
 //! cuStreamWaitEvent on the frame's ready event (no host wait); into device memory of another GPU
 //! through a staging area's scratch and a peer copy (still no host wait); and a batch of device
 //! frames in one launch per 32. Which frames come here, and whether the destination is large
-//! enough, is decided above, in `crate::convert_dispatch`: this module is only the device's side
+//! enough, is decided above, in `super::dispatch`: this module is only the device's side
 //! of it, plus the one check that needs the driver, that a caller's device pointer really is
 //! device memory of that GPU holding that many bytes. (Device frames into host memory:
 //! [`super::staging`].)
 
-use super::context::Device;
-use super::kernels::kernels;
+use crate::gpu::context::Device;
+use crate::gpu::kernels::kernels;
 use super::launch;
-use super::params::{BatchParams, BATCH_PER_LAUNCH};
+use crate::gpu::params::{BatchParams, BATCH_PER_LAUNCH};
 use crate::convert::{Layout, Plan};
 use crate::frame::Frame;
 use crate::pool::Depth;
 use crate::status::*;
-use super::driver::{self, sys};
+use crate::gpu::driver::{self, sys};
 use std::ffi::c_void;
 use std::sync::Arc;
 
 /// Library shutdown: staging areas, then modules, before the contexts are released.
 pub(crate) fn shutdown() {
     super::staging::shutdown();
-    super::kernels::shutdown();
+    crate::gpu::kernels::shutdown();
 }
 
 /// Converts `f` (a device frame) as `plan` says into `ptr`, device memory of GPU `device` laid
@@ -39,7 +39,7 @@ pub(crate) fn to_device(f: &Frame, plan: &Plan, l: &Layout, packed: &Layout, ptr
     if !ptr.is_multiple_of(a as u64) || !l.pitch.is_multiple_of(a) {
         return Err(Error::arg(format!("{:?} needs dst and dst_pitch aligned to {a} bytes", plan.format)));
     }
-    let dev = super::device(device)?;
+    let dev = crate::gpu::device(device)?;
     // One context push for the whole call: the helpers' own guards find it current.
     let _g = dev.push()?;
     check_device_range(&dev, ptr, l.total)?;
@@ -69,7 +69,7 @@ pub(crate) fn to_device(f: &Frame, plan: &Plan, l: &Layout, packed: &Layout, ptr
 /// after the copy guards the scratch: the staging area's stream waits for it before the scratch
 /// is written again, and a retired scratch is freed only after it.
 fn to_other_gpu(f: &Frame, plan: &Plan, dst: u64, l: &Layout, packed: &Layout, to: &Arc<Device>, stream: u64) -> Result<()> {
-    let from = super::device(f.device())?;
+    let from = crate::gpu::device(f.device())?;
     let k = kernels(&from)?;
     let mut st = super::staging::take(&from, packed.total, 0)?;
     let scratch = st.scratch(packed.total)?;
@@ -173,7 +173,7 @@ pub(crate) fn batch_to_device(frames: &[Arc<Frame>], plans: &[Plan], ptr: u64, s
     if !ptr.is_multiple_of(a as u64) || !stride.is_multiple_of(a) {
         return Err(Error::arg(format!("{:?} needs dst and dst_item_stride aligned to {a} bytes", first.format)));
     }
-    let dev = super::device(device)?;
+    let dev = crate::gpu::device(device)?;
     // One context push for the whole call (the helpers' guards find it current).
     let _g = dev.push()?;
     check_device_range(&dev, ptr, need)?;

@@ -1,9 +1,9 @@
 //! The conversions the C API asks for, sent to the back end that owns the frame's memory: the
 //! CPU twin ([`crate::convert::cpu`]) for frames of CPU cameras, the device routes of
-//! [`crate::gpu::convert`] and [`crate::gpu::staging`] (host downloads) for frames in device memory.
+//! [`super::gpu`] and [`super::staging`] (host downloads) for frames in device memory.
 //!
-//! The choice sits here, above both back ends (`crate::convert` and `crate::gpu`) and not in the
-//! GPU module, so that a CPU frame's conversion never enters `gpu` (a machine without a GPU runs exactly the CPU code), and `gpu`
+//! The choice sits here, above both back ends (`super::cpu` and the device routes) and not in the
+//! device routes, so that a CPU frame's conversion never enters `gpu` (a machine without a GPU runs exactly the CPU code), and `gpu`
 //! holds only device work. Everything that needs no device (the plan and its layouts, the destination's size, a
 //! batch's item size, stride and memory kinds) is checked here, before either back end runs, so
 //! both refuse a bad call with the same words.
@@ -11,7 +11,7 @@
 use crate::convert::cpu::{self, Image};
 use crate::convert::{Plan, Spec};
 use crate::frame::Frame;
-use crate::gpu;
+use super::gpu;
 use crate::pool::MemoryKind;
 use crate::status::*;
 use std::sync::Arc;
@@ -57,11 +57,11 @@ pub(crate) fn convert_frame(f: &Frame, spec: &Spec, dst: Dst, dst_pitch: usize, 
         )),
         (MemoryKind::Device, Dst::Device { ptr, len, device }) => {
             need(len)?;
-            gpu::convert::to_device(f, &plan, &l, &packed, ptr, device, stream)
+            gpu::to_device(f, &plan, &l, &packed, ptr, device, stream)
         }
         (MemoryKind::Device, Dst::Host(buf)) => {
             need(buf.len())?;
-            gpu::staging::to_host(f, &plan, buf, &l, &packed)
+            super::staging::to_host(f, &plan, buf, &l, &packed)
         }
     }
 }
@@ -77,7 +77,7 @@ pub(crate) fn required_size(f: &Frame, spec: &Spec, dst_pitch: usize) -> Result<
 /// 8-bit formats NHWC. Every frame must convert to the same output size, and for a device
 /// destination be a device frame of that GPU: all of that is checked before anything is written,
 /// so a refused batch leaves the tensor as it was. Device destinations:
-/// [`gpu::convert::batch_to_device`] (launches on `stream`, no host wait). Host destinations:
+/// [`gpu::batch_to_device`] (launches on `stream`, no host wait). Host destinations:
 /// each item as `convert_frame` converts it; the bytes are there on return. Returns the item
 /// size.
 pub(crate) fn convert_batch(frames: &[Arc<Frame>], spec: &Spec, dst: Dst, stride: usize, stream: u64) -> Result<usize> {
@@ -134,7 +134,7 @@ pub(crate) fn convert_batch(frames: &[Arc<Frame>], spec: &Spec, dst: Dst, stride
             if len < need {
                 return Err(small(len));
             }
-            gpu::convert::batch_to_device(frames, &plans, ptr, stride, need, device, stream)?;
+            gpu::batch_to_device(frames, &plans, ptr, stride, need, device, stream)?;
         }
     }
     Ok(total)

@@ -1,11 +1,11 @@
 //! From a conversion plan to a launched kernel: the kernels' parameter blocks
-//! ([`super::params`]) filled from a [`Plan`], the kernel and its grid chosen for them (the
+//! ([`crate::gpu::params`]) filled from a [`Plan`], the kernel and its grid chosen for them (the
 //! launch shapes, and the dynamic shared memory of the box filter's tiled kernels), and the launch
-//! enqueued on the caller's stream. Loading the kernels, once per device, is [`super::kernels`].
+//! enqueued on the caller's stream. Loading the kernels, once per device, is [`crate::gpu::kernels`].
 
-use super::driver::{self, sys};
-use super::kernels::Kernels;
-use super::params::{BatchParams, KernelCommon, KernelItem, KernelParams, BATCH_PER_LAUNCH, DEPTH_EIGHT, DEPTH_SIXTEEN};
+use crate::gpu::driver::{self, sys};
+use crate::gpu::kernels::Kernels;
+use crate::gpu::params::{BatchParams, KernelCommon, KernelItem, KernelParams, BATCH_PER_LAUNCH, DEPTH_EIGHT, DEPTH_SIXTEEN};
 use crate::convert::{Layout, Mode, PixelFormat, Plan};
 use crate::frame::Frame;
 use crate::pool::Depth;
