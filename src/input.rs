@@ -259,7 +259,7 @@ fn open_with(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, time
     // failure avformat_open_input frees `ps` itself.
     let r = unsafe {
         (*ps).interrupt_callback = ffi::AVIOInterruptCB { callback: Some(interrupt_cb), opaque: Arc::as_ptr(irq) as *mut c_void };
-        crate::ffmpeg::rtp_gaps::watch(ps);
+        crate::rtp_loss::gaps::watch(ps);
         irq.silent.store(false, Ordering::Release);
         irq.arm(budget);
         ffi::avformat_open_input(&mut ps, c_target.as_ptr(), fmt as _, dict.as_mut_ptr())

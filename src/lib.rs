@@ -45,6 +45,7 @@ mod pin;
 mod pool;
 mod record;
 mod registry;
+mod rtp_loss;
 mod source;
 pub mod status;
 #[cfg(windows)]

@@ -3,7 +3,7 @@
 
 use super::latency::wall_ns;
 use super::shared::Shared;
-use super::integrity::Integrity;
+use crate::rtp_loss::integrity::Integrity;
 use crate::config::IntegrityPolicy;
 use crate::decode::{Decoder, Outcome, Picture};
 use crate::frame::{Frame, TimeSource};

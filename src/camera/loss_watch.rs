@@ -2,14 +2,14 @@
 //! the pictures they hit), H.264 reference gaps and packets the demuxer flagged, the loss
 //! counters, the figures of the reconnect rule, and the rule itself.
 
-use super::integrity::{Hit, Integrity};
+use crate::rtp_loss::integrity::{hits_of, Integrity};
 use super::reconnect_rule::{self, Wait};
 use super::shared::Shared;
 use crate::config::DEFAULTS;
 use crate::bitstream::frame_num::FrameNumCheck;
 use crate::decode::pts_us;
 use crate::bitstream::recovery::{KeyPoint, KeyScan};
-use crate::ffmpeg::rtp_gaps::{self, RtpGap};
+use crate::rtp_loss::gaps::{self as rtp_gaps, RtpGap};
 use crate::status::*;
 use super::latency::wall_ns;
 use ffmpeg_next as ff;
@@ -179,24 +179,4 @@ fn place_gaps() -> bool {
         return false;
     }
     true
-}
-
-/// The pictures an RTP gap hit, from the timestamps and RTP payloads around it (see
-/// [`Hit`]); `None` when the gap cannot be placed (no timestamps yet). `tracks_refs`: H.264's
-/// `frame_num` will show a reference picture lost whole, so whole pictures lost between two
-/// others need no mark of their own.
-fn hits_of(g: &rtp_gaps::RtpGap, keys: &KeyScan, tb: ffmpeg_next::Rational, tracks_refs: bool) -> Option<[Option<Hit>; 3]> {
-    let before = pts_us(g.pts_before, tb);
-    let after = pts_us(g.pts_after, tb);
-    if before == i64::MIN || after == i64::MIN {
-        return None;
-    }
-    let starts = keys.rtp_starts_unit(g.payload_after());
-    if before == after {
-        return Some([Some(Hit::Picture(after)), None, None]);
-    }
-    // The picture before lost its end, or a cut unit's rest was appended to it.
-    let before_hit = (!g.marker_before || !starts).then_some(Hit::Picture(before));
-    let after_hit = if starts { Hit::StartOf(after) } else { Hit::Picture(after) };
-    Some([before_hit, Some(after_hit), (!tracks_refs).then_some(Hit::From(after))])
 }

@@ -16,7 +16,6 @@
 mod deliver;
 #[cfg(feature = "test-hooks")]
 pub(crate) mod hooks;
-mod integrity;
 mod latency;
 mod loss_watch;
 mod reconnect_rule;

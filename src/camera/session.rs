@@ -2,13 +2,13 @@
 //! the stream ends, fails, stalls, or the camera is stopped or kicked.
 
 use super::deliver::{self, Stamp};
-use super::integrity::Integrity;
+use crate::rtp_loss::integrity::Integrity;
 use super::loss_watch::LossWatch;
 use super::latency::{wall_ns, Arrival, Arrivals};
 use super::shared::{CameraState, Shared};
 use crate::config::DEFAULTS;
 use crate::decode::{pts_us, Decoder, DecoderKind};
-use crate::ffmpeg::rtp_gaps;
+use crate::rtp_loss::gaps as rtp_gaps;
 use crate::frame::TimeSource;
 use crate::gpu::timing::{self, Stage};
 use crate::input::{self, Read};

@@ -24,7 +24,9 @@
 //! recovery points) is the same whichever decoder runs, so the decoders mark the same pictures;
 //! a decoder's own error report adds to that (see `Decoder::write_into`).
 
-use crate::bitstream::recovery::{KeyPoint, Picture};
+use super::gaps::RtpGap;
+use crate::bitstream::recovery::{KeyPoint, KeyScan, Picture};
+use crate::decode::pts_us;
 use crate::frame::FrameIntegrity;
 use std::time::{Duration, Instant};
 
@@ -62,7 +64,7 @@ impl Hit {
 }
 
 #[derive(Debug, Default)]
-pub(super) struct Integrity {
+pub(crate) struct Integrity {
     /// Since when the stream has been suspect (a loss, a damaged packet or picture), if it is.
     suspect_since: Option<Instant>,
     /// A session's stream before its first recovery point (it may have been joined mid-GOP):
@@ -100,7 +102,7 @@ pub(super) struct Integrity {
 impl Integrity {
     /// The tracker of a new session: nothing is exact before the stream's first recovery point
     /// (a stream joined between key frames decodes its first pictures from nothing).
-    pub(super) fn at_session_start() -> Integrity {
+    pub(crate) fn at_session_start() -> Integrity {
         Integrity { before_start: true, ..Default::default() }
     }
 
@@ -110,7 +112,7 @@ impl Integrity {
 
     /// Something was lost or damaged before the decoder, at the last packet: that packet's
     /// picture and every one after it are suspect until a recovery point that comes after it.
-    pub(super) fn lost(&mut self, now: Instant) {
+    pub(crate) fn lost(&mut self, now: Instant) {
         if std::mem::take(&mut self.last_exact) {
             self.sent_exact.pop_back();
         }
@@ -119,7 +121,7 @@ impl Integrity {
 
     /// A gap hit the stream where `hit` says. The hit waits for its picture's packet; a picture
     /// already sent is damaged at once.
-    pub(super) fn gap(&mut self, hit: Hit, now: Instant) {
+    pub(crate) fn gap(&mut self, hit: Hit, now: Instant) {
         if self.sent.iter().any(|&(p, _, _)| p == hit.pts()) {
             if !matches!(hit, Hit::From(_)) {
                 push_bounded(&mut self.corrupt_in, hit.pts());
@@ -139,7 +141,7 @@ impl Integrity {
     /// the packets sent after its own no longer count as exact (all of them if it is not known
     /// where it was).
     /// A picture nothing predicts from taints nothing.
-    pub(super) fn damaged(&mut self, pts_us: i64, now: Instant) {
+    pub(crate) fn damaged(&mut self, pts_us: i64, now: Instant) {
         let entry = self.sent.iter().rev().find(|(p, _, _)| *p == pts_us && pts_us != i64::MIN).copied();
         if entry.is_some_and(|(_, _, reference)| !reference) {
             return;
@@ -166,7 +168,7 @@ impl Integrity {
 
     /// A packet goes into the decoder: `key` is what it is as a recovery point, `pic` what a loss
     /// in it can reach. A hit waiting for it damages it now.
-    pub(super) fn packet(&mut self, key: KeyPoint, pic: Picture, pts_us: i64, now: Instant) {
+    pub(crate) fn packet(&mut self, key: KeyPoint, pic: Picture, pts_us: i64, now: Instant) {
         let (mut damaged, mut lost_here) = (false, false);
         if !self.hits.is_empty() && pts_us != i64::MIN {
             self.hits.retain(|&h| {
@@ -237,7 +239,7 @@ impl Integrity {
     }
 
     /// A picture comes out of the decoder; `damaged` if the decoder said it has errors.
-    pub(super) fn picture(&mut self, pts_us: i64, damaged: bool, now: Instant) -> FrameIntegrity {
+    pub(crate) fn picture(&mut self, pts_us: i64, damaged: bool, now: Instant) -> FrameIntegrity {
         let known = pts_us != i64::MIN;
         let keyframe = known && self.keys.iter().any(|&(p, _, _)| p == pts_us);
         let sent_exact = known && self.sent_exact.iter().position(|&(p, _)| p == pts_us).map(|i| self.sent_exact.remove(i)).is_some();
@@ -279,17 +281,17 @@ impl Integrity {
     /// Whether the packet just given to [`Integrity::packet`] is the recovery point the stream
     /// was waiting for, and one a decoder can start afresh at (`Decoder::before_recovery_point`):
     /// an IDR or IRAP, not the end of an intra-refresh sweep.
-    pub(super) fn is_recovery_point(&self, pts_us: i64) -> bool {
+    pub(crate) fn is_recovery_point(&self, pts_us: i64) -> bool {
         self.suspect_since.is_some() && self.recovery == Some(pts_us) && self.recovery_alone
     }
 
     /// Whether a picture of this session was judged exact.
-    pub(super) fn any_exact(&self) -> bool {
+    pub(crate) fn any_exact(&self) -> bool {
         self.any_exact
     }
 
     /// How long the stream has been suspect without a recovery point, if it is.
-    pub(super) fn suspect_for(&self, now: Instant) -> Option<Duration> {
+    pub(crate) fn suspect_for(&self, now: Instant) -> Option<Duration> {
         self.suspect_since.map(|t| now.saturating_duration_since(t))
     }
 }
@@ -299,6 +301,26 @@ fn push_bounded(q: &mut std::collections::VecDeque<i64>, v: i64) {
         q.pop_front();
     }
     q.push_back(v);
+}
+
+/// The pictures an RTP gap hit, from the timestamps and RTP payloads around it (see
+/// [`Hit`]); `None` when the gap cannot be placed (no timestamps yet). `tracks_refs`: H.264's
+/// `frame_num` will show a reference picture lost whole, so whole pictures lost between two
+/// others need no mark of their own.
+pub(crate) fn hits_of(g: &RtpGap, keys: &KeyScan, tb: ffmpeg_next::Rational, tracks_refs: bool) -> Option<[Option<Hit>; 3]> {
+    let before = pts_us(g.pts_before, tb);
+    let after = pts_us(g.pts_after, tb);
+    if before == i64::MIN || after == i64::MIN {
+        return None;
+    }
+    let starts = keys.rtp_starts_unit(g.payload_after());
+    if before == after {
+        return Some([Some(Hit::Picture(after)), None, None]);
+    }
+    // The picture before lost its end, or a cut unit's rest was appended to it.
+    let before_hit = (!g.marker_before || !starts).then_some(Hit::Picture(before));
+    let after_hit = if starts { Hit::StartOf(after) } else { Hit::Picture(after) };
+    Some([before_hit, Some(after_hit), (!tracks_refs).then_some(Hit::From(after))])
 }
 
 #[cfg(test)]
