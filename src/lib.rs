@@ -59,6 +59,7 @@ pub use ffi::library::*;
 pub use ffi::log::*;
 pub use ffi::lv::*;
 pub use ffi::record::*;
+pub use ffi::constants::*;
 pub use ffi::types::*;
 // Status codes only: `status::Result`/`Error` stay internal so a host's own names don't clash.
 pub use ffi::status::{

@@ -1,5 +1,6 @@
 //! The camera object: options, open, close, reconnect, frames, stats, its last error.
 
+use super::constants::*;
 use super::types::*;
 use super::{boundary, c_str, fill_versioned, marshal, out, sized, text_out, write_text, Ctx};
 use crate::library;

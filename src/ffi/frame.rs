@@ -1,5 +1,6 @@
 //! The frame object: clone, release, info, host copies; and the clone registry's calls.
 
+use super::constants::*;
 use super::types::*;
 use super::{boundary, bytes_out, fill_versioned, marshal, out, out_opt, sized, Ctx};
 use crate::convert::dispatch::Dst;

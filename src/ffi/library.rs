@@ -1,5 +1,6 @@
 //! The library object: version, init, shutdown, status texts, the thread's last error.
 
+use super::constants::*;
 use super::types::*;
 use super::status::{code, describe, NVCAM_E_PANIC, NVCAM_OK};
 use super::{boundary, marshal, sized, text_out, write_text, Ctx};

@@ -1,5 +1,6 @@
 //! The log: a file or stderr, a host callback, and the queue LabVIEW polls.
 
+use super::constants::*;
 use super::types::*;
 use super::{boundary, c_str, marshal, out, text_out, write_text, Ctx};
 use crate::logging;

@@ -6,6 +6,7 @@ mod spec;
 
 pub(crate) use spec::{convert_spec, cpu_reference, DstKind};
 
+use super::constants::*;
 use super::types::*;
 use crate::camera::{CameraState, Stats};
 use crate::config::{Config, DecoderPolicy, IntegrityPolicy, LatencyMode, Transport, OpenFlags, Options, Placement, DEFAULTS, POOL_SLOTS_MAX, POOL_SLOTS_MIN};

@@ -1,8 +1,8 @@
 //! The C surface: every exported function, and the only code that touches a caller's pointers.
 //!
-//! One file per C object (`library`, `camera`, `frame`, `log`, `gpu`); the `#[repr(C)]` types and
-//! constants are in [`types`], the status codes in [`status`]; [`marshal`] is the only place C
-//! structs are built or read. Every export runs its body in [`boundary`] (panics caught, errors
+//! One file per C object (`library`, `camera`, `frame`, `log`, `gpu`); the `#[repr(C)]` types are
+//! in [`types`], the constants in [`constants`], the status codes in [`status`]; [`marshal`] is the
+//! only place C structs are built or read. Every export runs its body in [`boundary`] (panics caught, errors
 //! turned into status codes, recorded as the thread's and the camera's last error, logged where
 //! they happen) and reads its pointer
 //! arguments through the checked helpers below, so each `unsafe` here is one of a handful of
@@ -19,6 +19,7 @@ pub(crate) mod marshal;
 pub mod status;
 pub mod record;
 pub mod types;
+pub mod constants;
 
 use crate::status::*;
 use status::{code, NVCAM_OK};

@@ -4,6 +4,7 @@ use std::path::Path;
 
 /// The C surface, in header order: types and constants, status codes, then one file per object.
 pub const SOURCES: &[&str] = &[
+    "src/ffi/constants.rs",
     "src/ffi/types.rs",
     "src/ffi/status.rs",
     "src/ffi/library.rs",

@@ -1,6 +1,7 @@
 //! C conversion specs (`nvcam_convert_t`) read into the core's [`Spec`], and the CPU reference
 //! conversion the GPU tests compare the kernels against.
 
+use crate::ffi::constants::*;
 use crate::ffi::types::*;
 use crate::convert::{PixelFormat, Rect, Spec};
 use crate::frame::{Matrix, Range, Siting};
