@@ -21,11 +21,6 @@ const MIB: i64 = 1 << 20;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// True if the test can run; false (with a note) to skip. Panics under REQUIRE_GPU=1.
-fn need_gpu(test: &str) -> bool {
-    common::need_gpu(test, gpu_usable(), "usable GPU (libcuda and a device)")
-}
-
 /// A context of the test's own (the "host's"), current on the calling thread until dropped.
 struct HostCtx(sys::CUcontext);
 
@@ -134,7 +129,7 @@ fn read_device_frame(i: &nvcam_frame_info) -> Vec<u8> {
 
 #[test]
 fn nvdec_matches_software_decode() {
-    if !need_gpu("nvdec_matches_software_decode") {
+    if !need_gpu!() {
         return;
     }
     let clips = [
@@ -178,7 +173,7 @@ fn nvdec_matches_software_decode() {
 
 #[test]
 fn foreign_context_survives_every_call() {
-    if !need_gpu("foreign_context_survives_every_call") {
+    if !need_gpu!() {
         return;
     }
     let _serial = SERIAL.lock();
@@ -285,7 +280,7 @@ fn foreign_context_survives_every_call() {
 
 #[test]
 fn reconnect_while_kernel_reads_clone() {
-    if !need_gpu("reconnect_while_kernel_reads_clone") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new(config(0));
@@ -361,7 +356,7 @@ fn reconnect_while_kernel_reads_clone() {
 
 #[test]
 fn shutdown_with_70_leaked_clones() {
-    if !need_gpu("shutdown_with_70_leaked_clones") {
+    if !need_gpu!() {
         return;
     }
     let serial = SERIAL.lock();
@@ -416,7 +411,7 @@ fn shutdown_with_70_leaked_clones() {
 
 #[test]
 fn vram_flat_over_200_reconnects() {
-    if !need_gpu("vram_flat_over_200_reconnects") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new(config(0));
@@ -455,7 +450,7 @@ fn vram_flat_over_200_reconnects() {
 
 #[test]
 fn zero_allocs_per_frame_steady_state() {
-    if !need_gpu("zero_allocs_per_frame_steady_state") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new(config(0));
@@ -511,7 +506,7 @@ fn zero_allocs_per_frame_steady_state() {
 
 #[test]
 fn hw_session_cap_falls_back_to_software() {
-    if !need_gpu("hw_session_cap_falls_back_to_software") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new(config(2));
@@ -548,7 +543,7 @@ fn hw_session_cap_falls_back_to_software() {
 /// then waited for the engine without the display delay's head start.
 #[test]
 fn looped_file_keeps_its_decoder_and_frame_order() {
-    if !need_gpu("looped_file_keeps_its_decoder_and_frame_order") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new(config(0));
@@ -668,7 +663,7 @@ fn make_format_fixtures() {
 #[test]
 #[ignore]
 fn reconnect_storm_never_stalls_steady_gpu_cameras() {
-    if !need_gpu("reconnect_storm_never_stalls_steady_gpu_cameras") {
+    if !need_gpu!() {
         return;
     }
     let cfg: Vec<u64> = std::env::var("NVCAM_CHURN_TEST").unwrap_or_else(|_| "96,32,8,100".into()).split(',').map(|v| v.trim().parse().unwrap()).collect();
@@ -736,7 +731,7 @@ fn reconnect_storm_never_stalls_steady_gpu_cameras() {
 /// decoder.
 #[test]
 fn jpeg_every_layout_on_every_decoder_matches_ffmpeg() {
-    if !need_gpu("jpeg_every_layout_on_every_decoder_matches_ffmpeg") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new(config(0));
@@ -880,7 +875,7 @@ unsafe extern "C" fn on_log(_level: i32, msg: *const std::ffi::c_char, _user: *m
 /// on software + upload, with nvJPEG's refusal in the log.
 #[test]
 fn jpeg_every_gpu_decoder_refuses_progressive_and_auto_falls_back() {
-    if !need_gpu("jpeg_every_gpu_decoder_refuses_progressive_and_auto_falls_back") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new(config(0));
@@ -957,7 +952,7 @@ fn jpeg_every_gpu_decoder_refuses_progressive_and_auto_falls_back() {
 /// direct NVDEC writes NV12, each sample within 1 of the 10-bit value / 4 (the engine rounds).
 #[test]
 fn ten_bit_hevc_on_every_decoder_is_bit_exact_p016() {
-    if !need_gpu("ten_bit_hevc_on_every_decoder_is_bit_exact_p016") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new(config(0));
@@ -1036,7 +1031,7 @@ fn ten_bit_hevc_on_every_decoder_is_bit_exact_p016() {
 /// (direct NVDEC reads them from its video signal description, FFmpeg from the VUI).
 #[test]
 fn hdr_stream_reports_bt2020_and_its_transfer_on_every_decoder() {
-    if !need_gpu("hdr_stream_reports_bt2020_and_its_transfer_on_every_decoder") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new(config(0));
@@ -1059,7 +1054,7 @@ fn hdr_stream_reports_bt2020_and_its_transfer_on_every_decoder() {
 /// format; AUTO decodes it in software and uploads it; the CPU decodes it.
 #[test]
 fn ten_bit_and_422_are_refused_at_open_by_gpu_only_decoders() {
-    if !need_gpu("ten_bit_and_422_are_refused_at_open_by_gpu_only_decoders") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new(config(0));

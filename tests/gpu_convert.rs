@@ -344,7 +344,7 @@ fn all_formats_and_colours(cuda: &Cuda, url: &str, decoder: u32, frame_format: u
 #[test]
 #[ignore]
 fn gpu_conversions_match_the_cpu_reference_at_every_size() {
-    if !need_gpu("gpu_conversions_match_the_cpu_reference_at_every_size", gpu_usable(), "usable GPU (libcuda and a device)") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new();
@@ -371,7 +371,7 @@ fn gpu_conversions_match_the_cpu_reference_at_every_size() {
 #[test]
 #[ignore]
 fn tiled_box_filter_matches_the_cpu_twin_in_every_kernel() {
-    if !need_gpu("tiled_box_filter_matches_the_cpu_twin_in_every_kernel", gpu_usable(), "usable GPU (libcuda and a device)") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new();
@@ -442,7 +442,7 @@ fn tiled_box_filter_matches_the_cpu_twin_in_every_kernel() {
 #[test]
 #[ignore]
 fn gpu_p016_conversions_match_the_cpu_twin() {
-    if !need_gpu("gpu_p016_conversions_match_the_cpu_twin", gpu_usable(), "usable GPU (libcuda and a device)") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new();
@@ -473,7 +473,7 @@ fn gpu_p016_conversions_match_the_cpu_twin() {
 #[test]
 #[ignore]
 fn nvdec_frame_converts_with_its_stream_colours() {
-    if !need_gpu("nvdec_frame_converts_with_its_stream_colours", gpu_usable(), "usable GPU (libcuda and a device)") {
+    if !need_gpu!() {
         return;
     }
     let clip = std::env::var("BUNDLE_WITH").map(|b| format!("{b}/fixtures/gpu-h264-1920x1080.mp4")).unwrap_or_default();
@@ -552,7 +552,7 @@ type Roi = (u32, u32, u32, u32);
 #[test]
 #[ignore]
 fn gpu_roi_equals_the_window_of_the_whole_frame() {
-    if !need_gpu("gpu_roi_equals_the_window_of_the_whole_frame", gpu_usable(), "usable GPU (libcuda and a device)") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new();
@@ -600,7 +600,7 @@ fn gpu_roi_equals_the_window_of_the_whole_frame() {
 #[test]
 #[ignore]
 fn release_after_stream_defers_reuse() {
-    if !need_gpu("release_after_stream_defers_reuse", gpu_usable(), "usable GPU (libcuda and a device)") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new();
@@ -660,7 +660,7 @@ fn release_after_stream_defers_reuse() {
 #[test]
 #[ignore]
 fn gpu_batch_equals_single_conversions() {
-    if !need_gpu("gpu_batch_equals_single_conversions", gpu_usable(), "usable GPU (libcuda and a device)") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new();
@@ -772,7 +772,7 @@ fn gpu_batch_equals_single_conversions() {
 #[test]
 #[ignore]
 fn gpu_batch_mixing_nv12_and_p016_frames_equals_single_conversions() {
-    if !need_gpu("gpu_batch_mixing_nv12_and_p016_frames_equals_single_conversions", gpu_usable(), "usable GPU (libcuda and a device)") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new();
@@ -837,7 +837,7 @@ fn gpu_batch_mixing_nv12_and_p016_frames_equals_single_conversions() {
 #[test]
 #[ignore]
 fn host_downloads_at_a_pitch_into_pageable_pinned_and_registered_memory_write_only_the_rows() {
-    if !need_gpu("host_downloads_at_a_pitch_into_pageable_pinned_and_registered_memory_write_only_the_rows", gpu_usable(), "usable GPU (libcuda and a device)") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new();
@@ -904,7 +904,7 @@ fn host_downloads_at_a_pitch_into_pageable_pinned_and_registered_memory_write_on
 #[test]
 #[ignore]
 fn host_downloads_of_four_cameras_run_side_by_side_and_allocate_nothing_per_call() {
-    if !need_gpu("host_downloads_of_four_cameras_run_side_by_side_and_allocate_nothing_per_call", gpu_usable(), "usable GPU (libcuda and a device)") {
+    if !need_gpu!() {
         return;
     }
     let session = Session::new();
@@ -979,7 +979,7 @@ fn host_downloads_of_four_cameras_run_side_by_side_and_allocate_nothing_per_call
 #[test]
 #[ignore]
 fn dst_on_a_gpu_that_does_not_exist_is_refused_and_nothing_written() {
-    if !need_gpu("dst_on_a_gpu_that_does_not_exist_is_refused_and_nothing_written", gpu_usable(), "usable GPU (libcuda and a device)") {
+    if !need_gpu!() {
         return;
     }
     let _s = Session::new();
@@ -1066,7 +1066,7 @@ impl Drop for Cuda1 {
 #[test]
 #[ignore]
 fn conversion_into_another_gpus_memory_equals_the_same_gpu_result() {
-    if !need_gpu("conversion_into_another_gpus_memory_equals_the_same_gpu_result", gpu_usable(), "usable GPU (libcuda and a device)")
+    if !need_gpu!()
         || !two_gpus("conversion_into_another_gpus_memory_equals_the_same_gpu_result")
     {
         return;

@@ -208,7 +208,7 @@ fn intra_refresh_is_exact_again_where_the_recovery_point_sei_says() {
 #[test]
 fn gpu_decoders_mark_what_the_software_path_marks() {
     let _g = serial();
-    if !need_gpu("gpu_decoders_mark_what_the_software_path_marks", gpu_usable(), "a GPU with NVDEC") {
+    if !need_gpu!(gpu_usable(), "a GPU with NVDEC") {
         return;
     }
     let clean = decode_all(&clean_clip(), NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE);
@@ -446,7 +446,7 @@ fn marked_of(r: &Replayed) -> BTreeSet<i64> {
 #[test]
 fn tcp_interleaved_loss_marks_the_same_pictures_on_every_decoder() {
     let _g = serial();
-    let gpu = need_gpu("tcp_interleaved_loss_marks_the_same_pictures_on_every_decoder", gpu_usable(), "a GPU with NVDEC");
+    let gpu = need_gpu!(gpu_usable(), "a GPU with NVDEC");
     let (clip, es) = replay_clip();
     let refs: Vec<u64> = reference_nv12(&clip, 640, 360).iter().map(|f| fnv(f)).collect();
     let srv = ReplayServer::start(&es, 0.02, 21);

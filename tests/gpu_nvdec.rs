@@ -21,10 +21,14 @@ use std::time::Duration;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// True if the test can run; false (with a note) to skip. Panics under REQUIRE_GPU=1.
-fn need_gpu(test: &str) -> bool {
-    let what = format!("GPU with NVDEC (libcuda/device: {}, libnvcuvid: {:?})", gpu_usable(), nvcam::diag::nvcuvid_lib().err());
-    common::need_gpu(test, gpu_usable() && nvcam::diag::nvcuvid_available(), &what)
+/// Whether direct NVDEC can run here: a usable GPU and libnvcuvid.
+fn nvdec_usable() -> bool {
+    gpu_usable() && nvcam::diag::nvcuvid_available()
+}
+
+/// What [`nvdec_usable`] found missing, for the skip note.
+fn nvdec_missing() -> String {
+    format!("GPU with NVDEC (libcuda/device: {}, libnvcuvid: {:?})", gpu_usable(), nvcam::diag::nvcuvid_lib().err())
 }
 
 struct Session {
@@ -122,7 +126,7 @@ fn hazards() -> u64 {
 
 #[test]
 fn nvdec_direct_matches_software_decode() {
-    if !need_gpu("nvdec_direct_matches_software_decode") {
+    if !need_gpu!(nvdec_usable(), &nvdec_missing()) {
         return;
     }
     let _s = Session::new();
@@ -150,7 +154,7 @@ fn nvdec_direct_matches_software_decode() {
 /// host must have found copies unfinished (ready waits), which shows the stream did lag.
 #[test]
 fn nvdec_unmap_before_copy_runs_keeps_frames_exact() {
-    if !need_gpu("nvdec_unmap_before_copy_runs_keeps_frames_exact") {
+    if !need_gpu!(nvdec_usable(), &nvdec_missing()) {
         return;
     }
     let _s = Session::new();
@@ -187,7 +191,7 @@ fn nvdec_unmap_before_copy_runs_keeps_frames_exact() {
 /// and every frame equals the software decode of its part.
 #[test]
 fn nvdec_resolution_change_reconfigures_and_keeps_every_frame() {
-    if !need_gpu("nvdec_resolution_change_reconfigures_and_keeps_every_frame") {
+    if !need_gpu!(nvdec_usable(), &nvdec_missing()) {
         return;
     }
     let _s = Session::new();
@@ -231,7 +235,7 @@ fn nvdec_resolution_change_reconfigures_and_keeps_every_frame() {
 /// every frame exactly and sees no error.
 #[test]
 fn nvdec_error_on_one_camera_recovers_and_spares_the_others() {
-    if !need_gpu("nvdec_error_on_one_camera_recovers_and_spares_the_others") {
+    if !need_gpu!(nvdec_usable(), &nvdec_missing()) {
         return;
     }
     let _s = Session::new();
@@ -270,7 +274,7 @@ fn nvdec_error_on_one_camera_recovers_and_spares_the_others() {
 /// (or, failing that, software + upload), into the same device pool.
 #[test]
 fn auto_prefers_direct_nvdec_and_stats_name_it() {
-    if !need_gpu("auto_prefers_direct_nvdec_and_stats_name_it") {
+    if !need_gpu!(nvdec_usable(), &nvdec_missing()) {
         return;
     }
     let _s = Session::new();
@@ -334,7 +338,7 @@ fn sync_on_first(cam: u64, name: &str, first: &[u8]) -> u64 {
 /// decode, and a clone held from the first connection keeps its pixels.
 #[test]
 fn reconnect_reuses_the_nvdec_decoder() {
-    if !need_gpu("reconnect_reuses_the_nvdec_decoder") {
+    if !need_gpu!(nvdec_usable(), &nvdec_missing()) {
         return;
     }
     let _s = Session::new();
@@ -402,7 +406,7 @@ fn reconnect_reuses_the_nvdec_decoder() {
 /// pointed at another clip between connections.
 #[test]
 fn reconnect_with_another_size_adopts_or_replaces_the_decoder() {
-    if !need_gpu("reconnect_with_another_size_adopts_or_replaces_the_decoder") {
+    if !need_gpu!(nvdec_usable(), &nvdec_missing()) {
         return;
     }
     let _s = Session::new();
@@ -536,7 +540,7 @@ fn nvdec_cameras(clip: &Path, n: usize, record_dir: Option<&Path>) -> (Vec<Run>,
 /// `examples/record_bench.rs --unpaced` measures that.
 #[test]
 fn recording_on_nvdec_changes_no_delivered_frame() {
-    if !need_gpu("recording_on_nvdec_changes_no_delivered_frame") {
+    if !need_gpu!(nvdec_usable(), &nvdec_missing()) {
         return;
     }
     let _s = Session::new();

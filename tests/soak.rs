@@ -266,7 +266,7 @@ fn chaos_soak_keeps_every_invariant() {
     let seed = env_num("NVCAM_SOAK_SEED", 0x736f_616b) as u64;
     let max_cams = env_num("NVCAM_SOAK_CAMERAS", 8) as usize;
     let want_rtsp = !cfg!(windows) && env_num("NVCAM_SOAK_RTSP", 1) == 1;
-    if device >= 0 && !need_gpu("chaos_soak_keeps_every_invariant", gpu_usable(), "CUDA device") {
+    if device >= 0 && !need_gpu!(gpu_usable(), "CUDA device") {
         return;
     }
     let threads0 = threads_named("nvcam");

@@ -1,0 +1,73 @@
+//! GPU tests: whether a GPU is there (and the guard that skips or fails a test without one), CUDA
+//! driver calls that must succeed, and camera options on GPU 0.
+
+use super::*;
+
+/// Whether libcuda loads and shows at least one device.
+pub fn gpu_usable() -> bool {
+    use cudarc::driver::sys;
+    static USABLE: OnceLock<bool> = OnceLock::new();
+    *USABLE.get_or_init(|| unsafe {
+        if !sys::is_culib_present() || sys::cuInit(0) != sys::CUresult::CUDA_SUCCESS {
+            return false;
+        }
+        let mut n = 0;
+        sys::cuDeviceGetCount(&mut n) == sys::CUresult::CUDA_SUCCESS && n > 0
+    })
+}
+
+/// The name of the function the macro is called in (a test's name), without its module path.
+#[macro_export]
+macro_rules! test_name {
+    () => {{
+        fn f() {}
+        let name = std::any::type_name_of_val(&f);
+        let name = name.strip_suffix("::f").unwrap_or(name);
+        name.rsplit("::").next().unwrap_or(name)
+    }};
+}
+
+/// [`need_gpu`] for the test it is called in, which it names itself: `need_gpu!()` needs a usable
+/// GPU, `need_gpu!(have, what)` whatever `have` says is there.
+#[macro_export]
+macro_rules! need_gpu {
+    () => {
+        $crate::need_gpu!($crate::common::gpu_usable(), "usable GPU (libcuda and a device)")
+    };
+    ($have:expr, $what:expr) => {
+        $crate::common::need_gpu($crate::test_name!(), $have, $what)
+    };
+}
+
+/// Whether a GPU test can run (`have` says what it needs is there): false with a note where it
+/// is not, so CI (no GPU) passes; a panic under `REQUIRE_GPU=1` (the GPU machine), where a missing
+/// GPU is a failure, never a skip. Tests call it through [`need_gpu!`], which names them.
+pub fn need_gpu(test: &str, have: bool, what: &str) -> bool {
+    if have {
+        return true;
+    }
+    if std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        panic!("{test}: REQUIRE_GPU=1 but {what} is missing");
+    }
+    println!("{test}: no {what} here; not run (REQUIRE_GPU=1 makes this a failure)");
+    false
+}
+
+/// A CUDA driver call that must succeed.
+pub fn ck(what: &str, r: cudarc::driver::sys::CUresult) {
+    assert_eq!(r, cudarc::driver::sys::CUresult::CUDA_SUCCESS, "{what}");
+}
+
+pub fn gpu_stats(device: i32) -> nvcam_gpu_stats {
+    let mut s = nvcam_gpu_stats { struct_size: std::mem::size_of::<nvcam_gpu_stats>() as u32, ..Default::default() };
+    assert_eq!(unsafe { nvcam_gpu_stats(device, &mut s) }, NVCAM_OK, "{}", last_error());
+    s
+}
+
+/// Camera options on GPU 0 with the given decoder.
+pub fn gpu_options(flags: u32, decoder: u32) -> nvcam_camera_options {
+    let mut o = options(flags);
+    o.device = 0;
+    o.decoder = decoder;
+    o
+}
