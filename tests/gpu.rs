@@ -11,15 +11,12 @@ mod common;
 use common::*;
 use cudarc::driver::sys;
 use nvcam::*;
-use parking_lot::{Mutex, MutexGuard};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const MIB: i64 = 1 << 20;
-
-static SERIAL: Mutex<()> = Mutex::new(());
 
 /// A context of the test's own (the "host's"), current on the calling thread until dropped.
 struct HostCtx(sys::CUcontext);
@@ -61,36 +58,11 @@ fn mem_free() -> i64 {
     free as i64
 }
 
-/// One library session: init with `cfg`, shutdown on drop; tests run one at a time.
-struct Session {
-    _serial: MutexGuard<'static, ()>,
-}
-
 fn config(max_hw: u32) -> nvcam_config {
     nvcam_config {
         struct_size: std::mem::size_of::<nvcam_config>() as u32,
         max_hw_decoders_per_device: max_hw,
         ..Default::default()
-    }
-}
-
-impl Session {
-    fn new(cfg: nvcam_config) -> Session {
-        let g = SERIAL.lock();
-        unsafe {
-            nvcam_log_init(c"-".as_ptr(), NVCAM_LOG_INFO);
-            assert_eq!(nvcam_init(&cfg), NVCAM_OK, "{}", last_error());
-        }
-        Session { _serial: g }
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        let r = nvcam_shutdown(20_000);
-        if !std::thread::panicking() {
-            assert_eq!(r, NVCAM_OK, "shutdown: {}", last_error());
-        }
     }
 }
 
@@ -138,7 +110,7 @@ fn nvdec_matches_software_decode() {
         ("gpu-h264-3840x2160.mp4", 3840, 2160, 24, "libx264"),
         ("gpu-hevc-3840x2160.mp4", 3840, 2160, 24, "libx265"),
     ];
-    let _s = Session::new(config(0));
+    let _s = Session::with(config(0), NVCAM_LOG_INFO);
     let host = HostCtx::new();
     for (name, w, h, n, codec) in clips {
         let extra = if codec == "libx264" { x264() } else { x265() };
@@ -176,7 +148,7 @@ fn foreign_context_survives_every_call() {
     if !need_gpu!() {
         return;
     }
-    let _serial = SERIAL.lock();
+    let _serial = GPU_SERIAL.lock();
     let host = HostCtx::new();
     let mine = host.0;
     let check = |what: &str| assert_eq!(current_ctx(), mine, "{what} changed the calling thread's CUDA context");
@@ -283,7 +255,7 @@ fn reconnect_while_kernel_reads_clone() {
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new(config(0));
+    let _s = Session::with(config(0), NVCAM_LOG_INFO);
     let cam = open(small_clip().to_str().unwrap(), &gpu_options(NVCAM_OPEN_LOOP | NVCAM_OPEN_NO_PACING, NVCAM_DECODER_AUTO)).unwrap();
     let f = get_frame(cam, 10_000).unwrap();
     let held = clone(f).unwrap();
@@ -359,7 +331,7 @@ fn shutdown_with_70_leaked_clones() {
     if !need_gpu!() {
         return;
     }
-    let serial = SERIAL.lock();
+    let serial = GPU_SERIAL.lock();
     let host = HostCtx::new();
     let before = mem_free();
     unsafe {
@@ -414,7 +386,7 @@ fn vram_flat_over_200_reconnects() {
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new(config(0));
+    let _s = Session::with(config(0), NVCAM_LOG_INFO);
     let _host = HostCtx::new();
     let cam = open(small_clip().to_str().unwrap(), &gpu_options(NVCAM_OPEN_LOOP | NVCAM_OPEN_NO_PACING, NVCAM_DECODER_AUTO)).unwrap();
     let cycle = |n: u64| {
@@ -453,7 +425,7 @@ fn zero_allocs_per_frame_steady_state() {
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new(config(0));
+    let _s = Session::with(config(0), NVCAM_LOG_INFO);
     let h264 = clip("gpu-h264-1920x1080.mp4", "1920x1080", 48, "libx264", &x264());
     // 10-bit into P016 pools: the same steady state (AUTO is direct NVDEC there too).
     let hevc10 = ten_bit_clip(1920, 1080, 48);
@@ -509,7 +481,7 @@ fn hw_session_cap_falls_back_to_software() {
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new(config(2));
+    let _s = Session::with(config(2), NVCAM_LOG_INFO);
     let clip = clip("gpu-h264-1920x1080.mp4", "1920x1080", 48, "libx264", &x264());
     let cams: Vec<u64> = (0..4).map(|_| open(clip.to_str().unwrap(), &gpu_options(NVCAM_OPEN_LOOP, NVCAM_DECODER_AUTO)).unwrap()).collect();
     for &c in &cams {
@@ -546,7 +518,7 @@ fn looped_file_keeps_its_decoder_and_frame_order() {
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new(config(0));
+    let _s = Session::with(config(0), NVCAM_LOG_INFO);
     // 60 frames with B-frames (pictures still in the reorder buffer at the end of each loop).
     let clip = small_clip();
     let reference = reference_frames(&clip, 640, 360);
@@ -589,7 +561,7 @@ fn gpu_request_without_gpu_decodes_on_cpu() {
         println!("gpu_request_without_gpu_decodes_on_cpu: a GPU is present; this is the no-GPU test");
         return;
     }
-    let _s = Session::new(config(0));
+    let _s = Session::with(config(0), NVCAM_LOG_INFO);
     let mut g = nvcam_gpu_stats { struct_size: std::mem::size_of::<nvcam_gpu_stats>() as u32, ..Default::default() };
     assert_eq!(unsafe { nvcam_gpu_stats(-1, &mut g) }, NVCAM_OK);
     assert_eq!((g.device_count, g.contexts), (0, 0));
@@ -668,7 +640,7 @@ fn reconnect_storm_never_stalls_steady_gpu_cameras() {
     }
     let cfg: Vec<u64> = std::env::var("NVCAM_CHURN_TEST").unwrap_or_else(|_| "96,32,8,100".into()).split(',').map(|v| v.trim().parse().unwrap()).collect();
     let (n_steady, n_churn, secs, gap_ms) = (cfg[0] as usize, cfg[1] as usize, cfg[2], cfg[3] as f64);
-    let _s = Session::new(config(0));
+    let _s = Session::with(config(0), NVCAM_LOG_INFO);
     let clip = clip("gpu-h264-1920x1080.mp4", "1920x1080", 48, "libx264", &x264());
     let url = clip.to_str().unwrap().to_string();
     let o = gpu_options(NVCAM_OPEN_LOOP, NVCAM_DECODER_AUTO);
@@ -734,7 +706,7 @@ fn jpeg_every_layout_on_every_decoder_matches_ffmpeg() {
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new(config(0));
+    let _s = Session::with(config(0), NVCAM_LOG_INFO);
     let need_nvjpeg = std::env::var("NVCAM_REQUIRE_NVJPEG").is_ok_and(|v| v == "1");
     let mut failures = Vec::new();
     let mut nvjpeg_ran = false;
@@ -878,7 +850,7 @@ fn jpeg_every_gpu_decoder_refuses_progressive_and_auto_falls_back() {
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new(config(0));
+    let _s = Session::with(config(0), NVCAM_LOG_INFO);
     LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
     assert_eq!(unsafe { nvcam_log_set_callback(Some(on_log), std::ptr::null_mut(), NVCAM_LOG_INFO) }, NVCAM_OK);
     let need_nvjpeg = std::env::var("NVCAM_REQUIRE_NVJPEG").is_ok_and(|v| v == "1");
@@ -955,7 +927,7 @@ fn ten_bit_hevc_on_every_decoder_is_bit_exact_p016() {
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new(config(0));
+    let _s = Session::with(config(0), NVCAM_LOG_INFO);
     for (w, h, n) in [(1920usize, 1080usize, 24usize), (1366, 768, 12)] {
         let c = ten_bit_clip(w as u32, h as u32, n as u32);
         let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
@@ -1034,7 +1006,7 @@ fn hdr_stream_reports_bt2020_and_its_transfer_on_every_decoder() {
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new(config(0));
+    let _s = Session::with(config(0), NVCAM_LOG_INFO);
     for (trc, want) in [("smpte2084", NVCAM_TRANSFER_PQ), ("arib-std-b67", NVCAM_TRANSFER_HLG)] {
         let c = hdr_clip(trc, 320, 240);
         for (name, decoder) in [("nvdec", NVCAM_DECODER_NVDEC), ("ffmpeg-hw", NVCAM_DECODER_FFMPEG_HW), ("auto", NVCAM_DECODER_AUTO), ("upload", NVCAM_DECODER_SOFTWARE)] {
@@ -1057,7 +1029,7 @@ fn ten_bit_and_422_are_refused_at_open_by_gpu_only_decoders() {
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new(config(0));
+    let _s = Session::with(config(0), NVCAM_LOG_INFO);
     for (c, fmt) in [
         (clip("gpu-h264-10bit-320x240.mp4", "320x240", 30, "libx264", &["-pix_fmt", "yuv420p10le"]), "yuv420p10le"),
         (clip("gpu-h264-422-320x240.mp4", "320x240", 30, "libx264", &["-pix_fmt", "yuv422p"]), "yuv422p"),

@@ -16,34 +16,7 @@ mod common;
 use common::*;
 use cudarc::driver::sys;
 use nvcam::*;
-use parking_lot::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-struct Session {
-    _serial: MutexGuard<'static, ()>,
-}
-
-impl Session {
-    fn new() -> Session {
-        let g = SERIAL.lock();
-        unsafe {
-            nvcam_log_init(c"-".as_ptr(), NVCAM_LOG_WARN);
-            assert_eq!(nvcam_init(std::ptr::null()), NVCAM_OK, "{}", last_error());
-        }
-        Session { _serial: g }
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        let r = nvcam_shutdown(20_000);
-        if !std::thread::panicking() {
-            assert_eq!(r, NVCAM_OK, "shutdown: {}", last_error());
-        }
-    }
-}
 
 /// Device 0's primary context (the one the library and PyTorch use), pushed while this lives,
 /// with a non-blocking stream of the test's own, and a page-locked host buffer grown on demand.
@@ -347,7 +320,7 @@ fn gpu_conversions_match_the_cpu_reference_at_every_size() {
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new();
+    let _s = Session::quiet();
     let cuda = Cuda::new();
     // NVCAM_CONVERT_SIZES narrows the sizes (the sanitizer runs, which are slow per launch).
     let sizes = std::env::var("NVCAM_CONVERT_SIZES").unwrap_or_else(|_| "1920x1080,3840x2160,1366x768,161x97".into());
@@ -374,7 +347,7 @@ fn tiled_box_filter_matches_the_cpu_twin_in_every_kernel() {
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new();
+    let _s = Session::quiet();
     let cuda = Cuda::new();
     let sizes = std::env::var("NVCAM_TILED_SIZES").unwrap_or_else(|_| "4096x2160,3840x2160,1366x768".into());
     for size in sizes.split(',') {
@@ -445,7 +418,7 @@ fn gpu_p016_conversions_match_the_cpu_twin() {
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new();
+    let _s = Session::quiet();
     let cuda = Cuda::new();
     let hevc10 = ten_bit_clip(1366, 768, 12);
     let url = hevc10.to_str().unwrap();
@@ -481,7 +454,7 @@ fn nvdec_frame_converts_with_its_stream_colours() {
         println!("no fixture {clip}; skipped");
         return;
     }
-    let _s = Session::new();
+    let _s = Session::quiet();
     let cuda = Cuda::new();
     let (cam, f, fi, nv12) = frame_of(&clip, NVCAM_DECODER_AUTO);
     println!("{}x{} NVDEC frame: matrix {} range {} siting {}", fi.width, fi.height, fi.color_matrix, fi.color_range, fi.chroma_siting);
@@ -555,7 +528,7 @@ fn gpu_roi_equals_the_window_of_the_whole_frame() {
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new();
+    let _s = Session::quiet();
     let cuda = Cuda::new();
     // (source, output pixels per frame pixel as num / den, ROIs in frame pixels)
     let cases: [(&str, (u32, u32), &[Roi]); 5] = [
@@ -603,7 +576,7 @@ fn release_after_stream_defers_reuse() {
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new();
+    let _s = Session::quiet();
     let cuda = Cuda::new();
     let cam = open("testsrc://640x360@30", &gpu_slot_options(NVCAM_OPEN_NO_PACING, 2)).unwrap();
     let f = get_frame(cam, 10_000).unwrap();
@@ -663,7 +636,7 @@ fn gpu_batch_equals_single_conversions() {
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new();
+    let _s = Session::quiet();
     let cuda = Cuda::new();
     let cams: Vec<u64> = ["testsrc://640x360@30", "testsrc://1280x720@30", "testsrc://320x240@30"]
         .iter()
@@ -775,7 +748,7 @@ fn gpu_batch_mixing_nv12_and_p016_frames_equals_single_conversions() {
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new();
+    let _s = Session::quiet();
     let cuda = Cuda::new();
     let (hevc10, odd) = (ten_bit_clip(1366, 768, 12), ten_bit_odd_clip());
     let sources = [(hevc10.to_str().unwrap(), NVCAM_DECODER_AUTO, NVCAM_FORMAT_P016), ("testsrc://640x360@30", NVCAM_DECODER_AUTO, NVCAM_FORMAT_NV12), (odd.to_str().unwrap(), NVCAM_DECODER_SOFTWARE, NVCAM_FORMAT_P016)];
@@ -840,7 +813,7 @@ fn host_downloads_at_a_pitch_into_pageable_pinned_and_registered_memory_write_on
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new();
+    let _s = Session::quiet();
     let _cuda = Cuda::new();
     let (cam, f, _fi, _) = frame_of("testsrc://1920x1080@30", NVCAM_DECODER_AUTO);
     for (format, name) in [(NVCAM_FORMAT_BGRA8, "BGRA8"), (NVCAM_FORMAT_BGR8, "BGR8"), (NVCAM_FORMAT_RGB_F32_PLANAR, "RGB_F32")] {
@@ -907,7 +880,7 @@ fn host_downloads_of_four_cameras_run_side_by_side_and_allocate_nothing_per_call
     if !need_gpu!() {
         return;
     }
-    let session = Session::new();
+    let session = Session::quiet();
     let cuda = Cuda::new();
     let s = spec(NVCAM_FORMAT_BGRA8);
     let n = 1920 * 1080 * 4;
@@ -982,7 +955,7 @@ fn dst_on_a_gpu_that_does_not_exist_is_refused_and_nothing_written() {
     if !need_gpu!() {
         return;
     }
-    let _s = Session::new();
+    let _s = Session::quiet();
     let cuda = Cuda::new();
     let (cam, f, _fi, _) = frame_of("testsrc://320x240@30", NVCAM_DECODER_AUTO);
     let mut s = spec(NVCAM_FORMAT_BGRA8);
@@ -1071,7 +1044,7 @@ fn conversion_into_another_gpus_memory_equals_the_same_gpu_result() {
     {
         return;
     }
-    let _s = Session::new();
+    let _s = Session::quiet();
     let cuda = Cuda::new();
     let same_gpu = |f: u64, s: &nvcam_convert, pitch: usize, n: usize| -> Vec<u8> {
         let d = cuda.alloc(n);

@@ -14,12 +14,9 @@ use common::*;
 use nvcam::diag::hooks::{self, Knobs};
 use nvcam::diag::nvdec_counters;
 use nvcam::*;
-use parking_lot::{Mutex, MutexGuard};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-
-static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Whether direct NVDEC can run here: a usable GPU and libnvcuvid.
 fn nvdec_usable() -> bool {
@@ -29,33 +26,6 @@ fn nvdec_usable() -> bool {
 /// What [`nvdec_usable`] found missing, for the skip note.
 fn nvdec_missing() -> String {
     format!("GPU with NVDEC (libcuda/device: {}, libnvcuvid: {:?})", gpu_usable(), nvcam::diag::nvcuvid_lib().err())
-}
-
-struct Session {
-    _serial: MutexGuard<'static, ()>,
-}
-
-impl Session {
-    fn new() -> Session {
-        let g = SERIAL.lock();
-        hooks::clear();
-        let cfg = nvcam_config { struct_size: std::mem::size_of::<nvcam_config>() as u32, ..Default::default() };
-        unsafe {
-            nvcam_log_init(c"-".as_ptr(), NVCAM_LOG_INFO);
-            assert_eq!(nvcam_init(&cfg), NVCAM_OK, "{}", last_error());
-        }
-        Session { _serial: g }
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        hooks::clear();
-        let r = nvcam_shutdown(20_000);
-        if !std::thread::panicking() {
-            assert_eq!(r, NVCAM_OK, "shutdown: {}", last_error());
-        }
-    }
 }
 
 const FAST: u32 = NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING;

@@ -6,7 +6,7 @@
 //! and thread counts are exact. The server is `tests/support/rtsp_server.py` (GStreamer).
 
 mod common;
-use common::{cam_error, get_frame, last_error, serial, stats, wait_until};
+use common::{cam_error, get_frame, last_error, serial, stats, wait_until, Opts};
 use nvcam::*;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,35 +19,6 @@ use rtsp::{RtspServer, SilentServer, Stream};
 
 // ---------------------------------------------------------------------------------------------
 // Host-side helpers (only the C API).
-
-/// Camera options as a host sets them: defaults, CPU decoding, and the given timeouts.
-struct Opts {
-    o: nvcam_camera_options,
-    _ffmpeg: Option<CString>,
-}
-
-impl Opts {
-    fn new() -> Opts {
-        let mut o: nvcam_camera_options = unsafe { std::mem::zeroed() };
-        assert_eq!(unsafe { nvcam_camera_options_init(&mut o) }, NVCAM_OK);
-        o.device = NVCAM_DEVICE_CPU;
-        o.open_timeout_ms = 3000;
-        o.stall_timeout_ms = 3000;
-        o.reconnect_min_ms = 100;
-        o.reconnect_max_ms = 1000;
-        Opts { o, _ffmpeg: None }
-    }
-    fn ffmpeg(mut self, s: &str) -> Opts {
-        let c = CString::new(s).unwrap();
-        self.o.ffmpeg_options = c.as_ptr();
-        self._ffmpeg = Some(c);
-        self
-    }
-    fn with(mut self, f: impl FnOnce(&mut nvcam_camera_options)) -> Opts {
-        f(&mut self.o);
-        self
-    }
-}
 
 /// Opens a camera; on failure, the code and the thread's error text.
 fn open_bytes(url: &[u8], o: &Opts) -> Result<u64, (i32, String)> {

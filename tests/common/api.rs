@@ -277,3 +277,35 @@ impl Drop for LogCapture {
         unsafe { nvcam_log_set_callback(None, std::ptr::null_mut(), NVCAM_LOG_OFF) };
     }
 }
+
+/// Camera options as a host sets them (`nvcam_camera_options_init`): CPU decoding, 3 s to open or
+/// stall, reconnects 100 ms to 1 s apart; the FFmpeg options string kept alive beside them.
+pub struct Opts {
+    pub o: nvcam_camera_options,
+    _ffmpeg: Option<CString>,
+}
+
+// A test spells its options out: `new` is the starting point, not a default.
+#[allow(clippy::new_without_default)]
+impl Opts {
+    pub fn new() -> Opts {
+        let mut o: nvcam_camera_options = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { nvcam_camera_options_init(&mut o) }, NVCAM_OK);
+        o.device = NVCAM_DEVICE_CPU;
+        o.open_timeout_ms = 3000;
+        o.stall_timeout_ms = 3000;
+        o.reconnect_min_ms = 100;
+        o.reconnect_max_ms = 1000;
+        Opts { o, _ffmpeg: None }
+    }
+    pub fn ffmpeg(mut self, s: &str) -> Opts {
+        let c = CString::new(s).unwrap();
+        self.o.ffmpeg_options = c.as_ptr();
+        self._ffmpeg = Some(c);
+        self
+    }
+    pub fn with(mut self, f: impl FnOnce(&mut nvcam_camera_options)) -> Opts {
+        f(&mut self.o);
+        self
+    }
+}

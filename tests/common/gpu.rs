@@ -71,3 +71,49 @@ pub fn gpu_options(flags: u32, decoder: u32) -> nvcam_camera_options {
     o.decoder = decoder;
     o
 }
+
+/// Serializes a GPU test binary's tests: they share the library's global state.
+pub static GPU_SERIAL: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
+/// One library session of a GPU test: the binary's tests one at a time ([`GPU_SERIAL`]), the
+/// library initialized with `cfg` and logging to stderr at `level`, NVDEC's test hooks cleared;
+/// shut down on drop, its status checked unless the test is failing already.
+pub struct Session {
+    _serial: parking_lot::MutexGuard<'static, ()>,
+}
+
+// `new` is one of three named starting points, not a default.
+#[allow(clippy::new_without_default)]
+impl Session {
+    /// Default settings, logging at INFO.
+    pub fn new() -> Session {
+        Session::with(nvcam_config { struct_size: std::mem::size_of::<nvcam_config>() as u32, ..Default::default() }, NVCAM_LOG_INFO)
+    }
+
+    /// Default settings, logging warnings and errors only.
+    pub fn quiet() -> Session {
+        Session::with(nvcam_config { struct_size: std::mem::size_of::<nvcam_config>() as u32, ..Default::default() }, NVCAM_LOG_WARN)
+    }
+
+    pub fn with(cfg: nvcam_config, level: i32) -> Session {
+        let g = GPU_SERIAL.lock();
+        #[cfg(feature = "test-hooks")]
+        nvcam::diag::hooks::clear();
+        unsafe {
+            nvcam_log_init(c"-".as_ptr(), level);
+            assert_eq!(nvcam_init(&cfg), NVCAM_OK, "{}", last_error());
+        }
+        Session { _serial: g }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        #[cfg(feature = "test-hooks")]
+        nvcam::diag::hooks::clear();
+        let r = nvcam_shutdown(20_000);
+        if !std::thread::panicking() {
+            assert_eq!(r, NVCAM_OK, "shutdown: {}", last_error());
+        }
+    }
+}
