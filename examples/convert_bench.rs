@@ -25,16 +25,17 @@
 //! Needs the `test-hooks` feature (the spin kernel): `cargo build --release --features test-hooks
 //! --examples`; the GPU bundle builds it so.
 
+// The tests' CUDA set-up; an example uses part of it.
+#[allow(dead_code)]
+#[path = "../tests/common/cuda.rs"]
+mod cuda;
+use cuda::{ck, nonblocking_stream, push_primary};
 use cudarc::driver::sys;
 use nvcam::*;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn ck(what: &str, r: sys::CUresult) {
-    assert_eq!(r, sys::CUresult::CUDA_SUCCESS, "{what}");
-}
 
 fn last_error() -> String {
     let mut buf = vec![0u8; 1024];
@@ -44,24 +45,6 @@ fn last_error() -> String {
 
 fn ok(what: &str, r: i32) {
     assert_eq!(r, NVCAM_OK, "{what}: {}", last_error());
-}
-
-/// Device 0's primary context pushed on this thread (the library's, as PyTorch's would be).
-fn push_primary() {
-    unsafe {
-        ck("cuInit", sys::cuInit(0));
-        let mut dev = 0;
-        ck("cuDeviceGet", sys::cuDeviceGet(&mut dev, 0));
-        let mut ctx = std::ptr::null_mut();
-        ck("cuDevicePrimaryCtxRetain", sys::cuDevicePrimaryCtxRetain(&mut ctx, dev));
-        ck("cuCtxPushCurrent", sys::cuCtxPushCurrent_v2(ctx));
-    }
-}
-
-fn stream() -> sys::CUstream {
-    let mut s = std::ptr::null_mut();
-    unsafe { ck("cuStreamCreate", sys::cuStreamCreate(&mut s, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32)) };
-    s
 }
 
 fn alloc(n: usize) -> u64 {
@@ -314,7 +297,7 @@ fn concurrent_downloads(k: usize, reps: usize) {
             for &f in &frames {
                 let (barrier, sp) = (&barrier, &sp);
                 sc.spawn(move || {
-                    push_primary(); // for cuMemHostAlloc on this thread
+                    push_primary(0); // for cuMemHostAlloc on this thread
                     let mut v = vec![0u8; n];
                     let p = if pinned { Some(Pinned::new(n)) } else { None };
                     let dst = p.as_ref().map_or(v.as_mut_ptr(), |p| p.0);
@@ -353,8 +336,8 @@ fn cameras(clip: &str, n: usize, seconds: f64, convert: bool) -> (f64, f64) {
         for &cam in &cams {
             let (stop, converted) = (stop.clone(), converted.clone());
             threads.push(std::thread::spawn(move || {
-                push_primary();
-                let s = stream();
+                push_primary(0);
+                let s = nonblocking_stream();
                 let mut sp = spec(NVCAM_FORMAT_RGB_F16_PLANAR, 640, 640, true);
                 sp.dst_memory = NVCAM_MEMORY_DEVICE;
                 sp.mean = [0.0; 3];
@@ -402,7 +385,7 @@ fn main() {
         nvcam_log_init(c"-".as_ptr(), NVCAM_LOG_WARN);
         ok("init", nvcam_init(std::ptr::null()));
     }
-    push_primary();
+    push_primary(0);
     let mut name = [0 as std::ffi::c_char; 128];
     unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), 128, 0) };
     let mut drv = 0;
@@ -414,7 +397,7 @@ fn main() {
         drv % 1000 / 10,
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
     );
-    let s = stream();
+    let s = nonblocking_stream();
     kernels_and_download("testsrc://1920x1080@30", s);
     kernels_and_download("testsrc://3840x2160@30", s);
     concurrent_downloads(4, 50);

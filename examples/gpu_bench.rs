@@ -9,16 +9,17 @@
 //! Compare with `ffmpeg-nvdec -hwaccel cuda -hwaccel_output_format cuda -i CLIP -autoscale 0 -f null -`
 //! run in the same call (scripts/gpu-machine/gpu-device.sh does both).
 
+// The tests' CUDA set-up; an example uses part of it.
+#[allow(dead_code)]
+#[path = "../tests/common/cuda.rs"]
+mod cuda;
+use cuda::{ck, own_context};
 use cudarc::driver::sys;
 use nvcam::*;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn ck(what: &str, r: sys::CUresult) {
-    assert_eq!(r, sys::CUresult::CUDA_SUCCESS, "{what}");
-}
 
 fn mem_free() -> i64 {
     let (mut f, mut t) = (0usize, 0usize);
@@ -54,12 +55,7 @@ fn main() {
     }
     // A context of our own, only to read device-wide free memory.
     let host_ctx = unsafe {
-        ck("cuInit", sys::cuInit(0));
-        let mut dev = 0;
-        ck("cuDeviceGet", sys::cuDeviceGet(&mut dev, device));
-        let mut p = sys::CUctxCreateParams { execAffinityParams: std::ptr::null_mut(), numExecAffinityParams: 0, cigParams: std::ptr::null_mut() };
-        let mut c = std::ptr::null_mut();
-        ck("cuCtxCreate", sys::cuCtxCreate_v4(&mut c, &mut p, 0, dev));
+        let (dev, c) = own_context(device);
         let mut name = [0 as std::ffi::c_char; 128];
         sys::cuDeviceGetName(name.as_mut_ptr(), 128, dev);
         println!("device {device}: {}", std::ffi::CStr::from_ptr(name.as_ptr()).to_string_lossy());

@@ -23,19 +23,7 @@ struct HostCtx(sys::CUcontext);
 
 impl HostCtx {
     fn new() -> HostCtx {
-        unsafe {
-            ck("cuInit", sys::cuInit(0));
-            let mut dev = 0;
-            ck("cuDeviceGet", sys::cuDeviceGet(&mut dev, 0));
-            let mut params = sys::CUctxCreateParams {
-                execAffinityParams: std::ptr::null_mut(),
-                numExecAffinityParams: 0,
-                cigParams: std::ptr::null_mut(),
-            };
-            let mut c = std::ptr::null_mut();
-            ck("cuCtxCreate", sys::cuCtxCreate_v4(&mut c, &mut params, 0, dev));
-            HostCtx(c)
-        }
+        HostCtx(own_context(0).1)
     }
 }
 

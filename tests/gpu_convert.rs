@@ -68,17 +68,8 @@ fn download_paths() -> (u64, u64) {
 
 impl Cuda {
     fn new() -> Cuda {
-        unsafe {
-            ck("cuInit", sys::cuInit(0));
-            let mut dev = 0;
-            ck("cuDeviceGet", sys::cuDeviceGet(&mut dev, 0));
-            let mut ctx = std::ptr::null_mut();
-            ck("cuDevicePrimaryCtxRetain", sys::cuDevicePrimaryCtxRetain(&mut ctx, dev));
-            ck("cuCtxPushCurrent", sys::cuCtxPushCurrent_v2(ctx));
-            let mut stream = std::ptr::null_mut();
-            ck("cuStreamCreate", sys::cuStreamCreate(&mut stream, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32));
-            Cuda { dev, stream, pinned: std::cell::RefCell::new(None) }
-        }
+        let dev = push_primary(0);
+        Cuda { dev, stream: nonblocking_stream(), pinned: std::cell::RefCell::new(None) }
     }
     /// The test's page-locked buffer, at least `n` bytes.
     fn pinned(&self, n: usize) -> std::cell::RefMut<'_, Pinned> {

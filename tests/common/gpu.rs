@@ -53,11 +53,6 @@ pub fn need_gpu(test: &str, have: bool, what: &str) -> bool {
     false
 }
 
-/// A CUDA driver call that must succeed.
-pub fn ck(what: &str, r: cudarc::driver::sys::CUresult) {
-    assert_eq!(r, cudarc::driver::sys::CUresult::CUDA_SUCCESS, "{what}");
-}
-
 pub fn gpu_stats(device: i32) -> nvcam_gpu_stats {
     let mut s = nvcam_gpu_stats { struct_size: std::mem::size_of::<nvcam_gpu_stats>() as u32, ..Default::default() };
     assert_eq!(unsafe { nvcam_gpu_stats(device, &mut s) }, NVCAM_OK, "{}", last_error());

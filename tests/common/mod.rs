@@ -14,6 +14,7 @@ use std::time::Duration;
 
 mod api;
 mod clips;
+mod cuda;
 mod gpu;
 mod jpeg;
 mod processes;
@@ -23,6 +24,8 @@ mod processes;
 pub use api::*;
 #[allow(unused_imports)]
 pub use clips::*;
+#[allow(unused_imports)]
+pub use cuda::*;
 #[allow(unused_imports)]
 pub use gpu::*;
 #[allow(unused_imports)]

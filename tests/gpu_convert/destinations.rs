@@ -204,16 +204,8 @@ struct Cuda1 {
 
 impl Cuda1 {
     fn new() -> Cuda1 {
-        unsafe {
-            let mut dev = 0;
-            ck("cuDeviceGet(1)", sys::cuDeviceGet(&mut dev, 1));
-            let mut ctx = std::ptr::null_mut();
-            ck("cuDevicePrimaryCtxRetain(1)", sys::cuDevicePrimaryCtxRetain(&mut ctx, dev));
-            ck("cuCtxPushCurrent(1)", sys::cuCtxPushCurrent_v2(ctx));
-            let mut stream = std::ptr::null_mut();
-            ck("cuStreamCreate(1)", sys::cuStreamCreate(&mut stream, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32));
-            Cuda1 { dev, stream }
-        }
+        let dev = push_primary(1);
+        Cuda1 { dev, stream: nonblocking_stream() }
     }
 }
 
