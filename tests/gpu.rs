@@ -637,29 +637,10 @@ fn reconnect_storm_never_stalls_steady_gpu_cameras() {
     for &c in steady.iter().chain(&churn) {
         release(get_frame(c, 20_000).unwrap()).unwrap();
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    let reconnects = Arc::new(AtomicU64::new(0));
-    let churners = reconnect_in_a_loop(&churn, 5000, Duration::from_millis(50), &stop, &reconnects);
-    let consumers: Vec<_> = steady
-        .iter()
-        .map(|&c| {
-            let stop = stop.clone();
-            std::thread::spawn(move || gaps_until(c, &stop))
-        })
-        .collect();
-    std::thread::sleep(Duration::from_secs(secs));
-    stop.store(true, Ordering::Relaxed);
-    let mut gaps = Vec::new();
-    let mut timeouts = 0;
-    for t in consumers {
-        let (g, n) = t.join().unwrap();
-        gaps.extend(g);
-        timeouts += n;
-    }
-    churners.into_iter().for_each(|t| t.join().unwrap());
+    let Churned { mut gaps, failures, reconnects: r } = churn_scenario(&steady, &churn, 5000, Duration::from_millis(50), Duration::from_secs(secs));
+    let timeouts: u32 = failures.iter().sum();
     let fps = gaps.len() as f64 / n_steady as f64 / secs as f64;
     let mut at = |q: f64| percentile(&mut gaps, q);
-    let r = reconnects.load(Ordering::Relaxed);
     eprintln!(
         "churn {n_steady} steady + {n_churn} reconnecting: {fps:.1} fps each, gap p50 {:.1} ms p99 {:.1} ms max {:.1} ms, {timeouts} timeouts, {r} reconnects",
         at(0.5),

@@ -4,8 +4,6 @@
 mod common;
 use common::*;
 use nvcam::*;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Inter-frame gaps a consumer sees on `cam` until `stop`, in milliseconds.
@@ -20,31 +18,13 @@ fn reconnect_storm_never_stalls_steady_cameras() {
     for &c in steady.iter().chain(&churn) {
         release(get_frame(c, 5000).unwrap()).unwrap();
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    let reconnects = Arc::new(AtomicU64::new(0));
-    let churners = reconnect_in_a_loop(&churn, 2000, Duration::from_millis(20), &stop, &reconnects);
-    let consumers: Vec<_> = steady
-        .iter()
-        .map(|&c| {
-            let stop = stop.clone();
-            std::thread::spawn(move || gaps_until(c, &stop))
-        })
-        .collect();
-    std::thread::sleep(Duration::from_secs(8));
-    stop.store(true, Ordering::Relaxed);
-    let mut gaps = Vec::new();
-    for t in consumers {
-        let (g, failures) = t.join().unwrap();
-        assert_eq!(failures, 0, "a steady camera's get_frame(1000) failed");
-        gaps.extend(g);
-    }
-    for t in churners {
-        t.join().unwrap();
+    let Churned { mut gaps, failures, reconnects: r } = churn_scenario(&steady, &churn, 2000, Duration::from_millis(20), Duration::from_secs(8));
+    for f in failures {
+        assert_eq!(f, 0, "a steady camera's get_frame(1000) failed");
     }
     let n = gaps.len();
     let (p50, p99, max) = (percentile(&mut gaps, 0.5), percentile(&mut gaps, 0.99), percentile(&mut gaps, 1.0));
     let fps = n as f64 / 6.0 / 8.0;
-    let r = reconnects.load(Ordering::Relaxed);
     eprintln!("steady: {n} gaps, {fps:.1} fps each, gap p50 {p50:.1} ms p99 {p99:.1} ms max {max:.1} ms; {r} reconnects of the others");
     assert!(r >= 20, "the churning cameras reconnected only {r} times");
     assert!(p99 <= 3.0 * 1e3 / FPS, "steady cameras' gap p99 {p99:.1} ms > 3 frame intervals (p50 {p50:.1}, max {max:.1})");

@@ -241,6 +241,43 @@ pub fn gaps_until(cam: u64, stop: &std::sync::atomic::AtomicBool) -> (Vec<f64>, 
     (gaps, failures)
 }
 
+/// What the churn scenario saw: the steady cameras' gaps between frames (ms, all together), each
+/// steady camera's failed `get_frame(1000)` calls, and the churning cameras' reconnects.
+pub struct Churned {
+    pub gaps: Vec<f64>,
+    pub failures: Vec<u32>,
+    pub reconnects: u64,
+}
+
+/// The isolation tests' churn scenario, on cameras that have delivered: `churn` reconnect in a
+/// loop ([`reconnect_in_a_loop`], `wait_ms` and `pause`) while a consumer per `steady` camera
+/// takes its frames ([`gaps_until`]), for `run`.
+pub fn churn_scenario(steady: &[u64], churn: &[u64], wait_ms: u32, pause: Duration, run: Duration) -> Churned {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let stop = Arc::new(AtomicBool::new(false));
+    let reconnects = Arc::new(AtomicU64::new(0));
+    let churners = reconnect_in_a_loop(churn, wait_ms, pause, &stop, &reconnects);
+    let consumers: Vec<_> = steady
+        .iter()
+        .map(|&c| {
+            let stop = stop.clone();
+            std::thread::spawn(move || gaps_until(c, &stop))
+        })
+        .collect();
+    std::thread::sleep(run);
+    stop.store(true, Ordering::Relaxed);
+    let mut seen = Churned { gaps: Vec::new(), failures: Vec::new(), reconnects: 0 };
+    for t in consumers {
+        let (g, failures) = t.join().unwrap();
+        seen.gaps.extend(g);
+        seen.failures.push(failures);
+    }
+    churners.into_iter().for_each(|t| t.join().unwrap());
+    seen.reconnects = reconnects.load(Ordering::Relaxed);
+    seen
+}
+
 /// The `q` quantile (nearest rank) of `v`, which it sorts.
 pub fn percentile(v: &mut [f64], q: f64) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
