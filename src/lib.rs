@@ -20,8 +20,9 @@
 //!               gaps, whole JPEGs
 //! input, source, ffmpeg   FFmpeg I/O under our deadlines; URLs; small FFmpeg owners
 //! registry, frame, pool, handle   frame handles, frames, slots and leases, generational tables
-//! config, logging, pin, status, workers    options and defaults; log sinks; self-pin; error
-//!               kinds; the worker threads calls split their work over
+//! config, logging, pin, status, workers, switches    options and defaults; log sinks; self-pin;
+//!               error kinds; the worker threads calls split their work over; the environment
+//!               switches
 //! win_loader    Windows: the FFmpeg DLLs loaded from nvcam.dll's own folder
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -47,6 +48,7 @@ mod record;
 mod registry;
 mod rtp_loss;
 mod source;
+mod switches;
 pub mod status;
 #[cfg(windows)]
 mod win_loader;

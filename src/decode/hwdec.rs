@@ -454,7 +454,7 @@ impl Decoder for HwDecoder {
         // destroys and re-creates its NVDEC session: cuvidCreateDecoder, which the driver runs one
         // at a time, so cameras that loop together (paced files opened together) queue for
         // seconds. `NVCAM_HW_LOOP_FLUSH=1` restores drain + flush at every loop, for measurements.
-        !std::env::var("NVCAM_HW_LOOP_FLUSH").is_ok_and(|v| v == "1")
+        !crate::switches::Switch::HwLoopFlush.var().is_ok_and(|v| v == "1")
     }
     fn reset(&mut self) -> bool {
         // Held surfaces keep their own references; they are reaped as their copies complete.

@@ -72,7 +72,7 @@ unsafe impl Sync for Kernels {}
 fn fatbin_override() -> Result<Option<&'static [u64]>> {
     static IMAGE: std::sync::OnceLock<std::result::Result<Option<Vec<u64>>, String>> = std::sync::OnceLock::new();
     let image = IMAGE.get_or_init(|| {
-        let Some(path) = std::env::var_os("NVCAM_KERNELS_FATBIN") else { return Ok(None) };
+        let Some(path) = crate::switches::Switch::KernelsFatbin.var_os() else { return Ok(None) };
         let bytes = std::fs::read(&path).map_err(|e| format!("NVCAM_KERNELS_FATBIN {}: {e}", path.to_string_lossy()))?;
         let mut words = vec![0u64; bytes.len().div_ceil(8)];
         for (w, b) in words.iter_mut().zip(bytes.chunks(8)) {

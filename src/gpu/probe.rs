@@ -18,7 +18,7 @@ pub(crate) fn probe() -> Result<i32> {
     let none = |why: String| Error::new(ErrorKind::NoDevice, why);
     PROBE
         .get_or_init(|| {
-            if std::env::var("NVCAM_DISABLE_GPU").is_ok_and(|v| !v.is_empty() && v != "0") {
+            if crate::switches::Switch::DisableGpu.var().is_ok_and(|v| !v.is_empty() && v != "0") {
                 return Err(none("GPU path disabled by NVCAM_DISABLE_GPU".into()));
             }
             std::panic::catch_unwind(|| {

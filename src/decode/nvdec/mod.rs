@@ -163,7 +163,7 @@ impl NvDecoder {
         let lib = api::lib()?;
         let (annexb, prime) = AnnexB::new(params, time_base)?;
         let (slot, parked) = reuse.split();
-        let display_delay = std::env::var("NVCAM_NVDEC_DISPLAY_DELAY").ok().and_then(|v| v.parse().ok()).unwrap_or(if low_latency { 0 } else { DISPLAY_DELAY }).min(8);
+        let display_delay = crate::switches::Switch::NvdecDisplayDelay.var().ok().and_then(|v| v.parse().ok()).unwrap_or(if low_latency { 0 } else { DISPLAY_DELAY }).min(8);
         let mut me = NvDecoder {
             cam: cam.clone(),
             parser: None,

@@ -58,7 +58,7 @@ use std::sync::Arc;
 /// Whether decoders are kept across reconnects (`NVCAM_NVDEC_REUSE=0` turns it off). Read at
 /// each session's start and end, not per frame.
 pub(crate) fn enabled() -> bool {
-    !matches!(std::env::var("NVCAM_NVDEC_REUSE").as_deref(), Ok("0") | Ok("off") | Ok("false"))
+    !matches!(crate::switches::Switch::NvdecReuse.var().as_deref(), Ok("0") | Ok("off") | Ok("false"))
 }
 
 /// A parked decoder and the hardware-session ticket it holds (destroyed first, then returned).

@@ -40,7 +40,7 @@ enum LockMode {
 /// old behaviour.
 fn lock_mode() -> LockMode {
     static MODE: OnceLock<LockMode> = OnceLock::new();
-    *MODE.get_or_init(|| match std::env::var("NVCAM_NVDEC_CTXLOCK").as_deref() {
+    *MODE.get_or_init(|| match crate::switches::Switch::NvdecCtxlock.var().as_deref() {
         Ok("context") => LockMode::PerContext,
         Ok("none") => LockMode::None,
         _ => LockMode::PerDecoder,

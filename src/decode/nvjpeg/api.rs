@@ -115,7 +115,7 @@ impl Nvjpeg {
 /// usual Linux prefix.
 fn toolkit_dirs() -> Vec<std::path::PathBuf> {
     let mut v = Vec::new();
-    if let Some(p) = std::env::var_os("CUDA_PATH") {
+    if let Some(p) = crate::switches::Switch::CudaPath.var_os() {
         let p = std::path::PathBuf::from(p);
         v.push(p.join(if cfg!(windows) { "bin" } else { "lib64" }));
     }
@@ -132,7 +132,7 @@ static LIB: OnceLock<Result<Nvjpeg, String>> = OnceLock::new();
 /// why there is none (logged once, at info: most hosts have no nvJPEG and need none).
 pub(crate) fn lib() -> Result<&'static Nvjpeg, String> {
     LIB.get_or_init(|| {
-        let r = match std::env::var("NVCAM_NVJPEG_LIBRARY") {
+        let r = match crate::switches::Switch::NvjpegLibrary.var() {
             Ok(p) if !p.is_empty() => Nvjpeg::open(&p),
             _ => {
                 let mut why = Vec::new();
