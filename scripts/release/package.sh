@@ -22,16 +22,8 @@
 # package test uses the cdylib its `cargo test` built), NVCAM_PACKAGE_DIST=dir writes there
 # instead of dist/.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
-what=${1:-all}
-case "$what" in all|windows|linux) ;; *) echo "usage: $0 [all|windows|linux]" >&2; exit 2 ;; esac
-die() { echo "package: $*" >&2; exit 1; }
-version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
-[ -n "$version" ] || die "no version in Cargo.toml"
-dist=${NVCAM_PACKAGE_DIST:-dist}
-mkdir -p "$dist"
-dist=$(cd "$dist" && pwd)
+name=package
+. "$(dirname "$0")/common.sh"
 stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 abi=$(sed -n 's/^#define NVCAM_ABI_VERSION \([0-9]*\).*/\1/p' include/nvcam.h)
 

@@ -23,16 +23,8 @@
 #
 #   pip install dist/nvcam-*-manylinux_*.whl
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
-what=${1:-all}
-case "$what" in all|windows|linux) ;; *) echo "usage: $0 [all|windows|linux]" >&2; exit 2 ;; esac
-die() { echo "wheel: $*" >&2; exit 1; }
-version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
-[ -n "$version" ] || die "no version in Cargo.toml"
-dist=${NVCAM_PACKAGE_DIST:-dist}
-mkdir -p "$dist"
-dist=$(cd "$dist" && pwd)
+name=wheel
+. "$(dirname "$0")/common.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 venv="$root/target/wheel-build-venv"
