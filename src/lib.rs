@@ -49,7 +49,7 @@ mod registry;
 mod rtp_loss;
 mod source;
 mod switches;
-pub mod status;
+mod status;
 #[cfg(windows)]
 mod win_loader;
 mod workers;
