@@ -16,7 +16,7 @@ use std::time::Duration;
 /// `opts` is NULL or writable for `sizeof(nvcam_camera_options_t)` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_camera_options_init(opts: *mut nvcam_camera_options) -> i32 {
-    boundary("nvcam_camera_options_init", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract.
         *unsafe { out(opts, "opts") }? = marshal::options_defaults();
         Ok(())
@@ -58,7 +58,7 @@ unsafe fn read_options(options: *const nvcam_camera_options, ffmpeg: *const c_ch
 /// or writable for a `uint64_t`.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_camera_open(url: *const c_char, options: *const nvcam_camera_options, cam: *mut u64) -> i32 {
-    boundary("nvcam_camera_open", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract (all three).
         let (out_cam, url, opts) = unsafe { (out(cam, "cam")?, c_str(url, "url")?, read_options(options, std::ptr::null())?) };
         *out_cam = library::open_camera(&url, opts)?;
@@ -81,7 +81,7 @@ pub unsafe extern "C" fn nvcam_camera_open_ex(
     options: *const nvcam_camera_options,
     cam: *mut u64,
 ) -> i32 {
-    boundary("nvcam_camera_open_ex", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract (all four).
         let (out_cam, url, opts) = unsafe { (out(cam, "cam")?, c_str(url, "url")?, read_options(options, ffmpeg_options)?) };
         *out_cam = library::open_camera(&url, opts)?;
@@ -96,7 +96,7 @@ pub unsafe extern "C" fn nvcam_camera_open_ex(
 /// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_TIMEOUT, NVCAM_E_PANIC
 #[no_mangle]
 pub extern "C" fn nvcam_camera_close(cam: u64, timeout_ms: u32) -> i32 {
-    boundary("nvcam_camera_close", Ctx::Lib, || library::close_camera(cam, Duration::from_millis(timeout_ms as u64)))
+    boundary(export_name!(), Ctx::Lib, || library::close_camera(cam, Duration::from_millis(timeout_ms as u64)))
 }
 
 /// Drops the current connection and reconnects at once, in any state (also after a failure).
@@ -106,7 +106,7 @@ pub extern "C" fn nvcam_camera_close(cam: u64, timeout_ms: u32) -> i32 {
 /// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_PANIC
 #[no_mangle]
 pub extern "C" fn nvcam_camera_reconnect(cam: u64) -> i32 {
-    boundary("nvcam_camera_reconnect", Ctx::Camera(cam), || library::camera(cam)?.reconnect())
+    boundary(export_name!(), Ctx::Camera(cam), || library::camera(cam)?.reconnect())
 }
 
 /// Waits up to `timeout_ms` for the newest frame not yet handed out and returns a new frame handle
@@ -122,7 +122,7 @@ pub extern "C" fn nvcam_camera_reconnect(cam: u64) -> i32 {
 /// `frame` is NULL or writable for a `uint64_t`.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_camera_get_frame(cam: u64, timeout_ms: u32, frame: *mut u64) -> i32 {
-    boundary("nvcam_camera_get_frame", Ctx::Camera(cam), || {
+    boundary(export_name!(), Ctx::Camera(cam), || {
         // SAFETY: forwarded from this function's contract.
         let out_frame = unsafe { out(frame, "frame") }?;
         *out_frame = library::get_frame(cam, Duration::from_millis(timeout_ms as u64))?;
@@ -156,7 +156,7 @@ pub unsafe extern "C" fn nvcam_camera_get_frame(cam: u64, timeout_ms: u32, frame
 /// `uint64_t`s (`n` at most `NVCAM_BATCH_MAX`). Neither needs 8-byte alignment.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_cameras_get_frames(cams: *const u64, n: u32, timeout_ms: u32, frames: *mut u64) -> i32 {
-    boundary("nvcam_cameras_get_frames", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         if n == 0 || n > NVCAM_BATCH_MAX {
             return Err(Error::arg(format!("n {n} (1..{NVCAM_BATCH_MAX})")));
         }
@@ -192,7 +192,7 @@ pub unsafe extern "C" fn nvcam_cameras_get_frames(cams: *const u64, n: u32, time
 /// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_PANIC
 #[no_mangle]
 pub extern "C" fn nvcam_camera_cancel_wait(cam: u64) -> i32 {
-    boundary("nvcam_camera_cancel_wait", Ctx::Camera(cam), || library::cancel_waits(cam))
+    boundary(export_name!(), Ctx::Camera(cam), || library::cancel_waits(cam))
 }
 
 /// Fills `stats` (set its `struct_size` first).
@@ -204,7 +204,7 @@ pub extern "C" fn nvcam_camera_cancel_wait(cam: u64) -> i32 {
 /// before `key_interval_ms`, or more).
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_camera_stats(cam: u64, stats: *mut nvcam_camera_stats) -> i32 {
-    boundary("nvcam_camera_stats", Ctx::Camera(cam), || {
+    boundary(export_name!(), Ctx::Camera(cam), || {
         // SAFETY: forwarded from this function's contract: writable for its struct_size.
         unsafe { fill_versioned(stats, CAMERA_STATS_SIZE_V1, "stats", |size| Ok(marshal::camera_stats(&library::camera(cam)?.stats(), size))) }
     })
@@ -218,7 +218,7 @@ pub unsafe extern "C" fn nvcam_camera_stats(cam: u64, stats: *mut nvcam_camera_s
 /// `buf` is NULL or writable for `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_camera_last_error(cam: u64, buf: *mut c_char, len: i32) -> i32 {
-    boundary("nvcam_camera_last_error", Ctx::Quiet, || {
+    boundary(export_name!(), Ctx::Quiet, || {
         let c = library::camera(cam)?;
         let text = c.last_error().map(|e| e.to_string()).unwrap_or_default();
         // SAFETY: forwarded from this function's contract.

@@ -16,7 +16,7 @@ use crate::registry;
 /// `clone` is NULL or writable for a `uint64_t`.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_frame_clone(frame: u64, clone: *mut u64) -> i32 {
-    boundary("nvcam_frame_clone", Ctx::Frame(frame), || {
+    boundary(export_name!(), Ctx::Frame(frame), || {
         // SAFETY: forwarded from this function's contract.
         let out_clone = unsafe { out(clone, "clone") }?;
         *out_clone = registry::clone(frame)?;
@@ -29,7 +29,7 @@ pub unsafe extern "C" fn nvcam_frame_clone(frame: u64, clone: *mut u64) -> i32 {
 /// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
 #[no_mangle]
 pub extern "C" fn nvcam_frame_release(frame: u64) -> i32 {
-    boundary("nvcam_frame_release", Ctx::Frame(frame), || registry::release(frame))
+    boundary(export_name!(), Ctx::Frame(frame), || registry::release(frame))
 }
 
 /// Fills `info` (set its `struct_size` first).
@@ -41,7 +41,7 @@ pub extern "C" fn nvcam_frame_release(frame: u64) -> i32 {
 /// before `flags`, is accepted: those bytes are written).
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_frame_info(frame: u64, info: *mut nvcam_frame_info) -> i32 {
-    boundary("nvcam_frame_info", Ctx::Frame(frame), || {
+    boundary(export_name!(), Ctx::Frame(frame), || {
         // SAFETY: forwarded from this function's contract.
         unsafe { fill_versioned(info, FRAME_INFO_SIZE_V1, "info", |size| Ok(marshal::frame_info(&*registry::get(frame)?, size))) }
     })
@@ -58,7 +58,7 @@ pub unsafe extern "C" fn nvcam_frame_info(frame: u64, info: *mut nvcam_frame_inf
 /// `dst` is NULL or writable for `dst_size` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_frame_copy_nv12(frame: u64, dst: *mut u8, dst_pitch: u64, dst_size: u64) -> i32 {
-    boundary("nvcam_frame_copy_nv12", Ctx::Frame(frame), || {
+    boundary(export_name!(), Ctx::Frame(frame), || {
         // SAFETY: forwarded from this function's contract.
         let dst = unsafe { bytes_out(dst, dst_size, "dst") }?;
         let pitch = usize::try_from(dst_pitch).map_err(|_| crate::status::Error::arg(format!("dst_pitch {dst_pitch} too large")))?;
@@ -76,7 +76,7 @@ pub unsafe extern "C" fn nvcam_frame_copy_nv12(frame: u64, dst: *mut u8, dst_pit
 /// `released` is NULL or writable for a `uint32_t`.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_registry_force_release_owner(cam: u64, released: *mut u32) -> i32 {
-    boundary("nvcam_registry_force_release_owner", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         handle::decode(cam, Kind::Camera)?;
         let n = registry::force_release_owner(cam) as u32;
         // SAFETY: forwarded from this function's contract.
@@ -97,7 +97,7 @@ pub unsafe extern "C" fn nvcam_registry_force_release_owner(cam: u64, released: 
 /// `uint64_t`.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_registry_stats(cam: u64, for_camera: *mut u32, total: *mut u64) -> i32 {
-    boundary("nvcam_registry_stats", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         if cam != 0 {
             handle::decode(cam, Kind::Camera)?;
         }
@@ -186,7 +186,7 @@ pub unsafe extern "C" fn nvcam_frame_convert(
     dst_size: u64,
     cuda_stream: u64,
 ) -> i32 {
-    boundary("nvcam_frame_convert", Ctx::Frame(frame), || {
+    boundary(export_name!(), Ctx::Frame(frame), || {
         // SAFETY: forwarded from this function's contract.
         let (s, kind, pitch) = unsafe { spec_and_pitch(spec, dst_pitch) }?;
         let f = registry::get(frame)?;
@@ -230,7 +230,7 @@ pub unsafe extern "C" fn nvcam_frames_convert_batch(
     dst_size: u64,
     cuda_stream: u64,
 ) -> i32 {
-    boundary("nvcam_frames_convert_batch", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         use crate::status::Error;
         if n == 0 || n > NVCAM_BATCH_MAX {
             return Err(Error::arg(format!("n {n} (1..{NVCAM_BATCH_MAX})")));
@@ -264,7 +264,7 @@ pub unsafe extern "C" fn nvcam_frames_convert_batch(
 /// writable for a `uint64_t`.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_frame_convert_size(frame: u64, spec: *const nvcam_convert, dst_pitch: u64, size: *mut u64) -> i32 {
-    boundary("nvcam_frame_convert_size", Ctx::Frame(frame), || {
+    boundary(export_name!(), Ctx::Frame(frame), || {
         // SAFETY: forwarded from this function's contract.
         let (s, _, pitch) = unsafe { spec_and_pitch(spec, dst_pitch) }?;
         // SAFETY: forwarded from this function's contract.
@@ -286,7 +286,7 @@ pub unsafe extern "C" fn nvcam_frame_convert_size(frame: u64, spec: *const nvcam
 /// `cuda_stream` is a live stream of the frame's device's primary context, or 0.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_frame_wait_stream(frame: u64, cuda_stream: u64) -> i32 {
-    boundary("nvcam_frame_wait_stream", Ctx::Frame(frame), || {
+    boundary(export_name!(), Ctx::Frame(frame), || {
         let f = registry::get(frame)?;
         f.storage().wait_on_stream(f.slot(), cuda_stream)
     })
@@ -304,7 +304,7 @@ pub unsafe extern "C" fn nvcam_frame_wait_stream(frame: u64, cuda_stream: u64) -
 /// `cuda_stream` is a live stream of the frame's device's primary context, or 0.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_frame_release_after_stream(frame: u64, cuda_stream: u64) -> i32 {
-    boundary("nvcam_frame_release_after_stream", Ctx::Frame(frame), || {
+    boundary(export_name!(), Ctx::Frame(frame), || {
         let f = registry::get(frame)?;
         f.storage().fence_after_stream(f.slot(), cuda_stream)?;
         drop(f);

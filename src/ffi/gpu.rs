@@ -14,7 +14,7 @@ use std::time::Duration;
 /// `stats` is NULL or a writable `nvcam_gpu_stats_t` whose `struct_size` is set.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_gpu_stats(device: i32, stats: *mut nvcam_gpu_stats) -> i32 {
-    boundary("nvcam_gpu_stats", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract.
         let s = unsafe { sized_out(stats, "stats") }?;
         *s = marshal::gpu_stats(&crate::gpu::gpu_stats(device)?, s.struct_size);
@@ -30,7 +30,7 @@ pub unsafe extern "C" fn nvcam_gpu_stats(device: i32, stats: *mut nvcam_gpu_stat
 /// Returns: NVCAM_OK, NVCAM_E_PANIC
 #[no_mangle]
 pub extern "C" fn nvcam_gpu_drain(min_age_ms: u32) -> i32 {
-    boundary("nvcam_gpu_drain", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         crate::gpu::drain(Duration::from_millis(min_age_ms as u64));
         Ok(())
     })

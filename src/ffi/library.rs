@@ -47,7 +47,7 @@ pub extern "C" fn nvcam_abi_version() -> i32 {
 /// `buf` is NULL or writable for `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_version_string(buf: *mut c_char, len: i32) -> i32 {
-    boundary("nvcam_version_string", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract.
         let buf = unsafe { text_out(buf, len) }?;
         write_text(buf, &format!("nvcam {} (abi {NVCAM_ABI_VERSION})", env!("CARGO_PKG_VERSION")))
@@ -65,7 +65,7 @@ pub unsafe extern "C" fn nvcam_version_string(buf: *mut c_char, len: i32) -> i32
 /// `config` is NULL or points to an `nvcam_config_t` whose `struct_size` bytes are readable.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_init(config: *const nvcam_config) -> i32 {
-    boundary("nvcam_init", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract.
         let c = unsafe { sized(config, "config") }?;
         crate::library::init(marshal::config_from(c)?)
@@ -79,7 +79,7 @@ pub unsafe extern "C" fn nvcam_init(config: *const nvcam_config) -> i32 {
 /// Returns: NVCAM_OK, NVCAM_E_NOT_INITIALIZED, NVCAM_E_TIMEOUT, NVCAM_E_PANIC
 #[no_mangle]
 pub extern "C" fn nvcam_shutdown(timeout_ms: u32) -> i32 {
-    boundary("nvcam_shutdown", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         crate::library::shutdown(Duration::from_millis(timeout_ms as u64)).map(|_| ())
     })
 }
@@ -92,7 +92,7 @@ pub extern "C" fn nvcam_shutdown(timeout_ms: u32) -> i32 {
 /// `buf` is NULL or writable for `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_status_text(code: i32, buf: *mut c_char, len: i32) -> i32 {
-    boundary("nvcam_status_text", Ctx::Quiet, || {
+    boundary(export_name!(), Ctx::Quiet, || {
         let text = match describe(code) {
             Some((n, d)) => format!("{n}: {d}"),
             None => format!("unknown status {code}"),

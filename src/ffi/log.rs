@@ -17,7 +17,7 @@ use std::ffi::{c_char, c_void};
 /// `path` is NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_log_init(path: *const c_char, level: i32) -> i32 {
-    boundary("nvcam_log_init", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract.
         let path = if path.is_null() { "".into() } else { unsafe { c_str(path, "path") }? };
         logging::init(&path, marshal::log_filter(level)?).map_err(|m| Error::new(ErrorKind::Io, m))
@@ -34,7 +34,7 @@ pub unsafe extern "C" fn nvcam_log_init(path: *const c_char, level: i32) -> i32 
 /// replaced or `nvcam_shutdown` returns.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_log_set_callback(callback: nvcam_log_fn, user: *mut c_void, min_level: i32) -> i32 {
-    boundary("nvcam_log_set_callback", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         let min = marshal::log_filter(min_level)?;
         let sink = callback.map(|f| {
             let user = user as usize;
@@ -63,7 +63,7 @@ pub unsafe extern "C" fn nvcam_log_set_callback(callback: nvcam_log_fn, user: *m
 /// `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_log_pop(level: *mut i32, buf: *mut c_char, len: i32, msg_len: *mut i32) -> i32 {
-    boundary("nvcam_log_pop", Ctx::Quiet, || {
+    boundary(export_name!(), Ctx::Quiet, || {
         // SAFETY: forwarded from this function's contract (all three).
         let (lvl, n) = unsafe { (out(level, "level")?, out(msg_len, "msg_len")?) };
         // A host asking how long the next message is passes no room (`len` 0, `buf` NULL or

@@ -49,7 +49,7 @@ unsafe fn slot_write(data: *mut *mut c_void, h: u64) -> Result<()> {
 /// data).
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_lv_reserve(data: *mut *mut c_void) -> i32 {
-    boundary("nvcam_lv_reserve", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract.
         let cur = unsafe { slot_read(data) }?;
         if cur != 0 && instances::is_live(cur) {
@@ -74,7 +74,7 @@ pub unsafe extern "C" fn nvcam_lv_reserve(data: *mut *mut c_void) -> i32 {
 /// As `nvcam_lv_reserve`.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_lv_unreserve(data: *mut *mut c_void) -> i32 {
-    boundary("nvcam_lv_unreserve", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract.
         let cur = unsafe { slot_read(data) }?;
         if cur == 0 {
@@ -98,7 +98,7 @@ pub unsafe extern "C" fn nvcam_lv_unreserve(data: *mut *mut c_void) -> i32 {
 /// As `nvcam_lv_reserve` (only read).
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_lv_abort(data: *mut *mut c_void) -> i32 {
-    boundary("nvcam_lv_abort", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract.
         let cur = unsafe { slot_read(data) }?;
         if cur == 0 {
@@ -120,7 +120,7 @@ pub unsafe extern "C" fn nvcam_lv_abort(data: *mut *mut c_void) -> i32 {
 /// `frame` is NULL or writable for a `uint64_t`; `data` as in `nvcam_lv_reserve`.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_camera_get_frame_lv(cam: u64, timeout_ms: u32, frame: *mut u64, data: *mut *mut c_void) -> i32 {
-    boundary("nvcam_camera_get_frame_lv", Ctx::Camera(cam), || {
+    boundary(export_name!(), Ctx::Camera(cam), || {
         // SAFETY: forwarded from this function's contract.
         let out_frame = unsafe { out(frame, "frame") }?;
         // SAFETY: forwarded from this function's contract.

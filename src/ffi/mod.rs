@@ -8,6 +8,18 @@
 //! arguments through the checked helpers below, so each `unsafe` here is one of a handful of
 //! shapes, each justified by the function's documented contract.
 
+/// The name of the export it is called in, which is its C symbol (exports are `#[no_mangle]`,
+/// named as their Rust function): what [`boundary`] puts before a failure's message, so that a
+/// name is never typed a second time and cannot drift from the function.
+macro_rules! export_name {
+    () => {{
+        fn f() {}
+        let path = std::any::type_name_of_val(&f);
+        let path = path.strip_suffix("::f").unwrap_or(path);
+        path.rsplit("::").next().unwrap_or(path)
+    }};
+}
+
 mod ansi;
 pub mod camera;
 pub mod frame;
@@ -235,5 +247,17 @@ pub(crate) fn write_text(buf: &mut [u8], s: &str) -> Result<()> {
         Err(Error::new(ErrorKind::BufferTooSmall, format!("text needs {} bytes", s.len() + 1)))
     } else {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod export_name_tests {
+    fn nvcam_an_export() -> &'static str {
+        export_name!()
+    }
+
+    #[test]
+    fn an_export_is_named_by_its_function() {
+        assert_eq!(nvcam_an_export(), "nvcam_an_export");
     }
 }
