@@ -222,11 +222,10 @@ fn io_error(what: &str, path: &Path, e: ff::Error) -> Error {
 
 /// Why a header could not be written: a muxer that refuses the stream (a codec the container
 /// cannot hold, such as raw pictures) is the caller's choice of source or container, not the
-/// disk; then the empty `.part` file goes.
+/// disk (the caller removes the empty `.part` file either way).
 fn header_error(part: &Path, params: &Params, e: ff::Error) -> Error {
     match e {
         ff::Error::Other { errno: 22 } | ff::Error::InvalidData => {
-            let _ = std::fs::remove_file(part);
             // SAFETY: as in `Params::size`.
             let codec = ff::codec::Id::from(unsafe { (*params.as_ptr()).codec_id });
             let (w, h) = params.size();
@@ -239,9 +238,27 @@ fn header_error(part: &Path, params: &Params, e: ff::Error) -> Error {
 impl Muxer {
     /// Creates `path`.part and writes the container's header (so a bad path, a missing folder or
     /// a denied permission fails here, on the caller's thread).
+    /// The `.part` file is created exclusively: a name another writer has (another process, a
+    /// file a failed recording left) is refused, never shared or replaced.
     pub(crate) fn create(path: &Path, params: &Arc<Params>) -> Result<Muxer> {
         let container = Container::from_path(path)?;
         let part = part_path(path);
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&part) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(Error::arg(format!("'{}' exists: another writer has it (or a failed recording left it)", part.display())));
+            }
+            Err(e) => return Err(Error::new(ErrorKind::Io, format!("cannot create '{}': {e}", part.display()))),
+        }
+        // Ours from here: every failure below removes it.
+        Self::open_created(path, part.clone(), container, params).inspect_err(|_| {
+            let _ = std::fs::remove_file(&part);
+        })
+    }
+
+    /// Opens the `.part` file just created (FFmpeg's file protocol opens the name again, the
+    /// file is ours) and writes the header.
+    fn open_created(path: &Path, part: PathBuf, container: Container, params: &Arc<Params>) -> Result<Muxer> {
         let mut out = ff::format::output_as(&part, container.format()).map_err(|e| io_error("cannot create", &part, e))?;
         // SAFETY: `out` owns a valid output context; the new stream (checked) belongs to it; its
         // codecpar is allocated by avformat_new_stream and receives a copy of ours.
@@ -283,6 +300,8 @@ impl Muxer {
         // again, so the old context never writes into the new file; its Drop (below, on the
         // assignment) then frees the context without I/O (avio_close of null does nothing).
         unsafe { ffi::avio_closep(&mut (*self.out.as_mut_ptr()).pb) };
+        // Created again, exclusively like the first time: the empty file goes first.
+        let _ = std::fs::remove_file(&self.part);
         *self = Muxer::create(&self.path.clone(), params)?;
         Ok(())
     }
@@ -291,12 +310,22 @@ impl Muxer {
         &self.path
     }
 
-    /// Writes one packet; an error is the file's end (disk full, I/O error).
-    pub(crate) fn write(&mut self, p: &Packet) -> Result<()> {
+    /// Bytes the file has been handed so far (the muxer holds a cluster or fragment in memory
+    /// until the next one starts).
+    fn on_disk(&self) -> i64 {
+        // SAFETY: the output context and its I/O context are valid while `self.out` lives.
+        unsafe { (*(*self.out.as_ptr()).pb).pos }
+    }
+
+    /// Writes one packet; an error is the file's end (disk full, I/O error). Returns whether the
+    /// file grew meanwhile: then every packet written before this one is in it (the muxer wrote
+    /// out the cluster or fragment that held them).
+    pub(crate) fn write(&mut self, p: &Packet) -> Result<bool> {
         let step = if p.duration > 0 { p.duration } else { 1 };
         let Some(dts) = p.dts.or(p.pts).or((self.last_dts != i64::MIN).then(|| self.last_dts + step)) else {
-            return Ok(()); // nothing to place it by before the first timestamp
+            return Ok(false); // nothing to place it by before the first timestamp
         };
+        let before = self.on_disk();
         let pts = p.pts.unwrap_or(dts);
         // The first picture (a key frame, first in presentation order too) is at 0; pictures
         // decoded before it is shown (B-frames) get negative decode times, which the muxers keep
@@ -328,7 +357,7 @@ impl Muxer {
             (Ok(_), e) if e < 0 => Err(io_error("cannot write", &self.part, ff::Error::from(e))),
             _ => {
                 self.bytes += p.data.len() as u64;
-                Ok(())
+                Ok(self.on_disk() > before)
             }
         }
     }
