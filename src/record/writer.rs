@@ -209,8 +209,14 @@ pub(crate) struct Muxer {
     /// when the source's timestamps go back (a looped file), so the file's never do.
     offset: Option<i64>,
     last_dts: i64,
+    /// Packets at the file's start without a decode time (`write`).
+    waiting: Vec<Arc<Packet>>,
     pub(crate) bytes: u64,
 }
+
+/// Packets that wait for a decode time at a file's start before they go by their presentation
+/// times.
+const WAITING_MAX: usize = 16;
 
 fn io_error(what: &str, path: &Path, e: ff::Error) -> Error {
     let code = match e {
@@ -285,7 +291,7 @@ impl Muxer {
         out.write_header_with(opts).map_err(|e| header_error(&part, params, e))?;
         let dst_tb = out.stream(0).map(|s| s.time_base()).ok_or_else(|| Error::internal("recording has no stream"))?;
         let src_tb = params.time_base.into();
-        Ok(Muxer { out, path: path.to_path_buf(), part, params: params.clone(), src_tb, dst_tb, offset: None, last_dts: i64::MIN, bytes: 0 })
+        Ok(Muxer { out, path: path.to_path_buf(), part, params: params.clone(), src_tb, dst_tb, offset: None, last_dts: i64::MIN, waiting: Vec::new(), bytes: 0 })
     }
 
     pub(crate) fn params(&self) -> &Arc<Params> {
@@ -320,9 +326,40 @@ impl Muxer {
     /// Writes one packet; an error is the file's end (disk full, I/O error). Returns whether the
     /// file grew meanwhile: then every packet written before this one is in it (the muxer wrote
     /// out the cluster or fragment that held them).
-    pub(crate) fn write(&mut self, p: &Packet) -> Result<bool> {
+    pub(crate) fn write(&mut self, p: &Arc<Packet>) -> Result<bool> {
+        if self.last_dts == i64::MIN && p.dts.is_none() && p.pts.is_some() && self.waiting.len() < WAITING_MAX {
+            // The first packets of an RTSP session come without decode times: they wait for
+            // the first that has one, which says theirs (one frame apart before it). Their
+            // presentation times would put a P picture decoded before its B pictures after
+            // them, and every later timestamp would move to keep the order.
+            self.waiting.push(p.clone());
+            self.bytes += p.data.len() as u64;
+            return Ok(false);
+        }
+        let grew = self.flush_waiting(p.dts)?;
+        let r = self.place(p, p.dts)?;
+        self.bytes += p.data.len() as u64;
+        Ok(grew || r)
+    }
+
+    /// Writes the packets waiting for a decode time, one frame apart before `next_dts` (or by
+    /// their presentation times if none came).
+    fn flush_waiting(&mut self, next_dts: Option<i64>) -> Result<bool> {
+        let waiting = std::mem::take(&mut self.waiting);
+        let n = waiting.len() as i64;
+        let mut grew = false;
+        for (k, w) in waiting.iter().enumerate() {
+            let step = if w.duration > 0 { w.duration } else { 1 };
+            grew |= self.place(w, next_dts.map(|d| d - (n - k as i64) * step))?;
+        }
+        Ok(grew)
+    }
+
+    fn place(&mut self, p: &Packet, dts: Option<i64>) -> Result<bool> {
         let step = if p.duration > 0 { p.duration } else { 1 };
-        let Some(dts) = p.dts.or(p.pts).or((self.last_dts != i64::MIN).then(|| self.last_dts + step)) else {
+        // Without a decode time a packet follows the one before it.
+        let follows = self.offset.filter(|_| self.last_dts != i64::MIN).map(|o| o + self.last_dts + step);
+        let Some(dts) = dts.or(follows).or(p.pts) else {
             return Ok(false); // nothing to place it by before the first timestamp
         };
         let before = self.on_disk();
@@ -355,15 +392,13 @@ impl Muxer {
         match (r, io) {
             (Err(e), _) => Err(io_error("cannot write", &self.part, e)),
             (Ok(_), e) if e < 0 => Err(io_error("cannot write", &self.part, ff::Error::from(e))),
-            _ => {
-                self.bytes += p.data.len() as u64;
-                Ok(self.on_disk() > before)
-            }
+            _ => Ok(self.on_disk() > before),
         }
     }
 
     /// Writes the trailer, closes the file and gives it its name.
     pub(crate) fn finish(mut self) -> Result<PathBuf> {
+        self.flush_waiting(None)?;
         self.out.write_trailer().map_err(|e| io_error("cannot finish", &self.part, e))?;
         // SAFETY: as in `write`.
         let io = unsafe { (*(*self.out.as_ptr()).pb).error };
