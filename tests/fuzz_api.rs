@@ -19,6 +19,7 @@ use common::*;
 use nvcam::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_char, c_void, CString};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -245,7 +246,10 @@ fn c_api_fuzz_keeps_every_status_documented_and_leaves_nothing_behind() {
     let threads = env_u64("NVCAM_FUZZ_THREADS", 4).max(1) as usize;
     println!("fuzz_api: seed {seed:#x}, up to {seconds} s or {max_calls} calls, {threads} threads");
     let doc = documented();
-    std::fs::create_dir_all(std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz_api-rec")).unwrap();
+    let rec_dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz_api-rec");
+    let _ = std::fs::remove_dir_all(&rec_dir);
+    std::fs::create_dir_all(&rec_dir).unwrap();
+    let cwd_before = part_files(Path::new("."));
     let h264 = (!cfg!(windows)).then(|| clip("fuzz-h264-64x48.mp4", "64x48", 300, "libx264", &["-g", "15"]).to_str().unwrap().to_string());
     H264_CLIP.set(h264).unwrap();
     let baseline_threads = threads_named("nvcam-cam");
@@ -351,6 +355,12 @@ fn c_api_fuzz_keeps_every_status_documented_and_leaves_nothing_behind() {
     recs_stale("after a re-init");
     assert_eq!(nvcam_shutdown(10_000), NVCAM_OK);
     let end_rss = rss_bytes();
+    // Every recording ended by a stop, a release, a close or shutdown is a finished file: no
+    // `.part` is left in the test's folder, and none was written into the working folder.
+    let left = part_files(&rec_dir);
+    assert!(left.is_empty(), "recordings left .part files: {left:?}");
+    let stray: Vec<_> = part_files(Path::new(".")).into_iter().filter(|p| !cwd_before.contains(p)).collect();
+    assert!(stray.is_empty(), "the fuzz wrote .part files into the working folder: {stray:?}");
 
     let v = sh.violations.lock().unwrap();
     let g = sh.guard_failures.lock().unwrap();

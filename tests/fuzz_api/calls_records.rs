@@ -178,6 +178,12 @@ pub(super) fn op_cheap(sh: &Shared, r: &mut Rng) {
     }
 }
 
+/// The `.part` files in `dir`.
+pub(super) fn part_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "part")).collect()
+}
+
 /// Paths a recording is asked to write: real files in the test's folder (two containers), a bad
 /// extension, a missing folder, a folder, empty, long, not UTF-8.
 pub(super) fn rec_path(r: &mut Rng) -> Vec<u8> {
@@ -189,7 +195,8 @@ pub(super) fn rec_path(r: &mut Rng) -> Vec<u8> {
         5 => real("r.avi"),
         6 => b"/nonexistent-dir/nvcam-fuzz.mkv".to_vec(),
         7 => dir.to_str().unwrap().as_bytes().to_vec(),
-        8 => vec![b'x', 0xff, 0xfe, b'.', b'm', b'k', b'v'],
+        // Not UTF-8 (read in the ANSI code page): in the test's folder, never the working one.
+        8 => [dir.to_str().unwrap().as_bytes(), b"/x\xff\xfe.mkv"].concat(),
         _ => random_string(r),
     }
 }
