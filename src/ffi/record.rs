@@ -3,7 +3,7 @@
 
 use super::{boundary, c_str, out, sized_out, text_out, write_text, Ctx};
 use crate::library;
-use crate::record::{self, recording::State, Reported};
+use crate::record::{self, shared::State, Reported};
 use std::ffi::c_char;
 use std::path::Path;
 use std::time::Duration;

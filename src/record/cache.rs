@@ -3,7 +3,7 @@
 //! from. Bounded in time and in bytes; the packets' bytes are shared (not copied) with the
 //! recordings that take them.
 
-use super::Packet;
+use super::packet::Packet;
 use std::collections::VecDeque;
 use std::sync::Arc;
 

@@ -4,8 +4,9 @@
 //! without the B pictures shown before it would leave a hole in the file, and a clip cut at its
 //! end's decode time misses the pictures shown before the end but decoded after it.
 
-use super::recording::{Msg, Shared};
-use super::{Packet, RECORD_DEFAULTS};
+use super::shared::{Msg, Shared};
+use super::bounds::RECORD_DEFAULTS;
+use super::packet::Packet;
 use crate::status::*;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{SyncSender, TrySendError};

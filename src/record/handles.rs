@@ -1,7 +1,7 @@
 //! The host's handles to recordings: generational, like the frames' and cameras', so a stale or
 //! double release is an error.
 
-use super::Recording;
+use super::recorder::Recording;
 use crate::handle::{Kind, Table};
 use crate::status::Result;
 use std::sync::Arc;

@@ -11,7 +11,7 @@
 //! before every key frame costs a copy of them (tens of bytes) and a comparison; an MJPEG
 //! picture (every one is a key frame) a comparison of its frame header.
 
-use super::writer::{Params, Shape};
+use super::params::{Params, Shape};
 use crate::bitstream::nal::{h264_slice, hevc_slice, length_size, Nals};
 use ff::ffi;
 use ffmpeg_next as ff;

@@ -1,6 +1,6 @@
 //! A compressed packet as the cache and the recordings' writers share it.
 
-use super::writer::Params;
+use super::params::Params;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
