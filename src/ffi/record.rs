@@ -3,9 +3,11 @@
 
 use super::{boundary, c_str, out, sized_out, text_out, write_text, Ctx};
 use crate::library;
-use crate::record::{self, shared::State, Reported};
+use crate::record::{self, shared::State, Recording, Reported};
+use crate::status::Result;
 use std::ffi::c_char;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The recording takes packets (its pre-roll, then the stream until trigger + post).
@@ -97,7 +99,7 @@ pub struct nvcam_record_stats {
 /// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_PANIC
 #[no_mangle]
 pub extern "C" fn nvcam_camera_record_cache(cam: u64, pre_ms: u32, max_bytes: u64) -> i32 {
-    boundary("nvcam_camera_record_cache", Ctx::Camera(cam), || {
+    boundary(export_name!(), Ctx::Camera(cam), || {
         let bytes = usize::try_from(max_bytes).unwrap_or(usize::MAX);
         library::camera(cam)?.recorder().set_cache(Duration::from_millis(pre_ms as u64), bytes)
     })
@@ -124,21 +126,12 @@ pub extern "C" fn nvcam_camera_record_cache(cam: u64, pre_ms: u32, max_bytes: u6
 /// `path` is NULL or a NUL-terminated string; `rec` is NULL or writable for a `uint64_t`.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_camera_record_start(cam: u64, path: *const c_char, pre_ms: u32, post_ms: u32, rec: *mut u64) -> i32 {
-    boundary("nvcam_camera_record_start", Ctx::Camera(cam), || {
+    boundary(export_name!(), Ctx::Camera(cam), || {
         // SAFETY: forwarded from this function's contract (both).
         let (out_rec, path) = unsafe { (out(rec, "rec")?, c_str(path, "path")?) };
         let c = library::camera(cam)?;
         let r = c.recorder().start(Path::new(&*path), Duration::from_millis(pre_ms as u64), Duration::from_millis(post_ms as u64))?;
-        match record::register(r.clone()) {
-            Ok(h) => {
-                *out_rec = h;
-                Ok(())
-            }
-            Err(e) => {
-                r.stop();
-                Err(e)
-            }
-        }
+        hand_out(r, out_rec)
     })
 }
 
@@ -166,7 +159,7 @@ pub unsafe extern "C" fn nvcam_camera_record_segments(
     keep_bytes: u64,
     rec: *mut u64,
 ) -> i32 {
-    boundary("nvcam_camera_record_segments", Ctx::Camera(cam), || {
+    boundary(export_name!(), Ctx::Camera(cam), || {
         // SAFETY: forwarded from this function's contract (all three).
         let (out_rec, dir, container) = unsafe { (out(rec, "rec")?, c_str(dir, "dir")?, c_str(container, "container")?) };
         let ext = container.trim_start_matches('.').to_ascii_lowercase();
@@ -185,16 +178,7 @@ pub unsafe extern "C" fn nvcam_camera_record_segments(
             last: Default::default(),
         };
         let r = library::camera(cam)?.recorder().start_segments(plan)?;
-        match record::register(r.clone()) {
-            Ok(h) => {
-                *out_rec = h;
-                Ok(())
-            }
-            Err(e) => {
-                r.stop();
-                Err(e)
-            }
-        }
+        hand_out(r, out_rec)
     })
 }
 
@@ -204,7 +188,7 @@ pub unsafe extern "C" fn nvcam_camera_record_segments(
 /// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_PANIC
 #[no_mangle]
 pub extern "C" fn nvcam_record_extend(rec: u64, post_ms: u32) -> i32 {
-    boundary("nvcam_record_extend", Ctx::Lib, || record::get(rec)?.extend(Duration::from_millis(post_ms as u64)))
+    boundary(export_name!(), Ctx::Lib, || record::get(rec)?.extend(Duration::from_millis(post_ms as u64)))
 }
 
 /// Ends a recording now: what it has taken is written and the file finished
@@ -213,7 +197,7 @@ pub extern "C" fn nvcam_record_extend(rec: u64, post_ms: u32) -> i32 {
 /// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
 #[no_mangle]
 pub extern "C" fn nvcam_record_stop(rec: u64) -> i32 {
-    boundary("nvcam_record_stop", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         record::get(rec)?.stop();
         Ok(())
     })
@@ -227,7 +211,7 @@ pub extern "C" fn nvcam_record_stop(rec: u64) -> i32 {
 /// `status` is NULL or a writable `nvcam_record_status_t` whose `struct_size` is set.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_record_status(rec: u64, status: *mut nvcam_record_status) -> i32 {
-    boundary("nvcam_record_status", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         // SAFETY: forwarded from this function's contract.
         let o = unsafe { sized_out(status, "status") }?;
         let (reported, s) = record::get(rec)?.status();
@@ -272,7 +256,7 @@ pub unsafe extern "C" fn nvcam_record_status(rec: u64, status: *mut nvcam_record
 /// `buf` is NULL or writable for `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_record_file(rec: u64, buf: *mut c_char, len: i32) -> i32 {
-    boundary("nvcam_record_file", Ctx::Lib, || {
+    boundary(export_name!(), Ctx::Lib, || {
         let (_, s) = record::get(rec)?.status();
         // SAFETY: forwarded from this function's contract.
         write_text(unsafe { text_out(buf, len) }?, &s.file.to_string_lossy())
@@ -287,7 +271,7 @@ pub unsafe extern "C" fn nvcam_record_file(rec: u64, buf: *mut c_char, len: i32)
 /// `buf` is NULL or writable for `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_record_error(rec: u64, buf: *mut c_char, len: i32) -> i32 {
-    boundary("nvcam_record_error", Ctx::Quiet, || {
+    boundary(export_name!(), Ctx::Quiet, || {
         let (_, s) = record::get(rec)?.status();
         let text = s.error.map(|e| e.to_string()).unwrap_or_default();
         // SAFETY: forwarded from this function's contract.
@@ -301,7 +285,7 @@ pub unsafe extern "C" fn nvcam_record_error(rec: u64, buf: *mut c_char, len: i32
 /// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
 #[no_mangle]
 pub extern "C" fn nvcam_record_release(rec: u64) -> i32 {
-    boundary("nvcam_record_release", Ctx::Lib, || record::release(rec))
+    boundary(export_name!(), Ctx::Lib, || record::release(rec))
 }
 
 /// Fills `stats` with the camera's cache and recording counters (set its `struct_size` first).
@@ -312,7 +296,7 @@ pub extern "C" fn nvcam_record_release(rec: u64) -> i32 {
 /// `stats` is NULL or a writable `nvcam_record_stats_t` whose `struct_size` is set.
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_camera_record_stats(cam: u64, stats: *mut nvcam_record_stats) -> i32 {
-    boundary("nvcam_camera_record_stats", Ctx::Camera(cam), || {
+    boundary(export_name!(), Ctx::Camera(cam), || {
         // SAFETY: forwarded from this function's contract.
         let o = unsafe { sized_out(stats, "stats") }?;
         let s = library::camera(cam)?.recorder().stats();
@@ -329,4 +313,20 @@ pub unsafe extern "C" fn nvcam_camera_record_stats(cam: u64, stats: *mut nvcam_r
         };
         Ok(())
     })
+}
+
+/// Gives the host the handle of a recording just started, or stops the recording when there is
+/// none to give (no handle left, or the library shutting down): no recording runs that no handle
+/// can stop.
+fn hand_out(r: Arc<Recording>, out_rec: &mut u64) -> Result<()> {
+    match record::register(r.clone()) {
+        Ok(h) => {
+            *out_rec = h;
+            Ok(())
+        }
+        Err(e) => {
+            r.stop();
+            Err(e)
+        }
+    }
 }

@@ -36,7 +36,7 @@ mod recorder;
 
 pub(crate) use handles::{get, register, release, release_all};
 
-pub(crate) use recorder::{Recorder, Reported};
+pub(crate) use recorder::{Recorder, Recording, Reported};
 
 /// A slow disk for the tests (`test-hooks`): a delay per written packet, a shorter queue.
 #[cfg(feature = "test-hooks")]
