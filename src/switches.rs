@@ -14,7 +14,8 @@ pub(crate) enum Switch {
     /// (`gpu::probe`, once).
     DisableGpu,
     /// `NVCAM_KERNELS_FATBIN=path`: load the conversion kernels from this fatbin instead of the
-    /// embedded one, to test a kernel build (`gpu::kernels`, once).
+    /// embedded one, to test a kernel build (`gpu::kernels`, once; `test-hooks` builds only).
+    #[cfg(feature = "test-hooks")]
     KernelsFatbin,
     /// `NVCAM_NVDEC_CTXLOCK=context|none`: one `CUvideoctxlock` per context (the old lock) or
     /// none, instead of one per decoder, for measurements (`decode::nvdec::session`, once).
@@ -39,8 +40,9 @@ pub(crate) enum Switch {
 impl Switch {
     /// Every switch (docs/development.md lists them).
     #[cfg(test)]
-    pub(crate) const ALL: [Switch; 8] = [
+    pub(crate) const ALL: &[Switch] = &[
         Switch::DisableGpu,
+        #[cfg(feature = "test-hooks")]
         Switch::KernelsFatbin,
         Switch::NvdecCtxlock,
         Switch::NvdecReuse,
@@ -54,6 +56,7 @@ impl Switch {
     pub(crate) const fn name(self) -> &'static str {
         match self {
             Switch::DisableGpu => "NVCAM_DISABLE_GPU",
+            #[cfg(feature = "test-hooks")]
             Switch::KernelsFatbin => "NVCAM_KERNELS_FATBIN",
             Switch::NvdecCtxlock => "NVCAM_NVDEC_CTXLOCK",
             Switch::NvdecReuse => "NVCAM_NVDEC_REUSE",
@@ -90,7 +93,7 @@ mod tests {
     #[test]
     fn every_switch_is_in_the_development_guide() {
         let guide = include_str!("../docs/development.md");
-        for s in Switch::ALL {
+        for s in Switch::ALL.iter().copied() {
             assert!(guide.contains(&format!("`{}`", s.name())), "docs/development.md does not list {}", s.name());
         }
     }
