@@ -1090,7 +1090,8 @@ typedef struct {
   uint64_t first_seq;
   uint64_t last_seq;
   /**
-   * Timestamps (µs, as frames carry them) of the first and last picture written.
+   * Timestamps (µs, as frames carry them) of the first picture of the first file and the
+   * last picture of the last file.
    */
   int64_t first_pts_us;
   int64_t last_pts_us;
@@ -1100,7 +1101,8 @@ typedef struct {
    */
   int64_t trigger_pts_us;
   /**
-   * `last_pts_us` − `first_pts_us`.
+   * The files' spans summed: each part's last − first picture timestamp (`last_pts_us` −
+   * `first_pts_us` for one part; a reconnect may start its part's timestamps afresh).
    */
   int64_t duration_us;
   /**
@@ -1112,7 +1114,10 @@ typedef struct {
    */
   int64_t first_loss_pts_us;
   /**
-   * Packets the camera could not hand to the writer (it fell behind): the recording failed.
+   * Packets taken for the recording that are in no file: the writer fell behind, or a write
+   * error (a full disk) lost them; the recording failed. After a write error the counts
+   * above say what the files hold for certain (`frames`, `bytes` up to the last cluster or
+   * fragment written out).
    */
   uint64_t dropped;
   uint64_t reserved[2];

@@ -1067,7 +1067,8 @@ typedef struct {
   unsigned __int64 first_seq;
   unsigned __int64 last_seq;
   /**
-   * Timestamps (µs, as frames carry them) of the first and last picture written.
+   * Timestamps (µs, as frames carry them) of the first picture of the first file and the
+   * last picture of the last file.
    */
   __int64 first_pts_us;
   __int64 last_pts_us;
@@ -1077,7 +1078,8 @@ typedef struct {
    */
   __int64 trigger_pts_us;
   /**
-   * `last_pts_us` − `first_pts_us`.
+   * The files' spans summed: each part's last − first picture timestamp (`last_pts_us` −
+   * `first_pts_us` for one part; a reconnect may start its part's timestamps afresh).
    */
   __int64 duration_us;
   /**
@@ -1089,7 +1091,10 @@ typedef struct {
    */
   __int64 first_loss_pts_us;
   /**
-   * Packets the camera could not hand to the writer (it fell behind): the recording failed.
+   * Packets taken for the recording that are in no file: the writer fell behind, or a write
+   * error (a full disk) lost them; the recording failed. After a write error the counts
+   * above say what the files hold for certain (`frames`, `bytes` up to the last cluster or
+   * fragment written out).
    */
   unsigned __int64 dropped;
   unsigned __int64 reserved[2];

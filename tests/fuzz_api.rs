@@ -19,6 +19,7 @@ use common::*;
 use nvcam::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_char, c_void, CString};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -831,6 +832,12 @@ fn op_cheap(sh: &Shared, r: &mut Rng) {
     }
 }
 
+/// The `.part` files in `dir`.
+fn part_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "part")).collect()
+}
+
 /// Paths a recording is asked to write: real files in the test's folder (two containers), a bad
 /// extension, a missing folder, a folder, empty, long, not UTF-8.
 fn rec_path(r: &mut Rng) -> Vec<u8> {
@@ -842,7 +849,8 @@ fn rec_path(r: &mut Rng) -> Vec<u8> {
         5 => real("r.avi"),
         6 => b"/nonexistent-dir/nvcam-fuzz.mkv".to_vec(),
         7 => dir.to_str().unwrap().as_bytes().to_vec(),
-        8 => vec![b'x', 0xff, 0xfe, b'.', b'm', b'k', b'v'],
+        // Not UTF-8 (read in the ANSI code page): in the test's folder, never the working one.
+        8 => [dir.to_str().unwrap().as_bytes(), b"/x\xff\xfe.mkv"].concat(),
         _ => random_string(r),
     }
 }
@@ -1049,7 +1057,10 @@ fn c_api_fuzz_keeps_every_status_documented_and_leaves_nothing_behind() {
     let threads = env_u64("NVCAM_FUZZ_THREADS", 4).max(1) as usize;
     println!("fuzz_api: seed {seed:#x}, up to {seconds} s or {max_calls} calls, {threads} threads");
     let doc = documented();
-    std::fs::create_dir_all(std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz_api-rec")).unwrap();
+    let rec_dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz_api-rec");
+    let _ = std::fs::remove_dir_all(&rec_dir);
+    std::fs::create_dir_all(&rec_dir).unwrap();
+    let cwd_before = part_files(Path::new("."));
     let h264 = (!cfg!(windows)).then(|| clip("fuzz-h264-64x48.mp4", "64x48", 300, "libx264", &["-g", "15"]).to_str().unwrap().to_string());
     H264_CLIP.set(h264).unwrap();
     let baseline_threads = threads_named("nvcam-cam");
@@ -1155,6 +1166,12 @@ fn c_api_fuzz_keeps_every_status_documented_and_leaves_nothing_behind() {
     recs_stale("after a re-init");
     assert_eq!(nvcam_shutdown(10_000), NVCAM_OK);
     let end_rss = rss_bytes();
+    // Every recording ended by a stop, a release, a close or shutdown is a finished file: no
+    // `.part` is left in the test's folder, and none was written into the working folder.
+    let left = part_files(&rec_dir);
+    assert!(left.is_empty(), "recordings left .part files: {left:?}");
+    let stray: Vec<_> = part_files(Path::new(".")).into_iter().filter(|p| !cwd_before.contains(p)).collect();
+    assert!(stray.is_empty(), "the fuzz wrote .part files into the working folder: {stray:?}");
 
     let v = sh.violations.lock().unwrap();
     let g = sh.guard_failures.lock().unwrap();

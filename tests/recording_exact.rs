@@ -256,6 +256,14 @@ fn paths_are_claimed_and_the_clock_runs_without_a_cache() {
         newest
     };
     take(30);
+    // Without a cache or a recording, the camera's thread takes no lock of the recorder per
+    // packet (the newest timestamps go into atomics).
+    #[cfg(feature = "test-hooks")]
+    {
+        let locks = nvcam::diag::record_hooks::packet_locks();
+        take(30);
+        assert_eq!(nvcam::diag::record_hooks::packet_locks(), locks, "packets took the recorder's lock while nothing records");
+    }
     let path = dir.join("same.mkv");
     // No cache: from the next key frame (one a second) to the end.
     let a = start(cam, &path, 0, 1500);
@@ -282,6 +290,14 @@ fn paths_are_claimed_and_the_clock_runs_without_a_cache() {
     assert_eq!(try_start(&dir).0, NVCAM_E_INVALID_ARGUMENT, "a folder");
     assert_eq!(try_start(&dir.join("x.mp4/")).0, NVCAM_E_INVALID_ARGUMENT, "a name ending in a separator");
     assert_eq!(try_start(&dir.join("none/x.mp4")).0, NVCAM_E_IO, "a missing folder");
+    #[cfg(unix)]
+    assert_eq!(try_start(Path::new("/proc/nvcam-unwritable.mkv")).0, NVCAM_E_IO, "a folder no one can write");
+    // A `.part` some other writer has (or a failed recording left) is never shared or replaced.
+    std::fs::write(dir.join("stray.mkv.part"), b"another writer's").unwrap();
+    let (rc, msg) = try_start(&dir.join("stray.mkv"));
+    assert_eq!(rc, NVCAM_E_INVALID_ARGUMENT, "an existing .part: {msg}");
+    assert_eq!(std::fs::read(dir.join("stray.mkv.part")).unwrap(), b"another writer's", "the other writer's .part was touched");
+    std::fs::remove_file(dir.join("stray.mkv.part")).unwrap();
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, vec![std::ffi::OsString::from("same.mkv")], "refused calls leave no file");
     assert_eq!(nvcam_record_release(a), NVCAM_OK);
@@ -324,6 +340,132 @@ fn paths_are_claimed_and_the_clock_runs_without_a_cache() {
         }
     }
     closer.join().unwrap();
-    let parts: Vec<_> = std::fs::read_dir(&race).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "part")).collect();
-    assert!(parts.is_empty(), "start racing close left {parts:?}");
+    let parts = |d: &Path| -> Vec<PathBuf> { std::fs::read_dir(d).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "part")).collect() };
+    assert!(parts(&race).is_empty(), "start racing close left {:?}", parts(&race));
+
+    // Starts racing `nvcam_shutdown`: the same.
+    let race = dir.join("race-shutdown");
+    std::fs::create_dir_all(&race).unwrap();
+    let cam = open(clip.to_str().unwrap(), &options(NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING | NVCAM_OPEN_LOOP)).unwrap();
+    for _ in 0..40 {
+        get_frame(cam, 5000).and_then(release).unwrap();
+    }
+    let stopper = std::thread::spawn(|| {
+        std::thread::sleep(Duration::from_millis(5));
+        nvcam_shutdown(5000)
+    });
+    for k in 0..200 {
+        let c = CString::new(race.join(format!("s{k}.mkv")).to_str().unwrap()).unwrap();
+        let mut rec = 0;
+        let rc = unsafe { nvcam_camera_record_start(cam, c.as_ptr(), 0, 200, &mut rec) };
+        if rc != NVCAM_OK && rc != NVCAM_E_TIMEOUT {
+            break;
+        }
+    }
+    assert_eq!(stopper.join().unwrap(), NVCAM_OK);
+    assert!(wait_until(Duration::from_secs(10), || threads_named("nvcam-rec") == 0), "recording writers left after shutdown");
+    init();
+    assert!(parts(&race).is_empty(), "start racing shutdown left {:?}", parts(&race));
+}
+
+/// A reconnect splits a recording into parts, whose timestamps start afresh: the status says
+/// what the files hold across them: the first picture of the first, the last of the last (its
+/// frame number and timestamp), the frames of both, the duration the sum of each part's span.
+#[test]
+fn across_a_reconnect_the_status_is_the_files() {
+    let _g = serial();
+    let dir = out_dir("reconnect");
+    let clip = clip_for("h264");
+    let index = index_of(&clip);
+    let srv = RtspServer::start(Stream::default().codec("h264").clip(&clip).not_shared());
+    let mut o = options(NVCAM_OPEN_LOSSLESS);
+    o.open_timeout_ms = 5000;
+    let tcp = CString::new("rtsp_transport=tcp").unwrap();
+    o.ffmpeg_options = tcp.as_ptr();
+    let cam = open(&srv.url(), &o).unwrap_or_else(|e| panic!("open: {e:?}; server: {}", srv.stderr_text()));
+    assert_eq!(nvcam_camera_record_cache(cam, 1000, 0), NVCAM_OK);
+    // (seq, clip index, pts) of every frame taken, in order.
+    let mut got: Vec<(u64, usize, i64)> = Vec::new();
+    let take = |got: &mut Vec<(u64, usize, i64)>| {
+        let f = get_frame(cam, 5000).expect("the camera streams");
+        let i = info(f).unwrap();
+        got.push((i.seq, *index.get(&fnv(&pixels(f).unwrap())).expect("a picture of the clip"), i.pts_us));
+        release(f).unwrap();
+    };
+    // Past the session's first second: the first part starts at a key frame of the stream, not
+    // at its first packets.
+    while got.len() < 75 {
+        take(&mut got);
+    }
+    let file = dir.join("split.mkv");
+    let rec = start(cam, &file, 1000, 60_000);
+    for _ in 0..30 {
+        take(&mut got);
+    }
+    assert_eq!(nvcam_camera_reconnect(cam), NVCAM_OK);
+    let limit = Instant::now() + Duration::from_secs(30);
+    let split_at = got.len();
+    while status(rec).parts < 2 || got.len() < split_at + 60 {
+        assert!(Instant::now() < limit, "no second part after the reconnect");
+        take(&mut got);
+    }
+    assert_eq!(nvcam_record_stop(rec), NVCAM_OK);
+    while !ended(rec) {
+        take(&mut got);
+    }
+    for _ in 0..10 {
+        take(&mut got);
+    }
+    let s = status(rec);
+    assert_eq!(nvcam_record_release(rec), NVCAM_OK);
+    close(cam, 5000).unwrap();
+    assert_eq!((s.state, s.parts), (NVCAM_RECORD_STOPPED, 2));
+    // The new session starts the clip again: its frames are those after the index goes back.
+    let b = (split_at..got.len()).find(|&k| got[k].1 < got[k - 1].1).expect("the clip starts again after the reconnect");
+    let (one, two) = (&got[..b], &got[b..]);
+    // Part 2 starts at the new session's first packets, which come without decode timestamps.
+    let (r1, r2) = (run_in(&file, &index), run_in(&dir.join("split-part2.mkv"), &index));
+    let at = |frames: &[(u64, usize, i64)], k: usize| *frames.iter().find(|f| f.1 == k).unwrap_or_else(|| panic!("clip picture {k} was not taken"));
+    let (f1, l1, f2, l2) = (at(one, *r1.start()), at(one, *r1.end()), at(two, *r2.start()), at(two, *r2.end()));
+    println!("reconnect: part 1 pictures {r1:?} (seq {}..{}), part 2 {r2:?} (seq {}..{}); status seq {}..{}, pts {}..{}, duration {} µs, frames {}", f1.0, l1.0, f2.0, l2.0, s.first_seq, s.last_seq, s.first_pts_us, s.last_pts_us, s.duration_us, s.frames);
+    assert_eq!(s.frames as usize, r1.clone().count() + r2.clone().count(), "frames vs the pictures of both files");
+    assert_eq!((s.first_seq, s.last_seq), (f1.0, l2.0), "first_seq/last_seq vs the first file's first picture and the last file's last");
+    assert_eq!((s.first_pts_us, s.last_pts_us), (f1.2, l2.2), "first/last_pts_us");
+    assert_eq!(s.duration_us, (l1.2 - f1.2) + (l2.2 - f2.2), "duration_us: each part's span, summed");
+}
+
+/// An HEVC stream with open GOPs: the file's first key frame is a CRA whose leading pictures
+/// (RASL) reference pictures before it, which no decoder of the file can show. They are not
+/// written: the file decodes to a run of the clip with none missing, and the status counts
+/// exactly the pictures a decoder shows.
+#[test]
+fn an_open_gop_clip_holds_and_counts_only_what_decodes() {
+    let _g = serial();
+    let dir = out_dir("open-gop");
+    let x265 = "bframes=3:keyint=30:min-keyint=30:scenecut=0:open-gop=1:log-level=error";
+    let clip = clip("rec-exact-hevc-bf3-open.mp4", "320x240", 300, "libx265", &["-preset", "ultrafast", "-x265-params", x265]);
+    let index = index_of(&clip);
+    let cam = open(clip.to_str().unwrap(), &options(NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING)).unwrap();
+    assert_eq!(nvcam_camera_record_cache(cam, 2000, 0), NVCAM_OK);
+    let mut seen = Seen::default();
+    while seen.by_index.len() < 100 {
+        seen.take(cam, &index);
+    }
+    let files = [dir.join("open.mkv"), dir.join("open.mp4")];
+    let recs: Vec<u64> = files.iter().map(|f| start(cam, f, 1000, 1000)).collect();
+    while !recs.iter().all(|&r| ended(r)) {
+        seen.take(cam, &index);
+    }
+    for _ in 0..10 {
+        seen.take(cam, &index);
+    }
+    for (rec, file) in recs.iter().zip(&files) {
+        let s = status(*rec);
+        assert_eq!(s.state, NVCAM_RECORD_DONE);
+        let run = run_in(file, &index);
+        println!("open GOP {}: pictures {run:?}, status frames {}", file.display(), s.frames);
+        status_is_the_file(&s, &run, &seen, &file.display().to_string());
+        assert_eq!(nvcam_record_release(*rec), NVCAM_OK);
+    }
+    close(cam, 5000).unwrap();
 }

@@ -55,7 +55,8 @@ SKIP=(
   "gpu_integrity tcp_interleaved_loss_marks_the_same_pictures_on_every_decoder|streams from the Linux replay server (tests/support/rtsp_replay.py, run by python3), which a Windows process under Wine cannot start or stop; the file tests of tests/gpu_integrity.rs run"
   "rtsp_transport *|every test starts the Linux GStreamer server (Digest, multicast, HTTP tunnel, TLS, a UDP firewall): a Windows process under Wine cannot start or stop Linux processes"
   "recording event_clips_hold_pre_and_post_exactly_and_name_their_frames|decodes the recorded files with the Linux ffmpeg CLI and probes them with ffprobe (Linux programs a Windows process under Wine cannot run); a_clip_of_a_stream_with_b_frames_decodes_to_the_delivered_frames checks recorded files under Wine by decoding them with nvcam itself"
-  "recording errors_end_a_recording_never_the_camera_and_handles_are_checked|uses /dev/full and /proc (Linux paths) and ffprobe"
+  "recording errors_end_a_recording_never_the_camera_and_handles_are_checked|uses /proc (a Linux path) and ffprobe"
+  "recording a_full_disk_ends_the_recording_not_the_camera_and_counts_its_loss|runs its child under the Linux sh (ulimit -f, SIGXFSZ ignored) and decodes the file with the Linux ffmpeg CLI"
   "recording a_reconnect_splits_the_recording_and_a_close_finishes_it|decodes the recorded files with the Linux ffmpeg CLI and probes them with ffprobe (Linux programs a Windows process under Wine cannot run)"
   "recording a_killed_process_leaves_playable_files|kills a child process and decodes its files with the Linux ffmpeg CLI"
   "recording rtp_loss_inside_a_recording_is_reported|starts the Linux GStreamer server (a lossy network on loopback)"
@@ -63,6 +64,8 @@ SKIP=(
   "recording a_size_change_inside_a_session_starts_a_new_part|makes its source with the Linux ffmpeg CLI (concat demuxer) and probes and decodes the parts with ffprobe and ffmpeg"
   "recording_exact every_end_of_an_h264_clip_with_b_frames_is_exact|starts the Linux GStreamer server and decodes the recorded files with the Linux ffmpeg CLI (Linux programs a Windows process under Wine cannot start); paths_are_claimed_and_the_clock_runs_without_a_cache runs under Wine"
   "recording_exact every_end_of_an_hevc_clip_with_b_frames_is_exact|the same, on HEVC"
+  "recording_exact across_a_reconnect_the_status_is_the_files|starts the Linux GStreamer server and decodes the parts with the Linux ffmpeg CLI"
+  "recording_exact an_open_gop_clip_holds_and_counts_only_what_decodes|decodes the recorded files with the Linux ffmpeg CLI (and makes its clip with it)"
   "docs *|compiles the docs' runnable C blocks with the Linux C compiler and runs their Python blocks with the Linux python3 against the Linux library (neither can be started from a Windows process under Wine); its checks of links are text only and the same on Linux"
 )
 # Test files left out whole: not cross-built, their tests counted from the Linux build.

@@ -102,6 +102,14 @@ impl KeyScan {
 }
 
 impl KeyScan {
+    /// An HEVC picture's NAL unit type (its first slice's); `None` for other codecs.
+    pub(crate) fn hevc_type(&self, data: &[u8]) -> Option<u8> {
+        if self.codec != Codec::Hevc {
+            return None;
+        }
+        Nals::new(data, self.nal_len, hevc_slice).find_map(|n| n.first().copied().filter(|&b| hevc_slice(b))).map(|b| (b >> 1) & 0x3f)
+    }
+
     /// What a loss in this packet's picture can reach, and whether its start is there.
     pub(crate) fn picture(&self, data: &[u8]) -> Picture {
         let unknown = Picture { reference: true, starts_whole: true };

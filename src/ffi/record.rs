@@ -47,19 +47,24 @@ pub struct nvcam_record_status {
     /// The camera's frame numbers of the first and last picture in the files (0: none known).
     pub first_seq: u64,
     pub last_seq: u64,
-    /// Timestamps (µs, as frames carry them) of the first and last picture written.
+    /// Timestamps (µs, as frames carry them) of the first picture of the first file and the
+    /// last picture of the last file.
     pub first_pts_us: i64,
     pub last_pts_us: i64,
     /// The stream time of the trigger (the newest packet when the recording started): a full
     /// pre-roll has `first_pts_us` ≤ `trigger_pts_us` − pre.
     pub trigger_pts_us: i64,
-    /// `last_pts_us` − `first_pts_us`.
+    /// The files' spans summed: each part's last − first picture timestamp (`last_pts_us` −
+    /// `first_pts_us` for one part; a reconnect may start its part's timestamps afresh).
     pub duration_us: i64,
     /// Packets lost on the way from the camera inside the recording.
     pub lost_packets: u64,
     /// Timestamp of the first picture after a loss (0: no loss).
     pub first_loss_pts_us: i64,
-    /// Packets the camera could not hand to the writer (it fell behind): the recording failed.
+    /// Packets taken for the recording that are in no file: the writer fell behind, or a write
+    /// error (a full disk) lost them; the recording failed. After a write error the counts
+    /// above say what the files hold for certain (`frames`, `bytes` up to the last cluster or
+    /// fragment written out).
     pub dropped: u64,
     pub reserved: [u64; 2],
 }
@@ -248,7 +253,7 @@ pub unsafe extern "C" fn nvcam_record_status(rec: u64, status: *mut nvcam_record
             first_pts_us: s.first_pts_us,
             last_pts_us: s.last_pts_us,
             trigger_pts_us: s.trigger_pts_us,
-            duration_us: if s.frames > 0 { s.last_pts_us - s.first_pts_us } else { 0 },
+            duration_us: s.duration_us(),
             lost_packets: s.lost_packets,
             first_loss_pts_us: s.first_loss_pts_us,
             dropped: s.dropped,

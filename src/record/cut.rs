@@ -48,6 +48,13 @@ impl Active {
         if self.tx.is_none() {
             return 0;
         }
+        if self.rec.writer_failed.load(Ordering::Acquire) {
+            // A write error ended it: the writer counts what it had queued, this what it held.
+            self.tx = None;
+            let held = std::mem::take(&mut self.held).len() as u64;
+            self.rec.status.lock().dropped += held;
+            return held;
+        }
         let end = self.rec.end_clock_us.load(Ordering::Acquire);
         let (longest, reach) = closed(&self.held, self.sent_shown_us, clock_us.max(self.decoded_shown_us), end);
         let n = match reach {
@@ -70,6 +77,28 @@ impl Active {
                 let _ = tx.try_send(Msg::End);
             }
             self.held.clear();
+        }
+        0
+    }
+
+    /// The camera's session ended (a reconnect): the packets up to the last closed cut go to
+    /// the writer; those after it (a P picture whose B pictures never came) can never be shown
+    /// whole and go. The recording goes on at the next session's first key frame. Returns the
+    /// packets it could not queue.
+    pub(super) fn session_end(&mut self, clock_us: i64) -> u64 {
+        if self.tx.is_none() {
+            return 0;
+        }
+        let (longest, _) = closed(&self.held, self.sent_shown_us, clock_us, i64::MAX);
+        self.held.truncate(longest);
+        let out = std::mem::take(&mut self.held);
+        let total = out.len() as u64;
+        for (k, p) in out.into_iter().enumerate() {
+            if let Err(dropped) = self.send(p) {
+                let more = total - k as u64 - 1;
+                self.rec.status.lock().dropped += more;
+                return dropped + more;
+            }
         }
         0
     }

@@ -9,9 +9,10 @@
 //! - [`inband`]: a key frame that changes the stream's size inside a session (new parameters).
 //!
 //! The camera's thread calls [`Recorder::session_start`], [`Recorder::packet`] and
-//! [`Recorder::picture`]; while the camera has no cache and no recording, `picture` returns at
-//! once (one atomic load) and `packet` only moves the recorder's clock under a short lock (a
-//! recording started later takes its trigger from the newest packet). A packet goes to the cache and to each running recording's bounded queue;
+//! [`Recorder::picture`]; while the camera has no cache and no recording, both take no lock:
+//! `picture` returns after one atomic load, `packet` notes the newest packet's timestamps in
+//! atomics (a recording started later takes its trigger from them, and the recorder's clock
+//! catches up then). A packet goes to the cache and to each running recording's bounded queue;
 //! a recording whose queue is full (a slow or full disk) ends with `ErrorKind::Io`, the camera never
 //! waits for it.
 
@@ -19,7 +20,9 @@ mod cache;
 mod clock;
 mod cut;
 mod inband;
+mod packet;
 mod paths;
+mod tally;
 pub(crate) mod segments;
 pub(crate) mod recording;
 pub(crate) mod writer;
@@ -36,12 +39,13 @@ use parking_lot::Mutex;
 use recording::{Msg, State};
 pub(crate) use recording::{Recording, Reported};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use writer::{Muxer, Params};
+pub(crate) use packet::{Leading, Packet};
 
 /// Bounds of recording (one table; the cache's own bounds are the host's, per camera).
 pub(crate) struct RecordDefaults {
@@ -59,65 +63,7 @@ pub(crate) const RECORD_DEFAULTS: RecordDefaults =
 
 /// A slow disk for the tests (`test-hooks`): a delay per written packet, a shorter queue.
 #[cfg(feature = "test-hooks")]
-pub mod hooks {
-    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-    pub(crate) static WRITE_DELAY_MS: AtomicU64 = AtomicU64::new(0);
-    pub(crate) static QUEUE_PACKETS: AtomicUsize = AtomicUsize::new(0);
-    /// Every recording writer sleeps `ms` per packet (0: off).
-    pub fn set_write_delay_ms(ms: u64) {
-        WRITE_DELAY_MS.store(ms, Ordering::Relaxed)
-    }
-    /// Recordings started from now on queue at most `n` packets (0: the default).
-    pub fn set_queue_packets(n: usize) {
-        QUEUE_PACKETS.store(n, Ordering::Relaxed)
-    }
-}
-
-/// A compressed packet as the cache and the writers share it.
-pub(crate) struct Packet {
-    pub data: Box<[u8]>,
-    /// Timestamps and duration in the session's time base (`params`).
-    pub pts: Option<i64>,
-    pub dts: Option<i64>,
-    pub duration: i64,
-    /// `pts` in µs, as frames carry it (`i64::MIN` if none).
-    pub pts_us: i64,
-    /// Stream time on the recorder's clock, µs: it follows the decode timestamps but never goes
-    /// back or jumps (a looped file, a camera that resets its clock), which bound the cache and
-    /// end the recordings.
-    pub clock_us: i64,
-    /// When its picture is shown, on the same clock (`clock_us` plus its pts − dts).
-    pub shown_us: i64,
-    /// A picture a decoder can start from (IDR, IRAP, a key frame of another codec).
-    pub key: bool,
-    /// Packets lost on the way just before this one (RTP gaps, packets flagged corrupt).
-    pub lost_before: u64,
-    pub params: Arc<Params>,
-    /// The camera's frame number of this packet's picture, once decoded; 0 until then.
-    pub seq: AtomicU64,
-    /// Written to a recording's file (its `seq` then names a picture in a file).
-    pub written: AtomicBool,
-}
-
-#[cfg(test)]
-impl Packet {
-    pub(crate) fn for_test(pts_us: i64, key: bool, len: usize) -> Packet {
-        Packet {
-            data: vec![0u8; len].into_boxed_slice(),
-            pts: Some(pts_us),
-            dts: Some(pts_us),
-            duration: 0,
-            pts_us,
-            clock_us: pts_us,
-            shown_us: pts_us,
-            key,
-            lost_before: 0,
-            params: Params::empty(),
-            seq: AtomicU64::new(0),
-            written: AtomicBool::new(false),
-        }
-    }
-}
+pub mod hooks;
 
 #[derive(Default)]
 struct Inner {
@@ -161,6 +107,12 @@ pub(crate) struct Recorder {
     /// frames are read for them even while nothing records, until found, so that a recording
     /// started later can write its file's header at once.
     needs_sets: AtomicBool,
+    /// The session's time base (numerator << 32 | denominator; 0: none) and, kept while nothing
+    /// records, the last packet's decode time and the newest presentation time (µs): only the
+    /// camera's thread writes them.
+    time_base: AtomicU64,
+    last_dts_us: AtomicI64,
+    newest_pts_us: AtomicI64,
     inner: Mutex<Inner>,
 }
 
@@ -194,35 +146,64 @@ impl Recorder {
         i.watch = params.as_ref().map(|_| inband::Watch::new(&stream.parameters()));
         let needs = matches!((&i.watch, &params), (Some(w), Some(p)) if w.needs_sets(p));
         self.needs_sets.store(needs, Ordering::Release);
+        let tb = params.as_ref().map_or(0, |p| (p.time_base.num as u32 as u64) << 32 | p.time_base.den as u32 as u64);
+        self.time_base.store(tb, Ordering::Release);
+        self.newest_pts_us.store(i64::MIN, Ordering::Release);
+        self.last_dts_us.store(i64::MIN, Ordering::Release);
         i.params = params;
         if let Some(c) = i.cache.as_mut() {
             c.clear();
         }
+        let now = i.clock.now_us;
+        let mut dropped = 0;
+        for a in i.active.iter_mut() {
+            dropped += a.session_end(now);
+        }
+        i.dropped += dropped;
     }
 
     /// A packet read from the camera; `lost_total` is the camera's count of lost packets so far.
     pub(crate) fn packet(&self, p: &ff::Packet, pts_us: i64, lost_total: u64) {
-        let mut guard = self.inner.lock();
-        let i = &mut *guard;
-        if !self.on.load(Ordering::Acquire) {
+        // The newest timestamps, noted without a lock: a recording started later (without a
+        // cache) takes its trigger from them, not from the last packet it saw.
+        let tb = self.time_base.load(Ordering::Acquire);
+        if tb != 0 {
+            let dts_us = crate::decode::pts_us(p.dts().or(p.pts()), ff::Rational::new((tb >> 32) as u32 as i32, tb as u32 as i32));
+            let last = self.last_dts_us.swap(dts_us, Ordering::SeqCst);
+            let newest = self.newest_pts_us.load(Ordering::Relaxed);
+            if pts_us != i64::MIN && (pts_us > newest || (dts_us != i64::MIN && last != i64::MIN && dts_us < last)) {
+                self.newest_pts_us.store(pts_us, Ordering::SeqCst);
+            }
+        }
+        // `begin` sets `on` before it reads those: a packet that finds it off is at or before
+        // the trigger, one that finds it on goes through the lock.
+        if !self.on.load(Ordering::SeqCst) {
             if self.needs_sets.load(Ordering::Acquire) {
+                #[cfg(feature = "test-hooks")]
+                hooks::PACKET_LOCKS.fetch_add(1, Ordering::Relaxed);
+                let mut guard = self.inner.lock();
+                let i = &mut *guard;
                 if let Some(keys) = i.keys {
                     let data = p.data().unwrap_or(&[]);
                     self.watch(i, p, data, keys.classify(data, p.is_key()) == KeyPoint::Full);
                 }
             }
-            // The clock goes on while nothing records: a recording started later takes its
-            // trigger and end from the newest packet, not from the last one it saw.
-            if let Some(tb) = i.params.as_ref().map(|x| x.time_base) {
-                Self::tick(i, p, pts_us, tb.into());
-            }
             return;
         }
+        #[cfg(feature = "test-hooks")]
+        hooks::PACKET_LOCKS.fetch_add(1, Ordering::Relaxed);
+        let mut guard = self.inner.lock();
+        let i = &mut *guard;
         let lost_before = lost_total.saturating_sub(i.lost_seen);
         i.lost_seen = lost_total;
         let Some(keys) = i.keys else { return };
         let data = p.data().unwrap_or(&[]);
         let key = keys.classify(data, p.is_key()) == KeyPoint::Full;
+        let leading = match keys.hevc_type(data) {
+            Some(8 | 9) => Leading::Skipped,
+            Some(6 | 7) => Leading::Decodable,
+            _ => Leading::No,
+        };
         self.watch(i, p, data, key);
         let Some(params) = i.params.clone() else { return };
         let (clock_us, shown_us) = Self::tick(i, p, pts_us, params.time_base.into());
@@ -235,6 +216,7 @@ impl Recorder {
             clock_us,
             shown_us,
             key,
+            leading,
             lost_before,
             params,
             seq: AtomicU64::new(0),
@@ -310,9 +292,7 @@ impl Recorder {
                 // Noted here if the writer has written it, else by the writer (one of the two
                 // sees the other's store).
                 p.seq.store(seq, Ordering::SeqCst);
-                if p.written.load(Ordering::SeqCst) {
-                    a.rec.note_seq(seq);
-                }
+                a.rec.note_seq(p, seq);
             }
         }
         Self::prune(i, Some(pts_us));
@@ -329,16 +309,20 @@ impl Recorder {
             }
             !gone
         });
-        let mut failed = 0;
+        let (mut failed, mut lost) = (0, 0);
         i.writers.retain(|(rec, _)| {
             let done = rec.finished_at().is_some();
             if done && rec.status.lock().state == State::Failed {
                 failed += 1;
             }
+            if done {
+                lost += rec.writer_dropped.load(Ordering::Acquire);
+            }
             !done
         });
         // A finished writer's thread has left its loop; its handle goes (detached: it ends by itself).
         i.failed += failed;
+        i.dropped += lost;
     }
 
     /// Starts a recording of this camera into `path` (`.mkv` or `.mp4`): from the key frame at or
@@ -379,6 +363,17 @@ impl Recorder {
         let i = &mut *guard;
         if i.closed {
             return unmade(mux, Error::new(ErrorKind::Closed, "camera is closed"));
+        }
+        if !self.on.swap(true, Ordering::SeqCst) {
+            // Nothing recorded: the clock catches up with the newest packet, noted lock-free.
+            let (dts, pts) = (self.last_dts_us.load(Ordering::SeqCst), self.newest_pts_us.load(Ordering::SeqCst));
+            if dts != i64::MIN {
+                let now = i.clock.tick(dts);
+                if pts != i64::MIN {
+                    i.newest_shown_us = Some(now + (pts - dts));
+                    i.newest_pts_us = Some(pts);
+                }
+            }
         }
         let trigger = i.newest_pts_us.unwrap_or(0);
         let now = i.newest_shown_us.unwrap_or(i.clock.now_us);

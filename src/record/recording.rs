@@ -3,7 +3,8 @@
 
 use super::segments::{Kept, Plan};
 use super::writer::{Muxer, Params};
-use super::{Packet, Recorder};
+use super::tally::{lost_to_error, Tally};
+use super::{Leading, Packet, Recorder};
 use crate::status::*;
 use parking_lot::{Condvar, Mutex};
 use std::path::{Path, PathBuf};
@@ -49,8 +50,23 @@ pub(crate) struct Status {
     pub loss_spans: u32,
     /// Timestamp of the picture after the first loss; 0 if none.
     pub first_loss_pts_us: i64,
-    /// Packets the camera could not queue for the writer (it fell behind): the recording ended.
+    /// Packets taken for the recording that are in no file: the camera could not queue them
+    /// (the writer fell behind), or a write error lost them (with those still queued or held).
     pub dropped: u64,
+    /// The first picture of the current part, and the spans of the parts before it: the
+    /// duration is the sum of each part's last − first.
+    pub part_first_pts_us: i64,
+    pub earlier_parts_us: i64,
+}
+
+impl Status {
+    /// The summed span of the parts' pictures (each part's last − first presentation time).
+    pub(crate) fn duration_us(&self) -> i64 {
+        if self.frames == 0 {
+            return 0;
+        }
+        self.earlier_parts_us + (self.last_pts_us - self.part_first_pts_us)
+    }
 }
 
 /// What the camera's thread and the host's calls share with the writer.
@@ -70,6 +86,10 @@ pub(crate) struct Shared {
     finished: (Mutex<Option<Instant>>, Condvar),
     /// The camera's thread has seen the pictures of the last packet taken (their `seq`s are in).
     pub seqs_final: AtomicBool,
+    /// The writer failed: the camera's thread sends no more and counts what it held back.
+    pub writer_failed: AtomicBool,
+    /// Packets the writer lost to its error (counted once into the camera's stats).
+    pub writer_dropped: std::sync::atomic::AtomicU64,
 }
 
 /// How long after its end in wall-clock time a recording ends without packets (a stalled
@@ -101,6 +121,8 @@ impl Shared {
                 loss_spans: 0,
                 first_loss_pts_us: 0,
                 dropped: 0,
+                part_first_pts_us: 0,
+                earlier_parts_us: 0,
             }),
             stop: AtomicBool::new(false),
             end_clock_us: AtomicI64::new(end),
@@ -109,6 +131,8 @@ impl Shared {
             queued: AtomicUsize::new(0),
             finished: (Mutex::new(None), Condvar::new()),
             seqs_final: AtomicBool::new(false),
+            writer_failed: AtomicBool::new(false),
+            writer_dropped: Default::default(),
         });
         let wall = post.map_or(i64::MAX, |p| (p + WALL_GRACE).as_millis().min(i64::MAX as u128) as i64);
         s.end_wall_ms.store(wall, Ordering::Release);
@@ -164,9 +188,13 @@ impl Shared {
         self.finished.1.notify_all();
     }
 
-    /// Records a picture's frame number, for a packet in the files.
-    pub(crate) fn note_seq(&self, seq: u64) {
+    /// Records a picture's frame number, for a packet in the files (checked under the status's
+    /// lock: a write error takes the packets the muxer had not written out back).
+    pub(crate) fn note_seq(&self, p: &Packet, seq: u64) {
         let mut s = self.status.lock();
+        if !p.written.load(Ordering::SeqCst) {
+            return;
+        }
         if s.first_seq == 0 || seq < s.first_seq {
             s.first_seq = seq;
         }
@@ -200,11 +228,12 @@ impl Cut {
 /// inside a session).
 pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Packet>>, rx: Receiver<Msg>, mut cut: Option<Cut>) {
     let mut first_part = true;
+    let mut tally = Tally::new();
     let mut stopped_early = false;
     let mut stop_seen: Option<Instant> = None;
     let result = (|| -> Result<()> {
         for p in &pre_roll {
-            put(&sh, &mut mux, p, &mut first_part, &mut cut)?;
+            put(&sh, &mut mux, p, &mut first_part, &mut cut, &mut tally)?;
         }
         drop(pre_roll);
         loop {
@@ -212,7 +241,7 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
             match rx.recv_timeout(wait) {
                 Ok(Msg::Packet(p)) => {
                     sh.queued.fetch_sub(p.data.len(), Ordering::AcqRel);
-                    put(&sh, &mut mux, &p, &mut first_part, &mut cut)?;
+                    put(&sh, &mut mux, &p, &mut first_part, &mut cut, &mut tally)?;
                 }
                 Ok(Msg::End) | Err(RecvTimeoutError::Disconnected) => return Ok(()),
                 // Stopped (by the host, a close, or a queue that overflowed): the camera's thread
@@ -232,6 +261,7 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
             }
         }
     })();
+    let result = result.inspect_err(|_| lost_to_error(&sh, &mut tally, &rx));
     let stopped_early = stopped_early || sh.stop.load(Ordering::Acquire);
     if result.is_ok() && mux.bytes == 0 && sh.status.lock().frames == 0 {
         // Nothing came before the end (no key frame): a header-only file plays nowhere, so
@@ -243,7 +273,7 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
         sh.mark_finished();
         return;
     }
-    let done = result.and_then(|()| mux.finish());
+    let done = result.and_then(|()| mux.finish().inspect_err(|_| lost_to_error(&sh, &mut tally, &rx)));
     {
         let mut s = sh.status.lock();
         match done {
@@ -278,7 +308,7 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
 }
 
 /// Writes one packet, opening the next part first when the packet is of another session.
-fn put(sh: &Shared, mux: &mut Muxer, p: &Arc<Packet>, first_part: &mut bool, cut: &mut Option<Cut>) -> Result<()> {
+fn put(sh: &Shared, mux: &mut Muxer, p: &Arc<Packet>, first_part: &mut bool, cut: &mut Option<Cut>, tally: &mut Tally) -> Result<()> {
     let new_session = !Arc::ptr_eq(mux.params(), &p.params);
     let due = cut.as_ref().is_some_and(|c| c.start_us.is_some_and(|s| p.clock_us - s >= c.plan.every_us));
     if new_session && mux.bytes == 0 {
@@ -293,6 +323,17 @@ fn put(sh: &Shared, mux: &mut Muxer, p: &Arc<Packet>, first_part: &mut bool, cut
             return Ok(()); // the new part starts at a key frame
         }
         next_part(sh, mux, &p.params, cut)?;
+        tally.commit(sh);
+        tally.part_start = true;
+    }
+    if tally.part_start {
+        tally.leading = true;
+    } else if tally.leading && p.leading == Leading::Skipped {
+        // A leading picture of the part's first key frame that references pictures before it
+        // (an open GOP): no decoder of this file shows it, so it is not written.
+        return Ok(());
+    } else if p.leading == Leading::No {
+        tally.leading = false;
     }
     if let Some(c) = cut.as_mut() {
         c.start_us.get_or_insert(p.clock_us);
@@ -302,16 +343,31 @@ fn put(sh: &Shared, mux: &mut Muxer, p: &Arc<Packet>, first_part: &mut bool, cut
         0 => {}
         ms => std::thread::sleep(Duration::from_millis(ms)),
     }
-    mux.write(p)?;
+    match mux.write(p) {
+        Ok(true) => tally.commit(sh),
+        Ok(false) => {}
+        Err(e) => {
+            // This packet is in no file either.
+            tally.pending.push(p.clone());
+            return Err(e);
+        }
+    }
+    tally.pending.push(p.clone());
     p.written.store(true, Ordering::SeqCst);
     let seq = p.seq.load(Ordering::SeqCst);
     if seq != 0 {
-        sh.note_seq(seq);
+        sh.note_seq(p, seq);
     }
     let mut s = sh.status.lock();
     if *first_part {
         s.first_pts_us = p.pts_us;
         *first_part = false;
+    }
+    if tally.part_start {
+        // A new part's timestamps may start afresh (a reconnect): its span counts on its own.
+        s.part_first_pts_us = p.pts_us;
+        s.last_pts_us = p.pts_us;
+        tally.part_start = false;
     }
     s.last_pts_us = s.last_pts_us.max(p.pts_us);
     s.frames += 1;
@@ -343,12 +399,14 @@ fn next_part(sh: &Shared, mux: &mut Muxer, params: &Arc<Params>, cut: &mut Optio
         let deleted = c.kept.add(&c.plan, &done);
         log::debug!("recording: segment {} done, {deleted} old one(s) deleted", done.display());
         let mut s = sh.status.lock();
+        s.earlier_parts_us += s.last_pts_us - s.part_first_pts_us;
         s.parts = n;
         s.file = crate::record::writer::part_path(&path);
         return Ok(());
     }
     log::info!("recording {}: the stream changed ({from:?} -> {to:?}, or a reconnect); going on in {}", done.display(), path.display());
     let mut s = sh.status.lock();
+    s.earlier_parts_us += s.last_pts_us - s.part_first_pts_us;
     s.parts = n;
     s.file = crate::record::writer::part_path(&path);
     Ok(())

@@ -209,8 +209,14 @@ pub(crate) struct Muxer {
     /// when the source's timestamps go back (a looped file), so the file's never do.
     offset: Option<i64>,
     last_dts: i64,
+    /// Packets at the file's start without a decode time (`write`).
+    waiting: Vec<Arc<Packet>>,
     pub(crate) bytes: u64,
 }
+
+/// Packets that wait for a decode time at a file's start before they go by their presentation
+/// times.
+const WAITING_MAX: usize = 16;
 
 fn io_error(what: &str, path: &Path, e: ff::Error) -> Error {
     let code = match e {
@@ -222,11 +228,10 @@ fn io_error(what: &str, path: &Path, e: ff::Error) -> Error {
 
 /// Why a header could not be written: a muxer that refuses the stream (a codec the container
 /// cannot hold, such as raw pictures) is the caller's choice of source or container, not the
-/// disk; then the empty `.part` file goes.
+/// disk (the caller removes the empty `.part` file either way).
 fn header_error(part: &Path, params: &Params, e: ff::Error) -> Error {
     match e {
         ff::Error::Other { errno: 22 } | ff::Error::InvalidData => {
-            let _ = std::fs::remove_file(part);
             // SAFETY: as in `Params::size`.
             let codec = ff::codec::Id::from(unsafe { (*params.as_ptr()).codec_id });
             let (w, h) = params.size();
@@ -239,9 +244,27 @@ fn header_error(part: &Path, params: &Params, e: ff::Error) -> Error {
 impl Muxer {
     /// Creates `path`.part and writes the container's header (so a bad path, a missing folder or
     /// a denied permission fails here, on the caller's thread).
+    /// The `.part` file is created exclusively: a name another writer has (another process, a
+    /// file a failed recording left) is refused, never shared or replaced.
     pub(crate) fn create(path: &Path, params: &Arc<Params>) -> Result<Muxer> {
         let container = Container::from_path(path)?;
         let part = part_path(path);
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&part) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(Error::arg(format!("'{}' exists: another writer has it (or a failed recording left it)", part.display())));
+            }
+            Err(e) => return Err(Error::new(ErrorKind::Io, format!("cannot create '{}': {e}", part.display()))),
+        }
+        // Ours from here: every failure below removes it.
+        Self::open_created(path, part.clone(), container, params).inspect_err(|_| {
+            let _ = std::fs::remove_file(&part);
+        })
+    }
+
+    /// Opens the `.part` file just created (FFmpeg's file protocol opens the name again, the
+    /// file is ours) and writes the header.
+    fn open_created(path: &Path, part: PathBuf, container: Container, params: &Arc<Params>) -> Result<Muxer> {
         let mut out = ff::format::output_as(&part, container.format()).map_err(|e| io_error("cannot create", &part, e))?;
         // SAFETY: `out` owns a valid output context; the new stream (checked) belongs to it; its
         // codecpar is allocated by avformat_new_stream and receives a copy of ours.
@@ -268,7 +291,7 @@ impl Muxer {
         out.write_header_with(opts).map_err(|e| header_error(&part, params, e))?;
         let dst_tb = out.stream(0).map(|s| s.time_base()).ok_or_else(|| Error::internal("recording has no stream"))?;
         let src_tb = params.time_base.into();
-        Ok(Muxer { out, path: path.to_path_buf(), part, params: params.clone(), src_tb, dst_tb, offset: None, last_dts: i64::MIN, bytes: 0 })
+        Ok(Muxer { out, path: path.to_path_buf(), part, params: params.clone(), src_tb, dst_tb, offset: None, last_dts: i64::MIN, waiting: Vec::new(), bytes: 0 })
     }
 
     pub(crate) fn params(&self) -> &Arc<Params> {
@@ -283,6 +306,8 @@ impl Muxer {
         // again, so the old context never writes into the new file; its Drop (below, on the
         // assignment) then frees the context without I/O (avio_close of null does nothing).
         unsafe { ffi::avio_closep(&mut (*self.out.as_mut_ptr()).pb) };
+        // Created again, exclusively like the first time: the empty file goes first.
+        let _ = std::fs::remove_file(&self.part);
         *self = Muxer::create(&self.path.clone(), params)?;
         Ok(())
     }
@@ -291,12 +316,53 @@ impl Muxer {
         &self.path
     }
 
-    /// Writes one packet; an error is the file's end (disk full, I/O error).
-    pub(crate) fn write(&mut self, p: &Packet) -> Result<()> {
+    /// Bytes the file has been handed so far (the muxer holds a cluster or fragment in memory
+    /// until the next one starts).
+    fn on_disk(&self) -> i64 {
+        // SAFETY: the output context and its I/O context are valid while `self.out` lives.
+        unsafe { (*(*self.out.as_ptr()).pb).pos }
+    }
+
+    /// Writes one packet; an error is the file's end (disk full, I/O error). Returns whether the
+    /// file grew meanwhile: then every packet written before this one is in it (the muxer wrote
+    /// out the cluster or fragment that held them).
+    pub(crate) fn write(&mut self, p: &Arc<Packet>) -> Result<bool> {
+        if self.last_dts == i64::MIN && p.dts.is_none() && p.pts.is_some() && self.waiting.len() < WAITING_MAX {
+            // The first packets of an RTSP session come without decode times: they wait for
+            // the first that has one, which says theirs (one frame apart before it). Their
+            // presentation times would put a P picture decoded before its B pictures after
+            // them, and every later timestamp would move to keep the order.
+            self.waiting.push(p.clone());
+            self.bytes += p.data.len() as u64;
+            return Ok(false);
+        }
+        let grew = self.flush_waiting(p.dts)?;
+        let r = self.place(p, p.dts)?;
+        self.bytes += p.data.len() as u64;
+        Ok(grew || r)
+    }
+
+    /// Writes the packets waiting for a decode time, one frame apart before `next_dts` (or by
+    /// their presentation times if none came).
+    fn flush_waiting(&mut self, next_dts: Option<i64>) -> Result<bool> {
+        let waiting = std::mem::take(&mut self.waiting);
+        let n = waiting.len() as i64;
+        let mut grew = false;
+        for (k, w) in waiting.iter().enumerate() {
+            let step = if w.duration > 0 { w.duration } else { 1 };
+            grew |= self.place(w, next_dts.map(|d| d - (n - k as i64) * step))?;
+        }
+        Ok(grew)
+    }
+
+    fn place(&mut self, p: &Packet, dts: Option<i64>) -> Result<bool> {
         let step = if p.duration > 0 { p.duration } else { 1 };
-        let Some(dts) = p.dts.or(p.pts).or((self.last_dts != i64::MIN).then(|| self.last_dts + step)) else {
-            return Ok(()); // nothing to place it by before the first timestamp
+        // Without a decode time a packet follows the one before it.
+        let follows = self.offset.filter(|_| self.last_dts != i64::MIN).map(|o| o + self.last_dts + step);
+        let Some(dts) = dts.or(follows).or(p.pts) else {
+            return Ok(false); // nothing to place it by before the first timestamp
         };
+        let before = self.on_disk();
         let pts = p.pts.unwrap_or(dts);
         // The first picture (a key frame, first in presentation order too) is at 0; pictures
         // decoded before it is shown (B-frames) get negative decode times, which the muxers keep
@@ -326,15 +392,13 @@ impl Muxer {
         match (r, io) {
             (Err(e), _) => Err(io_error("cannot write", &self.part, e)),
             (Ok(_), e) if e < 0 => Err(io_error("cannot write", &self.part, ff::Error::from(e))),
-            _ => {
-                self.bytes += p.data.len() as u64;
-                Ok(())
-            }
+            _ => Ok(self.on_disk() > before),
         }
     }
 
     /// Writes the trailer, closes the file and gives it its name.
     pub(crate) fn finish(mut self) -> Result<PathBuf> {
+        self.flush_waiting(None)?;
         self.out.write_trailer().map_err(|e| io_error("cannot finish", &self.part, e))?;
         // SAFETY: as in `write`.
         let io = unsafe { (*(*self.out.as_ptr()).pb).error };
