@@ -88,9 +88,8 @@ for f in "$prefix"/bin/*.dll; do
       || die "$(basename "$f") imports $n: only system DLLs and this build's are allowed"
   done
 done
-for n in crypt32.dll; do
-  ${cross}objdump -p "$prefix"/bin/avformat-*.dll | grep -qi "DLL Name: $n" || die "avformat does not import $n (the ROOT-store code is not compiled in)"
-done
+avformat_imports=$(${cross}objdump -p "$prefix"/bin/avformat-*.dll)  # not piped into grep -q: SIGPIPE + pipefail
+grep -qi "DLL Name: crypt32.dll" <<<"$avformat_imports" || die "avformat does not import crypt32.dll (the ROOT-store code is not compiled in)"
 
 # --- licences and build record ---
 ffmpeg_licences
