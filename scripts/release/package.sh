@@ -193,11 +193,12 @@ settings.
 
 ## Licences
 
-nvcam is MIT OR Apache-2.0 (`LICENSE-MIT`, `LICENSE-APACHE`). The FFmpeg DLLs are LGPL v2.1 or later, built from Debian 12's FFmpeg
+nvcam is MIT OR Apache-2.0 (`LICENSE-MIT`, `LICENSE-APACHE`). The FFmpeg DLLs are LGPL v3 or later, built from Debian 12's FFmpeg
 @FFMPEG@ source package without GPL or non-free parts (`licenses/FFmpeg/BUILD-INFO.txt` has the
 exact configure line); you may replace them with your own build of the same FFmpeg version and
-options. The avcodec DLL contains dav1d (BSD-2-Clause, `licenses/dav1d/COPYING`), the AV1 decoder,
-statically linked from Debian 12's dav1d source package (its version is in `BUILD-INFO.txt`).
+options. The avformat DLL contains mbedTLS (Apache-2.0, `licenses/mbedtls/LICENSE`; the reason for
+LGPL v3), its TLS, and the avcodec DLL dav1d (BSD-2-Clause, `licenses/dav1d/COPYING`), the AV1 decoder,
+both statically linked from Debian 12's source packages (their versions are in `BUILD-INFO.txt`).
 EOF
   rm -f "$dist/$name.zip"
   (cd "$stage" && python3 - "$name" "$dist/$name.zip" <<'PY'
