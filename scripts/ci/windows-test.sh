@@ -6,9 +6,9 @@
 # 1. FFmpeg 5.1 for Windows (scripts/build/build-ffmpeg-windows.sh; cached in target/ffmpeg-windows).
 # 2. `cargo build/test --release --target x86_64-pc-windows-gnu` (mingw-w64), then the DLL's
 #    exports against include/nvcam.h.
-# 3. The clips and reference decodes the file tests compare with, made on Linux by the Linux `core`
-#    and `codecs` tests (the ffmpeg CLI with x264/x265; Wine cannot run Linux programs for a Windows
-#    test).
+# 3. The clips and reference decodes the file tests compare with, made on Linux by the Linux `core`,
+#    `codecs`, `gpu_integrity` and `tls` tests (the ffmpeg CLI with x264/x265; Wine cannot run Linux
+#    programs for a Windows test).
 # 4. Every Rust test executable under Wine (scripts/ci/wine-run.sh is cargo's runner), CPU path;
 #    tests/tls.rs against the rtsps and https servers of tests/support/tls_fixture.py, which this
 #    script starts on Linux (NVCAM_TLS_FIXTURE names them); the
