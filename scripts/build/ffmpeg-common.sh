@@ -142,8 +142,12 @@ ffmpeg_check_paths() {
   [ -z "$named" ] || die "these libraries name $prefix, a folder of this machine: $named"
 }
 
-# --- what nvcam uses (each build adds its protocols) ---
+# --- what nvcam uses, the same on Linux and Windows ---
 join() { local IFS=,; echo "$*"; }
+# The network whitelist's protocols that need no external library, and TLS (tls, https, rtmps,
+# rtmpts, rtsps through mbedTLS). A build of another protocol appends to this list before
+# ffmpeg_configure.
+protocols=(file pipe tcp udp rtp srtp http httpproxy rtmp rtmpt crypto data tls https rtmps rtmpts)
 demuxers=(mov matroska mpegts h264 hevc mjpeg mpjpeg avi flv live_flv rtsp rtp sdp concat)
 decoders=(h264 hevc mjpeg ffv1 mpeg4 mpeg2video vp8 vp9 av1 libdav1d rawvideo)
 hwaccels=(h264_nvdec hevc_nvdec mjpeg_nvdec mpeg4_nvdec mpeg2_nvdec vp8_nvdec vp9_nvdec av1_nvdec)
@@ -152,19 +156,86 @@ bsfs=(h264_mp4toannexb hevc_mp4toannexb)
 filters=(testsrc testsrc2 format scale null)
 # Recordings remux the camera's packets into these (src/record/), written through the file protocol.
 muxers=(matroska mp4)
+# What configure must have enabled (it silently drops what it cannot build); a build appends its own.
+wants=(CONFIG_NVDEC CONFIG_CUDA CONFIG_H264_NVDEC_HWACCEL CONFIG_HEVC_NVDEC_HWACCEL CONFIG_LAVFI_INDEV
+       CONFIG_TESTSRC2_FILTER CONFIG_RTSP_DEMUXER CONFIG_HTTP_PROTOCOL CONFIG_SRTP_PROTOCOL
+       CONFIG_MATROSKA_MUXER CONFIG_MP4_MUXER CONFIG_FILE_PROTOCOL
+       CONFIG_H264_MP4TOANNEXB_BSF CONFIG_HEVC_MP4TOANNEXB_BSF CONFIG_SWSCALE CONFIG_LIBDAV1D_DECODER
+       CONFIG_MBEDTLS CONFIG_TLS_PROTOCOL CONFIG_HTTPS_PROTOCOL CONFIG_RTMPS_PROTOCOL CONFIG_VERSION3)
+
+# Runs configure in $work/build with the shared arguments, then the build's own ("$@"), and
+# checks `wants` and that the result is LGPL (v3: mbedTLS is Apache-2.0). Sets `conf` (the whole
+# line, for BUILD-INFO.txt). Needs `prefix`, `srcdir`, `mbedtls_prefix` (mbedtls_build).
+ffmpeg_configure() {
+  conf=(
+    --prefix="$prefix"
+    --enable-shared --disable-static
+    --disable-programs --disable-doc --disable-debug --disable-autodetect
+    --disable-everything --disable-swresample --disable-postproc
+    --enable-network
+    --enable-version3 --enable-mbedtls
+    --enable-ffnvcodec --enable-cuda --enable-nvdec
+    --enable-libdav1d --pkg-config-flags=--static
+    --enable-protocol="$(join "${protocols[@]}")"
+    --enable-demuxer="$(join "${demuxers[@]}")"
+    --enable-muxer="$(join "${muxers[@]}")"
+    --enable-decoder="$(join "${decoders[@]}")"
+    --enable-hwaccel="$(join "${hwaccels[@]}")"
+    --enable-parser="$(join "${parsers[@]}")"
+    --enable-bsf="$(join "${bsfs[@]}")"
+    --enable-filter="$(join "${filters[@]}")"
+    --enable-indev=lavfi
+    "$@"
+  )
+  cd "$work/build"
+  echo "$name: configuring FFmpeg $version" >&2
+  "$srcdir/configure" "${conf[@]}" >configure.log 2>&1 || { tail -n 30 configure.log ffbuild/config.log >&2 || true; die "configure failed"; }
+  local want
+  for want in "${wants[@]}"; do
+    grep -qs "^#define $want 1" config.h config_components.h || die "configure did not enable $want (see $work/build/configure.log)"
+  done
+  grep -q '^#define CONFIG_GPL 0' config.h || die "this build must be LGPL (v3: mbedTLS is Apache-2.0)"
+  ffmpeg_hide_paths
+}
+
+# The licences of what the prefix holds (FFmpeg's LGPL v3 and the GPL v3 it refers to, mbedTLS's
+# Apache-2.0, dav1d's BSD-2-Clause) in share/licenses/; FFmpeg's example sources are no part of a
+# runtime.
+ffmpeg_licences() {
+  rm -rf "$prefix/share/ffmpeg"
+  mkdir -p "$prefix/share/licenses/ffmpeg" "$prefix/share/licenses/mbedtls"
+  cp "$srcdir/COPYING.LGPLv2.1" "$srcdir/COPYING.LGPLv3" "$srcdir/COPYING.GPLv3" "$srcdir/LICENSE.md" "$prefix/share/licenses/ffmpeg/"
+  cp "$mbedtls_license" "$prefix/share/licenses/mbedtls/LICENSE"
+  dav1d_licence
+}
+
+# mbedTLS's lines in BUILD-INFO.txt.
+mbedtls_info() {
+  echo "TLS: mbedTLS $mbedtls_version (Apache-2.0, share/licenses/mbedtls/LICENSE; Debian's 'mbedtls' source package),"
+  echo "static, linked into libavformat ($1). The FFmpeg libraries are LGPL v3 or later (--enable-version3)."
+}
 
 # --- TLS: mbedTLS, linked statically into libavformat ---
 # Debian 12's mbedtls source package (2.28 LTS, Apache-2.0), built as static, position-independent
-# libraries into a private prefix ($1) with cmake; further arguments go to cmake (the Windows build
-# passes its mingw toolchain and flags; CFLAGS from the caller's environment are added). mbedTLS's
-# debug messages name their source files: the macro prefix map keeps this machine's folders out of
-# the libraries (ffmpeg_check_paths). FFmpeg's version script keeps its symbols local to libavformat, so
-# the package stays self-contained and no system TLS library is loaded. Apache-2.0 is compatible
-# with the LGPL only in version 3: the FFmpeg libraries become LGPL v3 or later (--enable-version3).
-# Sets `mbedtls_version`; `mbedtls_license` names the licence file to ship.
+# libraries into a private prefix, `mbedtls_prefix` ($work/mbedtls), with cmake, for $1: "linux", or
+# "windows" (mingw-w64; its entropy uses CryptGenRandom, advapi32). One build per target serves
+# every library linked against it (libavformat's TLS; a transport needing the same crypto links
+# the same prefix). CFLAGS from the caller's environment are added. mbedTLS's debug messages name
+# their source files: the macro prefix map keeps this machine's folders out of the libraries
+# (ffmpeg_check_paths). FFmpeg's version script (Linux) and export list (Windows) keep its symbols
+# inside libavformat, so the package stays self-contained and no system TLS library is loaded.
+# Apache-2.0 is compatible with the LGPL only in version 3: the FFmpeg libraries become LGPL v3 or
+# later (--enable-version3). Sets `mbedtls_version`; `mbedtls_license` names the licence file to ship.
 mbedtls_build() {
-  local dest=$1; shift
-  local src
+  local target=$1 dest="$work/mbedtls" src
+  local cross_args=()
+  case "$target" in
+    linux) ;;
+    windows) cross_args=(-DCMAKE_SYSTEM_NAME=Windows -DCMAKE_C_COMPILER=x86_64-w64-mingw32-gcc
+                         -DCMAKE_AR="$(command -v x86_64-w64-mingw32-ar)" -DCMAKE_RANLIB="$(command -v x86_64-w64-mingw32-ranlib)") ;;
+    *) die "mbedtls_build: unknown target $target (linux or windows)" ;;
+  esac
+  mbedtls_prefix=$dest
   src=$(find "$work/mbedtls-src" -maxdepth 1 -mindepth 1 -type d -name 'mbedtls-2.28*' 2>/dev/null | head -n1 || true)
   if [ -z "$src" ] || [ ! -f "$src/CMakeLists.txt" ]; then
     command -v cmake >/dev/null || die "cmake not found (apt-get install cmake)"
@@ -176,16 +247,16 @@ mbedtls_build() {
   mbedtls_version=$(basename "$src" | sed 's/^mbedtls-//')
   mbedtls_license="$src/LICENSE"
   local cflags="-fmacro-prefix-map=$src/=mbedtls-$mbedtls_version/ ${CFLAGS:-}"
-  if [ -f "$dest/lib/libmbedtls.a" ] && [ "$(cat "$dest/.version" 2>/dev/null)" = "$mbedtls_version $cflags $*" ]; then
+  if [ -f "$dest/lib/libmbedtls.a" ] && [ "$(cat "$dest/.version" 2>/dev/null)" = "$mbedtls_version $target $cflags" ]; then
     return 0
   fi
-  echo "$name: building mbedTLS $mbedtls_version" >&2
+  echo "$name: building mbedTLS $mbedtls_version ($target)" >&2
   rm -rf "$dest" "$work/mbedtls-build"; mkdir -p "$work/mbedtls-build"
   (cd "$work/mbedtls-build" &&
     CFLAGS="$cflags" cmake "$src" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$dest" \
       -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DUSE_STATIC_MBEDTLS_LIBRARY=ON -DUSE_SHARED_MBEDTLS_LIBRARY=OFF \
-      -DENABLE_PROGRAMS=OFF -DENABLE_TESTING=OFF -DMBEDTLS_FATAL_WARNINGS=OFF -DLINK_WITH_PTHREAD=OFF "$@" &&
+      -DENABLE_PROGRAMS=OFF -DENABLE_TESTING=OFF -DMBEDTLS_FATAL_WARNINGS=OFF -DLINK_WITH_PTHREAD=OFF "${cross_args[@]}" &&
     make -j"$jobs" && make install) >"$work/mbedtls.log" 2>&1 || { tail -n 30 "$work/mbedtls.log" >&2; die "mbedTLS build failed"; }
   rm -rf "$work/mbedtls-build"
-  echo "$mbedtls_version $cflags $*" >"$dest/.version"
+  echo "$mbedtls_version $target $cflags" >"$dest/.version"
 }

@@ -6,10 +6,12 @@
 # 1. FFmpeg 5.1 for Windows (scripts/build/build-ffmpeg-windows.sh; cached in target/ffmpeg-windows).
 # 2. `cargo build/test --release --target x86_64-pc-windows-gnu` (mingw-w64), then the DLL's
 #    exports against include/nvcam.h.
-# 3. The clips and reference decodes the file tests compare with, made on Linux by the Linux `core`
-#    and `codecs` tests (the ffmpeg CLI with x264/x265; Wine cannot run Linux programs for a Windows
-#    test).
-# 4. Every Rust test executable under Wine (scripts/ci/wine-run.sh is cargo's runner), CPU path; the
+# 3. The clips and reference decodes the file tests compare with, made on Linux by the Linux `core`,
+#    `codecs`, `gpu_integrity` and `tls` tests (the ffmpeg CLI with x264/x265; Wine cannot run Linux
+#    programs for a Windows test).
+# 4. Every Rust test executable under Wine (scripts/ci/wine-run.sh is cargo's runner), CPU path;
+#    tests/tls.rs against the rtsps and https servers of tests/support/tls_fixture.py, which this
+#    script starts on Linux (NVCAM_TLS_FIXTURE names them); the
 #    tests listed in SKIP below do not run, each with its reason printed (a test file left out
 #    whole is not cross-built either: only what runs is built).
 # 5. tests/c/harness.c and tests/c/dlopen_stress.c (LoadLibrary/GetProcAddress/FreeLibrary) and the
@@ -120,7 +122,7 @@ x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only -D
   || die "include/nvcam_labview.h does not compile with mingw"
 echo "nvcam_labview.h: $(grep -c '^int nvcam_' include/nvcam_labview.h) functions, $(grep -c '^#define' include/nvcam_labview.h) constants; compiles as C11 with mingw, struct sizes as nvcam.h"
 
-step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core, --test codecs, --test gpu_integrity)"
+step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core, --test codecs, --test gpu_integrity, --test tls)"
 # .ci/run sets NVCAM_LINUX_TESTS_PASSED=1: its `cargo test --release --features test-hooks` has just
 # run these suites (every other one too) into the same target/tmp/fixtures, so running them
 # again would only repeat them. A clip that is still missing fails the Windows test that needs it.
@@ -130,6 +132,7 @@ else
   cargo test --release --features test-hooks --test core -- --quiet
   cargo test --release --features test-hooks --test codecs -- --quiet
   cargo test --release --features test-hooks --test gpu_integrity -- --quiet
+  cargo test --release --features test-hooks --test tls -- --quiet
 fi
 mkdir -p "$out"
 [ -L "$out/fixtures" ] || rm -rf "$out/fixtures"
@@ -185,6 +188,25 @@ run_bin() { # name, cargo selector...
   fi
   summary+=("$(printf '%-16s %6s %6s %7s %8s %14s   %s' "$name" "${p:-?}" "${f:-?}" "${i:-?}" "$n_skip" "$gpu_not_run" "$([ "$rc" = 0 ] && echo ok || echo "FAILED (rc $rc)")")")
 }
+
+# tests/tls.rs's servers (rtsps and https with the certificates they make), started here on Linux:
+# the Windows tests under Wine cannot start Linux programs. They find them through NVCAM_TLS_FIXTURE
+# and fail without it. The fixture streams the clips the Linux run of tests/tls.rs made.
+step "TLS servers for tests/tls.rs under Wine (tests/support/tls_fixture.py, on Linux)"
+tlsdir="$out/tls-fixture"
+rm -rf "$tlsdir"
+for c in tls_320x240.mp4 tls_mjpeg_320x240.mjpeg; do
+  [ -f "$out/fixtures/$c" ] || die "$out/fixtures/$c is missing (made by cargo test --release --features test-hooks --test tls on Linux)"
+done
+: >"$out/tls-fixture.log"
+"$py" tests/support/tls_fixture.py --dir "$tlsdir" --clip "$out/fixtures/tls_320x240.mp4" \
+  --mjpeg "$out/fixtures/tls_mjpeg_320x240.mjpeg" --until-killed >>"$out/tls-fixture.log" 2>&1 &
+tls_pid=$!
+trap 'kill "$tls_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 300); do grep -q '^READY' "$out/tls-fixture.log" && break; sleep 0.1; done
+grep -q '^READY' "$out/tls-fixture.log" || die "tests/support/tls_fixture.py did not start: $(cat "$out/tls-fixture.log")"
+export NVCAM_TLS_FIXTURE="$tlsdir/fixture.env"
+echo "rtsps and https servers up: $(grep -c '^rtsps_[a-z_]*=rtsps' "$NVCAM_TLS_FIXTURE") rtsps, $(grep -c '^https_' "$NVCAM_TLS_FIXTURE") https"
 
 # The fuzzer runs its full length on Linux; under Wine a shorter run covers the Windows build.
 export NVCAM_FUZZ_SECONDS=${NVCAM_FUZZ_SECONDS:-20}
