@@ -189,3 +189,68 @@ mbedtls_build() {
   rm -rf "$work/mbedtls-build"
   echo "$mbedtls_version $cflags $*" >"$dest/.version"
 }
+
+# --- SRT: libsrt, linked statically into libavformat with the same mbedTLS ---
+# Debian 12's srt source package (1.5.1, MPL-2.0), built with cmake as a static, position-independent
+# library into a private prefix ($1), its encryption on the mbedTLS of $2 (mbedtls_build's prefix),
+# without its applications, tests or logging (libsrt would print its own lines to stderr; the
+# rejection reasons nvcam reports come from FFmpeg's patched libsrt.c). Further arguments go to
+# cmake. apt-get source takes the newest version apt lists; a mirror without the security pool's
+# file gets the release's version instead. libsrt is C++: its srt.pc names the C++ runtime, which
+# is linked statically (-l:libstdc++.a), so libavformat needs no libstdc++ at run time; its symbols
+# stay local to libavformat (FFmpeg's version script) like mbedTLS's. MPL-2.0 is file-level copyleft:
+# libsrt's source (unchanged Debian package) is where BUILD-INFO.txt says. Sets `srt_version`
+# and `srt_license`; writes srt.pc into the private pkg-config folder (after ffnvcodec_private).
+srt_build() {
+  local dest=$1 mbed=$2; shift 2
+  local src t0; t0=$(date +%s)
+  src=$(find "$work/srt-src" -maxdepth 1 -mindepth 1 -type d -name 'srt-1.5*' 2>/dev/null | head -n1 || true)
+  if [ -z "$src" ] || [ ! -f "$src/CMakeLists.txt" ]; then
+    command -v cmake >/dev/null || die "cmake not found (apt-get install cmake)"
+    rm -rf "$work/srt-src"; mkdir -p "$work/srt-src"
+    local v
+    for v in "" $(apt-cache showsrc srt 2>/dev/null | sed -n 's/^Version: //p' | sort -rV); do
+      (cd "$work/srt-src" && apt-get source -qq --only-source "srt${v:+=$v}" 2>&1 | grep -v 'unsandboxed' >&2 || true)
+      src=$(find "$work/srt-src" -maxdepth 1 -mindepth 1 -type d -name 'srt-1.5*' | head -n1)
+      [ -n "$src" ] && [ -f "$src/CMakeLists.txt" ] && break
+    done
+    [ -n "$src" ] && [ -f "$src/CMakeLists.txt" ] || die "apt-get source srt gave no libsrt 1.5 source tree in $work/srt-src"
+  fi
+  srt_version=$(basename "$src" | sed 's/^srt-//')
+  srt_license="$src/LICENSE"
+  srt_src_package=$(basename "$(ls "$work"/srt-src/srt_*.dsc | head -n1)" .dsc)
+  local flags="-fmacro-prefix-map=$src/=srt-$srt_version/ ${CFLAGS:-}"
+  local key="$srt_version $flags $mbed $*"
+  if [ ! -f "$dest/lib/libsrt.a" ] || [ "$(cat "$dest/.version" 2>/dev/null)" != "$key" ]; then
+    echo "$name: building libsrt $srt_version (static, mbedTLS)" >&2
+    rm -rf "$dest" "$work/srt-build"; mkdir -p "$work/srt-build"
+    (cd "$work/srt-build" &&
+      CFLAGS="$flags" CXXFLAGS="$flags" cmake "$src" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$dest" \
+        -DCMAKE_INSTALL_LIBDIR=lib -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
+        -DENABLE_SHARED=OFF -DENABLE_STATIC=ON -DENABLE_APPS=OFF -DENABLE_TESTING=OFF -DENABLE_UNITTESTS=OFF \
+        -DENABLE_LOGGING=OFF -DENABLE_HEAVY_LOGGING=OFF -DENABLE_BONDING=OFF \
+        -DENABLE_ENCRYPTION=ON -DUSE_ENCLIB=mbedtls -DSSL_INCLUDE_DIRS="$mbed/include" -DSSL_LIBRARY_DIRS="$mbed/lib" \
+        -DSSL_LIBRARIES="$mbed/lib/libmbedtls.a;$mbed/lib/libmbedx509.a;$mbed/lib/libmbedcrypto.a" "$@" &&
+      make -j"$jobs" && make install) >"$work/srt.log" 2>&1 || { tail -n 30 "$work/srt.log" >&2; die "libsrt build failed"; }
+    rm -rf "$work/srt-build"
+    echo "$key" >"$dest/.version"
+    echo "$name: libsrt built in $(($(date +%s) - t0)) s" >&2
+  fi
+  [ -f "$dest/lib/pkgconfig/srt.pc" ] || die "libsrt installed no srt.pc in $dest"
+  # FFmpeg's configure puts a library given by its path before the object that needs it: name
+  # mbedTLS's as -l with its folder instead.
+  sed -e 's/-lstdc++/-l:libstdc++.a/' -e "s#$mbed/lib/lib\([a-z0-9]*\)\.a#-l\1#g" -e "s#^Libs.private: *#Libs.private: -L$mbed/lib #" \
+    "$dest/lib/pkgconfig/srt.pc" >"$work/pkgconfig/srt.pc"
+}
+
+# libsrt's lines in BUILD-INFO.txt.
+srt_info() {
+  echo "SRT: libsrt $srt_version (MPL-2.0, share/licenses/srt/LICENSE; source: Debian source package $srt_src_package,"
+  echo "https://sources.debian.org/src/srt/, unmodified), static, encryption on the mbedTLS above, linked into libavformat"
+  echo "with the GNU C++ runtime (libstdc++, GPL v3 with the GCC Runtime Library Exception) statically."
+}
+
+srt_licence() {
+  mkdir -p "$prefix/share/licenses/srt"
+  cp "$srt_license" "$prefix/share/licenses/srt/LICENSE"
+}
