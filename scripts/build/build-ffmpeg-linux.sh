@@ -17,14 +17,16 @@
 # libdrm/vaapi/vdpau/X11), so the libraries need libc, libm and (for the CUDA loader) libdl, nothing
 # else. Two libraries are built from Debian 12's source packages as static PIC libraries and
 # linked in, so no system library is needed: dav1d (software AV1: FFmpeg 5.1's own AV1 decoder needs a
-# hardware accelerator) into libavcodec (ffmpeg-common.sh's dav1d_private), and mbedTLS 2.28 (TLS:
-# tls, https, rtmps, rtsps; Apache-2.0) into libavformat (mbedtls_build in ffmpeg-common.sh); with
+# hardware accelerator) into libavcodec (ffmpeg-common.sh's dav1d_private), mbedTLS 2.28 (TLS:
+# tls, https, rtmps, rtsps; Apache-2.0) into libavformat (mbedtls_build in ffmpeg-common.sh), and
+# libsrt 1.5 (srt://, MPL-2.0, encrypted with that mbedTLS, its C++ runtime static) into libavformat
+# too (srt_build); with
 # Apache-2.0 code in them the libraries are LGPL v3 or later (--enable-version3).
 #
 # Result (the prefix, target/ffmpeg-linux/): lib/lib{avcodec,avdevice,avfilter,avformat,avutil,
 # swscale}.so.* with RUNPATH=$ORIGIN (so they find each other in whatever folder they are copied to),
 # include/, lib/pkgconfig/, share/licenses/ffmpeg/ (the LGPL text and BUILD-INFO.txt: version and
-# configure line), share/licenses/dav1d/ (its BSD-2-Clause text). A stamp keyed by the content of this script, ffmpeg-common.sh and the patches
+# configure line), share/licenses/dav1d/ (its BSD-2-Clause text), share/licenses/{mbedtls,srt}/. A stamp keyed by the content of this script, ffmpeg-common.sh and the patches
 # makes a second run a no-op; change one of them (or delete the prefix) to rebuild. build.rs refuses
 # to build nvcam against a prefix whose stamp is not the current key.
 #
@@ -64,6 +66,18 @@ printf '__asm__(".symver hypot,hypot@GLIBC_2.2.5");\n' >"$work/include/nvcam-gli
 
 # --- mbedTLS, static and private to this build ---
 CFLAGS="-include $work/include/nvcam-glibc-compat.h" mbedtls_build linux
+# --- libsrt on that mbedTLS, static and private to this build ---
+CFLAGS="-include $work/include/nvcam-glibc-compat.h" srt_build linux
+# libsrt's std::random_device makes the static C++ runtime call arc4random, new in glibc 2.36: a
+# private one from getrandom (2.25), hidden in libavformat, keeps the 2.34 floor. It comes after
+# the C++ runtime on the link line, so the runtime's reference binds to it.
+mkdir -p "$work/compat"
+printf '%s\n' '#include <stdint.h>' '#include <sys/random.h>' \
+  '__attribute__((visibility("hidden"))) uint32_t arc4random(void) {' \
+  '  uint32_t v; while (getrandom(&v, sizeof v, 0) != sizeof v) {} return v; }' >"$work/compat/arc4random.c"
+gcc -O2 -fPIC -c "$work/compat/arc4random.c" -o "$work/compat/arc4random.o" && ar rcs "$work/compat/libnvcam-glibc-compat.a" "$work/compat/arc4random.o" \
+  || die "could not build the arc4random stand-in"
+sed -i "s#-l:libstdc++.a#-l:libstdc++.a -L$work/compat -lnvcam-glibc-compat#" "$work/pkgconfig/srt.pc"
 
 # --- configure: what nvcam uses (ffmpeg-common.sh), threads, TLS through mbedTLS ---
 wants+=(HAVE_PTHREADS)
@@ -102,6 +116,7 @@ ffmpeg_licences
   mbedtls_info "trust store: the system's CA bundle file"
   echo "RUNPATH set to \$ORIGIN with patchelf after the build; hypot bound to its GLIBC_2.2.5 version (glibc 2.34 suffices)."
   dav1d_info
+  srt_info
   echo
   echo "configure ${conf[*]}" | sed "s#$work#<build>#g; s#$prefix#<prefix>#g"
 } >"$prefix/BUILD-INFO.txt"

@@ -14,13 +14,14 @@
 # is the Linux build's: mbedTLS 2.28 from Debian 12's source package, cross-built as a static
 # library and linked into the avformat DLL (ffmpeg-common.sh's mbedtls_build), with nvcam's patch,
 # so a camera's certificate is verified the same way on both (the system trust store here is
-# Windows' ROOT store, read through crypt32). Apache-2.0 code makes the libraries LGPL v3 or later
+# Windows' ROOT store, read through crypt32); libsrt 1.5 (srt://, MPL-2.0) is cross-built on that
+# mbedTLS the same way (srt_build), with its C++ runtime and winpthread static. Apache-2.0 code makes the libraries LGPL v3 or later
 # (--enable-version3). The DLLs may import only Windows' own DLLs and each other (checked below).
 #
 # Result (the prefix, target/ffmpeg-windows/): bin/*.dll (avcodec-59, avdevice-59, avfilter-8,
 # avformat-59, avutil-57, swscale-6), lib/lib*.dll.a (mingw import libraries), bin/*.lib (MSVC import
 # libraries, where the toolchain made them), include/, lib/pkgconfig/, share/licenses/ffmpeg/ (the
-# LGPL v3 text and the GPL v3 it refers to), share/licenses/mbedtls/ (Apache-2.0), share/licenses/dav1d/
+# LGPL v3 text and the GPL v3 it refers to), share/licenses/mbedtls/ (Apache-2.0), share/licenses/srt/ (MPL-2.0), share/licenses/dav1d/
 # (BSD-2-Clause) and BUILD-INFO.txt (versions and configure line); and lib/delayload/: delay-load import
 # libraries of the same names with pkg-config files that point at them, which is what nvcam.dll
 # links (.cargo/config.toml), so that it finds the FFmpeg DLLs in its own folder (src/win_loader.rs
@@ -58,6 +59,8 @@ dav1d_private windows
 
 # --- mbedTLS, cross-built, static and private to this build (the Linux build's TLS) ---
 mbedtls_build windows
+# --- libsrt on that mbedTLS, cross-built, static (threads: the static winpthread) ---
+srt_build windows
 
 # --- configure: what nvcam uses (ffmpeg-common.sh), Windows threads, TLS through mbedTLS ---
 # The system trust store is Windows' ROOT store, read through crypt32 (the TLS patch); mbedTLS's
@@ -79,7 +82,8 @@ make install >install.log 2>&1 || { tail -n 40 install.log >&2; die "make instal
 ffmpeg_check_paths "$prefix"/bin/*.dll
 
 # --- the DLLs import only system DLLs and each other: no TLS library, no MinGW runtime DLL ---
-allowed=" kernel32.dll msvcrt.dll ws2_32.dll crypt32.dll advapi32.dll bcrypt.dll user32.dll ole32.dll shell32.dll secur32.dll "
+# (wsock32: libsrt's MinGW link names it beside ws2_32; both are Windows' own Winsock DLLs.)
+allowed=" kernel32.dll msvcrt.dll ws2_32.dll wsock32.dll crypt32.dll advapi32.dll bcrypt.dll user32.dll ole32.dll shell32.dll secur32.dll "
 for f in "$prefix"/bin/*.dll; do
   for n in $(${cross}objdump -p "$f" | sed -n 's/^\s*DLL Name: //p' | tr 'A-Z' 'a-z'); do
     case "$allowed" in *" $n "*) continue ;; esac
@@ -88,8 +92,10 @@ for f in "$prefix"/bin/*.dll; do
       || die "$(basename "$f") imports $n: only system DLLs and this build's are allowed"
   done
 done
-avformat_imports=$(${cross}objdump -p "$prefix"/bin/avformat-*.dll)  # not piped into grep -q: SIGPIPE + pipefail
-grep -qi "DLL Name: crypt32.dll" <<<"$avformat_imports" || die "avformat does not import crypt32.dll (the ROOT-store code is not compiled in)"
+imports=$(${cross}objdump -p "$prefix"/bin/avformat-*.dll)  # not piped into grep -q: SIGPIPE + pipefail
+for n in crypt32.dll; do
+  grep -qi "DLL Name: $n" <<<"$imports" || die "avformat does not import $n (the ROOT-store code is not compiled in)"
+done
 
 # --- licences and build record ---
 ffmpeg_licences
@@ -100,6 +106,7 @@ ffmpeg_licences
   echo "(https://sources.debian.org/src/ffmpeg/) or https://ffmpeg.org/releases/ffmpeg-${version}.tar.xz."
   mbedtls_info "trust store: Windows' ROOT store, through crypt32"
   dav1d_info
+  srt_info
   echo
   echo "configure ${conf[*]}" | sed "s#$work#<build>#g; s#$prefix#<prefix>#g"
 } >"$prefix/BUILD-INFO.txt"

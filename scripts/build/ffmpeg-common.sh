@@ -147,7 +147,7 @@ join() { local IFS=,; echo "$*"; }
 # The network whitelist's protocols that need no external library, and TLS (tls, https, rtmps,
 # rtmpts, rtsps through mbedTLS). A build of another protocol appends to this list before
 # ffmpeg_configure.
-protocols=(file pipe tcp udp rtp srtp http httpproxy rtmp rtmpt crypto data tls https rtmps rtmpts)
+protocols=(file pipe tcp udp rtp srtp http httpproxy rtmp rtmpt crypto data tls https rtmps rtmpts libsrt)
 demuxers=(mov matroska mpegts h264 hevc mjpeg mpjpeg avi flv live_flv rtsp rtp sdp concat)
 decoders=(h264 hevc mjpeg ffv1 mpeg4 mpeg2video vp8 vp9 av1 libdav1d rawvideo)
 hwaccels=(h264_nvdec hevc_nvdec mjpeg_nvdec mpeg4_nvdec mpeg2_nvdec vp8_nvdec vp9_nvdec av1_nvdec)
@@ -161,7 +161,8 @@ wants=(CONFIG_NVDEC CONFIG_CUDA CONFIG_H264_NVDEC_HWACCEL CONFIG_HEVC_NVDEC_HWAC
        CONFIG_TESTSRC2_FILTER CONFIG_RTSP_DEMUXER CONFIG_HTTP_PROTOCOL CONFIG_SRTP_PROTOCOL
        CONFIG_MATROSKA_MUXER CONFIG_MP4_MUXER CONFIG_FILE_PROTOCOL
        CONFIG_H264_MP4TOANNEXB_BSF CONFIG_HEVC_MP4TOANNEXB_BSF CONFIG_SWSCALE CONFIG_LIBDAV1D_DECODER
-       CONFIG_MBEDTLS CONFIG_TLS_PROTOCOL CONFIG_HTTPS_PROTOCOL CONFIG_RTMPS_PROTOCOL CONFIG_VERSION3)
+       CONFIG_MBEDTLS CONFIG_TLS_PROTOCOL CONFIG_HTTPS_PROTOCOL CONFIG_RTMPS_PROTOCOL CONFIG_VERSION3
+       CONFIG_LIBSRT CONFIG_LIBSRT_PROTOCOL)
 
 # Runs configure in $work/build with the shared arguments, then the build's own ("$@"), and
 # checks `wants` and that the result is LGPL (v3: mbedTLS is Apache-2.0). Sets `conf` (the whole
@@ -173,7 +174,7 @@ ffmpeg_configure() {
     --disable-programs --disable-doc --disable-debug --disable-autodetect
     --disable-everything --disable-swresample --disable-postproc
     --enable-network
-    --enable-version3 --enable-mbedtls
+    --enable-version3 --enable-mbedtls --enable-libsrt
     --enable-ffnvcodec --enable-cuda --enable-nvdec
     --enable-libdav1d --pkg-config-flags=--static
     --enable-protocol="$(join "${protocols[@]}")"
@@ -199,7 +200,7 @@ ffmpeg_configure() {
 }
 
 # The licences of what the prefix holds (FFmpeg's LGPL v3 and the GPL v3 it refers to, mbedTLS's
-# Apache-2.0, dav1d's BSD-2-Clause) in share/licenses/; FFmpeg's example sources are no part of a
+# Apache-2.0, dav1d's BSD-2-Clause, libsrt's MPL-2.0) in share/licenses/; FFmpeg's example sources are no part of a
 # runtime.
 ffmpeg_licences() {
   rm -rf "$prefix/share/ffmpeg"
@@ -207,6 +208,7 @@ ffmpeg_licences() {
   cp "$srcdir/COPYING.LGPLv2.1" "$srcdir/COPYING.LGPLv3" "$srcdir/COPYING.GPLv3" "$srcdir/LICENSE.md" "$prefix/share/licenses/ffmpeg/"
   cp "$mbedtls_license" "$prefix/share/licenses/mbedtls/LICENSE"
   dav1d_licence
+  srt_licence
 }
 
 # mbedTLS's lines in BUILD-INFO.txt.
@@ -259,4 +261,80 @@ mbedtls_build() {
     make -j"$jobs" && make install) >"$work/mbedtls.log" 2>&1 || { tail -n 30 "$work/mbedtls.log" >&2; die "mbedTLS build failed"; }
   rm -rf "$work/mbedtls-build"
   echo "$mbedtls_version $target $cflags" >"$dest/.version"
+}
+
+# --- SRT: libsrt, linked statically into libavformat with the same mbedTLS ---
+# Debian 12's srt source package (1.5.1, MPL-2.0), built with cmake as a static, position-independent
+# library into a private prefix ($work/srt) for $1 ("linux" or "windows": mingw-w64, its threads from
+# the static winpthread), its encryption on mbedtls_build's prefix, without its applications, tests or
+# logging (libsrt would print its own lines to stderr; the rejection reasons nvcam reports come
+# from FFmpeg's patched libsrt.c). apt-get source takes the newest version apt lists; a mirror
+# without the security pool's file gets the release's version instead. libsrt is C++: the srt.pc
+# written into the private pkg-config folder (run after ffnvcodec_private) names the C++ runtime
+# as its static library (-l:libstdc++.a; Windows: no libgcc_s either, the build links libgcc
+# statically), so libavformat needs no C++ runtime at run time; every library is named with -l
+# (FFmpeg's configure puts a library given by its path before the object that needs it). Its
+# symbols stay inside libavformat like mbedTLS's. MPL-2.0 is file-level copyleft: libsrt's source
+# (Debian's package, unmodified) is where BUILD-INFO.txt says. CFLAGS from the caller's environment
+# are added. Sets `srt_version` and `srt_license`.
+srt_build() {
+  local target=$1 dest="$work/srt" mbed=$mbedtls_prefix
+  local src t0 cross_args=(); t0=$(date +%s)
+  case "$target" in
+    linux) ;;
+    windows) cross_args=(-DCMAKE_SYSTEM_NAME=Windows -DCMAKE_C_COMPILER=x86_64-w64-mingw32-gcc
+                         -DCMAKE_CXX_COMPILER=x86_64-w64-mingw32-g++
+                         -DCMAKE_AR="$(command -v x86_64-w64-mingw32-ar)" -DCMAKE_RANLIB="$(command -v x86_64-w64-mingw32-ranlib)"
+                         -DPTHREAD_INCLUDE_DIR=/usr/x86_64-w64-mingw32/include
+                         -DPTHREAD_LIBRARY=/usr/x86_64-w64-mingw32/lib/libwinpthread.a) ;;
+    *) die "srt_build: unknown target $target (linux or windows)" ;;
+  esac
+  src=$(find "$work/srt-src" -maxdepth 1 -mindepth 1 -type d -name 'srt-1.5*' 2>/dev/null | head -n1 || true)
+  if [ -z "$src" ] || [ ! -f "$src/CMakeLists.txt" ]; then
+    command -v cmake >/dev/null || die "cmake not found (apt-get install cmake)"
+    rm -rf "$work/srt-src"; mkdir -p "$work/srt-src"
+    local v
+    for v in "" $(apt-cache showsrc srt 2>/dev/null | sed -n 's/^Version: //p' | sort -rV); do
+      (cd "$work/srt-src" && apt-get source -qq --only-source "srt${v:+=$v}" 2>&1 | grep -v 'unsandboxed' >&2 || true)
+      src=$(find "$work/srt-src" -maxdepth 1 -mindepth 1 -type d -name 'srt-1.5*' | head -n1)
+      [ -n "$src" ] && [ -f "$src/CMakeLists.txt" ] && break
+    done
+    [ -n "$src" ] && [ -f "$src/CMakeLists.txt" ] || die "apt-get source srt gave no libsrt 1.5 source tree in $work/srt-src"
+  fi
+  srt_version=$(basename "$src" | sed 's/^srt-//')
+  srt_license="$src/LICENSE"
+  srt_src_package=$(basename "$(ls "$work"/srt-src/srt_*.dsc | head -n1)" .dsc)
+  local flags="-fmacro-prefix-map=$src/=srt-$srt_version/ ${CFLAGS:-}"
+  local key="$srt_version $target $flags $mbed"
+  if [ ! -f "$dest/lib/libsrt.a" ] || [ "$(cat "$dest/.version" 2>/dev/null)" != "$key" ]; then
+    echo "$name: building libsrt $srt_version ($target, static, mbedTLS)" >&2
+    rm -rf "$dest" "$work/srt-build"; mkdir -p "$work/srt-build"
+    (cd "$work/srt-build" &&
+      CFLAGS="$flags" CXXFLAGS="$flags" cmake "$src" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$dest" \
+        -DCMAKE_INSTALL_LIBDIR=lib -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
+        -DENABLE_SHARED=OFF -DENABLE_STATIC=ON -DENABLE_APPS=OFF -DENABLE_TESTING=OFF -DENABLE_UNITTESTS=OFF \
+        -DENABLE_LOGGING=OFF -DENABLE_HEAVY_LOGGING=OFF -DENABLE_BONDING=OFF \
+        -DENABLE_ENCRYPTION=ON -DUSE_ENCLIB=mbedtls -DSSL_INCLUDE_DIRS="$mbed/include" -DSSL_LIBRARY_DIRS="$mbed/lib" \
+        -DSSL_LIBRARIES="$mbed/lib/libmbedtls.a;$mbed/lib/libmbedx509.a;$mbed/lib/libmbedcrypto.a" "${cross_args[@]}" &&
+      make -j"$jobs" && make install) >"$work/srt.log" 2>&1 || { tail -n 30 "$work/srt.log" >&2; die "libsrt build failed"; }
+    rm -rf "$work/srt-build"
+    echo "$key" >"$dest/.version"
+    echo "$name: libsrt built in $(($(date +%s) - t0)) s" >&2
+  fi
+  [ -f "$dest/lib/pkgconfig/srt.pc" ] || die "libsrt installed no srt.pc in $dest"
+  local fix=(-e 's/-lstdc++/-l:libstdc++.a/' -e 's#/[^ ]*/lib\([a-z0-9_]*\)\.a#-l:lib\1.a#g' -e "s#^Libs.private: *#Libs.private: -L$mbed/lib #")
+  [ "$target" = windows ] && fix+=(-e 's/ -lgcc_s//g')
+  sed "${fix[@]}" "$dest/lib/pkgconfig/srt.pc" >"$work/pkgconfig/srt.pc"
+}
+
+# libsrt's lines in BUILD-INFO.txt.
+srt_info() {
+  echo "SRT: libsrt $srt_version (MPL-2.0, share/licenses/srt/LICENSE; source: Debian source package $srt_src_package,"
+  echo "https://sources.debian.org/src/srt/, unmodified), static, encryption on the mbedTLS above, linked into libavformat"
+  echo "with the GNU C++ runtime (libstdc++, GPL v3 with the GCC Runtime Library Exception) statically."
+}
+
+srt_licence() {
+  mkdir -p "$prefix/share/licenses/srt"
+  cp "$srt_license" "$prefix/share/licenses/srt/LICENSE"
 }

@@ -19,7 +19,8 @@
 #    (scripts/release/package.sh windows), and the example built against it by CMake (find_package) alone;
 #    tests/wine/plain_load.c: a plain LoadLibraryW of the zip's nvcam.dll from other folders.
 # 6. RTSP across Wine: the GStreamer server of the RTSP tests, on Linux loopback, streamed by the
-#    Windows example program (nvcam_view.exe) under Wine; and an open of a closed port.
+#    Windows example program (nvcam_view.exe) under Wine; and an open of a closed port. SRT the same
+#    way: Debian's ffmpeg CLI as the listener (with a passphrase), the right and a wrong one.
 #
 # Exits non-zero if anything failed or could not run, including a missing wine64 or mingw-w64.
 set -euo pipefail
@@ -68,6 +69,7 @@ SKIP=(
   "recording_exact every_end_of_an_hevc_clip_with_b_frames_is_exact|the same, on HEVC"
   "recording_exact across_a_reconnect_the_status_is_the_files|starts the Linux GStreamer server and decodes the parts with the Linux ffmpeg CLI"
   "recording_exact an_open_gop_clip_holds_and_counts_only_what_decodes|decodes the recorded files with the Linux ffmpeg CLI (and makes its clip with it)"
+  "srt *|every test starts Debian's ffmpeg CLI (a Linux program) as the SRT listener and decodes its reference with it: a Windows process under Wine cannot start Linux programs; SRT through Wine is checked below (the Linux listener, nvcam_view.exe under Wine, the right and a wrong passphrase)"
   "docs *|compiles the docs' runnable C blocks with the Linux C compiler and runs their Python blocks with the Linux python3 against the Linux library (neither can be started from a Windows process under Wine); its checks of links are text only and the same on Linux"
 )
 # Test files left out whole: not cross-built, their tests counted from the Linux build.
@@ -346,6 +348,30 @@ else
   failed+=(rtsp_closed_port); echo "FAILED: opening a closed port (exit $rc) did not fail as expected:"; cat "$cdir/rtsp-refused.log"
   summary+=("$(printf '%-16s %s' "rtsp_closed_port" "FAILED (rc $rc)")")
 fi
+
+# --- SRT through Wine: the Linux ffmpeg CLI as listener (AES passphrase), Windows nvcam under Wine ---
+step "SRT: Debian's ffmpeg as the listener on 127.0.0.1, streamed by nvcam_view.exe under Wine"
+srt_check() { # name, passphrase the camera gives, what its log must show
+  local name=$1 pass=$2 want=$3 port pid rc=0
+  port=$("$py" -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  ffmpeg -hide_banner -loglevel error -nostdin -re -stream_loop -1 -i "$out/fixtures/h264_short_96x64.mp4" -c copy -f mpegts \
+    "srt://127.0.0.1:$port?mode=listener&passphrase=wine-srt-passphrase" >"$cdir/srt-listener-$name.log" 2>&1 &
+  pid=$!
+  sleep 1
+  timeout 60 "$root/scripts/ci/wine-run.sh" "$view" "srt://127.0.0.1:$port?passphrase=$pass" --seconds 3 --device -1 >"$cdir/srt-$name.log" 2>&1 || rc=$?
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  local text; text=$(tr -d '\r' <"$cdir/srt-$name.log")
+  # The passphrase in no line but the example's own echo of its URL (nvcam's and FFmpeg's redact it).
+  if grep -qE "$want" <<<"$text" && ! grep -v '^opening ' <<<"$text" | grep -q "$pass"; then
+    summary+=("$(printf '%-16s %s' "$name" "ok: $(grep -E "$want" <<<"$text" | tail -n1 | cut -c1-110)")")
+  else
+    failed+=("$name"); echo "FAILED: $name (exit $rc)"; tail -n 30 "$cdir/srt-$name.log"
+    summary+=("$(printf '%-16s %s' "$name" "FAILED (rc $rc)")")
+  fi
+}
+srt_check srt_passphrase wine-srt-passphrase 'state=streaming 96x64'
+srt_check srt_wrong_pass wrong-srt-passphrase 'NVCAM_E_AUTH.*refused the passphrase'
 
 step "summary ($(($(date +%s) - t_start)) s)"
 printf '%-16s %6s %6s %7s %8s %14s   %s\n' "test binary" passed failed ignored skipped "GPU: not run" result

@@ -96,6 +96,7 @@ windows() {
   cp "$ff/share/licenses/ffmpeg/"* "$d/licenses/FFmpeg/"
   cp "$ff/share/licenses/dav1d/"* "$d/licenses/dav1d/"
   mkdir -p "$d/licenses/mbedtls"; cp "$ff/share/licenses/mbedtls/"* "$d/licenses/mbedtls/"
+  mkdir -p "$d/licenses/srt"; cp "$ff/share/licenses/srt/"* "$d/licenses/srt/"
   cp LICENSE-MIT LICENSE-APACHE "$d/"
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
@@ -146,6 +147,7 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@). Project: se
 | `LICENSE-MIT`, `LICENSE-APACHE` | nvcam's licence: either, at your option |
 | `licenses/FFmpeg/` | FFmpeg's licence (LGPL v3; the GPL v3 it refers to), its terms and how these DLLs were configured and built |
 | `licenses/mbedtls/` | mbedTLS's licence (Apache-2.0), the TLS library linked into the avformat DLL |
+| `licenses/srt/` | libsrt's licence (MPL-2.0), the SRT library linked into the avformat DLL (`srt://`) |
 | `licenses/dav1d/` | the licence (BSD-2-Clause) of dav1d, the AV1 decoder linked into the avcodec DLL |
 
 ## Install
@@ -197,8 +199,10 @@ nvcam is MIT OR Apache-2.0 (`LICENSE-MIT`, `LICENSE-APACHE`). The FFmpeg DLLs ar
 @FFMPEG@ source package without GPL or non-free parts (`licenses/FFmpeg/BUILD-INFO.txt` has the
 exact configure line); you may replace them with your own build of the same FFmpeg version and
 options. The avformat DLL contains mbedTLS (Apache-2.0, `licenses/mbedtls/LICENSE`; the reason for
-LGPL v3), its TLS, and the avcodec DLL dav1d (BSD-2-Clause, `licenses/dav1d/COPYING`), the AV1 decoder,
-both statically linked from Debian 12's source packages (their versions are in `BUILD-INFO.txt`).
+LGPL v3), its TLS, and libsrt (MPL-2.0, `licenses/srt/LICENSE`; unmodified source: Debian 12's srt
+source package) with the GNU C++ runtime and winpthreads it needs; the avcodec DLL contains dav1d
+(BSD-2-Clause, `licenses/dav1d/COPYING`), the AV1 decoder. All are statically linked from Debian 12's
+source packages (their versions are in `BUILD-INFO.txt`).
 EOF
   rm -f "$dist/$name.zip"
   (cd "$stage" && python3 - "$name" "$dist/$name.zip" <<'PY'
@@ -262,6 +266,7 @@ linux() {
   cp "$ff/share/licenses/ffmpeg/"* "$d/licenses/FFmpeg/"
   cp "$ff/share/licenses/dav1d/"* "$d/licenses/dav1d/"
   mkdir -p "$d/licenses/mbedtls"; cp "$ff/share/licenses/mbedtls/"* "$d/licenses/mbedtls/"
+  mkdir -p "$d/licenses/srt"; cp "$ff/share/licenses/srt/"* "$d/licenses/srt/"
   cp LICENSE-MIT LICENSE-APACHE "$d/"
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
@@ -287,7 +292,7 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@).
 |---|---|
 | `libnvcam.so` | the library (`dlopen` it, or link with `-L. -lnvcam`); finds the FFmpeg libraries in `lib/` through its RUNPATH (`$ORIGIN/lib`) |
 | `nvcam.so` | a link to `libnvcam.so`, so LabVIEW's library name `nvcam.*` (which becomes `nvcam.dll` on Windows and `nvcam.so` on Linux) works on both with the same VIs |
-| @FFLIBS@ | FFmpeg @FFMPEG@ (LGPL v3+, mbedTLS linked in), the shared libraries `libnvcam.so` needs |
+| @FFLIBS@ | FFmpeg @FFMPEG@ (LGPL v3+, mbedTLS and libsrt linked in), the shared libraries `libnvcam.so` needs |
 | `include/nvcam.h` | the C header |
 | `include/nvcam_labview.h` | the same declarations in plain C for LabVIEW's Import Shared Library wizard |
 | `include/nvcam.hpp` | the header-only C++17 wrapper (RAII handles, exceptions) |
@@ -297,6 +302,7 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@).
 | `LICENSE-MIT`, `LICENSE-APACHE` | nvcam's licence: either, at your option |
 | `licenses/FFmpeg/` | FFmpeg's licence (LGPL v3 with mbedTLS in it; its files are LGPL v2.1+), its terms and how these libraries were configured and built |
 | `licenses/mbedtls/` | mbedTLS's licence (Apache-2.0), the TLS library linked into `libavformat` |
+| `licenses/srt/` | libsrt's licence (MPL-2.0), the SRT library linked into `libavformat` (`srt://`) |
 | `licenses/dav1d/` | the licence (BSD-2-Clause) of dav1d, the AV1 decoder linked into libavcodec |
 
 Keep `libnvcam.so` and `lib/` together (move the folder as a whole).
@@ -322,7 +328,10 @@ nvcam is MIT OR Apache-2.0 (`LICENSE-MIT`, `LICENSE-APACHE`). The FFmpeg librari
 FFmpeg @FFMPEG@ source package without GPL or non-free parts (`licenses/FFmpeg/BUILD-INFO.txt` has
 the exact configure line); you may replace them with your own build of the same FFmpeg version.
 libavcodec contains dav1d (BSD-2-Clause, `licenses/dav1d/COPYING`), the AV1 decoder, statically
-linked from Debian 12's dav1d source package (its version is in `BUILD-INFO.txt`).
+linked from Debian 12's dav1d source package (its version is in `BUILD-INFO.txt`). libavformat
+contains libsrt (MPL-2.0, `licenses/srt/LICENSE`; unmodified source: Debian 12's srt source package,
+its version in `BUILD-INFO.txt`) and the GNU C++ runtime it needs (GPL v3 with the GCC Runtime
+Library Exception), linked statically.
 EOF
   rm -f "$dist/$name.tar.gz"
   tar -C "$stage" --owner=0 --group=0 --sort=name -czf "$dist/$name.tar.gz" "$name"

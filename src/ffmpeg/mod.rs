@@ -2,7 +2,7 @@
 //! dictionary that reports what FFmpeg left unused, the check of option values against FFmpeg's
 //! option tables, the Annex B bitstream filter, pixel format names, the URL schemes this build can
 //! open, FFmpeg's log routed into ours, the lost RTP packets nvcam's patched FFmpeg reports, and its
-//! certificate refusals.
+//! certificate and SRT passphrase refusals.
 
 pub(crate) mod annexb;
 pub(crate) mod dict;
@@ -11,4 +11,5 @@ pub(crate) mod optcheck;
 pub(crate) mod pixfmt;
 pub(crate) mod protocols;
 pub(crate) mod rtp_gaps;
+pub(crate) mod srt;
 pub(crate) mod tls;
