@@ -5,8 +5,8 @@
 #
 # 1. FFmpeg 5.1 for Windows (scripts/build/build-ffmpeg-windows.sh; cached in target/ffmpeg-windows).
 # 2. `cargo test --release --features test-hooks --target x86_64-pc-windows-gnu --no-run` (mingw-w64).
-# 3. The clips and reference decodes the file tests compare with, made on Linux by the Linux `core`
-#    and `codecs` tests (the ffmpeg CLI with x264/x265; Wine cannot run Linux programs for a Windows
+# 3. The clips and reference decodes the file tests compare with, made on Linux by the Linux `core`,
+#    `codecs` and `gpu_integrity` tests and `recording_exact`'s path test (the ffmpeg CLI with x264/x265; Wine cannot run Linux programs for a Windows
 #    test).
 # 4. Every Rust test executable under Wine (scripts/ci/wine-run.sh is cargo's runner), CPU path; the
 #    tests listed in SKIP below do not run, each with its reason printed (a test file left out
@@ -85,7 +85,7 @@ built=(--lib)
 for f in tests/*.rs; do t=$(basename "$f" .rs); skipped_whole "$t" || built+=(--test "$t"); done
 cargo test --release --features test-hooks --target "$T" --no-run "${built[@]}"
 
-step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core, --test codecs, --test gpu_integrity)"
+step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core, --test codecs, --test gpu_integrity, recording_exact's path test)"
 # .ci/run sets NVCAM_LINUX_TESTS_PASSED=1: its `cargo test --release --features test-hooks` has just
 # run these suites (every other one too) into the same target/tmp/fixtures, so running them
 # again would only repeat them. A clip that is still missing fails the Windows test that needs it.
@@ -95,6 +95,8 @@ else
   cargo test --release --features test-hooks --test core -- --quiet
   cargo test --release --features test-hooks --test codecs -- --quiet
   cargo test --release --features test-hooks --test gpu_integrity -- --quiet
+  # Its clip (rec-exact-h264-bf3.mp4) is the one recording_exact's path test reads under Wine.
+  cargo test --release --features test-hooks --test recording_exact -- --quiet --exact paths_are_claimed_and_the_clock_runs_without_a_cache
 fi
 mkdir -p "$out"
 [ -L "$out/fixtures" ] || rm -rf "$out/fixtures"
