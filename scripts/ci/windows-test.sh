@@ -4,17 +4,18 @@
 #   bash scripts/ci/windows-test.sh
 #
 # 1. FFmpeg 5.1 for Windows (scripts/build/build-ffmpeg-windows.sh; cached in target/ffmpeg-windows).
-# 2. `cargo build/test --release --target x86_64-pc-windows-gnu` (mingw-w64), then the DLL's
-#    exports against include/nvcam.h.
+# 2. `cargo test --release --features test-hooks --target x86_64-pc-windows-gnu --no-run` (mingw-w64).
 # 3. The clips and reference decodes the file tests compare with, made on Linux by the Linux `core`,
-#    `codecs`, `gpu_integrity` and `tls` tests (the ffmpeg CLI with x264/x265; Wine cannot run Linux
-#    programs for a Windows test).
+#    `codecs` and `gpu_integrity` tests and `recording_exact`'s path test (the ffmpeg CLI with x264/x265; Wine cannot run Linux programs for a Windows
+#    test).
+#    The tls test's certificates and servers (tests/support/tls_fixture.py) are made on Linux too.
 # 4. Every Rust test executable under Wine (scripts/ci/wine-run.sh is cargo's runner), CPU path;
 #    tests/tls.rs against the rtsps and https servers of tests/support/tls_fixture.py, which this
 #    script starts on Linux (NVCAM_TLS_FIXTURE names them); the
 #    tests listed in SKIP below do not run, each with its reason printed (a test file left out
 #    whole is not cross-built either: only what runs is built).
-# 5. tests/c/harness.c and tests/c/dlopen_stress.c (LoadLibrary/GetProcAddress/FreeLibrary) and the
+# 5. `cargo build --release --target x86_64-pc-windows-gnu` (no test hooks: the DLL that ships), its
+#    exports against include/nvcam.h; tests/c/harness.c and tests/c/dlopen_stress.c (LoadLibrary/GetProcAddress/FreeLibrary) and the
 #    C++ wrapper's example, built with mingw-w64 and run under Wine; the release zip
 #    (scripts/release/package.sh windows), and the example built against it by CMake (find_package) alone;
 #    tests/wine/plain_load.c: a plain LoadLibraryW of the zip's nvcam.dll from other folders.
@@ -82,49 +83,17 @@ step "FFmpeg 5.1 for Windows (cached in target/ffmpeg-windows)"
 bash scripts/build/build-ffmpeg-windows.sh
 . scripts/ci/windows-env.sh
 
-step "cross-build: cargo build --release --target $T"
-cargo build --release --target "$T" --lib --example nvcam_view
+# The tests' build first and the shipped build after the tests: nvcam.dll has one file name
+# whatever the features, so cargo recompiles nvcam whenever the feature set changes from one build
+# to the next. In this order it is compiled twice (test hooks, then without), and the release zip
+# here and the wheel after this step find the plain one built; the other order compiled it thrice.
+step "cross-build of the tests: cargo test --release --features test-hooks --target $T --no-run"
 # Only the test executables that run: the library's unit tests and every tests/*.rs not left out whole.
 built=(--lib)
 for f in tests/*.rs; do t=$(basename "$f" .rs); skipped_whole "$t" || built+=(--test "$t"); done
 cargo test --release --features test-hooks --target "$T" --no-run "${built[@]}"
-dll="target/$T/release/nvcam.dll"
-[ -f "$dll" ] || die "$dll was not built"
 
-step "exports of nvcam.dll against include/nvcam.h"
-header=$(sed -nE 's/^[a-z0-9_]+ (nvcam_[a-z0-9_]+)\(.*/\1/p' include/nvcam.h | sort -u)
-exports=$(x86_64-w64-mingw32-objdump -p "$dll" | sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' \
-  | sed -nE 's/^\s*\[ *[0-9]+\] (.*)$/\1/p' | sort -u)
-[ "$(echo "$header" | wc -l)" -ge 20 ] || die "found too few functions in include/nvcam.h"
-if [ "$header" != "$exports" ]; then
-  diff <(echo "$header") <(echo "$exports") >&2 || true
-  die "nvcam.dll's exports (right) differ from the header's functions (left)"
-fi
-echo "nvcam.dll exports exactly the header's $(echo "$exports" | wc -l) functions"
-imports=$(x86_64-w64-mingw32-objdump -p "$dll" | sed -n 's/^\s*DLL Name: //p' | sort -fu)
-echo "imports: $(tr '\n' ' ' <<<"$imports")"
-# FFmpeg must be delay-loaded (src/win_loader.rs): an ordinary import would make a plain
-# LoadLibraryW of nvcam.dll fail again wherever the FFmpeg DLLs are not on the host's search path.
-for dep in $imports; do
-  [ ! -f "target/ffmpeg-windows/bin/$dep" ] || die "nvcam.dll imports $dep the ordinary way, not delay-loaded"
-done
-delayed=$(x86_64-w64-mingw32-nm "$dll" | sed -n 's/.* __DELAY_IMPORT_DESCRIPTOR_\(.*\)$/\1/p' | sort -u)
-[ "$(grep -c . <<<"$delayed")" -ge 4 ] || die "nvcam.dll delay-loads too few FFmpeg DLLs: $delayed"
-echo "delay-loaded, through: $(sed 's/_dll_a$/.dll.a/' <<<"$delayed" | tr '\n' ' ')"
-
-step "include/nvcam_labview.h (for LabVIEW's Import Shared Library wizard) as plain C, by mingw"
-# Windows' own widths; the struct sizes must be nvcam.h's. __int64 is a keyword of MSVC and of the
-# wizard's parser, a macro of mingw's system headers (which the LabVIEW header does not include).
-mkdir -p "$out"
-{
-  echo '#include "nvcam_labview.h"'
-  grep '^NVCAM_STATIC_ASSERT(sizeof(' include/nvcam.h | sed 's/^NVCAM_STATIC_ASSERT/_Static_assert/'
-} >"$out/labview_header.c"
-x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only -D__int64="long long" -I include "$out/labview_header.c" \
-  || die "include/nvcam_labview.h does not compile with mingw"
-echo "nvcam_labview.h: $(grep -c '^int nvcam_' include/nvcam_labview.h) functions, $(grep -c '^#define' include/nvcam_labview.h) constants; compiles as C11 with mingw, struct sizes as nvcam.h"
-
-step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core, --test codecs, --test gpu_integrity, --test tls)"
+step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core, --test codecs, --test gpu_integrity, recording_exact's path test, --test tls)"
 # .ci/run sets NVCAM_LINUX_TESTS_PASSED=1: its `cargo test --release --features test-hooks` has just
 # run these suites (every other one too) into the same target/tmp/fixtures, so running them
 # again would only repeat them. A clip that is still missing fails the Windows test that needs it.
@@ -135,6 +104,8 @@ else
   cargo test --release --features test-hooks --test codecs -- --quiet
   cargo test --release --features test-hooks --test gpu_integrity -- --quiet
   cargo test --release --features test-hooks --test tls -- --quiet
+  # Its clip (rec-exact-h264-bf3.mp4) is the one recording_exact's path test reads under Wine.
+  cargo test --release --features test-hooks --test recording_exact -- --quiet --exact paths_are_claimed_and_the_clock_runs_without_a_cache
 fi
 mkdir -p "$out"
 [ -L "$out/fixtures" ] || rm -rf "$out/fixtures"
@@ -218,6 +189,44 @@ for f in tests/*.rs; do
   t=$(basename "$f" .rs)
   run_bin "$t" --test "$t"
 done
+
+step "cross-build of what ships: cargo build --release --target $T (no test hooks)"
+cargo build --release --target "$T" --lib --example nvcam_view
+dll="target/$T/release/nvcam.dll"
+[ -f "$dll" ] || die "$dll was not built"
+
+step "exports of nvcam.dll against include/nvcam.h"
+header=$(sed -nE 's/^[a-z0-9_]+ (nvcam_[a-z0-9_]+)\(.*/\1/p' include/nvcam.h | sort -u)
+exports=$(x86_64-w64-mingw32-objdump -p "$dll" | sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' \
+  | sed -nE 's/^\s*\[ *[0-9]+\] (.*)$/\1/p' | sort -u)
+[ "$(echo "$header" | wc -l)" -ge 20 ] || die "found too few functions in include/nvcam.h"
+if [ "$header" != "$exports" ]; then
+  diff <(echo "$header") <(echo "$exports") >&2 || true
+  die "nvcam.dll's exports (right) differ from the header's functions (left)"
+fi
+echo "nvcam.dll exports exactly the header's $(echo "$exports" | wc -l) functions"
+imports=$(x86_64-w64-mingw32-objdump -p "$dll" | sed -n 's/^\s*DLL Name: //p' | sort -fu)
+echo "imports: $(tr '\n' ' ' <<<"$imports")"
+# FFmpeg must be delay-loaded (src/win_loader.rs): an ordinary import would make a plain
+# LoadLibraryW of nvcam.dll fail again wherever the FFmpeg DLLs are not on the host's search path.
+for dep in $imports; do
+  [ ! -f "target/ffmpeg-windows/bin/$dep" ] || die "nvcam.dll imports $dep the ordinary way, not delay-loaded"
+done
+delayed=$(x86_64-w64-mingw32-nm "$dll" | sed -n 's/.* __DELAY_IMPORT_DESCRIPTOR_\(.*\)$/\1/p' | sort -u)
+[ "$(grep -c . <<<"$delayed")" -ge 4 ] || die "nvcam.dll delay-loads too few FFmpeg DLLs: $delayed"
+echo "delay-loaded, through: $(sed 's/_dll_a$/.dll.a/' <<<"$delayed" | tr '\n' ' ')"
+
+step "include/nvcam_labview.h (for LabVIEW's Import Shared Library wizard) as plain C, by mingw"
+# Windows' own widths; the struct sizes must be nvcam.h's. __int64 is a keyword of MSVC and of the
+# wizard's parser, a macro of mingw's system headers (which the LabVIEW header does not include).
+mkdir -p "$out"
+{
+  echo '#include "nvcam_labview.h"'
+  grep '^NVCAM_STATIC_ASSERT(sizeof(' include/nvcam.h | sed 's/^NVCAM_STATIC_ASSERT/_Static_assert/'
+} >"$out/labview_header.c"
+x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only -D__int64="long long" -I include "$out/labview_header.c" \
+  || die "include/nvcam_labview.h does not compile with mingw"
+echo "nvcam_labview.h: $(grep -c '^int nvcam_' include/nvcam_labview.h) functions, $(grep -c '^#define' include/nvcam_labview.h) constants; compiles as C11 with mingw, struct sizes as nvcam.h"
 
 # --- C and C++ hosts built with mingw-w64 ---
 cdir="$out/c"
