@@ -23,6 +23,7 @@ mod inband;
 mod packet;
 mod paths;
 mod tally;
+mod shared;
 pub(crate) mod segments;
 pub(crate) mod recording;
 pub(crate) mod writer;

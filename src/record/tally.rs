@@ -2,7 +2,7 @@
 //! fragment in memory until it writes it out, so a write error (a full disk) loses the packets
 //! since; the status then goes back to what the files hold and counts the rest as dropped.
 
-use super::recording::{Msg, Shared, Status};
+use super::shared::{Msg, Shared, Status};
 use super::Packet;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
