@@ -55,11 +55,13 @@ z = zipfile.ZipFile(w)
 info = "nvcam-%s.dist-info/" % version
 m = email.parser.Parser().parsestr(z.read(info + "METADATA").decode())
 assert m["Metadata-Version"] in ("2.4", "2.5"), m["Metadata-Version"]
-assert m["License-Expression"] == "(MIT OR Apache-2.0) AND LGPL-3.0-or-later AND Apache-2.0 AND BSD-2-Clause", m["License-Expression"]
+# FFmpeg LGPL v3 (with mbedTLS, Apache-2.0), libsrt MPL-2.0, dav1d BSD-2-Clause.
+assert m["License-Expression"] == "(MIT OR Apache-2.0) AND LGPL-3.0-or-later AND Apache-2.0 AND MPL-2.0 AND BSD-2-Clause", m["License-Expression"]
 files = m.get_all("License-File")
 for f in ("LICENSE-MIT", "LICENSE-APACHE"):
     assert f in files, files
-assert any(f.endswith("COPYING.LGPLv2.1") for f in files) and any(f.endswith("dav1d/COPYING") for f in files), files
+for end in ("COPYING.LGPLv2.1", "dav1d/COPYING", "mbedtls/LICENSE", "srt/LICENSE"):
+    assert any(f.endswith(end) for f in files), (end, files)
 for f in files:
     z.getinfo(info + "licenses/" + f)
 assert m["Summary"] and m["Requires-Python"] == ">=3.8", (m["Summary"], m["Requires-Python"])
