@@ -331,6 +331,12 @@ fn open_error(target: &str, r: c_int, irq: &Interrupt, timeout: Duration) -> Err
             );
         }
     }
+    if crate::ffmpeg::srt::passphrase_refused(r) {
+        return Error::new(
+            ErrorKind::Auth,
+            format!("SRT listener '{}' refused the passphrase (wrong, missing, or given where it expects none; pbkeylen must match too)", redact(target)),
+        );
+    }
     if let Some(why) = crate::ffmpeg::tls::refusal(r) {
         return Error::new(ErrorKind::TlsVerify, format!("certificate of '{}' refused: {why}", redact(target)));
     }

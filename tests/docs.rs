@@ -240,6 +240,37 @@ fn runnable_sh_blocks_run_in_a_fresh_folder() {
     assert!(failed.is_empty(), "{} of {} runnable shell blocks failed:\n{}", failed.len(), blocks.len(), failed.join("\n"));
 }
 
+/// What the README says a build without nvcam's FFmpeg shows first: cargo prints a build script's
+/// `cargo::error` line before its output, and the pkg-config wrapper that ffmpeg-sys-next's build
+/// script runs (its child, as here: `sh -c` stands for the build script) says on that script's
+/// stdout to run the build script. Prevents ffmpeg-sys-next's advice (FFMPEG_DIR, vcpkg, its
+/// `build` feature: all wrong for nvcam) being the first thing a newcomer reads.
+#[test]
+fn a_build_without_nvcams_ffmpeg_first_says_to_build_it() {
+    if !cfg!(target_os = "linux") {
+        eprintln!("note: the wrapper is the Linux target's");
+        return;
+    }
+    // A checkout without target/ffmpeg-linux: the wrapper finds the build from its own place.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-ffmpeg-checkout");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("scripts/build")).expect("fresh folder");
+    let wrapper = dir.join("scripts/build/pkg-config-ffmpeg-linux.sh");
+    std::fs::copy(root().join("scripts/build/pkg-config-ffmpeg-linux.sh"), &wrapper).expect("copy the wrapper");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(r#"sh "$0" --libs --cflags libavutil; echo "exit $?""#)
+        .arg(&wrapper)
+        .env("OUT_DIR", &dir)
+        .output()
+        .expect("sh");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let want = format!("nvcam links only its own FFmpeg build, and {} has none: run 'bash scripts/build/build-ffmpeg-linux.sh'", dir.join("target/ffmpeg-linux/lib/pkgconfig").display());
+    assert!(stdout.starts_with(&format!("cargo::error={want}")), "the build script's stdout (what cargo reads) lacks nvcam's message first:\n{stdout}");
+    assert!(stdout.ends_with("exit 1\n"), "the wrapper must fail:\n{stdout}");
+    assert!(stderr.contains(&want), "pkg-config's stderr (what ffmpeg-sys-next folds into its message) lacks nvcam's:\n{stderr}");
+}
+
 #[test]
 fn runnable_python_blocks_run() {
     let blocks = blocks_of("python");

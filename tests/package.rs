@@ -57,7 +57,7 @@ fn linux_tarball_builds_with_cmake_and_pkg_config_alone() {
     let name = format!("nvcam-{version}-linux-x64");
     run("tar", Command::new("tar").arg("-C").arg(&tmp).arg("-xzf").arg(tmp.join("dist").join(format!("{name}.tar.gz"))));
     let pkg = tmp.join(&name);
-    for f in ["libnvcam.so", "include/nvcam.h", "include/nvcam.hpp", "lib/cmake/nvcam/nvcamConfig.cmake", "lib/cmake/nvcam/nvcamConfigVersion.cmake", "lib/pkgconfig/nvcam.pc", "lib/libavcodec.so.59", "licenses/FFmpeg/COPYING.LGPLv2.1", "licenses/dav1d/COPYING", "LICENSE-MIT", "LICENSE-APACHE"] {
+    for f in ["libnvcam.so", "include/nvcam.h", "include/nvcam.hpp", "lib/cmake/nvcam/nvcamConfig.cmake", "lib/cmake/nvcam/nvcamConfigVersion.cmake", "lib/pkgconfig/nvcam.pc", "lib/libavcodec.so.59", "licenses/FFmpeg/COPYING.LGPLv2.1", "licenses/dav1d/COPYING", "licenses/srt/LICENSE", "LICENSE-MIT", "LICENSE-APACHE"] {
         assert!(pkg.join(f).is_file(), "{name}/{f} is missing from the tarball");
     }
 

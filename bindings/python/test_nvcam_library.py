@@ -89,6 +89,19 @@ class LibraryTest(NvcamTestCase):
         self.assertIn("device", e.message)
         self.assertEqual(nvcam.registry_stats()[1], 0, "a failed open leaves nothing behind")
 
+    def test_srt_keywords_reach_the_library_and_the_passphrase_no_text(self):
+        # A passphrase libsrt would refuse (under 10 characters) is a bad option at the open, before
+        # any packet; the message names the option, never the passphrase.
+        nvcam.log_drain()
+        e = self.assertNvcamError(
+            nvcam.E_BAD_OPTION, open_cam, "srt://127.0.0.1:9", srt_passphrase="shortpw", srt_latency_ms=300
+        )
+        self.assertIn("passphrase", e.message)
+        self.assertNotIn("shortpw", e.message)
+        self.assertFalse(any("shortpw" in text for _, text in nvcam.log_drain()))
+        e = self.assertNvcamError(nvcam.E_BAD_OPTION, open_cam, "srt://127.0.0.1:9", srt_pbkeylen=20)
+        self.assertIn("pbkeylen", e.message)
+
     def test_failed_call_is_in_the_log_queue(self):
         nvcam.log_drain()
         with self.assertRaises(nvcam.NvcamError):

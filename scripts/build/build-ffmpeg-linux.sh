@@ -17,14 +17,16 @@
 # libdrm/vaapi/vdpau/X11), so the libraries need libc, libm and (for the CUDA loader) libdl, nothing
 # else. Two libraries are built from Debian 12's source packages as static PIC libraries and
 # linked in, so no system library is needed: dav1d (software AV1: FFmpeg 5.1's own AV1 decoder needs a
-# hardware accelerator) into libavcodec (ffmpeg-common.sh's dav1d_private), and mbedTLS 2.28 (TLS:
-# tls, https, rtmps, rtsps; Apache-2.0) into libavformat (mbedtls_build in ffmpeg-common.sh); with
+# hardware accelerator) into libavcodec (ffmpeg-common.sh's dav1d_private), mbedTLS 2.28 (TLS:
+# tls, https, rtmps, rtsps; Apache-2.0) into libavformat (mbedtls_build in ffmpeg-common.sh), and
+# libsrt 1.5 (srt://, MPL-2.0, encrypted with that mbedTLS, its C++ runtime static) into libavformat
+# too (srt_build); with
 # Apache-2.0 code in them the libraries are LGPL v3 or later (--enable-version3).
 #
 # Result (the prefix, target/ffmpeg-linux/): lib/lib{avcodec,avdevice,avfilter,avformat,avutil,
 # swscale}.so.* with RUNPATH=$ORIGIN (so they find each other in whatever folder they are copied to),
 # include/, lib/pkgconfig/, share/licenses/ffmpeg/ (the LGPL text and BUILD-INFO.txt: version and
-# configure line), share/licenses/dav1d/ (its BSD-2-Clause text). A stamp keyed by the content of this script, ffmpeg-common.sh and the patches
+# configure line), share/licenses/dav1d/ (its BSD-2-Clause text), share/licenses/{mbedtls,srt}/. A stamp keyed by the content of this script, ffmpeg-common.sh and the patches
 # makes a second run a no-op; change one of them (or delete the prefix) to rebuild. build.rs refuses
 # to build nvcam against a prefix whose stamp is not the current key.
 #
@@ -63,45 +65,26 @@ dav1d_private linux
 printf '__asm__(".symver hypot,hypot@GLIBC_2.2.5");\n' >"$work/include/nvcam-glibc-compat.h"
 
 # --- mbedTLS, static and private to this build ---
-CFLAGS="-include $work/include/nvcam-glibc-compat.h" mbedtls_build "$work/mbedtls"
+CFLAGS="-include $work/include/nvcam-glibc-compat.h" mbedtls_build linux
+# --- libsrt on that mbedTLS, static and private to this build ---
+CFLAGS="-include $work/include/nvcam-glibc-compat.h" srt_build linux
+# libsrt's std::random_device makes the static C++ runtime call arc4random, new in glibc 2.36: a
+# private one from getrandom (2.25), hidden in libavformat, keeps the 2.34 floor. It comes after
+# the C++ runtime on the link line, so the runtime's reference binds to it.
+mkdir -p "$work/compat"
+printf '%s\n' '#include <stdint.h>' '#include <sys/random.h>' \
+  '__attribute__((visibility("hidden"))) uint32_t arc4random(void) {' \
+  '  uint32_t v; while (getrandom(&v, sizeof v, 0) != sizeof v) {} return v; }' >"$work/compat/arc4random.c"
+gcc -O2 -fPIC -c "$work/compat/arc4random.c" -o "$work/compat/arc4random.o" && ar rcs "$work/compat/libnvcam-glibc-compat.a" "$work/compat/arc4random.o" \
+  || die "could not build the arc4random stand-in"
+sed -i "s#-l:libstdc++.a#-l:libstdc++.a -L$work/compat -lnvcam-glibc-compat#" "$work/pkgconfig/srt.pc"
 
-# --- configure: what nvcam uses (the Windows build's list, plus the protocols of the network ---
-# --- whitelist that need no external library: srtp, crypto, data, rtmpt), TLS through mbedTLS ---
-protocols=(file pipe tcp udp rtp srtp http httpproxy rtmp rtmpt crypto data tls https rtmps rtmpts)
-conf=(
-  --prefix="$prefix"
-  --enable-shared --disable-static
-  --disable-programs --disable-doc --disable-debug --disable-autodetect
-  --disable-everything --disable-swresample --disable-postproc
-  --enable-network --enable-pthreads
-  --enable-version3 --enable-mbedtls
-  --enable-ffnvcodec --enable-cuda --enable-nvdec
-  --enable-libdav1d --pkg-config-flags=--static
-  --enable-protocol="$(join "${protocols[@]}")"
-  --enable-demuxer="$(join "${demuxers[@]}")"
-  --enable-muxer="$(join "${muxers[@]}")"
-  --enable-decoder="$(join "${decoders[@]}")"
-  --enable-hwaccel="$(join "${hwaccels[@]}")"
-  --enable-parser="$(join "${parsers[@]}")"
-  --enable-bsf="$(join "${bsfs[@]}")"
-  --enable-filter="$(join "${filters[@]}")"
-  --enable-indev=lavfi
-  --extra-cflags="-I$work/include -I$work/mbedtls/include -include $work/include/nvcam-glibc-compat.h"
-  --extra-ldflags="-L$work/mbedtls/lib"
-)
-cd "$work/build"
-echo "build-ffmpeg-linux: configuring FFmpeg $version" >&2
-"$srcdir/configure" "${conf[@]}" >configure.log 2>&1 || { tail -n 30 configure.log ffbuild/config.log >&2 || true; die "configure failed"; }
-# configure silently drops what it cannot build; these must be there.
-for want in CONFIG_NVDEC CONFIG_CUDA CONFIG_H264_NVDEC_HWACCEL CONFIG_HEVC_NVDEC_HWACCEL CONFIG_LAVFI_INDEV \
-            CONFIG_TESTSRC2_FILTER CONFIG_RTSP_DEMUXER CONFIG_HTTP_PROTOCOL CONFIG_SRTP_PROTOCOL HAVE_PTHREADS \
-            CONFIG_MATROSKA_MUXER CONFIG_MP4_MUXER CONFIG_FILE_PROTOCOL \
-            CONFIG_H264_MP4TOANNEXB_BSF CONFIG_HEVC_MP4TOANNEXB_BSF CONFIG_SWSCALE CONFIG_LIBDAV1D_DECODER \
-            CONFIG_MBEDTLS CONFIG_TLS_PROTOCOL CONFIG_HTTPS_PROTOCOL CONFIG_RTMPS_PROTOCOL CONFIG_VERSION3; do
-  grep -qs "^#define $want 1" config.h config_components.h || die "configure did not enable $want (see $work/build/configure.log)"
-done
-grep -q '^#define CONFIG_GPL 0' config.h || die "this build must be LGPL (v3: mbedTLS is Apache-2.0)"
-ffmpeg_hide_paths
+# --- configure: what nvcam uses (ffmpeg-common.sh), threads, TLS through mbedTLS ---
+wants+=(HAVE_PTHREADS)
+ffmpeg_configure \
+  --enable-pthreads \
+  --extra-cflags="-I$work/include -I$mbedtls_prefix/include -include $work/include/nvcam-glibc-compat.h" \
+  --extra-ldflags="-L$mbedtls_prefix/lib"
 echo "build-ffmpeg-linux: make -j$jobs" >&2
 make -j"$jobs" >make.log 2>&1 || { tail -n 40 make.log >&2; die "make failed"; }
 rm -rf "$prefix"
@@ -123,22 +106,17 @@ done
 glibc=$(objdump -T "$prefix"/lib/lib*.so.*.*.* | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n1)
 [ "$glibc" = GLIBC_2.34 ] || die "the libraries need $glibc; expected GLIBC_2.34 at most (a new versioned glibc symbol? see nvcam-glibc-compat.h)"
 
-# --- licence and build record (FFmpeg's example sources are no part of a runtime) ---
-rm -rf "$prefix/share/ffmpeg"
-mkdir -p "$prefix/share/licenses/ffmpeg"
-cp "$srcdir/COPYING.LGPLv2.1" "$srcdir/COPYING.LGPLv3" "$srcdir/COPYING.GPLv3" "$srcdir/LICENSE.md" "$prefix/share/licenses/ffmpeg/"
-mkdir -p "$prefix/share/licenses/mbedtls"
-cp "$mbedtls_license" "$prefix/share/licenses/mbedtls/LICENSE"
-dav1d_licence
+# --- licences and build record ---
+ffmpeg_licences
 {
   echo "FFmpeg $version (Debian source package $(basename "$srcdir")), built for Linux x86-64 with"
   echo "$(gcc --version | head -n1) on $(ldd --version | head -n1 | sed 's/^ldd //'), LGPL v3 or later (--enable-version3"
   echo "for mbedTLS; no --enable-gpl, no --enable-nonfree). Built by nvcam's scripts/build/build-ffmpeg-linux.sh. Source:"
   echo "Debian's 'ffmpeg' source package (https://sources.debian.org/src/ffmpeg/) or https://ffmpeg.org/releases/ffmpeg-${version}.tar.xz."
-  echo "TLS: mbedTLS $mbedtls_version (Apache-2.0, share/licenses/mbedtls/LICENSE; Debian's 'mbedtls' source package),"
-  echo "static, linked into libavformat."
+  mbedtls_info "trust store: the system's CA bundle file"
   echo "RUNPATH set to \$ORIGIN with patchelf after the build; hypot bound to its GLIBC_2.2.5 version (glibc 2.34 suffices)."
   dav1d_info
+  srt_info
   echo
   echo "configure ${conf[*]}" | sed "s#$work#<build>#g; s#$prefix#<prefix>#g"
 } >"$prefix/BUILD-INFO.txt"

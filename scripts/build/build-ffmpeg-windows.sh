@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Cross-builds FFmpeg 5.1 for Windows x64 as DLLs with mingw-w64, with only what nvcam uses, LGPL.
+# Cross-builds FFmpeg 5.1 for Windows x64 as DLLs with mingw-w64, with only what nvcam uses (the
+# same list as the Linux build: ffmpeg-common.sh), LGPL v3 or later.
 #
 #   bash scripts/build/build-ffmpeg-windows.sh        # prints the prefix: target/ffmpeg-windows
 #
@@ -9,19 +10,26 @@
 # ffnvcodec headers of Debian's libffmpeg-nvenc-dev, copied into a private include folder (the cross
 # compiler must not see /usr/include). Nothing is linked against the NVIDIA driver: FFmpeg loads
 # nvcuda.dll and nvcuvid.dll at run time. dav1d (software AV1) is cross-built from Debian 12's source
-# package as a static library and linked into the avcodec DLL, which so needs no other DLL.
+# package as a static library and linked into the avcodec DLL, which so needs no other DLL. TLS
+# is the Linux build's: mbedTLS 2.28 from Debian 12's source package, cross-built as a static
+# library and linked into the avformat DLL (ffmpeg-common.sh's mbedtls_build), with nvcam's patch,
+# so a camera's certificate is verified the same way on both (the system trust store here is
+# Windows' ROOT store, read through crypt32); libsrt 1.5 (srt://, MPL-2.0) is cross-built on that
+# mbedTLS the same way (srt_build), with its C++ runtime and winpthread static. Apache-2.0 code makes the libraries LGPL v3 or later
+# (--enable-version3). The DLLs may import only Windows' own DLLs and each other (checked below).
 #
 # Result (the prefix, target/ffmpeg-windows/): bin/*.dll (avcodec-59, avdevice-59, avfilter-8,
 # avformat-59, avutil-57, swscale-6), lib/lib*.dll.a (mingw import libraries), bin/*.lib (MSVC import
 # libraries, where the toolchain made them), include/, lib/pkgconfig/, share/licenses/ffmpeg/ (the
-# LGPL text), share/licenses/dav1d/ (BSD-2-Clause) and BUILD-INFO.txt (version and configure line); and lib/delayload/: delay-load import
+# LGPL v3 text and the GPL v3 it refers to), share/licenses/mbedtls/ (Apache-2.0), share/licenses/srt/ (MPL-2.0), share/licenses/dav1d/
+# (BSD-2-Clause) and BUILD-INFO.txt (versions and configure line); and lib/delayload/: delay-load import
 # libraries of the same names with pkg-config files that point at them, which is what nvcam.dll
 # links (.cargo/config.toml), so that it finds the FFmpeg DLLs in its own folder (src/win_loader.rs
-# says how). A stamp keyed by this script's content makes a second run a no-op; change the script
-# (or delete the prefix) to rebuild.
+# says how). A stamp keyed by this script, ffmpeg-common.sh and the patches makes a second run a
+# no-op; change one of them (or delete the prefix) to rebuild.
 #
-# Needs: mingw-w64, nasm, meson, ninja-build, dpkg-dev, libffmpeg-nvenc-dev (see .ci/packages.txt). Uses -j2 unless
-# JOBS is set. About 3-4 minutes on 2 cores.
+# Needs: mingw-w64, nasm, meson, ninja-build, cmake, dpkg-dev, libffmpeg-nvenc-dev (see .ci/packages.txt). Uses -j2 unless
+# JOBS is set. About 4-5 minutes on 2 cores.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 prefix="$root/target/ffmpeg-windows"
@@ -49,58 +57,56 @@ ffmpeg_source
 ffnvcodec_private
 dav1d_private windows
 
-# --- configure: only what nvcam uses ---
-protocols=(file pipe tcp udp rtp http https httpproxy tls rtmp rtmps)
-conf=(
-  --prefix="$prefix"
-  --enable-cross-compile --target-os=mingw32 --arch=x86_64 --cross-prefix=$cross
-  --pkg-config=pkg-config
-  --enable-shared --disable-static
-  --disable-programs --disable-doc --disable-debug --disable-autodetect
-  --disable-everything --disable-swresample --disable-postproc
-  --enable-network --enable-w32threads --enable-schannel
-  --enable-ffnvcodec --enable-cuda --enable-nvdec
-  --enable-libdav1d --pkg-config-flags=--static
-  --enable-protocol="$(join "${protocols[@]}")"
-  --enable-demuxer="$(join "${demuxers[@]}")"
-  --enable-muxer="$(join "${muxers[@]}")"
-  --enable-decoder="$(join "${decoders[@]}")"
-  --enable-hwaccel="$(join "${hwaccels[@]}")"
-  --enable-parser="$(join "${parsers[@]}")"
-  --enable-bsf="$(join "${bsfs[@]}")"
-  --enable-filter="$(join "${filters[@]}")"
-  --enable-indev=lavfi
-  --extra-cflags="-I$work/include"
-)
-cd "$work/build"
-echo "build-ffmpeg-windows: configuring FFmpeg $version" >&2
-"$srcdir/configure" "${conf[@]}" >configure.log 2>&1 || { tail -n 30 configure.log ffbuild/config.log >&2 || true; die "configure failed"; }
-# configure silently drops what it cannot build; these must be there.
-for want in CONFIG_NVDEC CONFIG_CUDA CONFIG_H264_NVDEC_HWACCEL CONFIG_HEVC_NVDEC_HWACCEL CONFIG_LAVFI_INDEV \
-            CONFIG_TESTSRC2_FILTER CONFIG_RTSP_DEMUXER CONFIG_HTTPS_PROTOCOL CONFIG_SCHANNEL \
-            CONFIG_MATROSKA_MUXER CONFIG_MP4_MUXER CONFIG_FILE_PROTOCOL \
-            CONFIG_H264_MP4TOANNEXB_BSF CONFIG_HEVC_MP4TOANNEXB_BSF CONFIG_SWSCALE CONFIG_LIBDAV1D_DECODER; do
-  grep -qs "^#define $want 1" config.h config_components.h || die "configure did not enable $want (see $work/build/configure.log)"
-done
-grep -q '^#define CONFIG_GPL 0' config.h || die "this build must be LGPL"
-ffmpeg_hide_paths
+# --- mbedTLS, cross-built, static and private to this build (the Linux build's TLS) ---
+mbedtls_build windows
+# --- libsrt on that mbedTLS, cross-built, static (threads: the static winpthread) ---
+srt_build windows
+
+# --- configure: what nvcam uses (ffmpeg-common.sh), Windows threads, TLS through mbedTLS ---
+# The system trust store is Windows' ROOT store, read through crypt32 (the TLS patch); mbedTLS's
+# entropy uses advapi32 and Winsock is ws2_32: all system DLLs. A DLL that no symbol needs is not
+# imported, so only avformat imports them. mbedTLS's bignum divides 128-bit integers (__udivti3):
+# -static-libgcc takes that from libgcc.a instead of importing libgcc_s_seh-1.dll, which Windows
+# does not have.
+ffmpeg_configure \
+  --enable-cross-compile --target-os=mingw32 --arch=x86_64 --cross-prefix=$cross \
+  --pkg-config=pkg-config \
+  --enable-w32threads \
+  --extra-cflags="-I$work/include -I$mbedtls_prefix/include" \
+  --extra-ldflags="-L$mbedtls_prefix/lib -static-libgcc" \
+  --extra-libs="-lcrypt32 -ladvapi32 -lws2_32"
 echo "build-ffmpeg-windows: make -j$jobs" >&2
 make -j"$jobs" >make.log 2>&1 || { tail -n 40 make.log >&2; die "make failed"; }
 rm -rf "$prefix"
 make install >install.log 2>&1 || { tail -n 40 install.log >&2; die "make install failed"; }
 ffmpeg_check_paths "$prefix"/bin/*.dll
 
-# --- licence and build record (FFmpeg's example sources are no part of a runtime) ---
-rm -rf "$prefix/share/ffmpeg"
-mkdir -p "$prefix/share/licenses/ffmpeg"
-cp "$srcdir/COPYING.LGPLv2.1" "$srcdir/LICENSE.md" "$prefix/share/licenses/ffmpeg/"
-dav1d_licence
+# --- the DLLs import only system DLLs and each other: no TLS library, no MinGW runtime DLL ---
+# (wsock32: libsrt's MinGW link names it beside ws2_32; both are Windows' own Winsock DLLs.)
+allowed=" kernel32.dll msvcrt.dll ws2_32.dll wsock32.dll crypt32.dll advapi32.dll bcrypt.dll user32.dll ole32.dll shell32.dll secur32.dll "
+for f in "$prefix"/bin/*.dll; do
+  for n in $(${cross}objdump -p "$f" | sed -n 's/^\s*DLL Name: //p' | tr 'A-Z' 'a-z'); do
+    case "$allowed" in *" $n "*) continue ;; esac
+    case "$n" in api-ms-win-*) continue ;; esac
+    [ -e "$prefix/bin/$n" ] || [ -n "$(find "$prefix/bin" -maxdepth 1 -iname "$n")" ] \
+      || die "$(basename "$f") imports $n: only system DLLs and this build's are allowed"
+  done
+done
+imports=$(${cross}objdump -p "$prefix"/bin/avformat-*.dll)  # not piped into grep -q: SIGPIPE + pipefail
+for n in crypt32.dll; do
+  grep -qi "DLL Name: $n" <<<"$imports" || die "avformat does not import $n (the ROOT-store code is not compiled in)"
+done
+
+# --- licences and build record ---
+ffmpeg_licences
 {
   echo "FFmpeg $version (Debian source package $(basename "$srcdir")), cross-built for Windows x64 with"
-  echo "$(${cross}gcc --version | head -n1), LGPL v2.1 or later (no --enable-gpl, no --enable-nonfree)."
+  echo "$(${cross}gcc --version | head -n1), LGPL v3 or later (--enable-version3 for mbedTLS; no --enable-gpl, no --enable-nonfree)."
   echo "Built by nvcam's scripts/build/build-ffmpeg-windows.sh. Source: Debian's 'ffmpeg' source package"
   echo "(https://sources.debian.org/src/ffmpeg/) or https://ffmpeg.org/releases/ffmpeg-${version}.tar.xz."
+  mbedtls_info "trust store: Windows' ROOT store, through crypt32"
   dav1d_info
+  srt_info
   echo
   echo "configure ${conf[*]}" | sed "s#$work#<build>#g; s#$prefix#<prefix>#g"
 } >"$prefix/BUILD-INFO.txt"

@@ -142,8 +142,12 @@ ffmpeg_check_paths() {
   [ -z "$named" ] || die "these libraries name $prefix, a folder of this machine: $named"
 }
 
-# --- what nvcam uses (each build adds its protocols) ---
+# --- what nvcam uses, the same on Linux and Windows ---
 join() { local IFS=,; echo "$*"; }
+# The network whitelist's protocols that need no external library, and TLS (tls, https, rtmps,
+# rtmpts, rtsps through mbedTLS). A build of another protocol appends to this list before
+# ffmpeg_configure.
+protocols=(file pipe tcp udp rtp srtp http httpproxy rtmp rtmpt crypto data tls https rtmps rtmpts libsrt)
 demuxers=(mov matroska mpegts h264 hevc mjpeg mpjpeg avi flv live_flv rtsp rtp sdp concat)
 decoders=(h264 hevc mjpeg ffv1 mpeg4 mpeg2video vp8 vp9 av1 libdav1d rawvideo)
 hwaccels=(h264_nvdec hevc_nvdec mjpeg_nvdec mpeg4_nvdec mpeg2_nvdec vp8_nvdec vp9_nvdec av1_nvdec)
@@ -152,19 +156,88 @@ bsfs=(h264_mp4toannexb hevc_mp4toannexb)
 filters=(testsrc testsrc2 format scale null)
 # Recordings remux the camera's packets into these (src/record/), written through the file protocol.
 muxers=(matroska mp4)
+# What configure must have enabled (it silently drops what it cannot build); a build appends its own.
+wants=(CONFIG_NVDEC CONFIG_CUDA CONFIG_H264_NVDEC_HWACCEL CONFIG_HEVC_NVDEC_HWACCEL CONFIG_LAVFI_INDEV
+       CONFIG_TESTSRC2_FILTER CONFIG_RTSP_DEMUXER CONFIG_HTTP_PROTOCOL CONFIG_SRTP_PROTOCOL
+       CONFIG_MATROSKA_MUXER CONFIG_MP4_MUXER CONFIG_FILE_PROTOCOL
+       CONFIG_H264_MP4TOANNEXB_BSF CONFIG_HEVC_MP4TOANNEXB_BSF CONFIG_SWSCALE CONFIG_LIBDAV1D_DECODER
+       CONFIG_MBEDTLS CONFIG_TLS_PROTOCOL CONFIG_HTTPS_PROTOCOL CONFIG_RTMPS_PROTOCOL CONFIG_VERSION3
+       CONFIG_LIBSRT CONFIG_LIBSRT_PROTOCOL)
+
+# Runs configure in $work/build with the shared arguments, then the build's own ("$@"), and
+# checks `wants` and that the result is LGPL (v3: mbedTLS is Apache-2.0). Sets `conf` (the whole
+# line, for BUILD-INFO.txt). Needs `prefix`, `srcdir`, `mbedtls_prefix` (mbedtls_build).
+ffmpeg_configure() {
+  conf=(
+    --prefix="$prefix"
+    --enable-shared --disable-static
+    --disable-programs --disable-doc --disable-debug --disable-autodetect
+    --disable-everything --disable-swresample --disable-postproc
+    --enable-network
+    --enable-version3 --enable-mbedtls --enable-libsrt
+    --enable-ffnvcodec --enable-cuda --enable-nvdec
+    --enable-libdav1d --pkg-config-flags=--static
+    --enable-protocol="$(join "${protocols[@]}")"
+    --enable-demuxer="$(join "${demuxers[@]}")"
+    --enable-muxer="$(join "${muxers[@]}")"
+    --enable-decoder="$(join "${decoders[@]}")"
+    --enable-hwaccel="$(join "${hwaccels[@]}")"
+    --enable-parser="$(join "${parsers[@]}")"
+    --enable-bsf="$(join "${bsfs[@]}")"
+    --enable-filter="$(join "${filters[@]}")"
+    --enable-indev=lavfi
+    "$@"
+  )
+  cd "$work/build"
+  echo "$name: configuring FFmpeg $version" >&2
+  "$srcdir/configure" "${conf[@]}" >configure.log 2>&1 || { tail -n 30 configure.log ffbuild/config.log >&2 || true; die "configure failed"; }
+  local want
+  for want in "${wants[@]}"; do
+    grep -qs "^#define $want 1" config.h config_components.h || die "configure did not enable $want (see $work/build/configure.log)"
+  done
+  grep -q '^#define CONFIG_GPL 0' config.h || die "this build must be LGPL (v3: mbedTLS is Apache-2.0)"
+  ffmpeg_hide_paths
+}
+
+# The licences of what the prefix holds (FFmpeg's LGPL v3 and the GPL v3 it refers to, mbedTLS's
+# Apache-2.0, dav1d's BSD-2-Clause, libsrt's MPL-2.0) in share/licenses/; FFmpeg's example sources are no part of a
+# runtime.
+ffmpeg_licences() {
+  rm -rf "$prefix/share/ffmpeg"
+  mkdir -p "$prefix/share/licenses/ffmpeg" "$prefix/share/licenses/mbedtls"
+  cp "$srcdir/COPYING.LGPLv2.1" "$srcdir/COPYING.LGPLv3" "$srcdir/COPYING.GPLv3" "$srcdir/LICENSE.md" "$prefix/share/licenses/ffmpeg/"
+  cp "$mbedtls_license" "$prefix/share/licenses/mbedtls/LICENSE"
+  dav1d_licence
+  srt_licence
+}
+
+# mbedTLS's lines in BUILD-INFO.txt.
+mbedtls_info() {
+  echo "TLS: mbedTLS $mbedtls_version (Apache-2.0, share/licenses/mbedtls/LICENSE; Debian's 'mbedtls' source package),"
+  echo "static, linked into libavformat ($1). The FFmpeg libraries are LGPL v3 or later (--enable-version3)."
+}
 
 # --- TLS: mbedTLS, linked statically into libavformat ---
 # Debian 12's mbedtls source package (2.28 LTS, Apache-2.0), built as static, position-independent
-# libraries into a private prefix ($1) with cmake; further arguments go to cmake (the Windows build
-# passes its mingw toolchain and flags; CFLAGS from the caller's environment are added). mbedTLS's
-# debug messages name their source files: the macro prefix map keeps this machine's folders out of
-# the libraries (ffmpeg_check_paths). FFmpeg's version script keeps its symbols local to libavformat, so
-# the package stays self-contained and no system TLS library is loaded. Apache-2.0 is compatible
-# with the LGPL only in version 3: the FFmpeg libraries become LGPL v3 or later (--enable-version3).
-# Sets `mbedtls_version`; `mbedtls_license` names the licence file to ship.
+# libraries into a private prefix, `mbedtls_prefix` ($work/mbedtls), with cmake, for $1: "linux", or
+# "windows" (mingw-w64; its entropy uses CryptGenRandom, advapi32). One build per target serves
+# every library linked against it (libavformat's TLS; a transport needing the same crypto links
+# the same prefix). CFLAGS from the caller's environment are added. mbedTLS's debug messages name
+# their source files: the macro prefix map keeps this machine's folders out of the libraries
+# (ffmpeg_check_paths). FFmpeg's version script (Linux) and export list (Windows) keep its symbols
+# inside libavformat, so the package stays self-contained and no system TLS library is loaded.
+# Apache-2.0 is compatible with the LGPL only in version 3: the FFmpeg libraries become LGPL v3 or
+# later (--enable-version3). Sets `mbedtls_version`; `mbedtls_license` names the licence file to ship.
 mbedtls_build() {
-  local dest=$1; shift
-  local src
+  local target=$1 dest="$work/mbedtls" src
+  local cross_args=()
+  case "$target" in
+    linux) ;;
+    windows) cross_args=(-DCMAKE_SYSTEM_NAME=Windows -DCMAKE_C_COMPILER=x86_64-w64-mingw32-gcc
+                         -DCMAKE_AR="$(command -v x86_64-w64-mingw32-ar)" -DCMAKE_RANLIB="$(command -v x86_64-w64-mingw32-ranlib)") ;;
+    *) die "mbedtls_build: unknown target $target (linux or windows)" ;;
+  esac
+  mbedtls_prefix=$dest
   src=$(find "$work/mbedtls-src" -maxdepth 1 -mindepth 1 -type d -name 'mbedtls-2.28*' 2>/dev/null | head -n1 || true)
   if [ -z "$src" ] || [ ! -f "$src/CMakeLists.txt" ]; then
     command -v cmake >/dev/null || die "cmake not found (apt-get install cmake)"
@@ -176,16 +249,92 @@ mbedtls_build() {
   mbedtls_version=$(basename "$src" | sed 's/^mbedtls-//')
   mbedtls_license="$src/LICENSE"
   local cflags="-fmacro-prefix-map=$src/=mbedtls-$mbedtls_version/ ${CFLAGS:-}"
-  if [ -f "$dest/lib/libmbedtls.a" ] && [ "$(cat "$dest/.version" 2>/dev/null)" = "$mbedtls_version $cflags $*" ]; then
+  if [ -f "$dest/lib/libmbedtls.a" ] && [ "$(cat "$dest/.version" 2>/dev/null)" = "$mbedtls_version $target $cflags" ]; then
     return 0
   fi
-  echo "$name: building mbedTLS $mbedtls_version" >&2
+  echo "$name: building mbedTLS $mbedtls_version ($target)" >&2
   rm -rf "$dest" "$work/mbedtls-build"; mkdir -p "$work/mbedtls-build"
   (cd "$work/mbedtls-build" &&
     CFLAGS="$cflags" cmake "$src" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$dest" \
       -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DUSE_STATIC_MBEDTLS_LIBRARY=ON -DUSE_SHARED_MBEDTLS_LIBRARY=OFF \
-      -DENABLE_PROGRAMS=OFF -DENABLE_TESTING=OFF -DMBEDTLS_FATAL_WARNINGS=OFF -DLINK_WITH_PTHREAD=OFF "$@" &&
+      -DENABLE_PROGRAMS=OFF -DENABLE_TESTING=OFF -DMBEDTLS_FATAL_WARNINGS=OFF -DLINK_WITH_PTHREAD=OFF "${cross_args[@]}" &&
     make -j"$jobs" && make install) >"$work/mbedtls.log" 2>&1 || { tail -n 30 "$work/mbedtls.log" >&2; die "mbedTLS build failed"; }
   rm -rf "$work/mbedtls-build"
-  echo "$mbedtls_version $cflags $*" >"$dest/.version"
+  echo "$mbedtls_version $target $cflags" >"$dest/.version"
+}
+
+# --- SRT: libsrt, linked statically into libavformat with the same mbedTLS ---
+# Debian 12's srt source package (1.5.1, MPL-2.0), built with cmake as a static, position-independent
+# library into a private prefix ($work/srt) for $1 ("linux" or "windows": mingw-w64, its threads from
+# the static winpthread), its encryption on mbedtls_build's prefix, without its applications, tests or
+# logging (libsrt would print its own lines to stderr; the rejection reasons nvcam reports come
+# from FFmpeg's patched libsrt.c). apt-get source takes the newest version apt lists; a mirror
+# without the security pool's file gets the release's version instead. libsrt is C++: the srt.pc
+# written into the private pkg-config folder (run after ffnvcodec_private) names the C++ runtime
+# as its static library (-l:libstdc++.a; Windows: no libgcc_s either, the build links libgcc
+# statically), so libavformat needs no C++ runtime at run time; every library is named with -l
+# (FFmpeg's configure puts a library given by its path before the object that needs it). Its
+# symbols stay inside libavformat like mbedTLS's. MPL-2.0 is file-level copyleft: libsrt's source
+# (Debian's package, unmodified) is where BUILD-INFO.txt says. CFLAGS from the caller's environment
+# are added. Sets `srt_version` and `srt_license`.
+srt_build() {
+  local target=$1 dest="$work/srt" mbed=$mbedtls_prefix
+  local src t0 cross_args=(); t0=$(date +%s)
+  case "$target" in
+    linux) ;;
+    windows) cross_args=(-DCMAKE_SYSTEM_NAME=Windows -DCMAKE_C_COMPILER=x86_64-w64-mingw32-gcc
+                         -DCMAKE_CXX_COMPILER=x86_64-w64-mingw32-g++
+                         -DCMAKE_AR="$(command -v x86_64-w64-mingw32-ar)" -DCMAKE_RANLIB="$(command -v x86_64-w64-mingw32-ranlib)"
+                         -DPTHREAD_INCLUDE_DIR=/usr/x86_64-w64-mingw32/include
+                         -DPTHREAD_LIBRARY=/usr/x86_64-w64-mingw32/lib/libwinpthread.a) ;;
+    *) die "srt_build: unknown target $target (linux or windows)" ;;
+  esac
+  src=$(find "$work/srt-src" -maxdepth 1 -mindepth 1 -type d -name 'srt-1.5*' 2>/dev/null | head -n1 || true)
+  if [ -z "$src" ] || [ ! -f "$src/CMakeLists.txt" ]; then
+    command -v cmake >/dev/null || die "cmake not found (apt-get install cmake)"
+    rm -rf "$work/srt-src"; mkdir -p "$work/srt-src"
+    local v
+    for v in "" $(apt-cache showsrc srt 2>/dev/null | sed -n 's/^Version: //p' | sort -rV); do
+      (cd "$work/srt-src" && apt-get source -qq --only-source "srt${v:+=$v}" 2>&1 | grep -v 'unsandboxed' >&2 || true)
+      src=$(find "$work/srt-src" -maxdepth 1 -mindepth 1 -type d -name 'srt-1.5*' | head -n1)
+      [ -n "$src" ] && [ -f "$src/CMakeLists.txt" ] && break
+    done
+    [ -n "$src" ] && [ -f "$src/CMakeLists.txt" ] || die "apt-get source srt gave no libsrt 1.5 source tree in $work/srt-src"
+  fi
+  srt_version=$(basename "$src" | sed 's/^srt-//')
+  srt_license="$src/LICENSE"
+  srt_src_package=$(basename "$(ls "$work"/srt-src/srt_*.dsc | head -n1)" .dsc)
+  local flags="-fmacro-prefix-map=$src/=srt-$srt_version/ ${CFLAGS:-}"
+  local key="$srt_version $target $flags $mbed"
+  if [ ! -f "$dest/lib/libsrt.a" ] || [ "$(cat "$dest/.version" 2>/dev/null)" != "$key" ]; then
+    echo "$name: building libsrt $srt_version ($target, static, mbedTLS)" >&2
+    rm -rf "$dest" "$work/srt-build"; mkdir -p "$work/srt-build"
+    (cd "$work/srt-build" &&
+      CFLAGS="$flags" CXXFLAGS="$flags" cmake "$src" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$dest" \
+        -DCMAKE_INSTALL_LIBDIR=lib -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
+        -DENABLE_SHARED=OFF -DENABLE_STATIC=ON -DENABLE_APPS=OFF -DENABLE_TESTING=OFF -DENABLE_UNITTESTS=OFF \
+        -DENABLE_LOGGING=OFF -DENABLE_HEAVY_LOGGING=OFF -DENABLE_BONDING=OFF \
+        -DENABLE_ENCRYPTION=ON -DUSE_ENCLIB=mbedtls -DSSL_INCLUDE_DIRS="$mbed/include" -DSSL_LIBRARY_DIRS="$mbed/lib" \
+        -DSSL_LIBRARIES="$mbed/lib/libmbedtls.a;$mbed/lib/libmbedx509.a;$mbed/lib/libmbedcrypto.a" "${cross_args[@]}" &&
+      make -j"$jobs" && make install) >"$work/srt.log" 2>&1 || { tail -n 30 "$work/srt.log" >&2; die "libsrt build failed"; }
+    rm -rf "$work/srt-build"
+    echo "$key" >"$dest/.version"
+    echo "$name: libsrt built in $(($(date +%s) - t0)) s" >&2
+  fi
+  [ -f "$dest/lib/pkgconfig/srt.pc" ] || die "libsrt installed no srt.pc in $dest"
+  local fix=(-e 's/-lstdc++/-l:libstdc++.a/' -e 's#/[^ ]*/lib\([a-z0-9_]*\)\.a#-l:lib\1.a#g' -e "s#^Libs.private: *#Libs.private: -L$mbed/lib #")
+  [ "$target" = windows ] && fix+=(-e 's/ -lgcc_s//g')
+  sed "${fix[@]}" "$dest/lib/pkgconfig/srt.pc" >"$work/pkgconfig/srt.pc"
+}
+
+# libsrt's lines in BUILD-INFO.txt.
+srt_info() {
+  echo "SRT: libsrt $srt_version (MPL-2.0, share/licenses/srt/LICENSE; source: Debian source package $srt_src_package,"
+  echo "https://sources.debian.org/src/srt/, unmodified), static, encryption on the mbedTLS above, linked into libavformat"
+  echo "with the GNU C++ runtime (libstdc++, GPL v3 with the GCC Runtime Library Exception) statically."
+}
+
+srt_licence() {
+  mkdir -p "$prefix/share/licenses/srt"
+  cp "$srt_license" "$prefix/share/licenses/srt/LICENSE"
 }

@@ -10,7 +10,9 @@
 #    installed) into a fresh virtual environment; from outside the repository, `import nvcam` must
 #    load the library inside the installed package, a testsrc camera on the CPU must deliver a
 #    320x240 frame, and the process must have mapped libavcodec from the package's lib/ (ldd says
-#    the same), not the system's.
+#    the same), not the system's. With the system's TLS libraries hidden (empty files of their
+#    names first on LD_LIBRARY_PATH), it opens an rtsps camera by pin and an https one by CA file
+#    (tests/support/tls_fixture.py's servers) and refuses an unknown CA with E_TLS_VERIFY.
 # 3. From source, as the README says: `pip install <checkout>` and `pip install -e <checkout>`, each
 #    into a fresh venv (the build backend comes from PyPI; cargo builds the library, which step 1
 #    already built, so it has nothing to do). The installed package loads its own library, the
@@ -53,11 +55,13 @@ z = zipfile.ZipFile(w)
 info = "nvcam-%s.dist-info/" % version
 m = email.parser.Parser().parsestr(z.read(info + "METADATA").decode())
 assert m["Metadata-Version"] in ("2.4", "2.5"), m["Metadata-Version"]
-assert m["License-Expression"] == "(MIT OR Apache-2.0) AND LGPL-3.0-or-later AND Apache-2.0 AND BSD-2-Clause", m["License-Expression"]
+# FFmpeg LGPL v3 (with mbedTLS, Apache-2.0), libsrt MPL-2.0, dav1d BSD-2-Clause.
+assert m["License-Expression"] == "(MIT OR Apache-2.0) AND LGPL-3.0-or-later AND Apache-2.0 AND MPL-2.0 AND BSD-2-Clause", m["License-Expression"]
 files = m.get_all("License-File")
 for f in ("LICENSE-MIT", "LICENSE-APACHE"):
     assert f in files, files
-assert any(f.endswith("COPYING.LGPLv2.1") for f in files) and any(f.endswith("dav1d/COPYING") for f in files), files
+for end in ("COPYING.LGPLv2.1", "dav1d/COPYING", "mbedtls/LICENSE", "srt/LICENSE"):
+    assert any(f.endswith(end) for f in files), (end, files)
 for f in files:
     z.getinfo(info + "licenses/" + f)
 assert m["Summary"] and m["Requires-Python"] == ">=3.8", (m["Summary"], m["Requires-Python"])
@@ -113,6 +117,51 @@ site=$(ls -d "$work"/venv/lib/python3*/site-packages/nvcam)
 deps=$(env -u LD_LIBRARY_PATH ldd "$site/libnvcam.so")
 echo "$deps" | grep -E 'libav|libsw'
 if echo "$deps" | grep -E 'lib(av|sw)' | grep -qv "=> $site/lib/"; then die "ldd: an FFmpeg library resolves outside the package"; fi
+
+step "Linux: the installed wheel opens rtsps:// (pinned) and https:// (CA file) cameras, the system's TLS libraries hidden"
+# The wheel's TLS is mbedTLS inside its libavformat. Hidden without a mount: empty files named as
+# the system's TLS libraries (OpenSSL, GnuTLS and its nettle, mbedTLS) come first on
+# LD_LIBRARY_PATH, so any load of one fails ("file too short"); and none may be mapped after the
+# cameras streamed. The servers are tests/tls.rs's (tests/support/tls_fixture.py, with python3-gi).
+tls="$work/tls"; hide="$work/hide-tls"
+mkdir -p "$tls" "$hide"
+for l in libssl.so.3 libcrypto.so.3 libgnutls.so.30 libnettle.so.8 libhogweed.so.6 libmbedtls.so.14 libmbedx509.so.1 libmbedcrypto.so.7; do : >"$hide/$l"; done
+ffmpeg -hide_banner -loglevel error -f lavfi -i testsrc2=size=320x240:rate=30 -frames:v 60 -pix_fmt yuv420p -c:v libx264 -preset ultrafast -g 30 -bf 0 "$tls/clip.mp4" \
+  && ffmpeg -hide_banner -loglevel error -f lavfi -i testsrc2=size=320x240:rate=30 -frames:v 30 -pix_fmt yuvj420p -c:v mjpeg -f mjpeg "$tls/clip.mjpeg" \
+  || die "the ffmpeg CLI could not make the TLS test clips"
+gpy=/usr/bin/python3
+: >"$tls/fixture.log"
+"$gpy" tests/support/tls_fixture.py --dir "$tls/srv" --clip "$tls/clip.mp4" --mjpeg "$tls/clip.mjpeg" --until-killed >>"$tls/fixture.log" 2>&1 &
+tls_pid=$!
+trap 'kill "$tls_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 300); do grep -q '^READY' "$tls/fixture.log" && break; sleep 0.1; done
+grep -q '^READY' "$tls/fixture.log" || die "tests/support/tls_fixture.py did not start: $(cat "$tls/fixture.log")"
+(cd "$work" && env -u NVCAM_LIB -u PYTHONPATH LD_LIBRARY_PATH="$hide" "$work/venv/bin/python" - "$tls/srv/fixture.env" <<'PY') || die "the wheel's TLS cameras failed"
+import sys
+import nvcam
+env = dict(l.rstrip("\n").split("=", 1) for l in open(sys.argv[1]))
+cred = lambda u: u.replace("://", "://viewer:s3cret-tls@", 1)
+library = nvcam.Library()
+for url, kw in ((env["rtsps_own"], dict(tls_pin_sha256=env["pin_own"])), (env["https_good"], dict(tls_ca_file=env["ca_file"]))):
+    cam = nvcam.Camera.open(cred(url), device=nvcam.DEVICE_CPU, **kw)
+    for _ in range(5):
+        f = cam.get_frame(5000)
+        assert (f.info.width, f.info.height) == (320, 240)
+        f.release()
+    cam.close()
+    print("%s (%s): 5 frames of 320x240" % (url, ", ".join(kw)))
+try:
+    nvcam.Camera.open(cred(env["rtsps_good"]), device=nvcam.DEVICE_CPU)
+    raise SystemExit("a certificate of an unknown CA was accepted")
+except nvcam.NvcamError as e:
+    assert e.code == nvcam.E_TLS_VERIFY and "unknown issuer" in str(e), (e.code, str(e))
+    print("unknown CA refused: %s" % e)
+library.shutdown()
+tls_maps = sorted({l.split()[-1] for l in open("/proc/self/maps") if any(n in l for n in ("libssl", "libcrypto.so", "libgnutls", "libmbed", "libnettle"))})
+assert not tls_maps, "a TLS library of the system was loaded: %s" % tls_maps
+print("no system TLS library mapped; LD_LIBRARY_PATH hides them")
+PY
+kill "$tls_pid" 2>/dev/null || true
 
 step "from source: pip install $root, and pip install -e $root, each into a fresh venv"
 for kind in source editable; do

@@ -4,20 +4,24 @@
 #   bash scripts/ci/windows-test.sh
 #
 # 1. FFmpeg 5.1 for Windows (scripts/build/build-ffmpeg-windows.sh; cached in target/ffmpeg-windows).
-# 2. `cargo build/test --release --target x86_64-pc-windows-gnu` (mingw-w64), then the DLL's
-#    exports against include/nvcam.h.
-# 3. The clips and reference decodes the file tests compare with, made on Linux by the Linux `core`
-#    and `codecs` tests (the ffmpeg CLI with x264/x265; Wine cannot run Linux programs for a Windows
+# 2. `cargo test --release --features test-hooks --target x86_64-pc-windows-gnu --no-run` (mingw-w64).
+# 3. The clips and reference decodes the file tests compare with, made on Linux by the Linux `core`,
+#    `codecs` and `gpu_integrity` tests and `recording_exact`'s path test (the ffmpeg CLI with x264/x265; Wine cannot run Linux programs for a Windows
 #    test).
-# 4. Every Rust test executable under Wine (scripts/ci/wine-run.sh is cargo's runner), CPU path; the
+#    The tls test's certificates and servers (tests/support/tls_fixture.py) are made on Linux too.
+# 4. Every Rust test executable under Wine (scripts/ci/wine-run.sh is cargo's runner), CPU path;
+#    tests/tls.rs against the rtsps and https servers of tests/support/tls_fixture.py, which this
+#    script starts on Linux (NVCAM_TLS_FIXTURE names them); the
 #    tests listed in SKIP below do not run, each with its reason printed (a test file left out
 #    whole is not cross-built either: only what runs is built).
-# 5. tests/c/harness.c and tests/c/dlopen_stress.c (LoadLibrary/GetProcAddress/FreeLibrary) and the
+# 5. `cargo build --release --target x86_64-pc-windows-gnu` (no test hooks: the DLL that ships), its
+#    exports against include/nvcam.h; tests/c/harness.c and tests/c/dlopen_stress.c (LoadLibrary/GetProcAddress/FreeLibrary) and the
 #    C++ wrapper's example, built with mingw-w64 and run under Wine; the release zip
 #    (scripts/release/package.sh windows), and the example built against it by CMake (find_package) alone;
 #    tests/wine/plain_load.c: a plain LoadLibraryW of the zip's nvcam.dll from other folders.
 # 6. RTSP across Wine: the GStreamer server of the RTSP tests, on Linux loopback, streamed by the
-#    Windows example program (nvcam_view.exe) under Wine; and an open of a closed port.
+#    Windows example program (nvcam_view.exe) under Wine; and an open of a closed port. SRT the same
+#    way: Debian's ffmpeg CLI as the listener (with a passphrase), the right and a wrong one.
 #
 # Exits non-zero if anything failed or could not run, including a missing wine64 or mingw-w64.
 set -euo pipefail
@@ -66,6 +70,7 @@ SKIP=(
   "recording_exact every_end_of_an_hevc_clip_with_b_frames_is_exact|the same, on HEVC"
   "recording_exact across_a_reconnect_the_status_is_the_files|starts the Linux GStreamer server and decodes the parts with the Linux ffmpeg CLI"
   "recording_exact an_open_gop_clip_holds_and_counts_only_what_decodes|decodes the recorded files with the Linux ffmpeg CLI (and makes its clip with it)"
+  "srt *|every test starts Debian's ffmpeg CLI (a Linux program) as the SRT listener and decodes its reference with it: a Windows process under Wine cannot start Linux programs; SRT through Wine is checked below (the Linux listener, nvcam_view.exe under Wine, the right and a wrong passphrase)"
   "docs *|compiles the docs' runnable C blocks with the Linux C compiler and runs their Python blocks with the Linux python3 against the Linux library (neither can be started from a Windows process under Wine); its checks of links are text only and the same on Linux"
 )
 # Test files left out whole: not cross-built, their tests counted from the Linux build.
@@ -78,49 +83,17 @@ step "FFmpeg 5.1 for Windows (cached in target/ffmpeg-windows)"
 bash scripts/build/build-ffmpeg-windows.sh
 . scripts/ci/windows-env.sh
 
-step "cross-build: cargo build --release --target $T"
-cargo build --release --target "$T" --lib --example nvcam_view
+# The tests' build first and the shipped build after the tests: nvcam.dll has one file name
+# whatever the features, so cargo recompiles nvcam whenever the feature set changes from one build
+# to the next. In this order it is compiled twice (test hooks, then without), and the release zip
+# here and the wheel after this step find the plain one built; the other order compiled it thrice.
+step "cross-build of the tests: cargo test --release --features test-hooks --target $T --no-run"
 # Only the test executables that run: the library's unit tests and every tests/*.rs not left out whole.
 built=(--lib)
 for f in tests/*.rs; do t=$(basename "$f" .rs); skipped_whole "$t" || built+=(--test "$t"); done
 cargo test --release --features test-hooks --target "$T" --no-run "${built[@]}"
-dll="target/$T/release/nvcam.dll"
-[ -f "$dll" ] || die "$dll was not built"
 
-step "exports of nvcam.dll against include/nvcam.h"
-header=$(sed -nE 's/^[a-z0-9_]+ (nvcam_[a-z0-9_]+)\(.*/\1/p' include/nvcam.h | sort -u)
-exports=$(x86_64-w64-mingw32-objdump -p "$dll" | sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' \
-  | sed -nE 's/^\s*\[ *[0-9]+\] (.*)$/\1/p' | sort -u)
-[ "$(echo "$header" | wc -l)" -ge 20 ] || die "found too few functions in include/nvcam.h"
-if [ "$header" != "$exports" ]; then
-  diff <(echo "$header") <(echo "$exports") >&2 || true
-  die "nvcam.dll's exports (right) differ from the header's functions (left)"
-fi
-echo "nvcam.dll exports exactly the header's $(echo "$exports" | wc -l) functions"
-imports=$(x86_64-w64-mingw32-objdump -p "$dll" | sed -n 's/^\s*DLL Name: //p' | sort -fu)
-echo "imports: $(tr '\n' ' ' <<<"$imports")"
-# FFmpeg must be delay-loaded (src/win_loader.rs): an ordinary import would make a plain
-# LoadLibraryW of nvcam.dll fail again wherever the FFmpeg DLLs are not on the host's search path.
-for dep in $imports; do
-  [ ! -f "target/ffmpeg-windows/bin/$dep" ] || die "nvcam.dll imports $dep the ordinary way, not delay-loaded"
-done
-delayed=$(x86_64-w64-mingw32-nm "$dll" | sed -n 's/.* __DELAY_IMPORT_DESCRIPTOR_\(.*\)$/\1/p' | sort -u)
-[ "$(grep -c . <<<"$delayed")" -ge 4 ] || die "nvcam.dll delay-loads too few FFmpeg DLLs: $delayed"
-echo "delay-loaded, through: $(sed 's/_dll_a$/.dll.a/' <<<"$delayed" | tr '\n' ' ')"
-
-step "include/nvcam_labview.h (for LabVIEW's Import Shared Library wizard) as plain C, by mingw"
-# Windows' own widths; the struct sizes must be nvcam.h's. __int64 is a keyword of MSVC and of the
-# wizard's parser, a macro of mingw's system headers (which the LabVIEW header does not include).
-mkdir -p "$out"
-{
-  echo '#include "nvcam_labview.h"'
-  grep '^NVCAM_STATIC_ASSERT(sizeof(' include/nvcam.h | sed 's/^NVCAM_STATIC_ASSERT/_Static_assert/'
-} >"$out/labview_header.c"
-x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only -D__int64="long long" -I include "$out/labview_header.c" \
-  || die "include/nvcam_labview.h does not compile with mingw"
-echo "nvcam_labview.h: $(grep -c '^int nvcam_' include/nvcam_labview.h) functions, $(grep -c '^#define' include/nvcam_labview.h) constants; compiles as C11 with mingw, struct sizes as nvcam.h"
-
-step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core, --test codecs, --test gpu_integrity)"
+step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core, --test codecs, --test gpu_integrity, recording_exact's path test, --test tls)"
 # .ci/run sets NVCAM_LINUX_TESTS_PASSED=1: its `cargo test --release --features test-hooks` has just
 # run these suites (every other one too) into the same target/tmp/fixtures, so running them
 # again would only repeat them. A clip that is still missing fails the Windows test that needs it.
@@ -130,6 +103,9 @@ else
   cargo test --release --features test-hooks --test core -- --quiet
   cargo test --release --features test-hooks --test codecs -- --quiet
   cargo test --release --features test-hooks --test gpu_integrity -- --quiet
+  cargo test --release --features test-hooks --test tls -- --quiet
+  # Its clip (rec-exact-h264-bf3.mp4) is the one recording_exact's path test reads under Wine.
+  cargo test --release --features test-hooks --test recording_exact -- --quiet --exact paths_are_claimed_and_the_clock_runs_without_a_cache
 fi
 mkdir -p "$out"
 [ -L "$out/fixtures" ] || rm -rf "$out/fixtures"
@@ -186,6 +162,25 @@ run_bin() { # name, cargo selector...
   summary+=("$(printf '%-16s %6s %6s %7s %8s %14s   %s' "$name" "${p:-?}" "${f:-?}" "${i:-?}" "$n_skip" "$gpu_not_run" "$([ "$rc" = 0 ] && echo ok || echo "FAILED (rc $rc)")")")
 }
 
+# tests/tls.rs's servers (rtsps and https with the certificates they make), started here on Linux:
+# the Windows tests under Wine cannot start Linux programs. They find them through NVCAM_TLS_FIXTURE
+# and fail without it. The fixture streams the clips the Linux run of tests/tls.rs made.
+step "TLS servers for tests/tls.rs under Wine (tests/support/tls_fixture.py, on Linux)"
+tlsdir="$out/tls-fixture"
+rm -rf "$tlsdir"
+for c in tls_320x240.mp4 tls_mjpeg_320x240.mjpeg; do
+  [ -f "$out/fixtures/$c" ] || die "$out/fixtures/$c is missing (made by cargo test --release --features test-hooks --test tls on Linux)"
+done
+: >"$out/tls-fixture.log"
+"$py" tests/support/tls_fixture.py --dir "$tlsdir" --clip "$out/fixtures/tls_320x240.mp4" \
+  --mjpeg "$out/fixtures/tls_mjpeg_320x240.mjpeg" --until-killed >>"$out/tls-fixture.log" 2>&1 &
+tls_pid=$!
+trap 'kill "$tls_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 300); do grep -q '^READY' "$out/tls-fixture.log" && break; sleep 0.1; done
+grep -q '^READY' "$out/tls-fixture.log" || die "tests/support/tls_fixture.py did not start: $(cat "$out/tls-fixture.log")"
+export NVCAM_TLS_FIXTURE="$tlsdir/fixture.env"
+echo "rtsps and https servers up: $(grep -c '^rtsps_[a-z_]*=rtsps' "$NVCAM_TLS_FIXTURE") rtsps, $(grep -c '^https_' "$NVCAM_TLS_FIXTURE") https"
+
 # The fuzzer runs its full length on Linux; under Wine a shorter run covers the Windows build.
 export NVCAM_FUZZ_SECONDS=${NVCAM_FUZZ_SECONDS:-20}
 step "Rust tests under Wine (cargo test --release --target $T; runner scripts/ci/wine-run.sh)"
@@ -194,6 +189,44 @@ for f in tests/*.rs; do
   t=$(basename "$f" .rs)
   run_bin "$t" --test "$t"
 done
+
+step "cross-build of what ships: cargo build --release --target $T (no test hooks)"
+cargo build --release --target "$T" --lib --example nvcam_view
+dll="target/$T/release/nvcam.dll"
+[ -f "$dll" ] || die "$dll was not built"
+
+step "exports of nvcam.dll against include/nvcam.h"
+header=$(sed -nE 's/^[a-z0-9_]+ (nvcam_[a-z0-9_]+)\(.*/\1/p' include/nvcam.h | sort -u)
+exports=$(x86_64-w64-mingw32-objdump -p "$dll" | sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' \
+  | sed -nE 's/^\s*\[ *[0-9]+\] (.*)$/\1/p' | sort -u)
+[ "$(echo "$header" | wc -l)" -ge 20 ] || die "found too few functions in include/nvcam.h"
+if [ "$header" != "$exports" ]; then
+  diff <(echo "$header") <(echo "$exports") >&2 || true
+  die "nvcam.dll's exports (right) differ from the header's functions (left)"
+fi
+echo "nvcam.dll exports exactly the header's $(echo "$exports" | wc -l) functions"
+imports=$(x86_64-w64-mingw32-objdump -p "$dll" | sed -n 's/^\s*DLL Name: //p' | sort -fu)
+echo "imports: $(tr '\n' ' ' <<<"$imports")"
+# FFmpeg must be delay-loaded (src/win_loader.rs): an ordinary import would make a plain
+# LoadLibraryW of nvcam.dll fail again wherever the FFmpeg DLLs are not on the host's search path.
+for dep in $imports; do
+  [ ! -f "target/ffmpeg-windows/bin/$dep" ] || die "nvcam.dll imports $dep the ordinary way, not delay-loaded"
+done
+delayed=$(x86_64-w64-mingw32-nm "$dll" | sed -n 's/.* __DELAY_IMPORT_DESCRIPTOR_\(.*\)$/\1/p' | sort -u)
+[ "$(grep -c . <<<"$delayed")" -ge 4 ] || die "nvcam.dll delay-loads too few FFmpeg DLLs: $delayed"
+echo "delay-loaded, through: $(sed 's/_dll_a$/.dll.a/' <<<"$delayed" | tr '\n' ' ')"
+
+step "include/nvcam_labview.h (for LabVIEW's Import Shared Library wizard) as plain C, by mingw"
+# Windows' own widths; the struct sizes must be nvcam.h's. __int64 is a keyword of MSVC and of the
+# wizard's parser, a macro of mingw's system headers (which the LabVIEW header does not include).
+mkdir -p "$out"
+{
+  echo '#include "nvcam_labview.h"'
+  grep '^NVCAM_STATIC_ASSERT(sizeof(' include/nvcam.h | sed 's/^NVCAM_STATIC_ASSERT/_Static_assert/'
+} >"$out/labview_header.c"
+x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only -D__int64="long long" -I include "$out/labview_header.c" \
+  || die "include/nvcam_labview.h does not compile with mingw"
+echo "nvcam_labview.h: $(grep -c '^int nvcam_' include/nvcam_labview.h) functions, $(grep -c '^#define' include/nvcam_labview.h) constants; compiles as C11 with mingw, struct sizes as nvcam.h"
 
 # --- C and C++ hosts built with mingw-w64 ---
 cdir="$out/c"
@@ -324,6 +357,30 @@ else
   failed+=(rtsp_closed_port); echo "FAILED: opening a closed port (exit $rc) did not fail as expected:"; cat "$cdir/rtsp-refused.log"
   summary+=("$(printf '%-16s %s' "rtsp_closed_port" "FAILED (rc $rc)")")
 fi
+
+# --- SRT through Wine: the Linux ffmpeg CLI as listener (AES passphrase), Windows nvcam under Wine ---
+step "SRT: Debian's ffmpeg as the listener on 127.0.0.1, streamed by nvcam_view.exe under Wine"
+srt_check() { # name, passphrase the camera gives, what its log must show
+  local name=$1 pass=$2 want=$3 port pid rc=0
+  port=$("$py" -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  ffmpeg -hide_banner -loglevel error -nostdin -re -stream_loop -1 -i "$out/fixtures/h264_short_96x64.mp4" -c copy -f mpegts \
+    "srt://127.0.0.1:$port?mode=listener&passphrase=wine-srt-passphrase" >"$cdir/srt-listener-$name.log" 2>&1 &
+  pid=$!
+  sleep 1
+  timeout 60 "$root/scripts/ci/wine-run.sh" "$view" "srt://127.0.0.1:$port?passphrase=$pass" --seconds 3 --device -1 >"$cdir/srt-$name.log" 2>&1 || rc=$?
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  local text; text=$(tr -d '\r' <"$cdir/srt-$name.log")
+  # The passphrase in no line but the example's own echo of its URL (nvcam's and FFmpeg's redact it).
+  if grep -qE "$want" <<<"$text" && ! grep -v '^opening ' <<<"$text" | grep -q "$pass"; then
+    summary+=("$(printf '%-16s %s' "$name" "ok: $(grep -E "$want" <<<"$text" | tail -n1 | cut -c1-110)")")
+  else
+    failed+=("$name"); echo "FAILED: $name (exit $rc)"; tail -n 30 "$cdir/srt-$name.log"
+    summary+=("$(printf '%-16s %s' "$name" "FAILED (rc $rc)")")
+  fi
+}
+srt_check srt_passphrase wine-srt-passphrase 'state=streaming 96x64'
+srt_check srt_wrong_pass wrong-srt-passphrase 'NVCAM_E_AUTH.*refused the passphrase'
 
 step "summary ($(($(date +%s) - t_start)) s)"
 printf '%-16s %6s %6s %7s %8s %14s   %s\n' "test binary" passed failed ignored skipped "GPU: not run" result

@@ -87,6 +87,8 @@ windows() {
   for dep in "${need[@]}"; do cp "$ff/bin/$dep" "$d/"; done
   cp "$ff/share/licenses/ffmpeg/"* "$d/licenses/FFmpeg/"
   cp "$ff/share/licenses/dav1d/"* "$d/licenses/dav1d/"
+  mkdir -p "$d/licenses/mbedtls"; cp "$ff/share/licenses/mbedtls/"* "$d/licenses/mbedtls/"
+  mkdir -p "$d/licenses/srt"; cp "$ff/share/licenses/srt/"* "$d/licenses/srt/"
   cp LICENSE-MIT LICENSE-APACHE "$d/"
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
@@ -124,7 +126,7 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@). Project: se
 | file | what |
 |---|---|
 | `nvcam.dll` | the library: @NEXPORTS@ `nvcam_*` functions, C calling convention, x64 |
-| @FFDLLS@ | FFmpeg @FFMPEG@ (LGPL v2.1+), the DLLs `nvcam.dll` loads (delay-loaded, from this folder) |
+| @FFDLLS@ | FFmpeg @FFMPEG@ (LGPL v3+), the DLLs `nvcam.dll` loads (delay-loaded, from this folder); TLS is mbedTLS inside `avformat-59.dll` |
 | `include/nvcam.h` | the C header (every function, struct and status code is documented there) |
 | `include/nvcam_labview.h` | the same declarations in plain C for LabVIEW's Import Shared Library wizard (no `#if`, no includes) |
 | `lib/nvcam.lib` | import library for MSVC (`link ... nvcam.lib`), made by mingw-w64's dlltool |
@@ -135,7 +137,9 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@). Project: se
 | `lib/pkgconfig/nvcam.pc` | pkg-config file (`PKG_CONFIG_PATH=<this folder>/lib/pkgconfig`) |
 | `labview/` | how to call every function from LabVIEW (Call Library Function Nodes), and `nvcam-errors.txt` |
 | `LICENSE-MIT`, `LICENSE-APACHE` | nvcam's licence: either, at your option |
-| `licenses/FFmpeg/` | FFmpeg's licence (LGPL v2.1), its terms and how these DLLs were configured and built |
+| `licenses/FFmpeg/` | FFmpeg's licence (LGPL v3; the GPL v3 it refers to), its terms and how these DLLs were configured and built |
+| `licenses/mbedtls/` | mbedTLS's licence (Apache-2.0), the TLS library linked into the avformat DLL |
+| `licenses/srt/` | libsrt's licence (MPL-2.0), the SRT library linked into the avformat DLL (`srt://`) |
 | `licenses/dav1d/` | the licence (BSD-2-Clause) of dav1d, the AV1 decoder linked into the avcodec DLL |
 
 ## Install
@@ -183,11 +187,14 @@ settings.
 
 ## Licences
 
-nvcam is MIT OR Apache-2.0 (`LICENSE-MIT`, `LICENSE-APACHE`). The FFmpeg DLLs are LGPL v2.1 or later, built from Debian 12's FFmpeg
+nvcam is MIT OR Apache-2.0 (`LICENSE-MIT`, `LICENSE-APACHE`). The FFmpeg DLLs are LGPL v3 or later, built from Debian 12's FFmpeg
 @FFMPEG@ source package without GPL or non-free parts (`licenses/FFmpeg/BUILD-INFO.txt` has the
 exact configure line); you may replace them with your own build of the same FFmpeg version and
-options. The avcodec DLL contains dav1d (BSD-2-Clause, `licenses/dav1d/COPYING`), the AV1 decoder,
-statically linked from Debian 12's dav1d source package (its version is in `BUILD-INFO.txt`).
+options. The avformat DLL contains mbedTLS (Apache-2.0, `licenses/mbedtls/LICENSE`; the reason for
+LGPL v3), its TLS, and libsrt (MPL-2.0, `licenses/srt/LICENSE`; unmodified source: Debian 12's srt
+source package) with the GNU C++ runtime and winpthreads it needs; the avcodec DLL contains dav1d
+(BSD-2-Clause, `licenses/dav1d/COPYING`), the AV1 decoder. All are statically linked from Debian 12's
+source packages (their versions are in `BUILD-INFO.txt`).
 EOF
   rm -f "$dist/$name.zip"
   (cd "$stage" && python3 - "$name" "$dist/$name.zip" <<'PY'
@@ -251,6 +258,7 @@ linux() {
   cp "$ff/share/licenses/ffmpeg/"* "$d/licenses/FFmpeg/"
   cp "$ff/share/licenses/dav1d/"* "$d/licenses/dav1d/"
   mkdir -p "$d/licenses/mbedtls"; cp "$ff/share/licenses/mbedtls/"* "$d/licenses/mbedtls/"
+  mkdir -p "$d/licenses/srt"; cp "$ff/share/licenses/srt/"* "$d/licenses/srt/"
   cp LICENSE-MIT LICENSE-APACHE "$d/"
   cp include/nvcam.h include/nvcam_labview.h "$d/include/"
   cp -r labview-example "$d/labview"
@@ -276,7 +284,7 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@).
 |---|---|
 | `libnvcam.so` | the library (`dlopen` it, or link with `-L. -lnvcam`); finds the FFmpeg libraries in `lib/` through its RUNPATH (`$ORIGIN/lib`) |
 | `nvcam.so` | a link to `libnvcam.so`, so LabVIEW's library name `nvcam.*` (which becomes `nvcam.dll` on Windows and `nvcam.so` on Linux) works on both with the same VIs |
-| @FFLIBS@ | FFmpeg @FFMPEG@ (LGPL v3+, mbedTLS linked in), the shared libraries `libnvcam.so` needs |
+| @FFLIBS@ | FFmpeg @FFMPEG@ (LGPL v3+, mbedTLS and libsrt linked in), the shared libraries `libnvcam.so` needs |
 | `include/nvcam.h` | the C header |
 | `include/nvcam_labview.h` | the same declarations in plain C for LabVIEW's Import Shared Library wizard |
 | `include/nvcam.hpp` | the header-only C++17 wrapper (RAII handles, exceptions) |
@@ -286,6 +294,7 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@).
 | `LICENSE-MIT`, `LICENSE-APACHE` | nvcam's licence: either, at your option |
 | `licenses/FFmpeg/` | FFmpeg's licence (LGPL v3 with mbedTLS in it; its files are LGPL v2.1+), its terms and how these libraries were configured and built |
 | `licenses/mbedtls/` | mbedTLS's licence (Apache-2.0), the TLS library linked into `libavformat` |
+| `licenses/srt/` | libsrt's licence (MPL-2.0), the SRT library linked into `libavformat` (`srt://`) |
 | `licenses/dav1d/` | the licence (BSD-2-Clause) of dav1d, the AV1 decoder linked into libavcodec |
 
 Keep `libnvcam.so` and `lib/` together (move the folder as a whole).
@@ -311,7 +320,10 @@ nvcam is MIT OR Apache-2.0 (`LICENSE-MIT`, `LICENSE-APACHE`). The FFmpeg librari
 FFmpeg @FFMPEG@ source package without GPL or non-free parts (`licenses/FFmpeg/BUILD-INFO.txt` has
 the exact configure line); you may replace them with your own build of the same FFmpeg version.
 libavcodec contains dav1d (BSD-2-Clause, `licenses/dav1d/COPYING`), the AV1 decoder, statically
-linked from Debian 12's dav1d source package (its version is in `BUILD-INFO.txt`).
+linked from Debian 12's dav1d source package (its version is in `BUILD-INFO.txt`). libavformat
+contains libsrt (MPL-2.0, `licenses/srt/LICENSE`; unmodified source: Debian 12's srt source package,
+its version in `BUILD-INFO.txt`) and the GNU C++ runtime it needs (GPL v3 with the GCC Runtime
+Library Exception), linked statically.
 EOF
   rm -f "$dist/$name.tar.gz"
   tar -C "$stage" --owner=0 --group=0 --sort=name -czf "$dist/$name.tar.gz" "$name"

@@ -21,6 +21,7 @@ mod loss_watch;
 mod reconnect_rule;
 mod session;
 mod shared;
+mod srt;
 pub(crate) mod tls;
 mod worker;
 
@@ -153,6 +154,7 @@ impl Camera {
         let source = source::parse(url)?;
         let auto_transport = source.is_rtsp() && transport_options(&source, &mut opts)?;
         tls::tls_options(&source, &mut opts)?;
+        srt::srt_options(&source, &opts)?;
         // Probing a live stream's frame rate reads ~20 frames (0.7 s at 30 fps) before the first
         // frame comes out, on every reconnect; nothing here needs it (network streams are not paced).
         if matches!(source, Source::Network(_)) && !opts.has_ffmpeg_option("fpsprobesize") {

@@ -1,6 +1,6 @@
-//! Which URL schemes this FFmpeg can open: nvcam's own builds leave out the protocols that need an
-//! external library (no SRT anywhere), so a scheme nvcam knows may still be one
-//! this build cannot serve.
+//! Which URL schemes this FFmpeg can open: a protocol that needs an external library (TLS, libsrt)
+//! may be missing from an FFmpeg nvcam runs on (nvcam's own builds have both), so a scheme nvcam
+//! knows may still be one this build cannot serve.
 
 use ff::ffi;
 use ffmpeg_next as ff;
@@ -10,7 +10,7 @@ use std::ffi::CStr;
 /// protocol is missing: the protocol and what it is.
 pub(crate) fn missing_for(scheme: &str) -> Option<(&'static CStr, &'static str)> {
     const NEEDS: &[(&str, &CStr, &str)] =
-        &[("rtsps", c"tls", "TLS"), ("https", c"tls", "TLS"), ("rtmps", c"tls", "TLS"), ("srt", c"libsrt", "SRT (libsrt)")];
+        &[("rtsps", c"tls", "TLS"), ("https", c"tls", "TLS"), ("rtmps", c"tls", "TLS"), ("srt", c"srt", "SRT (libsrt)")];
     NEEDS.iter().copied().find(|(s, p, _)| s.eq_ignore_ascii_case(scheme) && !has_input_protocol(p)).map(|(_, p, w)| (p, w))
 }
 

@@ -13,6 +13,7 @@ pub(crate) fn refusal(r: std::ffi::c_int) -> Option<&'static str> {
         x if x == tag(b'E') => "expired (or not yet valid)",
         x if x == tag(b'P') => "pin mismatch (the certificate is not the one tls_pin_sha256 names)",
         x if x == tag(b'B') => "invalid certificate (key usage, key or signature not acceptable)",
+        x if x == tag(b'S') => "no system trust store found to verify against (no CA bundle file on Linux, an empty ROOT store on Windows); give ca_file or tls_pin_sha256",
         _ => return None,
     })
 }
@@ -26,6 +27,8 @@ mod tests {
         // FFERRTAG(0xF8, 'T', 'L', 'P') as libavutil/error.h computes it.
         let pin = -(0xF8 | (b'T' as i32) << 8 | (b'L' as i32) << 16 | (b'P' as i32) << 24);
         assert!(refusal(pin).unwrap().starts_with("pin mismatch"));
+        let store = -(0xF8 | (b'T' as i32) << 8 | (b'L' as i32) << 16 | (b'S' as i32) << 24);
+        assert!(refusal(store).unwrap().starts_with("no system trust store found"));
         assert!(refusal(-5).is_none());
     }
 }

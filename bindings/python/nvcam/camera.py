@@ -43,6 +43,10 @@ class Camera:
         tls_ca_file: Union[str, os.PathLike, None] = None,
         tls_pin_sha256: Optional[str] = None,
         tls_insecure: bool = False,
+        srt_latency_ms: Optional[int] = None,
+        srt_passphrase: Optional[str] = None,
+        srt_pbkeylen: Optional[int] = None,
+        srt_streamid: Optional[str] = None,
     ) -> Camera:
         """Opens ``url`` (``rtsp://…``, another FFmpeg URL, a file path, ``testsrc://WxH@FPS``).
         Zero timeouts mean the library's defaults. ``ffmpeg_options`` is ``"k=v;k=v"`` or a dict.
@@ -51,7 +55,11 @@ class Camera:
         ``tls_ca_file`` names a CA file (PEM) to trust instead of the system's store,
         ``tls_pin_sha256`` accepts exactly the certificate with that SHA-256 fingerprint (hex,
         colons allowed), ``tls_insecure=True`` verifies nothing (logged as a warning at every open).
-        A refused certificate raises ``NVCAM_E_TLS_VERIFY`` with the reason."""
+        A refused certificate raises ``NVCAM_E_TLS_VERIFY`` with the reason.
+        SRT cameras (``srt://host:port``, caller mode): ``srt_latency_ms`` is SRT's latency
+        (retransmission budget; FFmpeg's ``latency`` option, in microseconds), ``srt_passphrase``
+        (10-79 characters) and ``srt_pbkeylen`` (16, 24 or 32) encrypt, ``srt_streamid`` names the
+        stream for the listener. A refused passphrase raises ``NVCAM_E_AUTH``."""
         if device is None:
             device = default_device()
         o = CameraOptions()
@@ -74,7 +82,14 @@ class Camera:
         if isinstance(ffmpeg_options, dict):
             ffmpeg_options = ";".join("%s=%s" % kv for kv in ffmpeg_options.items())
         tls = [("ca_file", tls_ca_file and os.fspath(tls_ca_file)), ("tls_pin_sha256", tls_pin_sha256)]
-        ffmpeg_options = ";".join([ffmpeg_options or ""] + ["%s=%s" % kv for kv in tls if kv[1]]).strip(";")
+        srt = [
+            ("latency", None if srt_latency_ms is None else int(srt_latency_ms) * 1000),
+            ("passphrase", srt_passphrase),
+            ("pbkeylen", srt_pbkeylen),
+            ("streamid", srt_streamid),
+        ]
+        given = ["%s=%s" % kv for kv in tls + srt if kv[1] is not None and kv[1] != ""]
+        ffmpeg_options = ";".join([ffmpeg_options or ""] + given).strip(";")
         opts_bytes = ffmpeg_options.encode() if ffmpeg_options else None
         o.ffmpeg_options = opts_bytes  # kept alive by opts_bytes until the call returns
         out = c_uint64(0)
