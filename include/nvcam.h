@@ -412,6 +412,34 @@
 #define NVCAM_LOG_TRACE 5
 
 /**
+ * A recording's state (`nvcam_record_status_t.state`).
+ * The recording takes packets (its pre-roll, then the stream until trigger + post).
+ */
+#define NVCAM_RECORD_RUNNING 1
+
+/**
+ * It takes no more packets; its file is being finished.
+ */
+#define NVCAM_RECORD_FINISHING 2
+
+/**
+ * Complete: the file holds [trigger − pre, trigger + post] (see `first_pts_us`) under its name.
+ */
+#define NVCAM_RECORD_DONE 3
+
+/**
+ * Ended early (`nvcam_record_stop`, `nvcam_record_release`, the camera's close, shutdown): a
+ * complete file, shorter than asked.
+ */
+#define NVCAM_RECORD_STOPPED 4
+
+/**
+ * Ended by an error (`error`, `nvcam_record_error`): a disk that was full or too slow, an I/O
+ * error. What was written is in the file (its `.part` name if it could not be finished).
+ */
+#define NVCAM_RECORD_FAILED 5
+
+/**
  * Success.
  */
 #define NVCAM_OK 0
@@ -549,33 +577,6 @@
 #define NVCAM_VERSION_MINOR 1
 
 #define NVCAM_VERSION_PATCH 0
-
-/**
- * The recording takes packets (its pre-roll, then the stream until trigger + post).
- */
-#define NVCAM_RECORD_RUNNING 1
-
-/**
- * It takes no more packets; its file is being finished.
- */
-#define NVCAM_RECORD_FINISHING 2
-
-/**
- * Complete: the file holds [trigger − pre, trigger + post] (see `first_pts_us`) under its name.
- */
-#define NVCAM_RECORD_DONE 3
-
-/**
- * Ended early (`nvcam_record_stop`, `nvcam_record_release`, the camera's close, shutdown): a
- * complete file, shorter than asked.
- */
-#define NVCAM_RECORD_STOPPED 4
-
-/**
- * Ended by an error (`error`, `nvcam_record_error`): a disk that was full or too slow, an I/O
- * error. What was written is in the file (its `.part` name if it could not be finished).
- */
-#define NVCAM_RECORD_FAILED 5
 
 /**
  * Library settings for `nvcam_init`; NULL means defaults. Zero in any field means its default.

@@ -5,7 +5,8 @@
 //! at most the deadline, and `close` never waits on the network. FFmpeg 5.1 reports an interrupted
 //! open as "Invalid data" rather than a timeout, so [`Interrupt::fired`] tells timeouts apart.
 
-use crate::source::{redact, Source};
+use crate::redact::redact;
+use crate::source::Source;
 use crate::config::DEFAULTS;
 use crate::status::*;
 use ffmpeg_next as ff;

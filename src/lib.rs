@@ -45,6 +45,7 @@ mod logging;
 mod pin;
 mod pool;
 mod record;
+mod redact;
 mod registry;
 mod rtp_loss;
 mod source;
@@ -96,8 +97,8 @@ pub use ffi::status::{
 /// the NVDEC bindings' self-checks. Not part of the C surface.
 #[doc(hidden)]
 pub mod diag {
-    pub use crate::decode::nvdec::api::{available as nvcuvid_available, lib as nvcuvid_lib};
-    pub use crate::decode::nvdec::sys::layout_report as nvcuvid_layout_report;
+    pub use crate::gpu::nvcuvid::api::{available as nvcuvid_available, lib as nvcuvid_lib};
+    pub use crate::gpu::nvcuvid::sys::layout_report as nvcuvid_layout_report;
     pub use crate::decode::nvdec::{counters as nvdec_counters, NvdecCounters};
     pub use crate::decode::hwdec::sessions_made as ffmpeg_hw_sessions_made;
     pub use crate::gpu::timing::{enable as enable_stage_times, take as stage_times, Stage, StageTimes};

@@ -30,10 +30,10 @@ pub(crate) enum Switch {
     /// as it once did, for measurements (`decode::hwdec`, per loop).
     HwLoopFlush,
     /// `NVCAM_NVJPEG_LIBRARY=path`: the nvJPEG library to load instead of searching for one
-    /// (`decode::nvjpeg::api`, once).
+    /// (`gpu::nvjpeg::api`, once).
     NvjpegLibrary,
     /// `CUDA_PATH`: the CUDA toolkit's folder, one of the places nvJPEG is looked for
-    /// (`decode::nvjpeg::api`, once).
+    /// (`gpu::nvjpeg::api`, once).
     CudaPath,
 }
 

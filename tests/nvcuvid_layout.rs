@@ -1,4 +1,4 @@
-//! The hand-written NVDEC struct layouts (src/decode/nvdec/sys.rs) against NVIDIA's headers: compiles
+//! The hand-written NVDEC struct layouts (src/gpu/nvcuvid/sys.rs) against NVIDIA's headers: compiles
 //! tests/c/nvcuvid_layout.c with the system C compiler and compares every size and offset. Where
 //! the headers are not installed (`apt-get install libffmpeg-nvenc-dev`) the test says so and
 //! passes: the same numbers are also compile-time assertions in the crate. On Windows the numbers

@@ -8,7 +8,7 @@
 //! one at a time (a lock) and call only the exported C functions, decoding on the CPU.
 
 mod common;
-use common::{cam_error, get_frame, last_error, serial, stats, wait_until, LogCapture};
+use common::{cam_error, get_frame, last_error, serial, stats, wait_until, LogCapture, Opts};
 use nvcam::*;
 use std::ffi::{CStr, CString};
 use std::time::{Duration, Instant};
@@ -17,34 +17,13 @@ use std::time::{Duration, Instant};
 mod rtsp;
 use rtsp::{RtspServer, Stream};
 
-/// Camera options as a host sets them: defaults, CPU decoding, the given transport.
-struct Opts {
-    o: nvcam_camera_options,
-    _ffmpeg: Option<CString>,
-}
-
-impl Opts {
-    fn new(transport: u32) -> Opts {
-        let mut o: nvcam_camera_options = unsafe { std::mem::zeroed() };
-        assert_eq!(unsafe { nvcam_camera_options_init(&mut o) }, NVCAM_OK);
-        o.device = NVCAM_DEVICE_CPU;
+/// The kit's camera options with the given transport, and 5 s to open (a TLS handshake or
+/// AUTO's fall-back to TCP takes longer than the kit's 3 s on a busy machine).
+fn opts(transport: u32) -> Opts {
+    Opts::new().with(|o| {
         o.open_timeout_ms = 5000;
-        o.stall_timeout_ms = 3000;
-        o.reconnect_min_ms = 100;
-        o.reconnect_max_ms = 1000;
         o.transport = transport;
-        Opts { o, _ffmpeg: None }
-    }
-    fn ffmpeg(mut self, s: &str) -> Opts {
-        let c = CString::new(s).unwrap();
-        self.o.ffmpeg_options = c.as_ptr();
-        self._ffmpeg = Some(c);
-        self
-    }
-    fn with(mut self, f: impl FnOnce(&mut nvcam_camera_options)) -> Opts {
-        f(&mut self.o);
-        self
-    }
+    })
 }
 
 fn open(url: &str, o: &Opts) -> Result<u64, (i32, String)> {
@@ -117,19 +96,19 @@ fn base64(s: &str) -> String {
 fn transport_option_and_rtsp_transport_together_are_refused_by_name() {
     let _g = serial();
     let url = "rtsp://127.0.0.1:9/cam"; // refused at once if it were ever opened
-    let e = open(url, &Opts::new(NVCAM_TRANSPORT_UDP).ffmpeg("rtsp_transport=tcp")).expect_err("both given");
+    let e = open(url, &opts(NVCAM_TRANSPORT_UDP).ffmpeg("rtsp_transport=tcp")).expect_err("both given");
     assert_eq!(e.0, NVCAM_E_BAD_OPTION, "{e:?}");
     assert!(e.1.contains("NVCAM_TRANSPORT_UDP") && e.1.contains("rtsp_transport=tcp"), "{}", e.1);
-    let e = open(url, &Opts::new(NVCAM_TRANSPORT_AUTO).ffmpeg("rtsp_transport=udp")).expect_err("both given");
+    let e = open(url, &opts(NVCAM_TRANSPORT_AUTO).ffmpeg("rtsp_transport=udp")).expect_err("both given");
     assert_eq!(e.0, NVCAM_E_BAD_OPTION, "{e:?}");
     assert!(e.1.contains("NVCAM_TRANSPORT_AUTO"), "{}", e.1);
-    let e = open(url, &Opts::new(99)).expect_err("unknown transport");
+    let e = open(url, &opts(99)).expect_err("unknown transport");
     assert_eq!(e.0, NVCAM_E_INVALID_ARGUMENT, "{e:?}");
-    let e = open("rtsps://127.0.0.1:9/cam", &Opts::new(NVCAM_TRANSPORT_UDP)).expect_err("UDP with rtsps");
+    let e = open("rtsps://127.0.0.1:9/cam", &opts(NVCAM_TRANSPORT_UDP)).expect_err("UDP with rtsps");
     assert_eq!(e.0, NVCAM_E_BAD_OPTION, "{e:?}");
     assert!(e.1.contains("rtsps"), "{}", e.1);
     // Other sources ignore the option.
-    let cam = open("testsrc://64x48@30", &Opts::new(NVCAM_TRANSPORT_UDP)).unwrap_or_else(|e| panic!("testsrc: {e:?}"));
+    let cam = open("testsrc://64x48@30", &opts(NVCAM_TRANSPORT_UDP)).unwrap_or_else(|e| panic!("testsrc: {e:?}"));
     close(cam);
 }
 
@@ -146,7 +125,7 @@ fn each_transport_option_is_the_transport_used() {
         (NVCAM_TRANSPORT_HTTP, "http"),
     ] {
         let before = srv.setups().len();
-        let cam = open(&srv.url(), &Opts::new(transport)).unwrap_or_else(|e| panic!("transport {transport}: {e:?}"));
+        let cam = open(&srv.url(), &opts(transport)).unwrap_or_else(|e| panic!("transport {transport}: {e:?}"));
         let _closer = CloseOnPanic(vec![cam]);
         assert_eq!(frames(cam, 15, Duration::from_secs(4)), 15, "transport {transport}: {}", cam_error(cam));
         close(cam);
@@ -167,7 +146,7 @@ fn multicast_transport_receives_the_group() {
         return;
     }
     let srv = RtspServer::start(Stream::default().multicast());
-    let cam = open(&srv.url(), &Opts::new(NVCAM_TRANSPORT_UDP_MULTICAST)).unwrap_or_else(|e| panic!("multicast: {e:?} {}", srv.stderr_text()));
+    let cam = open(&srv.url(), &opts(NVCAM_TRANSPORT_UDP_MULTICAST)).unwrap_or_else(|e| panic!("multicast: {e:?} {}", srv.stderr_text()));
     let _closer = CloseOnPanic(vec![cam]);
     assert_eq!(frames(cam, 30, Duration::from_secs(5)), 30, "{}", cam_error(cam));
     close(cam);
@@ -182,7 +161,7 @@ fn auto_falls_back_to_tcp_when_udp_is_dropped() {
     let _g = serial();
     let mut srv = RtspServer::start(Stream::default().no_udp_send());
 
-    let o = Opts::new(NVCAM_TRANSPORT_UDP).with(|o| o.flags = NVCAM_OPEN_ASYNC);
+    let o = opts(NVCAM_TRANSPORT_UDP).with(|o| o.flags = NVCAM_OPEN_ASYNC);
     let cam = open(&srv.url(), &o).unwrap();
     let _closer = CloseOnPanic(vec![cam]);
     let e = get_frame(cam, 3000).expect_err("UDP is dropped: no frame may arrive");
@@ -194,7 +173,7 @@ fn auto_falls_back_to_tcp_when_udp_is_dropped() {
     let log = LogCapture::start();
     let before = srv.setups().len();
     let t = Instant::now();
-    let cam = open(&srv.url(), &Opts::new(NVCAM_TRANSPORT_AUTO)).unwrap_or_else(|e| panic!("AUTO: {e:?}"));
+    let cam = open(&srv.url(), &opts(NVCAM_TRANSPORT_AUTO)).unwrap_or_else(|e| panic!("AUTO: {e:?}"));
     let _closer = CloseOnPanic(vec![cam]);
     release(get_frame(cam, 3000).unwrap_or_else(|e| panic!("AUTO over TCP: {e:?}")));
     let first = t.elapsed();
@@ -224,7 +203,7 @@ fn auto_stays_on_udp_when_packets_arrive() {
     let srv = RtspServer::start(Stream::default());
     let log = LogCapture::start();
     let t = Instant::now();
-    let cam = open(&srv.url(), &Opts::new(NVCAM_TRANSPORT_AUTO)).unwrap_or_else(|e| panic!("AUTO: {e:?}"));
+    let cam = open(&srv.url(), &opts(NVCAM_TRANSPORT_AUTO)).unwrap_or_else(|e| panic!("AUTO: {e:?}"));
     let _closer = CloseOnPanic(vec![cam]);
     release(get_frame(cam, 3000).unwrap_or_else(|e| panic!("AUTO over UDP: {e:?}")));
     assert!(t.elapsed() < Duration::from_millis(1500), "first frame after {:?}", t.elapsed());
@@ -240,7 +219,7 @@ fn auto_stays_on_udp_when_packets_arrive() {
 fn digest_auth_right_password_streams_wrong_one_fails_without_retries() {
     let _g = serial();
     let srv = RtspServer::start(Stream::default().auth_digest("viewer:d1gest-pw"));
-    let o = Opts::new(NVCAM_TRANSPORT_DEFAULT);
+    let o = opts(NVCAM_TRANSPORT_DEFAULT);
     let cam = open(&srv.url_with_auth("viewer:d1gest-pw"), &o).unwrap_or_else(|e| panic!("right password: {e:?}"));
     let _closer = CloseOnPanic(vec![cam]);
     assert_eq!(frames(cam, 15, Duration::from_secs(4)), 15, "{}", cam_error(cam));
@@ -252,7 +231,7 @@ fn digest_auth_right_password_streams_wrong_one_fails_without_retries() {
     let e = open(&srv.url(), &o).expect_err("no credentials");
     assert_eq!(e.0, NVCAM_E_AUTH, "{e:?}");
 
-    let cam = open(&srv.url_with_auth("viewer:wr0ng-pw"), &Opts::new(NVCAM_TRANSPORT_AUTO).with(|o| o.flags = NVCAM_OPEN_ASYNC)).unwrap();
+    let cam = open(&srv.url_with_auth("viewer:wr0ng-pw"), &opts(NVCAM_TRANSPORT_AUTO).with(|o| o.flags = NVCAM_OPEN_ASYNC)).unwrap();
     let _closer = CloseOnPanic(vec![cam]);
     assert!(wait_until(Duration::from_secs(3), || stats(cam).state == NVCAM_STATE_FAILED), "state {}", stats(cam).state);
     std::thread::sleep(Duration::from_millis(700));
@@ -274,7 +253,7 @@ fn passwords_never_reach_error_texts_or_the_log() {
     ] {
         let srv = RtspServer::start(stream);
         let log = LogCapture::start();
-        let o = Opts::new(NVCAM_TRANSPORT_TCP);
+        let o = opts(NVCAM_TRANSPORT_TCP);
         let cam = open(&srv.url_with_auth(&format!("{user}:{good}")), &o).unwrap_or_else(|e| panic!("right password: {e:?}"));
         release(get_frame(cam, 3000).expect("a frame"));
         let (ok_error, ok_cam_error) = (last_error(), cam_error(cam));
@@ -326,7 +305,7 @@ fn rtsps_streams_over_tls() {
         let url = format!("rtsps://viewer:tls-pw@127.0.0.1:{}/cam", silent.local_addr().unwrap().port());
         for transport in [NVCAM_TRANSPORT_DEFAULT, NVCAM_TRANSPORT_TCP, NVCAM_TRANSPORT_AUTO] {
             let t0 = Instant::now();
-            let e = open(&url, &Opts::new(transport)).expect_err("rtsps without TLS in FFmpeg");
+            let e = open(&url, &opts(transport)).expect_err("rtsps without TLS in FFmpeg");
             assert!(t0.elapsed() < Duration::from_secs(1), "took {:?}: {e:?}", t0.elapsed());
             assert_eq!(e.0, NVCAM_E_UNSUPPORTED, "{e:?}");
             assert!(e.1.contains("rtsps://") && e.1.contains("TLS"), "not named: {}", e.1);
@@ -340,7 +319,7 @@ fn rtsps_streams_over_tls() {
     let srv = RtspServer::start(Stream::default().tls(own.pem.to_str().unwrap()).auth_digest("viewer:tls-pw"));
     let url = format!("rtsps://viewer:tls-pw@127.0.0.1:{}/cam", srv.port);
     for transport in [NVCAM_TRANSPORT_DEFAULT, NVCAM_TRANSPORT_AUTO] {
-        let o = Opts::new(transport).ffmpeg(&format!("tls_pin_sha256={}", own.sha256));
+        let o = opts(transport).ffmpeg(&format!("tls_pin_sha256={}", own.sha256));
         let cam = open(&url, &o).unwrap_or_else(|e| panic!("rtsps, transport {transport}: {e:?}"));
         let _closer = CloseOnPanic(vec![cam]);
         assert_eq!(frames(cam, 15, Duration::from_secs(4)), 15, "{}", cam_error(cam));
@@ -348,7 +327,7 @@ fn rtsps_streams_over_tls() {
     }
     assert_eq!(srv.setups(), ["tcp", "tcp"]);
     // Plain RTSP to the TLS port is not RTSP: a clear failure, not a hang.
-    let e = open(&srv.url(), &Opts::new(NVCAM_TRANSPORT_TCP)).expect_err("plain RTSP to a TLS server");
+    let e = open(&srv.url(), &opts(NVCAM_TRANSPORT_TCP)).expect_err("plain RTSP to a TLS server");
     assert_ne!(e.0, NVCAM_OK);
 }
 

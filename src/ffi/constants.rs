@@ -207,3 +207,17 @@ pub const NVCAM_LOG_WARN: i32 = 2;
 pub const NVCAM_LOG_INFO: i32 = 3;
 pub const NVCAM_LOG_DEBUG: i32 = 4;
 pub const NVCAM_LOG_TRACE: i32 = 5;
+
+/// A recording's state (`nvcam_record_status_t.state`).
+/// The recording takes packets (its pre-roll, then the stream until trigger + post).
+pub const NVCAM_RECORD_RUNNING: u32 = 1;
+/// It takes no more packets; its file is being finished.
+pub const NVCAM_RECORD_FINISHING: u32 = 2;
+/// Complete: the file holds [trigger − pre, trigger + post] (see `first_pts_us`) under its name.
+pub const NVCAM_RECORD_DONE: u32 = 3;
+/// Ended early (`nvcam_record_stop`, `nvcam_record_release`, the camera's close, shutdown): a
+/// complete file, shorter than asked.
+pub const NVCAM_RECORD_STOPPED: u32 = 4;
+/// Ended by an error (`error`, `nvcam_record_error`): a disk that was full or too slow, an I/O
+/// error. What was written is in the file (its `.part` name if it could not be finished).
+pub const NVCAM_RECORD_FAILED: u32 = 5;

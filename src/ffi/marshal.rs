@@ -1,9 +1,12 @@
 //! The only place C structs and `NVCAM_*` values are built from, or read into, the core's Rust
 //! types. Everything below `ffi` speaks enums, switches and snapshots. Configuration, options,
-//! statistics, frame info and log levels are here; conversion specs in [`spec`].
+//! statistics, frame info and log levels are here; conversion specs in [`spec`], recordings in
+//! [`record`].
 
+mod record;
 mod spec;
 
+pub(crate) use record::{record_stats, record_status};
 pub(crate) use spec::{convert_spec, cpu_reference, DstKind};
 
 use super::constants::*;

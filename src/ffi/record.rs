@@ -1,95 +1,15 @@
 //! Recording: a camera's pre-roll cache, event clips to Matroska or fragmented MP4 files, their
 //! status by poll (no callbacks, so LabVIEW can use all of it).
 
-use super::{boundary, c_str, out, sized_out, text_out, write_text, Ctx};
+use super::types::{nvcam_record_stats, nvcam_record_status};
+use super::{boundary, c_str, marshal, out, sized_out, text_out, write_text, Ctx};
 use crate::library;
-use crate::record::{self, shared::State, Recording, Reported};
+use crate::record::{self, Recording};
 use crate::status::Result;
 use std::ffi::c_char;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The recording takes packets (its pre-roll, then the stream until trigger + post).
-pub const NVCAM_RECORD_RUNNING: u32 = 1;
-/// It takes no more packets; its file is being finished.
-pub const NVCAM_RECORD_FINISHING: u32 = 2;
-/// Complete: the file holds [trigger − pre, trigger + post] (see `first_pts_us`) under its name.
-pub const NVCAM_RECORD_DONE: u32 = 3;
-/// Ended early (`nvcam_record_stop`, `nvcam_record_release`, the camera's close, shutdown): a
-/// complete file, shorter than asked.
-pub const NVCAM_RECORD_STOPPED: u32 = 4;
-/// Ended by an error (`error`, `nvcam_record_error`): a disk that was full or too slow, an I/O
-/// error. What was written is in the file (its `.part` name if it could not be finished).
-pub const NVCAM_RECORD_FAILED: u32 = 5;
-
-/// A recording's state and what its files hold (`nvcam_record_status`).
-///
-/// Frame ↔ file: the files hold the camera's pictures `first_seq..=last_seq` (the `seq` of
-/// `nvcam_frame_info_t`), in order; a picture's time in the file is its `pts_us` − `first_pts_us`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct nvcam_record_status {
-    /// `sizeof(nvcam_record_status_t)`.
-    pub struct_size: u32,
-    /// `NVCAM_RECORD_*`.
-    pub state: u32,
-    /// `NVCAM_E_*` of a failed recording, else 0 (text: `nvcam_record_error`).
-    pub error: i32,
-    /// Files made: 1, more when a reconnect or a change of the stream split the recording
-    /// (`NAME-part2.EXT`, ...; `nvcam_record_file` names the last).
-    pub parts: u32,
-    /// Places inside the recording where packets were lost on the way (see `lost_packets`).
-    pub loss_spans: u32,
-    pub reserved0: u32,
-    /// Pictures (packets) written.
-    pub frames: u64,
-    /// Bytes of compressed video written.
-    pub bytes: u64,
-    /// The camera's frame numbers of the first and last picture in the files (0: none known).
-    pub first_seq: u64,
-    pub last_seq: u64,
-    /// Timestamps (µs, as frames carry them) of the first picture of the first file and the
-    /// last picture of the last file.
-    pub first_pts_us: i64,
-    pub last_pts_us: i64,
-    /// The stream time of the trigger (the newest packet when the recording started): a full
-    /// pre-roll has `first_pts_us` ≤ `trigger_pts_us` − pre.
-    pub trigger_pts_us: i64,
-    /// The files' spans summed: each part's last − first picture timestamp (`last_pts_us` −
-    /// `first_pts_us` for one part; a reconnect may start its part's timestamps afresh).
-    pub duration_us: i64,
-    /// Packets lost on the way from the camera inside the recording.
-    pub lost_packets: u64,
-    /// Timestamp of the first picture after a loss (0: no loss).
-    pub first_loss_pts_us: i64,
-    /// Packets taken for the recording that are in no file: the writer fell behind, or a write
-    /// error (a full disk) lost them; the recording failed. After a write error the counts
-    /// above say what the files hold for certain (`frames`, `bytes` up to the last cluster or
-    /// fragment written out).
-    pub dropped: u64,
-    pub reserved: [u64; 2],
-}
-
-/// A camera's pre-roll cache and recordings (`nvcam_camera_record_stats`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct nvcam_record_stats {
-    /// `sizeof(nvcam_record_stats_t)`.
-    pub struct_size: u32,
-    /// Recordings taking packets now.
-    pub running: u32,
-    /// Bytes, packets and stream time the cache holds.
-    pub cache_bytes: u64,
-    pub cache_packets: u64,
-    pub cache_span_us: i64,
-    /// Groups of pictures the cache dropped for its byte bound before its time bound.
-    pub cache_trimmed: u64,
-    /// Recordings started, failed, and packets dropped (a writer that fell behind).
-    pub recordings: u64,
-    pub failed: u64,
-    pub dropped: u64,
-}
 
 /// Keeps the last `pre_ms` of the camera's compressed packets (from the key frame at or before
 /// then), at most `max_bytes` (0: 32 MiB), so that a recording can start before its trigger.
@@ -162,21 +82,7 @@ pub unsafe extern "C" fn nvcam_camera_record_segments(
     boundary(export_name!(), Ctx::Camera(cam), || {
         // SAFETY: forwarded from this function's contract (all three).
         let (out_rec, dir, container) = unsafe { (out(rec, "rec")?, c_str(dir, "dir")?, c_str(container, "container")?) };
-        let ext = container.trim_start_matches('.').to_ascii_lowercase();
-        if ext != "mkv" && ext != "mp4" {
-            return Err(crate::status::Error::arg(format!("container '{container}': \"mkv\" or \"mp4\"")));
-        }
-        if segment_ms < 1000 {
-            return Err(crate::status::Error::arg(format!("segment_ms {segment_ms}: at least 1000")));
-        }
-        let plan = record::segments::Plan {
-            dir: Path::new(&*dir).to_path_buf(),
-            ext,
-            every_us: segment_ms as i64 * 1000,
-            keep_count,
-            keep_bytes,
-            last: Default::default(),
-        };
+        let plan = record::segments::Plan::new(Path::new(&*dir), &container, segment_ms, keep_count, keep_bytes)?;
         let r = library::camera(cam)?.recorder().start_segments(plan)?;
         hand_out(r, out_rec)
     })
@@ -215,34 +121,7 @@ pub unsafe extern "C" fn nvcam_record_status(rec: u64, status: *mut nvcam_record
         // SAFETY: forwarded from this function's contract.
         let o = unsafe { sized_out(status, "status") }?;
         let (reported, s) = record::get(rec)?.status();
-        let state = match reported {
-            Reported::Running => NVCAM_RECORD_RUNNING,
-            Reported::Finishing => NVCAM_RECORD_FINISHING,
-            Reported::Ended(State::Running) => NVCAM_RECORD_FINISHING,
-            Reported::Ended(State::Done) => NVCAM_RECORD_DONE,
-            Reported::Ended(State::Stopped) => NVCAM_RECORD_STOPPED,
-            Reported::Ended(State::Failed) => NVCAM_RECORD_FAILED,
-        };
-        *o = nvcam_record_status {
-            struct_size: o.struct_size,
-            state,
-            error: s.error.as_ref().map_or(super::status::NVCAM_OK, |e| super::status::code(e.kind)),
-            parts: s.parts,
-            loss_spans: s.loss_spans,
-            reserved0: 0,
-            frames: s.frames,
-            bytes: s.bytes,
-            first_seq: s.first_seq,
-            last_seq: s.last_seq,
-            first_pts_us: s.first_pts_us,
-            last_pts_us: s.last_pts_us,
-            trigger_pts_us: s.trigger_pts_us,
-            duration_us: s.duration_us(),
-            lost_packets: s.lost_packets,
-            first_loss_pts_us: s.first_loss_pts_us,
-            dropped: s.dropped,
-            reserved: [0; 2],
-        };
+        *o = marshal::record_status(reported, &s, o.struct_size);
         Ok(())
     })
 }
@@ -300,17 +179,7 @@ pub unsafe extern "C" fn nvcam_camera_record_stats(cam: u64, stats: *mut nvcam_r
         // SAFETY: forwarded from this function's contract.
         let o = unsafe { sized_out(stats, "stats") }?;
         let s = library::camera(cam)?.recorder().stats();
-        *o = nvcam_record_stats {
-            struct_size: o.struct_size,
-            running: s.running,
-            cache_bytes: s.cache_bytes,
-            cache_packets: s.cache_packets as u64,
-            cache_span_us: s.cache_span_us,
-            cache_trimmed: s.cache_trimmed_for_bytes,
-            recordings: s.made,
-            failed: s.failed,
-            dropped: s.dropped,
-        };
+        *o = marshal::record_stats(&s, o.struct_size);
         Ok(())
     })
 }

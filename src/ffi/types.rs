@@ -292,8 +292,74 @@ pub struct nvcam_gpu_stats {
 /// and valid only during the call.
 pub type nvcam_log_fn = Option<unsafe extern "C" fn(level: i32, message: *const c_char, user: *mut std::ffi::c_void)>;
 
+/// A recording's state and what its files hold (`nvcam_record_status`).
+///
+/// Frame ↔ file: the files hold the camera's pictures `first_seq..=last_seq` (the `seq` of
+/// `nvcam_frame_info_t`), in order; a picture's time in the file is its `pts_us` − `first_pts_us`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct nvcam_record_status {
+    /// `sizeof(nvcam_record_status_t)`.
+    pub struct_size: u32,
+    /// `NVCAM_RECORD_*`.
+    pub state: u32,
+    /// `NVCAM_E_*` of a failed recording, else 0 (text: `nvcam_record_error`).
+    pub error: i32,
+    /// Files made: 1, more when a reconnect or a change of the stream split the recording
+    /// (`NAME-part2.EXT`, ...; `nvcam_record_file` names the last).
+    pub parts: u32,
+    /// Places inside the recording where packets were lost on the way (see `lost_packets`).
+    pub loss_spans: u32,
+    pub reserved0: u32,
+    /// Pictures (packets) written.
+    pub frames: u64,
+    /// Bytes of compressed video written.
+    pub bytes: u64,
+    /// The camera's frame numbers of the first and last picture in the files (0: none known).
+    pub first_seq: u64,
+    pub last_seq: u64,
+    /// Timestamps (µs, as frames carry them) of the first picture of the first file and the
+    /// last picture of the last file.
+    pub first_pts_us: i64,
+    pub last_pts_us: i64,
+    /// The stream time of the trigger (the newest packet when the recording started): a full
+    /// pre-roll has `first_pts_us` ≤ `trigger_pts_us` − pre.
+    pub trigger_pts_us: i64,
+    /// The files' spans summed: each part's last − first picture timestamp (`last_pts_us` −
+    /// `first_pts_us` for one part; a reconnect may start its part's timestamps afresh).
+    pub duration_us: i64,
+    /// Packets lost on the way from the camera inside the recording.
+    pub lost_packets: u64,
+    /// Timestamp of the first picture after a loss (0: no loss).
+    pub first_loss_pts_us: i64,
+    /// Packets taken for the recording that are in no file: the writer fell behind, or a write
+    /// error (a full disk) lost them; the recording failed. After a write error the counts
+    /// above say what the files hold for certain (`frames`, `bytes` up to the last cluster or
+    /// fragment written out).
+    pub dropped: u64,
+    pub reserved: [u64; 2],
+}
+
+/// A camera's pre-roll cache and recordings (`nvcam_camera_record_stats`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct nvcam_record_stats {
+    /// `sizeof(nvcam_record_stats_t)`.
+    pub struct_size: u32,
+    /// Recordings taking packets now.
+    pub running: u32,
+    /// Bytes, packets and stream time the cache holds.
+    pub cache_bytes: u64,
+    pub cache_packets: u64,
+    pub cache_span_us: i64,
+    /// Groups of pictures the cache dropped for its byte bound before its time bound.
+    pub cache_trimmed: u64,
+    /// Recordings started, failed, and packets dropped (a writer that fell behind).
+    pub recordings: u64,
+    pub failed: u64,
+    pub dropped: u64,
+}
+
 // Every struct's size and field offsets, as include/nvcam.h and the Python module have them
-// (written by `cargo xtask gen`); the recording structs live beside their calls.
-#[allow(unused_imports)]
-use super::record::{nvcam_record_stats, nvcam_record_status};
+// (written by `cargo xtask gen`).
 include!("layout.rs");

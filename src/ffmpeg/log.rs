@@ -66,7 +66,7 @@ unsafe extern "C" fn on_log(avcl: *mut c_void, l: c_int, fmt: *const c_char, vl:
             return;
         }
         // FFmpeg names URLs (with their credentials and SRT passphrase) in its own lines.
-        let line = crate::source::redact(line);
+        let line = crate::redact::redact(line);
         let cam = CAMERA.try_with(|c| c.borrow().clone()).ok().flatten();
         match cam {
             Some(c) => log::log!(target: "nvcam::ffmpeg", lvl, "camera {c}: FFmpeg: {line}"),

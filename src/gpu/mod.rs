@@ -4,6 +4,8 @@
 //!
 //! - [`driver`]: the one thin layer of CUDA driver calls (libcuda via cudarc, loaded at run
 //!   time), their typed error and its conversion into the library's.
+//! - [`nvcuvid`], [`nvjpeg`]: the same for NVIDIA's video decoder and JPEG libraries (opened at
+//!   run time), on which `crate::decode`'s NVDEC and nvJPEG decoders are built.
 //! - [`context`]: one primary context per device, the push/pop guard around every call,
 //!   streams, events, 2D copies.
 //! - [`memory`]: the device storage behind a camera's pool (pitched, allocated once per
@@ -22,6 +24,8 @@ pub(crate) mod deferred;
 pub(crate) mod driver;
 pub(crate) mod kernels;
 pub(crate) mod memory;
+pub(crate) mod nvcuvid;
+pub(crate) mod nvjpeg;
 pub(crate) mod params;
 pub(crate) mod probe;
 pub(crate) mod stats;

@@ -3,9 +3,9 @@
 //! thread.
 //!
 //! - [`cache`]: the last `pre` of packets from a key frame on, bounded in time and bytes.
-//! - [`writer`]: one file (Matroska or fragmented MP4), `NAME.part` until complete.
+//! - [`muxer`]: one file (Matroska or fragmented MP4), `NAME.part` until complete.
 //! - [`recorder`]: the camera's recorder, and a recording as its handle holds it.
-//! - [`recording`]: a recording's writer thread; [`shared`] what it shares with the camera and
+//! - [`writer`]: a recording's writer thread; [`shared`] what it shares with the camera and
 //!   the host (state, status, messages).
 //! - [`cut`]: where a recording's packets end: after whole mini-GOPs, at a presentation time.
 //! - [`inband`]: a key frame that changes the stream's size inside a session (new parameters).
@@ -28,15 +28,15 @@ pub(crate) mod shared;
 mod paths;
 mod tally;
 pub(crate) mod segments;
-pub(crate) mod recording;
 pub(crate) mod writer;
+pub(crate) mod muxer;
 mod handles;
 mod bounds;
 mod recorder;
 
 pub(crate) use handles::{get, register, release, release_all};
 
-pub(crate) use recorder::{Recorder, Recording, Reported};
+pub(crate) use recorder::{Recorder, RecorderStats, Recording, Reported};
 
 /// A slow disk for the tests (`test-hooks`): a delay per written packet, a shorter queue.
 #[cfg(feature = "test-hooks")]

@@ -7,10 +7,10 @@ use super::cut::Active;
 use super::packet::{Leading, Packet};
 use super::shared::{Cut, Msg, Shared, State, Status};
 use super::params::Params;
-use super::writer::Muxer;
+use super::muxer::Muxer;
 #[cfg(feature = "test-hooks")]
 use super::hooks;
-use super::{cache, cut, inband, paths, recording, segments, writer};
+use super::{cache, cut, inband, muxer, paths, segments, writer};
 use crate::bitstream::recovery::{KeyPoint, KeyScan};
 use crate::status::*;
 use ffmpeg_next as ff;
@@ -313,7 +313,7 @@ impl Recorder {
         // busy path fails on this call; a call that fails leaves no file.
         let claim = paths::claim(path)?;
         let mux = Muxer::create(path, &params)?;
-        let part = writer::part_path(path);
+        let part = muxer::part_path(path);
         // Closed meanwhile: the file just made goes (the muxer closes it first).
         let unmade = |mux: Muxer, e: Error| -> Result<Arc<Recording>> { drop(mux); let _ = std::fs::remove_file(&part); Err(e) };
         let mut guard = self.inner.lock();
@@ -338,7 +338,7 @@ impl Recorder {
             Some(c) => c.since(now.saturating_sub(pre.as_micros() as i64)),
             None => Vec::new(),
         };
-        let rec = Shared::new(writer::part_path(path), trigger, now, post);
+        let rec = Shared::new(muxer::part_path(path), trigger, now, post);
         // The pre-roll goes to the writer up to its last closed cut; the rest waits for the
         // packets that close it, like those still to come.
         let decoded_shown_us = pre_roll.iter().filter(|p| p.seq.load(Ordering::Relaxed) != 0).map(|p| p.shown_us).max().unwrap_or(i64::MIN);
@@ -365,7 +365,7 @@ impl Recorder {
         let spawned = std::thread::Builder::new().name(name).spawn(move || {
             // The path is free again once the writer has finished with it.
             let _claim = claim;
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| recording::write_loop(w.clone(), mux, r, rx, cut)));
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| writer::write_loop(w.clone(), mux, r, rx, cut)));
             if r.is_err() {
                 w.fail(Error::new(ErrorKind::Panic, "recording writer panicked (see log)"));
                 w.mark_finished();

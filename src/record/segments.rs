@@ -1,6 +1,7 @@
 //! Continuous recording: the stream cut into files of about N seconds at key frames, named by the
 //! wall-clock time (UTC) of their start, the oldest deleted beyond a count or a byte limit.
 
+use crate::status::{Error, Result};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -22,6 +23,19 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
+    /// A plan from the host's words: `container` "mkv" or "mp4" (a leading dot and any case
+    /// taken), segments of at least a second.
+    pub(crate) fn new(dir: &Path, container: &str, segment_ms: u32, keep_count: u32, keep_bytes: u64) -> Result<Plan> {
+        let ext = container.trim_start_matches('.').to_ascii_lowercase();
+        if ext != "mkv" && ext != "mp4" {
+            return Err(Error::arg(format!("container '{container}': \"mkv\" or \"mp4\"")));
+        }
+        if segment_ms < 1000 {
+            return Err(Error::arg(format!("segment_ms {segment_ms}: at least 1000")));
+        }
+        Ok(Plan { dir: dir.to_path_buf(), ext, every_us: segment_ms as i64 * 1000, keep_count, keep_bytes, last: Default::default() })
+    }
+
     /// `DIR/YYYYMMDD-HHMMSS.EXT` for now (UTC), with `-2`, `-3`, ... for later segments of the
     /// same second or when that name is taken.
     pub(crate) fn next_name(&mut self) -> PathBuf {
@@ -30,7 +44,7 @@ impl Plan {
         let mut n = if self.last.0 == stem { self.last.1 + 1 } else { 1 };
         let name = |n: u32| if n == 1 { format!("{stem}.{}", self.ext) } else { format!("{stem}-{n}.{}", self.ext) };
         let mut p = self.dir.join(name(n));
-        while p.exists() || super::writer::part_path(&p).exists() {
+        while p.exists() || super::muxer::part_path(&p).exists() {
             n += 1;
             p = self.dir.join(name(n));
         }

@@ -1,7 +1,7 @@
 //! What the GPU's decoder can take: NVDEC's capabilities, cached per (device, codec), and the
 //! check that decides whether direct NVDEC is offered a stream at all.
 
-use super::sys::{self as cu};
+use crate::gpu::nvcuvid::{api, sys as cu};
 use crate::ffmpeg::pixfmt::{bit_depth, chroma_8bit, high_depth_420, Chroma};
 use crate::pool::Depth;
 use crate::gpu::context::Device;
@@ -84,7 +84,7 @@ pub(crate) fn caps(dev: &Device, codec: cu::cudaVideoCodec, chroma: cu::cudaVide
     if let Some(e) = CAPS.lock().iter().find(|e| e.0 == dev.ordinal && e.1 == codec && e.2 == chroma && e.3 == bits) {
         return e.4;
     }
-    let lib = super::api::lib().ok()?;
+    let lib = api::lib().ok()?;
     let mut c = cu::CUVIDDECODECAPS {
         eCodecType: codec,
         eChromaFormat: chroma,
@@ -116,7 +116,7 @@ pub(crate) fn size_fits(c: &cu::CUVIDDECODECAPS, w: u32, h: u32) -> bool {
 /// JPEG stream is not progressive (as far as FFmpeg's probe saw). The reason otherwise.
 pub(crate) fn supports(dev: &Device, params: &ff::codec::Parameters, eight_bit: bool) -> Result<cu::cudaVideoCodec> {
     let no = |why: String| Error::new(ErrorKind::Unsupported, why);
-    if let Err(e) = super::api::lib() {
+    if let Err(e) = api::lib() {
         return Err(no(format!("libnvcuvid unavailable: {}", e.msg)));
     }
     let id = params.id();

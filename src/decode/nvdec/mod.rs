@@ -70,14 +70,12 @@
 //! `counters`, and `hooks` (test-only faults and
 //! delays, compiled with the `test-hooks` feature).
 
-pub(crate) mod api;
 mod caps;
 mod counters;
 pub(crate) mod hooks;
 mod parser;
 mod reuse;
 mod session;
-pub(crate) mod sys;
 
 pub(crate) use caps::supports;
 pub use counters::{counters, NvdecCounters};
@@ -100,7 +98,7 @@ use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use sys as cu;
+use crate::gpu::nvcuvid::{api, sys as cu};
 
 /// Pictures the parser holds back before display in throughput mode (decode runs this far ahead
 /// of mapping); low-latency cameras use 0.

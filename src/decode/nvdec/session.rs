@@ -3,8 +3,8 @@
 
 use super::caps::Surface;
 use super::counters::{count, COUNTERS};
-use super::api::Nvcuvid;
-use super::sys as cu;
+use crate::gpu::nvcuvid::api::Nvcuvid;
+use crate::gpu::nvcuvid::sys as cu;
 use crate::gpu::context::Device;
 use crate::gpu::driver::{self, DriverError};
 use crate::gpu::{stats, CamGpu};

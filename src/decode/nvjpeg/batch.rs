@@ -18,8 +18,8 @@
 //! batch the library refuses as a whole is decoded again one picture at a time, so a damaged
 //! picture fails alone.
 
-use super::api::{Nvjpeg, NvjpegError};
-use super::sys::{self, cudaStream_t, nvjpegImage_t};
+use crate::gpu::nvjpeg::api::{Nvjpeg, NvjpegError};
+use crate::gpu::nvjpeg::sys::{self, cudaStream_t, nvjpegImage_t};
 use crate::gpu::context::{Device, Stream};
 use crate::gpu::driver::{self, sys as cu};
 use crate::status::*;

@@ -11,7 +11,7 @@
 //! scratch is reused only in stream order and freed after `done`.
 
 use super::batch::Reply;
-use super::sys;
+use crate::gpu::nvjpeg::sys;
 use super::Engine;
 use crate::decode::{DecoderKind, Decoder, Outcome, Picture};
 use crate::frame::{Color, Range};

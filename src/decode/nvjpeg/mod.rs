@@ -9,12 +9,11 @@
 //! where it is missing, or its hardware back end is not (a GPU without JPEG engines), AUTO goes on
 //! to direct NVDEC, and one line says why.
 
-pub(crate) mod api;
 pub(crate) mod batch;
 pub(crate) mod decoder;
-pub(crate) mod sys;
 
 use crate::gpu::context::Device;
+use crate::gpu::nvjpeg::{api, sys};
 use crate::status::*;
 use parking_lot::Mutex;
 use std::sync::atomic::AtomicU32;
@@ -128,16 +127,6 @@ pub(crate) fn supports(dev: &Arc<Device>, params: &ffmpeg_next::codec::Parameter
         return Err(unsupported(format!("nvJPEG's hardware back end does not take {}", crate::ffmpeg::pixfmt::name(fmt))));
     }
     engine(dev)
-}
-
-/// An nvJPEG failure as the library's error.
-pub(crate) fn error(call: &str, r: sys::nvjpegStatus_t) -> Error {
-    let kind = match r {
-        sys::NVJPEG_STATUS_ALLOCATOR_FAILURE => ErrorKind::OutOfMemory,
-        sys::NVJPEG_STATUS_JPEG_NOT_SUPPORTED | sys::NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED | sys::NVJPEG_STATUS_ARCH_MISMATCH => ErrorKind::Unsupported,
-        _ => ErrorKind::Cuda,
-    };
-    Error::new(kind, format!("{call}: {} ({r})", sys::status_name(r)))
 }
 
 /// Why nvJPEG does not take a stream (or is not here): not this decoder's to give.

@@ -1,6 +1,6 @@
 //! The CUDA driver API as the library calls it: one thin function per entry point, each returning
 //! `Result<_, DriverError>` (in the manner of cudarc's `driver::result`). This module, and
-//! NVDEC's sibling layer (`crate::decode::nvdec::api`, over libnvcuvid), are the only places a driver
+//! NVDEC's sibling layer (`crate::gpu::nvcuvid::api`, over libnvcuvid), are the only places a driver
 //! function is called; the rest of `gpu` works with their results and the owners built on them
 //! (`context`: device, streams, events, copies; `memory`, `staging`, `kernels`, `nvdec`).
 //!

@@ -4,7 +4,7 @@
 //! and conversion they share (NVDEC returns `CUresult`s). A sibling layer rather than part of
 //! that one because libnvcuvid is a library of its own, loaded here rather than by cudarc; its
 //! declarations are in [`super::sys`], the owners of what these calls make (context lock,
-//! parser, decoder, mapped picture) in `session.rs`. This is the only place NVDEC's functions
+//! parser, decoder, mapped picture) in `crate::decode::nvdec::session`. This is the only place NVDEC's functions
 //! are called (the table's fields are private to it).
 //!
 //! Nothing links against libnvcuvid, so the crate still loads and runs its CPU path on

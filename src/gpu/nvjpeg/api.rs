@@ -1,5 +1,5 @@
 //! nvJPEG's library and its entry points as the decoder calls them: opened on first use, and one
-//! thin method per call returning `Result<_, NvjpegError>`, as `crate::decode::nvdec::api` does for
+//! thin method per call returning `Result<_, NvjpegError>`, as `crate::gpu::nvcuvid::api` does for
 //! libnvcuvid. This is the only place nvJPEG's functions are called (the table's fields are
 //! private to it); its declarations are in [`super::sys`].
 //!
