@@ -22,18 +22,51 @@ use std::ffi::CString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-/// `common::serial`, and with NVCAM_TEST_LOG the library's log on stderr.
-fn serial() -> MutexGuard<'static, ()> {
-    let g = common::serial();
+/// Three lanes: a loss run waits on the stream's real-time pace, not on the CPU (the whole file
+/// run one test at a time used a tenth of one core of a 2-core machine over its 405 s), so three
+/// runs go side by side. Every assertion here is on the stream's clock or on pixels, and holds
+/// on a busy machine; a camera on the earlier loss handling (the test hook, read at open) is
+/// opened under [`OPENING`]'s write lock, so no other test's camera opens on it by chance.
+struct Lanes {
+    taken: Mutex<u32>,
+    freed: Condvar,
+}
+
+const LANE_COUNT: u32 = 3;
+static LANES: Lanes = Lanes { taken: Mutex::new(0), freed: Condvar::new() };
+static OPENING: RwLock<()> = RwLock::new(());
+
+struct LaneGuard(u32);
+
+impl Drop for LaneGuard {
+    fn drop(&mut self) {
+        *LANES.taken.lock().unwrap_or_else(|e| e.into_inner()) -= self.0;
+        LANES.freed.notify_all();
+    }
+}
+
+fn take_lanes(n: u32) -> LaneGuard {
+    let mut taken = LANES.taken.lock().unwrap_or_else(|e| e.into_inner());
+    while *taken + n > LANE_COUNT {
+        taken = LANES.freed.wait(taken).unwrap_or_else(|e| e.into_inner());
+    }
+    *taken += n;
+    drop(taken);
+    common::init();
     // NVCAM_TEST_LOG=4 (debug) or 5 (trace): the library's log on stderr, with each loss and
     // each picture's marks, to trace a failure.
     if let Some(level) = std::env::var("NVCAM_TEST_LOG").ok().and_then(|v| v.parse().ok()) {
         unsafe { nvcam_log_init(c"-".as_ptr(), level) };
     }
-    g
+    LaneGuard(n)
+}
+
+/// One lane: this test's cameras beside at most two other tests'.
+fn lane() -> LaneGuard {
+    take_lanes(1)
 }
 
 /// A hash of a frame's bytes, a word at a time (a 1080p frame is 3 MB; FNV per byte is slow).
@@ -56,12 +89,9 @@ fn frame_hash(b: &[u8]) -> u64 {
 fn clip_hashes(clip: &Path, w: usize, h: usize) -> Arc<HashSet<u64>> {
     static CACHE: OnceLock<Mutex<HashMap<PathBuf, Arc<HashSet<u64>>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    if let Some(set) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(clip) {
-        return set.clone();
-    }
-    let set = Arc::new(decode_hashes(clip, w, h));
-    cache.lock().unwrap_or_else(|e| e.into_inner()).insert(clip.to_path_buf(), set.clone());
-    set
+    // Held while decoding: a test in the other lane that needs the same clip waits for it.
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    cache.entry(clip.to_path_buf()).or_insert_with(|| Arc::new(decode_hashes(clip, w, h))).clone()
 }
 
 fn decode_hashes(clip: &Path, w: usize, h: usize) -> HashSet<u64> {
@@ -101,6 +131,12 @@ fn udp_camera(url: &str, integrity: u32, extra: &str) -> u64 {
 /// A camera on `url` whose RTP comes over `transport` ("udp", or "tcp": inside the RTSP
 /// connection, the default).
 fn rtsp_camera(url: &str, integrity: u32, transport: &str, extra: &str) -> u64 {
+    let _opening = OPENING.read().unwrap_or_else(|e| e.into_inner());
+    rtsp_camera_opened(url, integrity, transport, extra)
+}
+
+/// [`rtsp_camera`], the caller holding [`OPENING`].
+fn rtsp_camera_opened(url: &str, integrity: u32, transport: &str, extra: &str) -> u64 {
     let mut o = options(0);
     o.integrity = integrity;
     o.open_timeout_ms = 5000;
@@ -286,21 +322,21 @@ fn late_recoveries(seen: &[Seen]) -> Vec<f64> {
 /// 1 % of RTP packets lost, 1080p30 H.264, one IDR a second, over UDP.
 #[test]
 fn loss_1_percent_hands_out_only_frames_of_the_clip() {
-    let _g = serial();
+    let _g = lane();
     loss_run(0.01, "udp", seconds());
 }
 
 /// 2 % lost over UDP: also the share of pictures marked though exact, held to 5 %.
 #[test]
 fn loss_2_percent_marks_few_exact_pictures() {
-    let _g = serial();
+    let _g = lane();
     loss_run(0.02, "udp", seconds());
 }
 
 /// 5 % of RTP packets lost: most pictures are hit; still none that is wrong gets out.
 #[test]
 fn loss_5_percent_hands_out_only_frames_of_the_clip() {
-    let _g = serial();
+    let _g = lane();
     loss_run(0.05, "udp", seconds());
 }
 
@@ -309,14 +345,14 @@ fn loss_5_percent_hands_out_only_frames_of_the_clip() {
 /// gaps are in the sequence numbers only, and FFmpeg says nothing of them by itself.
 #[test]
 fn tcp_interleaved_loss_2_percent_hands_out_only_frames_of_the_clip() {
-    let _g = serial();
+    let _g = lane();
     loss_run(0.02, "tcp", seconds());
 }
 
 /// 5 % dropped inside the TCP connection.
 #[test]
 fn tcp_interleaved_loss_5_percent_hands_out_only_frames_of_the_clip() {
-    let _g = serial();
+    let _g = lane();
     loss_run(0.05, "tcp", seconds());
 }
 
@@ -327,7 +363,10 @@ fn every_frame_once_in_order(srv: &RtspServer, refs: &HashSet<u64>, ffmpeg: &str
     o.open_timeout_ms = 5000;
     let opts = CString::new(ffmpeg).unwrap();
     o.ffmpeg_options = opts.as_ptr();
-    let cam = open(&srv.url(), &o).unwrap();
+    let cam = {
+        let _opening = OPENING.read().unwrap_or_else(|e| e.into_inner());
+        open(&srv.url(), &o).unwrap()
+    };
     let seen = watch(cam, Duration::from_secs(8), refs);
     let st = stats(cam);
     close(cam, 2000).unwrap();
@@ -356,7 +395,7 @@ fn every_frame_once_in_order(srv: &RtspServer, refs: &HashSet<u64>, ffmpeg: &str
 /// only passes if no packet is marked and every reordered one is put back.
 #[test]
 fn jitter_without_loss_marks_nothing() {
-    let _g = serial();
+    let _g = lane();
     let clip = camera_clip("jitter_360p_12s.mp4", "640x360", 12, 1500);
     let refs = clip_hashes(&clip, 640, 360);
     let srv = RtspServer::start(Stream::default().clip(&clip).network(0.0, 80, 0.0));
@@ -412,14 +451,14 @@ fn jitter_run(jitter_ms: u32) {
 
 #[test]
 fn udp_jitter_up_to_40_ms_costs_nothing() {
-    let _g = serial();
+    let _g = lane();
     jitter_run(40);
 }
 
 /// 80 ms: most of the window, the reader busy decoding 1080p twice over.
 #[test]
 fn udp_jitter_up_to_80_ms_costs_nothing() {
-    let _g = serial();
+    let _g = lane();
     jitter_run(80);
 }
 
@@ -430,7 +469,7 @@ fn udp_jitter_up_to_80_ms_costs_nothing() {
 /// the clip's.
 #[test]
 fn duplicated_packets_never_show_a_damaged_frame() {
-    let _g = serial();
+    let _g = lane();
     let clip = camera_clip("jitter_360p_12s.mp4", "640x360", 12, 1500);
     let refs = clip_hashes(&clip, 640, 360);
     let srv = RtspServer::start(Stream::default().clip(&clip).network(0.0, 0, 0.02));
@@ -471,14 +510,14 @@ fn hold_run(transport: &str) {
 
 #[test]
 fn hold_policy_repeats_the_last_exact_frame_through_a_loss() {
-    let _g = serial();
+    let _g = lane();
     hold_run("udp");
 }
 
 /// HOLD over the default transport with packets dropped inside the TCP connection.
 #[test]
 fn hold_policy_repeats_only_exact_frames_over_tcp() {
-    let _g = serial();
+    let _g = lane();
     hold_run("tcp");
 }
 
@@ -490,13 +529,30 @@ struct Run {
     at: Vec<f64>,
 }
 
-/// Takes every frame of a camera on `url` for `d`, with the time each came.
-fn run_camera(url: &str, integrity: u32, d: Duration, refs: &HashSet<u64>) -> Run {
-    let cam = rtsp_camera(url, integrity, "tcp", "");
-    let (seen, at) = watch_timed(cam, d, refs);
-    let stats = stats(cam);
-    close(cam, 2000).unwrap();
-    Run { seen, stats, at }
+/// Two cameras on `url` over TCP, side by side for `d`: the first on the loss handling before gap
+/// placement and the GOP-aware reconnect (the test hook, chosen at open), the second on today's;
+/// every frame each hands out, with the time each came. Runs of the two one after the other took
+/// twice the time and measured the same.
+fn run_before_and_after(url: &str, integrity: u32, d: Duration, refs: &HashSet<u64>) -> [(bool, Run); 2] {
+    let opening = OPENING.write().unwrap_or_else(|e| e.into_inner());
+    nvcam::diag::set_legacy_loss_handling(true);
+    let before = rtsp_camera_opened(url, integrity, "tcp", "");
+    nvcam::diag::set_legacy_loss_handling(false);
+    drop(opening);
+    let after = rtsp_camera(url, integrity, "tcp", "");
+    let run = |cam: u64| {
+        let (seen, at) = watch_timed(cam, d, refs);
+        let stats = stats(cam);
+        Run { seen, stats, at }
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| run(before));
+        let b = s.spawn(|| run(after));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    close(before, 2000).unwrap();
+    close(after, 2000).unwrap();
+    [(true, a), (false, b)]
 }
 
 /// Dark stretches of an exact-only camera: the waits between frames of over half a second
@@ -515,11 +571,11 @@ fn dark_stretches(at: &[f64], secs: f64) -> Vec<f64> {
 
 /// A camera that sends an IDR every 10 s, at 0.5 % RTP loss inside the TCP connection: most
 /// losses leave seconds to the next IDR, so the camera reconnects at once (a new session starts
-/// with a key frame) instead of staying dark until it. Run first with the loss handling before
-/// the reconnect rule (test hook), then with it, on the same server.
+/// with a key frame) instead of staying dark until it. A camera on the loss handling before the
+/// reconnect rule (test hook) beside one with it, on the same server (a stream for each).
 #[test]
 fn long_gop_camera_reconnects_instead_of_staying_dark() {
-    let _g = serial();
+    let _g = lane();
     // Six GOPs of 10 s a run by default (each run sees a handful of dark stretches either way).
     let secs = 2 * seconds();
     let clip = clip(
@@ -533,10 +589,7 @@ fn long_gop_camera_reconnects_instead_of_staying_dark() {
     let srv = RtspServer::start(Stream::default().clip(&clip).network(0.005, 0, 0.0).not_shared());
     let d = Duration::from_secs(secs);
     let mut rows = Vec::new();
-    for legacy in [true, false] {
-        nvcam::diag::set_legacy_loss_handling(legacy);
-        let r = run_camera(&srv.url(), NVCAM_INTEGRITY_EXACT, d, &refs);
-        nvcam::diag::set_legacy_loss_handling(false);
+    for (legacy, r) in run_before_and_after(&srv.url(), NVCAM_INTEGRITY_EXACT, d, &refs) {
         let bad: Vec<_> = r.seen.iter().filter(|s| !s.identical || !s.exact()).collect();
         assert!(bad.is_empty(), "the exact-only camera handed out {} frames that are not the clip's: {:?}", bad.len(), &bad[..bad.len().min(5)]);
         let dark = dark_stretches(&r.at, secs as f64);
@@ -574,7 +627,7 @@ fn long_gop_camera_reconnects_instead_of_staying_dark() {
 /// pictures after it were marked too, exact as they were. Over TCP at 2 % loss, before and after.
 #[test]
 fn lost_non_reference_pictures_are_marked_alone() {
-    let _g = serial();
+    let _g = lane();
     let secs = seconds();
     let clip = clip(
         &format!("bframes_720p_{}s.mp4", secs + 5),
@@ -586,10 +639,7 @@ fn lost_non_reference_pictures_are_marked_alone() {
     let refs = clip_hashes(&clip, 1280, 720);
     let srv = RtspServer::start(Stream::default().clip(&clip).network(0.02, 0, 0.0));
     let mut shares = Vec::new();
-    for legacy in [true, false] {
-        nvcam::diag::set_legacy_loss_handling(legacy);
-        let r = run_camera(&srv.url(), NVCAM_INTEGRITY_MARK, Duration::from_secs(secs), &refs);
-        nvcam::diag::set_legacy_loss_handling(false);
+    for (legacy, r) in run_before_and_after(&srv.url(), NVCAM_INTEGRITY_MARK, Duration::from_secs(secs), &refs) {
         // The earlier handling is measured, not held to the rule: a gap noticed at the next
         // picture's first packet missed the picture that lost its end (once a key frame, handed
         // out unmarked), which is what placing gaps by the pictures they hit mended.
@@ -620,7 +670,7 @@ fn lost_non_reference_pictures_are_marked_alone() {
 /// nothing past its 120 bytes is written.
 #[test]
 fn frame_info_of_the_first_abi_size_is_filled_to_its_end_only() {
-    let _g = serial();
+    let _g = lane();
     let cam = open("testsrc://160x120@30", &options(0)).unwrap();
     let f = get_frame(cam, 3000).unwrap();
     let mut raw = [0xabu8; 136];

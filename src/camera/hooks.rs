@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 static LEGACY: AtomicBool = AtomicBool::new(false);
 
-/// Cameras opened or reconnecting from now on handle losses the earlier way (`true`) or this
-/// one (`false`, the default).
+/// Cameras opened from now on handle losses the earlier way (`true`) or this one (`false`, the
+/// default), for as long as they live: a test opens one of each and runs them side by side.
 pub fn set_legacy_loss_handling(on: bool) {
     LEGACY.store(on, Ordering::Relaxed);
 }

@@ -83,7 +83,7 @@ impl LossWatch {
                     cut_keys.push(at);
                 }
             }
-            let hits = hits_of(&g, &self.keys, self.time_base, tracks_refs).filter(|_| place_gaps());
+            let hits = hits_of(&g, &self.keys, self.time_base, tracks_refs).filter(|_| place_gaps(sh));
             log::debug!("camera {}: {} RTP packet(s) lost, {hits:?}", sh.name(), g.lost);
             match hits {
                 Some(hits) => hits.into_iter().flatten().for_each(|h| integrity.gap(h, now)),
@@ -126,7 +126,7 @@ impl LossWatch {
             reconnect: ms(&sh.counters.reconnect_to_key_ms),
             fallback: self.fallback,
         };
-        if reconnect_decision(&wait, sh.counters.unhelpful_reconnects.load(Ordering::Relaxed)) {
+        if reconnect_decision(sh, &wait, sh.counters.unhelpful_reconnects.load(Ordering::Relaxed)) {
             sh.counters.loss_reconnects.fetch_add(1, Ordering::Relaxed);
             sh.counters.unhelpful_reconnects.fetch_add(1, Ordering::Relaxed);
             return Err(Error::new(ErrorKind::Io, format!("reconnecting for a key frame after a packet loss: {wait:?}")));
@@ -160,9 +160,8 @@ fn note_to_key(sh: &Shared, d: Duration) {
 /// Whether to reconnect now. With the `test-hooks` feature a test can put the camera back on the
 /// rule before the GOP estimate (only after `fallback` without a recovery point), to measure both.
 /// `unhelpful`: reconnects for losses in a row that gave no exact picture.
-fn reconnect_decision(w: &Wait, unhelpful: u32) -> bool {
-    #[cfg(feature = "test-hooks")]
-    if super::hooks::legacy() {
+fn reconnect_decision(sh: &Shared, w: &Wait, unhelpful: u32) -> bool {
+    if legacy(sh) {
         return w.suspect_for > w.fallback;
     }
     if unhelpful >= reconnect_rule::UNHELPFUL_MAX {
@@ -173,10 +172,14 @@ fn reconnect_decision(w: &Wait, unhelpful: u32) -> bool {
 
 /// Whether gaps are placed by the pictures they hit; the `test-hooks` feature can turn that off
 /// (every gap then counts where it was noticed), to measure both.
-fn place_gaps() -> bool {
+fn place_gaps(sh: &Shared) -> bool {
+    !legacy(sh)
+}
+
+/// Whether a test put this camera on the earlier loss handling (`test-hooks` only).
+fn legacy(_sh: &Shared) -> bool {
     #[cfg(feature = "test-hooks")]
-    if super::hooks::legacy() {
-        return false;
-    }
-    true
+    return _sh.legacy_loss;
+    #[cfg(not(feature = "test-hooks"))]
+    false
 }

@@ -199,6 +199,10 @@ pub(crate) struct Shared {
     pub(super) backend: CameraBackend,
     /// Decode latencies of the last second.
     pub(super) latency: Mutex<super::latency::Window>,
+    /// The loss handling before gap placement and the GOP-aware reconnect, chosen at open
+    /// (`hooks::set_legacy_loss_handling`).
+    #[cfg(feature = "test-hooks")]
+    pub(super) legacy_loss: bool,
     /// The camera's packet cache and recordings (idle unless the host asks for them).
     pub(super) recorder: Arc<crate::record::Recorder>,
 }
@@ -227,6 +231,8 @@ impl Shared {
             last_packet_ms: AtomicU64::new(0),
             backend: CameraBackend::default(),
             latency: Mutex::new(super::latency::Window::new()),
+            #[cfg(feature = "test-hooks")]
+            legacy_loss: super::hooks::legacy(),
             recorder: Arc::default(),
         }
     }

@@ -16,6 +16,10 @@ pub(super) fn fixtures_dir() -> PathBuf {
 /// `codec` is an ffmpeg encoder name (libx264, libx265, mjpeg); `extra` more encoder arguments;
 /// the container follows the name's extension.
 pub fn clip(name: &str, size: &str, frames: u32, codec: &str, extra: &[&str]) -> PathBuf {
+    // Tests that run side by side may ask for the same clip: one encodes it, the other waits
+    // (both writing one `part-` file made a clip of two halves).
+    static MAKING: Mutex<()> = Mutex::new(());
+    let _making = MAKING.lock().unwrap_or_else(|e| e.into_inner());
     let path = fixtures_dir().join(name);
     if path.exists() {
         return path;
