@@ -64,14 +64,9 @@ impl Active {
             _ => longest,
         };
         let out: Vec<_> = self.held.drain(..n).collect();
-        let total = out.len() as u64;
-        for (k, p) in out.into_iter().enumerate() {
-            if let Err(dropped) = self.send(p) {
-                // The packets after it in `out` are dropped with it.
-                let more = total - k as u64 - 1;
-                self.rec.status.lock().dropped += more;
-                return dropped + more;
-            }
+        let lost = self.send_all(out);
+        if lost > 0 {
+            return lost;
         }
         if stopping || reach.is_some() {
             if let Some(tx) = self.tx.take() {
@@ -93,6 +88,12 @@ impl Active {
         let (longest, _) = closed(&self.held, self.sent_shown_us, clock_us, i64::MAX);
         self.held.truncate(longest);
         let out = std::mem::take(&mut self.held);
+        self.send_all(out)
+    }
+
+    /// Queues `out` for the writer in order. At the first packet it cannot queue, that packet and
+    /// those after it are dropped and counted; returns how many (0: all queued).
+    fn send_all(&mut self, out: Vec<Arc<Packet>>) -> u64 {
         let total = out.len() as u64;
         for (k, p) in out.into_iter().enumerate() {
             if let Err(dropped) = self.send(p) {
