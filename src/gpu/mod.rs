@@ -14,6 +14,9 @@
 //! - [`kernels`]: the embedded CUDA kernels, loaded once per device; [`params`] their
 //!   parameter blocks.
 //! - [`probe`]: whether there is a GPU path at all, checked once.
+//! - [`placement`]: which GPU a camera placed on "any GPU" goes to.
+//! - [`sessions`]: hardware decode sessions per device: nvcam's count, the configured cap, the
+//!   driver's limit where nvcam met it.
 //! - [`stats`]: process-wide counters for `nvcam_gpu_stats`; [`timing`] per-stage call timings.
 //!
 //! Without libcuda (or a GPU) nothing here runs: [`probe`] says why once and cameras decode on
@@ -27,27 +30,28 @@ pub(crate) mod memory;
 pub(crate) mod nvcuvid;
 pub(crate) mod nvjpeg;
 pub(crate) mod params;
+pub(crate) mod placement;
 pub(crate) mod probe;
+pub(crate) mod sessions;
 pub(crate) mod stats;
 pub(crate) mod timing;
 
 pub(crate) use probe::probe;
+pub(crate) use sessions::{Full, HwTicket};
 pub(crate) use stats::GpuStats;
 
 use crate::config::Config;
 use crate::status::*;
 use context::{Device, Stream};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 static DEVICES: Mutex<Vec<Option<Arc<Device>>>> = Mutex::new(Vec::new());
-static MAX_HW_PER_DEVICE: AtomicU32 = AtomicU32::new(0);
 
 /// Library init: settings, and one probe with its result in the log.
 pub(crate) fn init(cfg: &Config) {
-    MAX_HW_PER_DEVICE.store(cfg.max_hw_decoders_per_device.unwrap_or(0), Ordering::Relaxed);
+    sessions::set_cap(cfg.max_hw_decoders_per_device.unwrap_or(0));
     deferred::set_min_age(cfg.gpu_free_min_age);
     match probe() {
         Ok(n) => log::info!(
@@ -125,33 +129,6 @@ impl CamGpu {
     }
     pub(crate) fn ordinal(&self) -> i32 {
         self.stream.dev.ordinal
-    }
-}
-
-/// The per-device cap on hardware decode sessions (0 = none), for messages.
-pub(crate) fn hw_cap() -> u32 {
-    MAX_HW_PER_DEVICE.load(Ordering::Relaxed)
-}
-
-/// One hardware decode session counted against `max_hw_decoders_per_device`.
-pub(crate) struct HwTicket {
-    dev: Arc<Device>,
-}
-
-impl HwTicket {
-    pub(crate) fn take(dev: &Arc<Device>) -> Option<HwTicket> {
-        let cap = MAX_HW_PER_DEVICE.load(Ordering::Relaxed);
-        let ok = dev
-            .hw_sessions
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| if cap == 0 || n < cap { Some(n + 1) } else { None })
-            .is_ok();
-        ok.then(|| HwTicket { dev: dev.clone() })
-    }
-}
-
-impl Drop for HwTicket {
-    fn drop(&mut self) {
-        self.dev.hw_sessions.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

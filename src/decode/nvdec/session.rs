@@ -226,7 +226,8 @@ impl VideoDecoder {
         // SAFETY: `ci` is fully written; the context is current (guard); its lock is a field of
         // the decoder, dropped after it.
         let dec = unsafe { lib.create_decoder(&mut ci) }.map_err(|e| e.named(format!("cuvidCreateDecoder ({}x{}, {surfaces} surfaces)", f.coded_width, f.coded_height)))?;
-        stats::of(cam.ordinal()).hw_decoders.fetch_add(1, Ordering::Relaxed);
+        let held = stats::of(cam.ordinal()).hw_decoders.fetch_add(1, Ordering::Relaxed) + 1;
+        crate::gpu::sessions::note_created(cam.ordinal(), held.max(0) as u32);
         count(&COUNTERS.decoders_created);
         Ok(VideoDecoder {
             lib,
