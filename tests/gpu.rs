@@ -486,6 +486,8 @@ fn hw_session_cap_falls_back_to_software() {
     let g = gpu_stats(0);
     assert_eq!((g.hw_decoders, g.upload_decoders), (2, 2), "{g:?}");
     assert!(g.hw_fallbacks >= 2);
+    // The cap is the host's setting, not the GPU's sessions running out.
+    assert_eq!((g.session_limit, g.sessions_exhausted), (0, 0), "{g:?}");
     for &c in &cams {
         let st = stats(c);
         assert!(st.state == NVCAM_STATE_STREAMING && st.frames_decoded >= 5, "{st:?}");

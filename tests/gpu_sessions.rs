@@ -1,0 +1,216 @@
+//! A GPU's hardware decode sessions running out, and cameras placed on "any GPU", on a machine
+//! with an NVIDIA GPU (through the GPU bundle; without one each test returns early with a note,
+//! and `REQUIRE_GPU=1` makes that a failure).
+//!
+//! The driver holds a fixed number of NVDEC decoders per GPU (288 on an H200 with driver
+//! 580.159.04), whichever process holds them. Past it the cameras used to end FAILED
+//! (`NVCAM_E_UNSUPPORTED`): direct NVDEC was refused, FFmpeg's hwaccel was refused the same way,
+//! and that second refusal was the camera's error instead of a step to software + upload.
+
+mod common;
+use common::*;
+use nvcam::*;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+fn config(max_hw: u32) -> nvcam_config {
+    nvcam_config { struct_size: std::mem::size_of::<nvcam_config>() as u32, max_hw_decoders_per_device: max_hw, ..Default::default() }
+}
+
+fn small_clip() -> std::path::PathBuf {
+    clip("gpu-h264-640x360.mp4", "640x360", 60, "libx264", &["-preset", "veryfast", "-g", "24", "-bf", "2"])
+}
+
+fn device_count() -> i32 {
+    gpu_stats(-1).device_count as i32
+}
+
+/// Waits until `cam` has decoded a frame (or failed), and says whether it streams.
+fn streams(cam: u64) -> bool {
+    wait_until(Duration::from_secs(60), || {
+        let s = stats(cam);
+        s.frames_decoded > 0 || s.state == NVCAM_STATE_FAILED
+    });
+    let s = stats(cam);
+    s.state == NVCAM_STATE_STREAMING && s.frames_decoded > 0
+}
+
+/// Takes `n` frames of `cam` and checks each against FFmpeg's decode of the clip (a looped, paced
+/// camera skips frames: its picture is found by its timestamp); returns the camera's device.
+fn frames_exact(cam: u64, reference: &[Vec<u8>], n: usize, what: &str) -> i32 {
+    let mut device = -1;
+    for k in 0..n {
+        let f = get_frame(cam, 10_000).unwrap_or_else(|e| panic!("{what}: frame {k}: {e:?}"));
+        let i = info(f).unwrap();
+        assert_eq!(i.memory, NVCAM_MEMORY_DEVICE, "{what}: frame {k} is not in device memory");
+        device = i.device;
+        let at = ((i.pts_us as f64 * 30.0 / 1e6).round() as usize) % reference.len();
+        let got = pixels(f).unwrap();
+        if let Some(b) = first_diff(&got, &reference[at]) {
+            panic!("{what}: frame {k} (picture {at} of the clip) differs from FFmpeg's decode at byte {b}");
+        }
+        release(f).unwrap();
+    }
+    device
+}
+
+/// More cameras than the GPU has decode sessions, all AUTO: the ones past the driver's limit
+/// stream in software + upload (none FAILED), their frames equal the NVDEC cameras' (FFmpeg's
+/// decode), the limit is in the stats and remembered (later cameras go to software without a
+/// failed create; a session freed goes to the next camera), and a camera that asked for NVDEC
+/// at the limit gets `NVCAM_E_OUT_OF_MEMORY` naming the exhaustion.
+#[test]
+fn cameras_past_the_gpus_decode_sessions_stream_in_software() {
+    if !need_gpu!(nvcam::diag::nvcuvid_available(), "libnvcuvid (direct NVDEC)") {
+        return;
+    }
+    let _s = Session::with(config(0), NVCAM_LOG_WARN);
+    let log = LogCapture::start();
+    let clip = small_clip();
+    let url = clip.to_str().unwrap();
+    let reference = reference_frames(&clip, 640, 360);
+    let o = gpu_options(NVCAM_OPEN_LOOP, NVCAM_DECODER_AUTO);
+    let before = gpu_stats(0);
+    assert_eq!(before.session_limit, 0, "no session refused yet: {before:?}");
+    // Open in batches until the driver refused a session (the limit is read, not assumed: 288 on
+    // an H200), then 8 more, which must not even try.
+    let extra = 8;
+    let mut cams = Vec::new();
+    let mut limit = 0;
+    let mut past = None;
+    while past.is_none_or(|p| cams.len() < p + extra) {
+        assert!(cams.len() < 2048, "no session refused after {} cameras", cams.len());
+        let batch = if limit == 0 { 16 } else { 1 };
+        let start = cams.len();
+        for _ in 0..batch {
+            cams.push(open(url, &o).unwrap_or_else(|e| panic!("camera {}: {e:?}", cams.len())));
+        }
+        for (k, &c) in cams[start..].iter().enumerate() {
+            assert!(streams(c), "camera {} is {:?}: {}", start + k, stats(c).state, cam_error(c));
+        }
+        limit = gpu_stats(0).session_limit;
+        if limit > 0 && past.is_none() {
+            past = Some(cams.len());
+        }
+    }
+    let g = gpu_stats(0);
+    let by: BTreeMap<u32, usize> = cams.iter().fold(BTreeMap::new(), |mut m, &c| {
+        *m.entry(stats(c).decoder).or_default() += 1;
+        m
+    });
+    let (nv, sw) = (by.get(&NVCAM_DECODER_NVDEC).copied().unwrap_or(0), by.get(&NVCAM_DECODER_SOFTWARE).copied().unwrap_or(0));
+    println!("sessions: the driver refused a decoder at {limit} held; {} cameras: {nv} direct NVDEC, {sw} software + upload; {g:?}", cams.len());
+    assert_eq!(nv + sw, cams.len(), "every camera on NVDEC or software + upload: {by:?}");
+    assert_eq!(nv as u32, limit, "the NVDEC cameras are the sessions nvcam held when one was refused");
+    assert_eq!(g.hw_decoders, limit);
+    assert_eq!(g.upload_decoders as usize, sw);
+    assert!(sw >= extra, "{sw} cameras in software + upload");
+    // Each camera past the limit was counted once (a looped file may count again).
+    assert!(g.sessions_exhausted >= sw as u64 && g.hw_fallbacks - before.hw_fallbacks >= sw as u64, "{g:?}");
+    let lines = log.lines();
+    assert!(lines.iter().any(|(_, m)| m.contains("decode sessions are exhausted")), "the refusal is named in the log");
+    assert!(!lines.iter().any(|(_, m)| m.contains("FFmpeg CUDA hwaccel")), "FFmpeg's hwaccel is not tried once sessions are exhausted");
+    drop(log);
+    // Frames equal FFmpeg's decode on both kinds of camera.
+    let nv_cam = *cams.iter().find(|&&c| stats(c).decoder == NVCAM_DECODER_NVDEC).unwrap();
+    let sw_cam = *cams.iter().rev().find(|&&c| stats(c).decoder == NVCAM_DECODER_SOFTWARE).unwrap();
+    assert_eq!(frames_exact(nv_cam, &reference, 20, "NVDEC camera"), 0);
+    assert_eq!(frames_exact(sw_cam, &reference, 20, "software + upload camera"), 0);
+    // A camera that asked for NVDEC at the limit: told why, at once, with a code it can retry on.
+    let exhausted = gpu_stats(0).sessions_exhausted;
+    match open(url, &gpu_options(NVCAM_OPEN_LOOP, NVCAM_DECODER_NVDEC)) {
+        Ok(c) => panic!("an NVDEC camera opened past the limit: {:?}", stats(c)),
+        Err((code, msg)) => {
+            assert_eq!(code, NVCAM_E_OUT_OF_MEMORY, "{msg}");
+            assert!(msg.contains("exhausted"), "{msg}");
+        }
+    }
+    assert!(gpu_stats(0).sessions_exhausted > exhausted, "the refusal at the limit is counted");
+    // One NVDEC camera closes: its session goes to the next camera, which gets NVDEC.
+    let i = cams.iter().position(|&c| c == nv_cam).unwrap();
+    close(cams.swap_remove(i), 10_000).unwrap();
+    let next = open(url, &o).unwrap();
+    assert!(streams(next), "{}", cam_error(next));
+    assert_eq!(stats(next).decoder, NVCAM_DECODER_NVDEC, "a freed session goes to the next camera");
+    cams.push(next);
+    for &c in &cams {
+        let s = stats(c);
+        assert!(s.state == NVCAM_STATE_STREAMING, "{s:?}: {}", cam_error(c));
+        close(c, 10_000).unwrap();
+    }
+    println!("sessions: none FAILED; NVDEC and software + upload frames equal FFmpeg's decode; a freed session went to the next camera");
+}
+
+/// "Any GPU" with the configured cap: each camera goes to the GPU with the most sessions left, so
+/// the hardware decoders fill every GPU before any camera decodes in software; those that do are
+/// spread too, and each frame is on its camera's GPU. Runs on one GPU as well (then the cap alone
+/// sends cameras to software).
+#[test]
+fn any_gpu_fills_every_gpus_sessions_before_software() {
+    if !need_gpu!() {
+        return;
+    }
+    let n = device_count();
+    let cap = 2;
+    let _s = Session::with(config(cap), NVCAM_LOG_INFO);
+    let url = small_clip();
+    let mut o = gpu_options(NVCAM_OPEN_LOOP, NVCAM_DECODER_AUTO);
+    o.device = NVCAM_DEVICE_ANY;
+    let total = (n as u32 * cap + n as u32) as usize;
+    let cams: Vec<u64> = (0..total).map(|_| open(url.to_str().unwrap(), &o).unwrap()).collect();
+    let mut per: BTreeMap<(i32, u32), u32> = BTreeMap::new();
+    for &c in &cams {
+        assert!(streams(c), "{}", cam_error(c));
+        let s = stats(c);
+        let f = get_frame(c, 10_000).unwrap();
+        assert_eq!(info(f).unwrap().device, s.device, "a frame is on its camera's GPU");
+        release(f).unwrap();
+        *per.entry((s.device, s.decoder)).or_default() += 1;
+    }
+    println!("any GPU, {n} GPU(s), cap {cap}: (device, decoder) → cameras {per:?}");
+    let hw = if nvcam::diag::nvcuvid_available() { NVCAM_DECODER_NVDEC } else { NVCAM_DECODER_FFMPEG_HW };
+    for d in 0..n {
+        assert_eq!(per.get(&(d, hw)).copied().unwrap_or(0), cap, "GPU {d}'s sessions (cap {cap}) all used: {per:?}");
+        assert_eq!(per.get(&(d, NVCAM_DECODER_SOFTWARE)).copied().unwrap_or(0), 1, "one software camera on each GPU: {per:?}");
+    }
+    for c in cams {
+        close(c, 10_000).unwrap();
+    }
+}
+
+/// Two GPUs, "any GPU": cameras opened together split evenly (within one), and a camera's
+/// reconnect to the same stream stays on its GPU. Skips (and says why) with fewer than two GPUs.
+#[test]
+fn any_gpu_splits_cameras_evenly_across_gpus() {
+    if !need_gpu!() {
+        return;
+    }
+    let n = device_count();
+    if n < 2 {
+        println!("any_gpu_splits_cameras_evenly_across_gpus: {n} GPU here; needs 2 (the nvidia-h200-x2 machine)");
+        return;
+    }
+    let _s = Session::new();
+    let url = small_clip();
+    let mut o = gpu_options(NVCAM_OPEN_LOOP, NVCAM_DECODER_AUTO);
+    o.device = NVCAM_DEVICE_ANY;
+    let k = 8 * n as usize;
+    let cams: Vec<u64> = (0..k).map(|_| open(url.to_str().unwrap(), &o).unwrap()).collect();
+    let mut per = vec![0usize; n as usize];
+    for &c in &cams {
+        assert!(streams(c), "{}", cam_error(c));
+        per[stats(c).device as usize] += 1;
+    }
+    println!("any GPU: {k} cameras on {n} GPUs: {per:?}");
+    let (lo, hi) = (*per.iter().min().unwrap(), *per.iter().max().unwrap());
+    assert!(hi - lo <= 1, "uneven split {per:?}");
+    // A rewound file is the same stream: a looped camera stays where it is.
+    let c = cams[0];
+    let d = stats(c).device;
+    let seq0 = stats(c).frames_decoded;
+    assert!(wait_until(Duration::from_secs(10), || stats(c).frames_decoded > seq0 + 70), "the looped camera went past its clip's end");
+    assert_eq!(stats(c).device, d, "a streaming camera never moves");
+    for c in cams {
+        close(c, 10_000).unwrap();
+    }
+}
