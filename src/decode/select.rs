@@ -10,10 +10,10 @@
 //!   (logged once per camera, counted in `hw_fallbacks`). Decode sessions are the driver's, a
 //!   fixed number per GPU (`crate::gpu::sessions`): a create the driver refuses for want of one
 //!   sends the camera to software + upload without trying FFmpeg's hwaccel (it would need one
-//!   too), and from then on cameras past that count go there without trying. For MJPEG, `Auto` takes nvJPEG's hardware back end first where nvJPEG
-//!   loads and the GPU has JPEG engines (the Huffman decode on the engines, not the host; the
-//!   pictures of all cameras decoded in batches), else direct NVDEC, with one line saying why
-//!   nvJPEG is not used. Under `Auto`, a hardware decoder that turns the stream down at its first
+//!   too), and from then on cameras past that count go there without trying. For MJPEG, `Auto`
+//!   takes nvJPEG's hardware back end first where nvJPEG loads and the GPU has JPEG engines
+//!   (the Huffman decode on the engines, not the host; the pictures of all cameras decoded in
+//!   batches), else direct NVDEC, with one line saying why nvJPEG is not used. Under `Auto`, a hardware decoder that turns the stream down at its first
 //!   picture (10-bit, a size the engine refuses, no session left) is replaced by the next in that
 //!   order at run time ([`Fallback`]); nvJPEG gives way to direct NVDEC (a progressive JPEG, say).
 //!
