@@ -215,3 +215,76 @@ fn any_gpu_splits_cameras_evenly_across_gpus() {
         close(c, 10_000).unwrap();
     }
 }
+
+/// The first frame of `cam` whose width is `w` (its stream after a reconnect), within 20 s: its
+/// device.
+fn device_of_first_frame(cam: u64, w: u32) -> i32 {
+    let mut device = None;
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            if let Ok(f) = get_frame(cam, 200) {
+                let i = info(f).unwrap();
+                release(f).unwrap();
+                if i.width == w {
+                    device = Some(i.device);
+                }
+            }
+            device.is_some()
+        }),
+        "no {w}-wide frame: {:?} {}",
+        stats(cam),
+        cam_error(cam)
+    );
+    device.unwrap()
+}
+
+/// Two GPUs, "any GPU": a reconnect whose stream changed (the file behind the camera's path
+/// replaced by a clip of another size) is placed afresh, on the GPU with more sessions left, and
+/// its frames come from there; a reconnect to the same stream stays where it is even when the
+/// other GPU has more left. Skips (and says why) with fewer than two GPUs.
+#[cfg(unix)]
+#[test]
+fn any_gpu_places_a_changed_stream_afresh_and_keeps_the_same_one() {
+    if !need_gpu!() {
+        return;
+    }
+    let n = device_count();
+    if n < 2 {
+        println!("any_gpu_places_a_changed_stream_afresh_and_keeps_the_same_one: {n} GPU here; needs 2 (the nvidia-h200-x2 machine)");
+        return;
+    }
+    let _s = Session::new();
+    let small = small_clip();
+    let big = clip("gpu-h264-1920x1080.mp4", "1920x1080", 48, "libx264", &["-preset", "veryfast", "-g", "24", "-bf", "2"]);
+    let link = std::env::temp_dir().join(format!("nvcam-any-gpu-{}.mp4", std::process::id()));
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&small, &link).unwrap();
+    let mut o = gpu_options(NVCAM_OPEN_LOOP, NVCAM_DECODER_AUTO);
+    o.device = NVCAM_DEVICE_ANY;
+    // A on GPU 0, B on GPU 1, C on GPU 0 again (a tie goes to the lower ordinal).
+    let a = open(link.to_str().unwrap(), &o).unwrap();
+    let others: Vec<u64> = (0..2).map(|_| open(small.to_str().unwrap(), &o).unwrap()).collect();
+    let first = device_of_first_frame(a, 640);
+    let held: Vec<i32> = others.iter().map(|&c| device_of_first_frame(c, 640)).collect();
+    println!("any GPU: A on GPU {first}, the others on {held:?}");
+    assert_eq!((first, held.as_slice()), (0, &[1, 0][..]), "cameras opened one after another alternate");
+    // A's stream changes: placed afresh, on GPU 1 (GPU 0 holds C's session and A's parked one).
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(&big, &link).unwrap();
+    assert_eq!(nvcam_camera_reconnect(a), NVCAM_OK);
+    let moved = device_of_first_frame(a, 1920);
+    assert_eq!(moved, 1, "a changed stream goes to the GPU with more sessions left");
+    // The same stream again: A stays on GPU 1, though GPU 0 now has more sessions left.
+    let r0 = stats(a).reconnects;
+    assert_eq!(nvcam_camera_reconnect(a), NVCAM_OK);
+    assert!(wait_until(Duration::from_secs(20), || stats(a).reconnects > r0), "{}", cam_error(a));
+    let seq = stats(a).frames_decoded;
+    assert!(wait_until(Duration::from_secs(20), || stats(a).frames_decoded > seq + 5), "{}", cam_error(a));
+    assert_eq!(device_of_first_frame(a, 1920), 1, "a reconnect to the same stream does not move the camera");
+    assert_eq!(stats(a).decoder, NVCAM_DECODER_NVDEC);
+    println!("any GPU: A's changed stream moved it to GPU 1; a reconnect to the same stream kept it there");
+    for c in others.into_iter().chain([a]) {
+        close(c, 10_000).unwrap();
+    }
+    let _ = std::fs::remove_file(&link);
+}
