@@ -141,6 +141,8 @@ pub(crate) fn gpu_stats(device: i32) -> Result<GpuStats> {
         return Err(Error::new(ErrorKind::NoDevice, format!("GPU {device} does not exist ({n} found)")));
     }
     stats::fill(device, &mut s);
+    let ordinals = if device < 0 { 0..n } else { device..device + 1 };
+    s.session_limit = ordinals.filter_map(sessions::observed_limit).sum();
     let devs: Vec<Arc<Device>> = if device < 0 { (0..n).filter_map(open_device).collect() } else { open_device(device).into_iter().collect() };
     s.contexts = devs.len() as u32;
     for d in devs {

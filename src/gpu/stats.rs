@@ -76,7 +76,7 @@ pub(crate) struct GpuStats {
     pub hw_fallbacks: u64,
     pub sessions_exhausted: u64,
     /// Sessions nvcam held when the driver refused one (summed over the devices where that
-    /// happened); 0 until then.
+    /// happened; `crate::gpu::sessions`); 0 until then.
     pub session_limit: u32,
     pub frames_copied: u64,
     pub bytes_in_pools: u64,
@@ -88,12 +88,11 @@ pub(crate) struct GpuStats {
 
 /// Sums of one device's counters, or of all (`device` < 0), into the snapshot's counter fields.
 pub(crate) fn fill(device: i32, out: &mut GpuStats) {
-    let rows: Vec<(i32, &DevCounters)> = if device < 0 { COUNTERS.iter().enumerate().map(|(i, c)| (i as i32, c)).collect() } else { vec![(device, of(device))] };
+    let rows: Vec<&DevCounters> = if device < 0 { COUNTERS.iter().collect() } else { vec![of(device)] };
     let r = Ordering::Relaxed;
     let pos = |v: i64| v.max(0) as u64;
-    for (d, c) in rows {
+    for c in rows {
         out.sessions_exhausted += c.sessions_exhausted.load(r);
-        out.session_limit += super::sessions::observed_limit(d).unwrap_or(0);
         out.device_allocs += c.device_allocs.load(r);
         out.device_frees += c.device_frees.load(r);
         out.pinned_allocs += c.pinned_allocs.load(r);
