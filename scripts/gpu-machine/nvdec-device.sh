@@ -64,7 +64,8 @@
 #                  opening/closing; the layout test without nvJPEG (AUTO on NVDEC, the log line)
 #   bench-hevc10   nvdec_bench direct NVDEC, N = 16 and 32: 1080p HEVC Main10 (P016) against Main (NV12)
 #   sessions       tests/gpu_sessions.rs: cameras past the GPU's decode sessions (288 on an H200) stream
-#                  in software + upload, none FAILED; "any GPU" placement (the split test needs 2 GPUs)
+#                  in software + upload, none FAILED; "any GPU" placement (two tests need 2 GPUs);
+#                  SESSIONS_FILTER=any_gpu runs only the placement tests
 #   memcheck-sessions  the same under compute-sanitizer --tool memcheck
 #   fleet          churn_bench baseline: FLEET_N (default 308: an H200's 288 sessions + 20) paced cameras of
 #                  FLEET_CLIP (default the 1080p HEVC test clip), backend FLEET_BACKEND (auto; `any` for every
@@ -280,7 +281,7 @@ bench-hevc10)
   step bench-hevc10 40 bash -c "$(bench "" "$fix/bench-hevc10-1920x1080.mkv" --label hevc10-1080p-2M --backends nvdec --cams 16,32 --cli none --seconds 2.5 --warmup 0.7)"
   ;;
 sessions)
-  step sessions 240 bash -c "'$sessions_test' --test-threads 1 --nocapture > '$out/tests-sessions.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|^sessions|^any GPU|needs 2' '$out/tests-sessions.log'; [ \$r -ne 0 ] && grep -A12 panicked '$out/tests-sessions.log' | head -40; exit \$r"
+  step sessions 240 bash -c "'$sessions_test' --test-threads 1 --nocapture ${SESSIONS_FILTER:-} > '$out/tests-sessions.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|^sessions|^any GPU|needs 2' '$out/tests-sessions.log'; [ \$r -ne 0 ] && grep -A12 panicked '$out/tests-sessions.log' | head -40; exit \$r"
   ;;
 memcheck-sessions)
   step memcheck-sessions 300 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-sessions.log' '$sessions_test' --test-threads 1 --nocapture > '$out/memcheck-sessions-tests.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|^sessions|^any GPU' '$out/memcheck-sessions-tests.log'; [ \$r -ne 0 ] && grep -A12 panicked '$out/memcheck-sessions-tests.log' | head -30; grep -E 'ERROR SUMMARY' '$out/memcheck-sessions.log' | sort | uniq -c; exit \$r"
