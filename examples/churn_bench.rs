@@ -210,7 +210,7 @@ fn fleet(seen: &[Arc<Mutex<Seen>>], steady: &[u64], from: Instant, to: Instant) 
     g.struct_size = std::mem::size_of::<nvcam_gpu_stats>() as u32;
     unsafe { nvcam_gpu_stats(-1, &mut g) };
     println!(
-        "fleet: (GPU, decoder) → cameras {per:?}; FAILED {failed}; delivered fps lowest {:.2}, {} under 29.4; decode-to-return p50 {:.2} p99 {:.2} p99.9 {:.2} max {:.1} ms; GPUs: {} hardware sessions, {} uploads, session limit {} (0: not met), sessions exhausted {}",
+        "fleet: (GPU, decoder) → cameras {per:?}; FAILED {failed}; delivered fps lowest {:.2}, {} under 29.4; decode-to-return p50 {:.2} p99 {:.2} p99.9 {:.2} max {:.1} ms; GPUs: {} hardware sessions, {} uploads, session limit {} (0: not met), sessions exhausted {}, decoder load (NVML, busiest GPU) {} %",
         fps.iter().cloned().fold(f64::INFINITY, f64::min),
         fps.iter().filter(|&&f| f < 29.4).count(),
         pct(&mut h, 0.5),
@@ -220,7 +220,8 @@ fn fleet(seen: &[Arc<Mutex<Seen>>], steady: &[u64], from: Instant, to: Instant) 
         g.hw_decoders,
         g.upload_decoders,
         g.session_limit,
-        g.sessions_exhausted
+        g.sessions_exhausted,
+        g.decoder_load as i64
     );
 }
 

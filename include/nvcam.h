@@ -1064,7 +1064,12 @@ typedef struct {
    * from here on took the place of `reserved` (the struct's size is unchanged).
    */
   uint32_t session_limit;
-  uint32_t reserved0;
+  /**
+   * How busy the GPU's NVDEC engines were over the driver's last sampling period (about a
+   * second), percent (NVML's `nvmlDeviceGetDecoderUtilization`; the busiest device for -1);
+   * `0xFFFFFFFF` where NVML is not available.
+   */
+  uint32_t decoder_load;
   /**
    * Hardware decoders not made because the GPU's decode sessions were exhausted (a create the
    * driver refused, or a camera sent to software at `session_limit`).

@@ -1041,7 +1041,12 @@ typedef struct {
    * from here on took the place of `reserved` (the struct's size is unchanged).
    */
   unsigned int session_limit;
-  unsigned int reserved0;
+  /**
+   * How busy the GPU's NVDEC engines were over the driver's last sampling period (about a
+   * second), percent (NVML's `nvmlDeviceGetDecoderUtilization`; the busiest device for -1);
+   * `0xFFFFFFFF` where NVML is not available.
+   */
+  unsigned int decoder_load;
   /**
    * Hardware decoders not made because the GPU's decode sessions were exhausted (a create the
    * driver refused, or a camera sent to software at `session_limit`).

@@ -555,6 +555,7 @@ fn gpu_request_without_gpu_decodes_on_cpu() {
     let mut g = nvcam_gpu_stats { struct_size: std::mem::size_of::<nvcam_gpu_stats>() as u32, ..Default::default() };
     assert_eq!(unsafe { nvcam_gpu_stats(-1, &mut g) }, NVCAM_OK);
     assert_eq!((g.device_count, g.contexts), (0, 0));
+    assert_eq!((g.session_limit, g.sessions_exhausted, g.decoder_load), (0, 0, u32::MAX), "no GPU: no limit met, no load known");
     assert_eq!(unsafe { nvcam_gpu_stats(0, &mut g) }, NVCAM_E_NO_DEVICE);
     g.struct_size = 8;
     assert_eq!(unsafe { nvcam_gpu_stats(-1, &mut g) }, NVCAM_E_STRUCT_SIZE);

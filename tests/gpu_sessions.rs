@@ -115,6 +115,7 @@ fn cameras_past_the_gpus_decode_sessions_stream_in_software() {
     assert_eq!(g.hw_decoders, limit);
     assert_eq!(g.upload_decoders as usize, sw);
     assert!(sw >= extra, "{sw} cameras in software + upload");
+    assert!(g.decoder_load <= 100, "NVML's decoder load, percent (the driver ships NVML): {g:?}");
     // Each camera past the limit was counted once (a looped file may count again).
     assert!(g.sessions_exhausted >= sw as u64 && g.hw_fallbacks - before.hw_fallbacks >= sw as u64, "{g:?}");
     let lines = log.lines();

@@ -336,7 +336,7 @@ pub(crate) fn gpu_stats(s: &GpuStats, struct_size: u32) -> nvcam_gpu_stats {
         mem_free: s.mem_free,
         mem_total: s.mem_total,
         session_limit: s.session_limit,
-        reserved0: 0,
+        decoder_load: s.decoder_load.unwrap_or(u32::MAX),
         sessions_exhausted: s.sessions_exhausted,
         reserved: [0; 2],
     }

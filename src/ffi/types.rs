@@ -293,7 +293,10 @@ pub struct nvcam_gpu_stats {
     /// AUTO cameras decode in software + upload there without trying (`docs/gpu.md`). The fields
     /// from here on took the place of `reserved` (the struct's size is unchanged).
     pub session_limit: u32,
-    pub reserved0: u32,
+    /// How busy the GPU's NVDEC engines were over the driver's last sampling period (about a
+    /// second), percent (NVML's `nvmlDeviceGetDecoderUtilization`; the busiest device for -1);
+    /// `0xFFFFFFFF` where NVML is not available.
+    pub decoder_load: u32,
     /// Hardware decoders not made because the GPU's decode sessions were exhausted (a create the
     /// driver refused, or a camera sent to software at `session_limit`).
     pub sessions_exhausted: u64,

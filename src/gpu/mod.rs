@@ -14,6 +14,7 @@
 //! - [`kernels`]: the embedded CUDA kernels, loaded once per device; [`params`] their
 //!   parameter blocks.
 //! - [`probe`]: whether there is a GPU path at all, checked once.
+//! - [`nvml`]: the decoders' measured load (NVML, opened at run time), for the stats.
 //! - [`placement`]: which GPU a camera placed on "any GPU" goes to.
 //! - [`sessions`]: hardware decode sessions per device: nvcam's count, the configured cap, the
 //!   driver's limit where nvcam met it.
@@ -29,6 +30,7 @@ pub(crate) mod kernels;
 pub(crate) mod memory;
 pub(crate) mod nvcuvid;
 pub(crate) mod nvjpeg;
+pub(crate) mod nvml;
 pub(crate) mod params;
 pub(crate) mod placement;
 pub(crate) mod probe;
@@ -142,7 +144,8 @@ pub(crate) fn gpu_stats(device: i32) -> Result<GpuStats> {
     }
     stats::fill(device, &mut s);
     let ordinals = if device < 0 { 0..n } else { device..device + 1 };
-    s.session_limit = ordinals.filter_map(sessions::observed_limit).sum();
+    s.session_limit = ordinals.clone().filter_map(sessions::observed_limit).sum();
+    s.decoder_load = ordinals.filter_map(nvml::decoder_load).max();
     let devs: Vec<Arc<Device>> = if device < 0 { (0..n).filter_map(open_device).collect() } else { open_device(device).into_iter().collect() };
     s.contexts = devs.len() as u32;
     for d in devs {

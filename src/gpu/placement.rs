@@ -5,8 +5,9 @@
 //! (`sessions.rs`); a GPU whose limit is not known yet is taken to have the largest limit met on
 //! any of them (the GPUs of one box are alike), else no limit. Ties go to the GPU with fewer
 //! sessions held, then fewer software + upload cameras (their uploads and the pools' copies), then
-//! the lower ordinal. The engines' measured load is not read (NVML is not loaded): on a box
-//! where other processes decode too, their sessions count only once the driver refuses one.
+//! the lower ordinal. The engines' measured load (`nvml.rs`) is not ranked by: it lags a burst of
+//! opens by its sampling period. On a box where other processes decode too, their sessions count
+//! only once the driver refuses one.
 //!
 //! A ticket on the chosen GPU is taken under one lock with the choice, so cameras opened
 //! together spread evenly rather than all seeing the same counts.

@@ -78,6 +78,9 @@ pub(crate) struct GpuStats {
     /// Sessions nvcam held when the driver refused one (summed over the devices where that
     /// happened; `crate::gpu::sessions`); 0 until then.
     pub session_limit: u32,
+    /// The decoders' busy share over the driver's last sampling period, percent (the busiest
+    /// device for all); None without NVML.
+    pub decoder_load: Option<u32>,
     pub frames_copied: u64,
     pub bytes_in_pools: u64,
     pub bytes_deferred: u64,

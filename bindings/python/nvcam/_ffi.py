@@ -383,7 +383,7 @@ class nvcam_gpu_stats_t(Structure):
         ("mem_free", c_uint64),
         ("mem_total", c_uint64),
         ("session_limit", c_uint32),
-        ("reserved0", c_uint32),
+        ("decoder_load", c_uint32),
         ("sessions_exhausted", c_uint64),
         ("reserved", c_uint64 * 2),
     ]
