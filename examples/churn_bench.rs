@@ -5,7 +5,7 @@
 //! cameras' decode latency (median of their p50s, worst p99), and for bursts the time until every
 //! churned camera has a new frame again.
 //!
-//!   churn_bench CLIP [--steady 96] [--churn 32] [--backends nvdec,ffmpeg-hw,upload,nvjpeg,auto,cpu] [--seconds 5]
+//!   churn_bench CLIP [--steady 96] [--churn 32] [--backends nvdec,ffmpeg-hw,upload,nvjpeg,auto,any,cpu] [--seconds 5]
 //!                    [--baseline-seconds S] [--rounds 3] [--phases baseline,loop,burst,openclose]
 //!                    [--latency auto|low|throughput]
 //!
@@ -21,8 +21,17 @@
 //! gaps of 50 ms or more came. The loop phase also reports its window in two parts: until every
 //! churned camera has been back once (their first decoders are made then), and the loop alone.
 //! `CHURN_POLL_MS` sets how often a reconnecting camera's thread polls its stats (default 1 ms).
+//! `any` is AUTO on `NVCAM_DEVICE_ANY` (every GPU). After the baseline a `fleet:` line gives the
+//! steady cameras per (GPU, decoder), how many FAILED, the lowest delivered fps and how many are
+//! under 29.4, decode-to-return (a frame's publication to its consumer) p50 / p99 / p99.9 / max,
+//! and the GPU counters (hardware sessions held, uploads, the session limit where the driver
+//! refused one, sessions exhausted): `--steady` past the GPU's session limit shows where the extra
+//! cameras went.
 
 use nvcam::*;
+#[path = "churn_bench/measure.rs"]
+mod measure;
+use measure::{cpu_cores_between, cpu_seconds, pct, CPU_SAMPLES};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -120,37 +129,6 @@ struct Seen {
     handoff: Vec<(Instant, f64, u64)>,
 }
 
-fn pct(v: &mut [f64], q: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1]
-}
-
-/// Seconds of CPU this process has used (user + system), from /proc/self/stat; 0 elsewhere.
-fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
-    // Fields after the command name (which may hold spaces) start after the last ')'.
-    let rest = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    // utime and stime are fields 14 and 15 of the whole line (11 and 12 here), in 1/100 s.
-    (ticks(11) + ticks(12)) / 100.0
-}
-
-/// (when, CPU seconds) every 100 ms, so a phase's CPU use can be read for any window.
-static CPU_SAMPLES: Mutex<Vec<(Instant, f64)>> = Mutex::new(Vec::new());
-
-fn cpu_cores_between(from: Instant, to: Instant) -> f64 {
-    let s = CPU_SAMPLES.lock().unwrap();
-    let at = |t: Instant| s.iter().min_by_key(|(w, _)| if *w > t { *w - t } else { t - *w }).copied();
-    match (at(from), at(to)) {
-        (Some((t0, c0)), Some((t1, c1))) if t1 > t0 => (c1 - c0) / t1.duration_since(t0).as_secs_f64(),
-        _ => f64::NAN,
-    }
-}
-
 fn report(label: &str, seen: &[Arc<Mutex<Seen>>], steady: &[u64], from: Instant, to: Instant, back: &[f64]) {
     let secs = to.duration_since(from).as_secs_f64();
     let mut gaps = Vec::new();
@@ -215,6 +193,36 @@ fn report(label: &str, seen: &[Arc<Mutex<Seen>>], steady: &[u64], from: Instant,
             pct(&mut h, 1.0)
         );
     }
+}
+
+/// Where a fleet of steady cameras went and how it was delivered (see the header).
+fn fleet(seen: &[Arc<Mutex<Seen>>], steady: &[u64], from: Instant, to: Instant) {
+    let mut per = std::collections::BTreeMap::<(i32, u32), usize>::new();
+    let failed = steady.iter().filter(|&&c| stats(c).state == NVCAM_STATE_FAILED).count();
+    steady.iter().for_each(|&c| *per.entry((stats(c).device, stats(c).decoder)).or_default() += 1);
+    let (mut h, mut fps) = (Vec::new(), Vec::new());
+    for s in seen {
+        let s = s.lock().unwrap();
+        h.extend(s.handoff.iter().filter(|x| x.0 >= from && x.0 <= to).map(|x| x.1));
+        fps.push(s.frames.iter().filter(|(t, _)| *t >= from && *t <= to).count() as f64 / to.duration_since(from).as_secs_f64());
+    }
+    let mut g: nvcam_gpu_stats = unsafe { std::mem::zeroed() };
+    g.struct_size = std::mem::size_of::<nvcam_gpu_stats>() as u32;
+    unsafe { nvcam_gpu_stats(-1, &mut g) };
+    println!(
+        "fleet: (GPU, decoder) → cameras {per:?}; FAILED {failed}; delivered fps lowest {:.2}, {} under 29.4; decode-to-return p50 {:.2} p99 {:.2} p99.9 {:.2} max {:.1} ms; GPUs: {} hardware sessions, {} uploads, session limit {} (0: not met), sessions exhausted {}, decoder load (NVML, busiest GPU) {} %",
+        fps.iter().cloned().fold(f64::INFINITY, f64::min),
+        fps.iter().filter(|&&f| f < 29.4).count(),
+        pct(&mut h, 0.5),
+        pct(&mut h, 0.99),
+        pct(&mut h, 0.999),
+        pct(&mut h, 1.0),
+        g.hw_decoders,
+        g.upload_decoders,
+        g.session_limit,
+        g.sessions_exhausted,
+        g.decoder_load as i64
+    );
 }
 
 /// Where the camera threads' time went since the last call (`nvcam::diag::stage_times`): per
@@ -289,6 +297,7 @@ fn main() {
             "upload" => (0, NVCAM_DECODER_SOFTWARE),
             "nvjpeg" => (0, NVCAM_DECODER_NVJPEG),
             "auto" => (0, NVCAM_DECODER_AUTO),
+            "any" => (NVCAM_DEVICE_ANY, NVCAM_DECODER_AUTO),
             _ => (NVCAM_DEVICE_CPU, NVCAM_DECODER_SOFTWARE),
         };
         let o = Arc::new(Opts { clip: CString::new(clip.clone()).unwrap(), device, decoder, latency });
@@ -352,7 +361,9 @@ fn main() {
                 "baseline" => {
                     let t0 = Instant::now();
                     std::thread::sleep(baseline_window);
-                    report(&format!("{n_steady} steady, none else"), &seen, &steady, t0, Instant::now(), &[]);
+                    let t1 = Instant::now();
+                    report(&format!("{n_steady} steady, none else"), &seen, &steady, t0, t1, &[]);
+                    fleet(&seen, &steady, t0, t1);
                 }
                 "loop" => {
                     let churn: Vec<u64> = (0..n_churn).filter_map(|_| open(&o).ok()).collect();

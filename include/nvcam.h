@@ -83,6 +83,15 @@
 #define NVCAM_DEVICE_CPU -1
 
 /**
+ * `device` of `nvcam_camera_options`: any GPU. Each new connection goes to the GPU with the most
+ * hardware decode sessions left (nvcam's own count against the GPU's session limit where it was
+ * met), and a reconnect to the same stream stays there, so a streaming camera never moves; a
+ * reconnect whose stream changed (codec or size) is placed afresh. `nvcam_frame_info_t.device`
+ * says which GPU a frame is on. Without a usable GPU the camera decodes on the CPU.
+ */
+#define NVCAM_DEVICE_ANY -2
+
+/**
  * `decoder` of `nvcam_camera_options`: the best available (nvJPEG for MJPEG where it is
  * installed, direct NVDEC, FFmpeg's CUDA hwaccel, then software).
  */
@@ -621,8 +630,9 @@ typedef struct {
    */
   uint32_t pool_slots;
   /**
-   * GPU ordinal, or `NVCAM_DEVICE_CPU`. With no usable GPU the camera decodes on the CPU and
-   * says so in its stats and log.
+   * GPU ordinal, `NVCAM_DEVICE_CPU`, or `NVCAM_DEVICE_ANY` (the GPU with the most decode
+   * sessions left, chosen at each new connection; the stats' `device` says which). With no
+   * usable GPU the camera decodes on the CPU and says so in its stats and log.
    */
   int32_t device;
   /**
@@ -989,7 +999,8 @@ typedef struct {
    */
   uint32_t contexts;
   /**
-   * Hardware (NVDEC) decode sessions open now.
+   * Hardware (NVDEC) decode sessions nvcam holds now (parked decoders kept for a reconnect
+   * included). The driver's limit counts every process's sessions on the GPU.
    */
   uint32_t hw_decoders;
   /**
@@ -1045,7 +1056,26 @@ typedef struct {
    */
   uint64_t mem_free;
   uint64_t mem_total;
-  uint64_t reserved[4];
+  /**
+   * The decode sessions nvcam held when the GPU's driver refused a new one (its sessions
+   * exhausted: 288 per H200 with driver 580.159.04, whichever process holds them); summed over
+   * the devices where that happened, 0 until it does. While nvcam holds that many on a GPU,
+   * AUTO cameras decode in software + upload there without trying (`docs/gpu.md`). The fields
+   * from here on took the place of `reserved` (the struct's size is unchanged).
+   */
+  uint32_t session_limit;
+  /**
+   * How busy the GPU's NVDEC engines were over the driver's last sampling period (about a
+   * second), percent (NVML's `nvmlDeviceGetDecoderUtilization`; the busiest device for -1);
+   * `0xFFFFFFFF` where NVML is not available.
+   */
+  uint32_t decoder_load;
+  /**
+   * Hardware decoders not made because the GPU's decode sessions were exhausted (a create the
+   * driver refused, or a camera sent to software at `session_limit`).
+   */
+  uint64_t sessions_exhausted;
+  uint64_t reserved[2];
 } nvcam_gpu_stats_t;
 
 /**

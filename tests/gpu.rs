@@ -486,6 +486,8 @@ fn hw_session_cap_falls_back_to_software() {
     let g = gpu_stats(0);
     assert_eq!((g.hw_decoders, g.upload_decoders), (2, 2), "{g:?}");
     assert!(g.hw_fallbacks >= 2);
+    // The cap is the host's setting, not the GPU's sessions running out.
+    assert_eq!((g.session_limit, g.sessions_exhausted), (0, 0), "{g:?}");
     for &c in &cams {
         let st = stats(c);
         assert!(st.state == NVCAM_STATE_STREAMING && st.frames_decoded >= 5, "{st:?}");
@@ -553,6 +555,7 @@ fn gpu_request_without_gpu_decodes_on_cpu() {
     let mut g = nvcam_gpu_stats { struct_size: std::mem::size_of::<nvcam_gpu_stats>() as u32, ..Default::default() };
     assert_eq!(unsafe { nvcam_gpu_stats(-1, &mut g) }, NVCAM_OK);
     assert_eq!((g.device_count, g.contexts), (0, 0));
+    assert_eq!((g.session_limit, g.sessions_exhausted, g.decoder_load), (0, 0, u32::MAX), "no GPU: no limit met, no load known");
     assert_eq!(unsafe { nvcam_gpu_stats(0, &mut g) }, NVCAM_E_NO_DEVICE);
     g.struct_size = 8;
     assert_eq!(unsafe { nvcam_gpu_stats(-1, &mut g) }, NVCAM_E_STRUCT_SIZE);

@@ -63,6 +63,13 @@
 #   nvjpeg-more    AUTO at 64 noisy cameras; 48 steady nvJPEG cameras beside 16 reconnecting and
 #                  opening/closing; the layout test without nvJPEG (AUTO on NVDEC, the log line)
 #   bench-hevc10   nvdec_bench direct NVDEC, N = 16 and 32: 1080p HEVC Main10 (P016) against Main (NV12)
+#   sessions       tests/gpu_sessions.rs: cameras past the GPU's decode sessions (288 on an H200) stream
+#                  in software + upload, none FAILED; "any GPU" placement (two tests need 2 GPUs);
+#                  SESSIONS_FILTER=any_gpu runs only the placement tests
+#   memcheck-sessions  the same under compute-sanitizer --tool memcheck
+#   fleet          churn_bench baseline: FLEET_N (default 308: an H200's 288 sessions + 20) paced cameras of
+#                  FLEET_CLIP (default the 1080p HEVC test clip), backend FLEET_BACKEND (auto; `any` for every
+#                  GPU), FLEET_SECONDS (10); the fleet line and dmon's `dec` column (decoder load) beside it
 set -u
 out=${OUT:-/tmp}
 b=$GPU_BUNDLE
@@ -71,6 +78,7 @@ nvdec_test=$(ls "$b"/tests/gpu_nvdec-* | head -1)
 gpu_test=$(ls "$b"/tests/gpu-* | head -1)
 convert_test=$(ls "$b"/tests/gpu_convert-* 2>/dev/null | head -1)
 integrity_test=$(ls "$b"/tests/gpu_integrity-* 2>/dev/null | head -1)
+sessions_test=$(ls "$b"/tests/gpu_sessions-* 2>/dev/null | head -1)
 deadline=$(( $(date +%s) + ${BUDGET_S:-540} ))
 rc=0
 left() { echo $(( deadline - $(date +%s) )); }
@@ -271,6 +279,18 @@ nvjpeg-more)
 bench-hevc10)
   step bench-hevc8 40 bash -c "$(bench "" "$fix/bench-hevc8-1920x1080.mkv" --label hevc8-1080p-2M --backends nvdec --cams 16,32 --cli none --seconds 2.5 --warmup 0.7)"
   step bench-hevc10 40 bash -c "$(bench "" "$fix/bench-hevc10-1920x1080.mkv" --label hevc10-1080p-2M --backends nvdec --cams 16,32 --cli none --seconds 2.5 --warmup 0.7)"
+  ;;
+sessions)
+  step sessions 240 bash -c "'$sessions_test' --test-threads 1 --nocapture ${SESSIONS_FILTER:-} > '$out/tests-sessions.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|^sessions|^any GPU|needs 2' '$out/tests-sessions.log'; [ \$r -ne 0 ] && grep -A12 panicked '$out/tests-sessions.log' | head -40; exit \$r"
+  ;;
+memcheck-sessions)
+  step memcheck-sessions 300 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-sessions.log' '$sessions_test' --test-threads 1 --nocapture > '$out/memcheck-sessions-tests.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|^sessions|^any GPU' '$out/memcheck-sessions-tests.log'; [ \$r -ne 0 ] && grep -A12 panicked '$out/memcheck-sessions-tests.log' | head -30; grep -E 'ERROR SUMMARY' '$out/memcheck-sessions.log' | sort | uniq -c; exit \$r"
+  ;;
+fleet)
+  nvidia-smi dmon -s u -d 1 > "$out/dmon-fleet.log" 2>&1 & d=$!
+  step fleet 200 bash -c "'$b/bin/churn_bench' '$fix/${FLEET_CLIP:-gpu-hevc-1920x1080.mp4}' --steady ${FLEET_N:-308} --churn 0 --backends ${FLEET_BACKEND:-auto} --phases baseline --seconds ${FLEET_SECONDS:-10} 2>'$out/fleet-stderr.log' | tee '$out/fleet.log'; r=\${PIPESTATUS[0]}; grep -cE 'exhausted' '$out/fleet-stderr.log' | sed 's/^/log lines naming exhausted sessions: /'; exit \$r"
+  kill $d 2>/dev/null; wait $d 2>/dev/null
+  awk '$1 ~ /^[0-9]+$/ && $5 ~ /^[0-9]+$/ {s[$1] += $5; c[$1]++; if ($5 > m[$1]) m[$1] = $5} END {for (g in s) printf "fleet: GPU %s dmon dec %% mean %.0f, max %d\n", g, s[g] / c[g], m[g]}' "$out/dmon-fleet.log"
   ;;
 *) echo "unknown step $what"; rc=1 ;;
 esac

@@ -6,13 +6,20 @@
 //! - On a GPU, by [`DecoderPolicy`]: `Software` uploads; `Nvdec` is direct NVDEC or an error;
 //!   `FfmpegHw` is FFmpeg's CUDA hwaccel or an error; `Auto` takes direct NVDEC where libnvcuvid
 //!   loads and the GPU's decoder supports the stream, then FFmpeg's CUDA hwaccel, while the
-//!   per-device session cap allows, else software plus upload (logged, counted in
-//!   `hw_fallbacks`). For MJPEG, `Auto` takes nvJPEG's hardware back end first where nvJPEG
-//!   loads and the GPU has JPEG engines (the Huffman decode on the engines, not the host; the
-//!   pictures of all cameras decoded in batches), else direct NVDEC, with one line saying why
-//!   nvJPEG is not used. Under `Auto`, a hardware decoder that turns the stream down at its first
+//!   per-device session cap and the GPU's decode sessions allow, else software plus upload
+//!   (logged once per camera, counted in `hw_fallbacks`). Decode sessions are the driver's, a
+//!   fixed number per GPU (`crate::gpu::sessions`): a create the driver refuses for want of one
+//!   sends the camera to software + upload without trying FFmpeg's hwaccel (it would need one
+//!   too), and from then on cameras past that count go there without trying. For MJPEG, `Auto`
+//!   takes nvJPEG's hardware back end first where nvJPEG loads and the GPU has JPEG engines
+//!   (the Huffman decode on the engines, not the host; the pictures of all cameras decoded in
+//!   batches), else direct NVDEC, with one line saying why nvJPEG is not used. Under `Auto`, a hardware decoder that turns the stream down at its first
 //!   picture (10-bit, a size the engine refuses, no session left) is replaced by the next in that
 //!   order at run time ([`Fallback`]); nvJPEG gives way to direct NVDEC (a progressive JPEG, say).
+//!
+//! `Placement::AnyGpu` puts a camera's new connection on the GPU with the most decode sessions
+//! left (`crate::gpu::placement`) and keeps it there while the stream is the same, so a
+//! streaming camera (a rewound file, a reconnect to the same stream) never moves.
 //!
 //! Whatever runs, the camera learns it from [`Decoder::kind`] and gets its pools from the
 //! session's [`Pools`], which stay on one device for the session (fall-backs never change it).
@@ -38,7 +45,12 @@ use std::sync::Arc;
 pub(crate) struct CameraBackend {
     gpu: Mutex<Option<Arc<CamGpu>>>,
     cpu_noted: AtomicBool,
+    /// This camera's fall-back to software + upload was logged at warn (later ones at debug).
+    fell_back: Arc<AtomicBool>,
     nvdec: Arc<DecoderSlot>,
+    /// Under `Placement::AnyGpu`, the stream of the last connection (codec, width, height): a
+    /// connection to the same stream stays on its GPU.
+    placed: Mutex<Option<(i32, u32, u32)>>,
 }
 
 impl CameraBackend {
@@ -48,9 +60,12 @@ impl CameraBackend {
         self.nvdec.clear();
     }
 
+    /// The camera's stream on `device`: the one it has, or a new one (the camera's first
+    /// connection, or one placed on another GPU; the old stream lives on in its pools and
+    /// frames until they go).
     fn gpu(&self, device: i32) -> Result<Arc<CamGpu>> {
         let mut g = self.gpu.lock();
-        if let Some(c) = g.as_ref() {
+        if let Some(c) = g.as_ref().filter(|c| c.ordinal() == device) {
             return Ok(c.clone());
         }
         let c = Arc::new(CamGpu::new(device)?);
@@ -95,21 +110,49 @@ pub(crate) fn decoder_for(opts: &Options, stream: &ff::format::stream::Stream<'_
     let software = || -> Result<Chosen> {
         Ok(Chosen { decoder: Box::new(SoftwareDecoder::new(stream, decode_opts(opts, low_latency))?), pools: Pools::Host })
     };
-    let Placement::Gpu(device) = opts.placement else { return software() };
-    let cam = match backend.gpu(device) {
+    let (device, placed) = match opts.placement {
+        Placement::Cpu => return software(),
+        Placement::Gpu(d) => (d, Ok(None)),
+        Placement::AnyGpu => match place(backend, stream) {
+            Ok((d, t)) => (d, Ok(t)),
+            Err(e) => (-1, Err(e)),
+        },
+    };
+    let (cam, pre) = match placed.and_then(|t| Ok((backend.gpu(device)?, t))) {
         Ok(c) => c,
         Err(e) if opts.decoder.requires_hardware() => {
             return Err(Error::new(ErrorKind::NoDevice, format!("a hardware decoder was required, but there is no usable GPU: {}", e.msg)));
         }
         Err(e) => {
             if !backend.cpu_noted.swap(true, Ordering::Relaxed) {
-                log::warn!("GPU {device} requested but not usable ({}): decoding on the CPU into host memory", e.msg);
+                let which = if opts.placement == Placement::AnyGpu { "any GPU".to_string() } else { format!("GPU {device}") };
+                log::warn!("{which} requested but not usable ({}): decoding on the CPU into host memory", e.msg);
             }
             return software();
         }
     };
-    let decoder = gpu_decoder(&cam, opts, stream, low_latency, &backend.nvdec)?;
+    let decoder = gpu_decoder(&cam, opts, stream, low_latency, backend, pre)?;
     Ok(Chosen { decoder, pools: Pools::Device(cam) })
+}
+
+/// `Placement::AnyGpu`: the camera's GPU for this connection, and a session ticket taken there
+/// when the GPU had one. The same stream as last time stays on its GPU (a streaming camera never
+/// moves); a new or changed stream goes where the most decode sessions are left.
+fn place(backend: &CameraBackend, stream: &ff::format::stream::Stream<'_>) -> Result<(i32, Option<HwTicket>)> {
+    let p = stream.parameters();
+    // SAFETY: `p` wraps the stream's valid codec parameters.
+    let key = unsafe { ((*p.as_ptr()).codec_id as i32, (*p.as_ptr()).width as u32, (*p.as_ptr()).height as u32) };
+    let mut last = backend.placed.lock();
+    let current = backend.gpu.lock().as_ref().map(|c| c.ordinal());
+    if let (Some(d), true) = (current, *last == Some(key)) {
+        return Ok((d, None));
+    }
+    let (d, t) = gpu::placement::place()?;
+    *last = Some(key);
+    if current.is_some_and(|c| c != d) {
+        log::info!("camera's stream changed: placed on GPU {d} (was GPU {})", current.unwrap_or(-1));
+    }
+    Ok((d, t))
 }
 
 /// What a GPU decoder is made from, kept for a fall-back at run time.
@@ -124,62 +167,72 @@ fn decode_opts(opts: &Options, low_latency: bool) -> DecodeOpts {
     DecodeOpts { threads: opts.decode_threads, low_latency, eight_bit: opts.flags.eight_bit }
 }
 
-fn cap_reached(cam: &CamGpu) -> Error {
-    Error::new(
-        ErrorKind::NoDevice,
-        format!("GPU {}: all {} hardware decoder(s) allowed per device are in use", cam.ordinal(), gpu::hw_cap()),
-    )
-}
-
 fn upload(cam: &Arc<CamGpu>, s: &Stream) -> Result<Box<dyn Decoder>> {
     Ok(Box::new(UploadDecoder::new(cam, s.params.clone(), s.time_base, s.o)?))
 }
 
-fn gpu_decoder(cam: &Arc<CamGpu>, opts: &Options, stream: &ff::format::stream::Stream<'_>, low_latency: bool, slot: &Arc<DecoderSlot>) -> Result<Box<dyn Decoder>> {
+fn gpu_decoder(
+    cam: &Arc<CamGpu>,
+    opts: &Options,
+    stream: &ff::format::stream::Stream<'_>,
+    low_latency: bool,
+    backend: &CameraBackend,
+    pre: Option<HwTicket>,
+) -> Result<Box<dyn Decoder>> {
+    let slot = &backend.nvdec;
     // The last connection's NVDEC decoder, moved out of the camera's slot: a new direct-NVDEC
     // decoder adopts it; any other choice (or a failure on the way) drops it here.
     let mut reuse = slot.begin(cam);
+    if let Some(t) = pre {
+        reuse.give(t);
+    }
     let s = Stream { params: stream.parameters().clone(), time_base: stream.time_base(), o: decode_opts(opts, low_latency) };
     let dev = &cam.stream.dev;
-    let fixed = |hw: Hw| -> Result<Box<dyn Decoder>> { Ok(Box::new(Fallback { hw, cam: cam.clone(), next: None, slot: slot.clone() })) };
+    let fixed = |hw: Hw| -> Result<Box<dyn Decoder>> { Ok(Box::new(Fallback { hw, cam: cam.clone(), next: None, slot: slot.clone(), noted: backend.fell_back.clone() })) };
     match opts.decoder {
         DecoderPolicy::Software => upload(cam, &s),
         DecoderPolicy::Nvjpeg => {
             let engine = crate::decode::nvjpeg::supports(dev, &s.params)?;
             fixed(Hw::Nvjpeg(NvjpegDecoder::new(cam, engine, &s.params, s.time_base)?))
         }
-        DecoderPolicy::Auto => auto(cam, s, reuse, slot),
+        DecoderPolicy::Auto => auto(cam, s, reuse, backend),
         DecoderPolicy::Nvdec => {
-            let t = reuse.ticket(dev).ok_or_else(|| cap_reached(cam))?;
+            let t = reuse.ticket(dev).map_err(|f| f.error(cam.ordinal()))?;
             fixed(Hw::Nvdec(NvDecoder::new(cam, &s.params, s.time_base, t, s.o, reuse)?))
         }
         DecoderPolicy::FfmpegHw => {
-            let t = HwTicket::take(dev).ok_or_else(|| cap_reached(cam))?;
+            let t = reuse.ticket(dev).map_err(|f| f.error(cam.ordinal()))?;
+            drop(reuse);
             fixed(Hw::Ffmpeg(HwDecoder::new(cam, &s.params, s.time_base, t, s.o)?))
         }
     }
 }
 
 /// AUTO on a GPU: nvJPEG for MJPEG where it takes the stream, then direct NVDEC where it takes
-/// the stream, then FFmpeg's CUDA hwaccel, within the per-device session cap, else software plus
-/// upload.
-fn auto(cam: &Arc<CamGpu>, s: Stream, mut reuse: crate::decode::nvdec::Reuse, slot: &Arc<DecoderSlot>) -> Result<Box<dyn Decoder>> {
+/// the stream, then FFmpeg's CUDA hwaccel, within the per-device session cap and the GPU's
+/// decode sessions, else software plus upload.
+fn auto(cam: &Arc<CamGpu>, s: Stream, mut reuse: crate::decode::nvdec::Reuse, backend: &CameraBackend) -> Result<Box<dyn Decoder>> {
     let dev = &cam.stream.dev;
+    let slot = &backend.nvdec;
+    let hw = |hw: Hw, s: Stream| -> Result<Box<dyn Decoder>> {
+        Ok(Box::new(Fallback { hw, cam: cam.clone(), next: Some(s), slot: slot.clone(), noted: backend.fell_back.clone() }))
+    };
     if s.params.id() == ff::codec::Id::MJPEG {
         // Why nvJPEG is absent (no library, no engines) was logged once, where it was found.
         match crate::decode::nvjpeg::supports(dev, &s.params).and_then(|e| NvjpegDecoder::new(cam, e, &s.params, s.time_base)) {
-            Ok(n) => return Ok(Box::new(Fallback { hw: Hw::Nvjpeg(n), cam: cam.clone(), next: Some(s), slot: slot.clone() })),
+            Ok(n) => return hw(Hw::Nvjpeg(n), s),
             Err(e) if e.kind == ErrorKind::Unsupported => log::debug!("GPU {}: {}", dev.ordinal, e.msg),
             Err(e) => log::warn!("GPU {}: nvJPEG: {}; trying direct NVDEC", dev.ordinal, e.msg),
         }
     }
     let mut why = Vec::new();
     match reuse.ticket(dev) {
-        None => why.push(format!("hardware decoder cap ({} per device) reached", gpu::hw_cap())),
-        Some(t) => {
+        // Exhausted sessions: FFmpeg's hwaccel would need one too.
+        Err(full) => why.push(full.why()),
+        Ok(t) => {
             match crate::decode::nvdec::supports(dev, &s.params, s.o.eight_bit) {
                 Ok(_) => match NvDecoder::new(cam, &s.params, s.time_base, t, s.o, reuse) {
-                    Ok(n) => return Ok(Box::new(Fallback { hw: Hw::Nvdec(n), cam: cam.clone(), next: Some(s), slot: slot.clone() })),
+                    Ok(n) => return hw(Hw::Nvdec(n), s),
                     Err(e) => why.push(format!("direct NVDEC: {}", e.msg)),
                 },
                 Err(w) => {
@@ -190,15 +243,26 @@ fn auto(cam: &Arc<CamGpu>, s: Stream, mut reuse: crate::decode::nvdec::Reuse, sl
                 }
             }
             match HwTicket::take(dev).map(|t| HwDecoder::new(cam, &s.params, s.time_base, t, s.o)) {
-                Some(Ok(h)) => return Ok(Box::new(Fallback { hw: Hw::Ffmpeg(h), cam: cam.clone(), next: Some(s), slot: slot.clone() })),
-                Some(Err(e)) => why.push(format!("FFmpeg CUDA hwaccel: {}", e.msg)),
-                None => why.push("hardware decoder cap reached".into()),
+                Ok(Ok(h)) => return hw(Hw::Ffmpeg(h), s),
+                Ok(Err(e)) => why.push(format!("FFmpeg CUDA hwaccel: {}", e.msg)),
+                Err(full) => why.push(full.why()),
             }
         }
     }
-    log::warn!("GPU {}: {}; decoding in software and uploading to the GPU", dev.ordinal, why.join("; "));
-    gpu::stats::of(dev.ordinal).hw_fallbacks.fetch_add(1, Ordering::Relaxed);
+    note_fallback(&backend.fell_back, dev.ordinal, &why.join("; "));
     upload(cam, &s)
+}
+
+/// Counts a camera's fall-back to software + upload, and logs it: at warn the first time for the
+/// camera, at debug after that (a camera reconnecting at a GPU's session limit would otherwise
+/// say it at every reconnect).
+fn note_fallback(noted: &AtomicBool, device: i32, why: &str) {
+    gpu::stats::of(device).hw_fallbacks.fetch_add(1, Ordering::Relaxed);
+    if noted.swap(true, Ordering::Relaxed) {
+        log::debug!("GPU {device}: {why}; decoding in software and uploading to the GPU");
+    } else {
+        log::warn!("GPU {device}: {why}; decoding in software and uploading to the GPU");
+    }
 }
 
 /// The hardware decoder in use, or what replaced it.
@@ -221,6 +285,8 @@ struct Fallback {
     next: Option<Stream>,
     /// The camera's NVDEC slot, for nvJPEG's fall-back to direct NVDEC.
     slot: Arc<DecoderSlot>,
+    /// The camera's fall-back to software was logged (`note_fallback`).
+    noted: Arc<AtomicBool>,
 }
 
 impl Fallback {
@@ -228,13 +294,14 @@ impl Fallback {
         let s = self.next.clone().expect("checked by can_fall_back");
         let dev = self.cam.stream.dev.clone();
         let from_nvdec = matches!(self.hw, Hw::Nvdec(_));
+        let exhausted = matches!(&self.hw, Hw::Nvdec(n) if n.sessions_exhausted());
         let from_nvjpeg = matches!(self.hw, Hw::Nvjpeg(_));
         // The failed decoder goes first, so its session and its ticket are free again.
         self.hw = Hw::Empty;
         if from_nvjpeg {
             log::warn!("GPU {}: {}; trying direct NVDEC", dev.ordinal, why.msg);
             let mut reuse = self.slot.begin(&self.cam);
-            if let Some(t) = reuse.ticket(&dev) {
+            if let Ok(t) = reuse.ticket(&dev) {
                 let n = crate::decode::nvdec::supports(&dev, &s.params, s.o.eight_bit)
                     .and_then(|_| NvDecoder::new(&self.cam, &s.params, s.time_base, t, s.o, reuse));
                 match n {
@@ -245,21 +312,21 @@ impl Fallback {
                     Err(e) => log::warn!("GPU {}: direct NVDEC: {}", dev.ordinal, e.msg),
                 }
             }
-        } else if from_nvdec {
+        } else if from_nvdec && !exhausted {
             log::warn!("GPU {}: direct NVDEC: {}; trying FFmpeg's CUDA hwaccel", dev.ordinal, why.msg);
             match HwTicket::take(&dev).map(|t| HwDecoder::new(&self.cam, &s.params, s.time_base, t, s.o)) {
-                Some(Ok(h)) => {
+                Ok(Ok(h)) => {
                     self.hw = Hw::Ffmpeg(h);
                     return Ok(());
                 }
-                Some(Err(e)) => log::warn!("GPU {}: FFmpeg CUDA hwaccel: {}", dev.ordinal, e.msg),
-                None => {}
+                Ok(Err(e)) => log::warn!("GPU {}: FFmpeg CUDA hwaccel: {}", dev.ordinal, e.msg),
+                Err(full) => log::warn!("GPU {}: FFmpeg CUDA hwaccel: {}", dev.ordinal, full.why()),
             }
-        } else {
-            log::warn!("GPU {}: {}; decoding in software and uploading to the GPU instead", dev.ordinal, why.msg);
         }
         self.next = None;
-        gpu::stats::of(dev.ordinal).hw_fallbacks.fetch_add(1, Ordering::Relaxed);
+        // Exhausted sessions were said (and remembered) where the driver refused: FFmpeg's
+        // hwaccel, which needs a session too, is not tried.
+        note_fallback(&self.noted, dev.ordinal, &why.msg);
         self.hw = Hw::Upload(upload(&self.cam, &s)?);
         Ok(())
     }
@@ -296,13 +363,18 @@ impl Decoder for Fallback {
         }
     }
     fn send_packet(&mut self, pkt: &ff::Packet) -> Result<Outcome> {
-        match self.inner()?.send_packet(pkt) {
-            Err(e) if self.can_fall_back() => {
-                self.fall_back(&e)?;
-                self.inner()?.send_packet(pkt)
+        // Each fall-back goes one step down the order (at most nvJPEG → NVDEC → FFmpeg's hwaccel
+        // → upload); the next decoder may refuse the same packet (FFmpeg's hwaccel finds no
+        // session either), and then it falls back in turn rather than failing the camera.
+        let mut r = self.inner()?.send_packet(pkt);
+        while let Err(e) = &r {
+            if !self.can_fall_back() {
+                break;
             }
-            r => r,
+            self.fall_back(e)?;
+            r = self.inner()?.send_packet(pkt);
         }
+        r
     }
     fn send_eof(&mut self) -> Result<()> {
         self.inner()?.send_eof()

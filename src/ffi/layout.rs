@@ -141,7 +141,10 @@ const _: () = {
     assert!(std::mem::offset_of!(nvcam_gpu_stats, deferred_buffers) == 104);
     assert!(std::mem::offset_of!(nvcam_gpu_stats, mem_free) == 112);
     assert!(std::mem::offset_of!(nvcam_gpu_stats, mem_total) == 120);
-    assert!(std::mem::offset_of!(nvcam_gpu_stats, reserved) == 128);
+    assert!(std::mem::offset_of!(nvcam_gpu_stats, session_limit) == 128);
+    assert!(std::mem::offset_of!(nvcam_gpu_stats, decoder_load) == 132);
+    assert!(std::mem::offset_of!(nvcam_gpu_stats, sessions_exhausted) == 136);
+    assert!(std::mem::offset_of!(nvcam_gpu_stats, reserved) == 144);
     assert!(std::mem::size_of::<nvcam_gpu_stats>() == 160);
 };
 

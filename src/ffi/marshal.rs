@@ -134,8 +134,8 @@ pub(crate) fn options_from(c: Option<&nvcam_camera_options>, ffmpeg: Option<&str
     let mut o = Options::default();
     if let Some(c) = c {
         let d = &DEFAULTS;
-        if c.device < NVCAM_DEVICE_CPU {
-            return Err(Error::arg(format!("device {} (use -1 for the CPU or a GPU ordinal)", c.device)));
+        if c.device < NVCAM_DEVICE_ANY {
+            return Err(Error::arg(format!("device {} (use -1 for the CPU, -2 for any GPU, or a GPU ordinal)", c.device)));
         }
         if c.pool_slots != 0 && !(POOL_SLOTS_MIN..=POOL_SLOTS_MAX).contains(&c.pool_slots) {
             return Err(Error::arg(format!(
@@ -145,7 +145,11 @@ pub(crate) fn options_from(c: Option<&nvcam_camera_options>, ffmpeg: Option<&str
         }
         o.flags = open_flags(c.flags)?;
         o.pool_slots = or_default(c.pool_slots, d.pool_slots) as usize;
-        o.placement = if c.device == NVCAM_DEVICE_CPU { Placement::Cpu } else { Placement::Gpu(c.device) };
+        o.placement = match c.device {
+            NVCAM_DEVICE_CPU => Placement::Cpu,
+            NVCAM_DEVICE_ANY => Placement::AnyGpu,
+            d => Placement::Gpu(d),
+        };
         o.decoder = decoder_policy(c.decoder)?;
         o.open_timeout = ms(c.open_timeout_ms, d.open_timeout_ms);
         o.stall_timeout = ms(c.stall_timeout_ms, d.stall_timeout_ms);
@@ -331,7 +335,10 @@ pub(crate) fn gpu_stats(s: &GpuStats, struct_size: u32) -> nvcam_gpu_stats {
         deferred_buffers: s.deferred_buffers,
         mem_free: s.mem_free,
         mem_total: s.mem_total,
-        reserved: [0; 4],
+        session_limit: s.session_limit,
+        decoder_load: s.decoder_load.unwrap_or(u32::MAX),
+        sessions_exhausted: s.sessions_exhausted,
+        reserved: [0; 2],
     }
 }
 

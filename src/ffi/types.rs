@@ -36,8 +36,9 @@ pub struct nvcam_camera_options {
     pub flags: u32,
     /// Frames the camera's pool holds (frames the host holds + 1 in flight); 0 = 4, at least 2.
     pub pool_slots: u32,
-    /// GPU ordinal, or `NVCAM_DEVICE_CPU`. With no usable GPU the camera decodes on the CPU and
-    /// says so in its stats and log.
+    /// GPU ordinal, `NVCAM_DEVICE_CPU`, or `NVCAM_DEVICE_ANY` (the GPU with the most decode
+    /// sessions left, chosen at each new connection; the stats' `device` says which). With no
+    /// usable GPU the camera decodes on the CPU and says so in its stats and log.
     pub device: i32,
     /// `NVCAM_DECODER_*`.
     pub decoder: u32,
@@ -254,7 +255,8 @@ pub struct nvcam_gpu_stats {
     pub device_count: u32,
     /// Device contexts nvcam holds now (retained on first use, released by `nvcam_shutdown`).
     pub contexts: u32,
-    /// Hardware (NVDEC) decode sessions open now.
+    /// Hardware (NVDEC) decode sessions nvcam holds now (parked decoders kept for a reconnect
+    /// included). The driver's limit counts every process's sessions on the GPU.
     pub hw_decoders: u32,
     /// Cameras decoding in software and uploading to a GPU pool now.
     pub upload_decoders: u32,
@@ -285,7 +287,20 @@ pub struct nvcam_gpu_stats {
     /// Free and total device memory (cuMemGetInfo) of the device(s) nvcam holds a context on.
     pub mem_free: u64,
     pub mem_total: u64,
-    pub reserved: [u64; 4],
+    /// The decode sessions nvcam held when the GPU's driver refused a new one (its sessions
+    /// exhausted: 288 per H200 with driver 580.159.04, whichever process holds them); summed over
+    /// the devices where that happened, 0 until it does. While nvcam holds that many on a GPU,
+    /// AUTO cameras decode in software + upload there without trying (`docs/gpu.md`). The fields
+    /// from here on took the place of `reserved` (the struct's size is unchanged).
+    pub session_limit: u32,
+    /// How busy the GPU's NVDEC engines were over the driver's last sampling period (about a
+    /// second), percent (NVML's `nvmlDeviceGetDecoderUtilization`; the busiest device for -1);
+    /// `0xFFFFFFFF` where NVML is not available.
+    pub decoder_load: u32,
+    /// Hardware decoders not made because the GPU's decode sessions were exhausted (a create the
+    /// driver refused, or a camera sent to software at `session_limit`).
+    pub sessions_exhausted: u64,
+    pub reserved: [u64; 2],
 }
 
 /// The log callback: called from any thread, never with nvcam's locks held; `message` is UTF-8

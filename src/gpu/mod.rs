@@ -14,6 +14,10 @@
 //! - [`kernels`]: the embedded CUDA kernels, loaded once per device; [`params`] their
 //!   parameter blocks.
 //! - [`probe`]: whether there is a GPU path at all, checked once.
+//! - [`nvml`]: the decoders' measured load (NVML, opened at run time), for the stats.
+//! - [`placement`]: which GPU a camera placed on "any GPU" goes to.
+//! - [`sessions`]: hardware decode sessions per device: nvcam's count, the configured cap, the
+//!   driver's limit where nvcam met it.
 //! - [`stats`]: process-wide counters for `nvcam_gpu_stats`; [`timing`] per-stage call timings.
 //!
 //! Without libcuda (or a GPU) nothing here runs: [`probe`] says why once and cameras decode on
@@ -26,28 +30,30 @@ pub(crate) mod kernels;
 pub(crate) mod memory;
 pub(crate) mod nvcuvid;
 pub(crate) mod nvjpeg;
+pub(crate) mod nvml;
 pub(crate) mod params;
+pub(crate) mod placement;
 pub(crate) mod probe;
+pub(crate) mod sessions;
 pub(crate) mod stats;
 pub(crate) mod timing;
 
 pub(crate) use probe::probe;
+pub(crate) use sessions::{Full, HwTicket};
 pub(crate) use stats::GpuStats;
 
 use crate::config::Config;
 use crate::status::*;
 use context::{Device, Stream};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 static DEVICES: Mutex<Vec<Option<Arc<Device>>>> = Mutex::new(Vec::new());
-static MAX_HW_PER_DEVICE: AtomicU32 = AtomicU32::new(0);
 
 /// Library init: settings, and one probe with its result in the log.
 pub(crate) fn init(cfg: &Config) {
-    MAX_HW_PER_DEVICE.store(cfg.max_hw_decoders_per_device.unwrap_or(0), Ordering::Relaxed);
+    sessions::set_cap(cfg.max_hw_decoders_per_device.unwrap_or(0));
     deferred::set_min_age(cfg.gpu_free_min_age);
     match probe() {
         Ok(n) => log::info!(
@@ -128,33 +134,6 @@ impl CamGpu {
     }
 }
 
-/// The per-device cap on hardware decode sessions (0 = none), for messages.
-pub(crate) fn hw_cap() -> u32 {
-    MAX_HW_PER_DEVICE.load(Ordering::Relaxed)
-}
-
-/// One hardware decode session counted against `max_hw_decoders_per_device`.
-pub(crate) struct HwTicket {
-    dev: Arc<Device>,
-}
-
-impl HwTicket {
-    pub(crate) fn take(dev: &Arc<Device>) -> Option<HwTicket> {
-        let cap = MAX_HW_PER_DEVICE.load(Ordering::Relaxed);
-        let ok = dev
-            .hw_sessions
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| if cap == 0 || n < cap { Some(n + 1) } else { None })
-            .is_ok();
-        ok.then(|| HwTicket { dev: dev.clone() })
-    }
-}
-
-impl Drop for HwTicket {
-    fn drop(&mut self) {
-        self.dev.hw_sessions.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 /// `nvcam_gpu_stats`: counters of one device or of all (`device` < 0), and its memory.
 pub(crate) fn gpu_stats(device: i32) -> Result<GpuStats> {
     let mut s = GpuStats { device, ..Default::default() };
@@ -164,6 +143,9 @@ pub(crate) fn gpu_stats(device: i32) -> Result<GpuStats> {
         return Err(Error::new(ErrorKind::NoDevice, format!("GPU {device} does not exist ({n} found)")));
     }
     stats::fill(device, &mut s);
+    let ordinals = if device < 0 { 0..n } else { device..device + 1 };
+    s.session_limit = ordinals.clone().filter_map(sessions::observed_limit).sum();
+    s.decoder_load = ordinals.filter_map(nvml::decoder_load).max();
     let devs: Vec<Arc<Device>> = if device < 0 { (0..n).filter_map(open_device).collect() } else { open_device(device).into_iter().collect() };
     s.contexts = devs.len() as u32;
     for d in devs {

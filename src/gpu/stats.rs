@@ -15,6 +15,9 @@ pub(crate) struct DevCounters {
     pub syncs: AtomicU64,
     pub ready_waits: AtomicU64,
     pub hw_fallbacks: AtomicU64,
+    /// Hardware decoders not made because the GPU's decode sessions were exhausted (a refused
+    /// create, or a camera turned away at the observed limit: `sessions.rs`).
+    pub sessions_exhausted: AtomicU64,
     pub frames_copied: AtomicU64,
     pub bytes_in_pools: AtomicI64,
     pub bytes_deferred: AtomicI64,
@@ -32,6 +35,7 @@ const ZERO: DevCounters = DevCounters {
     syncs: AtomicU64::new(0),
     ready_waits: AtomicU64::new(0),
     hw_fallbacks: AtomicU64::new(0),
+    sessions_exhausted: AtomicU64::new(0),
     frames_copied: AtomicU64::new(0),
     bytes_in_pools: AtomicI64::new(0),
     bytes_deferred: AtomicI64::new(0),
@@ -70,6 +74,13 @@ pub(crate) struct GpuStats {
     pub syncs: u64,
     pub ready_waits: u64,
     pub hw_fallbacks: u64,
+    pub sessions_exhausted: u64,
+    /// Sessions nvcam held when the driver refused one (summed over the devices where that
+    /// happened; `crate::gpu::sessions`); 0 until then.
+    pub session_limit: u32,
+    /// The decoders' busy share over the driver's last sampling period, percent (the busiest
+    /// device for all); None without NVML.
+    pub decoder_load: Option<u32>,
     pub frames_copied: u64,
     pub bytes_in_pools: u64,
     pub bytes_deferred: u64,
@@ -84,6 +95,7 @@ pub(crate) fn fill(device: i32, out: &mut GpuStats) {
     let r = Ordering::Relaxed;
     let pos = |v: i64| v.max(0) as u64;
     for c in rows {
+        out.sessions_exhausted += c.sessions_exhausted.load(r);
         out.device_allocs += c.device_allocs.load(r);
         out.device_frees += c.device_frees.load(r);
         out.pinned_allocs += c.pinned_allocs.load(r);

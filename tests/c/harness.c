@@ -403,7 +403,7 @@ static void check_null_pointers_and_sizes(void) {
     bad.pool_slots = 1;
     EXPECT(nvcam_camera_open("testsrc://320x240@30", &bad, &cam), NVCAM_E_INVALID_ARGUMENT);
     bad = o;
-    bad.device = -2;
+    bad.device = -3;
     EXPECT(nvcam_camera_open("testsrc://320x240@30", &bad, &cam), NVCAM_E_INVALID_ARGUMENT);
     bad = o;
     bad.decoder = 99;
@@ -427,6 +427,13 @@ static void check_null_pointers_and_sizes(void) {
     cam = 0;
     OK(nvcam_camera_open("testsrc://64x48@30", &bigger.o, &cam));
     CHECK(cam != 0, "open with a larger struct_size gave no handle");
+    if (cam) OK(nvcam_camera_close(cam, 3000));
+
+    /* Any GPU: opens everywhere (on the CPU where there is no GPU). */
+    bad = o;
+    bad.device = NVCAM_DEVICE_ANY;
+    cam = 0;
+    OK(nvcam_camera_open("testsrc://64x48@30", &bad, &cam));
     if (cam) OK(nvcam_camera_close(cam, 3000));
 }
 

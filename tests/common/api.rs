@@ -300,8 +300,13 @@ pub struct LogCapture;
 
 impl LogCapture {
     pub fn start() -> LogCapture {
+        LogCapture::at(NVCAM_LOG_TRACE)
+    }
+    /// Only messages at `level` or more severe (a test with hundreds of cameras would otherwise
+    /// collect a trace line per packet and picture).
+    pub fn at(level: i32) -> LogCapture {
         LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        assert_eq!(unsafe { nvcam_log_set_callback(Some(on_log), std::ptr::null_mut(), NVCAM_LOG_TRACE) }, NVCAM_OK);
+        assert_eq!(unsafe { nvcam_log_set_callback(Some(on_log), std::ptr::null_mut(), level) }, NVCAM_OK);
         LogCapture
     }
     pub fn lines(&self) -> Vec<(i32, String)> {

@@ -31,6 +31,7 @@ __all__ = [
     "OPEN_8BIT",
     "OPEN_TLS_INSECURE",
     "DEVICE_CPU",
+    "DEVICE_ANY",
     "DECODER_AUTO",
     "DECODER_NVDEC",
     "DECODER_FFMPEG_HW",
@@ -140,6 +141,7 @@ OPEN_RELEASE_CLONES_ON_RECONNECT = 16
 OPEN_8BIT = 32
 OPEN_TLS_INSECURE = 64
 DEVICE_CPU = -1
+DEVICE_ANY = -2
 DECODER_AUTO = 0
 DECODER_NVDEC = 1
 DECODER_FFMPEG_HW = 2
@@ -380,7 +382,10 @@ class nvcam_gpu_stats_t(Structure):
         ("deferred_buffers", c_uint64),
         ("mem_free", c_uint64),
         ("mem_total", c_uint64),
-        ("reserved", c_uint64 * 4),
+        ("session_limit", c_uint32),
+        ("decoder_load", c_uint32),
+        ("sessions_exhausted", c_uint64),
+        ("reserved", c_uint64 * 2),
     ]
 
 

@@ -50,7 +50,8 @@ class Camera:
     ) -> Camera:
         """Opens ``url`` (``rtsp://…``, another FFmpeg URL, a file path, ``testsrc://WxH@FPS``).
         Zero timeouts mean the library's defaults. ``ffmpeg_options`` is ``"k=v;k=v"`` or a dict.
-        ``device`` None: GPU 0 when the library sees a GPU, else the CPU (:func:`default_device`).
+        ``device`` None: GPU 0 when the library sees a GPU, else the CPU (:func:`default_device`);
+        ``DEVICE_ANY`` (-2): each new connection on the GPU with the most decode sessions left.
         TLS cameras (``rtsps://``, ``https://``, ``rtmps://``) verify the server's certificate:
         ``tls_ca_file`` names a CA file (PEM) to trust instead of the system's store,
         ``tls_pin_sha256`` accepts exactly the certificate with that SHA-256 fingerprint (hex,

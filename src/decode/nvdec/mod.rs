@@ -192,6 +192,12 @@ impl NvDecoder {
         self.st.refused
     }
 
+    /// Whether the refusal was the GPU's decode sessions running out (so FFmpeg's CUDA hwaccel,
+    /// which needs one too, is not tried).
+    pub(crate) fn sessions_exhausted(&self) -> bool {
+        self.st.exhausted
+    }
+
     fn new_parser(&mut self) -> Result<()> {
         self.parser = None;
         let mut pp = cu::CUVIDPARSERPARAMS {

@@ -14,7 +14,7 @@ use crate::gpu::nvcuvid::api::Nvcuvid;
 use crate::gpu::nvcuvid::sys as cu;
 use crate::gpu::context::{Copy2D, Mem};
 use crate::gpu::memory::{device_slot, new_pool};
-use crate::gpu::CamGpu;
+use crate::gpu::{sessions, stats, CamGpu};
 use crate::frame::{Color, Range, Transfer};
 use crate::pool::{Geometry, Lease};
 use crate::status::*;
@@ -94,6 +94,8 @@ pub(super) struct State {
     pub error: Option<Error>,
     /// The stream cannot be decoded here (format, caps, no session): fall back, don't retry.
     pub refused: bool,
+    /// Refused because the GPU's decode sessions are exhausted (FFmpeg's hwaccel would be too).
+    pub exhausted: bool,
     pub knobs: Option<Knobs>,
     /// The camera asked for 8-bit output: NVDEC writes NV12 from 10- and 12-bit streams too.
     pub eight_bit: bool,
@@ -116,6 +118,7 @@ impl State {
             queue: VecDeque::new(),
             error: None,
             refused: false,
+            exhausted: false,
             knobs: None,
             eight_bit: false,
             probed: Color::default(),
@@ -220,9 +223,14 @@ impl State {
             self.decoder = None;
         }
         let outputs = self.knobs.map(|k| k.output_surfaces).filter(|&n| n > 0).unwrap_or(OUTPUT_SURFACES);
-        let dec = VideoDecoder::create(self.lib, &self.cam, f, surface, want, outputs).inspect_err(|_| {
+        let dec = VideoDecoder::create(self.lib, &self.cam, f, surface, want, outputs).map_err(|e| {
             // Out of sessions or memory, or a size the engine refuses: not ours to retry.
             self.refused = true;
+            if e.kind == ErrorKind::OutOfMemory {
+                self.exhausted = true;
+                return exhausted(&self.cam, e);
+            }
+            e
         })?;
         log::info!(
             "GPU {dev}: NVDEC decoder codec {} {}x{} (display {}x{}), {want} decode / {outputs} output surfaces, display delay {}",
@@ -279,6 +287,20 @@ impl State {
         self.queue.push_back(Disp { info: *info, geom, stale: false, parked: None });
         Ok(1)
     }
+}
+
+/// `cuvidCreateDecoder`'s `CUDA_ERROR_OUT_OF_MEMORY`: with device memory to spare this is the
+/// driver's per-GPU session limit (measured: 288 decoders per H200 of any codec and size, while
+/// over 100 GiB were free), so it is reported, remembered and counted as exhausted sessions.
+fn exhausted(cam: &CamGpu, e: Error) -> Error {
+    let dev = cam.ordinal();
+    let held = stats::of(dev).hw_decoders.load(std::sync::atomic::Ordering::Relaxed).max(0) as u32;
+    sessions::note_exhausted(dev, held);
+    let free = cam.stream.dev.mem_info().map(|(f, _)| format!("{} MiB", f >> 20)).unwrap_or_else(|_| "unknown".into());
+    Error::new(
+        ErrorKind::OutOfMemory,
+        format!("{}: GPU {dev}'s NVDEC decode sessions are exhausted (nvcam holds {held}; device memory free: {free}; the driver's limit is per GPU, across all processes)", e.msg),
+    )
 }
 
 /// Runs `f` on the state behind a callback's user pointer; an error or panic is kept for

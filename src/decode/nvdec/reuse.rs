@@ -51,7 +51,7 @@
 use super::counters::{count, COUNTERS};
 use super::session::VideoDecoder;
 use crate::gpu::context::Device;
-use crate::gpu::{CamGpu, HwTicket};
+use crate::gpu::{CamGpu, Full, HwTicket};
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -102,9 +102,20 @@ pub(crate) struct Reuse {
 
 impl Reuse {
     /// The hardware-session ticket for the new session: the parked decoder's (its session goes
-    /// on), else a new one within the device's cap (None: the cap is reached).
-    pub(crate) fn ticket(&mut self, dev: &Arc<Device>) -> Option<HwTicket> {
-        self.ticket.take().or_else(|| HwTicket::take(dev))
+    /// on), or one taken for it already (placement on any GPU), else a new one within the
+    /// device's cap and observed session limit (`crate::gpu::sessions`).
+    pub(crate) fn ticket(&mut self, dev: &Arc<Device>) -> std::result::Result<HwTicket, Full> {
+        match self.ticket.take() {
+            Some(t) => Ok(t),
+            None => HwTicket::take(dev),
+        }
+    }
+
+    /// A ticket taken for this session beforehand; dropped if the parked decoder brings one.
+    pub(crate) fn give(&mut self, t: HwTicket) {
+        if self.ticket.is_none() {
+            self.ticket = Some(t);
+        }
     }
 
     /// (the camera's slot, the decoder parked by its last session).

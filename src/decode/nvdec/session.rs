@@ -223,10 +223,20 @@ impl VideoDecoder {
             Reserved2: [0; 4],
         };
         let _g = cam.stream.dev.push()?;
+        let one = crate::gpu::sessions::creating(cam.ordinal());
         // SAFETY: `ci` is fully written; the context is current (guard); its lock is a field of
         // the decoder, dropped after it.
-        let dec = unsafe { lib.create_decoder(&mut ci) }.map_err(|e| e.named(format!("cuvidCreateDecoder ({}x{}, {surfaces} surfaces)", f.coded_width, f.coded_height)))?;
-        stats::of(cam.ordinal()).hw_decoders.fetch_add(1, Ordering::Relaxed);
+        let mut r = unsafe { lib.create_decoder(&mut ci) };
+        if r.as_ref().is_err_and(|e| e.code == crate::gpu::driver::OUT_OF_MEMORY) {
+            // Once more after a pause: only a refusal that lasts is taken for exhausted sessions.
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            // SAFETY: as above.
+            r = unsafe { lib.create_decoder(&mut ci) };
+        }
+        drop(one);
+        let dec = r.map_err(|e| e.named(format!("cuvidCreateDecoder ({}x{}, {surfaces} surfaces)", f.coded_width, f.coded_height)))?;
+        let held = stats::of(cam.ordinal()).hw_decoders.fetch_add(1, Ordering::Relaxed) + 1;
+        crate::gpu::sessions::note_created(cam.ordinal(), held.max(0) as u32);
         count(&COUNTERS.decoders_created);
         Ok(VideoDecoder {
             lib,

@@ -40,6 +40,15 @@ pub(crate) fn device_name(dev: CUdevice) -> Result<String, DriverError> {
     Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
 }
 
+/// `cuDeviceGetPCIBusId`: the device's PCI address (`0000:1b:00.0`), by which NVML finds it.
+pub(crate) fn pci_bus_id(dev: CUdevice) -> Result<String, DriverError> {
+    let mut buf = [0 as c_char; 32];
+    // SAFETY: writes at most `buf.len()` bytes, NUL-terminated, into `buf`.
+    check("cuDeviceGetPCIBusId", unsafe { raw::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as c_int, dev) })?;
+    // SAFETY: the driver NUL-terminated the address inside `buf`.
+    Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
+}
+
 /// `cuDevicePrimaryCtxGetState`: (flags, active).
 pub(crate) fn primary_ctx_state(dev: CUdevice) -> Result<(c_uint, bool), DriverError> {
     let (mut flags, mut active): (c_uint, c_int) = (0, 0);

@@ -48,6 +48,8 @@ pub(crate) const SUCCESS: u32 = 0;
 pub(crate) const NOT_READY: u32 = 600;
 /// `CUDA_ERROR_UNKNOWN`.
 pub(crate) const UNKNOWN: u32 = 999;
+/// `CUDA_ERROR_OUT_OF_MEMORY`.
+pub(crate) const OUT_OF_MEMORY: u32 = 2;
 
 /// A failed driver (or NVDEC) call: its name and the `CUresult` it returned.
 #[derive(Clone, Debug, PartialEq, Eq)]

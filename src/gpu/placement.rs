@@ -1,0 +1,117 @@
+//! "Any GPU": which device a camera's new connection goes to.
+//!
+//! The measure is decode sessions left, by nvcam's own count: the sessions it holds on each GPU
+//! (its tickets out) against the configured cap and the driver's limit where nvcam met it
+//! (`sessions.rs`); a GPU whose limit is not known yet is taken to have the largest limit met on
+//! any of them (the GPUs of one box are alike), else no limit. Ties go to the GPU with fewer
+//! sessions held, then fewer software + upload cameras (their uploads and the pools' copies), then
+//! the lower ordinal. The engines' measured load (`nvml.rs`) is not ranked by: it lags a burst of
+//! opens by its sampling period. On a box where other processes decode too, their sessions count
+//! only once the driver refuses one.
+//!
+//! A ticket on the chosen GPU is taken under one lock with the choice, so cameras opened
+//! together spread evenly rather than all seeing the same counts.
+
+use super::sessions::{self, HwTicket};
+use super::stats;
+use crate::status::*;
+use parking_lot::Mutex;
+use std::sync::atomic::Ordering;
+
+/// One GPU's standing for placement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Standing {
+    pub ordinal: i32,
+    /// Sessions nvcam holds there.
+    pub held: u32,
+    /// Sessions nvcam held when its driver refused one, if it did.
+    pub limit: Option<u32>,
+    /// Cameras decoding in software and uploading there.
+    pub uploads: u32,
+}
+
+/// Sessions left on `s` by the cap and the limit (a GPU without a known limit is taken to have
+/// `assumed`, the largest met elsewhere; u32::MAX where none is known).
+fn left(s: &Standing, cap: u32, assumed: Option<u32>) -> u32 {
+    let mut room = u32::MAX;
+    if cap != 0 {
+        room = room.min(cap.saturating_sub(s.held));
+    }
+    if let Some(l) = s.limit.or(assumed) {
+        room = room.min(l.saturating_sub(s.held));
+    }
+    room
+}
+
+/// The GPUs best first: most sessions left, then fewest held, fewest uploads, lowest ordinal.
+pub(crate) fn rank(table: &[Standing], cap: u32) -> Vec<i32> {
+    let assumed = table.iter().filter_map(|s| s.limit).max();
+    let mut v: Vec<&Standing> = table.iter().collect();
+    v.sort_by_key(|s| (std::cmp::Reverse(left(s, cap, assumed)), s.held, s.uploads, s.ordinal));
+    v.into_iter().map(|s| s.ordinal).collect()
+}
+
+static PLACING: Mutex<()> = Mutex::new(());
+
+/// The GPU for a camera's new connection, with a decode-session ticket there where one is left
+/// (None: every GPU is full, and the camera decodes in software + upload on the one with the
+/// fewest uploads). An error where there is no usable GPU.
+pub(crate) fn place() -> Result<(i32, Option<HwTicket>)> {
+    let n = super::probe()?;
+    if n <= 0 {
+        return Err(Error::new(ErrorKind::NoDevice, "no GPU"));
+    }
+    let _one = PLACING.lock();
+    let table: Vec<Standing> = (0..n)
+        .map(|d| Standing {
+            ordinal: d,
+            held: super::open_device(d).map(|dev| sessions::held(&dev)).unwrap_or(0),
+            limit: sessions::observed_limit(d),
+            uploads: stats::of(d).upload_decoders.load(Ordering::Relaxed).max(0) as u32,
+        })
+        .collect();
+    let order = rank(&table, sessions::cap());
+    let mut last_err = None;
+    let mut usable = Vec::new();
+    for &d in &order {
+        match super::device(d) {
+            Ok(dev) => match HwTicket::take(&dev) {
+                Ok(t) => return Ok((d, Some(t))),
+                Err(_) => usable.push(d),
+            },
+            Err(e) => last_err = Some(e),
+        }
+    }
+    // Every GPU is full: software + upload where the fewest cameras upload already.
+    match table.iter().filter(|s| usable.contains(&s.ordinal)).min_by_key(|s| (s.uploads, s.ordinal)) {
+        Some(s) => Ok((s.ordinal, None)),
+        None => Err(last_err.unwrap_or_else(|| Error::new(ErrorKind::NoDevice, "no usable GPU"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu(ordinal: i32, held: u32, limit: Option<u32>, uploads: u32) -> Standing {
+        Standing { ordinal, held, limit, uploads }
+    }
+
+    #[test]
+    fn a_new_camera_goes_where_the_most_sessions_are_left() {
+        // Nothing known: the GPU with fewer sessions held, so cameras alternate.
+        assert_eq!(rank(&[gpu(0, 5, None, 0), gpu(1, 4, None, 0)], 0), vec![1, 0]);
+        assert_eq!(rank(&[gpu(0, 4, None, 0), gpu(1, 4, None, 0)], 0), vec![0, 1], "a tie: the lower ordinal");
+        // GPU 0 met its limit: GPU 1, of the same kind, is taken to have the same one.
+        assert_eq!(rank(&[gpu(0, 288, Some(288), 0), gpu(1, 200, None, 0)], 0), vec![1, 0]);
+        // Another process holds sessions on GPU 1 (it refused at 100 held by nvcam): fewer left there.
+        assert_eq!(rank(&[gpu(0, 150, Some(288), 0), gpu(1, 90, Some(100), 0)], 0), vec![0, 1]);
+        // The cap counts like a limit.
+        assert_eq!(rank(&[gpu(0, 3, None, 0), gpu(1, 1, None, 0)], 4), vec![1, 0]);
+    }
+
+    #[test]
+    fn with_every_gpu_full_the_fewest_uploads_come_first() {
+        assert_eq!(rank(&[gpu(0, 288, Some(288), 9), gpu(1, 288, Some(288), 3)], 0), vec![1, 0]);
+    }
+}

@@ -1,0 +1,291 @@
+//! A GPU's hardware decode sessions running out, and cameras placed on "any GPU", on a machine
+//! with an NVIDIA GPU (through the GPU bundle; without one each test returns early with a note,
+//! and `REQUIRE_GPU=1` makes that a failure).
+//!
+//! The driver holds a fixed number of NVDEC decoders per GPU (288 on an H200 with driver
+//! 580.159.04), whichever process holds them. Past it the cameras used to end FAILED
+//! (`NVCAM_E_UNSUPPORTED`): direct NVDEC was refused, FFmpeg's hwaccel was refused the same way,
+//! and that second refusal was the camera's error instead of a step to software + upload.
+
+mod common;
+use common::*;
+use nvcam::*;
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+fn config(max_hw: u32) -> nvcam_config {
+    nvcam_config { struct_size: std::mem::size_of::<nvcam_config>() as u32, max_hw_decoders_per_device: max_hw, ..Default::default() }
+}
+
+fn small_clip() -> std::path::PathBuf {
+    clip("gpu-h264-640x360.mp4", "640x360", 60, "libx264", &["-preset", "veryfast", "-g", "24", "-bf", "2"])
+}
+
+fn device_count() -> i32 {
+    gpu_stats(-1).device_count as i32
+}
+
+/// Waits until `cam` has decoded a frame (or failed), and says whether it streams.
+fn streams(cam: u64) -> bool {
+    wait_until(Duration::from_secs(60), || {
+        let s = stats(cam);
+        s.frames_decoded > 0 || s.state == NVCAM_STATE_FAILED
+    });
+    let s = stats(cam);
+    s.state == NVCAM_STATE_STREAMING && s.frames_decoded > 0
+}
+
+/// Takes `n` frames of `cam` and checks that each is one of FFmpeg's decoded pictures of the clip
+/// byte for byte (a looped, paced camera skips pictures, so it is found by its hash); returns the
+/// camera's device.
+fn frames_exact(cam: u64, reference: &HashSet<u64>, n: usize, what: &str) -> i32 {
+    let mut device = -1;
+    for k in 0..n {
+        let f = get_frame(cam, 10_000).unwrap_or_else(|e| panic!("{what}: frame {k}: {e:?}"));
+        let i = info(f).unwrap();
+        assert_eq!(i.memory, NVCAM_MEMORY_DEVICE, "{what}: frame {k} is not in device memory");
+        device = i.device;
+        let got = fnv(&pixels(f).unwrap());
+        assert!(reference.contains(&got), "{what}: frame {k} (pts {} us) is none of FFmpeg's pictures of the clip", i.pts_us);
+        release(f).unwrap();
+    }
+    device
+}
+
+/// More cameras than the GPU has decode sessions, all AUTO: the ones past the driver's limit
+/// stream in software + upload (none FAILED), their frames equal the NVDEC cameras' (FFmpeg's
+/// decode), the limit is in the stats and remembered (later cameras go to software without a
+/// failed create; a session freed goes to the next camera), and a camera that asked for NVDEC
+/// at the limit gets `NVCAM_E_OUT_OF_MEMORY` naming the exhaustion.
+#[test]
+fn cameras_past_the_gpus_decode_sessions_stream_in_software() {
+    if !need_gpu!(nvcam::diag::nvcuvid_available(), "libnvcuvid (direct NVDEC)") {
+        return;
+    }
+    let _s = Session::with(config(0), NVCAM_LOG_WARN);
+    let log = LogCapture::at(NVCAM_LOG_WARN);
+    let clip = small_clip();
+    let url = clip.to_str().unwrap();
+    let reference: HashSet<u64> = reference_frames(&clip, 640, 360).iter().map(|f| fnv(f)).collect();
+    assert_eq!(reference.len(), 60, "the clip's pictures all differ");
+    let o = gpu_options(NVCAM_OPEN_LOOP, NVCAM_DECODER_AUTO);
+    let before = gpu_stats(0);
+    assert_eq!(before.session_limit, 0, "no session refused yet: {before:?}");
+    // Open in batches until the driver refused a session (the limit is read, not assumed: 288 on
+    // an H200), then 8 more, which must not even try.
+    let extra = 8;
+    let mut cams = Vec::new();
+    let mut limit = 0;
+    let mut past = None;
+    while past.is_none_or(|p| cams.len() < p + extra) {
+        assert!(cams.len() < 2048, "no session refused after {} cameras", cams.len());
+        let batch = if limit == 0 { 16 } else { 1 };
+        let start = cams.len();
+        for _ in 0..batch {
+            cams.push(open(url, &o).unwrap_or_else(|e| panic!("camera {}: {e:?}", cams.len())));
+        }
+        for (k, &c) in cams[start..].iter().enumerate() {
+            assert!(streams(c), "camera {} is {:?}: {}", start + k, stats(c).state, cam_error(c));
+        }
+        limit = gpu_stats(0).session_limit;
+        if limit > 0 && past.is_none() {
+            past = Some(cams.len());
+            // Right after the refusal (a camera may try again past the limit 30 s after it): a
+            // camera that asked for NVDEC is told why at once, with a code it can retry on.
+            let exhausted = gpu_stats(0).sessions_exhausted;
+            match open(url, &gpu_options(NVCAM_OPEN_LOOP, NVCAM_DECODER_NVDEC)) {
+                Ok(c) => panic!("an NVDEC camera opened past the limit: {:?}", stats(c)),
+                Err((code, msg)) => {
+                    assert_eq!(code, NVCAM_E_OUT_OF_MEMORY, "{msg}");
+                    assert!(msg.contains("exhausted"), "{msg}");
+                }
+            }
+            assert!(gpu_stats(0).sessions_exhausted > exhausted, "the refusal at the limit is counted");
+        }
+    }
+    let g = gpu_stats(0);
+    let by: BTreeMap<u32, usize> = cams.iter().fold(BTreeMap::new(), |mut m, &c| {
+        *m.entry(stats(c).decoder).or_default() += 1;
+        m
+    });
+    let (nv, sw) = (by.get(&NVCAM_DECODER_NVDEC).copied().unwrap_or(0), by.get(&NVCAM_DECODER_SOFTWARE).copied().unwrap_or(0));
+    println!("sessions: the driver refused a decoder at {limit} held; {} cameras: {nv} direct NVDEC, {sw} software + upload; {g:?}", cams.len());
+    assert_eq!(nv + sw, cams.len(), "every camera on NVDEC or software + upload: {by:?}");
+    assert_eq!(nv as u32, limit, "the NVDEC cameras are the sessions nvcam held when one was refused");
+    assert_eq!(g.hw_decoders, limit);
+    assert_eq!(g.upload_decoders as usize, sw);
+    assert!(sw >= extra, "{sw} cameras in software + upload");
+    assert!(g.decoder_load <= 100, "NVML's decoder load, percent (the driver ships NVML): {g:?}");
+    // Each camera past the limit was counted once (a looped file may count again).
+    assert!(g.sessions_exhausted >= sw as u64 && g.hw_fallbacks - before.hw_fallbacks >= sw as u64, "{g:?}");
+    let lines = log.lines();
+    assert!(lines.iter().any(|(_, m)| m.contains("decode sessions are exhausted")), "the refusal is named in the log");
+    let ffmpeg_tried = lines.iter().filter(|(_, m)| m.contains("trying FFmpeg's CUDA hwaccel") || m.contains("FFmpeg CUDA hwaccel:")).count();
+    assert_eq!(ffmpeg_tried, 0, "FFmpeg's hwaccel is not tried once sessions are exhausted");
+    drop(log);
+    // Frames equal FFmpeg's decode on both kinds of camera.
+    let nv_cam = *cams.iter().find(|&&c| stats(c).decoder == NVCAM_DECODER_NVDEC).unwrap();
+    let sw_cam = *cams.iter().rev().find(|&&c| stats(c).decoder == NVCAM_DECODER_SOFTWARE).unwrap();
+    assert_eq!(frames_exact(nv_cam, &reference, 20, "NVDEC camera"), 0);
+    assert_eq!(frames_exact(sw_cam, &reference, 20, "software + upload camera"), 0);
+    // One NVDEC camera closes: its session goes to the next camera, which gets NVDEC.
+    let i = cams.iter().position(|&c| c == nv_cam).unwrap();
+    close(cams.swap_remove(i), 10_000).unwrap();
+    let next = open(url, &o).unwrap();
+    assert!(streams(next), "{}", cam_error(next));
+    assert_eq!(stats(next).decoder, NVCAM_DECODER_NVDEC, "a freed session goes to the next camera");
+    cams.push(next);
+    for &c in &cams {
+        let s = stats(c);
+        assert!(s.state == NVCAM_STATE_STREAMING, "{s:?}: {}", cam_error(c));
+        close(c, 10_000).unwrap();
+    }
+    println!("sessions: none FAILED; NVDEC and software + upload frames equal FFmpeg's decode; a freed session went to the next camera");
+}
+
+/// "Any GPU" with the configured cap: each camera goes to the GPU with the most sessions left, so
+/// the hardware decoders fill every GPU before any camera decodes in software; those that do are
+/// spread too, and each frame is on its camera's GPU. Runs on one GPU as well (then the cap alone
+/// sends cameras to software).
+#[test]
+fn any_gpu_fills_every_gpus_sessions_before_software() {
+    if !need_gpu!() {
+        return;
+    }
+    let n = device_count();
+    let cap = 2;
+    let _s = Session::with(config(cap), NVCAM_LOG_INFO);
+    let url = small_clip();
+    let mut o = gpu_options(NVCAM_OPEN_LOOP, NVCAM_DECODER_AUTO);
+    o.device = NVCAM_DEVICE_ANY;
+    let total = (n as u32 * cap + n as u32) as usize;
+    let cams: Vec<u64> = (0..total).map(|_| open(url.to_str().unwrap(), &o).unwrap()).collect();
+    let mut per: BTreeMap<(i32, u32), u32> = BTreeMap::new();
+    for &c in &cams {
+        assert!(streams(c), "{}", cam_error(c));
+        let s = stats(c);
+        let f = get_frame(c, 10_000).unwrap();
+        assert_eq!(info(f).unwrap().device, s.device, "a frame is on its camera's GPU");
+        release(f).unwrap();
+        *per.entry((s.device, s.decoder)).or_default() += 1;
+    }
+    println!("any GPU, {n} GPU(s), cap {cap}: (device, decoder) → cameras {per:?}");
+    let hw = if nvcam::diag::nvcuvid_available() { NVCAM_DECODER_NVDEC } else { NVCAM_DECODER_FFMPEG_HW };
+    for d in 0..n {
+        assert_eq!(per.get(&(d, hw)).copied().unwrap_or(0), cap, "GPU {d}'s sessions (cap {cap}) all used: {per:?}");
+        assert_eq!(per.get(&(d, NVCAM_DECODER_SOFTWARE)).copied().unwrap_or(0), 1, "one software camera on each GPU: {per:?}");
+    }
+    for c in cams {
+        close(c, 10_000).unwrap();
+    }
+}
+
+/// Two GPUs, "any GPU": cameras opened together split evenly (within one), and a camera's
+/// reconnect to the same stream stays on its GPU. Skips (and says why) with fewer than two GPUs.
+#[test]
+fn any_gpu_splits_cameras_evenly_across_gpus() {
+    if !need_gpu!() {
+        return;
+    }
+    let n = device_count();
+    if n < 2 {
+        println!("any_gpu_splits_cameras_evenly_across_gpus: {n} GPU here; needs 2 (the nvidia-h200-x2 machine)");
+        return;
+    }
+    let _s = Session::new();
+    let url = small_clip();
+    let mut o = gpu_options(NVCAM_OPEN_LOOP, NVCAM_DECODER_AUTO);
+    o.device = NVCAM_DEVICE_ANY;
+    let k = 8 * n as usize;
+    let cams: Vec<u64> = (0..k).map(|_| open(url.to_str().unwrap(), &o).unwrap()).collect();
+    let mut per = vec![0usize; n as usize];
+    for &c in &cams {
+        assert!(streams(c), "{}", cam_error(c));
+        per[stats(c).device as usize] += 1;
+    }
+    println!("any GPU: {k} cameras on {n} GPUs: {per:?}");
+    let (lo, hi) = (*per.iter().min().unwrap(), *per.iter().max().unwrap());
+    assert!(hi - lo <= 1, "uneven split {per:?}");
+    // A rewound file is the same stream: a looped camera stays where it is.
+    let c = cams[0];
+    let d = stats(c).device;
+    let seq0 = stats(c).frames_decoded;
+    assert!(wait_until(Duration::from_secs(10), || stats(c).frames_decoded > seq0 + 70), "the looped camera went past its clip's end");
+    assert_eq!(stats(c).device, d, "a streaming camera never moves");
+    for c in cams {
+        close(c, 10_000).unwrap();
+    }
+}
+
+/// The first frame of `cam` whose width is `w` (its stream after a reconnect), within 20 s: its
+/// device.
+fn device_of_first_frame(cam: u64, w: u32) -> i32 {
+    let mut device = None;
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            if let Ok(f) = get_frame(cam, 200) {
+                let i = info(f).unwrap();
+                release(f).unwrap();
+                if i.width == w {
+                    device = Some(i.device);
+                }
+            }
+            device.is_some()
+        }),
+        "no {w}-wide frame: {:?} {}",
+        stats(cam),
+        cam_error(cam)
+    );
+    device.unwrap()
+}
+
+/// Two GPUs, "any GPU": a reconnect whose stream changed (the file behind the camera's path
+/// replaced by a clip of another size) is placed afresh, on the GPU with more sessions left, and
+/// its frames come from there; a reconnect to the same stream stays where it is even when the
+/// other GPU has more left. Skips (and says why) with fewer than two GPUs.
+#[cfg(unix)]
+#[test]
+fn any_gpu_places_a_changed_stream_afresh_and_keeps_the_same_one() {
+    if !need_gpu!() {
+        return;
+    }
+    let n = device_count();
+    if n < 2 {
+        println!("any_gpu_places_a_changed_stream_afresh_and_keeps_the_same_one: {n} GPU here; needs 2 (the nvidia-h200-x2 machine)");
+        return;
+    }
+    let _s = Session::new();
+    let small = small_clip();
+    let big = clip("gpu-h264-1920x1080.mp4", "1920x1080", 48, "libx264", &["-preset", "veryfast", "-g", "24", "-bf", "2"]);
+    let link = std::env::temp_dir().join(format!("nvcam-any-gpu-{}.mp4", std::process::id()));
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&small, &link).unwrap();
+    let mut o = gpu_options(NVCAM_OPEN_LOOP, NVCAM_DECODER_AUTO);
+    o.device = NVCAM_DEVICE_ANY;
+    // A on GPU 0, B on GPU 1, C on GPU 0 again (a tie goes to the lower ordinal).
+    let a = open(link.to_str().unwrap(), &o).unwrap();
+    let others: Vec<u64> = (0..2).map(|_| open(small.to_str().unwrap(), &o).unwrap()).collect();
+    let first = device_of_first_frame(a, 640);
+    let held: Vec<i32> = others.iter().map(|&c| device_of_first_frame(c, 640)).collect();
+    println!("any GPU: A on GPU {first}, the others on {held:?}");
+    assert_eq!((first, held.as_slice()), (0, &[1, 0][..]), "cameras opened one after another alternate");
+    // A's stream changes: placed afresh, on GPU 1 (GPU 0 holds C's session and A's parked one).
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(&big, &link).unwrap();
+    assert_eq!(nvcam_camera_reconnect(a), NVCAM_OK);
+    let moved = device_of_first_frame(a, 1920);
+    assert_eq!(moved, 1, "a changed stream goes to the GPU with more sessions left");
+    // The same stream again: A stays on GPU 1, though GPU 0 now has more sessions left.
+    let r0 = stats(a).reconnects;
+    assert_eq!(nvcam_camera_reconnect(a), NVCAM_OK);
+    assert!(wait_until(Duration::from_secs(20), || stats(a).reconnects > r0), "{}", cam_error(a));
+    let seq = stats(a).frames_decoded;
+    assert!(wait_until(Duration::from_secs(20), || stats(a).frames_decoded > seq + 5), "{}", cam_error(a));
+    assert_eq!(device_of_first_frame(a, 1920), 1, "a reconnect to the same stream does not move the camera");
+    assert_eq!(stats(a).decoder, NVCAM_DECODER_NVDEC);
+    println!("any GPU: A's changed stream moved it to GPU 1; a reconnect to the same stream kept it there");
+    for c in others.into_iter().chain([a]) {
+        close(c, 10_000).unwrap();
+    }
+    let _ = std::fs::remove_file(&link);
+}
