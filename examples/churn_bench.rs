@@ -31,7 +31,7 @@
 use nvcam::*;
 #[path = "churn_bench/measure.rs"]
 mod measure;
-use measure::{cpu_cores_between, cpu_seconds, pct, CPU_SAMPLES};
+use measure::{cores_by_thread, cpu_by_thread, cpu_cores_between, cpu_seconds, pct, CPU_SAMPLES};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -210,7 +210,7 @@ fn fleet(seen: &[Arc<Mutex<Seen>>], steady: &[u64], from: Instant, to: Instant) 
     g.struct_size = std::mem::size_of::<nvcam_gpu_stats>() as u32;
     unsafe { nvcam_gpu_stats(-1, &mut g) };
     println!(
-        "fleet: (GPU, decoder) → cameras {per:?}; FAILED {failed}; delivered fps lowest {:.2}, {} under 29.4; decode-to-return p50 {:.2} p99 {:.2} p99.9 {:.2} max {:.1} ms; GPUs: {} hardware sessions, {} uploads, session limit {} (0: not met), sessions exhausted {}, decoder load (NVML, busiest GPU) {} %",
+        "fleet: (GPU, decoder) → cameras {per:?}; FAILED {failed}; delivered fps lowest {:.2}, {} under 29.4; decode-to-return p50 {:.2} p99 {:.2} p99.9 {:.2} max {:.1} ms; GPUs: {} hardware sessions, {} uploads, session limit {} (0: not met), sessions exhausted {}, decoder load (NVML, busiest GPU) {} %, engines' demand {} of learned capacity, load refusals {}",
         fps.iter().cloned().fold(f64::INFINITY, f64::min),
         fps.iter().filter(|&&f| f < 29.4).count(),
         pct(&mut h, 0.5),
@@ -221,7 +221,9 @@ fn fleet(seen: &[Arc<Mutex<Seen>>], steady: &[u64], from: Instant, to: Instant) 
         g.upload_decoders,
         g.session_limit,
         g.sessions_exhausted,
-        g.decoder_load as i64
+        g.decoder_load as i64,
+        if g.decoder_demand == u32::MAX { "unknown".to_string() } else { format!("{} %", g.decoder_demand) },
+        g.load_refusals
     );
 }
 
@@ -316,7 +318,7 @@ fn main() {
             .zip(&seen)
             .map(|(&cam, seen)| {
                 let (stop, seen) = (stop.clone(), seen.clone());
-                std::thread::spawn(move || {
+                std::thread::Builder::new().name("bench-consumer".into()).spawn(move || {
                     let mut last: Option<Instant> = None;
                     let mut last_seq = 0u64;
                     while !stop.load(Ordering::Relaxed) {
@@ -343,6 +345,7 @@ fn main() {
                         }
                     }
                 })
+                .expect("consumer thread")
             })
             .collect();
         // Warm up: every steady camera has its decoder and two seconds of frames behind it (sync
@@ -359,11 +362,12 @@ fn main() {
             let _ = nvcam::diag::stage_times();
             match phase {
                 "baseline" => {
-                    let t0 = Instant::now();
+                    let (t0, by0) = (Instant::now(), cpu_by_thread());
                     std::thread::sleep(baseline_window);
-                    let t1 = Instant::now();
+                    let (t1, by1) = (Instant::now(), cpu_by_thread());
                     report(&format!("{n_steady} steady, none else"), &seen, &steady, t0, t1, &[]);
                     fleet(&seen, &steady, t0, t1);
+                    println!("CPU cores by thread: {}", cores_by_thread(&by0, &by1, t1.duration_since(t0).as_secs_f64()));
                 }
                 "loop" => {
                     let churn: Vec<u64> = (0..n_churn).filter_map(|_| open(&o).ok()).collect();

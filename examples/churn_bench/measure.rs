@@ -34,3 +34,27 @@ pub fn cpu_cores_between(from: Instant, to: Instant) -> f64 {
         _ => f64::NAN,
     }
 }
+
+/// CPU seconds per thread name (digits and hex tails dropped, so a camera's threads count as
+/// one group), from /proc/self/task/*/stat; empty elsewhere. Threads that ended are not counted.
+pub fn cpu_by_thread() -> std::collections::BTreeMap<String, f64> {
+    let mut m = std::collections::BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return m };
+    for t in dir.flatten() {
+        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else { continue };
+        let (Some(a), Some(b)) = (stat.find('('), stat.rfind(')')) else { continue };
+        let name = stat[a + 1..b].trim_end_matches(|c: char| c.is_ascii_hexdigit() || c == '-' || c == '_').to_string();
+        let f: Vec<&str> = stat[b + 2..].split_whitespace().collect();
+        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        *m.entry(if name.is_empty() { "?".into() } else { name }).or_insert(0.0) += (ticks(11) + ticks(12)) / 100.0;
+    }
+    m
+}
+
+/// The CPU cores each thread group used between two `cpu_by_thread` readings `secs` apart,
+/// largest first.
+pub fn cores_by_thread(before: &std::collections::BTreeMap<String, f64>, after: &std::collections::BTreeMap<String, f64>, secs: f64) -> String {
+    let mut v: Vec<(String, f64)> = after.iter().map(|(k, a)| (k.clone(), (a - before.get(k).copied().unwrap_or(0.0)) / secs)).filter(|x| x.1 >= 0.005).collect();
+    v.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap());
+    v.iter().map(|(k, c)| format!("{k} {c:.2}")).collect::<Vec<_>>().join(", ")
+}

@@ -66,10 +66,15 @@
 #   sessions       tests/gpu_sessions.rs: cameras past the GPU's decode sessions (288 on an H200) stream
 #                  in software + upload, none FAILED; "any GPU" placement (two tests need 2 GPUs);
 #                  SESSIONS_FILTER=any_gpu runs only the placement tests
-#   memcheck-sessions  the same under compute-sanitizer --tool memcheck
+#   memcheck-sessions  under compute-sanitizer --tool memcheck, the tests SESSIONS_MEMCHECK_FILTER names
+#                  (default any_gpu: the fall-back to software + upload at the configured cap, and
+#                  placement; the 300-camera run to the driver's own limit takes over 300 s under memcheck)
 #   fleet          churn_bench baseline: FLEET_N (default 308: an H200's 288 sessions + 20) paced cameras of
 #                  FLEET_CLIP (default the 1080p HEVC test clip), backend FLEET_BACKEND (auto; `any` for every
 #                  GPU), FLEET_SECONDS (10); the fleet line and dmon's `dec` column (decoder load) beside it
+#   goal           the engines' limit for FLEET_CLIP, measured in the same call: nvdec_bench's raw direct-NVDEC
+#                  rate at RAW_CAMS (64) unpaced cameras, then the fleet at N = 0.95 x raw / 30 (GOAL_N
+#                  overrides) and at N + 20 (FLEET_BACKEND, FLEET_SECONDS as for fleet)
 set -u
 out=${OUT:-/tmp}
 b=$GPU_BUNDLE
@@ -98,6 +103,15 @@ step() {
 summary() { grep -E "^test |test result|panicked|frames equal|frames exact|exact|resumed|AUTO:|ERROR SUMMARY|differs" "$@" | grep -v "\.\.\. ignored" ; }
 # bench "ENV..." ARGS...: one nvdec_bench run (as a command line for `step`), output kept in bench.log.
 bench() { local envs=$1; shift; echo "env $envs '$b/bin/nvdec_bench' $* --csv '$out/bench.csv' 2>>'$out/bench-stderr.log' | tee -a '$out/bench.log' | grep -E '^nvdec_bench|^RESULT|^\\|'; exit \${PIPESTATUS[0]}"; }
+# fleet_run NAME N: churn_bench's baseline with N paced cameras of FLEET_CLIP, the fleet line, the
+# CPU by thread, and dmon's `dec` column (decoder load) beside it.
+fleet_run() {
+  local name=$1 n=$2 d
+  nvidia-smi dmon -s u -d 1 > "$out/dmon-$name.log" 2>&1 & d=$!
+  step "$name" 200 bash -c "'$b/bin/churn_bench' '$fix/${FLEET_CLIP:-gpu-hevc-1920x1080.mp4}' --steady $n --churn 0 --backends ${FLEET_BACKEND:-auto} --phases baseline --seconds ${FLEET_SECONDS:-10} 2>'$out/$name-stderr.log' | tee '$out/$name.log'; r=\${PIPESTATUS[0]}; grep -cE 'exhausted' '$out/$name-stderr.log' | sed 's/^/log lines naming exhausted sessions: /'; exit \$r"
+  kill $d 2>/dev/null; wait $d 2>/dev/null
+  awk -v n="$name" '$1 ~ /^[0-9]+$/ && $5 ~ /^[0-9]+$/ {s[$1] += $5; c[$1]++; if ($5 > m[$1]) m[$1] = $5} END {for (g in s) printf "%s: GPU %s dmon dec %% mean %.0f, max %d\n", n, g, s[g] / c[g], m[g]}' "$out/dmon-$name.log"
+}
 # jrun NAME LIMIT_S CLIP N BACKEND [MORE ARGS]: one paced churn_bench run (library info lines kept,
 # nvJPEG's worker line shown) with dmon's `jpg` column (the JPEG engines' share) sampled beside it.
 jrun() {
@@ -284,13 +298,18 @@ sessions)
   step sessions 240 bash -c "'$sessions_test' --test-threads 1 --nocapture ${SESSIONS_FILTER:-} > '$out/tests-sessions.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|^sessions|^any GPU|needs 2' '$out/tests-sessions.log'; [ \$r -ne 0 ] && grep -A12 panicked '$out/tests-sessions.log' | head -40; exit \$r"
   ;;
 memcheck-sessions)
-  step memcheck-sessions 300 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-sessions.log' '$sessions_test' --test-threads 1 --nocapture > '$out/memcheck-sessions-tests.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|^sessions|^any GPU' '$out/memcheck-sessions-tests.log'; [ \$r -ne 0 ] && grep -A12 panicked '$out/memcheck-sessions-tests.log' | head -30; grep -E 'ERROR SUMMARY' '$out/memcheck-sessions.log' | sort | uniq -c; exit \$r"
+  step memcheck-sessions 300 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-sessions.log' '$sessions_test' --test-threads 1 --nocapture ${SESSIONS_MEMCHECK_FILTER:-any_gpu} > '$out/memcheck-sessions-tests.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|^sessions|^any GPU' '$out/memcheck-sessions-tests.log'; [ \$r -ne 0 ] && grep -A12 panicked '$out/memcheck-sessions-tests.log' | head -30; grep -E 'ERROR SUMMARY' '$out/memcheck-sessions.log' | sort | uniq -c; exit \$r"
   ;;
 fleet)
-  nvidia-smi dmon -s u -d 1 > "$out/dmon-fleet.log" 2>&1 & d=$!
-  step fleet 200 bash -c "'$b/bin/churn_bench' '$fix/${FLEET_CLIP:-gpu-hevc-1920x1080.mp4}' --steady ${FLEET_N:-308} --churn 0 --backends ${FLEET_BACKEND:-auto} --phases baseline --seconds ${FLEET_SECONDS:-10} 2>'$out/fleet-stderr.log' | tee '$out/fleet.log'; r=\${PIPESTATUS[0]}; grep -cE 'exhausted' '$out/fleet-stderr.log' | sed 's/^/log lines naming exhausted sessions: /'; exit \$r"
-  kill $d 2>/dev/null; wait $d 2>/dev/null
-  awk '$1 ~ /^[0-9]+$/ && $5 ~ /^[0-9]+$/ {s[$1] += $5; c[$1]++; if ($5 > m[$1]) m[$1] = $5} END {for (g in s) printf "fleet: GPU %s dmon dec %% mean %.0f, max %d\n", g, s[g] / c[g], m[g]}' "$out/dmon-fleet.log"
+  fleet_run fleet "${FLEET_N:-308}"
+  ;;
+goal)
+  clip=$fix/${FLEET_CLIP:-gpu-hevc-1920x1080.mp4}
+  step goal-raw 60 bash -c "'$b/bin/nvdec_bench' '$clip' --label raw --backends nvdec --cams ${RAW_CAMS:-64} --cli none --seconds 3 --warmup 1 2>'$out/goal-raw-stderr.log' | tee '$out/goal-raw.log' | grep -E '^RESULT'; exit \${PIPESTATUS[0]}"
+  raw=$(awk -F'|' '/^RESULT/ {gsub(/ /, "", $4); r = $4} END {print r + 0}' "$out/goal-raw.log")
+  n=${GOAL_N:-$(( raw * 95 / 100 / 30 ))}
+  echo "goal: raw direct-NVDEC rate $raw fps at ${RAW_CAMS:-64} cameras; 0.95 x raw / 30 = $(( raw * 95 / 100 / 30 )) cameras; running N = $n and N + 20"
+  if [ "$n" -gt 0 ]; then fleet_run goal-n "$n"; fleet_run goal-n20 $(( n + 20 )); fi
   ;;
 *) echo "unknown step $what"; rc=1 ;;
 esac
