@@ -1075,7 +1075,19 @@ typedef struct {
    * driver refused, or a camera sent to software at `session_limit`).
    */
   uint64_t sessions_exhausted;
-  uint64_t reserved[2];
+  /**
+   * What nvcam's hardware cameras ask of the GPU's NVDEC engines (coded size at frame rate),
+   * percent of the engines' capacity as learned from their measured load (the busiest device
+   * for -1); `0xFFFFFFFF` until learned (the engines under 40 % busy, or no NVML). AUTO cameras
+   * that would take it past `NVCAM_DECODE_LOAD_LIMIT` (96 %) go to another GPU or to software +
+   * upload (`docs/gpu.md`).
+   */
+  uint32_t decoder_demand;
+  /**
+   * AUTO cameras not given a hardware decoder because the engines were full by that measure.
+   */
+  uint32_t load_refusals;
+  uint64_t reserved[1];
 } nvcam_gpu_stats_t;
 
 /**

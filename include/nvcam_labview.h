@@ -1052,7 +1052,19 @@ typedef struct {
    * driver refused, or a camera sent to software at `session_limit`).
    */
   unsigned __int64 sessions_exhausted;
-  unsigned __int64 reserved[2];
+  /**
+   * What nvcam's hardware cameras ask of the GPU's NVDEC engines (coded size at frame rate),
+   * percent of the engines' capacity as learned from their measured load (the busiest device
+   * for -1); `0xFFFFFFFF` until learned (the engines under 40 % busy, or no NVML). AUTO cameras
+   * that would take it past `NVCAM_DECODE_LOAD_LIMIT` (96 %) go to another GPU or to software +
+   * upload (`docs/gpu.md`).
+   */
+  unsigned int decoder_demand;
+  /**
+   * AUTO cameras not given a hardware decoder because the engines were full by that measure.
+   */
+  unsigned int load_refusals;
+  unsigned __int64 reserved[1];
 } nvcam_gpu_stats_t;
 
 /**

@@ -32,6 +32,9 @@ pub(crate) enum Switch {
     /// `NVCAM_NVJPEG_LIBRARY=path`: the nvJPEG library to load instead of searching for one
     /// (`gpu::nvjpeg::api`, once).
     NvjpegLibrary,
+    /// `NVCAM_DECODE_LOAD_LIMIT=pct`: how much of a GPU's learned NVDEC capacity AUTO cameras
+    /// may ask for before the next goes elsewhere (default 96; 0: no check) (`gpu::load`, at each camera's admission).
+    DecodeLoadLimit,
     /// `CUDA_PATH`: the CUDA toolkit's folder, one of the places nvJPEG is looked for
     /// (`gpu::nvjpeg::api`, once).
     CudaPath,
@@ -49,6 +52,7 @@ impl Switch {
         Switch::NvdecDisplayDelay,
         Switch::HwLoopFlush,
         Switch::NvjpegLibrary,
+        Switch::DecodeLoadLimit,
         Switch::CudaPath,
     ];
 
@@ -63,6 +67,7 @@ impl Switch {
             Switch::NvdecDisplayDelay => "NVCAM_NVDEC_DISPLAY_DELAY",
             Switch::HwLoopFlush => "NVCAM_HW_LOOP_FLUSH",
             Switch::NvjpegLibrary => "NVCAM_NVJPEG_LIBRARY",
+            Switch::DecodeLoadLimit => "NVCAM_DECODE_LOAD_LIMIT",
             Switch::CudaPath => "CUDA_PATH",
         }
     }

@@ -1,6 +1,6 @@
-//! A GPU's hardware decode sessions running out, and cameras placed on "any GPU", on a machine
-//! with an NVIDIA GPU (through the GPU bundle; without one each test returns early with a note,
-//! and `REQUIRE_GPU=1` makes that a failure).
+//! A GPU's hardware decode sessions or its NVDEC engines running out, and cameras placed on "any
+//! GPU", on a machine with an NVIDIA GPU (through the GPU bundle; without one each test returns
+//! early with a note, and `REQUIRE_GPU=1` makes that a failure).
 //!
 //! The driver holds a fixed number of NVDEC decoders per GPU (288 on an H200 with driver
 //! 580.159.04), whichever process holds them. Past it the cameras used to end FAILED
@@ -143,6 +143,83 @@ fn cameras_past_the_gpus_decode_sessions_stream_in_software() {
     println!("sessions: none FAILED; NVDEC and software + upload frames equal FFmpeg's decode; a freed session went to the next camera");
 }
 
+/// The 1080p H.264 clip: about 160 paced cameras of it fill an H200's NVDEC engines.
+fn big_clip() -> std::path::PathBuf {
+    clip("gpu-h264-1920x1080.mp4", "1920x1080", 48, "libx264", &["-preset", "veryfast", "-g", "24", "-bf", "2"])
+}
+
+/// `NVCAM_DECODE_LOAD_LIMIT` for the guard's life (the library reads it at each admission).
+struct LoadLimit;
+impl LoadLimit {
+    fn set(pct: &str) -> LoadLimit {
+        std::env::set_var("NVCAM_DECODE_LOAD_LIMIT", pct);
+        LoadLimit
+    }
+}
+impl Drop for LoadLimit {
+    fn drop(&mut self) {
+        std::env::remove_var("NVCAM_DECODE_LOAD_LIMIT");
+    }
+}
+
+/// AUTO cameras past what the GPU's NVDEC engines can decode (their demand, coded size at frame
+/// rate, against the capacity learned from the engines' measured load; the limit lowered to 50 %
+/// here so a few dozen cameras reach it) stream in software + upload with exact frames, none
+/// FAILED, and every camera keeps its rate. Sessions used to be the only limit: 172 paced 1080p
+/// H.264 cameras on an H200, whose engines decode about 160 of them, all got NVDEC and every one
+/// was delivered at 24.7 to 28 fps.
+#[test]
+fn cameras_past_the_engines_capacity_stream_in_software() {
+    if !need_gpu!(nvcam::diag::nvcuvid_available(), "libnvcuvid (direct NVDEC)") {
+        return;
+    }
+    let _limit = LoadLimit::set("50");
+    let _s = Session::with(config(0), NVCAM_LOG_WARN);
+    let clip = big_clip();
+    let url = clip.to_str().unwrap();
+    let reference: HashSet<u64> = reference_frames(&clip, 1920, 1080).iter().map(|f| fnv(f)).collect();
+    let o = gpu_options(NVCAM_OPEN_LOOP, NVCAM_DECODER_AUTO);
+    let mut cams = Vec::new();
+    while gpu_stats(0).load_refusals == 0 {
+        assert!(cams.len() < 250, "no camera refused for the engines' load after {} cameras: {:?}", cams.len(), gpu_stats(0));
+        let c = open(url, &o).unwrap_or_else(|e| panic!("camera {}: {e:?}", cams.len()));
+        assert!(streams(c), "camera {} is {:?}: {}", cams.len(), stats(c).state, cam_error(c));
+        cams.push(c);
+    }
+    let first_refused = cams.len() - 1;
+    for _ in 0..4 {
+        let c = open(url, &o).unwrap();
+        assert!(streams(c), "{}", cam_error(c));
+        cams.push(c);
+    }
+    let g = gpu_stats(0);
+    let kinds: Vec<u32> = cams.iter().map(|&c| stats(c).decoder).collect();
+    let nv = kinds.iter().filter(|&&k| k == NVCAM_DECODER_NVDEC).count();
+    println!("load: the engines' demand reached {} % of the learned capacity at {nv} NVDEC cameras (NVML busy {} %); {} cameras, {} in software + upload; {g:?}",
+        g.decoder_demand, g.decoder_load, cams.len(), cams.len() - nv);
+    assert!(kinds[..first_refused].iter().all(|&k| k == NVCAM_DECODER_NVDEC), "cameras before the first refusal are on NVDEC: {kinds:?}");
+    // The capacity is a measurement: one reading may let one more camera in near the limit.
+    let after = kinds[first_refused..].iter().filter(|&&k| k == NVCAM_DECODER_SOFTWARE).count();
+    assert!(kinds[first_refused] == NVCAM_DECODER_SOFTWARE && after >= 4, "the refused camera and the 4 after it decode in software + upload (one may not): {kinds:?}");
+    assert!(g.load_refusals >= 4, "{g:?}");
+    assert!((40..=52).contains(&g.decoder_demand), "the hardware cameras ask about the limit (50 %) of the capacity: {g:?}");
+    assert_eq!(g.hw_decoders as usize, nv);
+    // Every camera keeps its rate (30 fps; 29 allows for the pace's start and a loop).
+    let before: Vec<u64> = cams.iter().map(|&c| stats(c).frames_decoded).collect();
+    std::thread::sleep(Duration::from_secs(3));
+    for (k, &c) in cams.iter().enumerate() {
+        let fps = (stats(c).frames_decoded - before[k]) as f64 / 3.0;
+        assert!(fps >= 29.0, "camera {k} ({}) decoded {fps:.1} fps", kinds[k]);
+        assert_eq!(stats(c).state, NVCAM_STATE_STREAMING);
+    }
+    assert_eq!(frames_exact(cams[0], &reference, 10, "NVDEC camera"), 0);
+    assert_eq!(frames_exact(*cams.last().unwrap(), &reference, 10, "software + upload camera"), 0);
+    for c in cams {
+        close(c, 10_000).unwrap();
+    }
+    println!("load: none FAILED; every camera decoded at 29 fps or more; frames equal FFmpeg's decode");
+}
+
 /// "Any GPU" with the configured cap: each camera goes to the GPU with the most sessions left, so
 /// the hardware decoders fill every GPU before any camera decodes in software; those that do are
 /// spread too, and each frame is on its camera's GPU. Runs on one GPU as well (then the cap alone
@@ -256,7 +333,7 @@ fn any_gpu_places_a_changed_stream_afresh_and_keeps_the_same_one() {
     }
     let _s = Session::new();
     let small = small_clip();
-    let big = clip("gpu-h264-1920x1080.mp4", "1920x1080", 48, "libx264", &["-preset", "veryfast", "-g", "24", "-bf", "2"]);
+    let big = big_clip();
     let link = std::env::temp_dir().join(format!("nvcam-any-gpu-{}.mp4", std::process::id()));
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(&small, &link).unwrap();

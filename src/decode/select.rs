@@ -31,6 +31,8 @@ use crate::decode::hwdec::HwDecoder;
 use crate::decode::nvdec::{DecoderSlot, NvDecoder};
 use crate::decode::nvjpeg::decoder::NvjpegDecoder;
 use crate::decode::upload::UploadDecoder;
+use crate::gpu::load::Demand;
+use crate::gpu::sessions::Load;
 use crate::gpu::{self, CamGpu, HwTicket};
 use crate::pool::{Geometry, Lease, Pool};
 use crate::status::*;
@@ -113,7 +115,7 @@ pub(crate) fn decoder_for(opts: &Options, stream: &ff::format::stream::Stream<'_
     let (device, placed) = match opts.placement {
         Placement::Cpu => return software(),
         Placement::Gpu(d) => (d, Ok(None)),
-        Placement::AnyGpu => match place(backend, stream) {
+        Placement::AnyGpu => match place(backend, stream, demand_of(stream)) {
             Ok((d, t)) => (d, Ok(t)),
             Err(e) => (-1, Err(e)),
         },
@@ -138,7 +140,7 @@ pub(crate) fn decoder_for(opts: &Options, stream: &ff::format::stream::Stream<'_
 /// `Placement::AnyGpu`: the camera's GPU for this connection, and a session ticket taken there
 /// when the GPU had one. The same stream as last time stays on its GPU (a streaming camera never
 /// moves); a new or changed stream goes where the most decode sessions are left.
-fn place(backend: &CameraBackend, stream: &ff::format::stream::Stream<'_>) -> Result<(i32, Option<HwTicket>)> {
+fn place(backend: &CameraBackend, stream: &ff::format::stream::Stream<'_>, demand: Demand) -> Result<(i32, Option<HwTicket>)> {
     let p = stream.parameters();
     // SAFETY: `p` wraps the stream's valid codec parameters.
     let key = unsafe { ((*p.as_ptr()).codec_id as i32, (*p.as_ptr()).width as u32, (*p.as_ptr()).height as u32) };
@@ -147,12 +149,23 @@ fn place(backend: &CameraBackend, stream: &ff::format::stream::Stream<'_>) -> Re
     if let (Some(d), true) = (current, *last == Some(key)) {
         return Ok((d, None));
     }
-    let (d, t) = gpu::placement::place()?;
+    let (d, t) = gpu::placement::place(demand)?;
     *last = Some(key);
     if current.is_some_and(|c| c != d) {
         log::info!("camera's stream changed: placed on GPU {d} (was GPU {})", current.unwrap_or(-1));
     }
     Ok((d, t))
+}
+
+/// What `stream` asks of a GPU's NVDEC engines (its coded size at its frame rate).
+fn demand_of(stream: &ff::format::stream::Stream<'_>) -> Demand {
+    let p = stream.parameters();
+    // SAFETY: `p` wraps the stream's valid codec parameters.
+    let (w, h) = unsafe { ((*p.as_ptr()).width.max(0) as u32, (*p.as_ptr()).height.max(0) as u32) };
+    let rate = stream.avg_frame_rate();
+    let rate = if rate.numerator() > 0 && rate.denominator() > 0 { rate } else { stream.rate() };
+    let fps = if rate.denominator() > 0 { rate.numerator() as f64 / rate.denominator() as f64 } else { 0.0 };
+    Demand::of(p.id() == ff::codec::Id::MJPEG, w, h, fps)
 }
 
 /// What a GPU decoder is made from, kept for a fall-back at run time.
@@ -161,6 +174,7 @@ struct Stream {
     params: ff::codec::Parameters,
     time_base: ff::Rational,
     o: DecodeOpts,
+    demand: Demand,
 }
 
 fn decode_opts(opts: &Options, low_latency: bool) -> DecodeOpts {
@@ -186,7 +200,7 @@ fn gpu_decoder(
     if let Some(t) = pre {
         reuse.give(t);
     }
-    let s = Stream { params: stream.parameters().clone(), time_base: stream.time_base(), o: decode_opts(opts, low_latency) };
+    let s = Stream { params: stream.parameters().clone(), time_base: stream.time_base(), o: decode_opts(opts, low_latency), demand: demand_of(stream) };
     let dev = &cam.stream.dev;
     let fixed = |hw: Hw| -> Result<Box<dyn Decoder>> { Ok(Box::new(Fallback { hw, cam: cam.clone(), next: None, slot: slot.clone(), noted: backend.fell_back.clone() })) };
     match opts.decoder {
@@ -197,11 +211,11 @@ fn gpu_decoder(
         }
         DecoderPolicy::Auto => auto(cam, s, reuse, backend),
         DecoderPolicy::Nvdec => {
-            let t = reuse.ticket(dev).map_err(|f| f.error(cam.ordinal()))?;
+            let t = reuse.ticket(dev, s.demand, Load::Required).map_err(|f| f.error(cam.ordinal()))?;
             fixed(Hw::Nvdec(NvDecoder::new(cam, &s.params, s.time_base, t, s.o, reuse)?))
         }
         DecoderPolicy::FfmpegHw => {
-            let t = reuse.ticket(dev).map_err(|f| f.error(cam.ordinal()))?;
+            let t = reuse.ticket(dev, s.demand, Load::Required).map_err(|f| f.error(cam.ordinal()))?;
             drop(reuse);
             fixed(Hw::Ffmpeg(HwDecoder::new(cam, &s.params, s.time_base, t, s.o)?))
         }
@@ -226,7 +240,7 @@ fn auto(cam: &Arc<CamGpu>, s: Stream, mut reuse: crate::decode::nvdec::Reuse, ba
         }
     }
     let mut why = Vec::new();
-    match reuse.ticket(dev) {
+    match reuse.ticket(dev, s.demand, Load::Checked) {
         // Exhausted sessions: FFmpeg's hwaccel would need one too.
         Err(full) => why.push(full.why()),
         Ok(t) => {
@@ -242,7 +256,7 @@ fn auto(cam: &Arc<CamGpu>, s: Stream, mut reuse: crate::decode::nvdec::Reuse, ba
                     log::info!("GPU {}: direct NVDEC not used ({}); trying FFmpeg's CUDA hwaccel", dev.ordinal, w.msg);
                 }
             }
-            match HwTicket::take(dev).map(|t| HwDecoder::new(cam, &s.params, s.time_base, t, s.o)) {
+            match HwTicket::take(dev, s.demand, Load::Checked).map(|t| HwDecoder::new(cam, &s.params, s.time_base, t, s.o)) {
                 Ok(Ok(h)) => return hw(Hw::Ffmpeg(h), s),
                 Ok(Err(e)) => why.push(format!("FFmpeg CUDA hwaccel: {}", e.msg)),
                 Err(full) => why.push(full.why()),
@@ -301,7 +315,7 @@ impl Fallback {
         if from_nvjpeg {
             log::warn!("GPU {}: {}; trying direct NVDEC", dev.ordinal, why.msg);
             let mut reuse = self.slot.begin(&self.cam);
-            if let Ok(t) = reuse.ticket(&dev) {
+            if let Ok(t) = reuse.ticket(&dev, s.demand, Load::Checked) {
                 let n = crate::decode::nvdec::supports(&dev, &s.params, s.o.eight_bit)
                     .and_then(|_| NvDecoder::new(&self.cam, &s.params, s.time_base, t, s.o, reuse));
                 match n {
@@ -314,7 +328,7 @@ impl Fallback {
             }
         } else if from_nvdec && !exhausted {
             log::warn!("GPU {}: direct NVDEC: {}; trying FFmpeg's CUDA hwaccel", dev.ordinal, why.msg);
-            match HwTicket::take(&dev).map(|t| HwDecoder::new(&self.cam, &s.params, s.time_base, t, s.o)) {
+            match HwTicket::take(&dev, s.demand, Load::Checked).map(|t| HwDecoder::new(&self.cam, &s.params, s.time_base, t, s.o)) {
                 Ok(Ok(h)) => {
                     self.hw = Hw::Ffmpeg(h);
                     return Ok(());

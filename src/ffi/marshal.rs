@@ -338,7 +338,9 @@ pub(crate) fn gpu_stats(s: &GpuStats, struct_size: u32) -> nvcam_gpu_stats {
         session_limit: s.session_limit,
         decoder_load: s.decoder_load.unwrap_or(u32::MAX),
         sessions_exhausted: s.sessions_exhausted,
-        reserved: [0; 2],
+        decoder_demand: s.decoder_demand.unwrap_or(u32::MAX),
+        load_refusals: s.load_refusals.min(u32::MAX as u64) as u32,
+        reserved: [0; 1],
     }
 }
 

@@ -300,7 +300,15 @@ pub struct nvcam_gpu_stats {
     /// Hardware decoders not made because the GPU's decode sessions were exhausted (a create the
     /// driver refused, or a camera sent to software at `session_limit`).
     pub sessions_exhausted: u64,
-    pub reserved: [u64; 2],
+    /// What nvcam's hardware cameras ask of the GPU's NVDEC engines (coded size at frame rate),
+    /// percent of the engines' capacity as learned from their measured load (the busiest device
+    /// for -1); `0xFFFFFFFF` until learned (the engines under 40 % busy, or no NVML). AUTO cameras
+    /// that would take it past `NVCAM_DECODE_LOAD_LIMIT` (96 %) go to another GPU or to software +
+    /// upload (`docs/gpu.md`).
+    pub decoder_demand: u32,
+    /// AUTO cameras not given a hardware decoder because the engines were full by that measure.
+    pub load_refusals: u32,
+    pub reserved: [u64; 1],
 }
 
 /// The log callback: called from any thread, never with nvcam's locks held; `message` is UTF-8

@@ -27,6 +27,7 @@ pub(crate) mod context;
 pub(crate) mod deferred;
 pub(crate) mod driver;
 pub(crate) mod kernels;
+pub(crate) mod load;
 pub(crate) mod memory;
 pub(crate) mod nvcuvid;
 pub(crate) mod nvjpeg;
@@ -145,7 +146,10 @@ pub(crate) fn gpu_stats(device: i32) -> Result<GpuStats> {
     stats::fill(device, &mut s);
     let ordinals = if device < 0 { 0..n } else { device..device + 1 };
     s.session_limit = ordinals.clone().filter_map(sessions::observed_limit).sum();
-    s.decoder_load = ordinals.filter_map(nvml::decoder_load).max();
+    s.decoder_load = ordinals.clone().filter_map(nvml::decoder_load).max();
+    // A host reading the stats is a moment to learn the engines' capacity (`load.rs`).
+    ordinals.clone().for_each(load::refresh);
+    s.decoder_demand = ordinals.filter_map(|d| load::share_pct(d, load::Demand(0))).max();
     let devs: Vec<Arc<Device>> = if device < 0 { (0..n).filter_map(open_device).collect() } else { open_device(device).into_iter().collect() };
     s.contexts = devs.len() as u32;
     for d in devs {

@@ -3,9 +3,10 @@
 //! machine without it only lacks the figure.
 //!
 //! `nvmlDeviceGetDecoderUtilization` is the share of time the GPU's decoders were busy over the
-//! driver's last sampling period (about a second). It is reported in `nvcam_gpu_stats`; placement
-//! does not rank by it (`placement.rs`): it lags a burst of opens by that period, and cameras
-//! opened together would all see the same idle GPU.
+//! driver's last sampling period (NVML says how long). It is reported in `nvcam_gpu_stats`, and the
+//! engines' capacity is learned from it (`load.rs`); placement does not rank by the share itself:
+//! it lags a burst of opens by that period, and cameras opened together would all see the same
+//! idle GPU.
 
 use super::driver::ctx;
 use parking_lot::Mutex;
@@ -71,10 +72,15 @@ fn handle(nvml: &Nvml, ordinal: i32) -> Option<NvmlDevice> {
 /// The decoders' busy share of GPU `ordinal` over the driver's last sampling period, percent;
 /// None without NVML (or where it does not know the device).
 pub(crate) fn decoder_load(ordinal: i32) -> Option<u32> {
+    decoder_load_over(ordinal).map(|(u, _)| u)
+}
+
+/// The decoders' busy share (percent) and the sampling period it covers.
+pub(crate) fn decoder_load_over(ordinal: i32) -> Option<(u32, std::time::Duration)> {
     static NVML: OnceLock<Option<Nvml>> = OnceLock::new();
     let nvml = NVML.get_or_init(open).as_ref()?;
     let d = handle(nvml, ordinal)?;
     let (mut util, mut period) = (0 as c_uint, 0 as c_uint);
     // SAFETY: a handle NVML gave us (valid for the process); writes two integers.
-    (unsafe { (nvml.decoder_utilization)(d, &mut util, &mut period) } == 0).then_some(util)
+    (unsafe { (nvml.decoder_utilization)(d, &mut util, &mut period) } == 0).then_some((util, std::time::Duration::from_micros(period as u64)))
 }

@@ -14,8 +14,11 @@
 //!
 //! Every hardware decoder holds one [`HwTicket`] for its life (a parked NVDEC decoder keeps its
 //! session's), so the tickets a device has out are the sessions nvcam holds or is about to make.
+//! A ticket also holds its camera's demand on the engines (`load.rs`): an AUTO camera's ticket is
+//! refused where that demand would pass the limit of the engines' learned capacity.
 
 use super::context::Device;
+use super::load::{self, Demand};
 use super::stats::{self, MAX_DEVICES};
 use crate::status::*;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
@@ -107,6 +110,8 @@ pub(crate) enum Full {
     Cap(u32),
     /// The driver's sessions ran out at this many held by nvcam.
     Exhausted(u32),
+    /// The engines would be asked for this share of their learned capacity, percent.
+    Busy(u32),
 }
 
 impl Full {
@@ -116,6 +121,10 @@ impl Full {
             Full::Exhausted(n) => {
                 format!("decode sessions exhausted (the driver refused a new one while nvcam held {n}; its limit is per GPU, across all processes)")
             }
+            Full::Busy(p) => format!(
+                "NVDEC engines full (this camera would take them to {p} % of the capacity measured, past the limit of {} %)",
+                load::limit_pct()
+            ),
         }
     }
 
@@ -125,7 +134,7 @@ impl Full {
     pub(crate) fn error(self, device: i32) -> Error {
         match self {
             Full::Cap(n) => Error::new(ErrorKind::NoDevice, format!("GPU {device}: all {n} hardware decoder(s) allowed per device are in use")),
-            Full::Exhausted(_) => Error::new(ErrorKind::OutOfMemory, format!("GPU {device}: NVDEC {}", self.why())),
+            Full::Exhausted(_) | Full::Busy(_) => Error::new(ErrorKind::OutOfMemory, format!("GPU {device}: NVDEC {}", self.why())),
         }
     }
 }
@@ -142,13 +151,36 @@ pub(crate) fn admits(held: u32, cap: u32, limit: Option<u32>, retry_due: bool) -
     }
 }
 
-/// One hardware decode session counted against the device's cap and observed limit.
+/// One hardware decode session counted against the device's cap and observed limit, and its
+/// camera's demand on the engines.
 pub(crate) struct HwTicket {
     dev: Arc<Device>,
+    demand: Demand,
+}
+
+/// Whether a ticket's demand is checked against the engines' capacity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Load {
+    /// AUTO: refused where the engines are full (the camera goes elsewhere).
+    Checked,
+    /// The host asked for hardware: taken whatever the load.
+    Required,
 }
 
 impl HwTicket {
-    pub(crate) fn take(dev: &Arc<Device>) -> std::result::Result<HwTicket, Full> {
+    /// A session for a camera asking `demand` of the engines.
+    pub(crate) fn take(dev: &Arc<Device>, demand: Demand, load: Load) -> std::result::Result<HwTicket, Full> {
+        let mut t = Self::session(dev)?;
+        match load::take(dev.ordinal, demand, load == Load::Checked) {
+            Ok(()) => {
+                t.demand = demand;
+                Ok(t)
+            }
+            Err(pct) => Err(Full::Busy(pct)), // `t` (no demand yet) gives its session back
+        }
+    }
+
+    fn session(dev: &Arc<Device>) -> std::result::Result<HwTicket, Full> {
         let cap = cap();
         let l = limit_of(dev.ordinal);
         let limit = observed_limit(dev.ordinal);
@@ -170,7 +202,7 @@ impl HwTicket {
                     dev.hw_sessions.fetch_sub(1, Ordering::AcqRel);
                     return Err(Full::Exhausted(limit.unwrap_or(0)));
                 }
-                Ok(HwTicket { dev: dev.clone() })
+                Ok(HwTicket { dev: dev.clone(), demand: Demand(0) })
             }
             Err(_) => {
                 let w = why.unwrap_or(Full::Cap(cap));
@@ -185,6 +217,7 @@ impl HwTicket {
 
 impl Drop for HwTicket {
     fn drop(&mut self) {
+        load::give_back(self.dev.ordinal, self.demand);
         self.dev.hw_sessions.fetch_sub(1, Ordering::AcqRel);
     }
 }

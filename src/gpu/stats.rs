@@ -18,6 +18,9 @@ pub(crate) struct DevCounters {
     /// Hardware decoders not made because the GPU's decode sessions were exhausted (a refused
     /// create, or a camera turned away at the observed limit: `sessions.rs`).
     pub sessions_exhausted: AtomicU64,
+    /// AUTO cameras not given a hardware decoder because the engines' demand would pass the
+    /// limit of their learned capacity (`load.rs`).
+    pub load_refusals: AtomicU64,
     pub frames_copied: AtomicU64,
     pub bytes_in_pools: AtomicI64,
     pub bytes_deferred: AtomicI64,
@@ -36,6 +39,7 @@ const ZERO: DevCounters = DevCounters {
     ready_waits: AtomicU64::new(0),
     hw_fallbacks: AtomicU64::new(0),
     sessions_exhausted: AtomicU64::new(0),
+    load_refusals: AtomicU64::new(0),
     frames_copied: AtomicU64::new(0),
     bytes_in_pools: AtomicI64::new(0),
     bytes_deferred: AtomicI64::new(0),
@@ -75,6 +79,10 @@ pub(crate) struct GpuStats {
     pub ready_waits: u64,
     pub hw_fallbacks: u64,
     pub sessions_exhausted: u64,
+    pub load_refusals: u64,
+    /// The hardware cameras' demand as a share of the learned NVDEC capacity, percent (the
+    /// busiest device for all; `load.rs`); None until learned.
+    pub decoder_demand: Option<u32>,
     /// Sessions nvcam held when the driver refused one (summed over the devices where that
     /// happened; `crate::gpu::sessions`); 0 until then.
     pub session_limit: u32,
@@ -96,6 +104,7 @@ pub(crate) fn fill(device: i32, out: &mut GpuStats) {
     let pos = |v: i64| v.max(0) as u64;
     for c in rows {
         out.sessions_exhausted += c.sessions_exhausted.load(r);
+        out.load_refusals += c.load_refusals.load(r);
         out.device_allocs += c.device_allocs.load(r);
         out.device_frees += c.device_frees.load(r);
         out.pinned_allocs += c.pinned_allocs.load(r);

@@ -385,7 +385,9 @@ class nvcam_gpu_stats_t(Structure):
         ("session_limit", c_uint32),
         ("decoder_load", c_uint32),
         ("sessions_exhausted", c_uint64),
-        ("reserved", c_uint64 * 2),
+        ("decoder_demand", c_uint32),
+        ("load_refusals", c_uint32),
+        ("reserved", c_uint64 * 1),
     ]
 
 

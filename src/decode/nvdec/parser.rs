@@ -278,7 +278,12 @@ impl State {
             k.fail_decode_at = 0;
             return Err(crate::gpu::driver::DriverError::new("cuvidDecodePicture (injected fault)", crate::gpu::driver::UNKNOWN).into());
         }
-        dec.decode(p).map(|_| 1)
+        dec.decode(p)?;
+        if self.codec != cu::cudaVideoCodec_JPEG {
+            // What the engines were asked for, to learn their capacity (`gpu::load`).
+            crate::gpu::load::submitted(self.cam.ordinal(), crate::gpu::load::macroblocks(dec.fmt.coded_width, dec.fmt.coded_height));
+        }
+        Ok(1)
     }
 
     /// Display callback: queues a picture in display order, with its sequence's geometry.

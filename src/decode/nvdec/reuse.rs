@@ -51,6 +51,8 @@
 use super::counters::{count, COUNTERS};
 use super::session::VideoDecoder;
 use crate::gpu::context::Device;
+use crate::gpu::load::Demand;
+use crate::gpu::sessions::Load;
 use crate::gpu::{CamGpu, Full, HwTicket};
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -104,10 +106,10 @@ impl Reuse {
     /// The hardware-session ticket for the new session: the parked decoder's (its session goes
     /// on), or one taken for it already (placement on any GPU), else a new one within the
     /// device's cap and observed session limit (`crate::gpu::sessions`).
-    pub(crate) fn ticket(&mut self, dev: &Arc<Device>) -> std::result::Result<HwTicket, Full> {
+    pub(crate) fn ticket(&mut self, dev: &Arc<Device>, demand: Demand, load: Load) -> std::result::Result<HwTicket, Full> {
         match self.ticket.take() {
             Some(t) => Ok(t),
-            None => HwTicket::take(dev),
+            None => HwTicket::take(dev, demand, load),
         }
     }
 

@@ -1,0 +1,230 @@
+//! A GPU's NVDEC engines: what nvcam's hardware cameras ask of them, and what they can do,
+//! learned from their measured load.
+//!
+//! Sessions are not the engines' limit for most streams: an H200 holds 288 decoders, but its
+//! engines decode about 4,800 fps of a 1080p H.264 clip (160 cameras at 30 fps), and a camera
+//! more than that slows every camera on the GPU (measured: 172 cameras of that clip, all on
+//! NVDEC, each delivered 24.7 to 28 fps). So each hardware camera's *demand* is counted in
+//! macroblocks per second (its coded size at its frame rate, from the stream as probed), and
+//! the engines' *capacity* in the same unit is learned while they work: the macroblocks direct
+//! NVDEC submitted over NVML's last sampling period, divided by the decoders' busy share NVML
+//! reports for it (`nvml.rs`). Read four times a second by whichever camera thread submits a
+//! picture then (one NVML call; no thread of its own), and at each admission; learned only at
+//! 40 % busy or more, where the share is a fair measure, and smoothed (a quarter of each new
+//! reading), so one noisy reading near the limit does not let a camera in and the next out. An AUTO camera whose demand would take the
+//! GPU past [`limit_pct`] of that capacity is not given a hardware decoder there (the next GPU,
+//! else software + upload): no streaming camera slows because one more was opened.
+//!
+//! The capacity is per GPU, in the codec mix and bit rates it decoded when learned (an H.264
+//! macroblock costs the engines about twice an HEVC one at these rates); other processes' work
+//! on the engines lowers it, as it should. Until it is learned (the GPU under 40 % busy) nothing
+//! is refused, so cameras opened together faster than the engines' load shows are all let in
+//! (measured: 171 1080p H.264 cameras opened at once on an H200 all got NVDEC); the limit holds
+//! for the cameras opened after. A streaming camera is never moved: judging cameras already let
+//! in against a capacity learned during such a burst sent far too many to software (the reading
+//! is low while decoders are still being made), so it is not done. JPEG on NVDEC runs on the JPEG
+//! engines and is not counted.
+
+use super::nvml;
+use super::stats::{self, MAX_DEVICES};
+use crate::switches::Switch;
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// What one camera asks of the engines, in macroblocks (16 × 16 luma samples) per second.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Demand(pub u64);
+
+impl Demand {
+    /// A stream of `width` × `height` at `fps` (a rate the probe did not find, or an absurd one,
+    /// counts as 30); none for JPEG, which the NVDEC engines do not decode.
+    pub(crate) fn of(jpeg: bool, width: u32, height: u32, fps: f64) -> Demand {
+        if jpeg {
+            return Demand(0);
+        }
+        let fps = if fps.is_finite() && (1.0..=240.0).contains(&fps) { fps } else { 30.0 };
+        Demand((macroblocks(width, height) as f64 * fps).round() as u64)
+    }
+}
+
+/// Macroblocks in one picture of `width` × `height`.
+pub(crate) fn macroblocks(width: u32, height: u32) -> u64 {
+    (width.div_ceil(16) as u64) * (height.div_ceil(16) as u64)
+}
+
+/// Learned only from a reading at least this busy: below it NVML's share is mostly idle time.
+const LEARN_FROM_PCT: u32 = 40;
+/// The shortest span a rate is measured over (NVML may sample faster).
+const MIN_SPAN: Duration = Duration::from_millis(250);
+/// Readings older than this are not used.
+const MAX_AGE: Duration = Duration::from_secs(4);
+/// How often the camera threads read the engines' load.
+const EVERY_MS: u64 = 250;
+
+/// The default of [`limit_pct`]: above the 95 % of the raw rate a fleet is sized for, below the
+/// 100 % at which every camera on the GPU falls behind. On an H200 the learned capacity came
+/// within 1 % of `nvdec_bench`'s raw rate (1080p H.264: 39.2 to 39.6 M macroblocks/s learned,
+/// 39.3 M raw), so this leaves that much for the measurement's noise.
+pub(crate) const DEFAULT_LIMIT_PCT: u32 = 96;
+
+/// How much of the learned capacity AUTO cameras may ask for (`NVCAM_DECODE_LOAD_LIMIT`,
+/// percent; 0 turns the check off). Read at each admission (a camera's open or reconnect, not
+/// per frame), so a test can lower it for a while.
+pub(crate) fn limit_pct() -> u32 {
+    Switch::DecodeLoadLimit.var().ok().and_then(|v| v.trim().parse().ok()).unwrap_or(DEFAULT_LIMIT_PCT)
+}
+
+struct Engines {
+    /// The demand of the hardware decoders nvcam holds (their tickets).
+    demand: AtomicU64,
+    /// Macroblocks direct NVDEC submitted so far.
+    decoded: AtomicU64,
+    /// Learned macroblocks per second at 100 % busy; 0 until learned.
+    capacity: AtomicU64,
+    /// (when, `decoded` then), newest last, at least 100 ms apart.
+    readings: Mutex<VecDeque<(Instant, u64)>>,
+    /// When a camera thread reads the load next (ms since [`epoch`]).
+    next_ms: AtomicU64,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const IDLE: Engines = Engines {
+    demand: AtomicU64::new(0),
+    decoded: AtomicU64::new(0),
+    capacity: AtomicU64::new(0),
+    readings: Mutex::new(VecDeque::new()),
+    next_ms: AtomicU64::new(0),
+};
+static ENGINES: [Engines; MAX_DEVICES] = [IDLE; MAX_DEVICES];
+
+fn of(device: i32) -> &'static Engines {
+    &ENGINES[(device.max(0) as usize).min(MAX_DEVICES - 1)]
+}
+
+fn epoch() -> Instant {
+    static E: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *E.get_or_init(Instant::now)
+}
+
+/// A picture of `macroblocks` submitted to `device`'s engines (direct NVDEC, per picture); every
+/// [`EVERY_MS`] the one camera thread that wins the turn reads the engines' load.
+pub(crate) fn submitted(device: i32, macroblocks: u64) {
+    let e = of(device);
+    e.decoded.fetch_add(macroblocks, Ordering::Relaxed);
+    let now = epoch().elapsed().as_millis() as u64;
+    let next = e.next_ms.load(Ordering::Relaxed);
+    if now >= next && e.next_ms.compare_exchange(next, now + EVERY_MS, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+        learn(device);
+    }
+}
+
+/// Capacity from a rate and NVML's busy share over the same span, where the share is fair.
+pub(crate) fn capacity_from(rate_mb_s: f64, busy_pct: u32) -> Option<u64> {
+    ((LEARN_FROM_PCT..=100).contains(&busy_pct) && rate_mb_s > 0.0).then(|| (rate_mb_s * 100.0 / busy_pct as f64) as u64)
+}
+
+/// Reads the engines' load now and learns their capacity from it where it can; the capacity
+/// known after (0: not yet).
+fn learn(device: i32) -> u64 {
+    let e = of(device);
+    let now = Instant::now();
+    let decoded = e.decoded.load(Ordering::Relaxed);
+    let Some((busy, period)) = nvml::decoder_load_over(device) else { return e.capacity.load(Ordering::Relaxed) };
+    let span = period.max(MIN_SPAN);
+    let base = {
+        let mut r = e.readings.lock();
+        while r.front().is_some_and(|x| now.duration_since(x.0) > MAX_AGE) {
+            r.pop_front();
+        }
+        // The newest reading at least one span old: the rate over about NVML's own window.
+        let base = r.iter().rev().find(|x| now.duration_since(x.0) >= span).copied();
+        if r.back().is_none_or(|x| now.duration_since(x.0) >= Duration::from_millis(100)) {
+            r.push_back((now, decoded));
+        }
+        base
+    };
+    let learned = match base {
+        Some((t0, d0)) => capacity_from(decoded.saturating_sub(d0) as f64 / now.duration_since(t0).as_secs_f64(), busy),
+        // No reading of our own in the window (the first camera in a while): a steady GPU
+        // decodes what its cameras ask, so their demand is the rate, while it is not saturated.
+        None if busy < 95 => capacity_from(e.demand.load(Ordering::Relaxed) as f64, busy),
+        None => None,
+    };
+    if let Some(c) = learned {
+        let old = e.capacity.load(Ordering::Relaxed);
+        e.capacity.store(if old == 0 { c } else { (old * 3 + c) / 4 }, Ordering::Relaxed);
+    }
+    e.capacity.load(Ordering::Relaxed)
+}
+
+/// Whether `add` more demand would take the engines past `limit` percent of `capacity` with
+/// `demand` already there (always yes while the capacity is unknown, 0, or the limit is off).
+pub(crate) fn fits(demand: u64, add: u64, capacity: u64, limit: u32) -> bool {
+    capacity == 0 || limit == 0 || add == 0 || (demand + add) as u128 * 100 <= capacity as u128 * limit as u128
+}
+
+/// Takes `d` of `device`'s engines for a hardware decoder if it fits under the limit (`check`),
+/// or unconditionally (a camera that asked for hardware, or one already decoding there).
+/// Err: the share of the capacity it would have taken, percent.
+pub(crate) fn take(device: i32, d: Demand, check: bool) -> Result<(), u32> {
+    let e = of(device);
+    if !check || d.0 == 0 {
+        e.demand.fetch_add(d.0, Ordering::Relaxed);
+        return Ok(());
+    }
+    let (cap, limit) = (learn(device), limit_pct());
+    let r = e.demand.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| fits(now, d.0, cap, limit).then_some(now + d.0));
+    r.map(|_| ()).map_err(|now| {
+        stats::of(device).load_refusals.fetch_add(1, Ordering::Relaxed);
+        ((now + d.0) as u128 * 100 / cap.max(1) as u128) as u32
+    })
+}
+
+/// Gives back what [`take`] took.
+pub(crate) fn give_back(device: i32, d: Demand) {
+    let _ = of(device).demand.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| Some(now.saturating_sub(d.0)));
+}
+
+/// `device`'s demand as a share of its learned capacity, percent, with `add` more (None: not
+/// learned yet).
+pub(crate) fn share_pct(device: i32, add: Demand) -> Option<u32> {
+    let e = of(device);
+    let cap = e.capacity.load(Ordering::Relaxed);
+    (cap > 0).then(|| ((e.demand.load(Ordering::Relaxed) + add.0) as u128 * 100 / cap as u128) as u32)
+}
+
+/// The learned capacity of `device`, re-read from the engines' load now if NVML has it.
+pub(crate) fn refresh(device: i32) {
+    let _ = learn(device);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_camera_that_would_overload_the_engines_does_not_fit() {
+        // An H200 learned ~39.3 M macroblocks/s (1080p H.264 at 4,821 fps); a 1080p30 camera
+        // asks 244,800 (120 × 68 macroblocks × 30).
+        let cam = Demand::of(false, 1920, 1080, 30.0).0;
+        assert_eq!(cam, 244_800);
+        let cap = 8160 * 4821;
+        let fit = (0..400).take_while(|&n| fits(n * cam, cam, cap, DEFAULT_LIMIT_PCT)).count() as u64;
+        // 0.95 × 4,821 / 30 = 152 cameras must fit; past the raw rate (160.7) none may.
+        assert!((152..=160).contains(&fit), "{fit} cameras fit");
+        assert!(fits(10 * cam, cam, 0, 99), "an unknown capacity refuses nothing");
+        assert!(fits(1000 * cam, cam, cap, 0), "a limit of 0 is off");
+        assert!(fits(1000 * cam, 0, cap, 99), "a JPEG camera asks nothing of the NVDEC engines");
+    }
+
+    #[test]
+    fn capacity_is_learned_only_from_a_busy_reading() {
+        assert_eq!(capacity_from(1000.0, 50), Some(2000));
+        assert_eq!(capacity_from(1000.0, 39), None, "mostly idle: not a fair measure");
+        assert_eq!(capacity_from(0.0, 80), None);
+        assert_eq!(Demand::of(false, 1920, 1080, f64::NAN), Demand::of(false, 1920, 1080, 30.0), "no rate: 30 fps");
+        assert_eq!(Demand::of(true, 1920, 1080, 30.0), Demand(0));
+    }
+}
