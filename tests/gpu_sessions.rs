@@ -264,11 +264,10 @@ fn any_gpu_splits_cameras_evenly_across_gpus() {
     if !need_gpu!() {
         return;
     }
-    let n = device_count();
-    if n < 2 {
-        println!("any_gpu_splits_cameras_evenly_across_gpus: {n} GPU here; needs 2 (the nvidia-h200-x2 machine)");
+    if !need_two_gpus(test_name!()) {
         return;
     }
+    let n = device_count();
     let _s = Session::new();
     let url = small_clip();
     let mut o = gpu_options(NVCAM_OPEN_LOOP, NVCAM_DECODER_AUTO);
@@ -326,9 +325,7 @@ fn any_gpu_places_a_changed_stream_afresh_and_keeps_the_same_one() {
     if !need_gpu!() {
         return;
     }
-    let n = device_count();
-    if n < 2 {
-        println!("any_gpu_places_a_changed_stream_afresh_and_keeps_the_same_one: {n} GPU here; needs 2 (the nvidia-h200-x2 machine)");
+    if !need_two_gpus(test_name!()) {
         return;
     }
     let _s = Session::new();

@@ -53,6 +53,20 @@ pub fn need_gpu(test: &str, have: bool, what: &str) -> bool {
     false
 }
 
+/// Whether a test that needs two GPUs can run: false with a note on a machine with fewer; a
+/// panic under `REQUIRE_GPUS=2` (the two-GPU machine), where fewer is a failure, never a skip.
+pub fn need_two_gpus(test: &str) -> bool {
+    let n = gpu_stats(-1).device_count;
+    if n >= 2 {
+        return true;
+    }
+    if std::env::var("REQUIRE_GPUS").is_ok_and(|v| v.trim() == "2") {
+        panic!("{test}: REQUIRE_GPUS=2 but {n} GPU(s) are visible");
+    }
+    println!("{test}: {n} GPU here; needs 2 (the nvidia-h200-x2 machine; REQUIRE_GPUS=2 makes this a failure)");
+    false
+}
+
 pub fn gpu_stats(device: i32) -> nvcam_gpu_stats {
     let mut s = nvcam_gpu_stats { struct_size: std::mem::size_of::<nvcam_gpu_stats>() as u32, ..Default::default() };
     assert_eq!(unsafe { nvcam_gpu_stats(device, &mut s) }, NVCAM_OK, "{}", last_error());
