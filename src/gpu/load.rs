@@ -11,9 +11,10 @@
 //! reports for it (`nvml.rs`). Read four times a second by whichever camera thread submits a
 //! picture then (one NVML call; no thread of its own), and at each admission; learned only at
 //! 40 % busy or more, where the share is a fair measure, and smoothed (a quarter of each new
-//! reading), so one noisy reading near the limit does not let a camera in and the next out. An AUTO camera whose demand would take the
-//! GPU past [`limit_pct`] of that capacity is not given a hardware decoder there (the next GPU,
-//! else software + upload): no streaming camera slows because one more was opened.
+//! reading), so one noisy reading near the limit does not let a camera in and the next out. An
+//! AUTO camera whose demand would take the GPU past [`limit_pct`] of that capacity is not given a
+//! hardware decoder there (the next GPU, else software + upload): no streaming camera slows
+//! because one more was opened.
 //!
 //! The capacity is per GPU, in the codec mix and bit rates it decoded when learned (an H.264
 //! macroblock costs the engines about twice an HEVC one at these rates); other processes' work
