@@ -139,7 +139,8 @@ pub(crate) fn decoder_for(opts: &Options, stream: &ff::format::stream::Stream<'_
 
 /// `Placement::AnyGpu`: the camera's GPU for this connection, and a session ticket taken there
 /// when the GPU had one. The same stream as last time stays on its GPU (a streaming camera never
-/// moves); a new or changed stream goes where the most decode sessions are left.
+/// moves); a new or changed stream goes where the engines have the most room for `demand`, then
+/// the most decode sessions are left (`gpu::placement`).
 fn place(backend: &CameraBackend, stream: &ff::format::stream::Stream<'_>, demand: Demand) -> Result<(i32, Option<HwTicket>)> {
     let p = stream.parameters();
     // SAFETY: `p` wraps the stream's valid codec parameters.
