@@ -66,9 +66,10 @@
 #define NVCAM_DEVICE_CPU -1
 
 /**
- * `device` of `nvcam_camera_options`: any GPU. Each new connection goes to the GPU with the most
- * hardware decode sessions left (nvcam's own count against the GPU's session limit where it was
- * met), and a reconnect to the same stream stays there, so a streaming camera never moves; a
+ * `device` of `nvcam_camera_options`: any GPU. Each new connection goes to the GPU whose NVDEC
+ * engines have the most room for its stream (its demand against the capacity learned from their
+ * measured load), then the most hardware decode sessions left (nvcam's own count against the
+ * GPU's session limit where it was met), and a reconnect to the same stream stays there, so a streaming camera never moves; a
  * reconnect whose stream changed (codec or size) is placed afresh. `nvcam_frame_info_t.device`
  * says which GPU a frame is on. Without a usable GPU the camera decodes on the CPU.
  */

@@ -133,8 +133,9 @@ pub(crate) enum Placement {
     Cpu,
     /// Decode on (or upload to) this CUDA device; frames are device memory.
     Gpu(i32),
-    /// Each new connection (and each reconnect to a changed stream) on the GPU with the most
-    /// decode sessions left (`crate::gpu::placement`); frames are that device's memory.
+    /// Each new connection (and each reconnect to a changed stream) on the GPU whose engines have
+    /// the most room for it, then the most decode sessions left (`crate::gpu::placement`); frames
+    /// are that device's memory.
     AnyGpu,
 }
 

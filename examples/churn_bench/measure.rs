@@ -14,9 +14,13 @@ pub fn pct(v: &mut [f64], q: f64) -> f64 {
 
 /// Seconds of CPU this process has used (user + system), from /proc/self/stat; 0 elsewhere.
 pub fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
+    std::fs::read_to_string("/proc/self/stat").map(|s| stat_cpu_seconds(&s)).unwrap_or(0.0)
+}
+
+/// User + system seconds of a `/proc/.../stat` line (a process's or a thread's).
+fn stat_cpu_seconds(stat: &str) -> f64 {
     // Fields after the command name (which may hold spaces) start after the last ')'.
-    let rest = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
+    let rest = stat.get(stat.rfind(')').map_or(0, |i| i + 2)..).unwrap_or("");
     let f: Vec<&str> = rest.split_whitespace().collect();
     let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
     // utime and stime are fields 14 and 15 of the whole line (11 and 12 here), in 1/100 s.
@@ -44,9 +48,7 @@ pub fn cpu_by_thread() -> std::collections::BTreeMap<String, f64> {
         let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else { continue };
         let (Some(a), Some(b)) = (stat.find('('), stat.rfind(')')) else { continue };
         let name = stat[a + 1..b].trim_end_matches(|c: char| c.is_ascii_hexdigit() || c == '-' || c == '_').to_string();
-        let f: Vec<&str> = stat[b + 2..].split_whitespace().collect();
-        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-        *m.entry(if name.is_empty() { "?".into() } else { name }).or_insert(0.0) += (ticks(11) + ticks(12)) / 100.0;
+        *m.entry(if name.is_empty() { "?".into() } else { name }).or_insert(0.0) += stat_cpu_seconds(&stat);
     }
     m
 }

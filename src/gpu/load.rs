@@ -129,10 +129,15 @@ pub(crate) fn capacity_from(rate_mb_s: f64, busy_pct: u32) -> Option<u64> {
 /// Reads the engines' load now and learns their capacity from it where it can; the capacity
 /// known after (0: not yet).
 fn learn(device: i32) -> u64 {
+    read(device).0
+}
+
+/// [`learn`], and the busy share NVML reported (None without NVML).
+fn read(device: i32) -> (u64, Option<u32>) {
     let e = of(device);
     let now = Instant::now();
     let decoded = e.decoded.load(Ordering::Relaxed);
-    let Some((busy, period)) = nvml::decoder_load_over(device) else { return e.capacity.load(Ordering::Relaxed) };
+    let Some((busy, period)) = nvml::decoder_load_over(device) else { return (e.capacity.load(Ordering::Relaxed), None) };
     let span = period.max(MIN_SPAN);
     let base = {
         let mut r = e.readings.lock();
@@ -157,7 +162,7 @@ fn learn(device: i32) -> u64 {
         let old = e.capacity.load(Ordering::Relaxed);
         e.capacity.store(if old == 0 { c } else { (old * 3 + c) / 4 }, Ordering::Relaxed);
     }
-    e.capacity.load(Ordering::Relaxed)
+    (e.capacity.load(Ordering::Relaxed), Some(busy))
 }
 
 /// Whether `add` more demand would take the engines past `limit` percent of `capacity` with
@@ -196,9 +201,10 @@ pub(crate) fn share_pct(device: i32, add: Demand) -> Option<u32> {
     (cap > 0).then(|| ((e.demand.load(Ordering::Relaxed) + add.0) as u128 * 100 / cap as u128) as u32)
 }
 
-/// The learned capacity of `device`, re-read from the engines' load now if NVML has it.
-pub(crate) fn refresh(device: i32) {
-    let _ = learn(device);
+/// The engines' busy share NVML reports for `device` now, percent (None without NVML); the
+/// reading is also learned from, so a host polling the stats keeps the capacity fresh.
+pub(crate) fn busy_pct(device: i32) -> Option<u32> {
+    read(device).1
 }
 
 #[cfg(test)]

@@ -146,9 +146,8 @@ pub(crate) fn gpu_stats(device: i32) -> Result<GpuStats> {
     stats::fill(device, &mut s);
     let ordinals = if device < 0 { 0..n } else { device..device + 1 };
     s.session_limit = ordinals.clone().filter_map(sessions::observed_limit).sum();
-    s.decoder_load = ordinals.clone().filter_map(nvml::decoder_load).max();
-    // A host reading the stats is a moment to learn the engines' capacity (`load.rs`).
-    ordinals.clone().for_each(load::refresh);
+    // One NVML reading per device, also learned from (`load.rs`).
+    s.decoder_load = ordinals.clone().filter_map(load::busy_pct).max();
     s.decoder_demand = ordinals.filter_map(|d| load::share_pct(d, load::Demand(0))).max();
     let devs: Vec<Arc<Device>> = if device < 0 { (0..n).filter_map(open_device).collect() } else { open_device(device).into_iter().collect() };
     s.contexts = devs.len() as u32;

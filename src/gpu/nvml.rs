@@ -69,13 +69,8 @@ fn handle(nvml: &Nvml, ordinal: i32) -> Option<NvmlDevice> {
     Some(d)
 }
 
-/// The decoders' busy share of GPU `ordinal` over the driver's last sampling period, percent;
-/// None without NVML (or where it does not know the device).
-pub(crate) fn decoder_load(ordinal: i32) -> Option<u32> {
-    decoder_load_over(ordinal).map(|(u, _)| u)
-}
-
-/// The decoders' busy share (percent) and the sampling period it covers.
+/// The decoders' busy share of GPU `ordinal` over the driver's last sampling period, percent, and
+/// that period; None without NVML (or where it does not know the device).
 pub(crate) fn decoder_load_over(ordinal: i32) -> Option<(u32, std::time::Duration)> {
     static NVML: OnceLock<Option<Nvml>> = OnceLock::new();
     let nvml = NVML.get_or_init(open).as_ref()?;

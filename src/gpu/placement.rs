@@ -80,10 +80,8 @@ pub(crate) fn place(demand: Demand) -> Result<(i32, Option<HwTicket>)> {
             held: super::open_device(d).map(|dev| sessions::held(&dev)).unwrap_or(0),
             limit: sessions::observed_limit(d),
             uploads: stats::of(d).upload_decoders.load(Ordering::Relaxed).max(0) as u32,
-            share: {
-                load::refresh(d);
-                load::share_pct(d, demand)
-            },
+            // The capacity as the camera threads last learned it (4 times a second).
+            share: load::share_pct(d, demand),
         })
         .collect();
     let order = rank(&table, sessions::cap(), load::limit_pct());
