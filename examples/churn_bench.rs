@@ -26,7 +26,10 @@
 //! under 29.4, decode-to-return (a frame's publication to its consumer) p50 / p99 / p99.9 / max,
 //! and the GPU counters (hardware sessions held, uploads, the session limit where the driver
 //! refused one, sessions exhausted): `--steady` past the GPU's session limit shows where the extra
-//! cameras went.
+//! cameras went. `FLEET_TRACE=1` prints GPU 0's counters every 200 ms from before the first open
+//! to the end of the baseline (`trace:` lines: ms, hardware sessions, uploads, NVML decoder busy %,
+//! frames copied, demand share of the learned capacity, load refusals), to see a ramp's admissions
+//! beside the load the engines showed then.
 
 use nvcam::*;
 #[path = "churn_bench/measure.rs"]
@@ -304,6 +307,21 @@ fn main() {
         };
         let o = Arc::new(Opts { clip: CString::new(clip.clone()).unwrap(), device, decoder, latency });
         println!("\n{backend}:\n\n| phase | steady fps (min) | gap p50 / p99 / max ms | get_frame timeouts | decode latency p50 / p99 ms | churned back after | CPU cores |\n|---|---|---|---|---|---|---|");
+        let tracing = Arc::new(AtomicBool::new(std::env::var("FLEET_TRACE").is_ok_and(|v| v == "1")));
+        if tracing.load(Ordering::Relaxed) {
+            let tracing = tracing.clone();
+            std::thread::spawn(move || {
+                let t0 = Instant::now();
+                while tracing.load(Ordering::Relaxed) {
+                    let mut g: nvcam_gpu_stats = unsafe { std::mem::zeroed() };
+                    g.struct_size = std::mem::size_of::<nvcam_gpu_stats>() as u32;
+                    unsafe { nvcam_gpu_stats(0, &mut g) };
+                    let share = if g.decoder_demand == u32::MAX { -1 } else { g.decoder_demand as i64 };
+                    println!("trace: {} {} {} {} {} {} {}", t0.elapsed().as_millis(), g.hw_decoders, g.upload_decoders, g.decoder_load as i64, g.frames_copied, share, g.load_refusals);
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            });
+        }
         let steady: Vec<u64> = match (0..n_steady).map(|_| open(&o)).collect::<Result<Vec<_>, _>>() {
             Ok(v) => v,
             Err(e) => {
@@ -368,6 +386,7 @@ fn main() {
                     report(&format!("{n_steady} steady, none else"), &seen, &steady, t0, t1, &[]);
                     fleet(&seen, &steady, t0, t1);
                     println!("CPU cores by thread: {}", cores_by_thread(&by0, &by1, t1.duration_since(t0).as_secs_f64()));
+                    tracing.store(false, Ordering::Relaxed);
                 }
                 "loop" => {
                     let churn: Vec<u64> = (0..n_churn).filter_map(|_| open(&o).ok()).collect();
