@@ -542,6 +542,23 @@ fn file_source_ends_or_loops() {
     close(cam, 2000).unwrap();
 }
 
+/// A looped file plays at its own rate: its first picture after the rewind came at once, a frame
+/// early, so a 5-picture clip at 30 fps played 37.5 fps (a 48-picture one 30.6), and a fleet of
+/// looped cameras asked the decoders for more than its size said.
+#[test]
+fn a_looped_file_plays_at_its_own_rate() {
+    init();
+    let c = clip("h264_short_96x64.mp4", "96x64", 5, "libx264", &[]);
+    let cam = open(c.to_str().unwrap(), &options(NVCAM_OPEN_LOOP)).unwrap();
+    assert!(wait_until(Duration::from_secs(5), || stats(cam).frames_decoded >= 10));
+    let (n0, t0) = (stats(cam).frames_decoded, std::time::Instant::now());
+    std::thread::sleep(Duration::from_secs(3));
+    let fps = (stats(cam).frames_decoded - n0) as f64 / t0.elapsed().as_secs_f64();
+    // Never faster than 30 (one picture's slack at the window's ends); slower only on a starved machine.
+    assert!((24.0..=31.5).contains(&fps), "a looped 30 fps clip played {fps:.1} fps");
+    close(cam, 2000).unwrap();
+}
+
 /// A host that reconnects an ended file and asks for a frame at once must get the new
 /// connection's frame, not the old end of file (the GPU run of the decoder-reuse test hit this).
 #[test]

@@ -63,7 +63,9 @@ fn note_decoder(sh: &Shared, kind: crate::decode::DecoderKind) {
 /// (forward by more than 2 s, or backward) and whenever a picture comes out later than
 /// `pace_reanchor_late_ms` after its due time (a stall, a slow decoder, a starved CPU): the
 /// camera then goes on at its own rate from where it is, instead of playing faster until it has
-/// caught up with a clock that ran on without it.
+/// caught up with a clock that ran on without it. After a jump (a looped file's rewind) the
+/// picture is due one frame step after the last one was, as a live camera's next would be:
+/// anchored at once, a 48-picture loop at 30 fps played 30.6 fps.
 #[derive(Default)]
 struct Pacer {
     clock: Option<(Instant, i64)>,
@@ -72,27 +74,46 @@ struct Pacer {
     late: Duration,
     /// The last picture's timestamp: one at or before it is a jump (a rewound file), not lateness.
     last_pts: Option<i64>,
+    /// When the last picture was due.
+    last_due: Option<Instant>,
+    /// The last step between two timestamps going forward (µs, up to a second).
+    step: Option<i64>,
 }
 
 impl Pacer {
+    /// One step after the last picture was due, where that is ahead of `now` by a second at most;
+    /// else `now`.
+    fn after_last(&self, now: Instant) -> Instant {
+        let next = self.last_due.zip(self.step).map(|(d, s)| d + Duration::from_micros(s as u64));
+        next.filter(|&t| t > now && t <= now + Duration::from_secs(1)).unwrap_or(now)
+    }
+
     /// How long to wait at `now` before the picture at `pts_us` is due.
     fn delay(&mut self, now: Instant, pts_us: i64) -> Option<Duration> {
         if pts_us == i64::MIN {
             return None;
         }
-        let (t0, p0) = *self.clock.get_or_insert((now, pts_us));
+        if self.clock.is_none() {
+            self.clock = Some((self.after_last(now), pts_us));
+        }
+        let (t0, p0) = self.clock.unwrap_or((now, pts_us));
         let late_ok = Duration::from_millis(DEFAULTS.pace_reanchor_late_ms as u64);
         let ahead = pts_us - p0;
-        let due = t0 + Duration::from_micros(ahead.max(0) as u64);
+        let mut due = t0 + Duration::from_micros(ahead.max(0) as u64);
         // A timestamp jump (a rewound file, a gap in the stream) is not lateness.
-        let back = self.last_pts.replace(pts_us).is_some_and(|l| pts_us <= l);
+        let last = self.last_pts.replace(pts_us);
+        let back = last.is_some_and(|l| pts_us <= l);
+        if let Some(l) = last.filter(|&l| pts_us > l && pts_us - l <= 1_000_000) {
+            self.step = Some(pts_us - l);
+        }
         let jump = back || ahead < 0 || due > now + Duration::from_secs(2);
         self.late = if jump { Duration::ZERO } else { now.saturating_duration_since(due) };
         if jump || self.late > late_ok {
-            self.clock = Some((now, pts_us));
+            due = if jump { self.after_last(now) } else { now };
+            self.clock = Some((due, pts_us));
             self.reanchors += 1;
-            return None;
         }
+        self.last_due = Some(due);
         (due > now + Duration::from_millis(1)).then(|| due - now)
     }
 
@@ -174,7 +195,7 @@ impl<'a> Session<'a> {
         }
         timing::since(Stage::Open, t_open);
         let t_select = Instant::now();
-        let Chosen { decoder: dec, pools } = select::decoder_for(o, &input.stream(), &sh.backend, low_latency)?;
+        let Chosen { decoder: dec, pools } = select::decoder_for(o, &input.stream(), &sh.backend, low_latency, &|| sh.irq.stopping())?;
         timing::since(Stage::Select, t_select);
         note_codec(sh, &input);
         sh.recorder.session_start(&input.stream());
@@ -409,7 +430,7 @@ impl<'a> Session<'a> {
         if !self.dec.reset() {
             // The old decoder goes first: it may park its NVDEC decoder for the new one.
             drop(self.dec);
-            self.dec = select::decoder_for(&sh.opts, &self.input.stream(), &sh.backend, self.low_latency)?.decoder;
+            self.dec = select::decoder_for(&sh.opts, &self.input.stream(), &sh.backend, self.low_latency, &|| sh.irq.stopping())?.decoder;
         }
         self.pacer.clock = None;
         self.arrivals.clear();
@@ -436,8 +457,10 @@ mod tests {
         let d = p.delay(t1 + Duration::from_millis(1), 100_000).unwrap();
         assert!((Duration::from_millis(32)..=Duration::from_millis(33)).contains(&d), "{d:?}");
         // Timestamps going backward (a rewound file) re-anchor too, and are not lateness, even
-        // back to the anchor's own timestamp.
-        assert_eq!(p.delay(t1 + Duration::from_millis(40), 66_667), None);
+        // back to the anchor's own timestamp; the picture is due one step (33.3 ms) after the
+        // last one was (at t1 + 34 ms), not at once (a looped 30 fps clip played faster).
+        let d = p.delay(t1 + Duration::from_millis(40), 66_667).unwrap();
+        assert!((Duration::from_millis(26)..=Duration::from_millis(28)).contains(&d), "{d:?}");
         assert_eq!((p.reanchors, p.late), (2, Duration::ZERO));
         assert!(p.delay(t1 + Duration::from_millis(41), 100_000).is_some());
         assert_eq!(p.delay(t1 + Duration::from_millis(2000), 66_667), None);
