@@ -258,7 +258,12 @@ impl HwDecoder {
             codec,
             hw_dev: Some(hw_dev),
             inits_seen: 0,
-            _ticket: ticket,
+            _ticket: {
+                // FFmpeg makes its NVDEC session at the first packet: counted as made now.
+                let mut t = ticket;
+                t.made();
+                t
+            },
         })
     }
 

@@ -107,15 +107,22 @@ pub(crate) struct Chosen {
 }
 
 /// The decoder for a new connection to `stream`, by the camera's options.
-/// `low_latency` is the camera's resolved latency mode (see `LatencyMode::is_low`).
-pub(crate) fn decoder_for(opts: &Options, stream: &ff::format::stream::Stream<'_>, backend: &CameraBackend, low_latency: bool) -> Result<Chosen> {
+/// `low_latency` is the camera's resolved latency mode (see `LatencyMode::is_low`); `stop()`:
+/// the camera is closing (ends a wait for the engines, `gpu::load`).
+pub(crate) fn decoder_for(
+    opts: &Options,
+    stream: &ff::format::stream::Stream<'_>,
+    backend: &CameraBackend,
+    low_latency: bool,
+    stop: &dyn Fn() -> bool,
+) -> Result<Chosen> {
     let software = || -> Result<Chosen> {
         Ok(Chosen { decoder: Box::new(SoftwareDecoder::new(stream, decode_opts(opts, low_latency))?), pools: Pools::Host })
     };
     let (device, placed) = match opts.placement {
         Placement::Cpu => return software(),
         Placement::Gpu(d) => (d, Ok(None)),
-        Placement::AnyGpu => match place(backend, stream, demand_of(stream)) {
+        Placement::AnyGpu => match place(backend, stream, demand_of(stream), stop) {
             Ok((d, t)) => (d, Ok(t)),
             Err(e) => (-1, Err(e)),
         },
@@ -133,7 +140,7 @@ pub(crate) fn decoder_for(opts: &Options, stream: &ff::format::stream::Stream<'_
             return software();
         }
     };
-    let decoder = gpu_decoder(&cam, opts, stream, low_latency, backend, pre)?;
+    let decoder = gpu_decoder(&cam, opts, stream, low_latency, backend, pre, stop)?;
     Ok(Chosen { decoder, pools: Pools::Device(cam) })
 }
 
@@ -141,7 +148,7 @@ pub(crate) fn decoder_for(opts: &Options, stream: &ff::format::stream::Stream<'_
 /// when the GPU had one. The same stream as last time stays on its GPU (a streaming camera never
 /// moves); a new or changed stream goes where the engines have the most room for `demand`, then
 /// the most decode sessions are left (`gpu::placement`).
-fn place(backend: &CameraBackend, stream: &ff::format::stream::Stream<'_>, demand: Demand) -> Result<(i32, Option<HwTicket>)> {
+fn place(backend: &CameraBackend, stream: &ff::format::stream::Stream<'_>, demand: Demand, stop: &dyn Fn() -> bool) -> Result<(i32, Option<HwTicket>)> {
     let p = stream.parameters();
     // SAFETY: `p` wraps the stream's valid codec parameters.
     let key = unsafe { ((*p.as_ptr()).codec_id as i32, (*p.as_ptr()).width as u32, (*p.as_ptr()).height as u32) };
@@ -150,7 +157,7 @@ fn place(backend: &CameraBackend, stream: &ff::format::stream::Stream<'_>, deman
     if let (Some(d), true) = (current, *last == Some(key)) {
         return Ok((d, None));
     }
-    let (d, t) = gpu::placement::place(demand)?;
+    let (d, t) = gpu::placement::place(demand, stop)?;
     *last = Some(key);
     if current.is_some_and(|c| c != d) {
         log::info!("camera's stream changed: placed on GPU {d} (was GPU {})", current.unwrap_or(-1));
@@ -193,6 +200,7 @@ fn gpu_decoder(
     low_latency: bool,
     backend: &CameraBackend,
     pre: Option<HwTicket>,
+    stop: &dyn Fn() -> bool,
 ) -> Result<Box<dyn Decoder>> {
     let slot = &backend.nvdec;
     // The last connection's NVDEC decoder, moved out of the camera's slot: a new direct-NVDEC
@@ -210,7 +218,7 @@ fn gpu_decoder(
             let engine = crate::decode::nvjpeg::supports(dev, &s.params)?;
             fixed(Hw::Nvjpeg(NvjpegDecoder::new(cam, engine, &s.params, s.time_base)?))
         }
-        DecoderPolicy::Auto => auto(cam, s, reuse, backend),
+        DecoderPolicy::Auto => auto(cam, s, reuse, backend, stop),
         DecoderPolicy::Nvdec => {
             let t = reuse.ticket(dev, s.demand, Load::Required).map_err(|f| f.error(cam.ordinal()))?;
             fixed(Hw::Nvdec(NvDecoder::new(cam, &s.params, s.time_base, t, s.o, reuse)?))
@@ -226,7 +234,7 @@ fn gpu_decoder(
 /// AUTO on a GPU: nvJPEG for MJPEG where it takes the stream, then direct NVDEC where it takes
 /// the stream, then FFmpeg's CUDA hwaccel, within the per-device session cap and the GPU's
 /// decode sessions, else software plus upload.
-fn auto(cam: &Arc<CamGpu>, s: Stream, mut reuse: crate::decode::nvdec::Reuse, backend: &CameraBackend) -> Result<Box<dyn Decoder>> {
+fn auto(cam: &Arc<CamGpu>, s: Stream, mut reuse: crate::decode::nvdec::Reuse, backend: &CameraBackend, stop: &dyn Fn() -> bool) -> Result<Box<dyn Decoder>> {
     let dev = &cam.stream.dev;
     let slot = &backend.nvdec;
     let hw = |hw: Hw, s: Stream| -> Result<Box<dyn Decoder>> {
@@ -241,7 +249,7 @@ fn auto(cam: &Arc<CamGpu>, s: Stream, mut reuse: crate::decode::nvdec::Reuse, ba
         }
     }
     let mut why = Vec::new();
-    match reuse.ticket(dev, s.demand, Load::Checked) {
+    match reuse.ticket(dev, s.demand, Load::Patient(stop)) {
         // Exhausted sessions: FFmpeg's hwaccel would need one too.
         Err(full) => why.push(full.why()),
         Ok(t) => {
@@ -257,7 +265,7 @@ fn auto(cam: &Arc<CamGpu>, s: Stream, mut reuse: crate::decode::nvdec::Reuse, ba
                     log::info!("GPU {}: direct NVDEC not used ({}); trying FFmpeg's CUDA hwaccel", dev.ordinal, w.msg);
                 }
             }
-            match HwTicket::take(dev, s.demand, Load::Checked).map(|t| HwDecoder::new(cam, &s.params, s.time_base, t, s.o)) {
+            match HwTicket::take(dev, s.demand, Load::Patient(stop)).map(|t| HwDecoder::new(cam, &s.params, s.time_base, t, s.o)) {
                 Ok(Ok(h)) => return hw(Hw::Ffmpeg(h), s),
                 Ok(Err(e)) => why.push(format!("FFmpeg CUDA hwaccel: {}", e.msg)),
                 Err(full) => why.push(full.why()),

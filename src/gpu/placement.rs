@@ -17,7 +17,7 @@
 //! together spread evenly rather than all seeing the same counts.
 
 use super::load::{self, Demand};
-use super::sessions::{self, HwTicket, Load};
+use super::sessions::{self, HwTicket};
 use super::stats;
 use crate::status::*;
 use parking_lot::Mutex;
@@ -67,8 +67,27 @@ static PLACING: Mutex<()> = Mutex::new(());
 /// The GPU for a camera's new connection asking `demand` of the engines, with a decode-session
 /// ticket there where one is left and the engines can take it (None: every GPU is full, and the
 /// camera decodes in software + upload on the one with the fewest uploads). An error where there
-/// is no usable GPU.
-pub(crate) fn place(demand: Demand) -> Result<(i32, Option<HwTicket>)> {
+/// is no usable GPU. While a GPU is letting in a burst of cameras (`load.rs`) and none takes this
+/// one at once, it asks again shortly, outside the lock, as long as `stop()` allows and within
+/// the engines' patience.
+pub(crate) fn place(demand: Demand, stop: &dyn Fn() -> bool) -> Result<(i32, Option<HwTicket>)> {
+    let t0 = std::time::Instant::now();
+    loop {
+        let patient = t0.elapsed() < load::PATIENCE && !stop();
+        match place_once(demand, patient)? {
+            Placed::Now(d, t) => return Ok((d, t)),
+            Placed::Later => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+}
+
+enum Placed {
+    Now(i32, Option<HwTicket>),
+    /// A GPU would take the camera once its load shows the cameras it is letting in.
+    Later,
+}
+
+fn place_once(demand: Demand, patient: bool) -> Result<Placed> {
     let n = super::probe()?;
     if n <= 0 {
         return Err(Error::new(ErrorKind::NoDevice, "no GPU"));
@@ -87,18 +106,26 @@ pub(crate) fn place(demand: Demand) -> Result<(i32, Option<HwTicket>)> {
     let order = rank(&table, sessions::cap(), load::limit_pct());
     let mut last_err = None;
     let mut usable = Vec::new();
+    let mut later = false;
     for &d in &order {
         match super::device(d) {
-            Ok(dev) => match HwTicket::take(&dev, demand, Load::Checked) {
-                Ok(t) => return Ok((d, Some(t))),
-                Err(_) => usable.push(d),
+            // One attempt each: the wait is in `place`, without the lock, and asks every GPU again.
+            Ok(dev) => match HwTicket::try_take(&dev, demand, true, patient) {
+                Ok(t) => return Ok(Placed::Now(d, Some(t))),
+                Err(f) => {
+                    later |= f == sessions::Full::Ramping;
+                    usable.push(d)
+                }
             },
             Err(e) => last_err = Some(e),
         }
     }
+    if later && patient {
+        return Ok(Placed::Later);
+    }
     // Every GPU is full: software + upload where the fewest cameras upload already.
     match table.iter().filter(|s| usable.contains(&s.ordinal)).min_by_key(|s| (s.uploads, s.ordinal)) {
-        Some(s) => Ok((s.ordinal, None)),
+        Some(s) => Ok(Placed::Now(s.ordinal, None)),
         None => Err(last_err.unwrap_or_else(|| Error::new(ErrorKind::NoDevice, "no usable GPU"))),
     }
 }

@@ -112,6 +112,9 @@ pub(crate) enum Full {
     Exhausted(u32),
     /// The engines would be asked for this share of their learned capacity, percent.
     Busy(u32),
+    /// Decoders are being made on this GPU and its engines' load does not show them yet: a
+    /// camera that cannot wait goes elsewhere (`load.rs`).
+    Ramping,
 }
 
 impl Full {
@@ -125,6 +128,7 @@ impl Full {
                 "NVDEC engines full (this camera would take them to {p} % of the capacity measured, past the limit of {} %)",
                 load::limit_pct()
             ),
+            Full::Ramping => "NVDEC engines' load still settling after new decoders".to_string(),
         }
     }
 
@@ -134,7 +138,7 @@ impl Full {
     pub(crate) fn error(self, device: i32) -> Error {
         match self {
             Full::Cap(n) => Error::new(ErrorKind::NoDevice, format!("GPU {device}: all {n} hardware decoder(s) allowed per device are in use")),
-            Full::Exhausted(_) | Full::Busy(_) => Error::new(ErrorKind::OutOfMemory, format!("GPU {device}: NVDEC {}", self.why())),
+            Full::Exhausted(_) | Full::Busy(_) | Full::Ramping => Error::new(ErrorKind::OutOfMemory, format!("GPU {device}: NVDEC {}", self.why())),
         }
     }
 }
@@ -156,27 +160,63 @@ pub(crate) fn admits(held: u32, cap: u32, limit: Option<u32>, retry_due: bool) -
 pub(crate) struct HwTicket {
     dev: Arc<Device>,
     demand: Demand,
+    /// Its decoder is not made yet: when it was taken (`load.rs`' pending tickets).
+    pending: Option<u64>,
 }
 
 /// Whether a ticket's demand is checked against the engines' capacity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Load {
-    /// AUTO: refused where the engines are full (the camera goes elsewhere).
+#[derive(Clone, Copy)]
+pub(crate) enum Load<'a> {
+    /// AUTO at run time (a fall-back): refused where the engines are full or still ramping (the
+    /// camera goes elsewhere at once).
     Checked,
+    /// AUTO choosing a new connection's decoder: may wait, up to `load::PATIENCE`, while a
+    /// burst of cameras is let in, unless `stop()` says the camera is closing.
+    Patient(&'a dyn Fn() -> bool),
     /// The host asked for hardware: taken whatever the load.
     Required,
 }
 
+/// How often a patient camera asks again.
+const ASK_EVERY: Duration = Duration::from_millis(50);
+
 impl HwTicket {
     /// A session for a camera asking `demand` of the engines.
-    pub(crate) fn take(dev: &Arc<Device>, demand: Demand, load: Load) -> std::result::Result<HwTicket, Full> {
+    pub(crate) fn take(dev: &Arc<Device>, demand: Demand, load: Load<'_>) -> std::result::Result<HwTicket, Full> {
+        let t0 = Instant::now();
+        loop {
+            let patient = match load {
+                Load::Patient(stop) => t0.elapsed() < load::PATIENCE && !stop(),
+                _ => false,
+            };
+            match Self::try_take(dev, demand, !matches!(load, Load::Required), patient) {
+                Err(Full::Ramping) if patient => std::thread::sleep(ASK_EVERY),
+                r => return r,
+            }
+        }
+    }
+
+    /// One attempt at [`HwTicket::take`], the engines' load checked or not; with `patient` a GPU
+    /// letting a burst in answers [`Full::Ramping`] where it would otherwise refuse or pace.
+    pub(crate) fn try_take(dev: &Arc<Device>, demand: Demand, check: bool, patient: bool) -> std::result::Result<HwTicket, Full> {
         let mut t = Self::session(dev)?;
-        match load::take(dev.ordinal, demand, load == Load::Checked) {
-            Ok(()) => {
+        match load::take(dev.ordinal, demand, check, patient) {
+            Ok(pending) => {
                 t.demand = demand;
+                t.pending = pending;
                 Ok(t)
             }
-            Err(pct) => Err(Full::Busy(pct)), // `t` (no demand yet) gives its session back
+            // `t` (no demand yet) gives its session back.
+            Err(load::NotTaken::Busy(pct)) => Err(Full::Busy(pct)),
+            Err(load::NotTaken::Later) => Err(Full::Ramping),
+        }
+    }
+
+    /// The ticket's decoder is made: it no longer holds a burst's admissions back, and the
+    /// engines' load is taken as ramping for a while (`load.rs`).
+    pub(crate) fn made(&mut self) {
+        if let Some(at) = self.pending.take() {
+            load::settled(self.dev.ordinal, at, true);
         }
     }
 
@@ -202,7 +242,7 @@ impl HwTicket {
                     dev.hw_sessions.fetch_sub(1, Ordering::AcqRel);
                     return Err(Full::Exhausted(limit.unwrap_or(0)));
                 }
-                Ok(HwTicket { dev: dev.clone(), demand: Demand(0) })
+                Ok(HwTicket { dev: dev.clone(), demand: Demand(0), pending: None })
             }
             Err(_) => {
                 let w = why.unwrap_or(Full::Cap(cap));
@@ -217,6 +257,9 @@ impl HwTicket {
 
 impl Drop for HwTicket {
     fn drop(&mut self) {
+        if let Some(at) = self.pending.take() {
+            load::settled(self.dev.ordinal, at, false);
+        }
         load::give_back(self.dev.ordinal, self.demand);
         self.dev.hw_sessions.fetch_sub(1, Ordering::AcqRel);
     }

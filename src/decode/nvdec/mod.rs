@@ -371,6 +371,13 @@ impl Decoder for NvDecoder {
 
     fn send_packet(&mut self, pkt: &ff::Packet) -> Result<Outcome> {
         let r = self.send(pkt);
+        if self.st.decoder.is_some() {
+            // The session's decoder exists (made at the first sequence header, or adopted): the
+            // camera no longer holds a burst's admissions back (`gpu::load`).
+            if let Some(t) = self.ticket.as_mut() {
+                t.made();
+            }
+        }
         self.timing.maybe_flush();
         match r {
             Ok(()) => Ok(Outcome::Clean),
