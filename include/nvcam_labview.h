@@ -1057,7 +1057,7 @@ typedef struct {
    * What nvcam's hardware cameras ask of the GPU's NVDEC engines (coded size at frame rate),
    * percent of the engines' capacity as learned from their measured load (the busiest device
    * for -1); `0xFFFFFFFF` until learned (the engines under 40 % busy, or no NVML). AUTO cameras
-   * that would take it past `NVCAM_DECODE_LOAD_LIMIT` (96 %) go to another GPU or to software +
+   * that would take it past `NVCAM_DECODE_LOAD_LIMIT` (95 %) go to another GPU or to software +
    * upload (`docs/gpu.md`).
    */
   unsigned int decoder_demand;

@@ -33,7 +33,7 @@ pub(crate) enum Switch {
     /// (`gpu::nvjpeg::api`, once).
     NvjpegLibrary,
     /// `NVCAM_DECODE_LOAD_LIMIT=pct`: how much of a GPU's learned NVDEC capacity AUTO cameras
-    /// may ask for before the next goes elsewhere (default 96; 0: no check) (`gpu::load`, at each camera's admission).
+    /// may ask for before the next goes elsewhere (default 95; 0: no check) (`gpu::load`, at each camera's admission).
     DecodeLoadLimit,
     /// `CUDA_PATH`: the CUDA toolkit's folder, one of the places nvJPEG is looked for
     /// (`gpu::nvjpeg::api`, once).

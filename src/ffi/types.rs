@@ -303,7 +303,7 @@ pub struct nvcam_gpu_stats {
     /// What nvcam's hardware cameras ask of the GPU's NVDEC engines (coded size at frame rate),
     /// percent of the engines' capacity as learned from their measured load (the busiest device
     /// for -1); `0xFFFFFFFF` until learned (the engines under 40 % busy, or no NVML). AUTO cameras
-    /// that would take it past `NVCAM_DECODE_LOAD_LIMIT` (96 %) go to another GPU or to software +
+    /// that would take it past `NVCAM_DECODE_LOAD_LIMIT` (95 %) go to another GPU or to software +
     /// upload (`docs/gpu.md`).
     pub decoder_demand: u32,
     /// AUTO cameras not given a hardware decoder because the engines were full by that measure.
