@@ -288,12 +288,13 @@ fn main() {
         assert_eq!(nvcam_init(std::ptr::null()), NVCAM_OK, "{}", last_error());
     }
     println!(
-        "churn_bench: clip {clip}; {n_steady} steady + {n_churn} churned cameras; {} CPU cores; latency {}; env NVCAM_NVDEC_CTXLOCK={:?} NVCAM_NVDEC_REUSE={:?} NVCAM_HW_LOOP_FLUSH={:?}",
+        "churn_bench: clip {clip}; {n_steady} steady + {n_churn} churned cameras; {} CPU cores; latency {}; env NVCAM_NVDEC_CTXLOCK={:?} NVCAM_NVDEC_REUSE={:?} NVCAM_HW_LOOP_FLUSH={:?} NVCAM_CTX_SCHED={:?}",
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
         arg(&args, "--latency", "auto"),
         std::env::var("NVCAM_NVDEC_CTXLOCK").ok(),
         std::env::var("NVCAM_NVDEC_REUSE").ok(),
-        std::env::var("NVCAM_HW_LOOP_FLUSH").ok()
+        std::env::var("NVCAM_HW_LOOP_FLUSH").ok(),
+        std::env::var("NVCAM_CTX_SCHED").ok()
     );
     for backend in arg(&args, "--backends", "nvdec,ffmpeg-hw").split(',') {
         let (device, decoder) = match backend {

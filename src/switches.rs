@@ -35,6 +35,10 @@ pub(crate) enum Switch {
     /// `NVCAM_DECODE_LOAD_LIMIT=pct`: how much of a GPU's learned NVDEC capacity AUTO cameras
     /// may ask for before the next goes elsewhere (default 95; 0: no check) (`gpu::load`, at each camera's admission).
     DecodeLoadLimit,
+    /// `NVCAM_CTX_SCHED=blocking|yield|spin|auto`: the scheduling set on a GPU's primary context
+    /// where nvcam is first to activate it, instead of blocking-sync, for measurements (where
+    /// the driver's event thread's time goes; `gpu::context`, once per device).
+    CtxSched,
     /// `CUDA_PATH`: the CUDA toolkit's folder, one of the places nvJPEG is looked for
     /// (`gpu::nvjpeg::api`, once).
     CudaPath,
@@ -53,6 +57,7 @@ impl Switch {
         Switch::HwLoopFlush,
         Switch::NvjpegLibrary,
         Switch::DecodeLoadLimit,
+        Switch::CtxSched,
         Switch::CudaPath,
     ];
 
@@ -68,6 +73,7 @@ impl Switch {
             Switch::HwLoopFlush => "NVCAM_HW_LOOP_FLUSH",
             Switch::NvjpegLibrary => "NVCAM_NVJPEG_LIBRARY",
             Switch::DecodeLoadLimit => "NVCAM_DECODE_LOAD_LIMIT",
+            Switch::CtxSched => "NVCAM_CTX_SCHED",
             Switch::CudaPath => "CUDA_PATH",
         }
     }

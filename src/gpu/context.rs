@@ -61,11 +61,16 @@ impl Device {
         // `ordinal` was checked against the device count.
         let dev = driver::ctx::device_get(ordinal)?;
         let (flags, active) = driver::ctx::primary_ctx_state(dev)?;
-        let want = sys::CUctx_flags::CU_CTX_SCHED_BLOCKING_SYNC as u32;
+        let want = match crate::switches::Switch::CtxSched.var().as_deref() {
+            Ok("yield") => sys::CUctx_flags::CU_CTX_SCHED_YIELD,
+            Ok("spin") => sys::CUctx_flags::CU_CTX_SCHED_SPIN,
+            Ok("auto") => sys::CUctx_flags::CU_CTX_SCHED_AUTO,
+            _ => sys::CUctx_flags::CU_CTX_SCHED_BLOCKING_SYNC,
+        } as u32;
         let mask = sys::CUctx_flags::CU_CTX_SCHED_MASK as u32;
         if !active {
             driver::ctx::primary_ctx_set_flags(dev, want)?;
-            log::info!("GPU {ordinal}: primary context set to blocking-sync scheduling");
+            log::info!("GPU {ordinal}: primary context set to scheduling flags 0x{want:x} (4: blocking-sync)");
         } else if flags & mask != want {
             log::info!(
                 "GPU {ordinal}: primary context already active with flags 0x{flags:x} (the host's); keeping them (blocking-sync not set)"
