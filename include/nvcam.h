@@ -84,7 +84,7 @@
 
 /**
  * `device` of `nvcam_camera_options`: any GPU. Each new connection goes to the GPU whose NVDEC
- * engines (JPEG engines, for MJPEG) have the most room for its stream (its demand against the capacity learned from their
+ * engines have the most room for its stream (its demand against the capacity learned from their
  * measured load), then the most hardware decode sessions left (nvcam's own count against the
  * GPU's session limit where it was met), and a reconnect to the same stream stays there, so a streaming camera never moves; a
  * reconnect whose stream changed (codec or size) is placed afresh. `nvcam_frame_info_t.device`
@@ -1085,24 +1085,10 @@ typedef struct {
    */
   uint32_t decoder_demand;
   /**
-   * AUTO cameras not given a hardware decoder because the engines were full by that measure
-   * (the NVDEC engines, or the JPEG engines for an MJPEG camera: `jpeg_demand`).
+   * AUTO cameras not given a hardware decoder because the engines were full by that measure.
    */
   uint32_t load_refusals;
-  /**
-   * As `decoder_demand`, for the GPU's JPEG engines (NVJPG: A100, H100, H200), which decode
-   * MJPEG cameras on nvJPEG: what those cameras ask of them (decoded size at frame rate),
-   * percent of the capacity learned from their measured load; `0xFFFFFFFF` until learned (under
-   * 40 % busy, no JPEG engines, or no NVML). AUTO MJPEG cameras that would take it past
-   * `NVCAM_DECODE_LOAD_LIMIT` go to another GPU, else to direct NVDEC (its JPEG path does not
-   * use these engines), else to software + upload.
-   */
-  uint32_t jpeg_demand;
-  /**
-   * As `decoder_load`, for the JPEG engines (NVML's `nvmlDeviceGetJpgUtilization`, driver R535
-   * and later); `0xFFFFFFFF` where NVML or that call is not available.
-   */
-  uint32_t jpeg_load;
+  uint64_t reserved[1];
 } nvcam_gpu_stats_t;
 
 /**

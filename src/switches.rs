@@ -32,8 +32,8 @@ pub(crate) enum Switch {
     /// `NVCAM_NVJPEG_LIBRARY=path`: the nvJPEG library to load instead of searching for one
     /// (`gpu::nvjpeg::api`, once).
     NvjpegLibrary,
-    /// `NVCAM_DECODE_LOAD_LIMIT=pct`: how much of a GPU's learned NVDEC capacity (and of its JPEG
-    /// engines', for MJPEG cameras) AUTO cameras may ask for before the next goes elsewhere (default 95; 0: no check) (`gpu::load`, at each camera's admission).
+    /// `NVCAM_DECODE_LOAD_LIMIT=pct`: how much of a GPU's learned NVDEC capacity AUTO cameras
+    /// may ask for before the next goes elsewhere (default 95; 0: no check) (`gpu::load`, at each camera's admission).
     DecodeLoadLimit,
     /// `NVCAM_CTX_SCHED=blocking|yield|spin|auto`: the scheduling set on a GPU's primary context
     /// where nvcam is first to activate it, instead of blocking-sync, for measurements (where

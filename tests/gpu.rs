@@ -556,7 +556,6 @@ fn gpu_request_without_gpu_decodes_on_cpu() {
     assert_eq!(unsafe { nvcam_gpu_stats(-1, &mut g) }, NVCAM_OK);
     assert_eq!((g.device_count, g.contexts), (0, 0));
     assert_eq!((g.session_limit, g.sessions_exhausted, g.decoder_load), (0, 0, u32::MAX), "no GPU: no limit met, no load known");
-    assert_eq!((g.jpeg_demand, g.jpeg_load, g.load_refusals), (u32::MAX, u32::MAX, 0), "no GPU: no JPEG engines' load known");
     assert_eq!(unsafe { nvcam_gpu_stats(0, &mut g) }, NVCAM_E_NO_DEVICE);
     g.struct_size = 8;
     assert_eq!(unsafe { nvcam_gpu_stats(-1, &mut g) }, NVCAM_E_STRUCT_SIZE);

@@ -1,6 +1,6 @@
-//! A GPU's hardware decode sessions, its NVDEC engines or its JPEG engines running out, and cameras
-//! placed on "any GPU", on a machine with an NVIDIA GPU (through the GPU bundle; without one each
-//! test returns early with a note, and `REQUIRE_GPU=1` makes that a failure).
+//! A GPU's hardware decode sessions or its NVDEC engines running out, and cameras placed on "any
+//! GPU", on a machine with an NVIDIA GPU (through the GPU bundle; without one each test returns
+//! early with a note, and `REQUIRE_GPU=1` makes that a failure).
 //!
 //! The driver holds a fixed number of NVDEC decoders per GPU (288 on an H200 with driver
 //! 580.159.04), whichever process holds them. Past it the cameras used to end FAILED
@@ -220,97 +220,6 @@ fn cameras_past_the_engines_capacity_stream_in_software() {
         close(c, 10_000).unwrap();
     }
     println!("load: none FAILED; every camera decoded at 29 fps or more; frames equal FFmpeg's decode");
-}
-
-/// Takes `n` frames of `cam` and checks that each is within 1 level of one of `want`, the NV12 every
-/// decoder must make of the JPEG clip's pictures (JPEG IDCTs may round apart; a looped, paced
-/// camera skips pictures, so each is found among them); returns the camera's device.
-fn frames_near(cam: u64, want: &[Vec<u8>], n: usize, what: &str) -> i32 {
-    let near = |a: &[u8], b: &[u8]| a.len() == b.len() && a.iter().zip(b).all(|(&x, &y)| x.abs_diff(y) <= 1);
-    let mut device = -1;
-    for k in 0..n {
-        let f = get_frame(cam, 10_000).unwrap_or_else(|e| panic!("{what}: frame {k}: {e:?}"));
-        let i = info(f).unwrap();
-        assert_eq!(i.memory, NVCAM_MEMORY_DEVICE, "{what}: frame {k} is not in device memory");
-        device = i.device;
-        let px = pixels(f).unwrap();
-        assert!(want.iter().any(|w| near(&px, w)), "{what}: frame {k} (pts {} us) is within 1 level of none of the clip's pictures", i.pts_us);
-        release(f).unwrap();
-    }
-    device
-}
-
-/// AUTO MJPEG cameras past what the GPU's JPEG engines can decode on nvJPEG (their demand,
-/// decoded size at frame rate, against the capacity learned from NVML's JPEG engine load; the
-/// limit lowered to 50 % here so a few dozen cameras reach it) go to the next step of AUTO's
-/// order, direct NVDEC, whose JPEG path runs elsewhere (software + upload without libnvcuvid):
-/// none FAILED, frames within 1 level of FFmpeg's decode, and every camera keeps its rate.
-/// Nothing stopped more MJPEG cameras than the JPEG engines decode from going to nvJPEG, and then
-/// every MJPEG camera on the GPU slowed. nvJPEG is a toolkit library: where AUTO does not take it
-/// the test says so and stops, unless `NVCAM_REQUIRE_NVJPEG=1`.
-#[test]
-fn mjpeg_cameras_past_the_jpeg_engines_capacity_decode_elsewhere() {
-    if !need_gpu!() {
-        return;
-    }
-    let _limit = LoadLimit::set("50");
-    let _s = Session::with(config(0), NVCAM_LOG_WARN);
-    if !need_gpu!(gpu_stats(0).jpeg_load != u32::MAX, "NVML's JPEG engine load (nvmlDeviceGetJpgUtilization, driver R535 or later)") {
-        return;
-    }
-    let (w, h) = (1920, 1080);
-    let clip = clip("jpeg-yuvj420p-1920x1080.mkv", "1920x1080", 30, "mjpeg", &["-pix_fmt", "yuvj420p", "-q:v", "3", "-strict", "-1"]);
-    let url = clip.to_str().unwrap();
-    let want: Vec<Vec<u8>> = native_frames(&clip, "yuvj420p", w * h * 3 / 2).iter().map(|f| jpeg_box_nv12(f, "yuvj420p", w, h)).collect();
-    let elsewhere = if nvcam::diag::nvcuvid_available() { NVCAM_DECODER_NVDEC } else { NVCAM_DECODER_SOFTWARE };
-    let o = gpu_options(NVCAM_OPEN_LOOP, NVCAM_DECODER_AUTO);
-    let refusals0 = gpu_stats(0).load_refusals;
-    let mut cams = Vec::new();
-    while gpu_stats(0).load_refusals == refusals0 {
-        assert!(cams.len() < 250, "no camera refused for the JPEG engines' load after {} cameras: {:?}", cams.len(), gpu_stats(0));
-        let c = open(url, &o).unwrap_or_else(|e| panic!("camera {}: {e:?}", cams.len()));
-        assert!(streams(c), "camera {} is {:?}: {}", cams.len(), stats(c).state, cam_error(c));
-        if cams.is_empty() && stats(c).decoder != NVCAM_DECODER_NVJPEG {
-            assert!(!std::env::var("NVCAM_REQUIRE_NVJPEG").is_ok_and(|v| v == "1"), "NVCAM_REQUIRE_NVJPEG=1, but AUTO took decoder {}", stats(c).decoder);
-            println!("{}: AUTO did not take nvJPEG here (decoder {}): not run", test_name!(), stats(c).decoder);
-            close(c, 10_000).unwrap();
-            return;
-        }
-        cams.push(c);
-    }
-    let first_refused = cams.len() - 1;
-    for _ in 0..4 {
-        let c = open(url, &o).unwrap();
-        assert!(streams(c), "{}", cam_error(c));
-        cams.push(c);
-    }
-    let g = gpu_stats(0);
-    let kinds: Vec<u32> = cams.iter().map(|&c| stats(c).decoder).collect();
-    let nj = kinds.iter().filter(|&&k| k == NVCAM_DECODER_NVJPEG).count();
-    println!(
-        "jpeg load: the JPEG engines' demand reached {} % of the learned capacity at {nj} nvJPEG cameras (NVML busy {} %); {} cameras, {} elsewhere (decoder {elsewhere}); {g:?}",
-        g.jpeg_demand, g.jpeg_load, cams.len(), cams.len() - nj
-    );
-    assert!(kinds[..first_refused].iter().all(|&k| k == NVCAM_DECODER_NVJPEG), "cameras before the first refusal are on nvJPEG: {kinds:?}");
-    // The capacity is a measurement: one reading may let one more camera in near the limit.
-    let after = kinds[first_refused..].iter().filter(|&&k| k == elsewhere).count();
-    assert!(kinds[first_refused] == elsewhere && after >= 4, "the refused camera and the 4 after it decode on {elsewhere} (one may not): {kinds:?}");
-    assert!(g.load_refusals - refusals0 >= 4, "{g:?}");
-    assert!((40..=52).contains(&g.jpeg_demand), "the nvJPEG cameras ask about the limit (50 %) of the capacity: {g:?}");
-    // Every camera keeps its rate (30 fps; 29 allows for the pace's start and a loop).
-    let before: Vec<u64> = cams.iter().map(|&c| stats(c).frames_decoded).collect();
-    std::thread::sleep(Duration::from_secs(3));
-    for (k, &c) in cams.iter().enumerate() {
-        let fps = (stats(c).frames_decoded - before[k]) as f64 / 3.0;
-        assert!(fps >= 29.0, "camera {k} ({}) decoded {fps:.1} fps", kinds[k]);
-        assert_eq!(stats(c).state, NVCAM_STATE_STREAMING);
-    }
-    assert_eq!(frames_near(cams[0], &want, 10, "nvJPEG camera"), 0);
-    assert_eq!(frames_near(cams[first_refused], &want, 10, "refused camera"), 0);
-    for c in cams {
-        close(c, 10_000).unwrap();
-    }
-    println!("jpeg load: none FAILED; every camera decoded at 29 fps or more; frames within 1 level of FFmpeg's decode");
 }
 
 /// Cameras opened all at once, more than the engines can take under the limit: before, every

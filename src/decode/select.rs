@@ -13,9 +13,7 @@
 //!   too), and from then on cameras past that count go there without trying. For MJPEG, `Auto`
 //!   takes nvJPEG's hardware back end first where nvJPEG loads and the GPU has JPEG engines
 //!   (the Huffman decode on the engines, not the host; the pictures of all cameras decoded in
-//!   batches), else direct NVDEC, with one line saying why nvJPEG is not used; the same where the
-//!   GPU's JPEG engines cannot take the camera's demand (`crate::gpu::load`; direct NVDEC decodes
-//!   JPEG on other engines, its Huffman decode on the host). Under `Auto`, a hardware decoder that turns the stream down at its first
+//!   batches), else direct NVDEC, with one line saying why nvJPEG is not used. Under `Auto`, a hardware decoder that turns the stream down at its first
 //!   picture (10-bit, a size the engine refuses, no session left) is replaced by the next in that
 //!   order at run time ([`Fallback`]); nvJPEG gives way to direct NVDEC (a progressive JPEG, say).
 //!
@@ -33,9 +31,9 @@ use crate::decode::hwdec::HwDecoder;
 use crate::decode::nvdec::{DecoderSlot, NvDecoder};
 use crate::decode::nvjpeg::decoder::NvjpegDecoder;
 use crate::decode::upload::UploadDecoder;
-use crate::gpu::load::{Demand, Held, Kind};
+use crate::gpu::load::Demand;
 use crate::gpu::sessions::Load;
-use crate::gpu::{self, CamGpu, Full, HwTicket};
+use crate::gpu::{self, CamGpu, HwTicket};
 use crate::pool::{Geometry, Lease, Pool};
 use crate::status::*;
 use ffmpeg_next as ff;
@@ -187,19 +185,6 @@ struct Stream {
     demand: Demand,
 }
 
-impl Stream {
-    /// What a decoder on the video decoders asks of them: nothing for JPEG, whose direct-NVDEC
-    /// path is counted on neither kind of engine (`nvdec::parser`: its Huffman decode is the
-    /// host's, and the JPEG engines stay idle under it).
-    fn on_nvdec(&self) -> Demand {
-        if self.demand.1 == Kind::Jpeg {
-            Demand::default()
-        } else {
-            self.demand
-        }
-    }
-}
-
 fn decode_opts(opts: &Options, low_latency: bool) -> DecodeOpts {
     DecodeOpts { threads: opts.decode_threads, low_latency, eight_bit: opts.flags.eight_bit }
 }
@@ -231,17 +216,15 @@ fn gpu_decoder(
         DecoderPolicy::Software => upload(cam, &s),
         DecoderPolicy::Nvjpeg => {
             let engine = crate::decode::nvjpeg::supports(dev, &s.params)?;
-            // Asked for: taken whatever the JPEG engines' load.
-            let held = Held::take(dev.ordinal, s.demand, false).map_err(|_| Error::internal("an unchecked demand refused"))?;
-            fixed(Hw::Nvjpeg(NvjpegDecoder::new(cam, engine, &s.params, s.time_base, held)?))
+            fixed(Hw::Nvjpeg(NvjpegDecoder::new(cam, engine, &s.params, s.time_base)?))
         }
         DecoderPolicy::Auto => auto(cam, s, reuse, backend, stop),
         DecoderPolicy::Nvdec => {
-            let t = reuse.ticket(dev, s.on_nvdec(), Load::Required).map_err(|f| f.error(cam.ordinal()))?;
+            let t = reuse.ticket(dev, s.demand, Load::Required).map_err(|f| f.error(cam.ordinal()))?;
             fixed(Hw::Nvdec(NvDecoder::new(cam, &s.params, s.time_base, t, s.o, reuse)?))
         }
         DecoderPolicy::FfmpegHw => {
-            let t = reuse.ticket(dev, s.on_nvdec(), Load::Required).map_err(|f| f.error(cam.ordinal()))?;
+            let t = reuse.ticket(dev, s.demand, Load::Required).map_err(|f| f.error(cam.ordinal()))?;
             drop(reuse);
             fixed(Hw::Ffmpeg(HwDecoder::new(cam, &s.params, s.time_base, t, s.o)?))
         }
@@ -257,21 +240,16 @@ fn auto(cam: &Arc<CamGpu>, s: Stream, mut reuse: crate::decode::nvdec::Reuse, ba
     let hw = |hw: Hw, s: Stream| -> Result<Box<dyn Decoder>> {
         Ok(Box::new(Fallback { hw, cam: cam.clone(), next: Some(s), slot: slot.clone(), noted: backend.fell_back.clone() }))
     };
-    let mut why = Vec::new();
     if s.params.id() == ff::codec::Id::MJPEG {
         // Why nvJPEG is absent (no library, no engines) was logged once, where it was found.
-        match crate::decode::nvjpeg::supports(dev, &s.params).and_then(|e| nvjpeg(cam, e, &s, &reuse)) {
-            Ok(Ok(n)) => return hw(Hw::Nvjpeg(n), s),
-            // The JPEG engines are full: direct NVDEC decodes JPEG elsewhere (the next step).
-            Ok(Err(full)) => {
-                log::info!("GPU {}: nvJPEG not used ({}); trying direct NVDEC", dev.ordinal, full.why());
-                why.push(full.why());
-            }
+        match crate::decode::nvjpeg::supports(dev, &s.params).and_then(|e| NvjpegDecoder::new(cam, e, &s.params, s.time_base)) {
+            Ok(n) => return hw(Hw::Nvjpeg(n), s),
             Err(e) if e.kind == ErrorKind::Unsupported => log::debug!("GPU {}: {}", dev.ordinal, e.msg),
             Err(e) => log::warn!("GPU {}: nvJPEG: {}; trying direct NVDEC", dev.ordinal, e.msg),
         }
     }
-    match reuse.ticket(dev, s.on_nvdec(), Load::Patient(stop)) {
+    let mut why = Vec::new();
+    match reuse.ticket(dev, s.demand, Load::Patient(stop)) {
         // Exhausted sessions: FFmpeg's hwaccel would need one too.
         Err(full) => why.push(full.why()),
         Ok(t) => {
@@ -287,7 +265,7 @@ fn auto(cam: &Arc<CamGpu>, s: Stream, mut reuse: crate::decode::nvdec::Reuse, ba
                     log::info!("GPU {}: direct NVDEC not used ({}); trying FFmpeg's CUDA hwaccel", dev.ordinal, w.msg);
                 }
             }
-            match HwTicket::take(dev, s.on_nvdec(), Load::Patient(stop)).map(|t| HwDecoder::new(cam, &s.params, s.time_base, t, s.o)) {
+            match HwTicket::take(dev, s.demand, Load::Patient(stop)).map(|t| HwDecoder::new(cam, &s.params, s.time_base, t, s.o)) {
                 Ok(Ok(h)) => return hw(Hw::Ffmpeg(h), s),
                 Ok(Err(e)) => why.push(format!("FFmpeg CUDA hwaccel: {}", e.msg)),
                 Err(full) => why.push(full.why()),
@@ -296,17 +274,6 @@ fn auto(cam: &Arc<CamGpu>, s: Stream, mut reuse: crate::decode::nvdec::Reuse, ba
     }
     note_fallback(&backend.fell_back, dev.ordinal, &why.join("; "));
     upload(cam, &s)
-}
-
-/// An nvJPEG decoder for an AUTO camera where its JPEG engines can take the camera's demand
-/// (`Ok(Err)`: they cannot). A ticket the session has already with that demand (placement's, on
-/// any GPU) was admitted there: the demand is held again unchecked until the ticket goes, when
-/// `auto` returns, rather than judged against itself.
-fn nvjpeg(cam: &Arc<CamGpu>, engine: Arc<crate::decode::nvjpeg::Engine>, s: &Stream, reuse: &crate::decode::nvdec::Reuse) -> Result<std::result::Result<NvjpegDecoder, Full>> {
-    match Held::take(cam.ordinal(), s.demand, reuse.ticket_demand() != s.demand) {
-        Ok(held) => NvjpegDecoder::new(cam, engine, &s.params, s.time_base, held).map(Ok),
-        Err(pct) => Ok(Err(Full::Busy(Kind::Jpeg, pct))),
-    }
 }
 
 /// Counts a camera's fall-back to software + upload, and logs it: at warn the first time for the
@@ -357,7 +324,7 @@ impl Fallback {
         if from_nvjpeg {
             log::warn!("GPU {}: {}; trying direct NVDEC", dev.ordinal, why.msg);
             let mut reuse = self.slot.begin(&self.cam);
-            if let Ok(t) = reuse.ticket(&dev, s.on_nvdec(), Load::Checked) {
+            if let Ok(t) = reuse.ticket(&dev, s.demand, Load::Checked) {
                 let n = crate::decode::nvdec::supports(&dev, &s.params, s.o.eight_bit)
                     .and_then(|_| NvDecoder::new(&self.cam, &s.params, s.time_base, t, s.o, reuse));
                 match n {
@@ -370,7 +337,7 @@ impl Fallback {
             }
         } else if from_nvdec && !exhausted {
             log::warn!("GPU {}: direct NVDEC: {}; trying FFmpeg's CUDA hwaccel", dev.ordinal, why.msg);
-            match HwTicket::take(&dev, s.on_nvdec(), Load::Checked).map(|t| HwDecoder::new(&self.cam, &s.params, s.time_base, t, s.o)) {
+            match HwTicket::take(&dev, s.demand, Load::Checked).map(|t| HwDecoder::new(&self.cam, &s.params, s.time_base, t, s.o)) {
                 Ok(Ok(h)) => {
                     self.hw = Hw::Ffmpeg(h);
                     return Ok(());

@@ -30,7 +30,7 @@ pub(crate) const NVCAM_OPEN_ALL: u32 = 127;
 /// `device` of `nvcam_camera_options`: decode on the CPU into host memory.
 pub const NVCAM_DEVICE_CPU: i32 = -1;
 /// `device` of `nvcam_camera_options`: any GPU. Each new connection goes to the GPU whose NVDEC
-/// engines (JPEG engines, for MJPEG) have the most room for its stream (its demand against the capacity learned from their
+/// engines have the most room for its stream (its demand against the capacity learned from their
 /// measured load), then the most hardware decode sessions left (nvcam's own count against the
 /// GPU's session limit where it was met), and a reconnect to the same stream stays there, so a streaming camera never moves; a
 /// reconnect whose stream changed (codec or size) is placed afresh. `nvcam_frame_info_t.device`

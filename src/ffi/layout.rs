@@ -146,8 +146,7 @@ const _: () = {
     assert!(std::mem::offset_of!(nvcam_gpu_stats, sessions_exhausted) == 136);
     assert!(std::mem::offset_of!(nvcam_gpu_stats, decoder_demand) == 144);
     assert!(std::mem::offset_of!(nvcam_gpu_stats, load_refusals) == 148);
-    assert!(std::mem::offset_of!(nvcam_gpu_stats, jpeg_demand) == 152);
-    assert!(std::mem::offset_of!(nvcam_gpu_stats, jpeg_load) == 156);
+    assert!(std::mem::offset_of!(nvcam_gpu_stats, reserved) == 152);
     assert!(std::mem::size_of::<nvcam_gpu_stats>() == 160);
 };
 

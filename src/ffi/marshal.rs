@@ -340,8 +340,7 @@ pub(crate) fn gpu_stats(s: &GpuStats, struct_size: u32) -> nvcam_gpu_stats {
         sessions_exhausted: s.sessions_exhausted,
         decoder_demand: s.decoder_demand.unwrap_or(u32::MAX),
         load_refusals: s.load_refusals.min(u32::MAX as u64) as u32,
-        jpeg_demand: s.jpeg_demand.unwrap_or(u32::MAX),
-        jpeg_load: s.jpeg_load.unwrap_or(u32::MAX),
+        reserved: [0; 1],
     }
 }
 

@@ -306,19 +306,9 @@ pub struct nvcam_gpu_stats {
     /// that would take it past `NVCAM_DECODE_LOAD_LIMIT` (95 %) go to another GPU or to software +
     /// upload (`docs/gpu.md`).
     pub decoder_demand: u32,
-    /// AUTO cameras not given a hardware decoder because the engines were full by that measure
-    /// (the NVDEC engines, or the JPEG engines for an MJPEG camera: `jpeg_demand`).
+    /// AUTO cameras not given a hardware decoder because the engines were full by that measure.
     pub load_refusals: u32,
-    /// As `decoder_demand`, for the GPU's JPEG engines (NVJPG: A100, H100, H200), which decode
-    /// MJPEG cameras on nvJPEG: what those cameras ask of them (decoded size at frame rate),
-    /// percent of the capacity learned from their measured load; `0xFFFFFFFF` until learned (under
-    /// 40 % busy, no JPEG engines, or no NVML). AUTO MJPEG cameras that would take it past
-    /// `NVCAM_DECODE_LOAD_LIMIT` go to another GPU, else to direct NVDEC (its JPEG path does not
-    /// use these engines), else to software + upload.
-    pub jpeg_demand: u32,
-    /// As `decoder_load`, for the JPEG engines (NVML's `nvmlDeviceGetJpgUtilization`, driver R535
-    /// and later); `0xFFFFFFFF` where NVML or that call is not available.
-    pub jpeg_load: u32,
+    pub reserved: [u64; 1],
 }
 
 /// The log callback: called from any thread, never with nvcam's locks held; `message` is UTF-8

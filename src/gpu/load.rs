@@ -1,6 +1,5 @@
-//! A GPU's decode engines (NVDEC, and JPEG: [`Kind`]): what nvcam's hardware cameras ask of
-//! them, and what they can do, learned from their measured load. One implementation for both
-//! kinds; each GPU keeps one state per kind, and a camera's [`Demand`] names the kind it asks of.
+//! A GPU's NVDEC engines: what nvcam's hardware cameras ask of them, and what they can do,
+//! learned from their measured load.
 //!
 //! Sessions are not the engines' limit for most streams: an H200 holds 288 decoders, but its
 //! engines decode about 4,800 fps of a 1080p H.264 clip (160 cameras at 30 fps), and a camera
@@ -35,16 +34,8 @@
 //! camera's thread sleeps; it holds no lock, and its close ends the wait ([`Load::Patient`]).
 //! Bounded by [`PATIENCE`]: then it is judged on what is known (an unknown capacity refuses
 //! nothing). A streaming camera is never moved: judging cameras already let in against a
-//! capacity learned during a burst sent far too many to software, so it is not done.
-//!
-//! The JPEG engines (NVJPG, on A100, H100, H200) are counted the same way, apart: an MJPEG
-//! camera's demand is its luma macroblocks per second too (the engines' work grows with the
-//! pixels decoded; 4:2:2's extra chroma is not counted, the capacity learned from the mix the
-//! engines decoded absorbs it), submitted by nvJPEG per picture, and their busy share is NVML's
-//! `nvmlDeviceGetJpgUtilization` (driver R535 and later; without it nothing is learned or
-//! refused). Direct NVDEC's JPEG path is neither kind's: the JPEG engines stay idle under it
-//! (docs/BENCHMARKS.md), its Huffman decode is the host's. The same limit holds for both kinds;
-//! the pacing of a burst is NVDEC's (nvJPEG makes no decoder per camera one at a time).
+//! capacity learned during a burst sent far too many to software, so it is not done. JPEG on
+//! NVDEC runs on the JPEG engines and is not counted.
 //!
 //! [`Load::Patient`]: super::sessions::Load::Patient
 
@@ -56,39 +47,19 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Which of a GPU's engines a camera's pictures are decoded on.
+/// What one camera asks of the engines, in macroblocks (16 × 16 luma samples) per second.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// The video decoders (H.264, HEVC, ...).
-    #[default]
-    Nvdec,
-    /// The JPEG engines (nvJPEG's hardware back end).
-    Jpeg,
-}
-
-const KINDS: usize = 2;
-
-impl Kind {
-    /// The engines' name, for messages.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Kind::Nvdec => "NVDEC",
-            Kind::Jpeg => "JPEG",
-        }
-    }
-}
-
-/// What one camera asks of the engines, in macroblocks (16 × 16 luma samples) per second, and
-/// which engines it asks it of.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Demand(pub u64, pub Kind);
+pub(crate) struct Demand(pub u64);
 
 impl Demand {
     /// A stream of `width` × `height` at `fps` (a rate the probe did not find, or an absurd one,
-    /// counts as 30), of the JPEG engines for JPEG, else of NVDEC's.
+    /// counts as 30); none for JPEG, which the NVDEC engines do not decode.
     pub(crate) fn of(jpeg: bool, width: u32, height: u32, fps: f64) -> Demand {
+        if jpeg {
+            return Demand(0);
+        }
         let fps = if fps.is_finite() && (1.0..=240.0).contains(&fps) { fps } else { 30.0 };
-        Demand((macroblocks(width, height) as f64 * fps).round() as u64, if jpeg { Kind::Jpeg } else { Kind::Nvdec })
+        Demand((macroblocks(width, height) as f64 * fps).round() as u64)
     }
 }
 
@@ -139,7 +110,7 @@ pub(crate) fn limit_pct() -> u32 {
 struct Engines {
     /// The demand of the hardware decoders nvcam holds (their tickets).
     demand: AtomicU64,
-    /// Macroblocks submitted so far.
+    /// Macroblocks direct NVDEC submitted so far.
     decoded: AtomicU64,
     /// Learned macroblocks per second at 100 % busy; 0 until learned.
     capacity: AtomicU64,
@@ -166,12 +137,10 @@ const IDLE: Engines = Engines {
     made_ms: AtomicU64::new(0),
     learned_ms: AtomicU64::new(0),
 };
-#[allow(clippy::declare_interior_mutable_const)]
-const IDLE_GPU: [Engines; KINDS] = [IDLE; KINDS];
-static ENGINES: [[Engines; KINDS]; MAX_DEVICES] = [IDLE_GPU; MAX_DEVICES];
+static ENGINES: [Engines; MAX_DEVICES] = [IDLE; MAX_DEVICES];
 
-fn of(device: i32, kind: Kind) -> &'static Engines {
-    &ENGINES[(device.max(0) as usize).min(MAX_DEVICES - 1)][kind as usize]
+fn of(device: i32) -> &'static Engines {
+    &ENGINES[(device.max(0) as usize).min(MAX_DEVICES - 1)]
 }
 
 fn epoch() -> Instant {
@@ -179,15 +148,15 @@ fn epoch() -> Instant {
     *E.get_or_init(Instant::now)
 }
 
-/// A picture of `macroblocks` submitted to `device`'s engines of `kind` (direct NVDEC, nvJPEG;
-/// per picture); every [`EVERY_MS`] the one camera thread that wins the turn reads their load.
-pub(crate) fn submitted(device: i32, kind: Kind, macroblocks: u64) {
-    let e = of(device, kind);
+/// A picture of `macroblocks` submitted to `device`'s engines (direct NVDEC, per picture); every
+/// [`EVERY_MS`] the one camera thread that wins the turn reads the engines' load.
+pub(crate) fn submitted(device: i32, macroblocks: u64) {
+    let e = of(device);
     e.decoded.fetch_add(macroblocks, Ordering::Relaxed);
     let now = epoch().elapsed().as_millis() as u64;
     let next = e.next_ms.load(Ordering::Relaxed);
     if now >= next && e.next_ms.compare_exchange(next, now + EVERY_MS, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
-        learn(device, kind);
+        learn(device);
     }
 }
 
@@ -198,20 +167,16 @@ pub(crate) fn capacity_from(rate_mb_s: f64, busy_pct: u32) -> Option<u64> {
 
 /// Reads the engines' load now and learns their capacity from it where it can; the capacity
 /// known after (0: not yet).
-fn learn(device: i32, kind: Kind) -> u64 {
-    read(device, kind).0
+fn learn(device: i32) -> u64 {
+    read(device).0
 }
 
 /// [`learn`], and the busy share NVML reported (None without NVML).
-fn read(device: i32, kind: Kind) -> (u64, Option<u32>) {
-    let e = of(device, kind);
+fn read(device: i32) -> (u64, Option<u32>) {
+    let e = of(device);
     let now = Instant::now();
     let decoded = e.decoded.load(Ordering::Relaxed);
-    let over = match kind {
-        Kind::Nvdec => nvml::decoder_load_over(device),
-        Kind::Jpeg => nvml::jpeg_load_over(device),
-    };
-    let Some((busy, period)) = over else { return (e.capacity.load(Ordering::Relaxed), None) };
+    let Some((busy, period)) = nvml::decoder_load_over(device) else { return (e.capacity.load(Ordering::Relaxed), None) };
     let span = period.max(MIN_SPAN);
     let base = {
         let mut r = e.readings.lock();
@@ -289,7 +254,7 @@ pub(crate) enum NotTaken {
 /// `patient`: a camera that may still wait for a burst's load to show ([`judge`]). Ok: when it
 /// was taken, for [`settled`] (None: no demand, nothing pending).
 pub(crate) fn take(device: i32, d: Demand, check: bool, patient: bool) -> Result<Option<u64>, NotTaken> {
-    let e = of(device, d.1);
+    let e = of(device);
     let now_ms = epoch().elapsed().as_millis() as u64;
     let pend = |e: &Engines| {
         if d.0 != 0 {
@@ -301,7 +266,7 @@ pub(crate) fn take(device: i32, d: Demand, check: bool, patient: bool) -> Result
         e.demand.fetch_add(d.0, Ordering::Relaxed);
         return Ok(pend(e));
     }
-    let (cap, limit) = (learn(device, d.1), limit_pct());
+    let (cap, limit) = (learn(device), limit_pct());
     let settle = SETTLE.as_millis() as u64;
     let young = e.pending.lock().iter().filter(|&&t| now_ms.saturating_sub(t) < settle).count() as u32;
     let made = e.made_ms.load(Ordering::Relaxed);
@@ -323,8 +288,8 @@ pub(crate) fn take(device: i32, d: Demand, check: bool, patient: bool) -> Result
 
 /// The ticket [`take`] gave at `taken` (its `Ok`) no longer waits for its decoder: made
 /// (`made`), or given up.
-pub(crate) fn settled(device: i32, kind: Kind, taken: u64, made: bool) {
-    let e = of(device, kind);
+pub(crate) fn settled(device: i32, taken: u64, made: bool) {
+    let e = of(device);
     let mut p = e.pending.lock();
     if let Some(i) = p.iter().position(|&t| t == taken) {
         p.swap_remove(i);
@@ -336,49 +301,21 @@ pub(crate) fn settled(device: i32, kind: Kind, taken: u64, made: bool) {
 
 /// Gives back what [`take`] took.
 pub(crate) fn give_back(device: i32, d: Demand) {
-    let _ = of(device, d.1).demand.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| Some(now.saturating_sub(d.0)));
-}
-
-/// A camera's demand held on its GPU's engines without a decode session (an nvJPEG camera's),
-/// given back when dropped, as a [`super::HwTicket`] gives back its own.
-pub(crate) struct Held {
-    device: i32,
-    demand: Demand,
-}
-
-impl Held {
-    /// [`take`], held.
-    pub(crate) fn take(device: i32, d: Demand, check: bool) -> Result<Held, u32> {
-        // Nothing is made one at a time for it: not a pending ticket ([`settled`] at once).
-        let at = take(device, d, check, false).map_err(|e| match e {
-            NotTaken::Busy(pct) => pct,
-            NotTaken::Later => 0,
-        })?;
-        if let Some(at) = at {
-            settled(device, d.1, at, false);
-        }
-        Ok(Held { device, demand: d })
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        give_back(self.device, self.demand);
-    }
+    let _ = of(device).demand.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| Some(now.saturating_sub(d.0)));
 }
 
 /// `device`'s demand as a share of its learned capacity, percent, with `add` more (None: not
 /// learned yet).
 pub(crate) fn share_pct(device: i32, add: Demand) -> Option<u32> {
-    let e = of(device, add.1);
+    let e = of(device);
     let cap = e.capacity.load(Ordering::Relaxed);
     (cap > 0).then(|| ((e.demand.load(Ordering::Relaxed) + add.0) as u128 * 100 / cap as u128) as u32)
 }
 
-/// The busy share NVML reports for `device`'s engines of `kind` now, percent (None without
-/// NVML); the reading is also learned from, so a host polling the stats keeps the capacity fresh.
-pub(crate) fn busy_pct(device: i32, kind: Kind) -> Option<u32> {
-    read(device, kind).1
+/// The engines' busy share NVML reports for `device` now, percent (None without NVML); the
+/// reading is also learned from, so a host polling the stats keeps the capacity fresh.
+pub(crate) fn busy_pct(device: i32) -> Option<u32> {
+    read(device).1
 }
 
 #[cfg(test)]
@@ -397,38 +334,7 @@ mod tests {
         assert!((152..=160).contains(&fit), "{fit} cameras fit");
         assert!(fits(10 * cam, cam, 0, 99), "an unknown capacity refuses nothing");
         assert!(fits(1000 * cam, cam, cap, 0), "a limit of 0 is off");
-        assert!(fits(1000 * cam, 0, cap, 99), "nothing asked, nothing refused");
-    }
-
-    #[test]
-    fn an_mjpeg_camera_asks_the_jpeg_engines_for_its_picture_size() {
-        // The same unit as NVDEC's (luma macroblocks per second), of the other engines.
-        let cam = Demand::of(true, 1920, 1080, 30.0);
-        assert_eq!(cam, Demand(244_800, Kind::Jpeg));
-        assert_eq!(Demand::of(false, 1920, 1080, 30.0).1, Kind::Nvdec);
-        assert_eq!(Demand::of(true, 1280, 720, 0.0), Demand(3600 * 30, Kind::Jpeg), "no rate: 30 fps");
-        // A GPU whose JPEG engines decode 1,000 1080p pictures a second takes 31 such cameras at
-        // the default limit (0.95 × 1000 / 30), not 32.
-        let cap = 8160 * 1000;
-        let fit = (0..100).take_while(|&n| fits(n * cam.0, cam.0, cap, DEFAULT_LIMIT_PCT)).count();
-        assert_eq!(fit, 31);
-    }
-
-    #[test]
-    fn each_kind_of_engine_keeps_its_own_demand() {
-        // The last row is shared by ordinals past MAX_DEVICES - 1 and used by no test with a GPU.
-        let d = (MAX_DEVICES - 1) as i32;
-        let (nv, jp) = (of(d, Kind::Nvdec), of(d, Kind::Jpeg));
-        let (nv0, jp0) = (nv.demand.load(Ordering::Relaxed), jp.demand.load(Ordering::Relaxed));
-        let held = Held::take(d, Demand(1000, Kind::Jpeg), false).unwrap();
-        assert_eq!(jp.demand.load(Ordering::Relaxed), jp0 + 1000);
-        assert_eq!(nv.demand.load(Ordering::Relaxed), nv0, "a JPEG camera asks nothing of the NVDEC engines");
-        drop(held);
-        assert_eq!(jp.demand.load(Ordering::Relaxed), jp0, "given back when dropped");
-        let at = take(d, Demand(10, Kind::Jpeg), true, false).expect("an unknown capacity refuses nothing");
-        settled(d, Kind::Jpeg, at.unwrap_or(0), false);
-        give_back(d, Demand(10, Kind::Jpeg));
-        assert_eq!(jp.demand.load(Ordering::Relaxed), jp0);
+        assert!(fits(1000 * cam, 0, cap, 99), "a JPEG camera asks nothing of the NVDEC engines");
     }
 
     #[test]
@@ -459,5 +365,6 @@ mod tests {
         assert_eq!(capacity_from(1000.0, 98), None, "saturated: the share understates the work");
         assert_eq!(capacity_from(0.0, 80), None);
         assert_eq!(Demand::of(false, 1920, 1080, f64::NAN), Demand::of(false, 1920, 1080, 30.0), "no rate: 30 fps");
+        assert_eq!(Demand::of(true, 1920, 1080, 30.0), Demand(0));
     }
 }

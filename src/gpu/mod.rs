@@ -147,11 +147,8 @@ pub(crate) fn gpu_stats(device: i32) -> Result<GpuStats> {
     let ordinals = if device < 0 { 0..n } else { device..device + 1 };
     s.session_limit = ordinals.clone().filter_map(sessions::observed_limit).sum();
     // One NVML reading per device, also learned from (`load.rs`).
-    use load::{Demand, Kind};
-    s.decoder_load = ordinals.clone().filter_map(|d| load::busy_pct(d, Kind::Nvdec)).max();
-    s.decoder_demand = ordinals.clone().filter_map(|d| load::share_pct(d, Demand(0, Kind::Nvdec))).max();
-    s.jpeg_load = ordinals.clone().filter_map(|d| load::busy_pct(d, Kind::Jpeg)).max();
-    s.jpeg_demand = ordinals.filter_map(|d| load::share_pct(d, Demand(0, Kind::Jpeg))).max();
+    s.decoder_load = ordinals.clone().filter_map(load::busy_pct).max();
+    s.decoder_demand = ordinals.filter_map(|d| load::share_pct(d, load::Demand(0))).max();
     let devs: Vec<Arc<Device>> = if device < 0 { (0..n).filter_map(open_device).collect() } else { open_device(device).into_iter().collect() };
     s.contexts = devs.len() as u32;
     for d in devs {

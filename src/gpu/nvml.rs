@@ -1,12 +1,10 @@
-//! The NVDEC and JPEG engines' measured load, from NVML (`libnvidia-ml.so.1`, `nvml.dll` on
-//! Windows: the driver ships it), opened on first use like libnvcuvid, so nothing links against
-//! it and a machine without it only lacks the figure.
+//! The NVDEC engines' measured load, from NVML (`libnvidia-ml.so.1`, `nvml.dll` on Windows: the
+//! driver ships it), opened on first use like libnvcuvid, so nothing links against it and a
+//! machine without it only lacks the figure.
 //!
 //! `nvmlDeviceGetDecoderUtilization` is the share of time the GPU's decoders were busy over the
-//! driver's last sampling period (NVML says how long); `nvmlDeviceGetJpgUtilization` the same for
-//! the JPEG engines (NVML of driver R535 and later: where it is absent that figure is unknown, and
-//! nothing is refused for the JPEG engines' load). They are reported in `nvcam_gpu_stats`, and the
-//! engines' capacity is learned from them (`load.rs`); placement does not rank by the share itself:
+//! driver's last sampling period (NVML says how long). It is reported in `nvcam_gpu_stats`, and the
+//! engines' capacity is learned from it (`load.rs`); placement does not rank by the share itself:
 //! it lags a burst of opens by that period, and cameras opened together would all see the same
 //! idle GPU.
 
@@ -16,14 +14,10 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CString};
 use std::sync::OnceLock;
 
 type NvmlDevice = *mut c_void;
-/// `nvmlDeviceGet*Utilization(device, *utilization, *samplingPeriodUs)`.
-type Utilization = unsafe extern "C" fn(NvmlDevice, *mut c_uint, *mut c_uint) -> c_int;
 
 struct Nvml {
     by_pci: unsafe extern "C" fn(*const c_char, *mut NvmlDevice) -> c_int,
-    decoder_utilization: Utilization,
-    /// None: an NVML older than the call.
-    jpg_utilization: Option<Utilization>,
+    decoder_utilization: unsafe extern "C" fn(NvmlDevice, *mut c_uint, *mut c_uint) -> c_int,
     _lib: libloading::Library,
 }
 
@@ -47,16 +41,14 @@ fn try_open() -> Result<Nvml, String> {
     }
     let init = sym!("nvmlInit_v2", unsafe extern "C" fn() -> c_int);
     let by_pci = sym!("nvmlDeviceGetHandleByPciBusId_v2", unsafe extern "C" fn(*const c_char, *mut NvmlDevice) -> c_int);
-    let decoder_utilization = sym!("nvmlDeviceGetDecoderUtilization", Utilization);
-    // SAFETY: the type is NVML's prototype for this symbol (nvml.h).
-    let jpg_utilization = unsafe { lib.get::<Utilization>(b"nvmlDeviceGetJpgUtilization\0") }.ok().map(|f| *f);
+    let decoder_utilization = sym!("nvmlDeviceGetDecoderUtilization", unsafe extern "C" fn(NvmlDevice, *mut c_uint, *mut c_uint) -> c_int);
     // SAFETY: takes no arguments; initialized once for the process (never shut down: the
     // library stays loaded for its life).
     let r = unsafe { init() };
     if r != 0 {
         return Err(format!("nvmlInit_v2 returned {r}"));
     }
-    Ok(Nvml { by_pci, decoder_utilization, jpg_utilization, _lib: lib })
+    Ok(Nvml { by_pci, decoder_utilization, _lib: lib })
 }
 
 /// NVML's handle of each CUDA ordinal, found once by PCI address (NVML numbers devices its own way).
@@ -77,30 +69,13 @@ fn handle(nvml: &Nvml, ordinal: i32) -> Option<NvmlDevice> {
     Some(d)
 }
 
-fn nvml() -> Option<&'static Nvml> {
-    static NVML: OnceLock<Option<Nvml>> = OnceLock::new();
-    NVML.get_or_init(open).as_ref()
-}
-
-/// One utilization call for GPU `ordinal`: the share and the sampling period.
-fn load_over(nvml: &Nvml, call: Utilization, ordinal: i32) -> Option<(u32, std::time::Duration)> {
-    let d = handle(nvml, ordinal)?;
-    let (mut util, mut period) = (0 as c_uint, 0 as c_uint);
-    // SAFETY: a handle NVML gave us (valid for the process), and a call of NVML's own with its
-    // prototype; writes two integers.
-    (unsafe { call(d, &mut util, &mut period) } == 0).then_some((util, std::time::Duration::from_micros(period as u64)))
-}
-
 /// The decoders' busy share of GPU `ordinal` over the driver's last sampling period, percent, and
 /// that period; None without NVML (or where it does not know the device).
 pub(crate) fn decoder_load_over(ordinal: i32) -> Option<(u32, std::time::Duration)> {
-    let nvml = nvml()?;
-    load_over(nvml, nvml.decoder_utilization, ordinal)
-}
-
-/// The JPEG engines' busy share, as [`decoder_load_over`]; None also where NVML has no such call
-/// or fails it (a GPU without JPEG engines).
-pub(crate) fn jpeg_load_over(ordinal: i32) -> Option<(u32, std::time::Duration)> {
-    let nvml = nvml()?;
-    load_over(nvml, nvml.jpg_utilization?, ordinal)
+    static NVML: OnceLock<Option<Nvml>> = OnceLock::new();
+    let nvml = NVML.get_or_init(open).as_ref()?;
+    let d = handle(nvml, ordinal)?;
+    let (mut util, mut period) = (0 as c_uint, 0 as c_uint);
+    // SAFETY: a handle NVML gave us (valid for the process); writes two integers.
+    (unsafe { (nvml.decoder_utilization)(d, &mut util, &mut period) } == 0).then_some((util, std::time::Duration::from_micros(period as u64)))
 }

@@ -14,9 +14,8 @@
 //!
 //! Every hardware decoder holds one [`HwTicket`] for its life (a parked NVDEC decoder keeps its
 //! session's), so the tickets a device has out are the sessions nvcam holds or is about to make.
-//! A ticket also holds its camera's demand on the engines (`load.rs`; the JPEG engines' for a JPEG
-//! stream on direct NVDEC): an AUTO camera's ticket is refused where that demand would pass the
-//! limit of the engines' learned capacity.
+//! A ticket also holds its camera's demand on the engines (`load.rs`): an AUTO camera's ticket is
+//! refused where that demand would pass the limit of the engines' learned capacity.
 
 use super::context::Device;
 use super::load::{self, Demand};
@@ -111,8 +110,8 @@ pub(crate) enum Full {
     Cap(u32),
     /// The driver's sessions ran out at this many held by nvcam.
     Exhausted(u32),
-    /// The engines of this kind would be asked for this share of their learned capacity, percent.
-    Busy(load::Kind, u32),
+    /// The engines would be asked for this share of their learned capacity, percent.
+    Busy(u32),
     /// Decoders are being made on this GPU and its engines' load does not show them yet: a
     /// camera that cannot wait goes elsewhere (`load.rs`).
     Ramping,
@@ -125,9 +124,8 @@ impl Full {
             Full::Exhausted(n) => {
                 format!("decode sessions exhausted (the driver refused a new one while nvcam held {n}; its limit is per GPU, across all processes)")
             }
-            Full::Busy(k, p) => format!(
-                "{} engines full (this camera would take them to {p} % of the capacity measured, past the limit of {} %)",
-                k.name(),
+            Full::Busy(p) => format!(
+                "NVDEC engines full (this camera would take them to {p} % of the capacity measured, past the limit of {} %)",
                 load::limit_pct()
             ),
             Full::Ramping => "NVDEC engines' load still settling after new decoders".to_string(),
@@ -140,8 +138,7 @@ impl Full {
     pub(crate) fn error(self, device: i32) -> Error {
         match self {
             Full::Cap(n) => Error::new(ErrorKind::NoDevice, format!("GPU {device}: all {n} hardware decoder(s) allowed per device are in use")),
-            Full::Exhausted(_) | Full::Ramping => Error::new(ErrorKind::OutOfMemory, format!("GPU {device}: NVDEC {}", self.why())),
-            Full::Busy(..) => Error::new(ErrorKind::OutOfMemory, format!("GPU {device}: {}", self.why())),
+            Full::Exhausted(_) | Full::Busy(_) | Full::Ramping => Error::new(ErrorKind::OutOfMemory, format!("GPU {device}: NVDEC {}", self.why())),
         }
     }
 }
@@ -210,7 +207,7 @@ impl HwTicket {
                 Ok(t)
             }
             // `t` (no demand yet) gives its session back.
-            Err(load::NotTaken::Busy(pct)) => Err(Full::Busy(demand.1, pct)),
+            Err(load::NotTaken::Busy(pct)) => Err(Full::Busy(pct)),
             Err(load::NotTaken::Later) => Err(Full::Ramping),
         }
     }
@@ -219,13 +216,8 @@ impl HwTicket {
     /// engines' load is taken as ramping for a while (`load.rs`).
     pub(crate) fn made(&mut self) {
         if let Some(at) = self.pending.take() {
-            load::settled(self.dev.ordinal, self.demand.1, at, true);
+            load::settled(self.dev.ordinal, at, true);
         }
-    }
-
-    /// The camera's demand this ticket holds on the engines.
-    pub(crate) fn demand(&self) -> Demand {
-        self.demand
     }
 
     fn session(dev: &Arc<Device>) -> std::result::Result<HwTicket, Full> {
@@ -250,7 +242,7 @@ impl HwTicket {
                     dev.hw_sessions.fetch_sub(1, Ordering::AcqRel);
                     return Err(Full::Exhausted(limit.unwrap_or(0)));
                 }
-                Ok(HwTicket { dev: dev.clone(), demand: Demand::default(), pending: None })
+                Ok(HwTicket { dev: dev.clone(), demand: Demand(0), pending: None })
             }
             Err(_) => {
                 let w = why.unwrap_or(Full::Cap(cap));
@@ -266,7 +258,7 @@ impl HwTicket {
 impl Drop for HwTicket {
     fn drop(&mut self) {
         if let Some(at) = self.pending.take() {
-            load::settled(self.dev.ordinal, self.demand.1, at, false);
+            load::settled(self.dev.ordinal, at, false);
         }
         load::give_back(self.dev.ordinal, self.demand);
         self.dev.hw_sessions.fetch_sub(1, Ordering::AcqRel);

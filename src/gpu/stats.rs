@@ -18,8 +18,8 @@ pub(crate) struct DevCounters {
     /// Hardware decoders not made because the GPU's decode sessions were exhausted (a refused
     /// create, or a camera turned away at the observed limit: `sessions.rs`).
     pub sessions_exhausted: AtomicU64,
-    /// AUTO cameras not given a hardware decoder because the engines' demand (NVDEC's, or the
-    /// JPEG engines' for MJPEG) would pass the limit of their learned capacity (`load.rs`).
+    /// AUTO cameras not given a hardware decoder because the engines' demand would pass the
+    /// limit of their learned capacity (`load.rs`).
     pub load_refusals: AtomicU64,
     pub frames_copied: AtomicU64,
     pub bytes_in_pools: AtomicI64,
@@ -89,10 +89,6 @@ pub(crate) struct GpuStats {
     /// The decoders' busy share over the driver's last sampling period, percent (the busiest
     /// device for all); None without NVML.
     pub decoder_load: Option<u32>,
-    /// As `decoder_demand` and `decoder_load`, for the JPEG engines (None also without NVML's
-    /// call for them, or without the engines).
-    pub jpeg_demand: Option<u32>,
-    pub jpeg_load: Option<u32>,
     pub frames_copied: u64,
     pub bytes_in_pools: u64,
     pub bytes_deferred: u64,

@@ -387,8 +387,7 @@ class nvcam_gpu_stats_t(Structure):
         ("sessions_exhausted", c_uint64),
         ("decoder_demand", c_uint32),
         ("load_refusals", c_uint32),
-        ("jpeg_demand", c_uint32),
-        ("jpeg_load", c_uint32),
+        ("reserved", c_uint64 * 1),
     ]
 
 

@@ -279,12 +279,9 @@ impl State {
             return Err(crate::gpu::driver::DriverError::new("cuvidDecodePicture (injected fault)", crate::gpu::driver::UNKNOWN).into());
         }
         dec.decode(p)?;
-        // What the engines were asked for, to learn their capacity (`gpu::load`). Not JPEG: its
-        // parser decodes the entropy-coded data on the host, and the JPEG engines' load stays at
-        // 0 under it (docs/BENCHMARKS.md, `jpg` with 64 such cameras), so it is neither kind's.
         if self.codec != cu::cudaVideoCodec_JPEG {
-            use crate::gpu::load::{self, Kind};
-            load::submitted(self.cam.ordinal(), Kind::Nvdec, load::macroblocks(dec.fmt.coded_width, dec.fmt.coded_height));
+            // What the engines were asked for, to learn their capacity (`gpu::load`).
+            crate::gpu::load::submitted(self.cam.ordinal(), crate::gpu::load::macroblocks(dec.fmt.coded_width, dec.fmt.coded_height));
         }
         Ok(1)
     }

@@ -113,12 +113,6 @@ impl Reuse {
         }
     }
 
-    /// The demand the session's ticket already holds (placement's, or the parked decoder's;
-    /// none without one), admitted when it was taken.
-    pub(crate) fn ticket_demand(&self) -> Demand {
-        self.ticket.as_ref().map_or(Demand::default(), HwTicket::demand)
-    }
-
     /// A ticket taken for this session beforehand; dropped if the parked decoder brings one.
     pub(crate) fn give(&mut self, t: HwTicket) {
         if self.ticket.is_none() {

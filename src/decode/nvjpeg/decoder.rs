@@ -19,7 +19,6 @@ use crate::gpu::context::Event;
 use crate::gpu::driver::{self, sys as cu};
 use crate::gpu::memory::device_slot;
 use crate::gpu::params::JpegPackParams;
-use crate::gpu::load::{self, Held, Kind};
 use crate::gpu::{deferred, stats, CamGpu};
 use crate::pool::{Depth, Lease};
 use crate::status::*;
@@ -74,8 +73,6 @@ pub(crate) struct NvjpegDecoder {
     calls: (u64, std::time::Duration, std::time::Duration),
     /// Counted in the engine's cameras (once ready).
     counted: bool,
-    /// The camera's demand on the GPU's JPEG engines (`gpu::load`), given back with the decoder.
-    _held: Held,
 }
 
 // SAFETY: the nvJPEG stream is this decoder's own, used through `&mut self` only; the handle is
@@ -83,8 +80,7 @@ pub(crate) struct NvjpegDecoder {
 unsafe impl Send for NvjpegDecoder {}
 
 impl NvjpegDecoder {
-    /// A decoder holding `held`, its camera's demand on the JPEG engines, for its life.
-    pub(crate) fn new(cam: &Arc<CamGpu>, engine: Arc<Engine>, params: &ff::codec::Parameters, time_base: ff::Rational, held: Held) -> Result<NvjpegDecoder> {
+    pub(crate) fn new(cam: &Arc<CamGpu>, engine: Arc<Engine>, params: &ff::codec::Parameters, time_base: ff::Rational) -> Result<NvjpegDecoder> {
         let dev = &cam.stream.dev;
         let t0 = std::time::Instant::now();
         let pack = crate::gpu::kernels::kernels(dev)?.function(c"nvcam_jpeg_pack_uv")?;
@@ -111,7 +107,6 @@ impl NvjpegDecoder {
             hw_failed: false,
             calls: (0, std::time::Duration::ZERO, std::time::Duration::ZERO),
             counted: false,
-            _held: held,
         };
         let n = d.engine.cameras.fetch_add(1, Ordering::Relaxed) + 1;
         d.counted = true;
@@ -262,8 +257,6 @@ impl Decoder for NvjpegDecoder {
         self.ready.record(&s)?;
         // The slot's Y plane holds `height` rows at `g.pitch` and the scratch two planes of `ch`
         // rows at `c_pitch`, all on this GPU; `self.data` stays until the call returns.
-        // What the engines are asked for, to learn their capacity.
-        load::submitted(s.dev.ordinal, Kind::Jpeg, load::macroblocks(hd.width, hd.height));
         let r = self.engine.batcher.decode(&self.data, out, self.ready.raw(), self.decoded.raw(), &self.reply);
         // Whatever the outcome, the worker recorded `decoded` after its batch: the camera's
         // later work (the kernel, `done`, the slot's event) follows the batch's writes.
