@@ -148,6 +148,28 @@ fn big_clip() -> std::path::PathBuf {
     clip("gpu-h264-1920x1080.mp4", "1920x1080", 48, "libx264", &["-preset", "veryfast", "-g", "24", "-bf", "2"])
 }
 
+/// A session without a cap whose AUTO cameras may ask for half the NVDEC engines' learned
+/// capacity, for the guard's life (None where there is no direct NVDEC: the test returns).
+fn at_half_the_engines() -> Option<(Session, LoadLimit)> {
+    if !need_gpu!(nvcam::diag::nvcuvid_available(), "libnvcuvid (direct NVDEC)") {
+        return None;
+    }
+    let limit = LoadLimit::set("50");
+    Some((Session::with(config(0), NVCAM_LOG_WARN), limit))
+}
+
+/// Every camera decodes at its rate over 3 s (30 fps; 29 allows for the pace's start and a loop)
+/// and is streaming; `kinds` (their decoders) name the one that is not.
+fn every_camera_keeps_its_rate(cams: &[u64], kinds: &[u32]) {
+    let before: Vec<u64> = cams.iter().map(|&c| stats(c).frames_decoded).collect();
+    std::thread::sleep(Duration::from_secs(3));
+    for (k, &c) in cams.iter().enumerate() {
+        let fps = (stats(c).frames_decoded - before[k]) as f64 / 3.0;
+        assert!(fps >= 29.0, "camera {k} ({}) decoded {fps:.1} fps", kinds[k]);
+        assert_eq!(stats(c).state, NVCAM_STATE_STREAMING);
+    }
+}
+
 /// `NVCAM_DECODE_LOAD_LIMIT` for the guard's life (the library reads it at each admission).
 struct LoadLimit;
 impl LoadLimit {
@@ -170,11 +192,7 @@ impl Drop for LoadLimit {
 /// was delivered at 24.7 to 28 fps.
 #[test]
 fn cameras_past_the_engines_capacity_stream_in_software() {
-    if !need_gpu!(nvcam::diag::nvcuvid_available(), "libnvcuvid (direct NVDEC)") {
-        return;
-    }
-    let _limit = LoadLimit::set("50");
-    let _s = Session::with(config(0), NVCAM_LOG_WARN);
+    let Some(_session) = at_half_the_engines() else { return };
     let clip = big_clip();
     let url = clip.to_str().unwrap();
     let reference: HashSet<u64> = reference_frames(&clip, 1920, 1080).iter().map(|f| fnv(f)).collect();
@@ -206,14 +224,7 @@ fn cameras_past_the_engines_capacity_stream_in_software() {
     assert!(g.load_refusals - refused_before >= 4, "{g:?}");
     assert!((40..=52).contains(&g.decoder_demand), "the hardware cameras ask about the limit (50 %) of the capacity: {g:?}");
     assert_eq!(g.hw_decoders as usize, nv);
-    // Every camera keeps its rate (30 fps; 29 allows for the pace's start and a loop).
-    let before: Vec<u64> = cams.iter().map(|&c| stats(c).frames_decoded).collect();
-    std::thread::sleep(Duration::from_secs(3));
-    for (k, &c) in cams.iter().enumerate() {
-        let fps = (stats(c).frames_decoded - before[k]) as f64 / 3.0;
-        assert!(fps >= 29.0, "camera {k} ({}) decoded {fps:.1} fps", kinds[k]);
-        assert_eq!(stats(c).state, NVCAM_STATE_STREAMING);
-    }
+    every_camera_keeps_its_rate(&cams, &kinds);
     assert_eq!(frames_exact(cams[0], &reference, 10, "NVDEC camera"), 0);
     assert_eq!(frames_exact(*cams.last().unwrap(), &reference, 10, "software + upload camera"), 0);
     for c in cams {
@@ -229,11 +240,7 @@ fn cameras_past_the_engines_capacity_stream_in_software() {
 /// software + upload, none FAILED, every camera at its rate.
 #[test]
 fn cameras_opened_together_past_the_engines_capacity_are_not_all_let_in() {
-    if !need_gpu!(nvcam::diag::nvcuvid_available(), "libnvcuvid (direct NVDEC)") {
-        return;
-    }
-    let _limit = LoadLimit::set("50");
-    let _s = Session::with(config(0), NVCAM_LOG_WARN);
+    let Some(_session) = at_half_the_engines() else { return };
     let clip = big_clip();
     let url = clip.to_str().unwrap();
     let o = gpu_options(NVCAM_OPEN_LOOP, NVCAM_DECODER_AUTO);
@@ -258,13 +265,7 @@ fn cameras_opened_together_past_the_engines_capacity_are_not_all_let_in() {
     assert!(g.decoder_demand != u32::MAX && g.decoder_demand <= 56, "the burst was let in past the limit (50 %): {g:?}");
     assert!(sw >= 20 && g.load_refusals - refused_before >= 20, "the cameras past the limit went to software + upload: {sw} of {n}; {g:?}");
     assert!(nv >= 40, "the cameras within the limit got NVDEC: {nv} of {n}; {g:?}");
-    let before: Vec<u64> = cams.iter().map(|&c| stats(c).frames_decoded).collect();
-    std::thread::sleep(Duration::from_secs(3));
-    for (k, &c) in cams.iter().enumerate() {
-        let fps = (stats(c).frames_decoded - before[k]) as f64 / 3.0;
-        assert!(fps >= 29.0, "camera {k} ({}) decoded {fps:.1} fps", kinds[k]);
-        assert_eq!(stats(c).state, NVCAM_STATE_STREAMING);
-    }
+    every_camera_keeps_its_rate(&cams, &kinds);
     for c in cams {
         close(c, 10_000).unwrap();
     }
