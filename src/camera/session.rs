@@ -134,6 +134,14 @@ impl Pacer {
     }
 }
 
+/// When a wait for the GPU's engines to take this camera ends (`gpu::load`: a burst of cameras is
+/// let in at the pace decoders are made): the camera is closing, or the open's own time
+/// (`open_timeout`) is spent from now, so a synchronous open is still answered within its bound.
+fn admission_ends(sh: &Shared) -> impl Fn() -> bool + '_ {
+    let by = Instant::now() + sh.opts.open_timeout;
+    move || sh.irq.stopping() || Instant::now() >= by
+}
+
 /// Runs one connection: [`Session::open`] connects and picks the decoder, [`Session::run`] reads,
 /// decodes, paces and delivers. `first` takes the open's result (a synchronous open waits for
 /// it), `connected` says whether the source was reached, and each delivered picture resets
@@ -195,7 +203,7 @@ impl<'a> Session<'a> {
         }
         timing::since(Stage::Open, t_open);
         let t_select = Instant::now();
-        let Chosen { decoder: dec, pools } = select::decoder_for(o, &input.stream(), &sh.backend, low_latency, &|| sh.irq.stopping())?;
+        let Chosen { decoder: dec, pools } = select::decoder_for(o, &input.stream(), &sh.backend, low_latency, &admission_ends(sh))?;
         timing::since(Stage::Select, t_select);
         note_codec(sh, &input);
         sh.recorder.session_start(&input.stream());
@@ -430,7 +438,7 @@ impl<'a> Session<'a> {
         if !self.dec.reset() {
             // The old decoder goes first: it may park its NVDEC decoder for the new one.
             drop(self.dec);
-            self.dec = select::decoder_for(&sh.opts, &self.input.stream(), &sh.backend, self.low_latency, &|| sh.irq.stopping())?.decoder;
+            self.dec = select::decoder_for(&sh.opts, &self.input.stream(), &sh.backend, self.low_latency, &admission_ends(sh))?.decoder;
         }
         self.pacer.clock = None;
         self.arrivals.clear();

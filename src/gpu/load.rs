@@ -90,7 +90,7 @@ pub(crate) const WINDOW: u32 = 8;
 /// paces the others.
 pub(crate) const SETTLE: Duration = Duration::from_secs(2);
 /// The longest an AUTO camera waits for admission: a burst of 300 opens at 20 decoders a second
-/// is let in within it.
+/// is let in within it. The camera's `open_timeout` bounds its wait further (its `stop`).
 pub(crate) const PATIENCE: Duration = Duration::from_secs(20);
 
 /// The default of [`limit_pct`]: the 95 % of the raw rate a fleet is sized for. On an H200 with
