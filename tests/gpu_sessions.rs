@@ -347,6 +347,7 @@ fn any_gpu_splits_cameras_evenly_across_gpus() {
 
 /// The first frame of `cam` whose width is `w` (its stream after a reconnect), within 20 s: its
 /// device.
+#[cfg(unix)] // its one test is Unix-only (unused in the Windows build)
 fn device_of_first_frame(cam: u64, w: u32) -> i32 {
     let mut device = None;
     assert!(
