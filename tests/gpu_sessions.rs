@@ -266,6 +266,12 @@ fn cameras_opened_together_past_the_engines_capacity_are_not_all_let_in() {
     assert!(sw >= 20 && g.load_refusals - refused_before >= 20, "the cameras past the limit went to software + upload: {sw} of {n}; {g:?}");
     assert!(nv >= 40, "the cameras within the limit got NVDEC: {nv} of {n}; {g:?}");
     every_camera_keeps_its_rate(&cams, &kinds);
+    // Both kinds of camera a burst makes deliver FFmpeg's pictures.
+    let reference: HashSet<u64> = reference_frames(&clip, 1920, 1080).iter().map(|f| fnv(f)).collect();
+    for kind in [NVCAM_DECODER_NVDEC, NVCAM_DECODER_SOFTWARE] {
+        let c = cams[kinds.iter().position(|&k| k == kind).unwrap()];
+        assert_eq!(frames_exact(c, &reference, 10, if kind == NVCAM_DECODER_NVDEC { "NVDEC camera" } else { "software + upload camera" }), 0);
+    }
     for c in cams {
         close(c, 10_000).unwrap();
     }

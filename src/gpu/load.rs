@@ -11,8 +11,8 @@
 //! reports for it (`nvml.rs`). Read four times a second by whichever camera thread submits a
 //! picture then (one NVML call; no thread of its own), and at each admission; learned only from
 //! 40 to 97 % busy, where the share is a fair measure (below, mostly idle time; above, saturated),
-//! and smoothed (a quarter of each new
-//! reading), so one noisy reading near the limit does not let a camera in and the next out. An
+//! and smoothed (a quarter of one reading per quarter second, however many threads read), so one
+//! noisy reading near the limit does not let a camera in and the next out. An
 //! AUTO camera whose demand would take the GPU past [`limit_pct`] of that capacity is not given a
 //! hardware decoder there (the next GPU, else software + upload): no streaming camera slows
 //! because one more was opened.
@@ -35,7 +35,8 @@
 //! Bounded by [`PATIENCE`]: then it is judged on what is known (an unknown capacity refuses
 //! nothing). A streaming camera is never moved: judging cameras already let in against a
 //! capacity learned during a burst sent far too many to software, so it is not done. JPEG on
-//! NVDEC runs on the JPEG engines and is not counted.
+//! direct NVDEC is not counted: under 64 such cameras on an H200 `nvidia-smi dmon` showed the JPEG
+//! engines idle, and what it costs the NVDEC engines has not been measured.
 //!
 //! [`Load::Patient`]: super::sessions::Load::Patient
 
