@@ -16,8 +16,9 @@
 //! and flushes at every loop of the file, as before, which re-creates its NVDEC session). After
 //! each churn phase a line gives the NVDEC decoders created and adopted (kept from the camera's
 //! last connection) during it. `CHURN_STAGES=1` adds, per phase, where the camera threads' time
-//! went (`nvcam::diag::stage_times`: per stage calls, mean, p50/p99 as log2-bucket bounds, max,
-//! calls of 16 ms or more), the hand-off from a frame's publication to its consumer, and when the
+//! went (`nvcam::diag::stage_times`: per stage calls, mean and, for the steady path's stages, the
+//! thread's CPU time per call, p50/p99 as log2-bucket bounds, max, calls of 16 ms or more; the
+//! `nv.*` stages are NVIDIA's calls, so their CPU is the driver's share), the hand-off from a frame's publication to its consumer, and when the
 //! gaps of 50 ms or more came. The loop phase also reports its window in two parts: until every
 //! churned camera has been back once (their first decoders are made then), and the loop alone.
 //! `CHURN_POLL_MS` sets how often a reconnecting camera's thread polls its stats (default 1 ms).
@@ -231,7 +232,7 @@ fn fleet(seen: &[Arc<Mutex<Seen>>], steady: &[u64], from: Instant, to: Instant) 
 }
 
 /// Where the camera threads' time went since the last call (`nvcam::diag::stage_times`): per
-/// stage, calls, mean, p50 and p99 (upper bounds of log2 buckets), max, and calls of 16 ms or more.
+/// stage, calls, mean (and the thread's CPU time per call, where the stage measures it), p50 and p99 (upper bounds of log2 buckets), max, and calls of 16 ms or more.
 fn stage_lines() {
     let t = nvcam::diag::stage_times();
     if t.is_empty() {
@@ -241,10 +242,11 @@ fn stage_lines() {
         .iter()
         .map(|s| {
             format!(
-                "{} {}× mean {:.2} p50 ≤{:.2} p99 ≤{:.2} max {:.1} ms, ≥16 ms {}",
+                "{} {}× mean {:.2}{} p50 ≤{:.2} p99 ≤{:.2} max {:.1} ms, ≥16 ms {}",
                 s.stage.name(),
                 s.count,
                 s.mean_us / 1e3,
+                if s.mean_cpu_us > 0.0 { format!(" (CPU {:.1} µs)", s.mean_cpu_us) } else { String::new() },
                 s.quantile_us(0.5) / 1e3,
                 s.quantile_us(0.99) / 1e3,
                 s.max_us / 1e3,

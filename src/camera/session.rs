@@ -294,10 +294,10 @@ impl<'a> Session<'a> {
     /// Returns the session's end when the read ends it.
     fn read(&mut self, steady: bool) -> Result<Option<SessionEnd>> {
         let sh = self.sh;
-        let t_read = Instant::now();
+        let t_read = timing::Mark::now();
         let read = self.input.read_video(sh.opts.stall_timeout);
         if steady {
-            timing::since(Stage::Read, t_read);
+            t_read.end(Stage::Read);
         }
         match read {
             Ok(Read::Packet(mut p)) => {
@@ -321,10 +321,10 @@ impl<'a> Session<'a> {
                     self.dec.send_eof()?;
                     self.after_drain = Some(p);
                 } else {
-                    let t_send = Instant::now();
+                    let t_send = timing::Mark::now();
                     let sent = self.dec.send_packet(&p)?;
                     if steady {
-                        timing::since(Stage::Send, t_send);
+                        t_send.end(Stage::Send);
                     }
                     if let crate::decode::Outcome::Corrupt(_) = &sent {
                         self.integrity.lost(now);
@@ -385,7 +385,7 @@ impl<'a> Session<'a> {
                 _ => (arrival.map_or_else(wall_ns, |a| a.wall_ns), TimeSource::Receive),
             };
             let Some(_in_flight) = sh.gate.enter() else { return Ok(ControlFlow::Break(SessionEnd::Stop)) };
-            let t_deliver = Instant::now();
+            let t_deliver = timing::Mark::now();
             let to = deliver::Ctx { sh, dec: &mut *self.dec, pools: &self.pools, integrity: &mut self.integrity };
             deliver::deliver(to, pic, Stamp { seq: self.seq, since, capture })?;
             if !self.exact_seen && self.integrity.any_exact() {
@@ -395,7 +395,7 @@ impl<'a> Session<'a> {
             }
 
             if steady {
-                timing::since(Stage::Deliver, t_deliver);
+                t_deliver.end(Stage::Deliver);
             }
             self.delivered += 1;
             // A GPU decoder may have fallen back to another (same device, same pools); the

@@ -29,9 +29,11 @@ pub enum Stage {
     HwDrop,
     /// `cuvidParseVideoData` (cuvidDecodePicture inside).
     NvParse,
+    /// `cuvidDecodePicture` alone (inside `NvParse`).
+    NvDecode,
     /// `cuvidMapVideoFrame64`.
     NvMap,
-    /// Copies enqueued, event recorded, surface unmapped.
+    /// Decode status read, copies enqueued, event recorded, surface unmapped.
     NvCopy,
     /// Making a direct-NVDEC decoder (parser; the NVDEC session is adopted or made at the first
     /// sequence header, inside `NvParse`).
@@ -72,6 +74,7 @@ impl Stage {
             HwNew => "hw.new",
             HwDrop => "hw.drop",
             NvParse => "nv.parse",
+            NvDecode => "nv.decode",
             NvMap => "nv.map",
             NvCopy => "nv.copy",
             NvNew => "nv.new",
@@ -89,13 +92,15 @@ impl Stage {
 
     fn all() -> [Stage; STAGES] {
         use Stage::*;
-        [HwSend, HwCreate, HwReceive, HwWrite, HwWait, HwUnref, HwNew, HwDrop, NvParse, NvMap, NvCopy, NvNew, NvDrop, Open, Select, Read, Send, Receive, Deliver, Late, Oversleep]
+        [HwSend, HwCreate, HwReceive, HwWrite, HwWait, HwUnref, HwNew, HwDrop, NvParse, NvDecode, NvMap, NvCopy, NvNew, NvDrop, Open, Select, Read, Send, Receive, Deliver, Late, Oversleep]
     }
 }
 
 struct Hist {
     count: AtomicU64,
     sum_ns: AtomicU64,
+    /// The calling threads' CPU time in the calls (stages timed with a [`Mark`] only).
+    cpu_ns: AtomicU64,
     max_ns: AtomicU64,
     /// Bucket b: [2^b, 2^(b+1)) microseconds (bucket 0 also holds < 1 µs).
     buckets: [AtomicU64; BUCKETS],
@@ -105,6 +110,7 @@ struct Hist {
 const ZERO_HIST: Hist = Hist {
     count: AtomicU64::new(0),
     sum_ns: AtomicU64::new(0),
+    cpu_ns: AtomicU64::new(0),
     max_ns: AtomicU64::new(0),
     buckets: [const { AtomicU64::new(0) }; BUCKETS],
 };
@@ -141,12 +147,61 @@ pub(crate) fn since(stage: Stage, t0: Instant) {
     }
 }
 
+/// A timed call's start: the wall clock, and the thread's CPU clock while the timings are on,
+/// so a stage says how much of its time was the process's CPU (the driver's calls for most of
+/// it) and not waiting.
+pub(crate) struct Mark {
+    wall: Instant,
+    cpu_ns: Option<u64>,
+}
+
+impl Mark {
+    pub(crate) fn now() -> Mark {
+        let on = ENABLED.load(Ordering::Relaxed);
+        Mark { wall: Instant::now(), cpu_ns: if on { thread_cpu_ns() } else { None } }
+    }
+    /// Records the call under `stage`.
+    pub(crate) fn end(self, stage: Stage) {
+        if !ENABLED.load(Ordering::Relaxed) {
+            return;
+        }
+        record(stage, self.wall.elapsed());
+        if let (Some(c0), Some(c1)) = (self.cpu_ns, thread_cpu_ns()) {
+            HISTS[stage as usize].cpu_ns.fetch_add(c1.saturating_sub(c0), Ordering::Relaxed);
+        }
+    }
+}
+
+/// The calling thread's CPU time, nanoseconds (Linux; elsewhere not measured).
+#[cfg(target_os = "linux")]
+fn thread_cpu_ns() -> Option<u64> {
+    #[repr(C)]
+    struct Timespec {
+        sec: i64,
+        nsec: i64,
+    }
+    extern "C" {
+        fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
+    }
+    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+    let mut ts = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: writes the struct we own; the C library's call, with Linux's clock id.
+    (unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0).then(|| ts.sec as u64 * 1_000_000_000 + ts.nsec as u64)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn thread_cpu_ns() -> Option<u64> {
+    None
+}
+
 /// One stage's calls since the last [`take`].
 #[derive(Clone, Debug)]
 pub struct StageTimes {
     pub stage: Stage,
     pub count: u64,
     pub mean_us: f64,
+    /// Mean CPU time of the calling thread per call (stages timed with a CPU clock; else 0).
+    pub mean_cpu_us: f64,
     pub max_us: f64,
     buckets: [u64; BUCKETS],
 }
@@ -180,12 +235,13 @@ pub fn take() -> Vec<StageTimes> {
             let h = &HISTS[stage as usize];
             let count = h.count.swap(0, r);
             let sum = h.sum_ns.swap(0, r);
+            let cpu = h.cpu_ns.swap(0, r);
             let max = h.max_ns.swap(0, r);
             let mut buckets = [0u64; BUCKETS];
             for (o, b) in buckets.iter_mut().zip(&h.buckets) {
                 *o = b.swap(0, r);
             }
-            (count > 0).then(|| StageTimes { stage, count, mean_us: sum as f64 / count as f64 / 1e3, max_us: max as f64 / 1e3, buckets })
+            (count > 0).then(|| StageTimes { stage, count, mean_us: sum as f64 / count as f64 / 1e3, mean_cpu_us: cpu as f64 / count as f64 / 1e3, max_us: max as f64 / 1e3, buckets })
         })
         .collect()
 }

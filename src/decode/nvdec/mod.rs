@@ -240,9 +240,10 @@ impl NvDecoder {
         };
         let parser = self.parser.as_mut().ok_or_else(|| Error::internal("no NVDEC parser"))?;
         let t0 = Instant::now();
+        let mark = timing::Mark::now();
         let r = parser.parse(&mut pkt);
         self.timing.parse += ns(t0);
-        timing::since(Stage::NvParse, t0);
+        mark.end(Stage::NvParse);
         if let Some(e) = self.st.error.take() {
             return Err(e);
         }

@@ -21,6 +21,7 @@ use crate::status::*;
 use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
+use crate::gpu::timing::{Mark, Stage};
 use std::time::Instant;
 
 /// Decode surfaces beyond `min_num_decode_surfaces` + the display delay.
@@ -278,7 +279,9 @@ impl State {
             k.fail_decode_at = 0;
             return Err(crate::gpu::driver::DriverError::new("cuvidDecodePicture (injected fault)", crate::gpu::driver::UNKNOWN).into());
         }
+        let mark = Mark::now();
         dec.decode(p)?;
+        mark.end(Stage::NvDecode);
         if self.codec != cu::cudaVideoCodec_JPEG {
             // What the engines were asked for, to learn their capacity (`gpu::load`).
             crate::gpu::load::submitted(self.cam.ordinal(), crate::gpu::load::macroblocks(dec.fmt.coded_width, dec.fmt.coded_height));
@@ -372,9 +375,11 @@ pub(super) fn copy_picture(
     let s = &cam.stream;
     let dst = device_slot(lease, s, Some((g.width, g.height)))?;
     let t0 = Instant::now();
+    let mark = Mark::now();
     let m = dec.map(info, stream)?;
     t.map += ns(t0);
-    crate::gpu::timing::since(crate::gpu::timing::Stage::NvMap, t0);
+    mark.end(Stage::NvMap);
+    let mark = Mark::now();
     let status = dec.decode_status(info.picture_index);
     let t1 = Instant::now();
     // The display window's left edge in bytes (P016 samples are two).
@@ -407,7 +412,7 @@ pub(super) fn copy_picture(
     let t2 = Instant::now();
     let ur = m.unmap();
     t.unmap += ns(t2);
-    crate::gpu::timing::since(crate::gpu::timing::Stage::NvCopy, t1);
+    mark.end(Stage::NvCopy);
     r?;
     if probe_order && !lease.pool().storage().reusable(lease.index()) {
         // The slot's event (recorded after the copy) is still pending: this surface is back with
