@@ -227,13 +227,15 @@ impl VideoDecoder {
         // SAFETY: `ci` is fully written; the context is current (guard); its lock is a field of
         // the decoder, dropped after it.
         let mut r = unsafe { lib.create_decoder(&mut ci) };
+        drop(one);
         if r.as_ref().is_err_and(|e| e.code == crate::gpu::driver::OUT_OF_MEMORY) {
             // Once more after a pause: only a refusal that lasts is taken for exhausted sessions.
+            // The pause is outside the create lock: another camera's create does not wait it out.
             std::thread::sleep(std::time::Duration::from_millis(50));
+            let _one = crate::gpu::sessions::creating(cam.ordinal());
             // SAFETY: as above.
             r = unsafe { lib.create_decoder(&mut ci) };
         }
-        drop(one);
         let dec = r.map_err(|e| e.named(format!("cuvidCreateDecoder ({}x{}, {surfaces} surfaces)", f.coded_width, f.coded_height)))?;
         let held = stats::of(cam.ordinal()).hw_decoders.fetch_add(1, Ordering::Relaxed) + 1;
         crate::gpu::sessions::note_created(cam.ordinal(), held.max(0) as u32);
