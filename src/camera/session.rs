@@ -184,7 +184,7 @@ impl<'a> Session<'a> {
     fn open(sh: &'a Arc<Shared>, first: &mut FirstOpen, connected: &mut bool) -> Result<Session<'a>> {
         let o = &sh.opts;
         let low_latency = o.latency.is_low(sh.is_network());
-        let t_open = Instant::now();
+        let t_open = timing::Mark::now();
         // RTP gaps FFmpeg reports on this thread from here on are this connection's (those of the
         // probe included: its packets are read again below).
         rtp_gaps::start();
@@ -201,10 +201,10 @@ impl<'a> Session<'a> {
                 sh.name()
             );
         }
-        timing::since(Stage::Open, t_open);
-        let t_select = Instant::now();
+        t_open.end(Stage::Open);
+        let t_select = timing::Mark::now();
         let Chosen { decoder: dec, pools } = select::decoder_for(o, &input.stream(), &sh.backend, low_latency, &admission_ends(sh))?;
-        timing::since(Stage::Select, t_select);
+        t_select.end(Stage::Select);
         note_codec(sh, &input);
         sh.recorder.session_start(&input.stream());
         let kind = dec.kind();
@@ -219,7 +219,7 @@ impl<'a> Session<'a> {
 
         let paced = !o.flags.no_pacing && !sh.is_network();
         let time_base = input.stream().time_base();
-        let losses = LossWatch::new(sh, &input.stream(), t_open);
+        let losses = LossWatch::new(sh, &input.stream(), t_open.started());
         Ok(Session {
             sh,
             low_latency,
@@ -359,10 +359,10 @@ impl<'a> Session<'a> {
     fn receive(&mut self, steady: bool, attempt: &mut u32) -> Result<ControlFlow<SessionEnd, bool>> {
         let sh = self.sh;
         let mut got_any = false;
-        let mut t_receive = Instant::now();
+        let mut t_receive = timing::Mark::now();
         while let Some(pic) = self.dec.receive()? {
             if steady {
-                timing::since(Stage::Receive, t_receive);
+                t_receive.end(Stage::Receive);
             }
             got_any = true;
             self.seq += 1;
@@ -410,7 +410,7 @@ impl<'a> Session<'a> {
                 sh.counters.fps_milli.store(self.fps_window.1 * 1_000_000 / el.as_millis().max(1) as u64, Ordering::Relaxed);
                 self.fps_window = (Instant::now(), 0);
             }
-            t_receive = Instant::now();
+            t_receive = timing::Mark::now();
         }
         Ok(ControlFlow::Continue(got_any))
     }

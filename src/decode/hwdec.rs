@@ -29,7 +29,6 @@ use ffmpeg_next as ff;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Copied-out frames whose copies may still run; beyond this the oldest is waited for (counted).
 const MAX_PENDING: usize = 2;
@@ -193,7 +192,7 @@ impl HwDecoder {
                 ),
             ));
         }
-        let t_new = Instant::now();
+        let t_new = timing::Mark::now();
         let dev = &cam.stream.dev;
         let _g = dev.push()?;
         // SAFETY: allocation only; checked below.
@@ -244,7 +243,7 @@ impl HwDecoder {
         })?;
         stats::of(dev.ordinal).hw_decoders.fetch_add(1, Ordering::Relaxed);
         log::info!("GPU {}: FFmpeg CUDA hwaccel decoder for {codec} (our context, camera stream)", dev.ordinal);
-        timing::since(Stage::HwNew, t_new);
+        t_new.end(Stage::HwNew);
         Ok(HwDecoder {
             cam: cam.clone(),
             dec: Some(dec),
@@ -302,16 +301,16 @@ impl HwDecoder {
                 if self.pending.len() <= MAX_PENDING {
                     break;
                 }
-                let t0 = Instant::now();
+                let t0 = timing::Mark::now();
                 ev.synchronize()?;
-                timing::since(Stage::HwWait, t0);
+                t0.end(Stage::HwWait);
             }
             let (mut f, ev) = self.pending.pop_front().expect("front exists");
-            let t0 = Instant::now();
+            let t0 = timing::Mark::now();
             let _g = self.cam.stream.dev.push()?;
             // SAFETY: our frame; its copy completed (event), so the NVDEC surface may go back.
             unsafe { ffi::av_frame_unref(f.as_mut_ptr()) };
-            timing::since(Stage::HwUnref, t0);
+            t0.end(Stage::HwUnref);
             self.spare_frames.push(f);
             self.spare_events.push(ev);
         }
@@ -323,7 +322,7 @@ impl Drop for HwDecoder {
     fn drop(&mut self) {
         // Teardown: wait for our own copies (events only), then release the surfaces, then the
         // NVDEC session, all inside our context.
-        let t0 = Instant::now();
+        let t0 = timing::Mark::now();
         let _g = self.cam.stream.dev.push();
         for (f, ev) in self.pending.drain(..) {
             if !ev.query().unwrap_or(true) {
@@ -337,7 +336,7 @@ impl Drop for HwDecoder {
         drop(self.dec.take());
         drop(self.hw_dev.take());
         stats::of(self.cam.stream.dev.ordinal).hw_decoders.fetch_sub(1, Ordering::Relaxed);
-        timing::since(Stage::HwDrop, t0);
+        t0.end(Stage::HwDrop);
     }
 }
 
@@ -347,14 +346,14 @@ impl Decoder for HwDecoder {
     }
     fn send_packet(&mut self, pkt: &ff::Packet) -> Result<Outcome> {
         self.reap()?;
-        let t0 = Instant::now();
+        let t0 = timing::Mark::now();
         let r = self.dec().send_packet(pkt);
         let inits = self.fmt.inits.load(Ordering::Relaxed);
         if inits != self.inits_seen {
             self.inits_seen = inits;
-            timing::since(Stage::HwCreate, t0);
+            t0.end(Stage::HwCreate);
         } else {
-            timing::since(Stage::HwSend, t0);
+            t0.end(Stage::HwSend);
         }
         self.check_refused()?;
         match r {
@@ -373,10 +372,10 @@ impl Decoder for HwDecoder {
         self.reap()?;
         // receive_frame unrefs a picture that was received but never written (dropped).
         let mut f = std::mem::replace(&mut self.frame, ff::frame::Video::empty());
-        let t0 = Instant::now();
+        let t0 = timing::Mark::now();
         let r = self.dec().receive_frame(&mut f);
         if r.is_ok() {
-            timing::since(Stage::HwReceive, t0);
+            t0.end(Stage::HwReceive);
         }
         self.frame = f;
         self.has_frame = false;
@@ -412,7 +411,7 @@ impl Decoder for HwDecoder {
         if !self.has_frame {
             return Err(Error::internal("write_into without a received picture"));
         }
-        let t0 = Instant::now();
+        let t0 = timing::Mark::now();
         let g = lease.pool().geom;
         let s = &self.cam.stream;
         let dst = device_slot(lease, s, Some((self.frame.width(), self.frame.height())))?;
@@ -451,7 +450,7 @@ impl Decoder for HwDecoder {
         self.has_frame = false;
         self.pending.push_back((held, ev));
         stats::of(s.dev.ordinal).frames_copied.fetch_add(1, Ordering::Relaxed);
-        timing::since(Stage::HwWrite, t0);
+        t0.end(Stage::HwWrite);
         Ok(Outcome::Clean)
     }
     fn continues_across_rewind(&self) -> bool {

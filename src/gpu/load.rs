@@ -93,6 +93,24 @@ pub(crate) const SETTLE: Duration = Duration::from_secs(2);
 /// The longest an AUTO camera waits for admission: a burst of 300 opens at 20 decoders a second
 /// is let in within it. The camera's `open_timeout` bounds its wait further (its `stop`).
 pub(crate) const PATIENCE: Duration = Duration::from_secs(20);
+/// How often a camera waiting for admission asks again.
+const ASK_EVERY: Duration = Duration::from_millis(50);
+
+/// The one wait for admission: calls `attempt(patient)` until it answers (`Some`), again every
+/// [`ASK_EVERY`] while it says "later" (`None`); `patient`: the camera may still wait (`stop()`
+/// does not say it is closing, and [`PATIENCE`] is not spent). The camera's own thread sleeps,
+/// holding no lock. An attempt told it may not wait answers.
+pub(crate) fn patiently<T>(stop: &dyn Fn() -> bool, mut attempt: impl FnMut(bool) -> Option<T>) -> T {
+    let t0 = Instant::now();
+    loop {
+        let patient = t0.elapsed() < PATIENCE && !stop();
+        if let Some(r) = attempt(patient) {
+            return r;
+        }
+        debug_assert!(patient, "an attempt told it may not wait answers");
+        std::thread::sleep(ASK_EVERY);
+    }
+}
 
 /// The default of [`limit_pct`]: the 95 % of the raw rate a fleet is sized for. On an H200 with
 /// 1080p H.264 the capacity learned settled 1 to 3 % above `nvdec_bench`'s raw rate (the clip's
@@ -357,6 +375,24 @@ mod tests {
         // The limit off, or a JPEG camera: never paced, never refused.
         assert_eq!(judge(0, cam, 0, 0, 1000, true, true), Verdict::Take);
         assert_eq!(judge(0, 0, 0, 96, 1000, true, true), Verdict::Take);
+    }
+
+    #[test]
+    fn a_closing_camera_stops_waiting_for_admission_at_once() {
+        // Patient: asked again until it answers.
+        let mut asked = Vec::new();
+        let r = patiently(&|| false, |p| {
+            asked.push(p);
+            (asked.len() == 3).then_some(7)
+        });
+        assert_eq!((r, asked), (7, vec![true, true, true]));
+        // Closing: one attempt, told it may not wait.
+        let mut asked = Vec::new();
+        let r = patiently(&|| true, |p| {
+            asked.push(p);
+            Some(p)
+        });
+        assert_eq!((r, asked), (false, vec![false]));
     }
 
     #[test]

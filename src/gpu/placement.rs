@@ -71,14 +71,11 @@ static PLACING: Mutex<()> = Mutex::new(());
 /// one at once, it asks again shortly, outside the lock, as long as `stop()` allows and within
 /// the engines' patience.
 pub(crate) fn place(demand: Demand, stop: &dyn Fn() -> bool) -> Result<(i32, Option<HwTicket>)> {
-    let t0 = std::time::Instant::now();
-    loop {
-        let patient = t0.elapsed() < load::PATIENCE && !stop();
-        match place_once(demand, patient)? {
-            Placed::Now(d, t) => return Ok((d, t)),
-            Placed::Later => std::thread::sleep(std::time::Duration::from_millis(50)),
-        }
-    }
+    load::patiently(stop, |patient| match place_once(demand, patient) {
+        Ok(Placed::Later) => None,
+        Ok(Placed::Now(d, t)) => Some(Ok((d, t))),
+        Err(e) => Some(Err(e)),
+    })
 }
 
 enum Placed {

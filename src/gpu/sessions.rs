@@ -177,23 +177,17 @@ pub(crate) enum Load<'a> {
     Required,
 }
 
-/// How often a patient camera asks again.
-const ASK_EVERY: Duration = Duration::from_millis(50);
-
 impl HwTicket {
     /// A session for a camera asking `demand` of the engines.
     pub(crate) fn take(dev: &Arc<Device>, demand: Demand, load: Load<'_>) -> std::result::Result<HwTicket, Full> {
-        let t0 = Instant::now();
-        loop {
-            let patient = match load {
-                Load::Patient(stop) => t0.elapsed() < load::PATIENCE && !stop(),
-                _ => false,
-            };
-            match Self::try_take(dev, demand, !matches!(load, Load::Required), patient) {
-                Err(Full::Ramping) if patient => std::thread::sleep(ASK_EVERY),
-                r => return r,
-            }
-        }
+        let stop: &dyn Fn() -> bool = match load {
+            Load::Patient(stop) => stop,
+            _ => &|| true,
+        };
+        load::patiently(stop, |patient| match Self::try_take(dev, demand, !matches!(load, Load::Required), patient) {
+            Err(Full::Ramping) if patient => None,
+            r => Some(r),
+        })
     }
 
     /// One attempt at [`HwTicket::take`], the engines' load checked or not; with `patient` a GPU

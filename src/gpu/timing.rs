@@ -140,16 +140,9 @@ pub(crate) fn record(stage: Stage, d: Duration) {
     h.buckets[b].fetch_add(1, r);
 }
 
-/// Records the time since `t0` under `stage`.
-pub(crate) fn since(stage: Stage, t0: Instant) {
-    if ENABLED.load(Ordering::Relaxed) {
-        record(stage, t0.elapsed());
-    }
-}
-
-/// A timed call's start: the wall clock, and the thread's CPU clock while the timings are on,
-/// so a stage says how much of its time was the process's CPU (the driver's calls for most of
-/// it) and not waiting.
+/// A timed call's start: the wall clock (one read, also for the caller's own use: [`Mark::started`]),
+/// and the thread's CPU clock while the timings are on, so a stage says how much of its time was
+/// the process's CPU (the driver's calls for most of it) and not waiting.
 pub(crate) struct Mark {
     wall: Instant,
     cpu_ns: Option<u64>,
@@ -160,8 +153,12 @@ impl Mark {
         let on = ENABLED.load(Ordering::Relaxed);
         Mark { wall: Instant::now(), cpu_ns: if on { thread_cpu_ns() } else { None } }
     }
-    /// Records the call under `stage`.
-    pub(crate) fn end(self, stage: Stage) {
+    /// When the call started.
+    pub(crate) fn started(&self) -> Instant {
+        self.wall
+    }
+    /// Records the call under `stage` (nothing while the timings are off).
+    pub(crate) fn end(&self, stage: Stage) {
         if !ENABLED.load(Ordering::Relaxed) {
             return;
         }

@@ -155,7 +155,7 @@ impl NvDecoder {
         reuse: Reuse,
     ) -> Result<NvDecoder> {
         let low_latency = o.low_latency;
-        let t_new = Instant::now();
+        let t_new = timing::Mark::now();
         let dev = &cam.stream.dev;
         let codec = supports(dev, params, o.eight_bit)?;
         let lib = api::lib()?;
@@ -183,7 +183,7 @@ impl NvDecoder {
         me.st.eight_bit = o.eight_bit;
         me.new_parser()?;
         log::info!("GPU {}: direct NVDEC decoder for {:?} (parser on the camera thread)", dev.ordinal, params.id());
-        timing::since(Stage::NvNew, t_new);
+        t_new.end(Stage::NvNew);
         Ok(me)
     }
 
@@ -239,10 +239,9 @@ impl NvDecoder {
             timestamp: pts.unwrap_or(0),
         };
         let parser = self.parser.as_mut().ok_or_else(|| Error::internal("no NVDEC parser"))?;
-        let t0 = Instant::now();
         let mark = timing::Mark::now();
         let r = parser.parse(&mut pkt);
-        self.timing.parse += ns(t0);
+        self.timing.parse += ns(mark.started());
         mark.end(Stage::NvParse);
         if let Some(e) = self.st.error.take() {
             return Err(e);
@@ -352,7 +351,7 @@ impl Drop for NvDecoder {
         // Parser first (its callbacks point at `st`), then the pictures (none is mapped: maps
         // live inside one `write_into`), then the decoder: parked for the camera's next
         // connection when it is sound (`reuse.rs`), else destroyed with its context lock.
-        let t0 = Instant::now();
+        let t0 = timing::Mark::now();
         self.parser = None;
         self.current = None;
         self.st.queue.clear();
@@ -361,7 +360,7 @@ impl Drop for NvDecoder {
             self.slot.park(d, t, healthy);
         }
         self.timing.flush();
-        timing::since(Stage::NvDrop, t0);
+        t0.end(Stage::NvDrop);
     }
 }
 

@@ -374,10 +374,9 @@ pub(super) fn copy_picture(
     let slot = lease.pool().geom;
     let s = &cam.stream;
     let dst = device_slot(lease, s, Some((g.width, g.height)))?;
-    let t0 = Instant::now();
     let mark = Mark::now();
     let m = dec.map(info, stream)?;
-    t.map += ns(t0);
+    t.map += ns(mark.started());
     mark.end(Stage::NvMap);
     let mark = Mark::now();
     let status = dec.decode_status(info.picture_index);
