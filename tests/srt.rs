@@ -277,14 +277,15 @@ fn srt_passphrase_with_separators_and_spaces_streams() {
     let listener = Listener::start_with(&clip, "&pbkeylen=32", &["-passphrase", PASS]);
     let log = LogCapture::start();
     let base = format!("srt://127.0.0.1:{}", listener.port);
+    // Trimmed, the passphrase is refused: the ends matter, so the stream below proves they were
+    // kept. First: the listener serves one caller, then ends.
+    let trimmed = srt_camera(&base, &format!("passphrase=\"{}\";pbkeylen=32", PASS.trim())).map(|c| close(c, 2000));
     let quoted = format!("passphrase=\"{PASS}\";pbkeylen=32");
     let run = srt_camera(&base, &quoted).map(|cam| {
         let run = watch(cam, &refs, Duration::from_secs(15), None);
         close(cam, 2000).unwrap();
         run
     });
-    // Trimmed, the passphrase is refused: the ends matter, so the test above proves they were kept.
-    let trimmed = srt_camera(&base, &format!("passphrase=\"{}\";pbkeylen=32", PASS.trim())).map(|c| close(c, 2000));
     let lines = log.lines();
     drop(log);
     let run = run.unwrap_or_else(|e| panic!("quoted passphrase: {e:?}"));
