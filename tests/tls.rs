@@ -324,21 +324,31 @@ fn a_tls_version_nvcam_does_not_speak_is_a_named_permanent_refusal() {
     }
 }
 
-/// An https camera that redirects to http:// is refused, named, before the plaintext server gets a
-/// request (it logs each one), and for good. Prevents: a request, with its credentials, sent in
-/// the clear after a verified TLS connection; a refusal misreported as misspelled options.
+/// An https camera that redirects to http://, and an rtsps one that redirects to rtsp://, are
+/// refused, named, before the plaintext server gets a request (the http server logs each request,
+/// the rtsp listener each connection), and for good. Prevents: a request, with its credentials,
+/// sent in the clear after a verified TLS connection; a refusal misreported as misspelled options.
 #[test]
-fn an_https_redirect_to_plaintext_is_refused_before_any_request() {
+fn a_redirect_from_tls_to_plaintext_is_refused_before_any_request() {
     let _g = serial();
     let f = fixture();
     let ca = format!("ca_file={}", f.path("ca_file"));
-    let requests = || std::fs::read_to_string(f.path("http_plain_log")).expect("the plaintext server's log").lines().count();
-    let e = open(&f.url("https_redirect_plain"), &cam_options(&ca, 0)).expect_err("redirect to http");
-    assert_eq!(e.0, NVCAM_E_TLS_VERIFY, "{e:?}");
-    assert!(e.1.contains("redirected to a plaintext URL"), "{}", e.1);
-    assert!(!e.1.contains(PASSWORD), "password in the error: {}", e.1);
-    std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(requests(), 0, "a plaintext request was made");
+    for (k, log) in [("https_redirect_plain", "http_plain_log"), ("rtsps_redirect_plain", "rtsp_plain_log")] {
+        let requests = || std::fs::read_to_string(f.path(log)).expect("the plaintext server's log").lines().count();
+        let t0 = Instant::now();
+        let e = open(&f.url(k), &cam_options(&ca, 0)).expect_err(k);
+        assert_eq!(e.0, NVCAM_E_TLS_VERIFY, "{k}: {e:?}");
+        assert!(e.1.contains("redirected to a plaintext URL"), "{k}: {}", e.1);
+        assert!(!e.1.contains(PASSWORD), "password in the error: {}", e.1);
+        assert!(t0.elapsed() < Duration::from_secs(3), "{k}: took {:?}", t0.elapsed());
+        let cam = open(&f.url(k), &cam_options(&ca, NVCAM_OPEN_ASYNC)).expect("an ASYNC open returns at once");
+        let _c = Closer(cam);
+        assert!(wait_until(Duration::from_secs(5), || stats(cam).state == NVCAM_STATE_FAILED), "{k}: state {}", stats(cam).state);
+        std::thread::sleep(Duration::from_millis(300));
+        let st = stats(cam);
+        assert_eq!((st.state, st.reconnects, st.last_error_code), (NVCAM_STATE_FAILED, 0, NVCAM_E_TLS_VERIFY), "{k}");
+        assert_eq!(requests(), 0, "{k}: a plaintext request was made");
+    }
 }
 
 /// A ca_file that is a folder, or a file without a certificate, is NVCAM_E_BAD_OPTION at the

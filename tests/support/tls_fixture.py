@@ -14,8 +14,9 @@ One server per certificate, shared by every test of a run:
 and a second CA, "other", that signed none of them; https servers with the good certificate that
 speak only TLS 1.0 (https_tls10), 1.1 (https_tls11) or 1.3 (https_tls13), and one that redirects
 to a plaintext http:// server (https_redirect_plain) which logs each request it gets to
-http_plain_log. Every server asks for the user viewer with
-the password s3cret-tls (RTSP Basic, HTTP Basic).
+http_plain_log; an rtsps server that redirects every request to a plaintext rtsp:// listener
+(rtsps_redirect_plain) which logs each connection it accepts to rtsp_plain_log. Every streaming
+server asks for the user viewer with the password s3cret-tls (RTSP Basic, HTTP Basic).
 
 Writes DIR/fixture.env (KEY=VALUE lines: ca_file, other_ca_file, pin_own, pin_good, key_own (a
 private key file, for tests that look for it in logs), rtsps_<name>, https_<name> URLs without
@@ -156,6 +157,45 @@ class Redirect(http.server.BaseHTTPRequestHandler):
         self.end_headers()
 
 
+class RtspRedirect(socketserver.StreamRequestHandler):
+    """An rtsps server that answers every request with a redirect to `target` (plaintext rtsp)."""
+    target = None
+
+    def handle(self):
+        try:
+            self.connection.do_handshake()
+            while True:
+                cseq = None
+                while True:
+                    line = self.rfile.readline()
+                    if not line:
+                        return
+                    if line.lower().startswith(b"cseq:"):
+                        cseq = line.split(b":", 1)[1].strip().decode()
+                    if line in (b"\r\n", b"\n"):
+                        break
+                self.wfile.write(f"RTSP/1.0 302 Moved Temporarily\r\nCSeq: {cseq}\r\nLocation: {self.target}\r\n\r\n".encode())
+        except (ssl.SSLError, OSError):
+            pass
+
+
+class Count(socketserver.BaseRequestHandler):
+    """A plaintext listener that logs each connection it accepts to `log_path`."""
+    log_path = None
+
+    def handle(self):
+        with open(self.log_path, "a") as f:
+            f.write("connection\n")
+
+
+class TcpServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def handle_error(self, request, client_address):
+        pass
+
+
 def https_server(d, name, handler=Mjpeg, version=None):
     """An https server with certificate `name`; `version`: the one TLS version it speaks."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -226,6 +266,17 @@ def main():
     threading.Thread(target=plain.serve_forever, daemon=True).start()
     Redirect.target = f"http://127.0.0.1:{plain.server_address[1]}/video.mjpg"
     env["https_redirect_plain"] = f"https://127.0.0.1:{https_server(d, 'good', Redirect)}/video.mjpg"
+    Count.log_path = env["rtsp_plain_log"] = os.path.join(d, "rtsp-plain.log")
+    open(Count.log_path, "w").close()
+    count = TcpServer(("127.0.0.1", 0), Count)
+    threading.Thread(target=count.serve_forever, daemon=True).start()
+    RtspRedirect.target = f"rtsp://127.0.0.1:{count.server_address[1]}/cam"
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(os.path.join(d, "good.crt"), os.path.join(d, "good.key"))
+    redirect = TcpServer(("127.0.0.1", 0), RtspRedirect)
+    redirect.socket = ctx.wrap_socket(redirect.socket, server_side=True, do_handshake_on_connect=False)
+    threading.Thread(target=redirect.serve_forever, daemon=True).start()
+    env["rtsps_redirect_plain"] = f"rtsps://127.0.0.1:{redirect.server_address[1]}/cam"
     with open(os.path.join(d, "fixture.env.part"), "w") as f:
         f.writelines(f"{k}={v}\n" for k, v in env.items())
     os.replace(os.path.join(d, "fixture.env.part"), os.path.join(d, "fixture.env"))
