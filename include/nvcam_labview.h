@@ -645,8 +645,10 @@ typedef struct {
   unsigned int decode_threads;
   /**
    * FFmpeg demuxer/protocol options, `"key=value;key=value"` (e.g.
-   * `"rtsp_transport=udp;buffer_size=1048576"`), or NULL. An option FFmpeg does not consume
-   * fails the open with `NVCAM_E_BAD_OPTION`. RTSP defaults to `rtsp_transport=tcp`. TLS cameras
+   * `"rtsp_transport=udp;buffer_size=1048576"`), or NULL. A value holding `;`, `&`, `=` or
+   * spaces to keep at its ends goes in double quotes, `""` for a `"` inside
+   * (`passphrase=" a;b "`). An option FFmpeg does not consume fails the open with
+   * `NVCAM_E_BAD_OPTION`, naming its key. RTSP defaults to `rtsp_transport=tcp`. TLS cameras
    * (`rtsps://`, `https://`, `rtmps://`) verify the server's certificate; `ca_file=PATH` trusts
    * that CA instead of the system's store, `tls_pin_sha256=HEX` accepts exactly that certificate
    * (see `NVCAM_OPEN_TLS_INSECURE`).

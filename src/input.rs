@@ -5,7 +5,7 @@
 //! at most the deadline, and `close` never waits on the network. FFmpeg 5.1 reports an interrupted
 //! open as "Invalid data" rather than a timeout, so [`Interrupt::fired`] tells timeouts apart.
 
-use crate::redact::redact;
+use crate::redact::redact_url;
 use crate::source::Source;
 use crate::config::DEFAULTS;
 use crate::status::*;
@@ -215,12 +215,12 @@ pub(crate) fn open(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>
     let (target, _) = src.ffmpeg_target();
     let why = if silent { format!("no packet over UDP within {} ms", fallback.as_millis()) } else { format!("UDP failed ({})", udp_err.msg) };
     let input = open_with(src, &over("tcp"), irq, timeout, left, None).inspect_err(|e| {
-        log::debug!("'{}': {why}; TCP failed too: {}", redact(&target), e.msg);
+        log::debug!("'{}': {why}; TCP failed too: {}", redact_url(&target), e.msg);
     })?;
     irq.auto.store(AUTO_TCP, Ordering::Release);
     log::info!(
         "'{}': {why}, opened over TCP instead after {} ms; this camera stays on TCP (NVCAM_TRANSPORT_AUTO; nvcam_camera_reconnect tries UDP again)",
-        redact(&target),
+        redact_url(&target),
         t0.elapsed().as_millis()
     );
     Ok(input)
@@ -276,7 +276,7 @@ fn open_with(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, time
         irq.disarm();
         return Err(Error::new(
             ErrorKind::BadOption,
-            format!("FFmpeg did not use option(s) {} for '{}' (misspelled, or not an option of this protocol/format)", leftover.join(", "), redact(&target)),
+            format!("FFmpeg did not use option(s) {} for '{}' (misspelled, or not an option of this protocol/format)", leftover.join(", "), redact_url(&target)),
         ));
     }
     if let Some(by) = udp_by {
@@ -299,7 +299,7 @@ fn open_with(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, time
         irq.arm(CLOSE_TIMEOUT);
         drop(ctx);
         irq.disarm();
-        return Err(Error::new(ErrorKind::Io, format!("no packet over UDP from '{}'", redact(&target))));
+        return Err(Error::new(ErrorKind::Io, format!("no packet over UDP from '{}'", redact_url(&target))));
     }
     if r < 0 {
         return Err(open_error(&target, r, irq, timeout));
@@ -308,7 +308,7 @@ fn open_with(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, time
         .streams()
         .best(ff::media::Type::Video)
         .map(|s| s.index())
-        .ok_or_else(|| Error::new(ErrorKind::Unsupported, format!("'{}' has no video stream", redact(&target))))?;
+        .ok_or_else(|| Error::new(ErrorKind::Unsupported, format!("'{}' has no video stream", redact_url(&target))))?;
     Ok(Input { ctx, irq: irq.clone(), video_index, rtsp: src.is_rtsp() })
 }
 
@@ -321,42 +321,45 @@ fn open_error(target: &str, r: c_int, irq: &Interrupt, timeout: Duration) -> Err
         return Error::new(ErrorKind::Io, "open aborted: reconnect requested");
     }
     if irq.fired() {
-        return Error::timeout(format!("timeout after {} ms opening '{}'", timeout.as_millis(), redact(target)));
+        return Error::timeout(format!("timeout after {} ms opening '{}'", timeout.as_millis(), redact_url(target)));
     }
     if r == ffi::AVERROR_PROTOCOL_NOT_FOUND {
         if let Some((scheme, protocol, what)) = missing_protocol(target) {
             // FFmpeg says only "Protocol not found", about a scheme nvcam lists as supported.
             return Error::new(
                 ErrorKind::Unsupported,
-                format!("cannot open '{}': {scheme}:// needs {what}, and the FFmpeg nvcam runs on has none (no '{}' protocol)", redact(target), protocol.to_string_lossy()),
+                format!("cannot open '{}': {scheme}:// needs {what}, and the FFmpeg nvcam runs on has none (no '{}' protocol)", redact_url(target), protocol.to_string_lossy()),
             );
         }
     }
     if crate::ffmpeg::srt::passphrase_refused(r) {
         return Error::new(
             ErrorKind::Auth,
-            format!("SRT listener '{}' refused the passphrase (wrong, missing, or given where it expects none; pbkeylen must match too)", redact(target)),
+            format!("SRT listener '{}' refused the passphrase (wrong, missing, or given where it expects none; pbkeylen must match too)", redact_url(target)),
         );
     }
     if let Some(why) = crate::ffmpeg::tls::refusal(r) {
-        return Error::new(ErrorKind::TlsVerify, format!("certificate of '{}' refused: {why}", redact(target)));
+        return Error::new(ErrorKind::TlsVerify, format!("certificate of '{}' refused: {why}", redact_url(target)));
+    }
+    if let Some(why) = crate::ffmpeg::tls::connection_refusal(r) {
+        return Error::new(ErrorKind::TlsVerify, format!("TLS connection to '{}' refused: {why}", redact_url(target)));
     }
     let fe = ff::Error::from(r);
     let text = fe.to_string();
     let kind = match r {
         x if x == ffi::AVERROR(libc_errno::ECONNREFUSED) => {
-            return Error::new(ErrorKind::Io, format!("connection refused by '{}'", redact(target)))
+            return Error::new(ErrorKind::Io, format!("connection refused by '{}'", redact_url(target)))
         }
         x if x == ffi::AVERROR(libc_errno::ENOENT) => ErrorKind::Io,
         x if x == ffi::AVERROR(libc_errno::ETIMEDOUT) => ErrorKind::TimedOut,
         x if x == ffi::AVERROR_HTTP_UNAUTHORIZED => {
-            return Error::new(ErrorKind::Auth, format!("401 Unauthorized from '{}'", redact(target)))
+            return Error::new(ErrorKind::Auth, format!("401 Unauthorized from '{}'", redact_url(target)))
         }
         x if x == ffi::AVERROR_HTTP_FORBIDDEN => ErrorKind::Auth,
         x if x == ffi::AVERROR_PROTOCOL_NOT_FOUND || x == ffi::AVERROR_DEMUXER_NOT_FOUND => ErrorKind::Unsupported,
         _ => ErrorKind::Io,
     };
-    Error::new(kind, format!("cannot open '{}': {text}", redact(target)))
+    Error::new(kind, format!("cannot open '{}': {text}", redact_url(target)))
 }
 
 /// For a URL whose scheme this FFmpeg cannot serve: the scheme, the protocol and what it is.

@@ -68,7 +68,7 @@ pub(crate) fn open_camera(url: &str, opts: Options) -> Result<u64> {
         adopt(cam.close(Duration::from_millis(2000)));
         return Err(e);
     }
-    log::info!("camera 0x{h:016x} opened: {}", crate::redact::redact(url));
+    log::info!("camera 0x{h:016x} opened: {}", crate::redact::redact_url(url));
     Ok(h)
 }
 

@@ -3,7 +3,7 @@
 //! Checked synchronously in `nvcam_camera_open`, so an empty, garbled or unknown-scheme URL is an
 //! immediate error with a clear text rather than a thread that retries forever.
 
-use crate::redact::redact;
+use crate::redact::{redact_url, userinfo_end};
 use crate::status::*;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -77,7 +77,7 @@ pub(crate) fn parse(url: &str) -> Result<Source> {
                     return Err(Error::arg(format!("camera URL '{url}' has no host")));
                 }
                 check_port(url, &url[i + 3..])?;
-                Ok(Source::Network(url.to_string()))
+                Ok(Source::Network(encode_userinfo(url, i + 3)))
             } else {
                 Err(Error::new(
                     ErrorKind::Unsupported,
@@ -114,23 +114,69 @@ fn file(path: &str) -> Result<Source> {
     Ok(Source::File(path.strip_prefix("file:").unwrap_or(path).to_string()))
 }
 
-/// A port in the URL's authority must be 1..65535 (FFmpeg only says "Invalid argument").
+/// A port in the URL's authority must be 1..65535 (FFmpeg only says "Invalid argument"). The
+/// message never quotes the userinfo, nor a port that is not a number (a password typed without
+/// its `user:…@` reads as one).
 fn check_port(url: &str, rest: &str) -> Result<()> {
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-    let hostport = authority.rsplit_once('@').map(|(_, h)| h).unwrap_or(authority);
+    let after = userinfo_end(rest).map_or(rest, |at| &rest[at + 1..]);
+    let hostport = &after[..after.find(['/', '?', '#']).unwrap_or(after.len())];
+    let scheme = &url[..url.len() - rest.len()];
     let port = match hostport.strip_prefix('[') {
         Some(v6) => match v6.split_once(']') {
             Some((_, after)) => after.strip_prefix(':'),
-            None => return Err(Error::arg(format!("camera URL '{}' has an unclosed '['", redact(url)))),
+            None => return Err(Error::arg(format!("camera URL '{}' has an unclosed '['", redact_url(url)))),
         },
         None => hostport.rsplit_once(':').map(|(_, p)| p),
     };
+    let needs_host = ["rtsp://", "rtsps://", "http://", "https://", "rtmp://", "rtmps://"].iter().any(|s| s.eq_ignore_ascii_case(scheme));
+    if needs_host && (hostport.is_empty() || hostport.starts_with(':')) {
+        return Err(Error::arg(format!("camera URL '{}' has no host", redact_url(url))));
+    }
     match port {
+        Some(p) if !p.chars().all(|c| c.is_ascii_digit()) => Err(Error::arg(format!(
+            "camera URL '{scheme}…' has a port that is not a number (a password needs its user name and '@': {scheme}user:password@host/…)"
+        ))),
         Some(p) if p.parse::<u16>().map_or(true, |n| n == 0) => Err(Error::arg(format!(
             "camera URL '{}' has an invalid port '{p}' (1..65535)",
-            redact(url)
+            redact_url(url)
         ))),
         _ => Ok(()),
+    }
+}
+
+/// `url` with its user name and password percent-encoded (from `at`, where the authority starts),
+/// as FFmpeg splits a URL at the first `/`, `?` or `#` and URL-decodes the credentials it sends
+/// (Basic and Digest): a password pasted unencoded reaches the camera as typed, and one already
+/// encoded (`%23`) stays as it is.
+fn encode_userinfo(url: &str, at: usize) -> String {
+    let rest = &url[at..];
+    let Some(end) = userinfo_end(rest) else { return url.to_string() };
+    let (user, password) = match rest[..end].split_once(':') {
+        Some((u, p)) => (u, Some(p)),
+        None => (&rest[..end], None),
+    };
+    let mut out = String::with_capacity(url.len() + 16);
+    out.push_str(&url[..at]);
+    percent_encode(user, &mut out);
+    if let Some(p) = password {
+        out.push(':');
+        percent_encode(p, &mut out);
+    }
+    out.push_str(&rest[end..]);
+    out
+}
+
+/// Appends `s` with every byte but RFC 3986's unreserved characters and sub-delimiters
+/// percent-encoded; a `%` and two hex digits is an escape already and stays.
+fn percent_encode(s: &str, out: &mut String) {
+    let b = s.as_bytes();
+    for (i, &c) in b.iter().enumerate() {
+        let escape = c == b'%' && b.len() > i + 2 && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit();
+        if c.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=".contains(&c) || escape {
+            out.push(c as char);
+        } else {
+            out.push_str(&format!("%{c:02X}"));
+        }
     }
 }
 
@@ -151,20 +197,73 @@ fn parse_testsrc(rest: &str) -> Result<Source> {
     Ok(Source::TestSrc { width, height, fps })
 }
 
-/// Parses FFmpeg options written `key=value;key=value` (`&` or newlines also separate pairs).
+/// Parses FFmpeg options written `key=value;key=value` (`&` or newlines also separate pairs;
+/// white space around keys and values is dropped). A value that holds `;`, `&`, `=`, a newline or
+/// white space to keep at its ends is written in double quotes, `key="a;b "`, where `""` stands
+/// for one `"`; everything else inside the quotes is taken as it is (backslashes included, as in
+/// Windows paths). An error names the option by its key, never by its value (which may be a
+/// passphrase).
 pub(crate) fn parse_options(s: &str) -> Result<Vec<(String, String)>> {
+    let bad = |msg: String| Error::new(ErrorKind::BadOption, msg);
     let mut out = Vec::new();
-    for part in s.split([';', '&', '\n']).map(str::trim).filter(|p| !p.is_empty()) {
-        let (k, v) = part
-            .split_once('=')
-            .ok_or_else(|| Error::new(ErrorKind::BadOption, format!("FFmpeg option '{part}' is not key=value")))?;
-        let k = k.trim();
-        if k.is_empty() {
-            return Err(Error::new(ErrorKind::BadOption, format!("FFmpeg option '{part}' has no key")));
+    let mut chars = s.chars().peekable();
+    let mut n = 0;
+    loop {
+        // A key: up to `=` or the end of the entry.
+        let mut key = String::new();
+        let mut has_eq = false;
+        for c in chars.by_ref() {
+            match c {
+                '=' => {
+                    has_eq = true;
+                    break;
+                }
+                ';' | '&' | '\n' => break,
+                _ => key.push(c),
+            }
         }
-        out.push((k.to_string(), v.trim().to_string()));
+        let key = key.trim().to_string();
+        if !has_eq {
+            if !key.is_empty() {
+                return Err(bad(format!(
+                    "FFmpeg option {} is not key=value (a value holding ';', '&' or '=' is written in double quotes: key=\"a;b\")",
+                    n + 1
+                )));
+            }
+            if chars.peek().is_none() {
+                return Ok(out);
+            }
+            continue;
+        }
+        n += 1;
+        if key.is_empty() {
+            return Err(bad(format!("FFmpeg option {n} has no key")));
+        }
+        // A value: quoted, or up to the end of the entry.
+        while chars.next_if(|c| *c == ' ' || *c == '\t').is_some() {}
+        let mut value = String::new();
+        if chars.next_if_eq(&'"').is_some() {
+            loop {
+                match chars.next() {
+                    Some('"') if chars.next_if_eq(&'"').is_some() => value.push('"'),
+                    Some('"') => break,
+                    Some(c) => value.push(c),
+                    None => return Err(bad(format!("FFmpeg option '{key}' has a quoted value without its closing '\"'"))),
+                }
+            }
+            while chars.next_if(|c| *c == ' ' || *c == '\t' || *c == '\r').is_some() {}
+            if chars.next_if(|c| matches!(c, ';' | '&' | '\n')).is_none() && chars.peek().is_some() {
+                return Err(bad(format!("FFmpeg option '{key}' has text after its quoted value (separate options with ';')")));
+            }
+        } else {
+            while let Some(c) = chars.next_if(|c| !matches!(c, ';' | '&' | '\n')) {
+                value.push(c);
+            }
+            chars.next();
+            value = value.trim().to_string();
+        }
+        out.push((key, value));
     }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -191,6 +290,8 @@ mod tests {
         assert!(parse("rtsp://[::1]/cam").is_ok());
         assert!(parse("udp://@:1234?fifo_size=100").is_ok());
         assert!(parse("rtsp://[::1:8554/cam").is_err());
+        assert!(parse("rtsp://u:p@/cam").unwrap_err().msg.contains("has no host"));
+        assert!(parse("udp://@:1234").is_ok() && parse("srt://:9000?mode=listener").is_ok());
         assert_eq!(parse("pipe:0").unwrap_err().kind, ErrorKind::Unsupported);
         assert_eq!(parse("fd:3").unwrap_err().kind, ErrorKind::Unsupported);
         assert_eq!(parse("C:\\clips\\a.mp4").unwrap(), Source::File("C:\\clips\\a.mp4".into()));
@@ -213,10 +314,50 @@ mod tests {
         assert!(msg.contains(" srt,") || msg.ends_with(" srt)"), "nvcam's FFmpeg has SRT: {msg}");
     }
 
+    /// A password pasted unencoded: never quoted back (once "invalid port 'Adm1n'"), and handed to
+    /// FFmpeg percent-encoded, so FFmpeg's split at the first `/`, `?` or `#` leaves it whole.
+    #[test]
+    fn passwords_of_any_spelling_are_encoded_and_never_quoted() {
+        let e = parse("rtsp://admin:Adm1n#Secret42@10.0.0.1:0/cam").unwrap_err().msg;
+        assert!(e.contains("invalid port '0'") && !e.contains("Adm1n") && !e.contains("Secret42"), "{e}");
+        let e = parse("rtsp://admin:Adm1n#Secret42").unwrap_err().msg;
+        assert!(!e.contains("Adm1n") && !e.contains("Secret42") && e.contains("not a number"), "{e}");
+        let target = |u: &str| parse(u).unwrap().ffmpeg_target().0;
+        assert_eq!(target("rtsp://admin:Adm1n#Secret42@10.0.0.1/cam"), "rtsp://admin:Adm1n%23Secret42@10.0.0.1/cam");
+        assert_eq!(target("rtsp://admin:a?b/c@d:e f%g\u{fc}@cam:554/x?y=1"), "rtsp://admin:a%3Fb%2Fc%40d%3Ae%20f%25g%C3%BC@cam:554/x?y=1");
+        assert_eq!(target("rtsp://admin:Adm1n%23Secret42@10.0.0.1/cam"), "rtsp://admin:Adm1n%23Secret42@10.0.0.1/cam");
+        assert_eq!(target("rtsp://10.0.0.1:554/a@b"), "rtsp://10.0.0.1:554/a@b");
+        assert_eq!(target("udp://@:1234?fifo_size=100"), "udp://@:1234?fifo_size=100");
+    }
+
     #[test]
     fn options_split_on_semicolons() {
         let o = parse_options("rtsp_transport=tcp; timeout=5000000;").unwrap();
         assert_eq!(o, vec![("rtsp_transport".into(), "tcp".into()), ("timeout".into(), "5000000".into())]);
         assert_eq!(parse_options("novalue").unwrap_err().kind, ErrorKind::BadOption);
+        assert_eq!(parse_options("").unwrap(), vec![]);
+        assert_eq!(parse_options(" ; ;").unwrap(), vec![]);
+        assert_eq!(parse_options("a=1&b = 2\nc=").unwrap(), vec![("a".into(), "1".into()), ("b".into(), "2".into()), ("c".into(), "".into())]);
+        assert_eq!(parse_options("a=x=y").unwrap(), vec![("a".into(), "x=y".into())]);
+    }
+
+    /// Values with any characters, quoted: a passphrase or a path holding `;` or `&` was split
+    /// into a second "option" (quoted back in the error text), and its end spaces were trimmed.
+    #[test]
+    fn quoted_values_keep_every_character() {
+        let o = parse_options(r#"passphrase=" Secret;Part2 & x=y "" "; ca_file="C:\certs\ca.pem";latency = 300000"#).unwrap();
+        assert_eq!(
+            o,
+            vec![
+                ("passphrase".into(), r#" Secret;Part2 & x=y " "#.into()),
+                ("ca_file".into(), r"C:\certs\ca.pem".into()),
+                ("latency".into(), "300000".into())
+            ]
+        );
+        for bad in [r#"passphrase="Secret;Part2xyzQ"#, r#"passphrase="Secret"Part2xyzQ"#, "passphrase=Secret;Part2xyzQ"] {
+            let e = parse_options(bad).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::BadOption);
+            assert!(!e.msg.contains("Secret") && !e.msg.contains("Part2xyzQ"), "{}", e.msg);
+        }
     }
 }

@@ -274,6 +274,72 @@ fn passwords_never_reach_error_texts_or_the_log() {
     }
 }
 
+/// A password as users paste it, unencoded, holding every character that ends a URL's authority
+/// or a token: `#`, `?`, `/`, `@`, `:`, a space, `%` and non-ASCII, between runs no log line may
+/// show.
+const ODD_PASSWORD: &str = "Kq7#Zx9?Wv3/Hp5@Jt2:Ly8 Rb4%Nc6\u{fc}Gm1";
+
+/// `s` percent-encoded, every byte but letters and digits.
+fn percent_encoded(s: &str) -> String {
+    s.bytes().map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
+}
+
+/// Passwords of any spelling, pasted unencoded, stream over Basic and Digest (and the same
+/// password percent-encoded by the host still does); a wrong one is NVCAM_E_AUTH; malformed URLs
+/// that hold it fail with a reason. No error text and no log line at TRACE (FFmpeg's own
+/// included) holds any part of it, its encoded form or the Base64 Basic sends. Prevents: a
+/// password split at `#`, `?`, `/` or a space into a port or a path (quoted back in the error:
+/// "invalid port 'Adm1n'"), sent wrong to the camera, or logged by FFmpeg.
+#[test]
+fn passwords_of_any_spelling_stream_and_never_reach_texts() {
+    let _g = serial();
+    let parts: Vec<&str> = ODD_PASSWORD.split(|c: char| !c.is_ascii_alphanumeric()).filter(|p| p.len() >= 3).collect();
+    assert_eq!(parts.len(), 9, "{parts:?}");
+    let user_pw = format!("viewer:{ODD_PASSWORD}");
+    let mut secrets: Vec<String> = parts.iter().map(|p| p.to_string()).collect();
+    secrets.extend([ODD_PASSWORD.to_string(), percent_encoded(ODD_PASSWORD), base64(&user_pw)]);
+    let user_pw: &'static str = Box::leak(user_pw.into_boxed_str());
+    let log = LogCapture::start();
+    let mut texts = Vec::new();
+    for stream in [Stream::default().auth(user_pw), Stream::default().auth_digest(user_pw)] {
+        let srv = RtspServer::start(stream);
+        let o = opts(NVCAM_TRANSPORT_TCP);
+        for url in [srv.url_with_auth(user_pw), srv.url_with_auth(&format!("viewer:{}", percent_encoded(ODD_PASSWORD)))] {
+            let cam = open(&url, &o).unwrap_or_else(|e| panic!("right password: {e:?}"));
+            let _closer = CloseOnPanic(vec![cam]);
+            assert_eq!(frames(cam, 5, Duration::from_secs(4)), 5, "{}", cam_error(cam));
+            texts.extend([last_error(), cam_error(cam)]);
+            close(cam);
+        }
+        let e = open(&srv.url_with_auth(&format!("viewer:{ODD_PASSWORD}x")), &o).expect_err("wrong password");
+        assert_eq!(e.0, NVCAM_E_AUTH, "{e:?}");
+        assert!(e.1.contains("viewer:***@127.0.0.1"), "the URL is named, redacted: {}", e.1);
+        texts.push(e.1);
+    }
+    // Malformed URLs holding the password: a bad port after it, no host, an unclosed '['.
+    for url in [
+        format!("rtsp://viewer:{ODD_PASSWORD}@127.0.0.1:0/cam"),
+        format!("rtsp://viewer:{ODD_PASSWORD}@127.0.0.1:99999/cam"),
+        format!("rtsp://viewer:{ODD_PASSWORD}"),
+        format!("rtsp://viewer:{ODD_PASSWORD}@[::1/cam"),
+        format!("rtsp://viewer:{ODD_PASSWORD}@/cam"),
+    ] {
+        let e = open(&url, &opts(NVCAM_TRANSPORT_TCP)).expect_err(&url);
+        assert_eq!(e.0, NVCAM_E_INVALID_ARGUMENT, "{url}: {e:?}");
+        texts.push(e.1);
+    }
+    let lines = log.lines();
+    assert!(lines.len() > 50, "too little logged at TRACE to look at: {}", lines.len());
+    for secret in &secrets {
+        for (_, m) in &lines {
+            assert!(!m.contains(secret.as_str()), "{secret:?} in the log: {m}");
+        }
+        for t in &texts {
+            assert!(!t.contains(secret.as_str()), "{secret:?} in an error text: {t}");
+        }
+    }
+}
+
 /// Whether the FFmpeg this process runs (the one nvcam links) has the `tls` protocol.
 fn ffmpeg_has_tls() -> bool {
     use ffmpeg_next::ffi::avio_enum_protocols;

@@ -64,13 +64,21 @@ struct Listener {
 impl Listener {
     /// `query`: more of the listener's URL query (`&passphrase=…`).
     fn start(clip: &Path, query: &str) -> Listener {
+        Listener::start_with(clip, query, &[])
+    }
+
+    /// With `output_options` before the listener's URL (`-passphrase`, for a value a URL query
+    /// cannot carry).
+    fn start_with(clip: &Path, query: &str, output_options: &[&str]) -> Listener {
         let port = free_udp_port();
         let stderr = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("srt-listener-{port}.log"));
         let url = format!("srt://127.0.0.1:{port}?mode=listener&latency={LOSS_LATENCY_US}{query}");
         let child = Command::new("ffmpeg")
             .args(["-hide_banner", "-loglevel", "verbose", "-nostdin", "-re", "-stream_loop", "-1", "-i"])
             .arg(clip)
-            .args(["-c", "copy", "-f", "mpegts", &url])
+            .args(["-c", "copy", "-f", "mpegts"])
+            .args(output_options)
+            .arg(&url)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()
@@ -250,6 +258,45 @@ fn srt_passphrase_right_streams_wrong_fails_and_neither_is_logged() {
     }
     for m in [&msg, &msg2] {
         assert!(!m.contains(RIGHT) && !m.contains(WRONG), "a passphrase in an error: {m}");
+    }
+}
+
+/// A passphrase holding `;`, `&`, `=` and spaces, at its ends too, given in the option string
+/// quoted as docs/api.md says, streams exact and stays out of the log. Prevents: a passphrase
+/// split by the options parser into a second "option" (and quoted in the error), or trimmed, so
+/// that the camera refused it as wrong.
+#[test]
+fn srt_passphrase_with_separators_and_spaces_streams() {
+    let _g = serial();
+    if !have_srt_cli() {
+        return;
+    }
+    const PASS: &str = " Pass;Part2 & key=val7Q ";
+    let clip = srt_clip("h264", 4);
+    let refs = reference_index(&clip);
+    let listener = Listener::start_with(&clip, "&pbkeylen=32", &["-passphrase", PASS]);
+    let log = LogCapture::start();
+    let base = format!("srt://127.0.0.1:{}", listener.port);
+    // Trimmed, the passphrase is refused: the ends matter, so the stream below proves they were
+    // kept. First: the listener serves one caller, then ends.
+    let trimmed = srt_camera(&base, &format!("passphrase=\"{}\";pbkeylen=32", PASS.trim())).map(|c| close(c, 2000));
+    let quoted = format!("passphrase=\"{PASS}\";pbkeylen=32");
+    let run = srt_camera(&base, &quoted).map(|cam| {
+        let run = watch(cam, &refs, Duration::from_secs(15), None);
+        close(cam, 2000).unwrap();
+        run
+    });
+    let lines = log.lines();
+    drop(log);
+    let run = run.unwrap_or_else(|e| panic!("quoted passphrase: {e:?}"));
+    assert_exact(&run, "passphrase with separators");
+    let (code, msg) = trimmed.expect_err("the trimmed passphrase opened");
+    assert_eq!(code, NVCAM_E_AUTH, "{msg}");
+    for part in ["Pass;Part2", "Part2", "key=val7Q", "val7Q"] {
+        assert!(!msg.contains(part), "a passphrase in an error: {msg}");
+        for (_, l) in &lines {
+            assert!(!l.contains(part), "a passphrase in the log: {l}");
+        }
     }
 }
 

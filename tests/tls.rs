@@ -298,3 +298,73 @@ fn a_missing_trust_store_is_a_verification_error_that_says_so() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.contains("CHILD-OK"), "child: {out:?}");
 }
+
+/// A server of only TLS 1.0, only TLS 1.1 or only TLS 1.3 (nvcam's mbedTLS speaks TLS 1.2) is
+/// NVCAM_E_TLS_VERIFY naming the version, within 3 s, and an ASYNC camera ends FAILED with no
+/// reconnect. Prevents: "Input/output error" retried for ever against a camera nvcam can never
+/// reach.
+#[test]
+fn a_tls_version_nvcam_does_not_speak_is_a_named_permanent_refusal() {
+    let _g = serial();
+    let f = fixture();
+    let ca = format!("ca_file={}", f.path("ca_file"));
+    for k in ["https_tls10", "https_tls11", "https_tls13"] {
+        let t0 = Instant::now();
+        let e = open(&f.url(k), &cam_options(&ca, 0)).expect_err(k);
+        assert_eq!(e.0, NVCAM_E_TLS_VERIFY, "{k}: {e:?}");
+        assert!(e.1.contains("no TLS version nvcam supports") && e.1.contains("TLS 1.2"), "{k}: {}", e.1);
+        assert!(!e.1.contains(PASSWORD), "password in the error: {}", e.1);
+        assert!(t0.elapsed() < Duration::from_secs(3), "{k}: took {:?}", t0.elapsed());
+        let cam = open(&f.url(k), &cam_options(&ca, NVCAM_OPEN_ASYNC)).expect("an ASYNC open returns at once");
+        let _c = Closer(cam);
+        assert!(wait_until(Duration::from_secs(5), || stats(cam).state == NVCAM_STATE_FAILED), "{k}: state {}", stats(cam).state);
+        std::thread::sleep(Duration::from_millis(500));
+        let st = stats(cam);
+        assert_eq!((st.state, st.reconnects, st.last_error_code), (NVCAM_STATE_FAILED, 0, NVCAM_E_TLS_VERIFY), "{k}");
+    }
+}
+
+/// An https camera that redirects to http://, and an rtsps one that redirects to rtsp://, are
+/// refused, named, before the plaintext server gets a request (the http server logs each request,
+/// the rtsp listener each connection), and for good. Prevents: a request, with its credentials,
+/// sent in the clear after a verified TLS connection; a refusal misreported as misspelled options.
+#[test]
+fn a_redirect_from_tls_to_plaintext_is_refused_before_any_request() {
+    let _g = serial();
+    let f = fixture();
+    let ca = format!("ca_file={}", f.path("ca_file"));
+    for (k, log) in [("https_redirect_plain", "http_plain_log"), ("rtsps_redirect_plain", "rtsp_plain_log")] {
+        let requests = || std::fs::read_to_string(f.path(log)).expect("the plaintext server's log").lines().count();
+        let t0 = Instant::now();
+        let e = open(&f.url(k), &cam_options(&ca, 0)).expect_err(k);
+        assert_eq!(e.0, NVCAM_E_TLS_VERIFY, "{k}: {e:?}");
+        assert!(e.1.contains("redirected to a plaintext URL"), "{k}: {}", e.1);
+        assert!(!e.1.contains(PASSWORD), "password in the error: {}", e.1);
+        assert!(t0.elapsed() < Duration::from_secs(3), "{k}: took {:?}", t0.elapsed());
+        let cam = open(&f.url(k), &cam_options(&ca, NVCAM_OPEN_ASYNC)).expect("an ASYNC open returns at once");
+        let _c = Closer(cam);
+        assert!(wait_until(Duration::from_secs(5), || stats(cam).state == NVCAM_STATE_FAILED), "{k}: state {}", stats(cam).state);
+        std::thread::sleep(Duration::from_millis(300));
+        let st = stats(cam);
+        assert_eq!((st.state, st.reconnects, st.last_error_code), (NVCAM_STATE_FAILED, 0, NVCAM_E_TLS_VERIFY), "{k}");
+        assert_eq!(requests(), 0, "{k}: a plaintext request was made");
+    }
+}
+
+/// A ca_file that is a folder, or a file without a certificate, is NVCAM_E_BAD_OPTION at the
+/// open, for a synchronous and an ASYNC camera alike. Prevents: an I/O error at every connection
+/// attempt, for ever, for a mistake in the configuration.
+#[test]
+fn an_unusable_ca_file_fails_at_the_call() {
+    let _g = serial();
+    let f = fixture();
+    let folder = std::path::Path::new(&f.path("ca_file")).parent().unwrap().display().to_string();
+    let key = f.path("key_own");
+    for (ca, why) in [(folder.as_str(), "folder"), (key.as_str(), "no certificate")] {
+        for flags in [0, NVCAM_OPEN_ASYNC] {
+            let e = open(&f.url("rtsps_good"), &cam_options(&format!("ca_file={ca}"), flags)).expect_err(why);
+            assert_eq!(e.0, NVCAM_E_BAD_OPTION, "{why}: {e:?}");
+            assert!(e.1.contains(why), "{}", e.1);
+        }
+    }
+}

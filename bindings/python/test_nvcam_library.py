@@ -102,6 +102,19 @@ class LibraryTest(NvcamTestCase):
         e = self.assertNvcamError(nvcam.E_BAD_OPTION, open_cam, "srt://127.0.0.1:9", srt_pbkeylen=20)
         self.assertIn("pbkeylen", e.message)
 
+    def test_option_values_with_separators_reach_the_library_whole(self):
+        # A passphrase holding ';', '&', '=' and end spaces was split into a second "option" (quoted
+        # in the error) and trimmed. Whole, this one is 9 characters, one short of libsrt's 10.
+        pw = " a;b&c=d "
+        self.assertEqual(nvcam.option_pair("passphrase", pw), 'passphrase=" a;b&c=d "')
+        self.assertEqual(nvcam.option_pair("k", 'say "hi"'), 'k="say ""hi"""')
+        self.assertEqual(nvcam.option_pair("k", r"C:\certs\ca.pem"), r"k=C:\certs\ca.pem")
+        nvcam.log_drain()
+        e = self.assertNvcamError(nvcam.E_BAD_OPTION, open_cam, "srt://127.0.0.1:9", srt_passphrase=pw)
+        self.assertIn("(9 given)", e.message)
+        self.assertNotIn("b&c", e.message)
+        self.assertFalse(any("b&c" in text for _, text in nvcam.log_drain()))
+
     def test_failed_call_is_in_the_log_queue(self):
         nvcam.log_drain()
         with self.assertRaises(nvcam.NvcamError):

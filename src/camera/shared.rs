@@ -7,7 +7,7 @@ use crate::frame::Frame;
 use crate::input::Interrupt;
 use crate::pool::{MemoryKind, Pool};
 use crate::decode::select::CameraBackend;
-use crate::redact::redact;
+use crate::redact::redact_url;
 use crate::source::Source;
 use crate::status::*;
 use parking_lot::{Condvar, Mutex};
@@ -242,7 +242,7 @@ impl Shared {
     }
 
     pub(super) fn name(&self) -> String {
-        redact(&self.url)
+        redact_url(&self.url)
     }
 
     pub(crate) fn state(&self) -> CameraState {

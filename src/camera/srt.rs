@@ -35,7 +35,7 @@ pub(crate) fn srt_options(source: &Source, opts: &Options) -> Result<()> {
                 ))
             }
             "pbkeylen" if !["0", "16", "24", "32"].contains(&v) => {
-                return Err(Error::new(ErrorKind::BadOption, format!("pbkeylen must be 16, 24 or 32 (bytes of the AES key), not '{v}'")))
+                return Err(Error::new(ErrorKind::BadOption, "pbkeylen must be 16, 24 or 32 (bytes of the AES key)"))
             }
             _ => {}
         }

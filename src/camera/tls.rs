@@ -42,14 +42,36 @@ pub(crate) fn tls_options(source: &Source, opts: &mut Options) -> Result<()> {
     for (k, v) in opts.ffmpeg.iter_mut() {
         if k == PIN {
             *v = normalise_pin(v)?;
-        } else if k == CA_FILE && std::fs::File::open(&*v).is_err() {
-            return Err(Error::new(ErrorKind::BadOption, format!("ca_file {v:?} cannot be read")));
+        } else if k == CA_FILE {
+            check_ca_file(v)?;
         }
         if insecure && (k == PIN || k == CA_FILE) {
             return Err(Error::new(ErrorKind::BadOption, format!("{k} and NVCAM_OPEN_TLS_INSECURE contradict each other: set one of them")));
         }
     }
     opts.ffmpeg.push((VERIFY.into(), if insecure { "0" } else { "1" }.into()));
+    Ok(())
+}
+
+/// A CA file mbedTLS can load: a file (not a folder) that can be read and holds a certificate, in
+/// PEM (`-----BEGIN CERTIFICATE-----`) or DER (an ASN.1 sequence). Anything else failed only at
+/// the connection, as an I/O error at every attempt. The path is not named (option values are
+/// never quoted).
+fn check_ca_file(path: &str) -> Result<()> {
+    let bad = |why: &str| Err(Error::new(ErrorKind::BadOption, format!("ca_file {why}")));
+    if std::path::Path::new(path).is_dir() {
+        return bad("is a folder, not a file of CA certificates");
+    }
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return bad("does not exist"),
+        Err(_) => return bad("cannot be read"),
+    };
+    let pem = bytes.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----");
+    let der = bytes.len() > 64 && bytes[0] == 0x30;
+    if !pem && !der {
+        return bad("holds no certificate (PEM or DER)");
+    }
     Ok(())
 }
 
@@ -77,6 +99,25 @@ mod tests {
         assert_eq!(normalise_pin(&colons).unwrap(), "ab".repeat(32));
         assert_eq!(normalise_pin("ab").unwrap_err().kind, ErrorKind::BadOption);
         assert_eq!(normalise_pin(&"zz".repeat(32)).unwrap_err().kind, ErrorKind::BadOption);
+    }
+
+    /// A folder, a missing file or one without a certificate was accepted at the call and failed
+    /// at every connection attempt, for ever, as an I/O error.
+    #[test]
+    fn unusable_ca_files_are_refused_at_the_call() {
+        let dir = std::env::temp_dir().join(format!("nvcam-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let empty = dir.join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").unwrap();
+        let good = dir.join("ca.pem");
+        std::fs::write(&good, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").unwrap();
+        for (p, why) in [(&dir, "folder"), (&dir.join("missing.pem"), "does not exist"), (&empty, "no certificate")] {
+            let e = check_ca_file(p.to_str().unwrap()).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::BadOption);
+            assert!(e.msg.contains(why) && !e.msg.contains("nvcam-ca"), "{}", e.msg);
+        }
+        assert!(check_ca_file(good.to_str().unwrap()).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! A host's FFmpeg option values, checked against FFmpeg's own option tables before anything is
 //! opened. FFmpeg reports a bad value only as "Invalid argument" from the open (which a camera
 //! would then retry forever); here a value no demuxer or protocol would take is a configuration
-//! error that names the option and the value, and is never retried.
+//! error that names the option (by its key: a value may be a secret), and is never retried.
 //!
 //! A key may be defined by several classes (the format context, each demuxer, each protocol):
 //! the value is accepted if any definition takes it. Unknown keys are left to the open, whose
@@ -146,9 +146,8 @@ pub(crate) fn check_values(pairs: &[(String, String)]) -> Result<()> {
             }
         }
         if let Some(e) = expected {
-            let shown: String = v.chars().take(48).collect();
-            let more = if shown.len() < v.len() { format!("… ({} bytes)", v.len()) } else { String::new() };
-            return Err(Error::new(ErrorKind::BadOption, format!("FFmpeg option '{k}' has an invalid value '{shown}{more}' (expects {e})")));
+            // Named by its key only: a value may be a secret.
+            return Err(Error::new(ErrorKind::BadOption, format!("FFmpeg option '{k}' has an invalid value (expects {e})")));
         }
     }
     Ok(())

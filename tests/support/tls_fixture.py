@@ -11,8 +11,12 @@ One server per certificate, shared by every test of a run:
   wrong_host  signed by "ca", subjectAltName DNS:camera.example
   expired     signed by "ca", IP:127.0.0.1, expired yesterday
   own         the camera's own self-signed certificate (CN camera, no SAN)
-and a second CA, "other", that signed none of them. Every server asks for the user viewer with
-the password s3cret-tls (RTSP Basic, HTTP Basic).
+and a second CA, "other", that signed none of them; https servers with the good certificate that
+speak only TLS 1.0 (https_tls10), 1.1 (https_tls11) or 1.3 (https_tls13), and one that redirects
+to a plaintext http:// server (https_redirect_plain) which logs each request it gets to
+http_plain_log; an rtsps server that redirects every request to a plaintext rtsp:// listener
+(rtsps_redirect_plain) which logs each connection it accepts to rtsp_plain_log. Every streaming
+server asks for the user viewer with the password s3cret-tls (RTSP Basic, HTTP Basic).
 
 Writes DIR/fixture.env (KEY=VALUE lines: ca_file, other_ca_file, pin_own, pin_good, key_own (a
 private key file, for tests that look for it in logs), rtsps_<name>, https_<name> URLs without
@@ -33,6 +37,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 USER, PASSWORD = "viewer", "s3cret-tls"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -120,10 +125,86 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         pass  # a refused handshake is what the tests expect
 
 
-def https_server(d, name):
+class Plain(http.server.BaseHTTPRequestHandler):
+    """The plaintext server a redirect points at: it logs each request's line to its log file (the
+    test counts them) and answers 404."""
+    log_path = None
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        with open(self.log_path, "a") as f:
+            f.write(f"{self.command} {self.path}\n")
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+class Redirect(http.server.BaseHTTPRequestHandler):
+    """Redirects every request to the plaintext server (`target`)."""
+    target = None
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self.send_response(302)
+        self.send_header("Location", self.target)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+class RtspRedirect(socketserver.StreamRequestHandler):
+    """An rtsps server that answers every request with a redirect to `target` (plaintext rtsp)."""
+    target = None
+
+    def handle(self):
+        try:
+            self.connection.do_handshake()
+            while True:
+                cseq = None
+                while True:
+                    line = self.rfile.readline()
+                    if not line:
+                        return
+                    if line.lower().startswith(b"cseq:"):
+                        cseq = line.split(b":", 1)[1].strip().decode()
+                    if line in (b"\r\n", b"\n"):
+                        break
+                self.wfile.write(f"RTSP/1.0 302 Moved Temporarily\r\nCSeq: {cseq}\r\nLocation: {self.target}\r\n\r\n".encode())
+        except (ssl.SSLError, OSError):
+            pass
+
+
+class Count(socketserver.BaseRequestHandler):
+    """A plaintext listener that logs each connection it accepts to `log_path`."""
+    log_path = None
+
+    def handle(self):
+        with open(self.log_path, "a") as f:
+            f.write("connection\n")
+
+
+class TcpServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def handle_error(self, request, client_address):
+        pass
+
+
+def https_server(d, name, handler=Mjpeg, version=None):
+    """An https server with certificate `name`; `version`: the one TLS version it speaks."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(os.path.join(d, f"{name}.crt"), os.path.join(d, f"{name}.key"))
-    srv = Server(("127.0.0.1", 0), Mjpeg)
+    if version is not None:
+        # OpenSSL 3 speaks TLS 1.0/1.1 only at security level 0.
+        ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
+        ctx.minimum_version = ctx.maximum_version = version
+    srv = Server(("127.0.0.1", 0), handler)
     # The handshake runs in the request's thread, so a client that fails it blocks nobody.
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True, do_handshake_on_connect=False)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
@@ -173,6 +254,29 @@ def main():
         env[f"rtsps_{name}"] = f"rtsps://127.0.0.1:{int(line.split()[1])}/cam"
         env[f"rtsps_{name}_log"] = log
     procs = [p for p, _, _ in procs]
+    # Servers of one TLS version nvcam does not speak, and an https redirect to plaintext.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        versions = {"tls10": ssl.TLSVersion.TLSv1, "tls11": ssl.TLSVersion.TLSv1_1, "tls13": ssl.TLSVersion.TLSv1_3}
+        for key, v in versions.items():
+            env[f"https_{key}"] = f"https://127.0.0.1:{https_server(d, 'good', version=v)}/video.mjpg"
+    Plain.log_path = env["http_plain_log"] = os.path.join(d, "http-plain.log")
+    open(Plain.log_path, "w").close()
+    plain = Server(("127.0.0.1", 0), Plain)
+    threading.Thread(target=plain.serve_forever, daemon=True).start()
+    Redirect.target = f"http://127.0.0.1:{plain.server_address[1]}/video.mjpg"
+    env["https_redirect_plain"] = f"https://127.0.0.1:{https_server(d, 'good', Redirect)}/video.mjpg"
+    Count.log_path = env["rtsp_plain_log"] = os.path.join(d, "rtsp-plain.log")
+    open(Count.log_path, "w").close()
+    count = TcpServer(("127.0.0.1", 0), Count)
+    threading.Thread(target=count.serve_forever, daemon=True).start()
+    RtspRedirect.target = f"rtsp://127.0.0.1:{count.server_address[1]}/cam"
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(os.path.join(d, "good.crt"), os.path.join(d, "good.key"))
+    redirect = TcpServer(("127.0.0.1", 0), RtspRedirect)
+    redirect.socket = ctx.wrap_socket(redirect.socket, server_side=True, do_handshake_on_connect=False)
+    threading.Thread(target=redirect.serve_forever, daemon=True).start()
+    env["rtsps_redirect_plain"] = f"rtsps://127.0.0.1:{redirect.server_address[1]}/cam"
     with open(os.path.join(d, "fixture.env.part"), "w") as f:
         f.writelines(f"{k}={v}\n" for k, v in env.items())
     os.replace(os.path.join(d, "fixture.env.part"), os.path.join(d, "fixture.env"))

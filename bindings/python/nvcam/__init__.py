@@ -37,7 +37,7 @@ from .library import Library, abi_version, gpu_drain, gpu_stats, log_drain, log_
 from .dlpack import Plane, _DLManagedTensor, _capsule_pointer  # noqa: F401
 from .convert import _cuda_target, _kinds  # noqa: F401
 from .frame import Frame  # noqa: F401
-from .camera import Camera, default_device, registry_stats  # noqa: F401
+from .camera import Camera, default_device, option_pair, registry_stats  # noqa: F401
 from .record import RecordStats, RecordStatus, Recording  # noqa: F401
 from .batch import FrameBatch, convert_batch, get_frames  # noqa: F401
 from .frame import _specs
@@ -51,6 +51,7 @@ __all__ = [
     "NvcamError",
     "Library",
     "Camera",
+    "option_pair",
     "Recording",
     "Frame",
     "FrameInfo",

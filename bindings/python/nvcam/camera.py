@@ -81,7 +81,7 @@ class Camera:
         if tls_insecure:
             o.flags |= OPEN_TLS_INSECURE
         if isinstance(ffmpeg_options, dict):
-            ffmpeg_options = ";".join("%s=%s" % kv for kv in ffmpeg_options.items())
+            ffmpeg_options = ";".join(option_pair(k, v) for k, v in ffmpeg_options.items())
         tls = [("ca_file", tls_ca_file and os.fspath(tls_ca_file)), ("tls_pin_sha256", tls_pin_sha256)]
         srt = [
             ("latency", None if srt_latency_ms is None else int(srt_latency_ms) * 1000),
@@ -89,7 +89,7 @@ class Camera:
             ("pbkeylen", srt_pbkeylen),
             ("streamid", srt_streamid),
         ]
-        given = ["%s=%s" % kv for kv in tls + srt if kv[1] is not None and kv[1] != ""]
+        given = [option_pair(k, v) for k, v in tls + srt if v is not None and v != ""]
         ffmpeg_options = ";".join([ffmpeg_options or ""] + given).strip(";")
         opts_bytes = ffmpeg_options.encode() if ffmpeg_options else None
         o.ffmpeg_options = opts_bytes  # kept alive by opts_bytes until the call returns
@@ -207,6 +207,16 @@ class Camera:
 
     def __repr__(self):
         return "Camera(0x%016x%s)" % (self.handle, ", closed" if self._closed else "")
+
+
+def option_pair(key: str, value: Any) -> str:
+    """One ``key=value`` of an FFmpeg option string, the value written so that nvcam reads it back
+    as given: in double quotes (``""`` for a ``"`` inside) when it holds ``;``, ``&``, ``=``, a
+    newline or a ``"``, or starts or ends with white space; as it is otherwise."""
+    v = str(value)
+    if any(c in v for c in ';&="\n\r') or v != v.strip():
+        v = '"' + v.replace('"', '""') + '"'
+    return "%s=%s" % (key, v)
 
 
 def default_device() -> int:
