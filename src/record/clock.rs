@@ -1,31 +1,52 @@
 //! The recorder's clock: how far the stream has gone, for the cache's bound and the recordings'
 //! ends, whatever its timestamps do.
 
-/// The recorder's stream clock: decode timestamps, with steps back and jumps (more than 2 s)
-/// replaced by one frame's step.
+/// The recorder's stream clock: a decode-time clock that never jumps ahead. It follows the decode
+/// timestamps; a packet without one (the first packets of an RTSP session), a step back or a jump
+/// (more than 2 s), and a session's first packet move it by one frame's step. A presentation
+/// time never moves it: a P picture's is frames ahead of its decode time (B-frames).
 #[derive(Default)]
 pub(super) struct Clock {
     last_us: Option<i64>,
     pub(super) now_us: i64,
+    /// The last step between two decode times.
     step_us: i64,
+    started: bool,
 }
 
 impl Clock {
-    pub(super) fn tick(&mut self, dts_us: i64) -> i64 {
-        if dts_us == i64::MIN {
-            return self.now_us;
-        }
-        let d = match self.last_us {
-            Some(l) if dts_us > l && dts_us - l <= 2_000_000 => {
-                self.step_us = dts_us - l;
-                dts_us - l
-            }
-            Some(_) => self.step_us.max(1),
-            None => 0,
+    /// Moves the clock with a packet's decode time (`i64::MIN`: none); `frame_us` is one frame's
+    /// step from the packet's duration or the stream's rate (0: unknown), for a packet whose
+    /// decode time says nothing.
+    pub(super) fn tick(&mut self, dts_us: i64, frame_us: i64) -> i64 {
+        let step = if frame_us > 0 {
+            frame_us
+        } else {
+            self.step_us.max(1)
         };
-        self.last_us = Some(dts_us);
+        let d = match (dts_us, self.last_us) {
+            (t, Some(l)) if t != i64::MIN && t > l && t - l <= 2_000_000 => {
+                self.step_us = t - l;
+                t - l
+            }
+            _ if !self.started => 0,
+            _ => step,
+        };
+        if dts_us != i64::MIN {
+            self.last_us = Some(dts_us);
+        } else {
+            // The next decode time is the first one known after this packet: one step after it.
+            self.last_us = None;
+        }
+        self.started = true;
         self.now_us += d;
         self.now_us
+    }
+
+    /// A new session: its decode times have nothing to do with the last one's, so its first
+    /// packet comes one step after the last.
+    pub(super) fn new_session(&mut self) {
+        self.last_us = None;
     }
 }
 
@@ -38,8 +59,23 @@ mod tests {
     #[test]
     fn the_clock_never_goes_back_or_jumps() {
         let mut c = Clock::default();
-        let got: Vec<i64> = [0, 33_333, 66_666, 0, 33_333, 10_000_000, 10_033_333].iter().map(|&t| c.tick(t)).collect();
+        let got: Vec<i64> = [0, 33_333, 66_666, 0, 33_333, 10_000_000, 10_033_333].iter().map(|&t| c.tick(t, 0)).collect();
         assert_eq!(got, vec![0, 33_333, 66_666, 99_999, 133_332, 166_665, 199_998]);
-        assert_eq!(c.tick(i64::MIN), 199_998, "a packet without timestamps does not move it");
+    }
+
+    /// The first packets of an RTSP session come without decode times; taking their presentation
+    /// times (a P picture's is frames ahead) ran the clock ahead and ended B-frame clips early.
+    /// Each takes one frame's step, and the decode times go on from there.
+    #[test]
+    fn a_packet_without_a_decode_time_takes_one_frame_step() {
+        let mut c = Clock::default();
+        let got: Vec<i64> = [i64::MIN, i64::MIN, i64::MIN, 1_000_000, 1_040_000].iter().map(|&t| c.tick(t, 40_000)).collect();
+        assert_eq!(got, vec![0, 40_000, 80_000, 120_000, 160_000]);
+        // Unknown rate: the last step between decode times.
+        assert_eq!(c.tick(i64::MIN, 0), 200_000);
+        // A new session: its first decode time is one step after the last packet.
+        c.new_session();
+        assert_eq!(c.tick(90_000_000, 40_000), 240_000);
+        assert_eq!(c.tick(90_040_000, 40_000), 280_000);
     }
 }
