@@ -553,12 +553,12 @@ fn across_server_restarts(codec: &'static str, mkv: bool) {
     let mut srv = RtspServer::start(Stream::default().codec(codec).clip(&first_clip).not_shared());
     let cam = rtsp_camera(&srv);
     assert_eq!(nvcam_camera_record_cache(cam, 1000, 0), NVCAM_OK);
-    // Every frame the host took, by its frame number: its picture's hash.
-    let mut by_seq: HashMap<u64, u64> = HashMap::new();
-    let take = |by_seq: &mut HashMap<u64, u64>| {
+    // Every frame the host took, by its frame number: its picture's hash and timestamp.
+    let mut by_seq: HashMap<u64, (u64, i64)> = HashMap::new();
+    let take = |by_seq: &mut HashMap<u64, (u64, i64)>| {
         let f = get_frame(cam, 8000).unwrap_or_else(|e| panic!("the camera streams: {e:?}"));
         let i = info(f).unwrap();
-        by_seq.insert(i.seq, fnv(&pixels(f).unwrap()));
+        by_seq.insert(i.seq, (fnv(&pixels(f).unwrap()), i.pts_us));
         release(f).unwrap();
     };
     for _ in 0..45 {
@@ -567,9 +567,15 @@ fn across_server_restarts(codec: &'static str, mkv: bool) {
     let file = dir.join(format!("restarts.{}", if mkv { "mkv" } else { "mp4" }));
     let rec = start(cam, &file, 1000, 60_000);
     let limit = Instant::now() + Duration::from_secs(40);
+    let mut post = None;
     for (parts, next) in [(2, None), (3, Some(Stream::default().codec(codec).clip(&other).not_shared()))] {
         for _ in 0..40 {
             take(&mut by_seq);
+        }
+        // A clip whose post (3 s, 90 pictures) spans the restarts: before the decode-time
+        // clock it ended ~200 ms short of them.
+        if post.is_none() {
+            post = Some(start(cam, &dir.join(format!("post.{}", if mkv { "mkv" } else { "mp4" })), 0, 3000));
         }
         srv.restart(next);
         while status(rec).parts < parts {
@@ -580,6 +586,11 @@ fn across_server_restarts(codec: &'static str, mkv: bool) {
     for _ in 0..40 {
         take(&mut by_seq);
     }
+    let post = post.unwrap();
+    while !ended(post) {
+        assert!(Instant::now() < limit, "{codec}: the clip across the restarts did not end");
+        take(&mut by_seq);
+    }
     assert_eq!(nvcam_record_stop(rec), NVCAM_OK);
     while !ended(rec) {
         take(&mut by_seq);
@@ -587,30 +598,51 @@ fn across_server_restarts(codec: &'static str, mkv: bool) {
     for _ in 0..10 {
         take(&mut by_seq);
     }
-    let s = status(rec);
-    assert_eq!(nvcam_record_release(rec), NVCAM_OK);
+    let (s, sp) = (status(rec), status(post));
+    for r in [rec, post] {
+        assert_eq!(nvcam_record_release(r), NVCAM_OK);
+    }
     close(cam, 5000).unwrap();
     assert_eq!((s.state, s.parts), (NVCAM_RECORD_STOPPED, 3), "{codec}");
-    let stem = file.file_stem().unwrap().to_str().unwrap();
-    let ext = file.extension().unwrap().to_str().unwrap();
-    let files = [file.clone(), dir.join(format!("{stem}-part2.{ext}")), dir.join(format!("{stem}-part3.{ext}"))];
-    let mut pictures: Vec<u64> = Vec::new();
-    for (k, f) in files.iter().enumerate() {
-        let (w, h) = if k == 2 { (352, 288) } else { (320, 240) };
-        let got: Vec<u64> = reference_nv12(f, w, h).iter().map(|p| fnv(p)).collect();
-        println!("{codec} {}: {} pictures", f.display(), got.len());
-        assert!(!got.is_empty(), "{} decodes to nothing", f.display());
-        pictures.extend(got);
-    }
+    // The pictures of a recording's parts, in order (part 3 is of the other size), and how
+    // many there are in its first part.
+    let parts_of = |file: &Path, parts: u32| -> (Vec<u64>, usize) {
+        let stem = file.file_stem().unwrap().to_str().unwrap();
+        let ext = file.extension().unwrap().to_str().unwrap();
+        let mut pictures: Vec<u64> = Vec::new();
+        let mut first = 0;
+        for k in 1..=parts {
+            let f = if k == 1 { file.to_path_buf() } else { dir.join(format!("{stem}-part{k}.{ext}")) };
+            let (w, h) = if k == 3 { (352, 288) } else { (320, 240) };
+            let got: Vec<u64> = reference_nv12(&f, w, h).iter().map(|p| fnv(p)).collect();
+            println!("{codec} {}: {} pictures", f.display(), got.len());
+            assert!(!got.is_empty(), "{} decodes to nothing", f.display());
+            if k == 1 {
+                first = got.len();
+            }
+            pictures.extend(got);
+        }
+        (pictures, first)
+    };
+    // The clip across the restarts: pictures after its trigger (those of its first part shown
+    // after it, and every later one) are its post's 90 or more.
+    assert_eq!(sp.state, NVCAM_RECORD_DONE, "{codec}: the clip across the restarts");
+    let (pp, first) = parts_of(&dir.join(format!("post.{}", if mkv { "mkv" } else { "mp4" })), sp.parts);
+    assert_eq!(sp.frames as usize, pp.len(), "{codec}: the clip's frames vs its files");
+    let shown_after = |j: usize| by_seq.get(&(sp.first_seq + j as u64)).map(|v| v.1).unwrap_or_else(|| panic!("frame {} not taken", sp.first_seq + j as u64));
+    let after = (0..first).filter(|&j| shown_after(j) > sp.trigger_pts_us).count() + pp.len() - first;
+    println!("{codec}: the clip across the restarts: {} parts, {} pictures, {after} after its trigger (post 3 s: 90)", sp.parts, pp.len());
+    assert!(after >= 90, "{codec}: {after} pictures after the trigger for a post of 3 s (90)");
+    let (pictures, _) = parts_of(&file, 3);
     println!("{codec}: status frames {} seq {}..{}, files {}", s.frames, s.first_seq, s.last_seq, pictures.len());
-    let wrong: Vec<usize> = (0..pictures.len()).filter(|&j| by_seq.get(&(s.first_seq + j as u64)) != Some(&pictures[j])).collect();
+    let wrong: Vec<usize> = (0..pictures.len()).filter(|&j| by_seq.get(&(s.first_seq + j as u64)).map(|v| v.0) != Some(pictures[j])).collect();
     println!("{codec}: pictures not named by seq − first_seq: {:?}", &wrong[..wrong.len().min(20)]);
     assert_eq!(s.frames as usize, pictures.len(), "{codec}: frames vs the files' pictures");
     assert_eq!(s.last_seq - s.first_seq + 1, pictures.len() as u64, "{codec}: first_seq..last_seq spans pictures that are in no file");
     for (j, h) in pictures.iter().enumerate() {
         let seq = s.first_seq + j as u64;
-        let want = by_seq.get(&seq).unwrap_or_else(|| panic!("{codec}: frame {seq} was not taken"));
-        assert_eq!(h, want, "{codec}: picture {j} of the parts is not frame first_seq + {j} = {seq}");
+        let want = by_seq.get(&seq).unwrap_or_else(|| panic!("{codec}: frame {seq} was not taken")).0;
+        assert_eq!(*h, want, "{codec}: picture {j} of the parts is not frame first_seq + {j} = {seq}");
     }
 }
 

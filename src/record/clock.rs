@@ -11,19 +11,18 @@ pub(super) struct Clock {
     pub(super) now_us: i64,
     /// The last step between two decode times.
     step_us: i64,
+    /// One frame's step from the session's frame rate (0: unknown).
+    rate_us: i64,
     started: bool,
 }
 
 impl Clock {
-    /// Moves the clock with a packet's decode time (`i64::MIN`: none); `frame_us` is one frame's
-    /// step from the packet's duration or the stream's rate (0: unknown), for a packet whose
-    /// decode time says nothing.
-    pub(super) fn tick(&mut self, dts_us: i64, frame_us: i64) -> i64 {
-        let step = if frame_us > 0 {
-            frame_us
-        } else {
-            self.step_us.max(1)
-        };
+    /// Moves the clock with a packet's decode time (`i64::MIN`: none); `duration_us` is the
+    /// packet's duration (0: unknown). Where the decode time says nothing, the clock moves by
+    /// one frame step: the packet's duration, else the last step between decode times, else the
+    /// stream's frame rate (a demuxer's guess of the rate can be a multiple of it).
+    pub(super) fn tick(&mut self, dts_us: i64, duration_us: i64) -> i64 {
+        let step = [duration_us, self.step_us, self.rate_us].into_iter().find(|&s| s > 0).unwrap_or(1);
         let d = match (dts_us, self.last_us) {
             (t, Some(l)) if t != i64::MIN && t > l && t - l <= 2_000_000 => {
                 self.step_us = t - l;
@@ -43,10 +42,12 @@ impl Clock {
         self.now_us
     }
 
-    /// A new session: its decode times have nothing to do with the last one's, so its first
-    /// packet comes one step after the last.
-    pub(super) fn new_session(&mut self) {
+    /// A new session (`rate_us`: one frame's step from its frame rate, 0 unknown): its decode
+    /// times have nothing to do with the last one's, so its first packet comes one step after
+    /// the last.
+    pub(super) fn new_session(&mut self, rate_us: i64) {
         self.last_us = None;
+        self.rate_us = rate_us;
     }
 }
 
@@ -69,13 +70,14 @@ mod tests {
     #[test]
     fn a_packet_without_a_decode_time_takes_one_frame_step() {
         let mut c = Clock::default();
-        let got: Vec<i64> = [i64::MIN, i64::MIN, i64::MIN, 1_000_000, 1_040_000].iter().map(|&t| c.tick(t, 40_000)).collect();
+        c.new_session(40_000);
+        let got: Vec<i64> = [i64::MIN, i64::MIN, i64::MIN, 1_000_000, 1_040_000].iter().map(|&t| c.tick(t, 0)).collect();
         assert_eq!(got, vec![0, 40_000, 80_000, 120_000, 160_000]);
-        // Unknown rate: the last step between decode times.
+        // A new session whose rate is guessed at twice the real one: the last step between
+        // decode times goes first; a packet's own duration before both.
+        c.new_session(20_000);
         assert_eq!(c.tick(i64::MIN, 0), 200_000);
-        // A new session: its first decode time is one step after the last packet.
-        c.new_session();
-        assert_eq!(c.tick(90_000_000, 40_000), 240_000);
-        assert_eq!(c.tick(90_040_000, 40_000), 280_000);
+        assert_eq!(c.tick(90_000_000, 0), 240_000);
+        assert_eq!(c.tick(i64::MIN, 30_000), 270_000);
     }
 }

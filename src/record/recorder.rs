@@ -32,8 +32,6 @@ struct Inner {
     newest_pts_us: Option<i64>,
     newest_shown_us: Option<i64>,
     clock: Clock,
-    /// One frame's step from the session's rate, µs (0: unknown).
-    frame_us: i64,
     /// The session has had no decode time yet: the offset (recorder's clock − presentation
     /// time) its packets' presentation times are placed by until the first comes, the packets
     /// so placed, and how many.
@@ -126,9 +124,8 @@ impl Recorder {
         self.time_base.store(tb, Ordering::Release);
         self.newest_pts_us.store(i64::MIN, Ordering::Release);
         self.last_dts_us.store(i64::MIN, Ordering::Release);
-        i.clock.new_session();
+        i.clock.new_session(frame_step_us(stream));
         i.session += 1;
-        i.frame_us = frame_step_us(stream);
         (i.undated_offset, i.undated_seen, i.newest_undated) = (None, 0, false);
         i.undated.clear();
         self.undated.store(params.is_some(), Ordering::Release);
@@ -264,7 +261,7 @@ impl Recorder {
     fn tick(&self, i: &mut Inner, p: &ff::Packet, pts_us: i64, tb: ff::Rational) -> (i64, i64) {
         let dts_us = crate::decode::pts_us(p.dts(), tb);
         let duration_us = if p.duration() > 0 { crate::decode::pts_us(Some(p.duration()), tb) } else { 0 };
-        let clock_us = i.clock.tick(dts_us, if duration_us > 0 { duration_us } else { i.frame_us });
+        let clock_us = i.clock.tick(dts_us, duration_us);
         let shown_us = match (pts_us, dts_us) {
             (i64::MIN, _) => clock_us,
             (pts, i64::MIN) => {
@@ -429,7 +426,7 @@ impl Recorder {
             // (before the session's first decode time, each packet moved it under the lock).
             let (dts, pts) = (self.last_dts_us.load(Ordering::SeqCst), self.newest_pts_us.load(Ordering::SeqCst));
             if dts != i64::MIN {
-                let now = i.clock.tick(dts, i.frame_us);
+                let now = i.clock.tick(dts, 0);
                 if pts != i64::MIN {
                     i.newest_shown_us = Some(now + (pts - dts));
                     i.newest_pts_us = Some(pts);
