@@ -660,7 +660,8 @@ fn an_hevc_recording_across_server_restarts_keeps_every_picture() {
 /// when a reconnect split the recording, and a file another program made at `NAME` while the
 /// recording ran was replaced at the final rename. Neither is touched: the recording goes on in
 /// the next free part name, and a part whose name was taken stays complete under its `.part`
-/// name, which the status (the last part) or the log (an earlier one) names.
+/// name, which the status (the last part) or the log (an earlier one) names. A legal name of 254
+/// bytes, once refused because its `.part` name passed the filesystem's limit, records.
 #[test]
 fn an_existing_file_is_never_replaced() {
     let _g = serial();
@@ -681,12 +682,15 @@ fn an_existing_file_is_never_replaced() {
     let (single, single_text) = theirs("y.mp4");
     let x = start(cam, &dir.join("x.mkv"), 1000, 60_000);
     let y = start(cam, &single, 1000, 500);
+    // A name of 254 bytes, legal, once refused because its `.part` name was not.
+    let long = dir.join(format!("{}.mkv", "z".repeat(250)));
+    let z = start(cam, &long, 1000, 500);
     // Made while the recordings run, at the names they are to take.
     std::fs::write(&first, &first_text).unwrap();
     std::fs::write(&single, &single_text).unwrap();
     let limit = Instant::now() + Duration::from_secs(30);
-    while !ended(y) {
-        assert!(Instant::now() < limit, "y did not end");
+    while !ended(y) || !ended(z) {
+        assert!(Instant::now() < limit, "y or z did not end");
         seen.take(cam, &index);
     }
     for _ in 0..10 {
@@ -702,6 +706,15 @@ fn an_existing_file_is_never_replaced() {
     let runy = run_in(Path::new(&fy), &index);
     status_is_the_file(&sy, &runy, &seen, "y, its name taken");
     assert_eq!(nvcam_record_release(y), NVCAM_OK);
+    let sz = status(z);
+    assert_eq!(sz.state, NVCAM_RECORD_DONE, "{}", rec_error_text(z));
+    assert_eq!(record_file(z), long.to_str().unwrap());
+    // Decoded from a copy: the reference decode keeps its output beside the file, under a
+    // longer name.
+    let copy = dir.join("z-copy.mkv");
+    std::fs::copy(&long, &copy).unwrap();
+    status_is_the_file(&sz, &run_in(&copy, &index), &seen, "a name of 254 bytes");
+    assert_eq!(nvcam_record_release(z), NVCAM_OK);
     assert_eq!(nvcam_camera_reconnect(cam), NVCAM_OK);
     while status(x).parts < 2 {
         assert!(Instant::now() < limit, "no second part after the reconnect");
