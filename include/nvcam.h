@@ -1192,11 +1192,17 @@ typedef struct {
    */
   uint64_t cache_trimmed;
   /**
-   * Recordings started, failed, and packets dropped (a writer that fell behind).
+   * Recordings started, failed (ended by an error), and packets dropped (a writer that fell
+   * behind).
    */
   uint64_t recordings;
   uint64_t failed;
   uint64_t dropped;
+  /**
+   * Recordings that ended before the camera sent a key frame: they hold no picture and left
+   * no file (state FAILED, error NVCAM_E_TIMEOUT), not counted in `failed`.
+   */
+  uint64_t no_picture;
 } nvcam_record_stats_t;
 
 #ifdef __cplusplus
@@ -1808,5 +1814,5 @@ NVCAM_STATIC_ASSERT(sizeof(nvcam_frame_info_t) == 128, "nvcam_frame_info_t layou
 NVCAM_STATIC_ASSERT(sizeof(nvcam_convert_t) == 112, "nvcam_convert_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_gpu_stats_t) == 160, "nvcam_gpu_stats_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_record_status_t) == 128, "nvcam_record_status_t layout");
-NVCAM_STATIC_ASSERT(sizeof(nvcam_record_stats_t) == 64, "nvcam_record_stats_t layout");
+NVCAM_STATIC_ASSERT(sizeof(nvcam_record_stats_t) == 72, "nvcam_record_stats_t layout");
 #endif

@@ -1169,11 +1169,17 @@ typedef struct {
    */
   unsigned __int64 cache_trimmed;
   /**
-   * Recordings started, failed, and packets dropped (a writer that fell behind).
+   * Recordings started, failed (ended by an error), and packets dropped (a writer that fell
+   * behind).
    */
   unsigned __int64 recordings;
   unsigned __int64 failed;
   unsigned __int64 dropped;
+  /**
+   * Recordings that ended before the camera sent a key frame: they hold no picture and left
+   * no file (state FAILED, error NVCAM_E_TIMEOUT), not counted in `failed`.
+   */
+  unsigned __int64 no_picture;
 } nvcam_record_stats_t;
 
 /**

@@ -184,5 +184,6 @@ const _: () = {
     assert!(std::mem::offset_of!(nvcam_record_stats, recordings) == 40);
     assert!(std::mem::offset_of!(nvcam_record_stats, failed) == 48);
     assert!(std::mem::offset_of!(nvcam_record_stats, dropped) == 56);
-    assert!(std::mem::size_of::<nvcam_record_stats>() == 64);
+    assert!(std::mem::offset_of!(nvcam_record_stats, no_picture) == 64);
+    assert!(std::mem::size_of::<nvcam_record_stats>() == 72);
 };

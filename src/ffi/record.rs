@@ -1,8 +1,8 @@
 //! Recording: a camera's pre-roll cache, event clips to Matroska or fragmented MP4 files, their
 //! status by poll (no callbacks, so LabVIEW can use all of it).
 
-use super::types::{nvcam_record_stats, nvcam_record_status};
-use super::{boundary, c_str, marshal, out, sized_out, text_out, write_text, Ctx};
+use super::types::{nvcam_record_stats, nvcam_record_status, RECORD_STATS_SIZE_V1};
+use super::{boundary, c_str, fill_versioned, marshal, out, sized_out, text_out, write_text, Ctx};
 use crate::library;
 use crate::record::{self, Recording};
 use crate::status::Result;
@@ -176,11 +176,9 @@ pub extern "C" fn nvcam_record_release(rec: u64) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn nvcam_camera_record_stats(cam: u64, stats: *mut nvcam_record_stats) -> i32 {
     boundary(export_name!(), Ctx::Camera(cam), || {
-        // SAFETY: forwarded from this function's contract.
-        let o = unsafe { sized_out(stats, "stats") }?;
-        let s = library::camera(cam)?.recorder().stats();
-        *o = marshal::record_stats(&s, o.struct_size);
-        Ok(())
+        // SAFETY: forwarded from this function's contract (an earlier, shorter struct is filled
+        // up to its size).
+        unsafe { fill_versioned(stats, RECORD_STATS_SIZE_V1, "stats", |size| Ok(marshal::record_stats(&library::camera(cam)?.recorder().stats(), size))) }
     })
 }
 

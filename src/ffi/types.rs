@@ -201,6 +201,8 @@ pub struct nvcam_frame_info {
 pub(crate) const FRAME_INFO_SIZE_V1: u32 = 120;
 /// `nvcam_camera_stats` before `key_interval_ms` was appended.
 pub(crate) const CAMERA_STATS_SIZE_V1: u32 = 152;
+/// `nvcam_record_stats` before `no_picture` was appended.
+pub(crate) const RECORD_STATS_SIZE_V1: u32 = 64;
 
 /// What `nvcam_frame_convert` makes of a frame. Zero in any field means its default, so a zeroed
 /// struct with `struct_size` and `format` set converts the whole frame at its own size, with the
@@ -379,10 +381,14 @@ pub struct nvcam_record_stats {
     pub cache_span_us: i64,
     /// Groups of pictures the cache dropped for its byte bound before its time bound.
     pub cache_trimmed: u64,
-    /// Recordings started, failed, and packets dropped (a writer that fell behind).
+    /// Recordings started, failed (ended by an error), and packets dropped (a writer that fell
+    /// behind).
     pub recordings: u64,
     pub failed: u64,
     pub dropped: u64,
+    /// Recordings that ended before the camera sent a key frame: they hold no picture and left
+    /// no file (state FAILED, error NVCAM_E_TIMEOUT), not counted in `failed`.
+    pub no_picture: u64,
 }
 
 // Every struct's size and field offsets, as include/nvcam.h and the Python module have them

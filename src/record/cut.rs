@@ -39,6 +39,12 @@ pub(super) struct Active {
     pub last_pts_us: i64,
     /// Packets seen since it stopped taking them (its last pictures come out meanwhile).
     pub after_end: u32,
+    /// Its end was computed from presentation times estimated before the session's first
+    /// decode time: corrected when that comes.
+    pub provisional: bool,
+    /// Started before its session's first packet: the first picture is its trigger, and its
+    /// end that picture + this post (µs).
+    pub trigger_at_first: Option<i64>,
 }
 
 impl Active {
@@ -77,18 +83,33 @@ impl Active {
         0
     }
 
-    /// The camera's session ended (a reconnect): the packets up to the last closed cut go to
-    /// the writer; those after it (a P picture whose B pictures never came) can never be shown
-    /// whole and go. The recording goes on at the next session's first key frame. Returns the
-    /// packets it could not queue.
+    /// The camera's session ended (end of stream, a server gone, a reconnect): no packet of it
+    /// is still to come. Where the camera drained its decoder (every held packet's picture came
+    /// out), every packet goes to the writer: the part keeps every picture the camera delivered,
+    /// so `seq − first_seq` names the same picture in the next part. Where it did not (a
+    /// reconnect asked for), the packets up to the last closed cut of what it decoded go; those
+    /// after it were never delivered. Up to the recording's end either way. The recording goes
+    /// on at the next session's first key frame. Returns the packets it could not queue.
     pub(super) fn session_end(&mut self, clock_us: i64) -> u64 {
         if self.tx.is_none() {
             return 0;
         }
-        let (longest, _) = closed(&self.held, self.sent_shown_us, clock_us, i64::MAX);
-        self.held.truncate(longest);
+        let drained = self.held.iter().all(|p| p.seq.load(Ordering::SeqCst) != 0);
+        let reach = if drained { i64::MAX } else { clock_us.max(self.decoded_shown_us) };
+        let end = self.rec.end_clock_us.load(Ordering::Acquire);
+        let (longest, ends) = closed(&self.held, self.sent_shown_us, reach, end);
+        // Ended only where a picture at or after the end is among them (not because no packet
+        // of this session is still to come: the next session's are).
+        let ends = ends.filter(|_| self.sent_shown_us >= end || self.held.iter().any(|p| p.shown() >= end));
+        self.held.truncate(ends.unwrap_or(longest));
         let out = std::mem::take(&mut self.held);
-        self.send_all(out)
+        let lost = self.send_all(out);
+        if lost == 0 && ends.is_some() {
+            if let Some(tx) = self.tx.take() {
+                let _ = tx.try_send(Msg::End);
+            }
+        }
+        lost
     }
 
     /// Queues `out` for the writer in order. At the first packet it cannot queue, that packet and
@@ -109,7 +130,7 @@ impl Active {
         let Some(tx) = self.tx.as_ref() else { return Ok(()) };
         let len = p.data.len();
         let over = self.rec.queued.load(Ordering::Acquire) + len > RECORD_DEFAULTS.queue_bytes;
-        let (pts, shown, p2) = (p.pts_us, p.shown_us, p.clone());
+        let (pts, shown, p2) = (p.pts_us, p.shown(), p.clone());
         let sent = if over { Err(TrySendError::Full(Msg::End)) } else { tx.try_send(Msg::Packet(p)) };
         match sent {
             Ok(()) => {
@@ -151,11 +172,11 @@ pub(super) fn closed(held: &[Arc<Packet>], sent_shown_us: i64, clock_us: i64, en
     }
     let mut suffix_min = vec![i64::MAX; held.len() + 1];
     for k in (0..held.len()).rev() {
-        suffix_min[k] = suffix_min[k + 1].min(held[k].shown_us);
+        suffix_min[k] = suffix_min[k + 1].min(held[k].shown());
     }
     let (mut longest, mut shown) = (0, sent_shown_us);
     for (k, p) in held.iter().enumerate() {
-        shown = shown.max(p.shown_us);
+        shown = shown.max(p.shown());
         if shown > clock_us {
             break;
         }

@@ -3,7 +3,8 @@
 //! thread.
 //!
 //! - [`cache`]: the last `pre` of packets from a key frame on, bounded in time and bytes.
-//! - [`muxer`]: one file (Matroska or fragmented MP4), `NAME.part` until complete.
+//! - [`muxer`]: one file (Matroska or fragmented MP4), `NAME.part` until complete;
+//!   [`noreplace`]: its final rename, which never replaces a file.
 //! - [`recorder`]: the camera's recorder, and a recording as its handle holds it.
 //! - [`writer`]: a recording's writer thread; [`shared`] what it shares with the camera and
 //!   the host (state, status, messages).
@@ -26,6 +27,7 @@ mod packet;
 mod params;
 pub(crate) mod shared;
 mod paths;
+mod noreplace;
 mod tally;
 pub(crate) mod segments;
 pub(crate) mod writer;

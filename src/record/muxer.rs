@@ -41,11 +41,56 @@ impl Container {
     }
 }
 
-/// The temporary name a file has until it is complete.
+/// The temporary name a file has until it is complete: `NAME.part`, or, where that would pass
+/// the filesystem's limit on a name, `NAME` cut short with a hash of the whole name
+/// (`fit_name`), so that every name the filesystem takes can be recorded to.
 pub(crate) fn part_path(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(".part");
-    PathBuf::from(s)
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        let mut s = path.as_os_str().to_owned();
+        s.push(".part");
+        return PathBuf::from(s);
+    };
+    path.with_file_name(fit_name(name, "", ".part", name_max(path)))
+}
+
+/// `stem` + `tail` + `suffix`, with `stem` cut short (at a character) and marked with a hash of
+/// the whole `stem` + `tail` where the name would be longer than `max` bytes.
+pub(crate) fn fit_name(stem: &str, tail: &str, suffix: &str, max: usize) -> String {
+    let whole = format!("{stem}{tail}{suffix}");
+    if whole.len() <= max {
+        return whole;
+    }
+    let mut h: u32 = 0x811c_9dc5;
+    for b in stem.bytes().chain(tail.bytes()) {
+        h = (h ^ b as u32).wrapping_mul(0x0100_0193);
+    }
+    let mark = format!("~{h:08x}");
+    let mut keep = max.saturating_sub(mark.len() + tail.len() + suffix.len()).min(stem.len());
+    while !stem.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    format!("{}{mark}{tail}{suffix}", &stem[..keep])
+}
+
+/// The longest file name (bytes) the filesystem of `path`'s folder takes.
+pub(crate) fn name_max(path: &Path) -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        if let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) {
+            // SAFETY: a NUL-terminated path that lives across the call; pathconf only reads it.
+            let n = unsafe { libc::pathconf(c.as_ptr(), libc::_PC_NAME_MAX) };
+            if n > 0 {
+                return n as usize;
+            }
+        }
+    }
+    let _ = path;
+    255
 }
 
 /// An open recording file.
@@ -247,8 +292,8 @@ impl Muxer {
         }
     }
 
-    /// Writes the trailer, closes the file and gives it its name.
-    pub(crate) fn finish(mut self) -> Result<PathBuf> {
+    /// Writes the trailer and closes the file: complete, still under its `.part` name.
+    pub(crate) fn finish(mut self) -> Result<Closed> {
         self.flush_waiting(None)?;
         self.out.write_trailer().map_err(|e| io_error("cannot finish", &self.part, e))?;
         // SAFETY: as in `write`.
@@ -258,7 +303,49 @@ impl Muxer {
         }
         let Muxer { out, path, part, .. } = self;
         drop(out); // closes the file before the rename (Windows renames no open file)
-        std::fs::rename(&part, &path).map_err(|e| Error::new(ErrorKind::Io, format!("cannot rename '{}': {e}", part.display())))?;
-        Ok(path)
+        Ok(Closed { path, part })
+    }
+}
+
+/// A complete file under its `.part` name.
+pub(crate) struct Closed {
+    pub(crate) path: PathBuf,
+    pub(crate) part: PathBuf,
+}
+
+impl Closed {
+    /// Gives the file its name, never replacing one: a file made at that name meanwhile (by
+    /// another program) stays, and so does this one, under its `.part` name (the error says
+    /// where).
+    pub(crate) fn name(self) -> std::result::Result<PathBuf, (PathBuf, Error)> {
+        match super::noreplace::rename(&self.part, &self.path) {
+            Ok(()) => Ok(self.path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let text = format!("'{}' was made by another program while the recording ran: the recording never replaces a file, it is complete in '{}'", self.path.display(), self.part.display());
+                Err((self.part, Error::new(ErrorKind::Io, text)))
+            }
+            Err(e) => {
+                let text = format!("cannot rename '{}' to '{}': {e}; the recording is complete in '{}'", self.part.display(), self.path.display(), self.part.display());
+                Err((self.part, Error::new(ErrorKind::Io, text)))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Names of 251–254 bytes were refused: their `.part` name passed the filesystem's limit.
+    /// The temporary and part names are cut to fit, and stay apart from one another.
+    #[test]
+    fn names_up_to_the_filesystems_limit_fit_their_part_names() {
+        assert_eq!(fit_name("clip.mkv", "", ".part", 255), "clip.mkv.part");
+        let long = format!("{}.mkv", "é".repeat(124)); // 252 bytes
+        let part = fit_name(&long, "", ".part", 255);
+        assert!(part.len() <= 255 && part.ends_with(".part") && part.contains('~'), "{part}");
+        let (a, b) = (fit_name(&"x".repeat(250), "-part2", ".mkv", 255), fit_name(&"x".repeat(250), "-part3", ".mkv", 255));
+        assert!(a.len() <= 255 && a.ends_with("-part2.mkv") && a != b, "{a} {b}");
+        assert_ne!(fit_name(&format!("{}a", "x".repeat(260)), "", ".part", 255), fit_name(&format!("{}b", "x".repeat(260)), "", ".part", 255));
     }
 }

@@ -32,13 +32,24 @@ struct Inner {
     newest_pts_us: Option<i64>,
     newest_shown_us: Option<i64>,
     clock: Clock,
+    /// The session has had no decode time yet: the offset (recorder's clock − presentation
+    /// time) its packets' presentation times are placed by until the first comes, the packets
+    /// so placed, and how many.
+    undated_offset: Option<i64>,
+    undated: Vec<Arc<Packet>>,
+    undated_seen: u32,
+    /// `newest_shown_us` is such an estimate.
+    newest_undated: bool,
     lost_seen: u64,
+    /// Sessions so far (the current one's number).
+    session: u64,
     active: Vec<Active>,
     /// Every writer thread not joined yet.
     writers: Vec<(Arc<Shared>, JoinHandle<()>)>,
     closed: bool,
     made: u64,
     failed: u64,
+    no_picture: u64,
     dropped: u64,
 }
 
@@ -51,7 +62,10 @@ pub(crate) struct RecorderStats {
     pub cache_trimmed_for_bytes: u64,
     pub running: u32,
     pub made: u64,
+    /// Recordings ended by an error (not those that found no picture).
     pub failed: u64,
+    /// Recordings that ended before a key frame came: no picture, no file.
+    pub no_picture: u64,
     pub dropped: u64,
 }
 
@@ -68,6 +82,9 @@ pub(crate) struct Recorder {
     /// records, the last packet's decode time and the newest presentation time (µs): only the
     /// camera's thread writes them.
     time_base: AtomicU64,
+    /// The session has had no decode time yet: its packets go through the lock (the clock
+    /// steps one frame for each).
+    undated: AtomicBool,
     last_dts_us: AtomicI64,
     newest_pts_us: AtomicI64,
     inner: Mutex<Inner>,
@@ -107,6 +124,11 @@ impl Recorder {
         self.time_base.store(tb, Ordering::Release);
         self.newest_pts_us.store(i64::MIN, Ordering::Release);
         self.last_dts_us.store(i64::MIN, Ordering::Release);
+        i.clock.new_session(frame_step_us(stream));
+        i.session += 1;
+        (i.undated_offset, i.undated_seen, i.newest_undated) = (None, 0, false);
+        i.undated.clear();
+        self.undated.store(params.is_some(), Ordering::Release);
         i.params = params;
         if let Some(c) = i.cache.as_mut() {
             c.clear();
@@ -135,14 +157,20 @@ impl Recorder {
         // `begin` sets `on` before it reads those: a packet that finds it off is at or before
         // the trigger, one that finds it on goes through the lock.
         if !self.on.load(Ordering::SeqCst) {
-            if self.needs_sets.load(Ordering::Acquire) {
+            let (sets, undated) = (self.needs_sets.load(Ordering::Acquire), self.undated.load(Ordering::Acquire));
+            if sets || undated {
                 #[cfg(feature = "test-hooks")]
                 hooks::PACKET_LOCKS.fetch_add(1, Ordering::Relaxed);
                 let mut guard = self.inner.lock();
                 let i = &mut *guard;
-                if let Some(keys) = i.keys {
+                if let (true, Some(keys)) = (sets, i.keys) {
                     let data = p.data().unwrap_or(&[]);
                     self.watch(i, p, data, keys.classify(data, p.is_key()) == KeyPoint::Full);
+                }
+                // The session's first packets, before its first decode time: the clock steps
+                // one frame for each (a recording started now ends by it).
+                if let (true, Some(params)) = (undated, i.params.clone()) {
+                    self.tick(i, p, pts_us, params.time_base.into());
                 }
             }
             return;
@@ -163,7 +191,7 @@ impl Recorder {
         };
         self.watch(i, p, data, key);
         let Some(params) = i.params.clone() else { return };
-        let (clock_us, shown_us) = Self::tick(i, p, pts_us, params.time_base.into());
+        let (clock_us, shown_us) = self.tick(i, p, pts_us, params.time_base.into());
         let pkt = Arc::new(Packet {
             data: data.into(),
             pts: p.pts(),
@@ -171,18 +199,27 @@ impl Recorder {
             duration: p.duration(),
             pts_us,
             clock_us,
-            shown_us,
+            shown_us: AtomicI64::new(shown_us),
             key,
             leading,
             lost_before,
             params,
+            session: i.session,
             seq: AtomicU64::new(0),
             written: AtomicBool::new(false),
         });
+        if p.dts().is_none() && i.undated_offset.is_some() && i.undated.len() < UNDATED_MAX as usize {
+            i.undated.push(pkt.clone());
+        }
         if let Some(c) = i.cache.as_mut() {
             c.push(pkt.clone());
         }
         for a in i.active.iter_mut() {
+            if let (Some(post), true) = (a.trigger_at_first, pts_us != i64::MIN) {
+                a.trigger_at_first = None;
+                a.rec.status.lock().trigger_pts_us = pts_us;
+                a.rec.end_clock_us.fetch_max(shown_us.saturating_add(post), Ordering::AcqRel);
+            }
             if a.tx.is_none() {
                 a.after_end += 1;
                 continue;
@@ -217,16 +254,72 @@ impl Recorder {
     }
 
     /// Moves the recorder's clock with packet `p` and notes the newest presentation time: the
-    /// packet's decode time and when its picture is shown, on that clock.
-    fn tick(i: &mut Inner, p: &ff::Packet, pts_us: i64, tb: ff::Rational) -> (i64, i64) {
-        let dts_us = crate::decode::pts_us(p.dts().or(p.pts()), tb);
-        let clock_us = i.clock.tick(dts_us);
-        let shown_us = if pts_us != i64::MIN && dts_us != i64::MIN { clock_us + (pts_us - dts_us) } else { clock_us };
+    /// packet's decode time and when its picture is shown, on that clock. A packet without a
+    /// decode time (the first packets of an RTSP session) takes one frame's step, and its picture
+    /// is placed by its presentation time relative to the session's first; the session's first
+    /// decode time corrects those places (and the ends computed from them).
+    fn tick(&self, i: &mut Inner, p: &ff::Packet, pts_us: i64, tb: ff::Rational) -> (i64, i64) {
+        let dts_us = crate::decode::pts_us(p.dts(), tb);
+        let duration_us = if p.duration() > 0 { crate::decode::pts_us(Some(p.duration()), tb) } else { 0 };
+        let clock_us = i.clock.tick(dts_us, duration_us);
+        let shown_us = match (pts_us, dts_us) {
+            (i64::MIN, _) => clock_us,
+            (pts, i64::MIN) => {
+                i.undated_seen += 1;
+                if i.undated_seen > UNDATED_MAX {
+                    // A stream without decode times: nothing will correct the estimate.
+                    self.undated.store(false, Ordering::Release);
+                }
+                let off = *i.undated_offset.get_or_insert(clock_us - pts);
+                let s = pts.saturating_add(off);
+                if (s - clock_us).abs() <= 2_000_000 { s } else { clock_us }
+            }
+            (pts, dts) => {
+                if let Some(est) = i.undated_offset.take() {
+                    Self::correct(i, (clock_us - dts) - est);
+                }
+                if self.undated.load(Ordering::Relaxed) {
+                    self.undated.store(false, Ordering::Release);
+                }
+                clock_us + (pts - dts)
+            }
+        };
         if pts_us != i64::MIN && i.newest_shown_us.is_none_or(|n| shown_us > n) {
             i.newest_shown_us = Some(shown_us);
             i.newest_pts_us = Some(pts_us);
+            i.newest_undated = dts_us == i64::MIN;
         }
         (clock_us, shown_us)
+    }
+
+    /// The session's first decode time came: the pictures placed before it move by `delta`
+    /// (their estimate took the first picture as shown when decoded), and so do the ends
+    /// computed from them.
+    fn correct(i: &mut Inner, delta: i64) {
+        let undated = std::mem::take(&mut i.undated);
+        for a in i.active.iter_mut() {
+            if std::mem::take(&mut a.provisional) && delta != 0 {
+                let _ = a.rec.end_clock_us.fetch_update(Ordering::AcqRel, Ordering::Acquire, |e| Some(if e == i64::MAX { e } else { e.saturating_add(delta) }));
+            }
+        }
+        if delta == 0 {
+            return;
+        }
+        for p in &undated {
+            p.shown_us.fetch_add(delta, Ordering::Relaxed);
+        }
+        if std::mem::take(&mut i.newest_undated) {
+            i.newest_shown_us = i.newest_shown_us.map(|n| n + delta);
+        }
+        let moved = |p: &&Arc<Packet>| undated.iter().any(|u| Arc::ptr_eq(u, p));
+        for a in i.active.iter_mut() {
+            if let Some(m) = a.sent.iter().filter(moved).map(|p| p.shown()).max() {
+                a.sent_shown_us = a.sent_shown_us.max(m);
+            }
+            if let Some(m) = a.held.iter().filter(moved).filter(|p| p.seq.load(Ordering::Relaxed) != 0).map(|p| p.shown()).max() {
+                a.decoded_shown_us = a.decoded_shown_us.max(m);
+            }
+        }
     }
 
     /// A picture the camera decoded: its frame number goes to the cached packet and to the
@@ -240,12 +333,14 @@ impl Recorder {
         if let Some(p) = i.cache.as_ref().and_then(|c| c.find(pts_us)) {
             p.seq.store(seq, Ordering::Relaxed);
         }
+        let session = i.session;
+        let mine = |p: &&Arc<Packet>| p.pts_us == pts_us && p.session == session;
         for a in i.active.iter_mut() {
-            if let Some(p) = a.held.iter().rev().find(|p| p.pts_us == pts_us) {
+            if let Some(p) = a.held.iter().rev().find(mine) {
                 // Noted when the packet goes to the file (a stop may leave it out).
                 p.seq.store(seq, Ordering::SeqCst);
-                a.decoded_shown_us = a.decoded_shown_us.max(p.shown_us);
-            } else if let Some(p) = a.sent.iter().rev().find(|p| p.pts_us == pts_us) {
+                a.decoded_shown_us = a.decoded_shown_us.max(p.shown());
+            } else if let Some(p) = a.sent.iter().rev().find(mine) {
                 // Noted here if the writer has written it, else by the writer (one of the two
                 // sees the other's store).
                 p.seq.store(seq, Ordering::SeqCst);
@@ -266,11 +361,15 @@ impl Recorder {
             }
             !gone
         });
-        let (mut failed, mut lost) = (0, 0);
+        let (mut failed, mut no_picture, mut lost) = (0, 0, 0);
         i.writers.retain(|(rec, _)| {
             let done = rec.finished_at().is_some();
             if done && rec.status.lock().state == State::Failed {
-                failed += 1;
+                if rec.no_picture.load(Ordering::Acquire) {
+                    no_picture += 1;
+                } else {
+                    failed += 1;
+                }
             }
             if done {
                 lost += rec.writer_dropped.load(Ordering::Acquire);
@@ -279,6 +378,7 @@ impl Recorder {
         });
         // A finished writer's thread has left its loop; its handle goes (detached: it ends by itself).
         i.failed += failed;
+        i.no_picture += no_picture;
         i.dropped += lost;
     }
 
@@ -321,17 +421,22 @@ impl Recorder {
         if i.closed {
             return unmade(mux, Error::new(ErrorKind::Closed, "camera is closed"));
         }
-        if !self.on.swap(true, Ordering::SeqCst) {
-            // Nothing recorded: the clock catches up with the newest packet, noted lock-free.
+        if !self.on.swap(true, Ordering::SeqCst) && !self.undated.load(Ordering::SeqCst) {
+            // Nothing recorded: the clock catches up with the newest packet, noted lock-free
+            // (before the session's first decode time, each packet moved it under the lock).
             let (dts, pts) = (self.last_dts_us.load(Ordering::SeqCst), self.newest_pts_us.load(Ordering::SeqCst));
             if dts != i64::MIN {
-                let now = i.clock.tick(dts);
+                let now = i.clock.tick(dts, 0);
                 if pts != i64::MIN {
                     i.newest_shown_us = Some(now + (pts - dts));
                     i.newest_pts_us = Some(pts);
                 }
             }
         }
+        // Before the session's first packet (a recording started with the open): its first
+        // picture is the trigger.
+        let before_first = self.undated.load(Ordering::SeqCst) && i.undated_seen == 0;
+        let trigger_at_first = post.filter(|_| before_first).map(|p| p.as_micros().min(i64::MAX as u128) as i64);
         let trigger = i.newest_pts_us.unwrap_or(0);
         let now = i.newest_shown_us.unwrap_or(i.clock.now_us);
         let mut pre_roll = match &i.cache {
@@ -341,7 +446,7 @@ impl Recorder {
         let rec = Shared::new(muxer::part_path(path), trigger, now, post);
         // The pre-roll goes to the writer up to its last closed cut; the rest waits for the
         // packets that close it, like those still to come.
-        let decoded_shown_us = pre_roll.iter().filter(|p| p.seq.load(Ordering::Relaxed) != 0).map(|p| p.shown_us).max().unwrap_or(i64::MIN);
+        let decoded_shown_us = pre_roll.iter().filter(|p| p.seq.load(Ordering::Relaxed) != 0).map(|p| p.shown()).max().unwrap_or(i64::MIN);
         let (longest, reach) = cut::closed(&pre_roll, i64::MIN, i.clock.now_us.max(decoded_shown_us), rec.end_clock_us.load(Ordering::Acquire));
         let held = pre_roll.split_off(reach.unwrap_or(longest));
         #[allow(unused_mut)]
@@ -352,7 +457,7 @@ impl Recorder {
         }
         let (tx, rx) = sync_channel(cap);
         let last_pts_us = pre_roll.iter().map(|p| p.pts_us).max().unwrap_or(i64::MIN);
-        let sent_shown_us = pre_roll.iter().map(|p| p.shown_us).max().unwrap_or(i64::MIN);
+        let sent_shown_us = pre_roll.iter().map(|p| p.shown()).max().unwrap_or(i64::MIN);
         let wait_key = pre_roll.is_empty() && held.is_empty();
         if reach.is_some() {
             let _ = tx.try_send(Msg::End);
@@ -379,7 +484,7 @@ impl Recorder {
             }
         };
         i.made += 1;
-        i.active.push(Active { rec: rec.clone(), tx, wait_key, held, sent, sent_shown_us, decoded_shown_us, last_pts_us, after_end: 0 });
+        i.active.push(Active { rec: rec.clone(), tx, wait_key, held, sent, sent_shown_us, decoded_shown_us, last_pts_us, after_end: 0, provisional: i.newest_undated || before_first, trigger_at_first });
         i.writers.push((rec.clone(), thread));
         self.update_on(i);
         log::info!("recording {} started (pre {} ms, post {:?})", path.display(), pre.as_millis(), post);
@@ -416,6 +521,7 @@ impl Recorder {
             running: i.active.iter().filter(|a| a.tx.is_some()).count() as u32,
             made: i.made,
             failed: i.failed,
+            no_picture: i.no_picture,
             dropped: i.dropped,
         }
     }
@@ -447,6 +553,21 @@ impl Recorder {
             }
         }
     }
+}
+
+/// Packets without a decode time after which a session is taken to have none (its presentation
+/// times then place its pictures for good).
+const UNDATED_MAX: u32 = 32;
+
+/// One frame's step from a stream's rate, µs (0: unknown or implausible).
+fn frame_step_us(stream: &ff::format::stream::Stream) -> i64 {
+    let r = stream.avg_frame_rate();
+    let r = if r.numerator() > 0 && r.denominator() > 0 { r } else { stream.rate() };
+    if r.numerator() <= 0 || r.denominator() <= 0 {
+        return 0;
+    }
+    let us = 1_000_000i64 * r.denominator() as i64 / r.numerator() as i64;
+    if (1_000..=1_000_000).contains(&us) { us } else { 0 }
 }
 
 /// A recording as its handle holds it.

@@ -87,6 +87,8 @@ pub(crate) struct Shared {
     pub writer_failed: AtomicBool,
     /// Packets the writer lost to its error (counted once into the camera's stats).
     pub writer_dropped: std::sync::atomic::AtomicU64,
+    /// It ended without a picture (no key frame came): counted apart from the failures.
+    pub no_picture: AtomicBool,
 }
 
 /// How long after its end in wall-clock time a recording ends without packets (a stalled
@@ -130,6 +132,7 @@ impl Shared {
             seqs_final: AtomicBool::new(false),
             writer_failed: AtomicBool::new(false),
             writer_dropped: Default::default(),
+            no_picture: AtomicBool::new(false),
         });
         let wall = post.map_or(i64::MAX, |p| (p + WALL_GRACE).as_millis().min(i64::MAX as u128) as i64);
         s.end_wall_ms.store(wall, Ordering::Release);

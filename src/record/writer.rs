@@ -19,12 +19,14 @@ use std::time::{Duration, Instant};
 /// inside a session).
 pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Packet>>, rx: Receiver<Msg>, mut cut: Option<Cut>) {
     let mut first_part = true;
+    // Parts are named after the first file (`NAME-part3.EXT`, not `NAME-part2-part3.EXT`).
+    let first = mux.path().to_path_buf();
     let mut tally = Tally::new();
     let mut stopped_early = false;
     let mut stop_seen: Option<Instant> = None;
     let result = (|| -> Result<()> {
         for p in &pre_roll {
-            put(&sh, &mut mux, p, &mut first_part, &mut cut, &mut tally)?;
+            put(&sh, &mut mux, p, &first, &mut first_part, &mut cut, &mut tally)?;
         }
         drop(pre_roll);
         loop {
@@ -32,7 +34,7 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
             match rx.recv_timeout(wait) {
                 Ok(Msg::Packet(p)) => {
                     sh.queued.fetch_sub(p.data.len(), Ordering::AcqRel);
-                    put(&sh, &mut mux, &p, &mut first_part, &mut cut, &mut tally)?;
+                    put(&sh, &mut mux, &p, &first, &mut first_part, &mut cut, &mut tally)?;
                 }
                 Ok(Msg::End) | Err(RecvTimeoutError::Disconnected) => return Ok(()),
                 // Stopped (by the host, a close, or a queue that overflowed): the camera's thread
@@ -56,19 +58,27 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
     let stopped_early = stopped_early || sh.stop.load(Ordering::Acquire);
     if result.is_ok() && mux.bytes == 0 && sh.status.lock().frames == 0 {
         // Nothing came before the end (no key frame): a header-only file plays nowhere, so
-        // none is left, and the status says why.
+        // none is left, and the status says why (or names the file that could not go).
         let part = super::muxer::part_path(mux.path());
         drop(mux);
-        let _ = std::fs::remove_file(&part);
-        sh.fail(Error::timeout("the recording ended before the camera sent a key frame: it holds no picture and left no file"));
+        sh.no_picture.store(true, Ordering::Release);
+        let why = "the recording ended before the camera sent a key frame: it holds no picture";
+        let e = match std::fs::remove_file(&part) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                sh.status.lock().file = part.clone();
+                Error::timeout(format!("{why}; its empty file '{}' could not be removed: {e}", part.display()))
+            }
+            _ => Error::timeout(format!("{why} and left no file")),
+        };
+        sh.fail(e);
         sh.mark_finished();
         return;
     }
     let done = result.and_then(|()| mux.finish().inspect_err(|_| lost_to_error(&sh, &mut tally, &rx)));
     {
         let mut s = sh.status.lock();
-        match done {
-            Ok(path) => {
+        match done.map(|closed| closed.name()) {
+            Ok(Ok(path)) => {
                 if let Some(c) = cut.as_mut() {
                     c.kept.add(&c.plan, &path);
                 }
@@ -86,6 +96,19 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
                     s.last_seq
                 );
             }
+            // Complete, but not under its name (taken meanwhile, or the folder denies the
+            // rename): the status describes the file that stays, and says where it is.
+            Ok(Err((part, e))) => {
+                if let Some(c) = cut.as_mut() {
+                    c.kept.add(&c.plan, &part);
+                }
+                s.file = part;
+                if s.state == State::Running {
+                    log::warn!("recording {}: {e}", s.file.display());
+                    s.state = State::Failed;
+                    s.error = Some(e);
+                }
+            }
             Err(e) => {
                 if s.state == State::Running {
                     log::warn!("recording {}: {e}", s.file.display());
@@ -99,7 +122,7 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
 }
 
 /// Writes one packet, opening the next part first when the packet is of another session.
-fn put(sh: &Shared, mux: &mut Muxer, p: &Arc<Packet>, first_part: &mut bool, cut: &mut Option<Cut>, tally: &mut Tally) -> Result<()> {
+fn put(sh: &Shared, mux: &mut Muxer, p: &Arc<Packet>, first: &Path, first_part: &mut bool, cut: &mut Option<Cut>, tally: &mut Tally) -> Result<()> {
     let new_session = !Arc::ptr_eq(mux.params(), &p.params);
     let due = cut.as_ref().is_some_and(|c| c.start_us.is_some_and(|s| p.clock_us - s >= c.plan.every_us));
     if new_session && mux.bytes == 0 {
@@ -113,7 +136,7 @@ fn put(sh: &Shared, mux: &mut Muxer, p: &Arc<Packet>, first_part: &mut bool, cut
         if !p.key {
             return Ok(()); // the new part starts at a key frame
         }
-        next_part(sh, mux, &p.params, cut)?;
+        next_part(sh, mux, first, &p.params, cut)?;
         tally.commit(sh);
         tally.part_start = true;
     }
@@ -173,18 +196,29 @@ fn put(sh: &Shared, mux: &mut Muxer, p: &Arc<Packet>, first_part: &mut bool, cut
     Ok(())
 }
 
-/// Finishes the current file and opens the next: `NAME-partN.EXT` for packets of new parameters,
-/// or the next segment of a segmented recording (then the oldest beyond its limits go).
-fn next_part(sh: &Shared, mux: &mut Muxer, params: &Arc<Params>, cut: &mut Option<Cut>) -> Result<()> {
+/// Finishes the current file and opens the next: `NAME-partN.EXT` for packets of new parameters
+/// (the next number whose name and `.part` name are both free: an existing file is never
+/// replaced), or the next segment of a segmented recording (then the oldest beyond its limits go).
+fn next_part(sh: &Shared, mux: &mut Muxer, first: &Path, params: &Arc<Params>, cut: &mut Option<Cut>) -> Result<()> {
     let n = sh.status.lock().parts + 1;
     let path = match cut.as_mut() {
         Some(c) => c.plan.next_name(),
-        None => part_name(mux.path(), n),
+        None => free_part_name(first, n),
     };
     let next = Muxer::create(&path, params)?;
     let old = std::mem::replace(mux, next);
     let (from, to) = (old.params().size(), params.size());
-    let done = old.finish()?;
+    let done = match old.finish().inspect_err(|_| {
+        // The new part is not written yet: it goes, and the recording ends with the error.
+        let _ = std::fs::remove_file(super::muxer::part_path(&path));
+    })?.name() {
+        Ok(done) => done,
+        Err((part, e)) => {
+            // Complete under its `.part` name: the recording goes on, the log says where.
+            log::warn!("recording: {e}");
+            part
+        }
+    };
     if let Some(c) = cut.as_mut() {
         c.start_us = None;
         let deleted = c.kept.add(&c.plan, &done);
@@ -203,9 +237,23 @@ fn next_part(sh: &Shared, mux: &mut Muxer, params: &Arc<Params>, cut: &mut Optio
     Ok(())
 }
 
-/// `clip.mkv` → `clip-part2.mkv`.
+/// `clip.mkv` → `clip-part2.mkv` (the stem cut short where the name would pass the
+/// filesystem's limit: `muxer::fit_name`).
 pub(crate) fn part_name(first: &Path, n: u32) -> PathBuf {
     let stem = first.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let ext = first.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_default();
-    first.with_file_name(format!("{stem}-part{n}.{ext}"))
+    first.with_file_name(super::muxer::fit_name(&stem, &format!("-part{n}"), &format!(".{ext}"), super::muxer::name_max(first)))
+}
+
+/// The part name for part `n`, or a later number where a file has that name or its `.part`
+/// name (`Muxer::create` claims the `.part` name exclusively; the final rename never replaces).
+fn free_part_name(first: &Path, n: u32) -> PathBuf {
+    let mut k = n;
+    loop {
+        let p = part_name(first, k);
+        if !p.exists() && !super::muxer::part_path(&p).exists() || k >= n.saturating_add(1000) {
+            return p;
+        }
+        k += 1;
+    }
 }

@@ -111,7 +111,10 @@ fn reference_raw(clip: &Path) -> Vec<u8> {
     let out = Command::new(bin)
         .args(["-hide_banner", "-loglevel", "error", "-i"])
         .arg(clip)
-        .args(["-vf", "scale=in_range=full:out_range=full", "-f", "rawvideo", "-pix_fmt", "nv12", "-"])
+        // Every decoded picture once: rawvideo output would otherwise be constant-rate and repeat
+        // a picture across a gap in the timestamps (a recording's part that ends without the
+        // last B picture its server never sent).
+        .args(["-vsync", "passthrough", "-vf", "scale=in_range=full:out_range=full", "-f", "rawvideo", "-pix_fmt", "nv12", "-"])
         .output()
         .expect("ffmpeg CLI");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

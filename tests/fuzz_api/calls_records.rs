@@ -251,7 +251,7 @@ pub(super) fn op_record(sh: &Shared, r: &mut Rng) {
         3 => {
             let c = sh.handle(r, true);
             // SAFETY (test): NULL or a guarded, aligned struct buffer.
-            sized_call::<nvcam_record_stats>(sh, r, "nvcam_camera_record_stats", |p| unsafe { nvcam_camera_record_stats(c, p) });
+            sized_call_from::<nvcam_record_stats>(sh, r, "nvcam_camera_record_stats", 64, |p| unsafe { nvcam_camera_record_stats(c, p) });
         }
         4 => {
             let h = sh.rec_handle(r);

@@ -425,6 +425,7 @@ class nvcam_record_stats_t(Structure):
         ("recordings", c_uint64),
         ("failed", c_uint64),
         ("dropped", c_uint64),
+        ("no_picture", c_uint64),
     ]
 
 
@@ -437,7 +438,7 @@ SIZES = {
     nvcam_convert_t: 112,
     nvcam_gpu_stats_t: 160,
     nvcam_record_status_t: 128,
-    nvcam_record_stats_t: 64,
+    nvcam_record_stats_t: 72,
 }
 if sizeof(c_void_p) == 8:
     for _t, _n in SIZES.items():

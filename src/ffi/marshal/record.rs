@@ -48,5 +48,6 @@ pub(crate) fn record_stats(s: &RecorderStats, struct_size: u32) -> nvcam_record_
         recordings: s.made,
         failed: s.failed,
         dropped: s.dropped,
+        no_picture: s.no_picture,
     }
 }
