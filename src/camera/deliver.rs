@@ -28,6 +28,8 @@ fn pool_for(sh: &Shared, pools: &Pools, pic: &Picture) -> Result<Arc<Pool>> {
         );
         sh.counters.stream_changes.fetch_add(1, Ordering::Relaxed);
     }
+    // A size that changed inside the session (new parameter sets): refused before its pool.
+    sh.opts.check_picture_size(pic.width, pic.height)?;
     p.retire();
     let new = pools.new_pool(Geometry::new(pic.width, pic.height, pic.depth), sh.opts.pool_slots)?;
     sh.stream.lock().size = (pic.width, pic.height);
@@ -84,6 +86,10 @@ pub(super) fn deliver(cx: Ctx<'_>, pic: Picture, stamp: Stamp) -> Result<()> {
     // Not exact already: no copy at all unless the host wants it.
     if !marks.exact() && !not_exact(sh) {
         return Ok(());
+    }
+    #[cfg(feature = "test-hooks")]
+    if super::hooks::take_session_panic(sh.handle()) {
+        panic!("test hook: a panic inside the camera's session");
     }
     let pool = pool_for(sh, pools, &pic)?;
     let lossless = sh.opts.flags.lossless;

@@ -133,6 +133,10 @@ pub(super) struct Counters {
     pub loss_reconnects: AtomicU64,
     /// Reconnects for losses since the last exact picture.
     pub unhelpful_reconnects: AtomicU32,
+    /// Sessions that ended in a panic (each one reconnected).
+    pub session_panics: AtomicU64,
+    /// Streams and pictures refused for a size over the camera's picture limit.
+    pub pictures_refused: AtomicU64,
 }
 
 /// The camera's errors: the last of anything (worker or call), and the worker's own.
