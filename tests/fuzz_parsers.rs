@@ -208,7 +208,8 @@ fn mutate(r: &mut Rng, d: &mut Vec<u8>, other: &[u8], codec: Codec) {
             // codes of 32 and more bits, start codes).
             let i = at(r, d.len());
             let v = if r.chance(2) { 0xff } else { 0x00 };
-            let n = *r.pick(&[2, 3, 5, 6, 7, 33, 300, 5000]);
+            // Rarely the 16 MB that carry an SEI's summed type past a u32.
+            let n = if r.chance(5000) { 16_843_010 } else { *r.pick(&[2, 3, 5, 6, 7, 33, 300, 5000]) };
             d.splice(i..i, std::iter::repeat_n(v, n));
         }
         7 if !other.is_empty() => {

@@ -9,9 +9,9 @@ use common::*;
 use nvcam::*;
 use std::time::Duration;
 
-/// A small clip of `w`x`h` (H.264 in MPEG-TS).
-fn sized_clip(w: u32, h: u32) -> std::path::PathBuf {
-    clip(&format!("hostile-{w}x{h}.ts"), &format!("{w}x{h}"), 6, "libx264", &["-preset", "ultrafast", "-g", "3"])
+/// A small clip of `w`x`h`, `frames` long (H.264 in MPEG-TS).
+fn sized_clip(w: u32, h: u32, frames: u32) -> std::path::PathBuf {
+    clip(&format!("hostile-{w}x{h}-{frames}.ts"), &format!("{w}x{h}"), frames, "libx264", &["-preset", "ultrafast", "-g", "3"])
 }
 
 /// A stream that claimed a huge picture made nvcam allocate whatever it claimed (a decoder's
@@ -21,7 +21,7 @@ fn sized_clip(w: u32, h: u32) -> std::path::PathBuf {
 #[test]
 fn a_stream_over_the_default_picture_limit_gets_no_decoder_and_no_pool() {
     init();
-    let wide = sized_clip(8200, 16);
+    let wide = sized_clip(8200, 16, 6);
     let o = Opts::new().with(|o| o.flags = NVCAM_OPEN_ASYNC);
     let cam = open(wide.to_str().unwrap(), &o.o).expect("an async open returns at once");
     assert!(wait_until(Duration::from_secs(20), || stats(cam).state == NVCAM_STATE_FAILED), "state {}", stats(cam).state);
@@ -40,7 +40,7 @@ fn a_stream_over_the_default_picture_limit_gets_no_decoder_and_no_pool() {
 #[test]
 fn a_cameras_own_picture_limit_refuses_larger_streams_and_takes_its_own_size() {
     init();
-    let c = sized_clip(96, 64);
+    let c = sized_clip(96, 64, 6);
     let url = c.to_str().unwrap();
     let tight = Opts::new().with(|o| (o.max_picture_width, o.max_picture_height) = (64, 64));
     let (code, why) = open(url, &tight.o).expect_err("96x64 is over 64x64");
@@ -56,6 +56,50 @@ fn a_cameras_own_picture_limit_refuses_larger_streams_and_takes_its_own_size() {
     assert_eq!((i.width, i.height), (96, 64));
     release(f).unwrap();
     assert_eq!(stats(cam).pictures_refused, 0);
+    close(cam, 5000).unwrap();
+}
+
+/// A camera whose stream changes to a larger size inside its session (new parameter sets before
+/// a key frame) got a pool of whatever size came. Over the camera's limit the new size is refused
+/// before its pool: the pictures before it were delivered, the camera fails with the reason, and
+/// its pool stays the old size.
+#[test]
+fn a_size_change_inside_a_stream_over_the_limit_gets_no_pool() {
+    init();
+    // Long enough (3 s, 4 kB) that the demuxer's probe (1 s or 4 kB here) ends before the change.
+    let (small, large) = (sized_clip(96, 64, 90), sized_clip(160, 64, 6));
+    let both = small.with_file_name("hostile-96x64-90-then-160x64-6.ts");
+    if !both.exists() {
+        let mut bytes = std::fs::read(&small).unwrap();
+        bytes.extend(std::fs::read(&large).unwrap());
+        let part = both.with_extension("part");
+        std::fs::write(&part, bytes).unwrap();
+        std::fs::rename(&part, &both).unwrap();
+    }
+    let o = Opts::new().ffmpeg("analyzeduration=1000000;probesize=4096").with(|o| {
+        (o.max_picture_width, o.max_picture_height) = (128, 64);
+        o.flags = NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING;
+    });
+    let cam = open(both.to_str().unwrap(), &o.o).expect("the stream starts at 96x64");
+    let mut sizes = Vec::new();
+    let end = loop {
+        match get_frame(cam, 5000) {
+            Ok(f) => {
+                let i = info(f).unwrap();
+                sizes.push((i.width, i.height));
+                release(f).unwrap();
+            }
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(end.0, NVCAM_E_FAILED, "the frames end with the camera's failure: {end:?}");
+    assert_eq!(sizes, vec![(96, 64); 90], "every picture before the change, none after");
+    assert!(wait_until(Duration::from_secs(5), || stats(cam).state == NVCAM_STATE_FAILED), "state {}", stats(cam).state);
+    let s = stats(cam);
+    assert_eq!(s.pictures_refused, 1);
+    assert_eq!((s.width, s.height), (96, 64), "the pool stays the old size");
+    let why = cam_error(cam);
+    assert!(why.contains("160x64") && why.contains("128x64"), "{why}");
     close(cam, 5000).unwrap();
 }
 
