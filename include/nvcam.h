@@ -820,9 +820,10 @@ typedef struct {
    */
   uint64_t session_panics;
   /**
-   * Streams and pictures refused because their size is over the camera's limit
+   * Streams and pictures refused for their size. Over the camera's limit
    * (`max_picture_width` x `max_picture_height` of its options): no decoder and no pool was
-   * made for them, and the camera failed with the reason.
+   * made, and the camera failed with the reason. A size change past 10 within 10 s: the picture
+   * was dropped, and the camera goes on at its current size.
    */
   uint64_t pictures_refused;
 } nvcam_camera_stats_t;

@@ -39,6 +39,12 @@ pub(crate) struct Defaults {
     /// otherwise make nvcam allocate gigabytes). 8192 is the largest size NVDEC decodes.
     pub max_picture_width: u32,
     pub max_picture_height: u32,
+    /// A stream may change its picture size (each change a new pool of `pool_slots` pictures)
+    /// at most this often within `pool_churn_window_ms`; pictures that would need another new
+    /// pool are dropped (counted) until the window has room, so parameter sets that claim a new
+    /// size every picture cannot make nvcam allocate every picture.
+    pub pool_churn_max: u32,
+    pub pool_churn_window_ms: u32,
 }
 
 pub(crate) const DEFAULTS: Defaults = Defaults {
@@ -56,6 +62,8 @@ pub(crate) const DEFAULTS: Defaults = Defaults {
     loss_recovery_reconnect_ms: 10_000,
     max_picture_width: 8192,
     max_picture_height: 8192,
+    pool_churn_max: 10,
+    pool_churn_window_ms: 10_000,
 };
 
 /// Bounds on `pool_slots`: one slot in flight plus at least one the host may hold.

@@ -103,6 +103,49 @@ fn a_size_change_inside_a_stream_over_the_limit_gets_no_pool() {
     close(cam, 5000).unwrap();
 }
 
+/// Parameter sets that claim a new size every picture made a new pool every picture (an
+/// allocation of `pool_slots` pictures each, and a list of old pools that only grew). After 10
+/// changes within 10 s the pictures of another size are dropped (counted) instead, and the camera
+/// goes on at its current size without a reconnect.
+#[test]
+fn a_stream_that_changes_size_every_picture_gets_at_most_ten_new_pools() {
+    init();
+    let (a, b) = (sized_clip(96, 64, 1), sized_clip(112, 64, 1));
+    let churn = a.with_file_name("hostile-churn-96-112-x20.ts");
+    if !churn.exists() {
+        let (a, b) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        let bytes: Vec<u8> = (0..20).flat_map(|i| if i % 2 == 0 { a.clone() } else { b.clone() }).collect();
+        let part = churn.with_extension("part");
+        std::fs::write(&part, bytes).unwrap();
+        std::fs::rename(&part, &churn).unwrap();
+    }
+    // The joined clips' MPEG-TS continuity counters jump at every join (counted as losses):
+    // every picture is delivered, marked.
+    let o = Opts::new().ffmpeg("analyzeduration=100000;probesize=2048").with(|o| {
+        o.flags = NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING;
+        o.integrity = NVCAM_INTEGRITY_MARK;
+    });
+    let cam = open(churn.to_str().unwrap(), &o.o).expect("opens");
+    let mut sizes = Vec::new();
+    let end = loop {
+        match get_frame(cam, 3000) {
+            Ok(f) => {
+                sizes.push(info(f).unwrap().width);
+                release(f).unwrap();
+            }
+            Err(e) => break e,
+        }
+    };
+    let s = stats(cam);
+    assert_eq!(end.0, NVCAM_E_IO, "the file ends: {end:?}");
+    assert_eq!(s.state, NVCAM_STATE_ENDED, "no reconnect, no failure: {s:?}");
+    assert_eq!(s.stream_changes, 10, "ten new pools in place of the first, no more: {s:?}");
+    assert_eq!(sizes.len(), 15, "11 pictures alternating, then the 4 of the last size: {sizes:?}");
+    assert!(sizes[..11].windows(2).all(|w| w[0] != w[1]) && sizes[10..].iter().all(|&w| w == sizes[10]), "{sizes:?}");
+    assert_eq!(s.pictures_refused, 5, "the 5 pictures of the other size: {s:?}");
+    close(cam, 5000).unwrap();
+}
+
 /// A panic inside a camera's session ended the camera as FAILED for good, so one bad message
 /// from a camera needed the host to notice and reconnect it. It is now an error of that session:
 /// counted, and the camera reconnects and streams again.

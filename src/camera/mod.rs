@@ -82,7 +82,7 @@ pub(crate) struct Stats {
     pub loss_reconnects: u64,
     /// Sessions that ended in a panic and reconnected.
     pub session_panics: u64,
-    /// Streams and pictures refused for a size over the camera's picture limit.
+    /// Streams and pictures refused for their size (over the limit, or past the churn bound).
     pub pictures_refused: u64,
 }
 

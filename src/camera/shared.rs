@@ -135,7 +135,8 @@ pub(super) struct Counters {
     pub unhelpful_reconnects: AtomicU32,
     /// Sessions that ended in a panic (each one reconnected).
     pub session_panics: AtomicU64,
-    /// Streams and pictures refused for a size over the camera's picture limit.
+    /// Streams and pictures refused for their size (over the limit, or a size change past the
+    /// churn bound).
     pub pictures_refused: AtomicU64,
 }
 
@@ -156,16 +157,20 @@ pub(super) struct StreamInfo {
     pub size: (u32, u32),
 }
 
-/// The current pool, and old pools that clones still keep alive (for stats).
+/// The current pool, old pools that clones still keep alive (for stats), and when the last pools
+/// were made in place of a current one (the churn bound).
 #[derive(Default)]
 pub(super) struct Pools {
     pub current: Option<Arc<Pool>>,
     pub old: Vec<Weak<Pool>>,
+    pub replaced_at: std::collections::VecDeque<std::time::Instant>,
 }
 
 impl Pools {
-    /// Retires the current pool: it lives on while frames use it.
+    /// Retires the current pool: it lives on while frames use it. Pools no frame keeps any more
+    /// are forgotten here too, so a camera whose size keeps changing keeps no list that grows.
     pub(super) fn retire(&mut self) {
+        self.old.retain(|w| w.strong_count() > 0);
         if let Some(p) = self.current.take() {
             self.old.push(Arc::downgrade(&p));
         }

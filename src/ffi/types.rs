@@ -147,9 +147,10 @@ pub struct nvcam_camera_stats {
     /// Sessions that ended in a panic inside nvcam (a bug a stream reached): each one ended
     /// like a dropped connection and the camera reconnected.
     pub session_panics: u64,
-    /// Streams and pictures refused because their size is over the camera's limit
+    /// Streams and pictures refused for their size. Over the camera's limit
     /// (`max_picture_width` x `max_picture_height` of its options): no decoder and no pool was
-    /// made for them, and the camera failed with the reason.
+    /// made, and the camera failed with the reason. A size change past 10 within 10 s: the picture
+    /// was dropped, and the camera goes on at its current size.
     pub pictures_refused: u64,
 }
 
