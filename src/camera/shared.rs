@@ -407,4 +407,21 @@ mod tests {
             assert_eq!(CameraState::from_u8(s.as_u8()), s);
         }
     }
+
+    /// A stream that changes size keeps retiring pools: the list of old ones held every pool
+    /// since the last `stats` call (a camera whose stats nobody reads grew it for ever). Retiring
+    /// forgets the pools no frame keeps.
+    #[test]
+    fn retiring_pools_forgets_those_no_frame_keeps() {
+        let geom = crate::pool::Geometry::new(16, 16, crate::pool::Depth::Eight);
+        let mut pools = Pools::default();
+        let kept = Pool::host(geom, 2).unwrap();
+        pools.current = Some(kept.clone());
+        for _ in 0..100 {
+            pools.retire();
+            pools.current = Some(Pool::host(geom, 2).unwrap());
+        }
+        assert_eq!(pools.old.len(), 2, "the pool a frame keeps and the one just retired");
+        assert!(pools.old.iter().any(|w| w.upgrade().is_some_and(|p| Arc::ptr_eq(&p, &kept))));
+    }
 }
