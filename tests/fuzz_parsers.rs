@@ -100,8 +100,10 @@ fn campaign(name: &str, mut case: impl FnMut(&mut Rng)) -> u64 {
 }
 
 /// FFmpeg's parsers and option evaluator log every damaged header they meet, and a hostile input
-/// is all damage: the test process (a host without nvcam's log) keeps them quiet.
+/// is all damage: the test process keeps them quiet. The library is initialized first, as a host
+/// does (on Windows its loader finds the FFmpeg DLLs these tests call too).
 fn quiet_ffmpeg() {
+    init();
     let _ = ffmpeg_next::init();
     ffmpeg_next::util::log::set_level(ffmpeg_next::util::log::Level::Quiet);
 }
