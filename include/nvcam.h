@@ -688,7 +688,15 @@ typedef struct {
    * `NVCAM_INTEGRITY_*`: what the camera does with frames that are not exact.
    */
   uint32_t integrity;
-  uint64_t reserved[2];
+  /**
+   * The largest picture the camera takes, width and height; 0 = 8192 each. A stream that
+   * claims a larger one is refused before a decoder or a pool is made for it: the camera
+   * fails with the reason (stats `pictures_refused`). The fields from here on took the place of
+   * `reserved[0]` (the struct's size is unchanged).
+   */
+  uint32_t max_picture_width;
+  uint32_t max_picture_height;
+  uint64_t reserved[1];
 } nvcam_camera_options_t;
 
 /**
@@ -808,6 +816,18 @@ typedef struct {
    * Reconnects made by that rule (also counted in `reconnects`).
    */
   uint64_t loss_reconnects;
+  /**
+   * Sessions that ended in a panic inside nvcam (a bug a stream reached): each one ended
+   * like a dropped connection and the camera reconnected.
+   */
+  uint64_t session_panics;
+  /**
+   * Streams and pictures refused for their size. Over the camera's limit
+   * (`max_picture_width` x `max_picture_height` of its options): no decoder and no pool was
+   * made, and the camera failed with the reason. A size change past 10 within 10 s: the picture
+   * was dropped, and the camera goes on at its current size.
+   */
+  uint64_t pictures_refused;
 } nvcam_camera_stats_t;
 
 /**
@@ -1809,7 +1829,7 @@ int32_t nvcam_camera_record_stats(uint64_t cam, nvcam_record_stats_t *stats);
 #if UINTPTR_MAX == 0xffffffffffffffffu
 NVCAM_STATIC_ASSERT(sizeof(nvcam_config_t) == 64, "nvcam_config_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_options_t) == 80, "nvcam_camera_options_t layout");
-NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_stats_t) == 168, "nvcam_camera_stats_t layout");
+NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_stats_t) == 184, "nvcam_camera_stats_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_frame_info_t) == 128, "nvcam_frame_info_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_convert_t) == 112, "nvcam_convert_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_gpu_stats_t) == 160, "nvcam_gpu_stats_t layout");

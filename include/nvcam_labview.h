@@ -671,7 +671,15 @@ typedef struct {
    * `NVCAM_INTEGRITY_*`: what the camera does with frames that are not exact.
    */
   unsigned int integrity;
-  unsigned __int64 reserved[2];
+  /**
+   * The largest picture the camera takes, width and height; 0 = 8192 each. A stream that
+   * claims a larger one is refused before a decoder or a pool is made for it: the camera
+   * fails with the reason (stats `pictures_refused`). The fields from here on took the place of
+   * `reserved[0]` (the struct's size is unchanged).
+   */
+  unsigned int max_picture_width;
+  unsigned int max_picture_height;
+  unsigned __int64 reserved[1];
 } nvcam_camera_options_t;
 
 /**
@@ -791,6 +799,18 @@ typedef struct {
    * Reconnects made by that rule (also counted in `reconnects`).
    */
   unsigned __int64 loss_reconnects;
+  /**
+   * Sessions that ended in a panic inside nvcam (a bug a stream reached): each one ended
+   * like a dropped connection and the camera reconnected.
+   */
+  unsigned __int64 session_panics;
+  /**
+   * Streams and pictures refused for their size. Over the camera's limit
+   * (`max_picture_width` x `max_picture_height` of its options): no decoder and no pool was
+   * made, and the camera failed with the reason. A size change past 10 within 10 s: the picture
+   * was dropped, and the camera goes on at its current size.
+   */
+  unsigned __int64 pictures_refused;
 } nvcam_camera_stats_t;
 
 /**

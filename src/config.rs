@@ -34,6 +34,17 @@ pub(crate) struct Defaults {
     /// refresh without recovery-point SEI) is reconnected: a new RTSP session starts with a key
     /// frame on the cameras we know, where waiting could last minutes.
     pub loss_recovery_reconnect_ms: u32,
+    /// The largest picture a camera may claim, width and height each: a stream over it is
+    /// refused before a decoder or a pool is made for it (a hostile or broken camera could
+    /// otherwise make nvcam allocate gigabytes). 8192 is the largest size NVDEC decodes.
+    pub max_picture_width: u32,
+    pub max_picture_height: u32,
+    /// A stream may change its picture size (each change a new pool of `pool_slots` pictures)
+    /// at most this often within `pool_churn_window_ms`; pictures that would need another new
+    /// pool are dropped (counted) until the window has room, so parameter sets that claim a new
+    /// size every picture cannot make nvcam allocate every picture.
+    pub pool_churn_max: u32,
+    pub pool_churn_window_ms: u32,
 }
 
 pub(crate) const DEFAULTS: Defaults = Defaults {
@@ -49,6 +60,10 @@ pub(crate) const DEFAULTS: Defaults = Defaults {
     pace_reanchor_late_ms: 50,
     udp_fallback_ms: 2000,
     loss_recovery_reconnect_ms: 10_000,
+    max_picture_width: 8192,
+    max_picture_height: 8192,
+    pool_churn_max: 10,
+    pool_churn_window_ms: 10_000,
 };
 
 /// Bounds on `pool_slots`: one slot in flight plus at least one the host may hold.
@@ -177,6 +192,8 @@ pub(crate) struct Options {
     pub decode_threads: usize,
     /// FFmpeg demuxer/protocol options, in the order given.
     pub ffmpeg: Vec<(String, String)>,
+    /// The largest picture the camera takes, (width, height).
+    pub max_picture: (u32, u32),
 }
 
 fn ms(v: u32) -> Duration {
@@ -201,11 +218,24 @@ impl Default for Options {
             integrity: IntegrityPolicy::ExactOnly,
             decode_threads: 0,
             ffmpeg: Vec::new(),
+            max_picture: (d.max_picture_width, d.max_picture_height),
         }
     }
 }
 
 impl Options {
+    /// Refuses a picture (or a stream that claims one) larger than the camera's limit, with the
+    /// reason; the caller counts it.
+    pub(crate) fn check_picture_size(&self, width: u32, height: u32) -> crate::status::Result<()> {
+        let (w, h) = self.max_picture;
+        if width <= w && height <= h {
+            return Ok(());
+        }
+        Err(crate::status::Error::picture_refused(format!(
+            "the stream's picture {width}x{height} is larger than this camera's limit {w}x{h} (max_picture_width/height of its options)"
+        )))
+    }
+
     /// Whether an FFmpeg option was given (so a default for it is not added).
     pub(crate) fn has_ffmpeg_option(&self, key: &str) -> bool {
         self.ffmpeg.iter().any(|(k, _)| k == key)

@@ -36,6 +36,10 @@ mod decode;
 pub mod ffi;
 mod ffmpeg;
 mod frame;
+/// nvcam's parsers of camera and host bytes, for the fuzzers (`test-hooks`).
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub mod fuzz_entry;
 mod gpu;
 mod handle;
 mod input;
@@ -145,5 +149,5 @@ pub mod diag {
     pub use crate::record::hooks as record_hooks;
     /// The loss handling before gap placement and the GOP-aware reconnect (`test-hooks`).
     #[cfg(feature = "test-hooks")]
-    pub use crate::camera::hooks::set_legacy_loss_handling;
+    pub use crate::camera::hooks::{panic_in_session, set_legacy_loss_handling};
 }

@@ -127,6 +127,9 @@ impl ErrorKind {
     }
 }
 
+/// How the text of a picture refused for its size begins.
+const PICTURE_REFUSED: &str = "picture refused: ";
+
 /// An error: its kind and a message that names the cause where it happened. Its text form
 /// (`Display`) names the C status code and so lives at the C edge (`ffi::status`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -157,6 +160,15 @@ impl Error {
     }
     pub fn internal(msg: impl Into<String>) -> Self {
         Error::new(ErrorKind::Internal, msg)
+    }
+    /// A picture (or a stream) over the camera's size limit: [`ErrorKind::Unsupported`], so the
+    /// camera fails with the reason instead of asking the camera for the same again.
+    pub fn picture_refused(msg: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Unsupported, format!("{PICTURE_REFUSED}{}", msg.into()))
+    }
+    /// Whether this is [`Error::picture_refused`]'s error (the camera counts those).
+    pub fn is_picture_refused(&self) -> bool {
+        self.kind == ErrorKind::Unsupported && self.msg.starts_with(PICTURE_REFUSED)
     }
     /// Maps an FFmpeg error from `call` to a kind: I/O-ish errors are `Io`, a missing decoder
     /// `Unsupported`, anything else `Ffmpeg`; the text keeps FFmpeg's words.

@@ -6,7 +6,7 @@
 # 1. FFmpeg 5.1 for Windows (scripts/build/build-ffmpeg-windows.sh; cached in target/ffmpeg-windows).
 # 2. `cargo test --release --features test-hooks --target x86_64-pc-windows-gnu --no-run` (mingw-w64).
 # 3. The clips and reference decodes the file tests compare with, made on Linux by the Linux `core`,
-#    `codecs` and `gpu_integrity` tests and `recording_exact`'s path test (the ffmpeg CLI with x264/x265; Wine cannot run Linux programs for a Windows
+#    `codecs`, `gpu_integrity`, `hostile` and `fuzz_parsers` tests and `recording_exact`'s path test (the ffmpeg CLI with x264/x265; Wine cannot run Linux programs for a Windows
 #    test).
 #    The tls test's certificates and servers (tests/support/tls_fixture.py) are made on Linux too.
 # 4. Every Rust test executable under Wine (scripts/ci/wine-run.sh is cargo's runner), CPU path;
@@ -93,7 +93,7 @@ built=(--lib)
 for f in tests/*.rs; do t=$(basename "$f" .rs); skipped_whole "$t" || built+=(--test "$t"); done
 cargo test --release --features test-hooks --target "$T" --no-run "${built[@]}"
 
-step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core, --test codecs, --test gpu_integrity, recording_exact's path test, --test tls)"
+step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core, --test codecs, --test gpu_integrity, recording_exact's path test, --test tls, --test hostile, --test fuzz_parsers)"
 # .ci/run sets NVCAM_LINUX_TESTS_PASSED=1: its `cargo test --release --features test-hooks` has just
 # run these suites (every other one too) into the same target/tmp/fixtures, so running them
 # again would only repeat them. A clip that is still missing fails the Windows test that needs it.
@@ -104,6 +104,9 @@ else
   cargo test --release --features test-hooks --test codecs -- --quiet
   cargo test --release --features test-hooks --test gpu_integrity -- --quiet
   cargo test --release --features test-hooks --test tls -- --quiet
+  cargo test --release --features test-hooks --test hostile -- --quiet
+  # The parser fuzzers' seed clips (a second of fuzzing each is enough to make them).
+  NVCAM_FUZZ_PARSER_SECONDS=1 cargo test --release --features test-hooks --test fuzz_parsers -- --quiet
   # Its clip (rec-exact-h264-bf3.mp4) is the one recording_exact's path test reads under Wine.
   cargo test --release --features test-hooks --test recording_exact -- --quiet --exact paths_are_claimed_and_the_clock_runs_without_a_cache
 fi

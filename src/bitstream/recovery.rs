@@ -186,7 +186,8 @@ fn recovery_frame_cnt(payload: &[u8]) -> Option<u32> {
         let mut ty = 0u32;
         loop {
             let b = r.byte()?;
-            ty += b as u32;
+            // Saturating: a packet of 16 MB of 0xFF would carry a u32 past its end.
+            ty = ty.saturating_add(b as u32);
             if b != 0xff {
                 break;
             }
@@ -194,7 +195,7 @@ fn recovery_frame_cnt(payload: &[u8]) -> Option<u32> {
         let mut size = 0u32;
         loop {
             let b = r.byte()?;
-            size += b as u32;
+            size = size.saturating_add(b as u32);
             if b != 0xff {
                 break;
             }
@@ -296,6 +297,19 @@ mod tests {
         assert!(h.rtp_continues_key(&[49 << 1, 1, 19]));
         assert!(!h.rtp_continues_key(&[49 << 1, 1, 1]));
         assert!(!h.rtp_continues_key(&[49 << 1, 1, 0x80 | 19]));
+    }
+
+    /// An SEI's payload type and size are sums of 0xFF bytes: 16 MB of them (a hostile packet)
+    /// overflowed the sum, a panic where overflow checks are on, and where not a type that wrapped
+    /// round to 6 read the message as a recovery point.
+    #[test]
+    fn sixteen_megabytes_of_0xff_in_an_sei_type_never_wrap_to_a_recovery_point() {
+        // 255 x 16843009 = 2^32 - 1; a last byte of 7 makes the sum 2^32 + 6.
+        let mut pkt = vec![0, 0, 1, 0x06];
+        pkt.extend(std::iter::repeat_n(0xff, 16_843_009));
+        // type's last byte, size 1, recovery_frame_cnt 3 (ue '00100'), trailing bits, a P slice.
+        pkt.extend([0x07, 0x01, 0x24, 0x80, 0, 0, 1, 0x41, 0x9a]);
+        assert_eq!(H264_ANNEXB.classify(&pkt, false), KeyPoint::None);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use super::latency::wall_ns;
 use super::shared::Shared;
 use crate::rtp_loss::integrity::Integrity;
-use crate::config::IntegrityPolicy;
+use crate::config::{IntegrityPolicy, DEFAULTS};
 use crate::decode::{Decoder, Outcome, Picture};
 use crate::frame::{Frame, TimeSource};
 use crate::pool::{Geometry, Pool};
@@ -15,11 +15,27 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The pool for a picture of this size in the memory this session writes; a new one (the old
-/// one lives on while frames use it) when either changed.
-fn pool_for(sh: &Shared, pools: &Pools, pic: &Picture) -> Result<Arc<Pool>> {
+/// one lives on while frames use it) when either changed. `None`: the stream changed its size
+/// too often lately, and the picture gets no pool (see `DEFAULTS.pool_churn_max`).
+fn pool_for(sh: &Shared, pools: &Pools, pic: &Picture) -> Result<Option<Arc<Pool>>> {
     let mut p = sh.pools.lock();
     if let Some(cur) = p.current.as_ref().filter(|c| (c.geom.width, c.geom.height, c.geom.depth) == (pic.width, pic.height, pic.depth) && pools.holds(c)) {
-        return Ok(cur.clone());
+        return Ok(Some(cur.clone()));
+    }
+    if p.current.is_some() {
+        // A change: at most `pool_churn_max` new pools in the window; pictures of another size
+        // than the current pool's are dropped until the window has room again. The camera goes
+        // on (no reconnect: a new session would only meet the same stream).
+        let (max, window) = (DEFAULTS.pool_churn_max as usize, Duration::from_millis(DEFAULTS.pool_churn_window_ms as u64));
+        let now = Instant::now();
+        while p.replaced_at.front().is_some_and(|&t| now.saturating_duration_since(t) > window) {
+            p.replaced_at.pop_front();
+        }
+        if p.replaced_at.len() >= max {
+            log::debug!("camera {}: a {}x{} picture dropped: the stream changed its picture size {max} times within {} s", sh.name(), pic.width, pic.height, window.as_secs());
+            return Ok(None);
+        }
+        p.replaced_at.push_back(now);
     }
     if let Some(o) = p.current.as_ref() {
         log::info!(
@@ -28,11 +44,13 @@ fn pool_for(sh: &Shared, pools: &Pools, pic: &Picture) -> Result<Arc<Pool>> {
         );
         sh.counters.stream_changes.fetch_add(1, Ordering::Relaxed);
     }
+    // A size that changed inside the session (new parameter sets): refused before its pool.
+    sh.opts.check_picture_size(pic.width, pic.height)?;
     p.retire();
     let new = pools.new_pool(Geometry::new(pic.width, pic.height, pic.depth), sh.opts.pool_slots)?;
     sh.stream.lock().size = (pic.width, pic.height);
     p.current = Some(new.clone());
-    Ok(new)
+    Ok(Some(new))
 }
 
 /// A picture that is not exact, under the camera's policy: counted, and (unless the host asked
@@ -85,7 +103,14 @@ pub(super) fn deliver(cx: Ctx<'_>, pic: Picture, stamp: Stamp) -> Result<()> {
     if !marks.exact() && !not_exact(sh) {
         return Ok(());
     }
-    let pool = pool_for(sh, pools, &pic)?;
+    #[cfg(feature = "test-hooks")]
+    if super::hooks::take_session_panic(sh.handle()) {
+        panic!("test hook: a panic inside the camera's session");
+    }
+    let Some(pool) = pool_for(sh, pools, &pic)? else {
+        sh.counters.pictures_refused.fetch_add(1, Ordering::Relaxed);
+        return Ok(());
+    };
     let lossless = sh.opts.flags.lossless;
     let interrupted = || sh.irq.stopping() || sh.irq.kicked();
     if lossless {

@@ -1,9 +1,9 @@
-//! A test hook, compiled only with the `test-hooks` feature: puts cameras back on the loss
+//! Test hooks, compiled only with the `test-hooks` feature. One puts cameras back on the loss
 //! handling that came before gap placement and the GOP-aware reconnect (a gap marks the packet
 //! it was noticed at and everything after it; reconnect only after the fallback without a
 //! recovery point), so one test run measures both.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 static LEGACY: AtomicBool = AtomicBool::new(false);
 
@@ -15,4 +15,18 @@ pub fn set_legacy_loss_handling(on: bool) {
 
 pub(crate) fn legacy() -> bool {
     LEGACY.load(Ordering::Relaxed)
+}
+
+/// The camera whose next delivered picture panics inside its session (0: none).
+static PANIC_IN: AtomicU64 = AtomicU64::new(0);
+
+/// The next picture camera `handle` delivers panics inside its session, once: how a test makes
+/// the bug a hostile stream could reach.
+pub fn panic_in_session(handle: u64) {
+    PANIC_IN.store(handle, Ordering::Release);
+}
+
+/// Whether the camera `handle` is to panic now (once).
+pub(crate) fn take_session_panic(handle: u64) -> bool {
+    handle != 0 && PANIC_IN.compare_exchange(handle, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
 }

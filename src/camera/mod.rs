@@ -80,6 +80,10 @@ pub(crate) struct Stats {
     pub reconnect_to_key_ms: u32,
     /// Reconnects made because the next recovery point was further away than a reconnect.
     pub loss_reconnects: u64,
+    /// Sessions that ended in a panic and reconnected.
+    pub session_panics: u64,
+    /// Streams and pictures refused for their size (over the limit, or past the churn bound).
+    pub pictures_refused: u64,
 }
 
 /// How a close ended.
@@ -311,6 +315,8 @@ impl Camera {
             key_interval_ms: c.key_interval_ms.load(r),
             reconnect_to_key_ms: c.reconnect_to_key_ms.load(r),
             loss_reconnects: c.loss_reconnects.load(r),
+            session_panics: c.session_panics.load(r),
+            pictures_refused: c.pictures_refused.load(r),
         }
     }
 

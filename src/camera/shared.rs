@@ -133,6 +133,11 @@ pub(super) struct Counters {
     pub loss_reconnects: AtomicU64,
     /// Reconnects for losses since the last exact picture.
     pub unhelpful_reconnects: AtomicU32,
+    /// Sessions that ended in a panic (each one reconnected).
+    pub session_panics: AtomicU64,
+    /// Streams and pictures refused for their size (over the limit, or a size change past the
+    /// churn bound).
+    pub pictures_refused: AtomicU64,
 }
 
 /// The camera's errors: the last of anything (worker or call), and the worker's own.
@@ -152,16 +157,20 @@ pub(super) struct StreamInfo {
     pub size: (u32, u32),
 }
 
-/// The current pool, and old pools that clones still keep alive (for stats).
+/// The current pool, old pools that clones still keep alive (for stats), and when the last pools
+/// were made in place of a current one (the churn bound).
 #[derive(Default)]
 pub(super) struct Pools {
     pub current: Option<Arc<Pool>>,
     pub old: Vec<Weak<Pool>>,
+    pub replaced_at: std::collections::VecDeque<std::time::Instant>,
 }
 
 impl Pools {
-    /// Retires the current pool: it lives on while frames use it.
+    /// Retires the current pool: it lives on while frames use it. Pools no frame keeps any more
+    /// are forgotten here too, so a camera whose size keeps changing keeps no list that grows.
     pub(super) fn retire(&mut self) {
+        self.old.retain(|w| w.strong_count() > 0);
         if let Some(p) = self.current.take() {
             self.old.push(Arc::downgrade(&p));
         }
@@ -397,5 +406,22 @@ mod tests {
         for s in CameraState::ALL {
             assert_eq!(CameraState::from_u8(s.as_u8()), s);
         }
+    }
+
+    /// A stream that changes size keeps retiring pools: the list of old ones held every pool
+    /// since the last `stats` call (a camera whose stats nobody reads grew it for ever). Retiring
+    /// forgets the pools no frame keeps.
+    #[test]
+    fn retiring_pools_forgets_those_no_frame_keeps() {
+        let geom = crate::pool::Geometry::new(16, 16, crate::pool::Depth::Eight);
+        let mut pools = Pools::default();
+        let kept = Pool::host(geom, 2).unwrap();
+        pools.current = Some(kept.clone());
+        for _ in 0..100 {
+            pools.retire();
+            pools.current = Some(Pool::host(geom, 2).unwrap());
+        }
+        assert_eq!(pools.old.len(), 2, "the pool a frame keeps and the one just retired");
+        assert!(pools.old.iter().any(|w| w.upgrade().is_some_and(|p| Arc::ptr_eq(&p, &kept))));
     }
 }

@@ -82,7 +82,15 @@ pub(super) fn run(sh: &Arc<Shared>, mut first: FirstOpen) {
         }
         connected = false;
         let decoded_before = sh.counters.decoded.load(Ordering::Relaxed);
-        let r = session(sh, &mut first, &mut attempt, &mut connected);
+        // A panic inside a session (a bug of ours that a hostile stream reached) ends that
+        // session like any other error: its decoder and connection unwind and drop, and the
+        // camera reconnects with the usual backoff instead of failing for good.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| session(sh, &mut first, &mut attempt, &mut connected)))
+            .unwrap_or_else(|payload| {
+                sh.counters.session_panics.fetch_add(1, Ordering::Relaxed);
+                let what = payload.downcast_ref::<&str>().copied().or_else(|| payload.downcast_ref::<String>().map(String::as_str)).unwrap_or("no message");
+                Err(Error::new(ErrorKind::Panic, format!("camera session panicked ({what}); reconnecting")))
+            });
         ever_connected |= connected;
         // The decoder a session parked is for a reconnect that follows at once (a kick, a drop,
         // a replayed file). An attempt that did not connect means the source is down: free it.
@@ -120,6 +128,9 @@ pub(super) fn run(sh: &Arc<Shared>, mut first: FirstOpen) {
             Err(e) if e.kind == ErrorKind::Closed => break,
             Err(_) if sh.irq.kicked() => {}
             Err(e) => {
+                if e.is_picture_refused() {
+                    sh.counters.pictures_refused.fetch_add(1, Ordering::Relaxed);
+                }
                 sh.set_error(&e);
                 if is_permanent(&e) {
                     sh.backend.release_parked();

@@ -228,6 +228,8 @@ impl HwDecoder {
             (*p).extra_hw_frames = EXTRA_HW_FRAMES;
             // Frame threads only add surfaces with NVDEC.
             (*p).thread_count = 1;
+            // The camera's size limit, checked by FFmpeg before it sets up surfaces.
+            (*p).max_pixels = o.max_pixels.min(i64::MAX as u64) as i64;
             if low_latency {
                 crate::decode::set_low_delay(p, params);
             }

@@ -130,6 +130,11 @@ pub(crate) struct DecodeOpts {
     pub low_latency: bool,
     /// Deliver NV12 from 10- and 12-bit streams too (`NVCAM_OPEN_8BIT`), not P016.
     pub eight_bit: bool,
+    /// The camera's picture size limit as a pixel count (its width × height, each with a margin
+    /// for the decoders' padding): the decoders refuse a larger picture before they allocate for
+    /// it (parameter sets that change the size mid-stream reach a decoder before the camera's
+    /// own check).
+    pub max_pixels: u64,
 }
 
 /// What `avcodec_receive_frame` returned, for a [`Decoder::receive`]: the picture in `frame`

@@ -116,6 +116,12 @@ pub(crate) fn decoder_for(
     low_latency: bool,
     stop: &dyn Fn() -> bool,
 ) -> Result<Chosen> {
+    // A stream that claims a picture over the camera's limit gets no decoder (whose buffers
+    // would follow the claim) and no pool.
+    let p = stream.parameters();
+    // SAFETY: `p` wraps the stream's valid codec parameters.
+    let (w, h) = unsafe { ((*p.as_ptr()).width.max(0) as u32, (*p.as_ptr()).height.max(0) as u32) };
+    opts.check_picture_size(w, h)?;
     let software = || -> Result<Chosen> {
         Ok(Chosen { decoder: Box::new(SoftwareDecoder::new(stream, decode_opts(opts, low_latency))?), pools: Pools::Host })
     };
@@ -186,7 +192,11 @@ struct Stream {
 }
 
 fn decode_opts(opts: &Options, low_latency: bool) -> DecodeOpts {
-    DecodeOpts { threads: opts.decode_threads, low_latency, eight_bit: opts.flags.eight_bit }
+    // FFmpeg checks its buffers' padded sizes (rows aligned up to 64 bytes, coded sizes to
+    // macroblocks and CTBs): the margin keeps a stream at the limit decoding, and the exact
+    // limit is the camera's own check (the pool's size).
+    let max_pixels = (opts.max_picture.0 as u64 + 128) * (opts.max_picture.1 as u64 + 128);
+    DecodeOpts { threads: opts.decode_threads, low_latency, eight_bit: opts.flags.eight_bit, max_pixels }
 }
 
 fn upload(cam: &Arc<CamGpu>, s: &Stream) -> Result<Box<dyn Decoder>> {

@@ -72,6 +72,9 @@ impl SoftwareDecoder {
             // SAFETY: an unopened context we own.
             unsafe { (*ctx.as_mut_ptr()).err_recognition |= ffi::AV_EF_EXPLODE };
         }
+        // SAFETY: an unopened context we own; `max_pixels` is a plain field FFmpeg reads when it
+        // sets a picture size.
+        unsafe { (*ctx.as_mut_ptr()).max_pixels = o.max_pixels.min(i64::MAX as u64) as i64 };
         let codec = software_codec(params.id()).ok_or_else(|| unsupported(params.id(), "this FFmpeg has no software decoder for it"))?;
         ctx.decoder().open_as(codec).and_then(|d| d.video()).map_err(|e| Error::ffmpeg("avcodec_open2", e))
     }

@@ -30,7 +30,9 @@ const _: () = {
     assert!(std::mem::offset_of!(nvcam_camera_options, latency) == 52);
     assert!(std::mem::offset_of!(nvcam_camera_options, transport) == 56);
     assert!(std::mem::offset_of!(nvcam_camera_options, integrity) == 60);
-    assert!(std::mem::offset_of!(nvcam_camera_options, reserved) == 64);
+    assert!(std::mem::offset_of!(nvcam_camera_options, max_picture_width) == 64);
+    assert!(std::mem::offset_of!(nvcam_camera_options, max_picture_height) == 68);
+    assert!(std::mem::offset_of!(nvcam_camera_options, reserved) == 72);
     assert!(std::mem::size_of::<nvcam_camera_options>() == 80);
 };
 
@@ -66,7 +68,9 @@ const _: () = {
     assert!(std::mem::offset_of!(nvcam_camera_stats, key_interval_ms) == 152);
     assert!(std::mem::offset_of!(nvcam_camera_stats, reconnect_to_key_ms) == 156);
     assert!(std::mem::offset_of!(nvcam_camera_stats, loss_reconnects) == 160);
-    assert!(std::mem::size_of::<nvcam_camera_stats>() == 168);
+    assert!(std::mem::offset_of!(nvcam_camera_stats, session_panics) == 168);
+    assert!(std::mem::offset_of!(nvcam_camera_stats, pictures_refused) == 176);
+    assert!(std::mem::size_of::<nvcam_camera_stats>() == 184);
 };
 
 #[cfg(target_pointer_width = "64")]

@@ -67,7 +67,9 @@ pub(crate) fn options_defaults() -> nvcam_camera_options {
         latency: NVCAM_LATENCY_AUTO,
         transport: NVCAM_TRANSPORT_DEFAULT,
         integrity: NVCAM_INTEGRITY_EXACT,
-        reserved: [0; 2],
+        max_picture_width: d.max_picture_width,
+        max_picture_height: d.max_picture_height,
+        reserved: [0; 1],
     }
 }
 
@@ -160,6 +162,7 @@ pub(crate) fn options_from(c: Option<&nvcam_camera_options>, ffmpeg: Option<&str
         o.transport = transport(c.transport)?;
         o.integrity = integrity(c.integrity)?;
         o.decode_threads = c.decode_threads as usize;
+        o.max_picture = (or_default(c.max_picture_width, d.max_picture_width), or_default(c.max_picture_height, d.max_picture_height));
         if c.reserved.iter().any(|&r| r != 0) {
             return Err(Error::arg("nvcam_camera_options_t.reserved must be 0"));
         }
@@ -232,6 +235,8 @@ pub(crate) fn camera_stats(s: &Stats, struct_size: u32) -> nvcam_camera_stats {
         key_interval_ms: s.key_interval_ms,
         reconnect_to_key_ms: s.reconnect_to_key_ms,
         loss_reconnects: s.loss_reconnects,
+        session_panics: s.session_panics,
+        pictures_refused: s.pictures_refused,
     }
 }
 
@@ -392,7 +397,9 @@ mod tests {
             latency: 0,
             transport: 0,
             integrity: 0,
-            reserved: [0; 2],
+            max_picture_width: 0,
+            max_picture_height: 0,
+            reserved: [0; 1],
         };
         let d = Options::default();
         assert_eq!(options_from(Some(&init), None).unwrap(), d);
@@ -407,7 +414,7 @@ mod tests {
     #[test]
     fn reserved_option_fields_and_unknown_latency_are_refused() {
         let mut o = options_defaults();
-        o.reserved[1] = 1;
+        o.reserved[0] = 1;
         assert_eq!(options_from(Some(&o), None).unwrap_err().kind, ErrorKind::InvalidArgument);
         let mut o = options_defaults();
         o.transport = NVCAM_TRANSPORT_AUTO + 1;

@@ -70,7 +70,13 @@ pub struct nvcam_camera_options {
     pub transport: u32,
     /// `NVCAM_INTEGRITY_*`: what the camera does with frames that are not exact.
     pub integrity: u32,
-    pub reserved: [u64; 2],
+    /// The largest picture the camera takes, width and height; 0 = 8192 each. A stream that
+    /// claims a larger one is refused before a decoder or a pool is made for it: the camera
+    /// fails with the reason (stats `pictures_refused`). The fields from here on took the place of
+    /// `reserved[0]` (the struct's size is unchanged).
+    pub max_picture_width: u32,
+    pub max_picture_height: u32,
+    pub reserved: [u64; 1],
 }
 
 /// A camera's counters and state (`nvcam_camera_stats`).
@@ -140,6 +146,14 @@ pub struct nvcam_camera_stats {
     pub reconnect_to_key_ms: u32,
     /// Reconnects made by that rule (also counted in `reconnects`).
     pub loss_reconnects: u64,
+    /// Sessions that ended in a panic inside nvcam (a bug a stream reached): each one ended
+    /// like a dropped connection and the camera reconnected.
+    pub session_panics: u64,
+    /// Streams and pictures refused for their size. Over the camera's limit
+    /// (`max_picture_width` x `max_picture_height` of its options): no decoder and no pool was
+    /// made, and the camera failed with the reason. A size change past 10 within 10 s: the picture
+    /// was dropped, and the camera goes on at its current size.
+    pub pictures_refused: u64,
 }
 
 /// What a frame is and where its pixels are (`nvcam_frame_info`). Pointers stay valid while the

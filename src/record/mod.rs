@@ -22,9 +22,9 @@
 mod cache;
 mod clock;
 mod cut;
-mod inband;
+pub(crate) mod inband;
 mod packet;
-mod params;
+pub(crate) mod params;
 pub(crate) mod shared;
 mod paths;
 mod noreplace;

@@ -37,6 +37,25 @@ impl Params {
         }
     }
 
+    /// Parameters copied from `params` (the fuzzers' streams, which have no demuxer).
+    #[cfg(feature = "test-hooks")]
+    pub(crate) fn of(params: &ff::codec::Parameters, time_base: ffi::AVRational) -> Result<Arc<Params>> {
+        // SAFETY: as in `new`: a fresh allocation (checked, freed by Drop on every path), then a
+        // copy from parameters that `params` owns.
+        unsafe {
+            let ptr = ffi::avcodec_parameters_alloc();
+            if ptr.is_null() {
+                return Err(Error::new(ErrorKind::OutOfMemory, "avcodec_parameters_alloc"));
+            }
+            let p = Params { ptr, time_base };
+            let r = ffi::avcodec_parameters_copy(ptr, params.as_ptr());
+            if r < 0 {
+                return Err(Error::ffmpeg("avcodec_parameters_copy", ff::Error::from(r)));
+            }
+            Ok(Arc::new(p))
+        }
+    }
+
     #[cfg(test)]
     pub(crate) fn empty() -> Arc<Params> {
         // SAFETY: a fresh allocation, checked.

@@ -30,19 +30,19 @@ const NOT_OURS: c_int = ffi::AVERROR(if cfg!(windows) { 40 } else { 38 });
 /// The patch's `NvcamRtpGap`, field for field.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-struct NvcamRtpGap {
-    size: u32,
-    stream_index: i32,
-    pts_before: i64,
-    pts_after: i64,
-    ts_before: u32,
-    ts_after: u32,
-    lost: u32,
-    seq_before: u16,
-    seq_after: u16,
-    marker_before: u8,
-    payload_after_len: u8,
-    payload_after: [u8; 6],
+pub(crate) struct NvcamRtpGap {
+    pub size: u32,
+    pub stream_index: i32,
+    pub pts_before: i64,
+    pub pts_after: i64,
+    pub ts_before: u32,
+    pub ts_after: u32,
+    pub lost: u32,
+    pub seq_before: u16,
+    pub seq_after: u16,
+    pub marker_before: u8,
+    pub payload_after_len: u8,
+    pub payload_after: [u8; 6],
 }
 
 /// One gap in a stream's RTP sequence numbers.
@@ -97,6 +97,16 @@ unsafe extern "C" fn on_message(_s: *mut ffi::AVFormatContext, ty: c_int, data: 
         _ => NOT_OURS,
     });
     r.unwrap_or(0)
+}
+
+/// Hands a gap report to this thread's queue the way the patched demuxer does, through the
+/// control-message callback (the fuzzers, `test-hooks`).
+#[cfg(feature = "test-hooks")]
+pub(crate) fn deliver(g: &NvcamRtpGap) {
+    let mut g = *g;
+    // SAFETY: `g` is a whole NvcamRtpGap on this stack, alive for the call; the callback reads
+    // `size_of` bytes of it and ignores the format context.
+    unsafe { on_message(std::ptr::null_mut(), MSG_GAP, (&mut g as *mut NvcamRtpGap).cast(), std::mem::size_of::<NvcamRtpGap>()) };
 }
 
 fn gap_of(g: &NvcamRtpGap) -> RtpGap {

@@ -23,7 +23,7 @@
 /* ---- layout: the header asserts the sizes; the offsets pin every field (no hidden padding) ---- */
 _Static_assert(sizeof(nvcam_config_t) == 64, "nvcam_config_t size");
 _Static_assert(sizeof(nvcam_camera_options_t) == 80, "nvcam_camera_options_t size");
-_Static_assert(sizeof(nvcam_camera_stats_t) == 168, "nvcam_camera_stats_t size");
+_Static_assert(sizeof(nvcam_camera_stats_t) == 184, "nvcam_camera_stats_t size");
 _Static_assert(sizeof(nvcam_frame_info_t) == 128, "nvcam_frame_info_t size");
 _Static_assert(offsetof(nvcam_frame_info_t, flags) == 120, "info.flags");
 _Static_assert(offsetof(nvcam_config_t, gpu_free_min_age_ms) == 12, "config.gpu_free_min_age_ms");
@@ -35,7 +35,8 @@ _Static_assert(offsetof(nvcam_camera_options_t, reconnect_fast_ms) == 48, "optio
 _Static_assert(offsetof(nvcam_camera_options_t, latency) == 52, "options.latency");
 _Static_assert(offsetof(nvcam_camera_options_t, transport) == 56, "options.transport");
 _Static_assert(offsetof(nvcam_camera_options_t, integrity) == 60, "options.integrity");
-_Static_assert(offsetof(nvcam_camera_options_t, reserved) == 64, "options.reserved");
+_Static_assert(offsetof(nvcam_camera_options_t, max_picture_width) == 64, "options.max_picture_width");
+_Static_assert(offsetof(nvcam_camera_options_t, reserved) == 72, "options.reserved");
 _Static_assert(offsetof(nvcam_camera_stats_t, frames_decoded) == 8, "stats.frames_decoded");
 _Static_assert(offsetof(nvcam_camera_stats_t, pool_slots_total) == 48, "stats.pool_slots_total");
 _Static_assert(offsetof(nvcam_camera_stats_t, bytes_held) == 56, "stats.bytes_held");
@@ -382,7 +383,7 @@ static void check_null_pointers_and_sizes(void) {
     CHECK(o.struct_size == sizeof o, "options_init struct_size %u", o.struct_size);
     CHECK(o.flags == 0 && o.pool_slots == 4 && o.decoder == NVCAM_DECODER_AUTO && o.open_timeout_ms == 5000 &&
               o.stall_timeout_ms == 5000 && o.reconnect_min_ms == 250 && o.reconnect_max_ms == 10000 &&
-              o.decode_threads == 0 && o.ffmpeg_options == NULL && o.reconnect_fast_ms == 3000 && o.latency == NVCAM_LATENCY_AUTO && o.transport == NVCAM_TRANSPORT_DEFAULT && o.integrity == NVCAM_INTEGRITY_EXACT && o.reserved[0] == 0 && o.reserved[1] == 0,
+              o.decode_threads == 0 && o.ffmpeg_options == NULL && o.reconnect_fast_ms == 3000 && o.latency == NVCAM_LATENCY_AUTO && o.transport == NVCAM_TRANSPORT_DEFAULT && o.integrity == NVCAM_INTEGRITY_EXACT && o.max_picture_width == 8192 && o.max_picture_height == 8192 && o.reserved[0] == 0,
           "options_init defaults: flags %u slots %u decoder %u open %u stall %u rmin %u rmax %u", o.flags,
           o.pool_slots, o.decoder, o.open_timeout_ms, o.stall_timeout_ms, o.reconnect_min_ms, o.reconnect_max_ms);
 

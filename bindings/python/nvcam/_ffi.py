@@ -268,7 +268,9 @@ class nvcam_camera_options_t(Structure):
         ("latency", c_uint32),
         ("transport", c_uint32),
         ("integrity", c_uint32),
-        ("reserved", c_uint64 * 2),
+        ("max_picture_width", c_uint32),
+        ("max_picture_height", c_uint32),
+        ("reserved", c_uint64 * 1),
     ]
 
 
@@ -304,6 +306,8 @@ class nvcam_camera_stats_t(Structure):
         ("key_interval_ms", c_uint32),
         ("reconnect_to_key_ms", c_uint32),
         ("loss_reconnects", c_uint64),
+        ("session_panics", c_uint64),
+        ("pictures_refused", c_uint64),
     ]
 
 
@@ -433,7 +437,7 @@ class nvcam_record_stats_t(Structure):
 SIZES = {
     nvcam_config_t: 64,
     nvcam_camera_options_t: 80,
-    nvcam_camera_stats_t: 168,
+    nvcam_camera_stats_t: 184,
     nvcam_frame_info_t: 128,
     nvcam_convert_t: 112,
     nvcam_gpu_stats_t: 160,

@@ -40,6 +40,8 @@ class Camera:
         latency: int = 0,
         transport: int = TRANSPORT_DEFAULT,
         integrity: int = INTEGRITY_EXACT,
+        max_picture_width: int = 0,
+        max_picture_height: int = 0,
         tls_ca_file: Union[str, os.PathLike, None] = None,
         tls_pin_sha256: Optional[str] = None,
         tls_insecure: bool = False,
@@ -49,7 +51,9 @@ class Camera:
         srt_streamid: Optional[str] = None,
     ) -> Camera:
         """Opens ``url`` (``rtsp://…``, another FFmpeg URL, a file path, ``testsrc://WxH@FPS``).
-        Zero timeouts mean the library's defaults. ``ffmpeg_options`` is ``"k=v;k=v"`` or a dict.
+        Zero timeouts mean the library's defaults. ``max_picture_width``/``max_picture_height``
+        (0: 8192 each) bound the picture the camera takes: a larger stream fails the camera with
+        the reason (``stats.pictures_refused``). ``ffmpeg_options`` is ``"k=v;k=v"`` or a dict.
         ``device`` None: GPU 0 when the library sees a GPU, else the CPU (:func:`default_device`);
         ``DEVICE_ANY`` (-2): each new connection on the GPU with the most decode sessions left.
         TLS cameras (``rtsps://``, ``https://``, ``rtmps://``) verify the server's certificate:
@@ -78,6 +82,8 @@ class Camera:
         o.latency = latency
         o.transport = transport
         o.integrity = integrity
+        o.max_picture_width = max_picture_width
+        o.max_picture_height = max_picture_height
         if tls_insecure:
             o.flags |= OPEN_TLS_INSECURE
         if isinstance(ffmpeg_options, dict):

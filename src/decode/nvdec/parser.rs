@@ -100,6 +100,8 @@ pub(super) struct State {
     pub knobs: Option<Knobs>,
     /// The camera asked for 8-bit output: NVDEC writes NV12 from 10- and 12-bit streams too.
     pub eight_bit: bool,
+    /// The camera's picture size limit as a pixel count: a larger sequence gets no decoder.
+    pub max_pixels: u64,
     /// The stream's colours as FFmpeg probed them (NVDEC's parser reports no chroma siting, and
     /// no range for JPEG).
     pub probed: Color,
@@ -122,6 +124,7 @@ impl State {
             exhausted: false,
             knobs: None,
             eight_bit: false,
+            max_pixels: u64::MAX,
             probed: Color::default(),
             decodes: 0,
         }
@@ -145,6 +148,13 @@ impl State {
         let dev = self.cam.ordinal();
         let adopting = std::mem::take(&mut self.adopting);
         let bits = 8 + f.bit_depth_luma_minus8 as u32;
+        if f.coded_width as u64 * f.coded_height as u64 > self.max_pixels {
+            // Not a refusal of the engine's (no fall-back: every decoder refuses it).
+            return Err(Error::picture_refused(format!(
+                "the stream's picture {}x{} is over this camera's limit of {} pixels (max_picture_width/height of its options)",
+                f.coded_width, f.coded_height, self.max_pixels
+            )));
+        }
         if !takes_layout(f.codec, f.chroma_format, bits) || f.bit_depth_chroma_minus8 != f.bit_depth_luma_minus8 {
             return Err(self.refuse(format!(
                 "stream is chroma format {} at {bits} bits; direct NVDEC takes 4:2:0 at 8, 10 or 12 bits, and 8-bit JPEG of any layout",
