@@ -78,15 +78,27 @@ pub(crate) fn parse(url: &str) -> Result<Source> {
                 }
                 check_port(url, &url[i + 3..])?;
                 Ok(Source::Network(encode_userinfo(url, i + 3)))
-            } else {
+            } else if is_scheme(&scheme) {
                 Err(Error::new(
                     ErrorKind::Unsupported,
                     format!("unknown URL scheme '{scheme}' (supported: testsrc, file, {})", served_schemes().join(", ")),
                 ))
+            } else {
+                // Not a scheme's spelling (`admin:pw@cam://x`): the text before `://` may be
+                // credentials, so it is not quoted.
+                Err(Error::arg(format!(
+                    "camera URL has no valid scheme before '://' (supported: testsrc, file, {})",
+                    served_schemes().join(", ")
+                )))
             }
         }
         None => file(url),
     }
+}
+
+/// RFC 3986's scheme: a letter, then letters, digits, `+`, `-` or `.`.
+fn is_scheme(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphabetic()) && s.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
 }
 
 /// The protocol FFmpeg would read from `name:rest` (`pipe:0`, `rtsp:/host`); None for plain
@@ -103,6 +115,14 @@ const UNINTERRUPTIBLE: &[&str] = &["pipe", "fd"];
 /// A path without `://`. FFmpeg reads `name:rest` as protocol `name` when one exists; those that
 /// cannot be interrupted are refused here, the rest are bounded by the protocol whitelist.
 fn file(path: &str) -> Result<Source> {
+    // `user:password@host/…` with its `rtsp://` forgotten would be taken for a path, and a path
+    // reaches log lines and error texts: refused, quoting nothing.
+    let head = &path[..path.find(['/', '\\']).unwrap_or(path.len())];
+    if ffmpeg_scheme(path).is_some() && head.contains('@') {
+        return Err(Error::arg(
+            "camera URL looks like user:password@host without a scheme (write rtsp://user:password@host/…)",
+        ));
+    }
     if let Some(scheme) = ffmpeg_scheme(path) {
         if UNINTERRUPTIBLE.contains(&scheme.to_ascii_lowercase().as_str()) {
             return Err(Error::new(
@@ -181,7 +201,8 @@ fn percent_encode(s: &str, out: &mut String) {
 }
 
 fn parse_testsrc(rest: &str) -> Result<Source> {
-    let bad = || Error::arg(format!("testsrc URL must look like testsrc://1280x720@30, got 'testsrc://{rest}'"));
+    // Not quoted: what follows `testsrc://` may be anything a host pasted, credentials included.
+    let bad = || Error::arg("testsrc URL must look like testsrc://1280x720@30 (width x height @ fps)");
     if rest.is_empty() {
         return Ok(Source::TestSrc { width: 1280, height: 720, fps: 30 });
     }
@@ -269,6 +290,25 @@ pub(crate) fn parse_options(s: &str) -> Result<Vec<(String, String)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Malformed URLs whose text holds a password: no error quotes it, whatever part of the URL
+    /// the parser takes it for (a scheme, a path, a test pattern's size).
+    #[test]
+    fn a_malformed_url_never_quotes_its_password() {
+        for url in [
+            "admin:Secret1@cam://x",
+            "admin:Secret1@192.168.1.10:554/stream",
+            "admin:Secret1@cam",
+            "testsrc://admin:Secret1@cam",
+            "rtsp://admin:Se/cret1@cam:x/y",
+            "rtsp://admin:Secret1@cam:99999/y",
+        ] {
+            let e = parse(url).expect_err(url);
+            assert!(!e.to_string().to_ascii_lowercase().contains("secret1") && !e.to_string().contains("cret1"), "{url}: {e}");
+        }
+        assert!(matches!(parse("C:\\videos\\a@b.mp4"), Ok(Source::File(_))), "a drive letter is a path");
+        assert!(matches!(parse("/videos/a:b@c.mp4"), Ok(Source::File(_))));
+    }
 
     #[test]
     fn urls_parse_or_fail_with_a_reason() {
