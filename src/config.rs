@@ -34,6 +34,11 @@ pub(crate) struct Defaults {
     /// refresh without recovery-point SEI) is reconnected: a new RTSP session starts with a key
     /// frame on the cameras we know, where waiting could last minutes.
     pub loss_recovery_reconnect_ms: u32,
+    /// Sessions in a row that reach the source but give no exact picture, all within
+    /// `fruitless_window_ms`, after which the camera ends FAILED: a source of garbage (bytes that
+    /// do not decode) would otherwise be reconnected for ever, a new session each time.
+    pub fruitless_sessions: u32,
+    pub fruitless_window_ms: u32,
 }
 
 pub(crate) const DEFAULTS: Defaults = Defaults {
@@ -49,6 +54,8 @@ pub(crate) const DEFAULTS: Defaults = Defaults {
     pace_reanchor_late_ms: 50,
     udp_fallback_ms: 2000,
     loss_recovery_reconnect_ms: 10_000,
+    fruitless_sessions: 5,
+    fruitless_window_ms: 60_000,
 };
 
 /// Bounds on `pool_slots`: one slot in flight plus at least one the host may hold.

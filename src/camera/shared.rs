@@ -125,6 +125,10 @@ pub(super) struct Counters {
     pub fps_milli: AtomicU64,
     /// Pictures decoded that were not exact.
     pub corrupt: AtomicU64,
+    /// Pictures decoded that were exact (delivered or not).
+    pub exact: AtomicU64,
+    /// Packets (or ends of stream) the decoder refused as corrupt.
+    pub decode_errors: AtomicU64,
     pub packets_lost: AtomicU64,
     pub last_loss_ns: AtomicU64,
     /// The reconnect rule's figures (see `reconnect_rule`), ms; 0 until known.
