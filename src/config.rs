@@ -39,6 +39,11 @@ pub(crate) struct Defaults {
     /// do not decode) would otherwise be reconnected for ever, a new session each time.
     pub fruitless_sessions: u32,
     pub fruitless_window_ms: u32,
+    /// Receive buffer of each RTP/RTCP socket over UDP (FFmpeg's `buffer_size`; the camera's own
+    /// `buffer_size` in its FFmpeg options wins). FFmpeg's own is 64 KB: a few tens of ms of a
+    /// 1080p stream, which a decode held up for a moment overflows in the kernel. Linux grants at
+    /// most `net.core.rmem_max`.
+    pub udp_receive_buffer_bytes: u32,
 }
 
 pub(crate) const DEFAULTS: Defaults = Defaults {
@@ -56,6 +61,7 @@ pub(crate) const DEFAULTS: Defaults = Defaults {
     loss_recovery_reconnect_ms: 10_000,
     fruitless_sessions: 5,
     fruitless_window_ms: 60_000,
+    udp_receive_buffer_bytes: 4 << 20,
 };
 
 /// Bounds on `pool_slots`: one slot in flight plus at least one the host may hold.

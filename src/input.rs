@@ -320,6 +320,35 @@ fn open_refusable(src: &Source, irq: &Arc<Interrupt>, timeout: Duration, order: 
     Ok(input)
 }
 
+/// Whether an RTSP open's transport may be UDP (`rtsp_transport` names it, or is not given:
+/// FFmpeg then tries UDP first).
+fn over_udp(opts: &[(String, String)]) -> bool {
+    opts.iter().rev().find(|(k, _)| k == "rtsp_transport").is_none_or(|(_, v)| v.contains("udp"))
+}
+
+/// The receive buffer an RTP socket over UDP asks for: `DEFAULTS.udp_receive_buffer_bytes`.
+/// Linux grants at most `net.core.rmem_max` (and reports twice what it granted); FFmpeg warns at
+/// every open when the report is below the ask, so where `rmem_max` is lower the ask is twice it.
+/// A buffer smaller than the default is said once, at INFO.
+fn udp_receive_buffer() -> u32 {
+    static SIZE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *SIZE.get_or_init(|| {
+        let want = DEFAULTS.udp_receive_buffer_bytes;
+        let max = std::fs::read_to_string("/proc/sys/net/core/rmem_max").ok().and_then(|s| s.trim().parse::<u32>().ok());
+        match max {
+            Some(m) if m < want => {
+                log::info!(
+                    "UDP receive buffers get {} KB, not {} KB: net.core.rmem_max is {m} (raise it to {want} for cameras over UDP to ride out a slow decode or a burst)",
+                    m / 1024,
+                    want / 1024,
+                );
+                want.min(m.saturating_mul(2))
+            }
+            _ => want,
+        }
+    })
+}
+
 /// Between a transport the server refused and the other one.
 const REFUSED_PAUSE: Duration = Duration::from_millis(250);
 
@@ -343,6 +372,9 @@ fn open_with(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, time
     let c_target = CString::new(target.clone()).map_err(|_| Error::arg("URL contains a NUL byte"))?;
     crate::ffmpeg::optcheck::check_values(opts)?;
     let mut pairs = opts.to_vec();
+    if src.is_rtsp() && !opts.iter().any(|(k, _)| k == "buffer_size") && over_udp(opts) {
+        pairs.push(("buffer_size".into(), udp_receive_buffer().to_string()));
+    }
     if !opts.iter().any(|(k, _)| k == "protocol_whitelist") {
         pairs.push(("protocol_whitelist".into(), src.protocol_whitelist().into()));
     }

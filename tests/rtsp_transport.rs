@@ -485,3 +485,41 @@ fn default_transport_falls_back_to_the_one_the_server_offers() {
     assert!(e.1.contains("refused RTP over UDP"), "{}", e.1);
     assert!(t.elapsed() < Duration::from_secs(3), "the refusal took {:?}", t.elapsed());
 }
+
+/// The receive buffers (`rb` in `ss -m`) of this process's UDP sockets.
+fn udp_receive_buffers() -> Vec<u64> {
+    let out = std::process::Command::new("ss").args(["-u", "-a", "-m", "-p", "-n"]).output().expect("ss (iproute2)");
+    assert!(out.status.success(), "ss: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let me = format!("pid={},", std::process::id());
+    // Each socket is a line with its process, then a line with its memory: skmem:(r0,rb425984,...).
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .windows(2)
+        .filter(|w| w[0].contains(&me))
+        .filter_map(|w| w[1].split("skmem:(").nth(1))
+        .filter_map(|m| m.split(',').find_map(|f| f.strip_prefix("rb")).and_then(|v| v.parse().ok()))
+        .collect()
+}
+
+/// RTP over UDP gets a receive buffer of megabytes, not FFmpeg's 64 KB (which a decode held up
+/// for a moment overflows in the kernel: packets lost that the network never lost), or what
+/// Linux grants (net.core.rmem_max) where that is less; a camera's own `buffer_size` wins. Linux
+/// reports (`rb`) twice what it granted.
+#[test]
+fn rtp_over_udp_gets_a_receive_buffer_of_megabytes() {
+    let _g = serial();
+    let rmem_max: u64 = std::fs::read_to_string("/proc/sys/net/core/rmem_max").unwrap().trim().parse().unwrap();
+    let want = 2 * (4u64 << 20).min(rmem_max);
+    let srv = RtspServer::start(Stream::default());
+    for (o, expect) in [(opts(NVCAM_TRANSPORT_UDP), want), (opts(NVCAM_TRANSPORT_UDP).ffmpeg("buffer_size=100000"), 200_000)] {
+        let cam = open(&srv.url(), &o).unwrap_or_else(|e| panic!("{e:?}"));
+        let closer = CloseOnPanic(vec![cam]);
+        assert_eq!(frames(cam, 5, Duration::from_secs(5)), 5, "{}", cam_error(cam));
+        let rb = udp_receive_buffers();
+        close(cam);
+        drop(closer);
+        assert!(rb.len() >= 2, "the camera's RTP and RTCP sockets not found: {rb:?}");
+        assert!(rb.iter().all(|&b| b == expect), "receive buffers {rb:?}, expected {expect} each");
+    }
+}
