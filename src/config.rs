@@ -44,6 +44,13 @@ pub(crate) struct Defaults {
     /// 1080p stream, which a decode held up for a moment overflows in the kernel. Linux grants at
     /// most `net.core.rmem_max`.
     pub udp_receive_buffer_bytes: u32,
+    /// Reconnects made to get a key frame after a loss (a new session starts with one) are this
+    /// far apart at least; each that follows the last within twice the current spacing doubles
+    /// it, up to `loss_reconnect_max_spacing_ms`. Cameras and NVRs limit their sessions and log
+    /// or block a client that opens one every few seconds; between them the camera waits for its
+    /// next recovery point (dark time up to a GOP).
+    pub loss_reconnect_min_spacing_ms: u32,
+    pub loss_reconnect_max_spacing_ms: u32,
 }
 
 pub(crate) const DEFAULTS: Defaults = Defaults {
@@ -62,6 +69,8 @@ pub(crate) const DEFAULTS: Defaults = Defaults {
     fruitless_sessions: 5,
     fruitless_window_ms: 60_000,
     udp_receive_buffer_bytes: 4 << 20,
+    loss_reconnect_min_spacing_ms: 10_000,
+    loss_reconnect_max_spacing_ms: 30_000,
 };
 
 /// Bounds on `pool_slots`: one slot in flight plus at least one the host may hold.

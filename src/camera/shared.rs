@@ -188,6 +188,8 @@ pub(crate) struct Shared {
     /// The interval between recovery points, learnt across the camera's sessions (see
     /// `reconnect_rule`): a session that reconnected for a loss starts with what the last one knew.
     pub(super) gop: Mutex<super::reconnect_rule::GopEstimate>,
+    /// How far apart this camera's reconnects for key frames go (across its sessions).
+    pub(super) loss_reconnects: Mutex<super::reconnect_rule::Spacing>,
     /// Wakes the worker from a backoff sleep (close, manual reconnect).
     wake: (Mutex<()>, Condvar),
     pub irq: Arc<Interrupt>,
@@ -224,6 +226,7 @@ impl Shared {
             mailbox_cv: Condvar::new(),
             last_exact: Mutex::new(None),
             gop: Mutex::new(Default::default()),
+            loss_reconnects: Mutex::new(Default::default()),
             wake: (Mutex::new(()), Condvar::new()),
             irq: Interrupt::new(),
             counters: Counters::default(),
