@@ -413,7 +413,11 @@ fn open_with(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, time
             let asked = opts.iter().rev().find(|(k, _)| k == "rtsp_transport").map_or("TCP or UDP".into(), |(_, v)| transport_name(v));
             return Err(Error::new(
                 ErrorKind::Unsupported,
-                format!("'{}' refused RTP over {asked} (SETUP answered {})", redact(&target), if r == ffi::AVERROR_HTTP_BAD_REQUEST { "400 Bad Request" } else { "461 Unsupported Transport" }),
+                format!(
+                    "'{}' refused RTP over {asked} ({})",
+                    redact(&target),
+                    if r == ffi::AVERROR_HTTP_BAD_REQUEST { "400 Bad Request, to its SETUP or a request before it" } else { "SETUP answered 461 Unsupported Transport" }
+                ),
             ));
         }
         return Err(open_error(&target, r, irq, timeout));

@@ -392,16 +392,12 @@ impl<'a> Session<'a> {
             };
             let Some(_in_flight) = sh.gate.enter() else { return Ok(ControlFlow::Break(SessionEnd::Stop)) };
             let t_deliver = timing::Mark::now();
-            let corrupt_before = sh.counters.corrupt.load(Ordering::Relaxed);
+            let exact_before = sh.counters.exact.load(Ordering::Relaxed);
             let to = deliver::Ctx { sh, dec: &mut *self.dec, pools: &self.pools, integrity: &mut self.integrity };
             deliver::deliver(to, pic, Stamp { seq: self.seq, since, capture })?;
-            if sh.counters.corrupt.load(Ordering::Relaxed) == corrupt_before {
-                // An exact picture: the source works, and the reconnect back-off starts over. A
-                // corrupt one does not reset it (a source of garbage would be retried at once).
-                sh.counters.exact.fetch_add(1, Ordering::Relaxed);
+            if sh.counters.exact.load(Ordering::Relaxed) != exact_before {
+                // An exact picture: the reconnect back-off starts over (see `deliver`).
                 *attempt = 0;
-                sh.counters.attempt.store(0, Ordering::Relaxed);
-                sh.counters.next_retry_ms.store(0, Ordering::Relaxed);
             }
             if !self.exact_seen && self.integrity.any_exact() {
                 // The reconnects for losses before it helped.

@@ -125,7 +125,7 @@ pub(super) struct Counters {
     pub fps_milli: AtomicU64,
     /// Pictures decoded that were not exact.
     pub corrupt: AtomicU64,
-    /// Pictures decoded that were exact (delivered or not).
+    /// Exact pictures handed to the host.
     pub exact: AtomicU64,
     /// Packets (or ends of stream) the decoder refused as corrupt.
     pub decode_errors: AtomicU64,
