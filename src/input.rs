@@ -26,8 +26,9 @@ pub(crate) struct Interrupt {
     stop: AtomicBool,
     /// Set by a manual reconnect: abort the current read, then reopen.
     kick: AtomicBool,
-    /// What `NVCAM_TRANSPORT_AUTO` learned about this camera's network (`AUTO_*`). It lives here,
-    /// with the camera, because it must outlive each connection.
+    /// What `NVCAM_TRANSPORT_AUTO` learned about this camera's network (`AUTO_*`), or the default
+    /// transport about its server (`DEFAULT_*`). It lives here, with the camera, because it must
+    /// outlive each connection.
     auto: AtomicU8,
     /// While an `AUTO` open waits for its first packet over UDP: the context whose streams show
     /// whether one came (see `silence_ms`); null otherwise.
