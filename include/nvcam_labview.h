@@ -219,8 +219,9 @@
 #define NVCAM_LATENCY_THROUGHPUT 2
 
 /**
- * `nvcam_camera_options_t.transport` (RTSP; other sources ignore it): TCP-interleaved, unless
- * `ffmpeg_options` sets `rtsp_transport` (what nvcam did before the option existed). TCP is the
+ * `nvcam_camera_options_t.transport` (RTSP; other sources ignore it): TCP-interleaved, or UDP
+ * where the server refuses TCP (461 or 400 to its SETUP; logged once, kept for the camera's
+ * reconnects), unless `ffmpeg_options` sets `rtsp_transport`. TCP is the
  * default because the network loses nothing on it (a camera, server or restreamer that falls
  * behind can still drop RTP packets inside the connection: those gaps are counted and marked, as
  * `NVCAM_TRANSPORT_TCP` says), at the price of latency when the link is congested. Any other
@@ -232,14 +233,16 @@
 /**
  * RTP over the RTSP connection (TCP-interleaved): passes NAT and firewalls, and the network
  * loses nothing; a camera, server or restreamer that falls behind still drops RTP packets inside
- * the connection, and those gaps are counted and marked as on UDP.
+ * the connection, and those gaps are counted and marked as on UDP. A server that refuses it
+ * (461 or 400 to SETUP) fails the open with `NVCAM_E_UNSUPPORTED`, permanent.
  */
 #define NVCAM_TRANSPORT_TCP 1
 
 /**
  * RTP over UDP (unicast): the lowest latency; packets can be lost (see `NVCAM_INTEGRITY_*`).
  * Behind a firewall that drops the server's UDP no packet arrives: the open times out
- * (`open_timeout_ms`) and the camera retries. Not possible with `rtsps://`
+ * (`open_timeout_ms`) and the camera retries. A server that refuses UDP (461 or 400 to SETUP)
+ * fails the open with `NVCAM_E_UNSUPPORTED`, permanent. Not possible with `rtsps://`
  * (`NVCAM_E_BAD_OPTION`): its RTP rides the TLS connection.
  */
 #define NVCAM_TRANSPORT_UDP 2
@@ -648,7 +651,8 @@ typedef struct {
    * `"rtsp_transport=udp;buffer_size=1048576"`), or NULL. A value holding `;`, `&`, `=` or
    * spaces to keep at its ends goes in double quotes, `""` for a `"` inside
    * (`passphrase=" a;b "`). An option FFmpeg does not consume fails the open with
-   * `NVCAM_E_BAD_OPTION`, naming its key. RTSP defaults to `rtsp_transport=tcp`. TLS cameras
+   * `NVCAM_E_BAD_OPTION`, naming its key. RTSP defaults to TCP (UDP where the server
+   * refuses TCP; see `transport`), RTP over UDP to `buffer_size=4194304`. TLS cameras
    * (`rtsps://`, `https://`, `rtmps://`) verify the server's certificate; `ca_file=PATH` trusts
    * that CA instead of the system's store, `tls_pin_sha256=HEX` accepts exactly that certificate
    * (see `NVCAM_OPEN_TLS_INSECURE`).

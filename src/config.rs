@@ -45,6 +45,23 @@ pub(crate) struct Defaults {
     /// size every picture cannot make nvcam allocate every picture.
     pub pool_churn_max: u32,
     pub pool_churn_window_ms: u32,
+    /// Sessions in a row that reach the source but give no exact picture, all within
+    /// `fruitless_window_ms`, after which the camera ends FAILED: a source of garbage (bytes that
+    /// do not decode) would otherwise be reconnected for ever, a new session each time.
+    pub fruitless_sessions: u32,
+    pub fruitless_window_ms: u32,
+    /// Receive buffer of each RTP/RTCP socket over UDP (FFmpeg's `buffer_size`; the camera's own
+    /// `buffer_size` in its FFmpeg options wins). FFmpeg's own is 64 KB: a few tens of ms of a
+    /// 1080p stream, which a decode held up for a moment overflows in the kernel. Linux grants at
+    /// most `net.core.rmem_max`.
+    pub udp_receive_buffer_bytes: u32,
+    /// Reconnects made to get a key frame after a loss (a new session starts with one) are this
+    /// far apart at least; each that follows the last within twice the current spacing doubles
+    /// it, up to `loss_reconnect_max_spacing_ms`. Cameras and NVRs limit their sessions and log
+    /// or block a client that opens one every few seconds; between them the camera waits for its
+    /// next recovery point (dark time up to a GOP).
+    pub loss_reconnect_min_spacing_ms: u32,
+    pub loss_reconnect_max_spacing_ms: u32,
 }
 
 pub(crate) const DEFAULTS: Defaults = Defaults {
@@ -64,6 +81,11 @@ pub(crate) const DEFAULTS: Defaults = Defaults {
     max_picture_height: 8192,
     pool_churn_max: 10,
     pool_churn_window_ms: 10_000,
+    fruitless_sessions: 5,
+    fruitless_window_ms: 60_000,
+    udp_receive_buffer_bytes: 4 << 20,
+    loss_reconnect_min_spacing_ms: 10_000,
+    loss_reconnect_max_spacing_ms: 30_000,
 };
 
 /// Bounds on `pool_slots`: one slot in flight plus at least one the host may hold.

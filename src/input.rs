@@ -26,8 +26,9 @@ pub(crate) struct Interrupt {
     stop: AtomicBool,
     /// Set by a manual reconnect: abort the current read, then reopen.
     kick: AtomicBool,
-    /// What `NVCAM_TRANSPORT_AUTO` learned about this camera's network (`AUTO_*`). It lives here,
-    /// with the camera, because it must outlive each connection.
+    /// What `NVCAM_TRANSPORT_AUTO` learned about this camera's network (`AUTO_*`), or the default
+    /// transport about its server (`DEFAULT_*`). It lives here, with the camera, because it must
+    /// outlive each connection.
     auto: AtomicU8,
     /// While an `AUTO` open waits for its first packet over UDP: the context whose streams show
     /// whether one came (see `silence_ms`); null otherwise.
@@ -36,6 +37,12 @@ pub(crate) struct Interrupt {
     silence_ms: AtomicU64,
     /// Whether the last open ended because no packet came over UDP by `silence_ms`.
     silent: AtomicBool,
+    /// Whether the last open ended because the server refused the transport asked for (SETUP
+    /// answered 461 Unsupported Transport, or 400 Bad Request).
+    refused: AtomicBool,
+    /// An input is closing: only the deadline aborts, not a stop or a kick, so FFmpeg's close
+    /// gets to send its TEARDOWN (a stop or kick is what ends most sessions).
+    closing: AtomicBool,
 }
 
 /// `NVCAM_TRANSPORT_AUTO` is off (the camera's transport is fixed by its options).
@@ -44,6 +51,10 @@ const AUTO_OFF: u8 = 0;
 const AUTO_UDP: u8 = 1;
 /// `AUTO`: UDP failed and TCP worked; later opens of this camera go straight to TCP.
 const AUTO_TCP: u8 = 2;
+/// `DEFAULT`: the next open tries TCP first, UDP if the server refuses TCP.
+const DEFAULT_TCP: u8 = 3;
+/// `DEFAULT`: the server refused TCP and UDP worked; later opens of this camera try UDP first.
+const DEFAULT_UDP: u8 = 4;
 
 impl Interrupt {
     pub(crate) fn new() -> Arc<Interrupt> {
@@ -57,11 +68,18 @@ impl Interrupt {
             watch: AtomicPtr::new(std::ptr::null_mut()),
             silence_ms: AtomicU64::new(u64::MAX),
             silent: AtomicBool::new(false),
+            refused: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
         })
     }
     /// Makes this camera's RTSP opens choose their transport (`NVCAM_TRANSPORT_AUTO`).
     pub(crate) fn set_auto_transport(&self) {
         self.auto.store(AUTO_UDP, Ordering::Release);
+    }
+    /// Makes this camera's RTSP opens use TCP, or UDP where the server refuses TCP
+    /// (`NVCAM_TRANSPORT_DEFAULT` without `rtsp_transport` among the FFmpeg options).
+    pub(crate) fn set_tcp_then_udp(&self) {
+        self.auto.store(DEFAULT_TCP, Ordering::Release);
     }
     /// A manual reconnect of an `AUTO` camera that settled on TCP tries UDP again: the host asks
     /// for a fresh start, and the network may have changed. Automatic reconnects stay on TCP.
@@ -96,11 +114,21 @@ impl Interrupt {
     pub(crate) fn kicked(&self) -> bool {
         self.kick.load(Ordering::Acquire)
     }
+    /// Starts closing an input under its own deadline; the guard ends it.
+    fn closing(&self, d: Duration) -> Closing<'_> {
+        self.arm(d);
+        self.closing.store(true, Ordering::Release);
+        Closing(self)
+    }
     fn should_abort(&self) -> bool {
+        let now = self.base.elapsed().as_millis() as u64;
+        if self.closing.load(Ordering::Acquire) {
+            let d = self.deadline_ms.load(Ordering::Acquire);
+            return d != u64::MAX && now >= d;
+        }
         if self.stopping() || self.kicked() {
             return true;
         }
-        let now = self.base.elapsed().as_millis() as u64;
         let q = self.silence_ms.load(Ordering::Acquire);
         if q != u64::MAX && now >= q {
             let ctx = self.watch.load(Ordering::Acquire);
@@ -153,23 +181,38 @@ extern "C" fn interrupt_cb(opaque: *mut c_void) -> c_int {
     .unwrap_or(1)
 }
 
-/// An open FFmpeg input. Field order matters: the format context is closed before the interrupt
-/// state its callback points at is released.
+/// While an input closes: the interrupt waits on the close's deadline only.
+struct Closing<'a>(&'a Interrupt);
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        self.0.closing.store(false, Ordering::Release);
+        self.0.disarm();
+    }
+}
+
+/// An open FFmpeg input. The format context is closed (in `drop`) before the interrupt state its
+/// callback points at is released.
 pub(crate) struct Input {
-    pub ctx: ff::format::context::Input,
+    pub ctx: std::mem::ManuallyDrop<ff::format::context::Input>,
     pub irq: Arc<Interrupt>,
     pub video_index: usize,
     /// An RTSP session, whose sender reports give the source's capture clock.
     rtsp: bool,
 }
 
-/// Bound on closing an input (RTSP sends TEARDOWN to a server that may be hung).
-const CLOSE_TIMEOUT: Duration = Duration::from_millis(1000);
+/// Bound on closing an input. RTSP sends TEARDOWN then, so the server stops streaming to a
+/// session nobody reads (a camera that limits its sessions would count it for a minute or more).
+/// The write goes to the RTSP connection's socket and no answer is awaited, so it takes
+/// microseconds unless the server is hung with its receive window full: then the deadline ends it.
+/// A stop or a kick does not cut it short (they are what end most sessions).
+const CLOSE_TIMEOUT: Duration = Duration::from_millis(500);
 
 impl Drop for Input {
     fn drop(&mut self) {
-        // Runs before the fields drop: the context closes under this deadline.
-        self.irq.arm(CLOSE_TIMEOUT);
+        let _closing = self.irq.closing(CLOSE_TIMEOUT);
+        // SAFETY: the context is dropped here once and never used again (`self` is going).
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.ctx) };
     }
 }
 
@@ -184,6 +227,11 @@ static DEVICES: std::sync::Once = std::sync::Once::new();
 /// later opens (its reconnects) go straight to TCP: the network that dropped UDP is still there,
 /// and retrying UDP would add the fallback time to every reconnect. A manual reconnect
 /// ([`Interrupt::retry_udp`]) tries UDP again.
+///
+/// A camera on the default transport (see [`Interrupt::set_tcp_then_udp`]) opens over TCP. If the
+/// server refuses it (SETUP answered 461 Unsupported Transport or 400, as UDP-only cameras and
+/// servers do), it opens again over UDP in the time left, says so once, and its later opens try
+/// UDP first (and TCP if a changed server refuses UDP).
 pub(crate) fn open(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, timeout: Duration) -> Result<Input> {
     let auto = irq.auto.load(Ordering::Acquire);
     if auto == AUTO_OFF || !src.is_rtsp() {
@@ -194,6 +242,9 @@ pub(crate) fn open(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>
         v.push(("rtsp_transport".into(), t.into()));
         v
     };
+    if auto == DEFAULT_TCP || auto == DEFAULT_UDP {
+        return open_refusable(src, irq, timeout, if auto == DEFAULT_TCP { ["tcp", "udp"] } else { ["udp", "tcp"] }, over);
+    }
     if auto == AUTO_TCP {
         return open_with(src, &over("tcp"), irq, timeout, timeout, None);
     }
@@ -205,7 +256,8 @@ pub(crate) fn open(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>
     };
     // Credentials, options, a close, a reconnect or the deadline: TCP would not fix them.
     let silent = irq.silent.load(Ordering::Acquire);
-    if !silent && (udp_err.kind != ErrorKind::Io || irq.stopping() || irq.kicked()) {
+    let refused = irq.refused.load(Ordering::Acquire);
+    if !silent && !refused && (udp_err.kind != ErrorKind::Io || irq.stopping() || irq.kicked()) {
         return Err(udp_err);
     }
     let left = timeout.saturating_sub(t0.elapsed());
@@ -226,6 +278,92 @@ pub(crate) fn open(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>
     Ok(input)
 }
 
+/// The default transport's open: over `order[0]`, then over `order[1]` in the time left when the
+/// server refuses the first. The one that worked goes first at the camera's next open.
+fn open_refusable(src: &Source, irq: &Arc<Interrupt>, timeout: Duration, order: [&str; 2], over: impl Fn(&str) -> Vec<(String, String)>) -> Result<Input> {
+    let t0 = Instant::now();
+    let first = match open_with(src, &over(order[0]), irq, timeout, timeout, None) {
+        Ok(input) => return Ok(input),
+        Err(e) => e,
+    };
+    if !irq.refused.load(Ordering::Acquire) {
+        return Err(first);
+    }
+    // The refused session is gone; a server that shares one pipeline between its clients takes a
+    // moment to tear it down, and answers a DESCRIBE meanwhile with 503 (GStreamer's does).
+    let until = Instant::now() + REFUSED_PAUSE;
+    while Instant::now() < until && !irq.stopping() && !irq.kicked() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let left = timeout.saturating_sub(t0.elapsed());
+    if irq.stopping() || irq.kicked() || left.is_zero() {
+        return Err(first);
+    }
+    let (target, _) = src.ffmpeg_target();
+    let input = match open_with(src, &over(order[1]), irq, timeout, left, None) {
+        Ok(input) => input,
+        Err(_) if irq.refused.load(Ordering::Acquire) => {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("'{}' refused RTP over both TCP and UDP (SETUP answered 461 Unsupported Transport or 400)", redact_url(&target)),
+            ))
+        }
+        Err(e) => return Err(e),
+    };
+    irq.auto.store(if order[1] == "udp" { DEFAULT_UDP } else { DEFAULT_TCP }, Ordering::Release);
+    log::info!(
+        "'{}': the server refused RTP over {}, opened over {} instead; this camera's reconnects try {} first",
+        redact_url(&target),
+        transport_name(order[0]),
+        transport_name(order[1]),
+        transport_name(order[1]),
+    );
+    Ok(input)
+}
+
+/// Whether an RTSP open's transport may be UDP (`rtsp_transport` names it, or is not given:
+/// FFmpeg then tries UDP first).
+fn over_udp(opts: &[(String, String)]) -> bool {
+    opts.iter().rev().find(|(k, _)| k == "rtsp_transport").is_none_or(|(_, v)| v.contains("udp"))
+}
+
+/// The receive buffer an RTP socket over UDP asks for: `DEFAULTS.udp_receive_buffer_bytes`.
+/// Linux grants at most `net.core.rmem_max` (and reports twice what it granted); FFmpeg warns at
+/// every open when the report is below the ask, so where `rmem_max` is lower the ask is twice it.
+/// A buffer smaller than the default is said once, at INFO.
+fn udp_receive_buffer() -> u32 {
+    static SIZE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *SIZE.get_or_init(|| {
+        let want = DEFAULTS.udp_receive_buffer_bytes;
+        let max = std::fs::read_to_string("/proc/sys/net/core/rmem_max").ok().and_then(|s| s.trim().parse::<u32>().ok());
+        match max {
+            Some(m) if m < want => {
+                log::info!(
+                    "UDP receive buffers get {} KB, not {} KB: net.core.rmem_max is {m} (raise it to {want} for cameras over UDP to ride out a slow decode or a burst)",
+                    m / 1024,
+                    want / 1024,
+                );
+                want.min(m.saturating_mul(2))
+            }
+            _ => want,
+        }
+    })
+}
+
+/// Between a transport the server refused and the other one.
+const REFUSED_PAUSE: Duration = Duration::from_millis(250);
+
+/// How a message names FFmpeg's `rtsp_transport` value.
+fn transport_name(t: &str) -> String {
+    match t {
+        "tcp" => "TCP".into(),
+        "udp" => "UDP".into(),
+        "udp_multicast" => "UDP multicast".into(),
+        "http" => "the HTTP tunnel".into(),
+        other => format!("rtsp_transport={other}"),
+    }
+}
+
 /// One open attempt within `budget` (`timeout` is the whole open's, for messages). With
 /// `udp_by`, the probe is cut short when no packet has arrived by then ([`Interrupt::silent`]).
 fn open_with(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, timeout: Duration, budget: Duration, udp_by: Option<Instant>) -> Result<Input> {
@@ -235,6 +373,9 @@ fn open_with(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, time
     let c_target = CString::new(target.clone()).map_err(|_| Error::arg("URL contains a NUL byte"))?;
     crate::ffmpeg::optcheck::check_values(opts)?;
     let mut pairs = opts.to_vec();
+    if src.is_rtsp() && !opts.iter().any(|(k, _)| k == "buffer_size") && over_udp(opts) {
+        pairs.push(("buffer_size".into(), udp_receive_buffer().to_string()));
+    }
     if !opts.iter().any(|(k, _)| k == "protocol_whitelist") {
         pairs.push(("protocol_whitelist".into(), src.protocol_whitelist().into()));
     }
@@ -262,15 +403,30 @@ fn open_with(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, time
         (*ps).interrupt_callback = ffi::AVIOInterruptCB { callback: Some(interrupt_cb), opaque: Arc::as_ptr(irq) as *mut c_void };
         crate::rtp_loss::gaps::watch(ps);
         irq.silent.store(false, Ordering::Release);
+        irq.refused.store(false, Ordering::Release);
         irq.arm(budget);
         ffi::avformat_open_input(&mut ps, c_target.as_ptr(), fmt as _, dict.as_mut_ptr())
     };
     if r < 0 {
         irq.disarm();
+        if src.is_rtsp() && refusal(r) && !irq.stopping() && !irq.kicked() && !irq.fired() {
+            irq.refused.store(true, Ordering::Release);
+            let asked = opts.iter().rev().find(|(k, _)| k == "rtsp_transport").map_or("TCP or UDP".into(), |(_, v)| transport_name(v));
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "'{}' refused RTP over {asked} ({})",
+                    redact_url(&target),
+                    if r == ffi::AVERROR_HTTP_BAD_REQUEST { "400 Bad Request, to its SETUP or a request before it" } else { "SETUP answered 461 Unsupported Transport" }
+                ),
+            ));
+        }
         return Err(open_error(&target, r, irq, timeout));
     }
-    // SAFETY: an opened context, owned from here by the wrapper (closed on drop).
-    let mut ctx = unsafe { ff::format::context::Input::wrap(ps) };
+    // SAFETY: an opened context, owned from here by the wrapper, which the Input closes on drop
+    // (under the close's deadline, TEARDOWN included, whatever ends the open from here).
+    let ctx = unsafe { ff::format::context::Input::wrap(ps) };
+    let mut input = Input { ctx: std::mem::ManuallyDrop::new(ctx), irq: irq.clone(), video_index: 0, rtsp: src.is_rtsp() };
     let leftover = dict.keys();
     if !leftover.is_empty() {
         irq.disarm();
@@ -286,30 +442,34 @@ fn open_with(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, time
         let by = by.max(Instant::now() + quarter);
         let at = irq.base.elapsed() + by.saturating_duration_since(Instant::now());
         // SAFETY: only the pointer is taken; the callback reads it during the probe below.
-        irq.watch.store(unsafe { ctx.as_mut_ptr() }, Ordering::Release);
+        irq.watch.store(unsafe { input.ctx.as_mut_ptr() }, Ordering::Release);
         irq.silence_ms.store(at.as_millis() as u64, Ordering::Release);
     }
     // SAFETY: an opened context; no options.
-    let r = unsafe { ffi::avformat_find_stream_info(ctx.as_mut_ptr(), std::ptr::null_mut()) };
+    let r = unsafe { ffi::avformat_find_stream_info(input.ctx.as_mut_ptr(), std::ptr::null_mut()) };
     irq.silence_ms.store(u64::MAX, Ordering::Release);
     irq.watch.store(std::ptr::null_mut(), Ordering::Release);
     irq.disarm();
     if irq.silent.load(Ordering::Acquire) {
-        // Closing sends TEARDOWN over the RTSP connection: bounded like any close.
-        irq.arm(CLOSE_TIMEOUT);
-        drop(ctx);
-        irq.disarm();
         return Err(Error::new(ErrorKind::Io, format!("no packet over UDP from '{}'", redact_url(&target))));
     }
     if r < 0 {
         return Err(open_error(&target, r, irq, timeout));
     }
-    let video_index = ctx
+    input.video_index = input
+        .ctx
         .streams()
         .best(ff::media::Type::Video)
         .map(|s| s.index())
         .ok_or_else(|| Error::new(ErrorKind::Unsupported, format!("'{}' has no video stream", redact_url(&target))))?;
-    Ok(Input { ctx, irq: irq.clone(), video_index, rtsp: src.is_rtsp() })
+    Ok(input)
+}
+
+/// Whether an RTSP open failed because the server refused the transport: FFmpeg turns a 461
+/// Unsupported Transport to the SETUP of the only transport it was given into EPROTONOSUPPORT,
+/// and a 400 Bad Request into its own code (servers that do not know the transport say 400).
+fn refusal(r: c_int) -> bool {
+    r == ffi::AVERROR(libc_errno::EPROTONOSUPPORT) || r == ffi::AVERROR_HTTP_BAD_REQUEST
 }
 
 /// Turns an FFmpeg open failure into an error that names the cause.
@@ -371,6 +531,10 @@ fn missing_protocol(url: &str) -> Option<(&str, &'static std::ffi::CStr, &'stati
 /// errno values FFmpeg wraps (Linux numbering; FFmpeg uses the platform's own values).
 mod libc_errno {
     pub(super) const ENOENT: i32 = 2;
+    #[cfg(not(windows))]
+    pub(super) const EPROTONOSUPPORT: i32 = 93;
+    #[cfg(windows)]
+    pub(super) const EPROTONOSUPPORT: i32 = 135;
     #[cfg(not(windows))]
     pub(super) const ECONNREFUSED: i32 = 111;
     #[cfg(windows)]

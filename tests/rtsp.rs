@@ -633,4 +633,58 @@ fn resolution_change_on_reconnect() {
     assert_eq!(close(cam, 2000).0, NVCAM_OK);
 }
 
+/// An H.264 clip in a valid container whose every payload byte is noise (FFmpeg's `noise`
+/// bitstream filter): nothing in it decodes.
+fn garbage_clip() -> std::path::PathBuf {
+    let clean = common::clip("garbage_src_320x240.mkv", "320x240", 10, "libx264", &["-g", "5"]);
+    let path = clean.with_file_name("garbage_320x240.mkv");
+    if !path.exists() {
+        let tmp = clean.with_file_name("part-garbage_320x240.mkv");
+        let out = std::process::Command::new("ffmpeg")
+            .args(["-hide_banner", "-loglevel", "error", "-y", "-i"])
+            .arg(&clean)
+            .args(["-c", "copy", "-bsf:v", "noise=amount=1"])
+            .arg(&tmp)
+            .output()
+            .expect("ffmpeg CLI (apt install ffmpeg)");
+        assert!(out.status.success(), "ffmpeg noise: {}", String::from_utf8_lossy(&out.stderr));
+        std::fs::rename(&tmp, &path).unwrap();
+    }
+    path
+}
+
+/// A source of garbage ends instead of being reopened for ever (it used to reconnect at up to
+/// 20 sessions a second, its corrupt pictures resetting the back-off, and a file never reached
+/// ENDED because the decoder's refusal at the end of the stream counted as a transient fault):
+/// over RTSP the camera is FAILED within 10 s, after a bounded number of sessions, with the
+/// reason; a file of garbage without LOOP ends ENDED or FAILED.
+#[test]
+fn garbage_ends_failed_or_ended_instead_of_reconnecting_for_ever() {
+    let _g = serial();
+    let clip = garbage_clip();
+    let srv = RtspServer::start(Stream::default().clip(&clip).not_shared());
+    let o = Opts::new().with(|o| {
+        o.flags = NVCAM_OPEN_ASYNC;
+        o.stall_timeout_ms = 1000;
+    });
+    let cam = open(&srv.url(), &o).unwrap();
+    let _closer = CloseOnPanic(vec![cam]);
+    let t = Instant::now();
+    let failed = wait_until(Duration::from_secs(10), || stats(cam).state == NVCAM_STATE_FAILED);
+    let sessions = srv.setups().len();
+    assert!(failed, "still {} after {:?} and {sessions} sessions: {}", state_name(stats(cam).state), t.elapsed(), cam_error(cam));
+    assert!(cam_error(cam).contains("no exact picture in"), "{}", cam_error(cam));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(srv.setups().len(), sessions, "a FAILED camera opened another session");
+    assert!(sessions <= 6, "{sessions} sessions before FAILED");
+    assert_eq!(stats(cam).frames_decoded, 0);
+    assert_eq!(close(cam, 2000).0, NVCAM_OK);
+
+    let cam = open(clip.to_str().unwrap(), &Opts::new().with(|o| o.flags = NVCAM_OPEN_ASYNC)).unwrap();
+    let _closer = CloseOnPanic(vec![cam]);
+    let over = wait_until(Duration::from_secs(10), || matches!(stats(cam).state, NVCAM_STATE_ENDED | NVCAM_STATE_FAILED));
+    assert!(over, "a file of garbage is still {}: {}", state_name(stats(cam).state), cam_error(cam));
+    assert_eq!(close(cam, 2000).0, NVCAM_OK);
+}
+
 include!("rtsp/connections.rs");

@@ -570,8 +570,10 @@ fn dark_stretches(at: &[f64], secs: f64) -> Vec<f64> {
 }
 
 /// A camera that sends an IDR every 10 s, at 0.5 % RTP loss inside the TCP connection: most
-/// losses leave seconds to the next IDR, so the camera reconnects at once (a new session starts
-/// with a key frame) instead of staying dark until it. A camera on the loss handling before the
+/// losses leave seconds to the next IDR, so the camera reconnects (a new session starts with a
+/// key frame) instead of staying dark until it, but no more than 6 times a minute (once in 10 s,
+/// less often while the losses go on): a reconnect after every loss opened 43-69 sessions a
+/// minute, which cameras that limit their sessions log or block. A camera on the loss handling before the
 /// reconnect rule (test hook) beside one with it, on the same server (a stream for each).
 #[test]
 fn long_gop_camera_reconnects_instead_of_staying_dark() {
@@ -613,13 +615,14 @@ fn long_gop_camera_reconnects_instead_of_staying_dark() {
     assert!((9_000..=11_000).contains(&new.2.key_interval_ms), "key interval estimate {} ms", new.2.key_interval_ms);
     assert!(new.2.reconnect_to_key_ms > 0);
     assert!(new.2.loss_reconnects > 0, "no reconnect for a loss with the next IDR seconds away");
-    // The rule's point: a dark stretch lasts about a reconnect, not a GOP. Measured here: median
-    // stretch 0.9-1.4 s with the rule, 9.5-9.8 s without; dark 16-24 s in a minute with it, 53-58
-    // s without, but 35 s beside two busy threads on 2 cores (the CPU decoder falls behind and
-    // spoilt key frames cost whole GOPs), so the total is held to less than before, the median
-    // stretch to half.
-    assert!(new.0 < old.0 / 2.0, "median dark stretch {:.1} s with the rule, {:.1} s before", new.0, old.0);
-    assert!(new.1 < old.1, "dark {:.1} s in all with the rule, {:.1} s before", new.1, old.1);
+    // The spacing: at most one reconnect in 10 s, fewer while the losses go on.
+    let per_min = new.2.loss_reconnects as f64 * 60.0 / secs as f64;
+    assert!(per_min <= 6.0, "{per_min:.1} reconnects for losses a minute");
+    // The price of the spacing, as docs/api.md says it: at steady losses a long-GOP camera is
+    // dark about as long as waiting for each recovery point makes it (measured: 59.1 s in a
+    // minute with the spacing, 53.6 s waiting, on a busy 2-core machine; 15.7-24 s with a
+    // reconnect after every loss). Held to waiting's dark time, with room for the run's noise.
+    assert!(new.1 <= old.1 * 1.15, "dark {:.1} s in all with the rule, {:.1} s waiting", new.1, old.1);
 }
 
 /// B-frames nothing predicts from (x264 without B-pyramid): a loss inside one damages that

@@ -445,3 +445,156 @@ impl Drop for Pki {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// Sessions the server set up and has not seen torn down (one per SETUP: the stream has one
+/// track).
+fn open_sessions(srv: &RtspServer) -> usize {
+    srv.setups().len().saturating_sub(srv.teardowns())
+}
+
+/// Every session nvcam ends gets its TEARDOWN: a camera that limits its sessions (most do)
+/// would otherwise count each closed or reconnected one until it times out, a minute or more, and
+/// over UDP go on streaming to a port nobody reads. The TEARDOWN used to be cut short by the very
+/// stop or kick that ended the session. Counted at the server over TCP and UDP, for a manual
+/// reconnect, a stall (the TEARDOWN waits in the hung server's socket and counts once it
+/// resumes; over UDP only, see below), a close and a shutdown; over UDP the server's packets stop
+/// within 1 s of the close.
+#[test]
+fn every_session_nvcam_ends_is_torn_down() {
+    let _g = serial();
+    for (transport, name) in [(NVCAM_TRANSPORT_TCP, "tcp"), (NVCAM_TRANSPORT_UDP, "udp")] {
+        let srv = RtspServer::start(Stream::default().count_udp());
+        let o = opts(transport).with(|o| o.stall_timeout_ms = 1000);
+        let cam = open(&srv.url(), &o).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let closer = CloseOnPanic(vec![cam]);
+        assert_eq!(frames(cam, 10, Duration::from_secs(5)), 10, "{name}: {}", cam_error(cam));
+        assert_eq!(open_sessions(&srv), 1, "{name}: {}", srv.stderr_text());
+
+        assert_eq!(nvcam_camera_reconnect(cam), NVCAM_OK);
+        assert!(wait_until(Duration::from_secs(5), || srv.setups().len() == 2), "{name}: no new session after the reconnect");
+        assert!(wait_until(Duration::from_secs(3), || open_sessions(&srv) == 1), "{name}: the reconnect left its old session: {}", srv.stderr_text());
+        assert_eq!(frames(cam, 10, Duration::from_secs(5)), 10, "{name}: {}", cam_error(cam));
+
+        srv.pause();
+        let reconnects = stats(cam).reconnects;
+        assert!(wait_until(Duration::from_secs(6), || stats(cam).reconnects > reconnects), "{name}: no stall seen: {}", cam_error(cam));
+        srv.resume();
+        assert!(wait_until(Duration::from_secs(10), || frames(cam, 1, Duration::from_millis(200)) == 1), "{name}: no frame after the stall: {}", cam_error(cam));
+        // Over TCP the TEARDOWN to a hung server is best effort: the resumed server may first write
+        // RTP to the closed connection, and the client's reset then discards what it had not
+        // read yet, the TEARDOWN with it. Over UDP nothing is written to that connection.
+        if name == "udp" {
+            assert!(wait_until(Duration::from_secs(3), || open_sessions(&srv) == 1), "{name}: the stalled session was not torn down: {}", srv.stderr_text());
+        } else {
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        let stale = open_sessions(&srv) - 1;
+
+        close(cam);
+        let closed = Instant::now();
+        drop(closer);
+        assert!(wait_until(Duration::from_secs(2), || open_sessions(&srv) == stale), "{name}: close sent no TEARDOWN: {}", srv.stderr_text());
+        if name == "udp" {
+            std::thread::sleep(Duration::from_secs(1).saturating_sub(closed.elapsed()));
+            let at_1s = srv.udp_sent();
+            std::thread::sleep(Duration::from_secs(1));
+            assert_eq!(srv.udp_sent(), at_1s, "the server still streams over UDP 1 s after the close");
+        }
+
+        let cam = open(&srv.url(), &o).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        assert_eq!(frames(cam, 5, Duration::from_secs(5)), 5, "{name}: {}", cam_error(cam));
+        assert_eq!(open_sessions(&srv), stale + 1, "{name}: {}", srv.stderr_text());
+        assert_eq!(nvcam_shutdown(5000), NVCAM_OK, "{}", last_error());
+        common::init();
+        assert!(wait_until(Duration::from_secs(2), || open_sessions(&srv) == stale), "{name}: shutdown sent no TEARDOWN: {}", srv.stderr_text());
+    }
+}
+
+/// The default transport opens a server that offers only UDP (VLC and many cameras answer a TCP
+/// SETUP with 461 Unsupported Transport; the open used to fail "Protocol not supported") and one
+/// that offers only TCP. The fall-back to UDP is logged once and kept for the camera's reconnects
+/// (they do not ask for TCP again). An explicit transport the server refuses fails at once with a
+/// permanent error naming it: a synchronous open with NVCAM_E_UNSUPPORTED, an ASYNC camera FAILED
+/// without a retry loop.
+#[test]
+fn default_transport_falls_back_to_the_one_the_server_offers() {
+    let _g = serial();
+    let udp_only = RtspServer::start(Stream::default().only("udp"));
+    let log = LogCapture::at(NVCAM_LOG_INFO);
+    let said = || log.lines().into_iter().filter(|(_, m)| m.contains("refused RTP over TCP, opened over UDP")).count();
+    let cam = open(&udp_only.url(), &opts(NVCAM_TRANSPORT_DEFAULT)).unwrap_or_else(|e| panic!("UDP-only server: {e:?}: {}", udp_only.stderr_text()));
+    let closer = CloseOnPanic(vec![cam]);
+    assert_eq!(frames(cam, 15, Duration::from_secs(5)), 15, "{}", cam_error(cam));
+    assert_eq!(udp_only.setups(), ["udp"]);
+    assert_eq!(said(), 1, "{:?}", log.lines());
+    assert_eq!(nvcam_camera_reconnect(cam), NVCAM_OK);
+    assert!(wait_until(Duration::from_secs(5), || udp_only.setups().len() == 2), "{}", cam_error(cam));
+    assert_eq!(frames(cam, 15, Duration::from_secs(5)), 15, "{}", cam_error(cam));
+    assert_eq!(said(), 1, "the reconnect asked for TCP again: {:?}", log.lines());
+    close(cam);
+    drop(closer);
+    drop(log);
+
+    let o = opts(NVCAM_TRANSPORT_TCP).with(|o| o.flags = NVCAM_OPEN_ASYNC);
+    let cam = open(&udp_only.url(), &o).unwrap();
+    let closer = CloseOnPanic(vec![cam]);
+    assert!(wait_until(Duration::from_secs(3), || stats(cam).state == NVCAM_STATE_FAILED), "explicit TCP refused: {}", cam_error(cam));
+    std::thread::sleep(Duration::from_millis(700));
+    let s = stats(cam);
+    assert_eq!((s.state, s.reconnects, s.reconnect_attempt), (NVCAM_STATE_FAILED, 0, 0), "a refused transport is not retried");
+    assert_eq!(s.last_error_code, NVCAM_E_UNSUPPORTED);
+    assert!(cam_error(cam).contains("refused RTP over TCP"), "{}", cam_error(cam));
+    close(cam);
+    drop(closer);
+
+    let tcp_only = RtspServer::start(Stream::default().only("tcp"));
+    let cam = open(&tcp_only.url(), &opts(NVCAM_TRANSPORT_DEFAULT)).unwrap_or_else(|e| panic!("TCP-only server: {e:?}"));
+    let closer = CloseOnPanic(vec![cam]);
+    assert_eq!(frames(cam, 15, Duration::from_secs(5)), 15, "{}", cam_error(cam));
+    close(cam);
+    drop(closer);
+    assert_eq!(tcp_only.setups(), ["tcp"]);
+    let t = Instant::now();
+    let e = open(&tcp_only.url(), &opts(NVCAM_TRANSPORT_UDP)).expect_err("explicit UDP on a TCP-only server");
+    assert_eq!(e.0, NVCAM_E_UNSUPPORTED, "{e:?}");
+    assert!(e.1.contains("refused RTP over UDP"), "{}", e.1);
+    assert!(t.elapsed() < Duration::from_secs(3), "the refusal took {:?}", t.elapsed());
+}
+
+/// The receive buffers (`rb` in `ss -m`) of this process's UDP sockets.
+fn udp_receive_buffers() -> Vec<u64> {
+    let out = std::process::Command::new("ss").args(["-u", "-a", "-m", "-p", "-n"]).output().expect("ss (iproute2)");
+    assert!(out.status.success(), "ss: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let me = format!("pid={},", std::process::id());
+    // Each socket is a line with its process, then a line with its memory: skmem:(r0,rb425984,...).
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .windows(2)
+        .filter(|w| w[0].contains(&me))
+        .filter_map(|w| w[1].split("skmem:(").nth(1))
+        .filter_map(|m| m.split(',').find_map(|f| f.strip_prefix("rb")).and_then(|v| v.parse().ok()))
+        .collect()
+}
+
+/// RTP over UDP gets a receive buffer of megabytes, not FFmpeg's 64 KB (which a decode held up
+/// for a moment overflows in the kernel: packets lost that the network never lost), or what
+/// Linux grants (net.core.rmem_max) where that is less; a camera's own `buffer_size` wins. Linux
+/// reports (`rb`) twice what it granted.
+#[test]
+fn rtp_over_udp_gets_a_receive_buffer_of_megabytes() {
+    let _g = serial();
+    let rmem_max: u64 = std::fs::read_to_string("/proc/sys/net/core/rmem_max").unwrap().trim().parse().unwrap();
+    let want = 2 * (4u64 << 20).min(rmem_max);
+    let srv = RtspServer::start(Stream::default());
+    for (o, expect) in [(opts(NVCAM_TRANSPORT_UDP), want), (opts(NVCAM_TRANSPORT_UDP).ffmpeg("buffer_size=100000"), 200_000)] {
+        let cam = open(&srv.url(), &o).unwrap_or_else(|e| panic!("{e:?}"));
+        let closer = CloseOnPanic(vec![cam]);
+        assert_eq!(frames(cam, 5, Duration::from_secs(5)), 5, "{}", cam_error(cam));
+        let rb = udp_receive_buffers();
+        close(cam);
+        drop(closer);
+        assert!(rb.len() >= 2, "the camera's RTP and RTCP sockets not found: {rb:?}");
+        assert!(rb.iter().all(|&b| b == expect), "receive buffers {rb:?}, expected {expect} each");
+    }
+}

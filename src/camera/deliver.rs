@@ -147,6 +147,14 @@ pub(super) fn deliver(cx: Ctx<'_>, pic: Picture, stamp: Stamp) -> Result<()> {
     let frame = Arc::new(
         Frame::new(lease, sh.handle(), seq, pic.pts_us, wall_ns(), capture).with_color(pic.color, pic.bits).with_integrity(marks),
     );
+    if marks.exact() {
+        // The source works: the reconnect back-off starts over, before the host can see the frame
+        // (and the stats). A corrupt picture does not reset it: a source of garbage would be
+        // reopened at once, again and again.
+        sh.counters.exact.fetch_add(1, Ordering::Relaxed);
+        sh.counters.attempt.store(0, Ordering::Relaxed);
+        sh.counters.next_retry_ms.store(0, Ordering::Relaxed);
+    }
     if marks.exact() && sh.opts.integrity == IntegrityPolicy::HoldLastExact {
         *sh.last_exact.lock() = Some(frame.clone());
     }

@@ -126,7 +126,7 @@ impl LossWatch {
             reconnect: ms(&sh.counters.reconnect_to_key_ms),
             fallback: self.fallback,
         };
-        if reconnect_decision(sh, &wait, sh.counters.unhelpful_reconnects.load(Ordering::Relaxed)) {
+        if reconnect_decision(sh, &wait, sh.counters.unhelpful_reconnects.load(Ordering::Relaxed), now) {
             sh.counters.loss_reconnects.fetch_add(1, Ordering::Relaxed);
             sh.counters.unhelpful_reconnects.fetch_add(1, Ordering::Relaxed);
             return Err(Error::new(ErrorKind::Io, format!("reconnecting for a key frame after a packet loss: {wait:?}")));
@@ -160,14 +160,17 @@ fn note_to_key(sh: &Shared, d: Duration) {
 /// Whether to reconnect now. With the `test-hooks` feature a test can put the camera back on the
 /// rule before the GOP estimate (only after `fallback` without a recovery point), to measure both.
 /// `unhelpful`: reconnects for losses in a row that gave no exact picture.
-fn reconnect_decision(sh: &Shared, w: &Wait, unhelpful: u32) -> bool {
+fn reconnect_decision(sh: &Shared, w: &Wait, unhelpful: u32, now: Instant) -> bool {
     if legacy(sh) {
         return w.suspect_for > w.fallback;
     }
-    if unhelpful >= reconnect_rule::UNHELPFUL_MAX {
-        return w.suspect_for > w.fallback;
+    let wanted = if unhelpful >= reconnect_rule::UNHELPFUL_MAX { w.suspect_for > w.fallback } else { reconnect_rule::reconnect_now(w) };
+    let mut spacing = sh.loss_reconnects.lock();
+    if !wanted || !spacing.allows(now) {
+        return false;
     }
-    reconnect_rule::reconnect_now(w)
+    spacing.went(now);
+    true
 }
 
 /// Whether gaps are placed by the pictures they hit; the `test-hooks` feature can turn that off

@@ -104,23 +104,39 @@ pub(crate) struct Camera {
     cancels: AtomicU64,
 }
 
-/// Turns an RTSP camera's `transport` into FFmpeg's `rtsp_transport`; returns whether the open
-/// chooses it itself (`Transport::Auto`: UDP, TCP when no packet comes over UDP; see
-/// [`crate::input::open`]).
+/// Who picks an RTSP camera's transport at each open.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Choice {
+    /// The options fix it (`rtsp_transport` is among them).
+    Fixed,
+    /// `Transport::Auto`: UDP, TCP when no packet comes over UDP (see [`crate::input::open`]).
+    Auto,
+    /// `Transport::Default`: TCP, UDP when the server refuses TCP (see [`crate::input::open`]).
+    TcpThenUdp,
+}
+
+/// Turns an RTSP camera's `transport` into FFmpeg's `rtsp_transport`, or says that the open
+/// chooses it itself.
 ///
-/// `Default` keeps what nvcam always did: TCP-interleaved unless the FFmpeg options name
-/// `rtsp_transport`. Any other choice together with `rtsp_transport` in the FFmpeg options is
-/// ambiguous and fails, naming both. `rtsps://` carries RTP inside its TLS connection (FFmpeg
-/// forces TCP there), so a UDP, multicast or HTTP choice for it fails instead of being ignored.
-fn transport_options(source: &Source, opts: &mut Options) -> Result<bool> {
+/// `Default` is TCP-interleaved (lossless), or UDP where the server refuses TCP, unless the FFmpeg
+/// options name `rtsp_transport`. Any other choice together with `rtsp_transport` in the FFmpeg
+/// options is ambiguous and fails, naming both. `rtsps://` carries RTP inside its TLS connection
+/// (FFmpeg forces TCP there), so a UDP, multicast or HTTP choice for it fails instead of being
+/// ignored.
+fn transport_options(source: &Source, opts: &mut Options) -> Result<Choice> {
     use crate::config::Transport;
     let given = opts.ffmpeg.iter().find(|(k, _)| k == "rtsp_transport").map(|(_, v)| v.clone());
+    let tls = matches!(source, Source::Network(u) if u.starts_with("rtsps://"));
     let (name, ffmpeg) = match opts.transport {
         Transport::Default => {
-            if given.is_none() {
-                opts.ffmpeg.push(("rtsp_transport".into(), "tcp".into()));
+            if given.is_some() {
+                return Ok(Choice::Fixed);
             }
-            return Ok(false);
+            if tls {
+                opts.ffmpeg.push(("rtsp_transport".into(), "tcp".into()));
+                return Ok(Choice::Fixed);
+            }
+            return Ok(Choice::TcpThenUdp);
         }
         Transport::Tcp => ("NVCAM_TRANSPORT_TCP", "tcp"),
         Transport::Udp => ("NVCAM_TRANSPORT_UDP", "udp"),
@@ -134,7 +150,6 @@ fn transport_options(source: &Source, opts: &mut Options) -> Result<bool> {
             format!("transport {name} and FFmpeg option rtsp_transport={v} both choose the RTSP transport: set one of them"),
         ));
     }
-    let tls = matches!(source, Source::Network(u) if u.starts_with("rtsps://"));
     if tls && !matches!(opts.transport, Transport::Tcp | Transport::Auto) {
         return Err(Error::new(
             ErrorKind::BadOption,
@@ -144,19 +159,19 @@ fn transport_options(source: &Source, opts: &mut Options) -> Result<bool> {
     if opts.transport == Transport::Auto {
         if tls {
             opts.ffmpeg.push(("rtsp_transport".into(), "tcp".into()));
-            return Ok(false);
+            return Ok(Choice::Fixed);
         }
-        return Ok(true);
+        return Ok(Choice::Auto);
     }
     opts.ffmpeg.push(("rtsp_transport".into(), ffmpeg.into()));
-    Ok(false)
+    Ok(Choice::Fixed)
 }
 
 impl Camera {
     /// Validates the URL and fills in the defaults that depend on the source.
     pub(crate) fn new(url: &str, mut opts: Options) -> Result<Arc<Camera>> {
         let source = source::parse(url)?;
-        let auto_transport = source.is_rtsp() && transport_options(&source, &mut opts)?;
+        let choice = if source.is_rtsp() { transport_options(&source, &mut opts)? } else { Choice::Fixed };
         tls::tls_options(&source, &mut opts)?;
         srt::srt_options(&source, &opts)?;
         // Probing a live stream's frame rate reads ~20 frames (0.7 s at 30 fps) before the first
@@ -165,8 +180,10 @@ impl Camera {
             opts.ffmpeg.push(("fpsprobesize".into(), "0".into()));
         }
         let shared = Shared::new(url, source, opts);
-        if auto_transport {
-            shared.irq.set_auto_transport();
+        match choice {
+            Choice::Auto => shared.irq.set_auto_transport(),
+            Choice::TcpThenUdp => shared.irq.set_tcp_then_udp(),
+            Choice::Fixed => {}
         }
         Ok(Arc::new(Camera { shared: Arc::new(shared), worker: Mutex::new(None), cancels: AtomicU64::new(0) }))
     }
@@ -238,8 +255,11 @@ impl Camera {
                 // A reconnect was asked for and the worker has not taken it yet: wait for it.
                 CameraState::Failed | CameraState::Ended if sh.irq.kicked() => {}
                 CameraState::Failed => {
+                    // The state, not a new fault: the camera's last error stays its reason
+                    // (`last_error_code` says E_AUTH or E_UNSUPPORTED, not E_FAILED), and the
+                    // worker warned of it once when it failed.
                     let e = sh.cause().unwrap_or_else(|| Error::new(ErrorKind::Failed, "camera failed"));
-                    return Err(Error::new(ErrorKind::Failed, format!("camera failed: {}", e.msg)));
+                    return Err(Error::expected(ErrorKind::Failed, format!("camera failed: {}", e.msg)));
                 }
                 CameraState::Ended => {
                     return Err(Error::expected(ErrorKind::Io, "end of file (open with NVCAM_OPEN_LOOP to repeat)"))

@@ -144,7 +144,7 @@ fn admission_ends(sh: &Shared) -> impl Fn() -> bool + '_ {
 
 /// Runs one connection: [`Session::open`] connects and picks the decoder, [`Session::run`] reads,
 /// decodes, paces and delivers. `first` takes the open's result (a synchronous open waits for
-/// it), `connected` says whether the source was reached, and each delivered picture resets
+/// it), `connected` says whether the source was reached, and each exact picture resets
 /// `attempt` (the reconnect back-off).
 pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32, connected: &mut bool) -> Result<SessionEnd> {
     Session::open(sh, first, connected)?.run(attempt)
@@ -318,7 +318,8 @@ impl<'a> Session<'a> {
                     // Drain what the decoder holds (pictures before the recovery point),
                     // then start it afresh with this packet, after the pictures below.
                     log::debug!("camera {}: recovery point at pts {p_us}: the decoder starts afresh", sh.name());
-                    self.dec.send_eof()?;
+                    let drained = self.dec.send_eof()?;
+                    self.sent(drained, now);
                     self.after_drain = Some(p);
                 } else {
                     let t_send = timing::Mark::now();
@@ -326,10 +327,7 @@ impl<'a> Session<'a> {
                     if steady {
                         t_send.end(Stage::Send);
                     }
-                    if let crate::decode::Outcome::Corrupt(_) = &sent {
-                        self.integrity.lost(now);
-                    }
-                    sh.report(sent);
+                    self.sent(sent, now);
                 }
             }
             // A looped file whose decoder goes on across the rewind: no drain, no reset
@@ -339,7 +337,8 @@ impl<'a> Session<'a> {
                 self.read_since_rewind = false;
             }
             Ok(Read::Eof) => {
-                self.dec.send_eof()?;
+                let sent = self.dec.send_eof()?;
+                self.sent(sent, Instant::now());
                 self.eof = true;
             }
             Err(_) if sh.irq.kicked() => return Ok(Some(SessionEnd::Kicked)),
@@ -352,6 +351,16 @@ impl<'a> Session<'a> {
             }
         }
         Ok(None)
+    }
+
+    /// What the decoder said to a packet (or to the end of the stream): a corrupt one makes what
+    /// follows suspect; a warning goes to the camera's last error.
+    fn sent(&mut self, o: crate::decode::Outcome, now: Instant) {
+        if let crate::decode::Outcome::Corrupt(_) = &o {
+            self.integrity.lost(now);
+            self.sh.counters.decode_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        self.sh.report(o);
     }
 
     /// Paces and delivers every picture the decoder has ready. Continues with whether any came;
@@ -368,9 +377,6 @@ impl<'a> Session<'a> {
             self.seq += 1;
             sh.counters.decoded.store(self.seq, Ordering::Relaxed);
             sh.recorder.picture(self.seq, pic.pts_us);
-            *attempt = 0;
-            sh.counters.attempt.store(0, Ordering::Relaxed);
-            sh.counters.next_retry_ms.store(0, Ordering::Relaxed);
             let arrival = self.arrivals.take(pic.pts_us);
             let before_pacing = Instant::now();
             if self.paced {
@@ -386,8 +392,13 @@ impl<'a> Session<'a> {
             };
             let Some(_in_flight) = sh.gate.enter() else { return Ok(ControlFlow::Break(SessionEnd::Stop)) };
             let t_deliver = timing::Mark::now();
+            let exact_before = sh.counters.exact.load(Ordering::Relaxed);
             let to = deliver::Ctx { sh, dec: &mut *self.dec, pools: &self.pools, integrity: &mut self.integrity };
             deliver::deliver(to, pic, Stamp { seq: self.seq, since, capture })?;
+            if sh.counters.exact.load(Ordering::Relaxed) != exact_before {
+                // An exact picture: the reconnect back-off starts over (see `deliver`).
+                *attempt = 0;
+            }
             if !self.exact_seen && self.integrity.any_exact() {
                 // The reconnects for losses before it helped.
                 self.exact_seen = true;
@@ -420,10 +431,7 @@ impl<'a> Session<'a> {
         if let Some(p) = self.after_drain.take() {
             self.dec.before_recovery_point();
             let sent = self.dec.send_packet(&p)?;
-            if let crate::decode::Outcome::Corrupt(_) = &sent {
-                self.integrity.lost(Instant::now());
-            }
-            self.sh.report(sent);
+            self.sent(sent, Instant::now());
         }
         Ok(())
     }

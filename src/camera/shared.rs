@@ -125,6 +125,10 @@ pub(super) struct Counters {
     pub fps_milli: AtomicU64,
     /// Pictures decoded that were not exact.
     pub corrupt: AtomicU64,
+    /// Exact pictures handed to the host.
+    pub exact: AtomicU64,
+    /// Packets (or ends of stream) the decoder refused as corrupt.
+    pub decode_errors: AtomicU64,
     pub packets_lost: AtomicU64,
     pub last_loss_ns: AtomicU64,
     /// The reconnect rule's figures (see `reconnect_rule`), ms; 0 until known.
@@ -193,6 +197,8 @@ pub(crate) struct Shared {
     /// The interval between recovery points, learnt across the camera's sessions (see
     /// `reconnect_rule`): a session that reconnected for a loss starts with what the last one knew.
     pub(super) gop: Mutex<super::reconnect_rule::GopEstimate>,
+    /// How far apart this camera's reconnects for key frames go (across its sessions).
+    pub(super) loss_reconnects: Mutex<super::reconnect_rule::Spacing>,
     /// Wakes the worker from a backoff sleep (close, manual reconnect).
     wake: (Mutex<()>, Condvar),
     pub irq: Arc<Interrupt>,
@@ -229,6 +235,7 @@ impl Shared {
             mailbox_cv: Condvar::new(),
             last_exact: Mutex::new(None),
             gop: Mutex::new(Default::default()),
+            loss_reconnects: Mutex::new(Default::default()),
             wake: (Mutex::new(()), Condvar::new()),
             irq: Interrupt::new(),
             counters: Counters::default(),

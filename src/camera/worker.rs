@@ -3,7 +3,7 @@
 
 use super::session::{session, FirstOpen, SessionEnd};
 use super::shared::{CameraState, Shared};
-use crate::config::Options;
+use crate::config::{Options, DEFAULTS};
 use crate::registry;
 use crate::status::*;
 use std::sync::atomic::Ordering;
@@ -54,6 +54,32 @@ fn is_permanent(e: &Error) -> bool {
     e.kind.is_permanent()
 }
 
+/// Sessions in a row that reached the source and gave no exact picture (see
+/// `DEFAULTS.fruitless_sessions`): when each ended.
+#[derive(Default)]
+struct Fruitless(std::collections::VecDeque<std::time::Instant>);
+
+impl Fruitless {
+    /// A session ended: `exact` whether it gave an exact picture, `tried` whether it gave the
+    /// decoder anything to judge (a picture, or a decode failure that ended it). Returns how many
+    /// fruitless sessions came within the window, once that is enough to give up.
+    fn session(&mut self, exact: bool, tried: bool, now: std::time::Instant) -> Option<usize> {
+        if exact {
+            self.0.clear();
+            return None;
+        }
+        if !tried {
+            return None;
+        }
+        let window = Duration::from_millis(DEFAULTS.fruitless_window_ms as u64);
+        self.0.push_back(now);
+        while self.0.front().is_some_and(|&t| now.saturating_duration_since(t) > window) {
+            self.0.pop_front();
+        }
+        (self.0.len() >= DEFAULTS.fruitless_sessions.max(1) as usize).then_some(self.0.len())
+    }
+}
+
 /// The worker thread's body.
 pub(super) fn run(sh: &Arc<Shared>, mut first: FirstOpen) {
     let mut attempt: u32 = 0;
@@ -63,6 +89,7 @@ pub(super) fn run(sh: &Arc<Shared>, mut first: FirstOpen) {
     let mut first_try = true;
     // When the source was last lost (or first tried): how long the outage has lasted so far.
     let mut lost_at = std::time::Instant::now();
+    let mut fruitless = Fruitless::default();
     loop {
         if sh.irq.stopping() {
             break;
@@ -82,6 +109,9 @@ pub(super) fn run(sh: &Arc<Shared>, mut first: FirstOpen) {
         }
         connected = false;
         let decoded_before = sh.counters.decoded.load(Ordering::Relaxed);
+        let exact_before = sh.counters.exact.load(Ordering::Relaxed);
+        let lost_before = sh.counters.packets_lost.load(Ordering::Relaxed);
+        let refused_before = sh.counters.decode_errors.load(Ordering::Relaxed);
         // A panic inside a session (a bug of ours that a hostile stream reached) ends that
         // session like any other error: its decoder and connection unwind and drop, and the
         // camera reconnects with the usual backoff instead of failing for good.
@@ -97,17 +127,45 @@ pub(super) fn run(sh: &Arc<Shared>, mut first: FirstOpen) {
         if !connected {
             sh.backend.release_parked();
         }
-        // An outage starts when a session that delivered pictures ends. A source that accepts and
-        // fails at once is one long outage, so it backs off like one.
-        if sh.counters.decoded.load(Ordering::Relaxed) != decoded_before {
+        // An outage starts when a session that gave exact pictures ends. A source that accepts and
+        // fails at once, or sends only what does not decode, is one long outage, so it backs off
+        // like one.
+        let exact = sh.counters.exact.load(Ordering::Relaxed) != exact_before;
+        if exact {
             lost_at = std::time::Instant::now();
         }
+        let decoded = sh.counters.decoded.load(Ordering::Relaxed) != decoded_before;
+        let ended_by_decoder = matches!(&r, Err(e) if e.kind == ErrorKind::Ffmpeg);
+        let refused = sh.counters.decode_errors.load(Ordering::Relaxed) != refused_before;
+        let stopped = matches!(&r, Ok(SessionEnd::Stop | SessionEnd::Kicked)) || sh.irq.stopping() || sh.irq.kicked();
+        // A session whose packets were lost on the way is the network's doing, not the source's.
+        let lossless = sh.counters.packets_lost.load(Ordering::Relaxed) == lost_before;
+        let tried = (decoded || refused || ended_by_decoder) && lossless;
+        let given_up = if connected && !stopped { fruitless.session(exact, tried, std::time::Instant::now()) } else { None };
         if let Some(tx) = first.take() {
             // The first open failed: open() reports it and closes; no retry storm.
             let _ = tx.send(r.as_ref().map(|_| ()).map_err(Clone::clone));
             if r.is_err() {
                 break;
             }
+        }
+        if let Some(n) = given_up {
+            let (kind, last) = match &r {
+                Err(e) => (e.kind, e.msg.clone()),
+                Ok(_) => (ErrorKind::Ffmpeg, "the stream ended".to_string()),
+            };
+            sh.set_error(&Error::new(
+                kind,
+                format!(
+                    "no exact picture in {n} sessions within {} s: the source sends what does not decode; FAILED until nvcam_camera_reconnect (the last session: {last})",
+                    DEFAULTS.fruitless_window_ms / 1000
+                ),
+            ));
+            sh.backend.release_parked();
+            sh.set_state(CameraState::Failed);
+            fruitless = Fruitless::default();
+            wait_for_kick(sh);
+            continue;
         }
         match r {
             Ok(SessionEnd::Stop) => break,
@@ -193,6 +251,30 @@ mod tests {
                 let d = backoff(&o, a, Duration::from_millis(a as u64 * 250)).as_millis();
                 assert!((187..=313).contains(&d), "attempt {a}: {d} ms");
             }
+        }
+    }
+
+    /// A source of garbage ends: N sessions in a row that gave the decoder something and got no
+    /// exact picture, within the window, give up; an exact picture, or sessions spread wider
+    /// than the window, do not; sessions that never reached the decoder do not count.
+    #[test]
+    fn sessions_without_an_exact_picture_give_up_after_n_within_the_window() {
+        let n = DEFAULTS.fruitless_sessions as usize;
+        let window = Duration::from_millis(DEFAULTS.fruitless_window_ms as u64);
+        let t = std::time::Instant::now();
+        let mut f = Fruitless::default();
+        for i in 0..n - 1 {
+            assert_eq!(f.session(false, true, t + Duration::from_secs(i as u64)), None);
+            assert_eq!(f.session(false, false, t + Duration::from_secs(i as u64)), None, "nothing decoded: not counted");
+        }
+        assert_eq!(f.session(false, true, t + Duration::from_secs(n as u64)), Some(n));
+        let mut f = Fruitless::default();
+        for i in 0..n * 3 {
+            assert_eq!(f.session(i % n == n - 1, true, t + Duration::from_secs(i as u64)), None, "an exact picture starts over");
+        }
+        let mut f = Fruitless::default();
+        for i in 0..n * 3 {
+            assert_eq!(f.session(false, true, t + (window / (n as u32 - 1) + Duration::from_millis(1)) * i as u32), None, "wider than the window");
         }
     }
 

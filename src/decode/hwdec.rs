@@ -367,8 +367,13 @@ impl Decoder for HwDecoder {
             Err(e) => Err(Error::ffmpeg("avcodec_send_packet (CUDA hwaccel)", e)),
         }
     }
-    fn send_eof(&mut self) -> Result<()> {
-        self.dec().send_eof().map_err(|e| Error::ffmpeg("avcodec_send_packet(NULL)", e))
+    fn send_eof(&mut self) -> Result<Outcome> {
+        match self.dec().send_eof() {
+            Ok(()) => Ok(Outcome::Clean),
+            // As mid-stream: a corrupt packet is the stream's fault.
+            Err(ff::Error::InvalidData) => Ok(Outcome::Corrupt(None)),
+            Err(e) => Err(Error::ffmpeg("avcodec_send_packet(NULL)", e)),
+        }
     }
     fn receive(&mut self) -> Result<Option<Picture>> {
         self.reap()?;

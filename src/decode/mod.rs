@@ -89,7 +89,9 @@ pub(crate) enum Outcome {
 pub(crate) trait Decoder: Send {
     fn kind(&self) -> DecoderKind;
     fn send_packet(&mut self, pkt: &ff::Packet) -> Result<Outcome>;
-    fn send_eof(&mut self) -> Result<()>;
+    /// Starts draining: end of stream. A corrupt packet the decoder still held fails here as it
+    /// would mid-stream, as [`Outcome::Corrupt`] (the pictures still come out).
+    fn send_eof(&mut self) -> Result<Outcome>;
     /// The next decoded picture, if one is ready.
     fn receive(&mut self) -> Result<Option<Picture>>;
     /// Writes the picture last received, as NV12, into `lease`'s slot (which has its size).

@@ -409,7 +409,7 @@ impl Decoder for Fallback {
         }
         r
     }
-    fn send_eof(&mut self) -> Result<()> {
+    fn send_eof(&mut self) -> Result<Outcome> {
         self.inner()?.send_eof()
     }
     fn receive(&mut self) -> Result<Option<Picture>> {

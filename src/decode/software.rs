@@ -310,8 +310,16 @@ impl Decoder for SoftwareDecoder {
             Err(e) => Err(Error::ffmpeg("avcodec_send_packet", e)),
         }
     }
-    fn send_eof(&mut self) -> Result<()> {
-        self.dec.send_eof().map_err(|e| Error::ffmpeg("avcodec_send_packet(NULL)", e))
+    fn send_eof(&mut self) -> Result<Outcome> {
+        match self.dec.send_eof() {
+            Ok(()) => Ok(Outcome::Clean),
+            // The last packets' decode fails here (frame threads): as it would mid-stream.
+            Err(ff::Error::InvalidData) => {
+                log::debug!("decoder met a corrupt packet at the end of the stream");
+                Ok(Outcome::Corrupt(None))
+            }
+            Err(e) => Err(Error::ffmpeg("avcodec_send_packet(NULL)", e)),
+        }
     }
     fn receive(&mut self) -> Result<Option<Picture>> {
         let r = self.dec.receive_frame(&mut self.frame);

@@ -52,7 +52,7 @@ impl Decoder for UploadDecoder {
     fn send_packet(&mut self, pkt: &ff::Packet) -> Result<Outcome> {
         self.sw.send_packet(pkt)
     }
-    fn send_eof(&mut self) -> Result<()> {
+    fn send_eof(&mut self) -> Result<Outcome> {
         self.sw.send_eof()
     }
     fn receive(&mut self) -> Result<Option<Picture>> {

@@ -111,8 +111,9 @@ pub const NVCAM_LATENCY_LOW: u32 = 1;
 /// The decoder may hold pictures back to keep the hardware busy (the fastest decode per GPU).
 pub const NVCAM_LATENCY_THROUGHPUT: u32 = 2;
 
-/// `nvcam_camera_options_t.transport` (RTSP; other sources ignore it): TCP-interleaved, unless
-/// `ffmpeg_options` sets `rtsp_transport` (what nvcam did before the option existed). TCP is the
+/// `nvcam_camera_options_t.transport` (RTSP; other sources ignore it): TCP-interleaved, or UDP
+/// where the server refuses TCP (461 or 400 to its SETUP; logged once, kept for the camera's
+/// reconnects), unless `ffmpeg_options` sets `rtsp_transport`. TCP is the
 /// default because the network loses nothing on it (a camera, server or restreamer that falls
 /// behind can still drop RTP packets inside the connection: those gaps are counted and marked, as
 /// `NVCAM_TRANSPORT_TCP` says), at the price of latency when the link is congested. Any other
@@ -121,11 +122,13 @@ pub const NVCAM_LATENCY_THROUGHPUT: u32 = 2;
 pub const NVCAM_TRANSPORT_DEFAULT: u32 = 0;
 /// RTP over the RTSP connection (TCP-interleaved): passes NAT and firewalls, and the network
 /// loses nothing; a camera, server or restreamer that falls behind still drops RTP packets inside
-/// the connection, and those gaps are counted and marked as on UDP.
+/// the connection, and those gaps are counted and marked as on UDP. A server that refuses it
+/// (461 or 400 to SETUP) fails the open with `NVCAM_E_UNSUPPORTED`, permanent.
 pub const NVCAM_TRANSPORT_TCP: u32 = 1;
 /// RTP over UDP (unicast): the lowest latency; packets can be lost (see `NVCAM_INTEGRITY_*`).
 /// Behind a firewall that drops the server's UDP no packet arrives: the open times out
-/// (`open_timeout_ms`) and the camera retries. Not possible with `rtsps://`
+/// (`open_timeout_ms`) and the camera retries. A server that refuses UDP (461 or 400 to SETUP)
+/// fails the open with `NVCAM_E_UNSUPPORTED`, permanent. Not possible with `rtsps://`
 /// (`NVCAM_E_BAD_OPTION`): its RTP rides the TLS connection.
 pub const NVCAM_TRANSPORT_UDP: u32 = 2;
 /// RTP over UDP multicast (the server chooses the group and port): many receivers, one stream.

@@ -78,6 +78,9 @@ pub(crate) fn boundary(name: &str, ctx: Ctx, body: impl FnOnce() -> Result<()>) 
         Ctx::Quiet => {}
         // Expected outcomes of a wait, not faults.
         _ if e.kind.is_wait_outcome() => ::log::debug!("{e}"),
+        // A failed camera's state, asked again and again by a polling host; its reason was
+        // logged (WARN) once, when it failed.
+        _ if e.expected && e.kind == ErrorKind::Failed => ::log::debug!("{e}"),
         _ if e.expected => ::log::info!("{e}"),
         _ => ::log::warn!("{e}"),
     }

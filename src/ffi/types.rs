@@ -56,7 +56,8 @@ pub struct nvcam_camera_options {
     /// `"rtsp_transport=udp;buffer_size=1048576"`), or NULL. A value holding `;`, `&`, `=` or
     /// spaces to keep at its ends goes in double quotes, `""` for a `"` inside
     /// (`passphrase=" a;b "`). An option FFmpeg does not consume fails the open with
-    /// `NVCAM_E_BAD_OPTION`, naming its key. RTSP defaults to `rtsp_transport=tcp`. TLS cameras
+    /// `NVCAM_E_BAD_OPTION`, naming its key. RTSP defaults to TCP (UDP where the server
+    /// refuses TCP; see `transport`), RTP over UDP to `buffer_size=4194304`. TLS cameras
     /// (`rtsps://`, `https://`, `rtmps://`) verify the server's certificate; `ca_file=PATH` trusts
     /// that CA instead of the system's store, `tls_pin_sha256=HEX` accepts exactly that certificate
     /// (see `NVCAM_OPEN_TLS_INSECURE`).

@@ -60,6 +60,11 @@ pub struct Stream {
     /// Each session gets its own pipeline (a clip from its start, with its first key frame at
     /// once), as cameras that start every new session with a key frame.
     pub not_shared: bool,
+    /// Offer only this lower transport ("tcp" or "udp"): a SETUP asking for the other is answered
+    /// 461 Unsupported Transport.
+    pub protocols: Option<&'static str>,
+    /// Log how many packets the server sent over UDP (see [`RtspServer::udp_sent`]).
+    pub count_udp: bool,
 }
 
 impl Default for Stream {
@@ -85,6 +90,8 @@ impl Default for Stream {
             no_udp_send: false,
             tls: None,
             not_shared: false,
+            protocols: None,
+            count_udp: false,
         }
     }
 }
@@ -152,6 +159,16 @@ impl Stream {
         self.tls = Some(pem.to_string());
         self
     }
+    /// Only this lower transport ("tcp" or "udp") is offered; the other's SETUP gets 461.
+    pub fn only(mut self, protocol: &'static str) -> Self {
+        self.protocols = Some(protocol);
+        self
+    }
+    /// The server logs the packets it sends over UDP ([`RtspServer::udp_sent`]).
+    pub fn count_udp(mut self) -> Self {
+        self.count_udp = true;
+        self
+    }
     /// Frames held `ms` before sending, sender reports on the capture clock.
     pub fn capture_clock(mut self, delay_ms: u32) -> Self {
         self.delay_ms = delay_ms;
@@ -210,6 +227,18 @@ impl RtspServer {
             .collect()
     }
 
+    /// How many TEARDOWNs the server has received since it (re)started.
+    pub fn teardowns(&self) -> usize {
+        self.stderr_text().lines().filter(|l| *l == "TEARDOWN").count()
+    }
+
+    /// Packets (RTP and RTCP) the server has sent over UDP since it (re)started, as it last
+    /// reported them (every 50 ms while the count grows); needs [`Stream::count_udp`].
+    pub fn udp_sent(&self) -> u64 {
+        assert!(self.stream.count_udp, "udp_sent needs Stream::count_udp");
+        self.stderr_text().lines().rev().find_map(|l| l.strip_prefix("UDP_SENT ")).map_or(0, |n| n.trim().parse().expect("UDP_SENT <n>"))
+    }
+
     fn spawn(&mut self) {
         let s = &self.stream;
         let mut cmd = Command::new(python());
@@ -254,6 +283,12 @@ impl RtspServer {
         }
         if let Some(pem) = &s.tls {
             cmd.args(["--tls", pem]);
+        }
+        if let Some(p) = s.protocols {
+            cmd.args(["--protocols", p]);
+        }
+        if s.count_udp {
+            cmd.arg("--count-udp");
         }
         // Retries cover a port still held by the previous instance (it is released on exit, but
         // a SIGKILLed process may take a moment to be reaped).

@@ -6,6 +6,7 @@ gir1.2-gst-rtsp-server-1.0 and python3-gi; run it with /usr/bin/python3, which p
                    [--bitrate KBPS] [--preset P] [--keyint N] [--mount /cam] [--auth USER:PASS] [--not-shared]
                    [--delay-ms N] [--sr-capture-time]
                    [--auth-digest USER:PASS] [--multicast] [--no-udp-send] [--tls PEM]
+                   [--protocols tcp|udp] [--count-udp]
 
 Serves one live test stream (videotestsrc, encoded on the fly) at rtsp://127.0.0.1:PORT/MOUNT over
 TCP-interleaved and UDP. Listens on 127.0.0.1 only. Port 0 picks a free port. Prints
@@ -28,6 +29,12 @@ with TTL 1 (the group is sent through the default route's interface, looped back
 --no-udp-send is a firewall that drops everything the server sends over UDP (RTP and RTCP, unicast
 and multicast) while the RTSP connection works: the SETUP over UDP succeeds, no packet arrives.
 --tls PEM serves rtsps:// (TLS on the RTSP connection) with the certificate and key in PEM.
+--protocols tcp|udp offers only that lower transport: a SETUP asking for the other is answered
+461 Unsupported Transport (as UDP-only cameras answer TCP).
+
+What clients did, on stderr, for the tests to check: "SETUP <udp|udp-mcast|tcp> tunneled=<bool>"
+for each SETUP, "TEARDOWN" for each TEARDOWN, and with --count-udp "UDP_SENT <n>" (every 50 ms
+while it grows): the packets (RTP and RTCP) the server has sent over UDP so far.
 """
 import argparse
 import ctypes
@@ -197,6 +204,8 @@ def main():
     ap.add_argument("--multicast", action="store_true", help="offer UDP multicast too")
     ap.add_argument("--no-udp-send", action="store_true", help="drop everything sent over UDP")
     ap.add_argument("--tls", default=None, help="PEM file with certificate and key: serve rtsps")
+    ap.add_argument("--protocols", default=None, choices=("tcp", "udp"), help="offer only this lower transport")
+    ap.add_argument("--count-udp", action="store_true", help="print UDP_SENT <packets sent over UDP so far>")
     a = ap.parse_args()
     width, height = (int(v) for v in a.size.lower().split("x"))
 
@@ -319,8 +328,38 @@ def main():
 
         factory.connect("media-configure", on_configure_fw)
 
+    if a.protocols:
+        factory.set_protocols(GstRtsp.RTSPLowerTrans.TCP if a.protocols == "tcp" else GstRtsp.RTSPLowerTrans.UDP)
+
+    if a.count_udp:
+        # Every buffer (or buffer list) reaching a UDP sink is sent to the clients it lists.
+        sent = {"n": 0, "shown": 0}
+
+        def count(_pad, info):
+            if info.type & Gst.PadProbeType.BUFFER_LIST:
+                lst = info.get_buffer_list()
+                sent["n"] += lst.length() if lst is not None else 1
+            else:
+                sent["n"] += 1
+            return Gst.PadProbeReturn.OK
+
+        def on_element_count(_bin, _sub, element):
+            name = element.get_factory().get_name() if element.get_factory() else ""
+            if name in ("udpsink", "multiudpsink"):
+                element.get_static_pad("sink").add_probe(Gst.PadProbeType.BUFFER | Gst.PadProbeType.BUFFER_LIST, count)
+
+        factory.connect("media-configure", lambda _f, media: media.get_element().get_parent().connect("deep-element-added", on_element_count))
+
+        def show():
+            if sent["n"] != sent["shown"]:
+                sent["shown"] = sent["n"]
+                print(f"UDP_SENT {sent['n']}", file=sys.stderr, flush=True)
+            return True
+
+        GLib.timeout_add(50, show)
+
     # What each client asked for, for the tests to check: "SETUP <udp|udp-mcast|tcp> tunneled=<bool>"
-    # on stderr (tunneled: RTSP over the HTTP tunnel).
+    # on stderr (tunneled: RTSP over the HTTP tunnel), and "TEARDOWN" for each TEARDOWN.
     def on_setup(client, ctx):
         trans = ctx.trans.get_transport() if ctx.trans is not None else None
         names = {int(GstRtsp.RTSPLowerTrans.UDP): "udp", int(GstRtsp.RTSPLowerTrans.UDP_MCAST): "udp-mcast",
@@ -328,7 +367,14 @@ def main():
         lower = names.get(int(trans.lower_transport), str(int(trans.lower_transport))) if trans is not None else "?"
         print(f"SETUP {lower} tunneled={client.get_connection().is_tunneled()}", file=sys.stderr, flush=True)
 
-    server.connect("client-connected", lambda _srv, client: client.connect("setup-request", on_setup))
+    def on_teardown(_client, _ctx):
+        print("TEARDOWN", file=sys.stderr, flush=True)
+
+    def on_client(_srv, client):
+        client.connect("setup-request", on_setup)
+        client.connect("teardown-request", on_teardown)
+
+    server.connect("client-connected", on_client)
 
     server.get_mount_points().add_factory(a.mount, factory)
     if server.attach(None) == 0:

@@ -387,13 +387,16 @@ impl Decoder for NvDecoder {
         }
     }
 
-    fn send_eof(&mut self) -> Result<()> {
+    fn send_eof(&mut self) -> Result<Outcome> {
         if let Some(a) = self.annexb.as_mut() {
             a.flush();
         }
         match self.parse(&[], None, cu::CUVID_PKT_ENDOFSTREAM) {
-            Ok(()) => Ok(()),
-            Err(e) if recoverable(&e) => self.recover(e).map(|w| log::debug!("at end of stream: {w}")),
+            Ok(()) => Ok(Outcome::Clean),
+            Err(e) if recoverable(&e) => self.recover(e).map(|w| {
+                log::debug!("at end of stream: {w}");
+                Outcome::Clean
+            }),
             Err(e) => Err(e),
         }
     }

@@ -225,8 +225,8 @@ impl Decoder for NvjpegDecoder {
             Err(e) => Ok(Outcome::Corrupt(Some(e))),
         }
     }
-    fn send_eof(&mut self) -> Result<()> {
-        Ok(())
+    fn send_eof(&mut self) -> Result<Outcome> {
+        Ok(Outcome::Clean)
     }
     fn receive(&mut self) -> Result<Option<Picture>> {
         let Some(h) = self.sent.take() else { return Ok(None) };
