@@ -20,6 +20,17 @@
 //! alone, and whole pictures lost between two others matter only if one was a reference (H.264's
 //! `frame_num` tells; for other codecs the stream is taken as suspect).
 //!
+//! A gap is reported while the demuxer reads the packet after it, and its parser hands out an
+//! access unit only once the next one starts: the gaps taken with one access unit lie inside it
+//! or between it and the next. So a hit's picture is that unit or the next one; when neither has
+//! its timestamp, the picture was lost whole (its start lost, the rest of its data appended to
+//! the unit before it) and never comes: its hit is placed there, between the two units, and does
+//! not wait for a picture that is not coming.
+//!
+//! A recovery point that went in whole stays a recovery point for what was sent before the next
+//! loss: a loss after it marks the pictures from the lost one on, not the recovery point still
+//! inside the decoder nor the pictures between the two.
+//!
 //! Every signal that reaches the tracker through packets (RTP gaps, demuxer corruption flags,
 //! recovery points) is the same whichever decoder runs, so the decoders mark the same pictures;
 //! a decoder's own error report adds to that (see `Decoder::write_into`).
@@ -37,9 +48,6 @@ const KEYS_KEPT: usize = 16;
 const SENT_KEPT: usize = 64;
 /// Hits waiting for their picture's packet, and damaged pictures waiting to come out.
 const HITS_KEPT: usize = 64;
-/// A hit whose picture has not gone in by the time the stream is this far past it (stream time,
-/// µs) will not come: the loss is taken as one of unknown place.
-const HIT_WAIT_US: i64 = 1_000_000;
 
 /// What a gap in the packets before the decoder hit, by the timestamps of the pictures around it
 /// (the demuxer knows of the gap before its parser has put those pictures together).
@@ -72,6 +80,8 @@ pub(crate) struct Integrity {
     before_start: bool,
     /// A recovery point sent after the last loss: pictures at or after its timestamp are exact.
     recovery: Option<i64>,
+    /// That recovery point's send number.
+    recovery_sent: Option<u64>,
     /// Whether that recovery point stands alone (an IDR or IRAP), so a decoder may start afresh
     /// there; the picture a recovery-point SEI names still predicts from earlier ones.
     recovery_alone: bool,
@@ -87,8 +97,9 @@ pub(crate) struct Integrity {
     /// Every recent packet, (timestamp, send number, reference picture): where a damaged picture
     /// was in decode order, and whether others may predict from it.
     sent: std::collections::VecDeque<(i64, u64, bool)>,
-    /// Hits whose picture has not gone into the decoder yet.
-    hits: std::collections::VecDeque<Hit>,
+    /// Hits whose picture has not gone into the decoder yet, with the send number they came at
+    /// (their picture is the next packet or the one after it).
+    hits: std::collections::VecDeque<(Hit, u64)>,
     /// Pictures that went into the decoder damaged and have not come out: their timestamps.
     corrupt_in: std::collections::VecDeque<i64>,
     /// Packets sent so far.
@@ -116,7 +127,7 @@ impl Integrity {
         if std::mem::take(&mut self.last_exact) {
             self.sent_exact.pop_back();
         }
-        self.suspect(now);
+        self.suspect(now, self.sends);
     }
 
     /// A gap hit the stream where `hit` says. The hit waits for its picture's packet; a picture
@@ -134,7 +145,7 @@ impl Integrity {
             self.hits.clear();
             self.lost(now);
         }
-        self.hits.push_back(hit);
+        self.hits.push_back((hit, self.sends));
     }
 
     /// The picture at `pts_us` came out damaged: pictures decoded after it may reference it, so
@@ -152,17 +163,36 @@ impl Integrity {
             None => self.sent_exact.clear(),
         }
         self.last_exact = false;
-        self.suspect(now);
+        self.suspect(now, at.unwrap_or(0));
         // A decoder that holds pictures back may already have the next IDR: it is the recovery
         // point, not the one after it.
         if let Some(n) = at {
-            self.recovery = self.keys.iter().find(|&&(_, m, k)| m > n && k == KeyPoint::Full).map(|&(p, _, _)| p);
+            let key = self.keys.iter().find(|&&(_, m, k)| m > n && k == KeyPoint::Full);
+            (self.recovery, self.recovery_sent) = (key.map(|&(p, _, _)| p), key.map(|&(_, m, _)| m));
         }
     }
 
-    fn suspect(&mut self, now: Instant) {
+    /// The stream is suspect from the packet sent `upto` on. A recovery point sent before it
+    /// (and after the previous loss) has not come out yet: it and the pictures sent after it and
+    /// before `upto` are exact (all but leading pictures, which have earlier timestamps and may
+    /// reference pictures before the recovery point).
+    fn suspect(&mut self, now: Instant, upto: u64) {
+        if let (Some(r), Some(rn)) = (self.recovery, self.recovery_sent) {
+            if r != i64::MIN && rn < upto {
+                for &(p, n, _) in self.sent.iter().filter(|&&(p, n, _)| n >= rn && n < upto && p >= r) {
+                    if !self.sent_exact.iter().any(|&(_, m)| m == n) {
+                        if self.sent_exact.len() == SENT_KEPT {
+                            self.sent_exact.pop_front();
+                        }
+                        self.sent_exact.push_back((p, n));
+                    }
+                }
+                log::trace!("a loss after the recovery point at pts {r}: the pictures from it up to the loss stay exact");
+            }
+        }
         self.suspect_since.get_or_insert(now);
         self.recovery = None;
+        self.recovery_sent = None;
         self.pending = None;
     }
 
@@ -170,15 +200,25 @@ impl Integrity {
     /// in it can reach. A hit waiting for it damages it now.
     pub(crate) fn packet(&mut self, key: KeyPoint, pic: Picture, pts_us: i64, now: Instant) {
         let (mut damaged, mut lost_here) = (false, false);
-        if !self.hits.is_empty() && pts_us != i64::MIN {
-            self.hits.retain(|&h| {
-                let mine = h.pts() == pts_us;
+        let sends = self.sends;
+        if !self.hits.is_empty() {
+            self.hits.retain(|&(h, at)| {
+                let mine = h.pts() == pts_us && pts_us != i64::MIN;
+                // Came before the packet sent last: this packet is the last that could be its
+                // picture.
+                let last_chance = at < sends;
                 match h {
                     Hit::Picture(_) if mine => damaged = true,
                     Hit::StartOf(_) if mine => damaged |= !pic.starts_whole,
                     Hit::From(_) if mine => lost_here = true,
-                    // Its picture never came (or came without the timestamp the gap gave it).
-                    _ if pts_us.saturating_sub(h.pts()) > HIT_WAIT_US => lost_here = true,
+                    // A packet without a timestamp may be the hit's picture.
+                    _ if pts_us == i64::MIN => lost_here = true,
+                    // Its picture was lost whole, between the last packet and this one: nothing
+                    // of it comes out. The pictures that predict from it are suspect from here
+                    // (`From`); where H.264's `frame_num` is read, its gap tells whether it was
+                    // a reference, and no `From` came.
+                    Hit::From(_) if last_chance => lost_here = true,
+                    _ if last_chance => log::trace!("picture of pts {} lost whole, before the packet of pts {pts_us}", h.pts()),
                     _ => return true,
                 }
                 false
@@ -223,7 +263,7 @@ impl Integrity {
         if let Some(n) = self.pending {
             if n == 0 {
                 self.pending = None;
-                self.recovery = Some(pts_us);
+                (self.recovery, self.recovery_sent) = (Some(pts_us), Some(self.sends));
                 self.recovery_alone = false;
             } else {
                 self.pending = Some(n - 1);
@@ -231,8 +271,8 @@ impl Integrity {
             return;
         }
         match key {
-            KeyPoint::Full => (self.recovery, self.recovery_alone) = (Some(pts_us), true),
-            KeyPoint::After(0) => (self.recovery, self.recovery_alone) = (Some(pts_us), false),
+            KeyPoint::Full => (self.recovery, self.recovery_sent, self.recovery_alone) = (Some(pts_us), Some(self.sends), true),
+            KeyPoint::After(0) => (self.recovery, self.recovery_sent, self.recovery_alone) = (Some(pts_us), Some(self.sends), false),
             KeyPoint::After(n) => self.pending = Some(n - 1),
             KeyPoint::None => {}
         }
@@ -265,6 +305,7 @@ impl Integrity {
                     self.suspect_since = None;
                     self.before_start = false;
                     self.recovery = None;
+                    self.recovery_sent = None;
                 }
             }
         }
