@@ -28,6 +28,10 @@ with TTL 1 (the group is sent through the default route's interface, looped back
 --no-udp-send is a firewall that drops everything the server sends over UDP (RTP and RTCP, unicast
 and multicast) while the RTSP connection works: the SETUP over UDP succeeds, no packet arrives.
 --tls PEM serves rtsps:// (TLS on the RTSP connection) with the certificate and key in PEM.
+
+--drop-log PATH writes a line for every RTP packet the lossy network (--loss) drops, to PATH:
+"DROP seq=<RTP sequence number> rtpts=<RTP timestamp> pts=<the clip's timestamp, ns>", so a test
+can tell which pictures lost data.
 """
 import argparse
 import ctypes
@@ -96,6 +100,41 @@ class Scrambler:
             b.pts = Gst.CLOCK_TIME_NONE
             b.dts = Gst.CLOCK_TIME_NONE
             self.out.emit("push-buffer", b)
+
+
+def log_drops(media, path):
+    """Logs the RTP packets netsim drops: those that go into it and never come out (it keeps the
+    order of what it lets through when it delays nothing)."""
+    it, sim = media.get_element().iterate_recurse(), None
+    while sim is None:
+        res, e = it.next()
+        if res != Gst.IteratorResult.OK:
+            raise SystemExit("--drop-log: no netsim in the pipeline")
+        if e.get_factory() is not None and e.get_factory().get_name() == "netsim":
+            sim = e
+    out = open(path, "a", buffering=1)
+    queue = []
+
+    def rtp(buf):
+        head = buf.extract_dup(0, 8)
+        return (head[2] << 8 | head[3], int.from_bytes(head[4:8], "big"), buf.pts)
+
+    def on_in(_pad, info):
+        # A buffer list is split into buffers on its way into netsim, each passing this probe.
+        queue.append(rtp(info.get_buffer()))
+        return Gst.PadProbeReturn.OK
+
+    def on_out(_pad, info):
+        seq = rtp(info.get_buffer())[0]
+        while queue:
+            s = queue.pop(0)
+            if s[0] == seq:
+                break
+            out.write(f"DROP seq={s[0]} rtpts={s[1]} pts={s[2]}\n")
+        return Gst.PadProbeReturn.OK
+
+    sim.get_static_pad("sink").add_probe(Gst.PadProbeType.BUFFER, on_in)
+    sim.get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, on_out)
 
 
 def name_last(tail):
@@ -197,6 +236,7 @@ def main():
     ap.add_argument("--multicast", action="store_true", help="offer UDP multicast too")
     ap.add_argument("--no-udp-send", action="store_true", help="drop everything sent over UDP")
     ap.add_argument("--tls", default=None, help="PEM file with certificate and key: serve rtsps")
+    ap.add_argument("--drop-log", default=None, help="log each RTP packet --loss drops to this file")
     a = ap.parse_args()
     width, height = (int(v) for v in a.size.lower().split("x"))
 
@@ -231,6 +271,8 @@ def main():
         scramblers = []
         factory.connect("media-configure", lambda _f, media: scramblers.append(Scrambler(media, a.jitter_ms, a.duplicate)))
     factory.set_shared(not a.not_shared)
+    if a.drop_log and a.loss:
+        factory.connect("media-configure", lambda _f, media: log_drops(media, a.drop_log))
     if a.sr_capture_time:
 
         class CaptureClockMedia(GstRtspServer.RTSPMedia):
