@@ -358,8 +358,10 @@ pub(crate) fn hits_of(g: &RtpGap, keys: &KeyScan, tb: ffmpeg_next::Rational, tra
     if before == after {
         return Some([Some(Hit::Picture(after)), None, None]);
     }
-    // The picture before lost its end, or a cut unit's rest was appended to it.
-    let before_hit = (!g.marker_before || !starts).then_some(Hit::Picture(before));
+    // The picture before lost its end. One that ended whole (its last packet has the marker)
+    // is whole even when the rest of a cut unit is appended to it: that lies past its last
+    // slice's end, where decoders stop reading.
+    let before_hit = (!g.marker_before).then_some(Hit::Picture(before));
     let after_hit = if starts { Hit::StartOf(after) } else { Hit::Picture(after) };
     Some([before_hit, Some(after_hit), (!tracks_refs).then_some(Hit::From(after))])
 }
