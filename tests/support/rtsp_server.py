@@ -103,8 +103,8 @@ class Scrambler:
 
 
 def log_drops(media, path):
-    """Logs the RTP packets netsim drops: those that go into it and never come out (it keeps the
-    order of what it lets through when it delays nothing)."""
+    """Logs the RTP packets netsim drops: those that go into it and do not come out before the
+    next goes in (without delays it pushes or drops each packet at once)."""
     it, sim = media.get_element().iterate_recurse(), None
     while sim is None:
         res, e = it.next()
@@ -120,17 +120,17 @@ def log_drops(media, path):
         return (head[2] << 8 | head[3], int.from_bytes(head[4:8], "big"), buf.pts)
 
     def on_in(_pad, info):
-        # A buffer list is split into buffers on its way into netsim, each passing this probe.
+        # netsim has pushed or dropped every packet before this one: what did not come out was
+        # dropped. (A buffer list is split into buffers on its way in, each passing this probe.)
+        while queue:
+            s = queue.pop(0)
+            out.write(f"DROP seq={s[0]} rtpts={s[1]} pts={s[2]}\n")
         queue.append(rtp(info.get_buffer()))
         return Gst.PadProbeReturn.OK
 
     def on_out(_pad, info):
         seq = rtp(info.get_buffer())[0]
-        while queue:
-            s = queue.pop(0)
-            if s[0] == seq:
-                break
-            out.write(f"DROP seq={s[0]} rtpts={s[1]} pts={s[2]}\n")
+        queue[:] = [s for s in queue if s[0] != seq]
         return Gst.PadProbeReturn.OK
 
     sim.get_static_pad("sink").add_probe(Gst.PadProbeType.BUFFER, on_in)
