@@ -20,12 +20,13 @@
 //! alone, and whole pictures lost between two others matter only if one was a reference (H.264's
 //! `frame_num` tells; for other codecs the stream is taken as suspect).
 //!
-//! A gap is reported while the demuxer reads the packet after it, and its parser hands out an
-//! access unit only once the next one starts: the gaps taken with one access unit lie inside it
-//! or between it and the next. So a hit's picture is that unit or the next one; when neither has
+//! A gap lies between two packets: the picture of the one before it and the one after it. The
+//! demuxer's parser hands out an access unit only once the next one starts, so once the picture
+//! before the gap has gone in, the hit's picture is that one or the next unit. When neither has
 //! its timestamp, the picture was lost whole (its start lost, the rest of its data appended to
 //! the unit before it) and never comes: its hit is placed there, between the two units, and does
-//! not wait for a picture that is not coming.
+//! not wait for a picture that is not coming. (A gap may be reported well before its place goes
+//! in: FFmpeg reads ahead while it probes a stream at open.)
 //!
 //! A recovery point that went in whole stays a recovery point for what was sent before the next
 //! loss: a loss after it marks the pictures from the lost one on, not the recovery point still
@@ -48,6 +49,10 @@ const KEYS_KEPT: usize = 16;
 const SENT_KEPT: usize = 64;
 /// Hits waiting for their picture's packet, and damaged pictures waiting to come out.
 const HITS_KEPT: usize = 64;
+/// A hit whose picture has not gone in by the time the stream is this far past it (stream time,
+/// µs), and whose place was never reached (the picture before its gap never went in either),
+/// will not come.
+const HIT_WAIT_US: i64 = 1_000_000;
 
 /// What a gap in the packets before the decoder hit, by the timestamps of the pictures around it
 /// (the demuxer knows of the gap before its parser has put those pictures together).
@@ -69,6 +74,16 @@ impl Hit {
             Hit::Picture(p) | Hit::StartOf(p) | Hit::From(p) => p,
         }
     }
+}
+
+/// A hit waiting for its picture.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    hit: Hit,
+    /// The timestamp of the packet before the gap.
+    before: i64,
+    /// The picture before the gap has gone in: the next packet is the last that can be the hit's.
+    armed: bool,
 }
 
 #[derive(Debug, Default)]
@@ -97,9 +112,8 @@ pub(crate) struct Integrity {
     /// Every recent packet, (timestamp, send number, reference picture): where a damaged picture
     /// was in decode order, and whether others may predict from it.
     sent: std::collections::VecDeque<(i64, u64, bool)>,
-    /// Hits whose picture has not gone into the decoder yet, with the send number they came at
-    /// (their picture is the next packet or the one after it).
-    hits: std::collections::VecDeque<(Hit, u64)>,
+    /// Hits whose picture has not gone into the decoder yet.
+    hits: std::collections::VecDeque<Pending>,
     /// Pictures that went into the decoder damaged and have not come out: their timestamps.
     corrupt_in: std::collections::VecDeque<i64>,
     /// Packets sent so far.
@@ -130,9 +144,9 @@ impl Integrity {
         self.suspect(now, self.sends);
     }
 
-    /// A gap hit the stream where `hit` says. The hit waits for its picture's packet; a picture
-    /// already sent is damaged at once.
-    pub(crate) fn gap(&mut self, hit: Hit, now: Instant) {
+    /// A gap hit the stream where `hit` says; `before` is the timestamp of the packet before the
+    /// gap. The hit waits for its picture's packet; a picture already sent is damaged at once.
+    pub(crate) fn gap(&mut self, hit: Hit, before: i64, now: Instant) {
         if self.sent.iter().any(|&(p, _, _)| p == hit.pts()) {
             if !matches!(hit, Hit::From(_)) {
                 push_bounded(&mut self.corrupt_in, hit.pts());
@@ -145,7 +159,8 @@ impl Integrity {
             self.hits.clear();
             self.lost(now);
         }
-        self.hits.push_back((hit, self.sends));
+        let armed = self.sent.iter().any(|&(p, _, _)| p == before);
+        self.hits.push_back(Pending { hit, before, armed });
     }
 
     /// The picture at `pts_us` came out damaged: pictures decoded after it may reference it, so
@@ -200,29 +215,45 @@ impl Integrity {
     /// in it can reach. A hit waiting for it damages it now.
     pub(crate) fn packet(&mut self, key: KeyPoint, pic: Picture, pts_us: i64, now: Instant) {
         let (mut damaged, mut lost_here) = (false, false);
-        let sends = self.sends;
         if !self.hits.is_empty() {
-            self.hits.retain(|&(h, at)| {
-                let mine = h.pts() == pts_us && pts_us != i64::MIN;
-                // Came before the packet sent last: this packet is the last that could be its
-                // picture.
-                let last_chance = at < sends;
-                match h {
-                    Hit::Picture(_) if mine => damaged = true,
-                    Hit::StartOf(_) if mine => damaged |= !pic.starts_whole,
-                    Hit::From(_) if mine => lost_here = true,
-                    // A packet without a timestamp may be the hit's picture.
-                    _ if pts_us == i64::MIN => lost_here = true,
-                    // Its picture was lost whole, between the last packet and this one: nothing
-                    // of it comes out. The pictures that predict from it are suspect from here
-                    // (`From`); where H.264's `frame_num` is read, its gap tells whether it was
-                    // a reference, and no `From` came.
-                    Hit::From(_) if last_chance => lost_here = true,
-                    _ if last_chance => log::trace!("picture of pts {} lost whole, before the packet of pts {pts_us}", h.pts()),
-                    _ => return true,
+            // Pictures lost whole, found at this packet: a hit whose gap came after one of them
+            // (its `before`) had its place reached with it.
+            let mut gone: Vec<i64> = Vec::new();
+            loop {
+                let before_len = gone.len();
+                self.hits.retain_mut(|h| {
+                    let p = h.hit.pts();
+                    let mine = p == pts_us && pts_us != i64::MIN;
+                    match h.hit {
+                        Hit::Picture(_) if mine => damaged = true,
+                        Hit::StartOf(_) if mine => damaged |= !pic.starts_whole,
+                        Hit::From(_) if mine => lost_here = true,
+                        // A packet without a timestamp may be the hit's picture.
+                        _ if pts_us == i64::MIN => lost_here = true,
+                        // Its picture was lost whole, between the last packet and this one:
+                        // nothing of it comes out. The pictures that predict from it are suspect
+                        // from here (`From`); where H.264's `frame_num` is read, its gap tells
+                        // whether it was a reference, and no `From` came.
+                        _ if h.armed || gone.contains(&h.before) => {
+                            log::trace!("picture of pts {p} lost whole, before the packet of pts {pts_us}");
+                            lost_here |= matches!(h.hit, Hit::From(_));
+                            gone.push(p);
+                        }
+                        // The picture before the gap: the next packet is the last chance.
+                        _ if h.before == pts_us => {
+                            h.armed = true;
+                            return true;
+                        }
+                        // Its place never came either: a picture this far past it is not coming.
+                        _ if pts_us.saturating_sub(p) > HIT_WAIT_US => lost_here |= matches!(h.hit, Hit::From(_)),
+                        _ => return true,
+                    }
+                    false
+                });
+                if gone.len() == before_len {
+                    break;
                 }
-                false
-            });
+            }
         }
         self.packet_in(key, pic, pts_us);
         if damaged {

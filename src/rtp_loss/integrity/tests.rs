@@ -118,7 +118,7 @@ fn a_gap_inside_a_reference_picture_marks_it_corrupt_and_what_follows_until_the_
     let t = Instant::now();
     let mut g = Integrity::default();
     g.packet(KeyPoint::Full, REF, 0, t);
-    g.gap(Hit::Picture(66), t);
+    g.gap(Hit::Picture(66), 66, t);
     g.packet(KeyPoint::None, REF, 33, t);
     g.packet(KeyPoint::None, REF, 66, t);
     g.packet(KeyPoint::None, REF, 100, t);
@@ -138,7 +138,7 @@ fn a_lost_non_reference_picture_marks_itself_only() {
     let mut g = Integrity::default();
     g.packet(KeyPoint::Full, REF, 0, t);
     g.packet(KeyPoint::None, REF, 100, t);
-    g.gap(Hit::Picture(33), t);
+    g.gap(Hit::Picture(33), 33, t);
     g.packet(KeyPoint::None, NON_REF, 33, t);
     g.packet(KeyPoint::None, NON_REF, 66, t);
     g.packet(KeyPoint::None, REF, 200, t);
@@ -156,10 +156,10 @@ fn a_lost_non_reference_picture_marks_itself_only() {
 fn whole_units_lost_before_a_picture_damage_it_only_if_its_first_slice_is_gone() {
     let t = Instant::now();
     let mut g = Integrity::default();
-    g.gap(Hit::StartOf(33), t);
+    g.gap(Hit::StartOf(33), 0, t);
     g.packet(KeyPoint::None, REF, 33, t);
     assert!(exact(g.picture(33, false, t)), "a picture that starts with its first slice is whole");
-    g.gap(Hit::StartOf(66), t);
+    g.gap(Hit::StartOf(66), 33, t);
     g.packet(KeyPoint::None, Picture { reference: true, starts_whole: false }, 66, t);
     let d = g.picture(66, false, t);
     assert!(d.corrupt && d.after_loss);
@@ -175,7 +175,7 @@ fn a_picture_lost_whole_is_placed_between_its_neighbours_and_never_fires_later()
     let mut g = Integrity::default();
     g.packet(KeyPoint::Full, REF, 0, t);
     // The gap came with the packet before the lost picture (the picture at 66 lost its start).
-    g.gap(Hit::StartOf(66), t);
+    g.gap(Hit::StartOf(66), 33, t);
     g.packet(KeyPoint::None, REF, 33, t);
     // No packet of pts 66: the next one is 100 (H.264's frame_num gap would mark it, if 66 was
     // a reference; here the tracker is told nothing more).
@@ -200,8 +200,8 @@ fn a_picture_lost_whole_makes_what_follows_it_suspect_where_references_are_not_r
     let t = Instant::now();
     let mut g = Integrity::default();
     g.packet(KeyPoint::Full, REF, 0, t);
-    g.gap(Hit::StartOf(66), t);
-    g.gap(Hit::From(66), t);
+    g.gap(Hit::StartOf(66), 33, t);
+    g.gap(Hit::From(66), 33, t);
     g.packet(KeyPoint::None, REF, 33, t);
     g.packet(KeyPoint::None, REF, 100, t);
     g.packet(KeyPoint::None, REF, 133, t);
@@ -213,6 +213,43 @@ fn a_picture_lost_whole_makes_what_follows_it_suspect_where_references_are_not_r
     assert!(exact(g.picture(1_000_000, false, t)));
 }
 
+/// FFmpeg reads ahead while it probes a stream at open: a gap five pictures on is reported before
+/// the first picture goes in. Its hits wait for the picture before the gap; the pictures before
+/// that are exact, and a picture lost whole there marks from the next one on.
+#[test]
+fn a_gap_reported_ahead_of_its_place_marks_from_its_place() {
+    let t = Instant::now();
+    let mut g = Integrity::default();
+    g.gap(Hit::StartOf(166), 133, t);
+    g.gap(Hit::From(166), 133, t);
+    for p in [0, 33, 66, 100, 133, 200, 233] {
+        g.packet(if p == 0 { KeyPoint::Full } else { KeyPoint::None }, REF, p, t);
+    }
+    for p in [0, 33, 66, 100, 133] {
+        assert!(exact(g.picture(p, false, t)), "pts {p}, before the gap");
+    }
+    assert!(g.picture(200, false, t).after_loss);
+    assert!(g.picture(233, false, t).after_loss);
+}
+
+/// Two pictures in a row lost whole: the second gap's place (the first lost picture) never goes
+/// in; both are placed at the next packet, and nothing fires later.
+#[test]
+fn two_pictures_lost_whole_in_a_row_are_both_placed() {
+    let t = Instant::now();
+    let mut g = Integrity::default();
+    g.packet(KeyPoint::Full, REF, 0, t);
+    g.gap(Hit::StartOf(66), 33, t);
+    g.gap(Hit::StartOf(100), 66, t);
+    g.packet(KeyPoint::None, REF, 33, t);
+    g.packet(KeyPoint::None, REF, 133, t);
+    g.packet(KeyPoint::None, REF, 2_000_000, t);
+    for p in [0, 33, 133, 2_000_000] {
+        assert!(exact(g.picture(p, false, t)), "pts {p}");
+    }
+    assert_eq!(g.suspect_for(t), None);
+}
+
 /// A hit waiting when a packet without a timestamp comes may be that packet's: it and what
 /// follows are suspect.
 #[test]
@@ -220,7 +257,7 @@ fn a_hit_met_by_a_packet_without_a_timestamp_counts_there() {
     let t = Instant::now();
     let mut g = Integrity::default();
     g.packet(KeyPoint::None, REF, 0, t);
-    g.gap(Hit::Picture(33), t);
+    g.gap(Hit::Picture(33), 33, t);
     g.packet(KeyPoint::None, REF, i64::MIN, t);
     g.packet(KeyPoint::None, REF, 66, t);
     assert!(exact(g.picture(0, false, t)));
@@ -245,7 +282,7 @@ fn a_whole_idr_still_in_the_decoder_is_not_marked_for_a_later_pictures_loss() {
     // the decoder.
     g.packet(KeyPoint::Full, REF, 1_000, t);
     g.packet(KeyPoint::None, REF, 1_033, t);
-    g.gap(Hit::Picture(1_066), t);
+    g.gap(Hit::Picture(1_066), 1_066, t);
     g.packet(KeyPoint::None, REF, 1_066, t);
     g.packet(KeyPoint::None, REF, 1_100, t);
     assert!(g.picture(66, false, t).after_loss, "before the IDR");
@@ -267,12 +304,12 @@ fn a_sessions_first_idr_is_exact_though_the_next_picture_is_damaged_and_a_damage
     let mut g = Integrity::at_session_start();
     g.packet(KeyPoint::None, REF, 100, t);
     g.packet(KeyPoint::Full, REF, 133, t);
-    g.gap(Hit::Picture(166), t);
+    g.gap(Hit::Picture(166), 166, t);
     g.packet(KeyPoint::None, REF, 166, t);
     assert!(g.picture(100, false, t).after_loss);
     assert!(exact(g.picture(133, false, t)));
     assert!(g.picture(166, false, t).corrupt);
-    g.gap(Hit::Picture(1_133), t);
+    g.gap(Hit::Picture(1_133), 1_133, t);
     g.packet(KeyPoint::Full, REF, 1_133, t);
     g.packet(KeyPoint::None, REF, 1_166, t);
     let k = g.picture(1_133, false, t);
@@ -302,7 +339,7 @@ fn a_gap_in_a_picture_already_sent_damages_it_and_what_came_after() {
     let mut g = Integrity::default();
     g.packet(KeyPoint::None, REF, 10, t);
     g.packet(KeyPoint::None, REF, 20, t);
-    g.gap(Hit::Picture(10), t);
+    g.gap(Hit::Picture(10), 10, t);
     let d = g.picture(10, false, t);
     assert!(d.corrupt);
     assert!(g.picture(20, false, t).after_loss);
