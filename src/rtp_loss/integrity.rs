@@ -234,12 +234,13 @@ impl Integrity {
                         // nothing of it comes out. The pictures that predict from it are suspect
                         // from here (`From`); where H.264's `frame_num` is read, its gap tells
                         // whether it was a reference, and no `From` came.
-                        _ if h.armed || gone.contains(&h.before) => {
+                        _ if (h.armed || gone.contains(&h.before)) && pts_us != h.before => {
                             log::trace!("picture of pts {p} lost whole, before the packet of pts {pts_us}");
                             lost_here |= matches!(h.hit, Hit::From(_));
                             gone.push(p);
                         }
-                        // The picture before the gap: the next packet is the last chance.
+                        // The picture before the gap (a packet more of it may follow): the next
+                        // picture is the last chance.
                         _ if h.before == pts_us => {
                             h.armed = true;
                             return true;

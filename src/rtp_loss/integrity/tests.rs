@@ -250,6 +250,22 @@ fn two_pictures_lost_whole_in_a_row_are_both_placed() {
     assert_eq!(g.suspect_for(t), None);
 }
 
+/// Two units with the timestamp of the picture before the gap (its fields, or a unit of its own
+/// for its parameter sets): the hit's picture is still the next one after them.
+#[test]
+fn a_hit_waits_past_every_unit_of_the_picture_before_its_gap() {
+    let t = Instant::now();
+    let mut g = Integrity::default();
+    g.packet(KeyPoint::Full, REF, 0, t);
+    g.gap(Hit::StartOf(66), 33, t);
+    g.packet(KeyPoint::None, REF, 33, t);
+    g.packet(KeyPoint::None, REF, 33, t);
+    g.packet(KeyPoint::None, Picture { reference: true, starts_whole: false }, 66, t);
+    assert!(exact(g.picture(0, false, t)));
+    let d = g.picture(66, false, t);
+    assert!(d.corrupt && d.after_loss, "{d:?}");
+}
+
 /// A hit waiting when a packet without a timestamp comes may be that packet's: it and what
 /// follows are suspect.
 #[test]
