@@ -86,7 +86,10 @@ impl LossWatch {
             let hits = hits_of(&g, &self.keys, self.time_base, tracks_refs).filter(|_| place_gaps(sh));
             log::debug!("camera {}: {} RTP packet(s) lost, {hits:?}", sh.name(), g.lost);
             match hits {
-                Some(hits) => hits.into_iter().flatten().for_each(|h| integrity.gap(h, now)),
+                Some(hits) => {
+                    let before = pts_us(g.pts_before, self.time_base);
+                    hits.into_iter().flatten().for_each(|h| integrity.gap(h, before, now));
+                }
                 None => unknown_place = true,
             }
         }

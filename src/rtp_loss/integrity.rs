@@ -20,6 +20,18 @@
 //! alone, and whole pictures lost between two others matter only if one was a reference (H.264's
 //! `frame_num` tells; for other codecs the stream is taken as suspect).
 //!
+//! A gap lies between two packets: the picture of the one before it and the one after it. The
+//! demuxer's parser hands out an access unit only once the next one starts, so once the picture
+//! before the gap has gone in, the hit's picture is that one or the next unit. When neither has
+//! its timestamp, the picture was lost whole (its start lost, the rest of its data appended to
+//! the unit before it) and never comes: its hit is placed there, between the two units, and does
+//! not wait for a picture that is not coming. (A gap may be reported well before its place goes
+//! in: FFmpeg reads ahead while it probes a stream at open.)
+//!
+//! A recovery point that went in whole stays a recovery point for what was sent before the next
+//! loss: a loss after it marks the pictures from the lost one on, not the recovery point still
+//! inside the decoder nor the pictures between the two.
+//!
 //! Every signal that reaches the tracker through packets (RTP gaps, demuxer corruption flags,
 //! recovery points) is the same whichever decoder runs, so the decoders mark the same pictures;
 //! a decoder's own error report adds to that (see `Decoder::write_into`).
@@ -38,7 +50,8 @@ const SENT_KEPT: usize = 64;
 /// Hits waiting for their picture's packet, and damaged pictures waiting to come out.
 const HITS_KEPT: usize = 64;
 /// A hit whose picture has not gone in by the time the stream is this far past it (stream time,
-/// µs) will not come: the loss is taken as one of unknown place.
+/// µs), and whose place was never reached (the picture before its gap never went in either),
+/// will not come.
 const HIT_WAIT_US: i64 = 1_000_000;
 
 /// What a gap in the packets before the decoder hit, by the timestamps of the pictures around it
@@ -63,6 +76,16 @@ impl Hit {
     }
 }
 
+/// A hit waiting for its picture.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    hit: Hit,
+    /// The timestamp of the packet before the gap.
+    before: i64,
+    /// The picture before the gap has gone in: the next packet is the last that can be the hit's.
+    armed: bool,
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Integrity {
     /// Since when the stream has been suspect (a loss, a damaged packet or picture), if it is.
@@ -72,6 +95,8 @@ pub(crate) struct Integrity {
     before_start: bool,
     /// A recovery point sent after the last loss: pictures at or after its timestamp are exact.
     recovery: Option<i64>,
+    /// That recovery point's send number.
+    recovery_sent: Option<u64>,
     /// Whether that recovery point stands alone (an IDR or IRAP), so a decoder may start afresh
     /// there; the picture a recovery-point SEI names still predicts from earlier ones.
     recovery_alone: bool,
@@ -88,7 +113,7 @@ pub(crate) struct Integrity {
     /// was in decode order, and whether others may predict from it.
     sent: std::collections::VecDeque<(i64, u64, bool)>,
     /// Hits whose picture has not gone into the decoder yet.
-    hits: std::collections::VecDeque<Hit>,
+    hits: std::collections::VecDeque<Pending>,
     /// Pictures that went into the decoder damaged and have not come out: their timestamps.
     corrupt_in: std::collections::VecDeque<i64>,
     /// Packets sent so far.
@@ -116,12 +141,12 @@ impl Integrity {
         if std::mem::take(&mut self.last_exact) {
             self.sent_exact.pop_back();
         }
-        self.suspect(now);
+        self.suspect(now, self.sends);
     }
 
-    /// A gap hit the stream where `hit` says. The hit waits for its picture's packet; a picture
-    /// already sent is damaged at once.
-    pub(crate) fn gap(&mut self, hit: Hit, now: Instant) {
+    /// A gap hit the stream where `hit` says; `before` is the timestamp of the packet before the
+    /// gap. The hit waits for its picture's packet; a picture already sent is damaged at once.
+    pub(crate) fn gap(&mut self, hit: Hit, before: i64, now: Instant) {
         if self.sent.iter().any(|&(p, _, _)| p == hit.pts()) {
             if !matches!(hit, Hit::From(_)) {
                 push_bounded(&mut self.corrupt_in, hit.pts());
@@ -134,7 +159,8 @@ impl Integrity {
             self.hits.clear();
             self.lost(now);
         }
-        self.hits.push_back(hit);
+        let armed = self.sent.iter().any(|&(p, _, _)| p == before);
+        self.hits.push_back(Pending { hit, before, armed });
     }
 
     /// The picture at `pts_us` came out damaged: pictures decoded after it may reference it, so
@@ -152,17 +178,36 @@ impl Integrity {
             None => self.sent_exact.clear(),
         }
         self.last_exact = false;
-        self.suspect(now);
+        self.suspect(now, at.unwrap_or(0));
         // A decoder that holds pictures back may already have the next IDR: it is the recovery
         // point, not the one after it.
         if let Some(n) = at {
-            self.recovery = self.keys.iter().find(|&&(_, m, k)| m > n && k == KeyPoint::Full).map(|&(p, _, _)| p);
+            let key = self.keys.iter().find(|&&(_, m, k)| m > n && k == KeyPoint::Full);
+            (self.recovery, self.recovery_sent) = (key.map(|&(p, _, _)| p), key.map(|&(_, m, _)| m));
         }
     }
 
-    fn suspect(&mut self, now: Instant) {
+    /// The stream is suspect from the packet sent `upto` on. A recovery point sent before it
+    /// (and after the previous loss) has not come out yet: it and the pictures sent after it and
+    /// before `upto` are exact (all but leading pictures, which have earlier timestamps and may
+    /// reference pictures before the recovery point).
+    fn suspect(&mut self, now: Instant, upto: u64) {
+        if let (Some(r), Some(rn)) = (self.recovery, self.recovery_sent) {
+            if r != i64::MIN && rn < upto {
+                for &(p, n, _) in self.sent.iter().filter(|&&(p, n, _)| n >= rn && n < upto && p >= r) {
+                    if !self.sent_exact.iter().any(|&(_, m)| m == n) {
+                        if self.sent_exact.len() == SENT_KEPT {
+                            self.sent_exact.pop_front();
+                        }
+                        self.sent_exact.push_back((p, n));
+                    }
+                }
+                log::trace!("a loss after the recovery point at pts {r}: the pictures from it up to the loss stay exact");
+            }
+        }
         self.suspect_since.get_or_insert(now);
         self.recovery = None;
+        self.recovery_sent = None;
         self.pending = None;
     }
 
@@ -170,19 +215,46 @@ impl Integrity {
     /// in it can reach. A hit waiting for it damages it now.
     pub(crate) fn packet(&mut self, key: KeyPoint, pic: Picture, pts_us: i64, now: Instant) {
         let (mut damaged, mut lost_here) = (false, false);
-        if !self.hits.is_empty() && pts_us != i64::MIN {
-            self.hits.retain(|&h| {
-                let mine = h.pts() == pts_us;
-                match h {
-                    Hit::Picture(_) if mine => damaged = true,
-                    Hit::StartOf(_) if mine => damaged |= !pic.starts_whole,
-                    Hit::From(_) if mine => lost_here = true,
-                    // Its picture never came (or came without the timestamp the gap gave it).
-                    _ if pts_us.saturating_sub(h.pts()) > HIT_WAIT_US => lost_here = true,
-                    _ => return true,
+        if !self.hits.is_empty() {
+            // Pictures lost whole, found at this packet: a hit whose gap came after one of them
+            // (its `before`) had its place reached with it.
+            let mut gone: Vec<i64> = Vec::new();
+            loop {
+                let before_len = gone.len();
+                self.hits.retain_mut(|h| {
+                    let p = h.hit.pts();
+                    let mine = p == pts_us && pts_us != i64::MIN;
+                    match h.hit {
+                        Hit::Picture(_) if mine => damaged = true,
+                        Hit::StartOf(_) if mine => damaged |= !pic.starts_whole,
+                        Hit::From(_) if mine => lost_here = true,
+                        // A packet without a timestamp may be the hit's picture.
+                        _ if pts_us == i64::MIN => lost_here = true,
+                        // Its picture was lost whole, between the last packet and this one:
+                        // nothing of it comes out. The pictures that predict from it are suspect
+                        // from here (`From`); where H.264's `frame_num` is read, its gap tells
+                        // whether it was a reference, and no `From` came.
+                        _ if (h.armed || gone.contains(&h.before)) && pts_us != h.before => {
+                            log::trace!("picture of pts {p} lost whole, before the packet of pts {pts_us}");
+                            lost_here |= matches!(h.hit, Hit::From(_));
+                            gone.push(p);
+                        }
+                        // The picture before the gap (a packet more of it may follow): the next
+                        // picture is the last chance.
+                        _ if h.before == pts_us => {
+                            h.armed = true;
+                            return true;
+                        }
+                        // Its place never came either: a picture this far past it is not coming.
+                        _ if pts_us.saturating_sub(p) > HIT_WAIT_US => lost_here |= matches!(h.hit, Hit::From(_)),
+                        _ => return true,
+                    }
+                    false
+                });
+                if gone.len() == before_len {
+                    break;
                 }
-                false
-            });
+            }
         }
         self.packet_in(key, pic, pts_us);
         if damaged {
@@ -223,7 +295,7 @@ impl Integrity {
         if let Some(n) = self.pending {
             if n == 0 {
                 self.pending = None;
-                self.recovery = Some(pts_us);
+                (self.recovery, self.recovery_sent) = (Some(pts_us), Some(self.sends));
                 self.recovery_alone = false;
             } else {
                 self.pending = Some(n - 1);
@@ -231,8 +303,8 @@ impl Integrity {
             return;
         }
         match key {
-            KeyPoint::Full => (self.recovery, self.recovery_alone) = (Some(pts_us), true),
-            KeyPoint::After(0) => (self.recovery, self.recovery_alone) = (Some(pts_us), false),
+            KeyPoint::Full => (self.recovery, self.recovery_sent, self.recovery_alone) = (Some(pts_us), Some(self.sends), true),
+            KeyPoint::After(0) => (self.recovery, self.recovery_sent, self.recovery_alone) = (Some(pts_us), Some(self.sends), false),
             KeyPoint::After(n) => self.pending = Some(n - 1),
             KeyPoint::None => {}
         }
@@ -265,6 +337,7 @@ impl Integrity {
                     self.suspect_since = None;
                     self.before_start = false;
                     self.recovery = None;
+                    self.recovery_sent = None;
                 }
             }
         }
@@ -317,8 +390,10 @@ pub(crate) fn hits_of(g: &RtpGap, keys: &KeyScan, tb: ffmpeg_next::Rational, tra
     if before == after {
         return Some([Some(Hit::Picture(after)), None, None]);
     }
-    // The picture before lost its end, or a cut unit's rest was appended to it.
-    let before_hit = (!g.marker_before || !starts).then_some(Hit::Picture(before));
+    // The picture before lost its end. One that ended whole (its last packet has the marker)
+    // is whole even when the rest of a cut unit is appended to it: that lies past its last
+    // slice's end, where decoders stop reading.
+    let before_hit = (!g.marker_before).then_some(Hit::Picture(before));
     let after_hit = if starts { Hit::StartOf(after) } else { Hit::Picture(after) };
     Some([before_hit, Some(after_hit), (!tracks_refs).then_some(Hit::From(after))])
 }

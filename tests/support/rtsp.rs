@@ -48,6 +48,8 @@ pub struct Stream {
     pub jitter_ms: u32,
     /// Probability that an RTP packet is sent twice.
     pub duplicate: f64,
+    /// A file the server writes a line to for every RTP packet `loss` drops (see rtsp_server.py).
+    pub drop_log: Option<String>,
     // transports and auth
     /// "USER:PASS" to require digest authentication.
     pub auth_digest: Option<&'static str>,
@@ -85,6 +87,7 @@ impl Default for Stream {
             loss: 0.0,
             jitter_ms: 0,
             duplicate: 0.0,
+            drop_log: None,
             auth_digest: None,
             multicast: false,
             no_udp_send: false,
@@ -139,6 +142,11 @@ impl Stream {
     /// duplicated with probability `duplicate`, between the payloader and the network.
     pub fn network(mut self, loss: f64, jitter_ms: u32, duplicate: f64) -> Self {
         (self.loss, self.jitter_ms, self.duplicate) = (loss, jitter_ms, duplicate);
+        self
+    }
+    /// Every RTP packet the lossy network drops is logged to `path`.
+    pub fn drop_log(mut self, path: &std::path::Path) -> Self {
+        self.drop_log = Some(path.to_string_lossy().into_owned());
         self
     }
     pub fn auth_digest(mut self, a: &'static str) -> Self {
@@ -271,6 +279,9 @@ impl RtspServer {
         }
         if s.loss > 0.0 || s.jitter_ms > 0 || s.duplicate > 0.0 {
             cmd.args(["--loss", &s.loss.to_string(), "--jitter-ms", &s.jitter_ms.to_string(), "--duplicate", &s.duplicate.to_string()]);
+        }
+        if let Some(p) = &s.drop_log {
+            cmd.args(["--drop-log", p]);
         }
         if let Some(a) = s.auth_digest {
             cmd.args(["--auth-digest", a]);

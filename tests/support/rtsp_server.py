@@ -35,6 +35,10 @@ and multicast) while the RTSP connection works: the SETUP over UDP succeeds, no 
 What clients did, on stderr, for the tests to check: "SETUP <udp|udp-mcast|tcp> tunneled=<bool>"
 for each SETUP, "TEARDOWN" for each TEARDOWN, and with --count-udp "UDP_SENT <n>" (every 50 ms
 while it grows): the packets (RTP and RTCP) the server has sent over UDP so far.
+
+--drop-log PATH writes a line for every RTP packet the lossy network (--loss) drops, to PATH:
+"DROP seq=<RTP sequence number> rtpts=<RTP timestamp> pts=<the clip's timestamp, ns>", so a test
+can tell which pictures lost data.
 """
 import argparse
 import ctypes
@@ -103,6 +107,41 @@ class Scrambler:
             b.pts = Gst.CLOCK_TIME_NONE
             b.dts = Gst.CLOCK_TIME_NONE
             self.out.emit("push-buffer", b)
+
+
+def log_drops(media, path):
+    """Logs the RTP packets netsim drops: those that go into it and do not come out before the
+    next goes in (without delays it pushes or drops each packet at once)."""
+    it, sim = media.get_element().iterate_recurse(), None
+    while sim is None:
+        res, e = it.next()
+        if res != Gst.IteratorResult.OK:
+            raise SystemExit("--drop-log: no netsim in the pipeline")
+        if e.get_factory() is not None and e.get_factory().get_name() == "netsim":
+            sim = e
+    out = open(path, "a", buffering=1)
+    queue = []
+
+    def rtp(buf):
+        head = buf.extract_dup(0, 8)
+        return (head[2] << 8 | head[3], int.from_bytes(head[4:8], "big"), buf.pts)
+
+    def on_in(_pad, info):
+        # netsim has pushed or dropped every packet before this one: what did not come out was
+        # dropped. (A buffer list is split into buffers on its way in, each passing this probe.)
+        while queue:
+            s = queue.pop(0)
+            out.write(f"DROP seq={s[0]} rtpts={s[1]} pts={s[2]}\n")
+        queue.append(rtp(info.get_buffer()))
+        return Gst.PadProbeReturn.OK
+
+    def on_out(_pad, info):
+        seq = rtp(info.get_buffer())[0]
+        queue[:] = [s for s in queue if s[0] != seq]
+        return Gst.PadProbeReturn.OK
+
+    sim.get_static_pad("sink").add_probe(Gst.PadProbeType.BUFFER, on_in)
+    sim.get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, on_out)
 
 
 def name_last(tail):
@@ -206,6 +245,7 @@ def main():
     ap.add_argument("--tls", default=None, help="PEM file with certificate and key: serve rtsps")
     ap.add_argument("--protocols", default=None, choices=("tcp", "udp"), help="offer only this lower transport")
     ap.add_argument("--count-udp", action="store_true", help="print UDP_SENT <packets sent over UDP so far>")
+    ap.add_argument("--drop-log", default=None, help="log each RTP packet --loss drops to this file")
     a = ap.parse_args()
     width, height = (int(v) for v in a.size.lower().split("x"))
 
@@ -240,6 +280,8 @@ def main():
         scramblers = []
         factory.connect("media-configure", lambda _f, media: scramblers.append(Scrambler(media, a.jitter_ms, a.duplicate)))
     factory.set_shared(not a.not_shared)
+    if a.drop_log and a.loss:
+        factory.connect("media-configure", lambda _f, media: log_drops(media, a.drop_log))
     if a.sr_capture_time:
 
         class CaptureClockMedia(GstRtspServer.RTSPMedia):

@@ -118,7 +118,7 @@ fn a_gap_inside_a_reference_picture_marks_it_corrupt_and_what_follows_until_the_
     let t = Instant::now();
     let mut g = Integrity::default();
     g.packet(KeyPoint::Full, REF, 0, t);
-    g.gap(Hit::Picture(66), t);
+    g.gap(Hit::Picture(66), 66, t);
     g.packet(KeyPoint::None, REF, 33, t);
     g.packet(KeyPoint::None, REF, 66, t);
     g.packet(KeyPoint::None, REF, 100, t);
@@ -138,7 +138,7 @@ fn a_lost_non_reference_picture_marks_itself_only() {
     let mut g = Integrity::default();
     g.packet(KeyPoint::Full, REF, 0, t);
     g.packet(KeyPoint::None, REF, 100, t);
-    g.gap(Hit::Picture(33), t);
+    g.gap(Hit::Picture(33), 33, t);
     g.packet(KeyPoint::None, NON_REF, 33, t);
     g.packet(KeyPoint::None, NON_REF, 66, t);
     g.packet(KeyPoint::None, REF, 200, t);
@@ -156,28 +156,197 @@ fn a_lost_non_reference_picture_marks_itself_only() {
 fn whole_units_lost_before_a_picture_damage_it_only_if_its_first_slice_is_gone() {
     let t = Instant::now();
     let mut g = Integrity::default();
-    g.gap(Hit::StartOf(33), t);
+    g.gap(Hit::StartOf(33), 0, t);
     g.packet(KeyPoint::None, REF, 33, t);
     assert!(exact(g.picture(33, false, t)), "a picture that starts with its first slice is whole");
-    g.gap(Hit::StartOf(66), t);
+    g.gap(Hit::StartOf(66), 33, t);
     g.packet(KeyPoint::None, Picture { reference: true, starts_whole: false }, 66, t);
     let d = g.picture(66, false, t);
     assert!(d.corrupt && d.after_loss);
 }
 
+/// The first mechanism behind marks on exact pictures: a picture whose start was lost never goes
+/// in (the rest of its data is appended to the one before), and its hit waited a second of
+/// stream time and then marked the picture it came at and all up to the next IDR, often after an
+/// IDR had recovered the stream. It is placed between the two packets around it instead.
 #[test]
-fn a_hit_whose_picture_never_comes_counts_as_a_loss_of_unknown_place() {
+fn a_picture_lost_whole_is_placed_between_its_neighbours_and_never_fires_later() {
     let t = Instant::now();
     let mut g = Integrity::default();
-    g.gap(Hit::Picture(500), t);
-    g.packet(KeyPoint::None, REF, 400, t);
-    assert!(exact(g.picture(400, false, t)));
-    g.packet(KeyPoint::None, REF, 1_600_000, t);
-    assert!(g.picture(1_600_000, false, t).after_loss);
-    g.gap(Hit::From(1_700_000), t);
-    g.packet(KeyPoint::Full, REF, 1_700_000, t);
-    let k = g.picture(1_700_000, false, t);
-    assert!(k.after_loss && !k.keyframe, "pictures may be lost before it: no recovery point");
+    g.packet(KeyPoint::Full, REF, 0, t);
+    // The gap came with the packet before the lost picture (the picture at 66 lost its start).
+    g.gap(Hit::StartOf(66), 33, t);
+    g.packet(KeyPoint::None, REF, 33, t);
+    // No packet of pts 66: the next one is 100 (H.264's frame_num gap would mark it, if 66 was
+    // a reference; here the tracker is told nothing more).
+    g.packet(KeyPoint::None, REF, 100, t);
+    for p in [0, 33, 100] {
+        assert!(exact(g.picture(p, false, t)), "pts {p}");
+    }
+    // A second of stream time later, and after the next IDR: nothing fires.
+    g.packet(KeyPoint::Full, REF, 1_000_000, t);
+    g.packet(KeyPoint::None, REF, 1_300_000, t);
+    g.packet(KeyPoint::None, REF, 2_000_000, t);
+    for p in [1_000_000, 1_300_000, 2_000_000] {
+        assert!(exact(g.picture(p, false, t)), "pts {p}");
+    }
+    assert_eq!(g.suspect_for(t), None);
+}
+
+/// Where nothing tells whether a picture lost whole was a reference (no `frame_num`), the
+/// pictures after it are suspect from the packet after the gap, at once, not a second later.
+#[test]
+fn a_picture_lost_whole_makes_what_follows_it_suspect_where_references_are_not_read() {
+    let t = Instant::now();
+    let mut g = Integrity::default();
+    g.packet(KeyPoint::Full, REF, 0, t);
+    g.gap(Hit::StartOf(66), 33, t);
+    g.gap(Hit::From(66), 33, t);
+    g.packet(KeyPoint::None, REF, 33, t);
+    g.packet(KeyPoint::None, REF, 100, t);
+    g.packet(KeyPoint::None, REF, 133, t);
+    assert!(exact(g.picture(0, false, t)));
+    assert!(exact(g.picture(33, false, t)), "before the lost picture");
+    assert!(g.picture(100, false, t).after_loss);
+    assert!(g.picture(133, false, t).after_loss);
+    g.packet(KeyPoint::Full, REF, 1_000_000, t);
+    assert!(exact(g.picture(1_000_000, false, t)));
+}
+
+/// FFmpeg reads ahead while it probes a stream at open: a gap five pictures on is reported before
+/// the first picture goes in. Its hits wait for the picture before the gap; the pictures before
+/// that are exact, and a picture lost whole there marks from the next one on.
+#[test]
+fn a_gap_reported_ahead_of_its_place_marks_from_its_place() {
+    let t = Instant::now();
+    let mut g = Integrity::default();
+    g.gap(Hit::StartOf(166), 133, t);
+    g.gap(Hit::From(166), 133, t);
+    for p in [0, 33, 66, 100, 133, 200, 233] {
+        g.packet(if p == 0 { KeyPoint::Full } else { KeyPoint::None }, REF, p, t);
+    }
+    for p in [0, 33, 66, 100, 133] {
+        assert!(exact(g.picture(p, false, t)), "pts {p}, before the gap");
+    }
+    assert!(g.picture(200, false, t).after_loss);
+    assert!(g.picture(233, false, t).after_loss);
+}
+
+/// Two pictures in a row lost whole: the second gap's place (the first lost picture) never goes
+/// in; both are placed at the next packet, and nothing fires later.
+#[test]
+fn two_pictures_lost_whole_in_a_row_are_both_placed() {
+    let t = Instant::now();
+    let mut g = Integrity::default();
+    g.packet(KeyPoint::Full, REF, 0, t);
+    g.gap(Hit::StartOf(66), 33, t);
+    g.gap(Hit::StartOf(100), 66, t);
+    g.packet(KeyPoint::None, REF, 33, t);
+    g.packet(KeyPoint::None, REF, 133, t);
+    g.packet(KeyPoint::None, REF, 2_000_000, t);
+    for p in [0, 33, 133, 2_000_000] {
+        assert!(exact(g.picture(p, false, t)), "pts {p}");
+    }
+    assert_eq!(g.suspect_for(t), None);
+}
+
+/// Two units with the timestamp of the picture before the gap (its fields, or a unit of its own
+/// for its parameter sets): the hit's picture is still the next one after them.
+#[test]
+fn a_hit_waits_past_every_unit_of_the_picture_before_its_gap() {
+    let t = Instant::now();
+    let mut g = Integrity::default();
+    g.packet(KeyPoint::Full, REF, 0, t);
+    g.gap(Hit::StartOf(66), 33, t);
+    g.packet(KeyPoint::None, REF, 33, t);
+    g.packet(KeyPoint::None, REF, 33, t);
+    g.packet(KeyPoint::None, Picture { reference: true, starts_whole: false }, 66, t);
+    assert!(exact(g.picture(0, false, t)));
+    let d = g.picture(66, false, t);
+    assert!(d.corrupt && d.after_loss, "{d:?}");
+}
+
+/// A hit waiting when a packet without a timestamp comes may be that packet's: it and what
+/// follows are suspect.
+#[test]
+fn a_hit_met_by_a_packet_without_a_timestamp_counts_there() {
+    let t = Instant::now();
+    let mut g = Integrity::default();
+    g.packet(KeyPoint::None, REF, 0, t);
+    g.gap(Hit::Picture(33), 33, t);
+    g.packet(KeyPoint::None, REF, i64::MIN, t);
+    g.packet(KeyPoint::None, REF, 66, t);
+    assert!(exact(g.picture(0, false, t)));
+    assert!(g.picture(i64::MIN, false, t).after_loss);
+    assert!(g.picture(66, false, t).after_loss);
+}
+
+/// The second mechanism: an IDR that went in whole after a loss, still inside the decoder when
+/// the next picture's loss came, was marked for it. It and the pictures between it and the loss
+/// are exact; the damaged picture and those after it are not.
+#[test]
+fn a_whole_idr_still_in_the_decoder_is_not_marked_for_a_later_pictures_loss() {
+    let t = Instant::now();
+    let mut g = Integrity::default();
+    g.packet(KeyPoint::Full, REF, 0, t);
+    assert!(exact(g.picture(0, false, t)));
+    g.packet(KeyPoint::None, REF, 33, t);
+    g.lost(t);
+    g.packet(KeyPoint::None, REF, 66, t);
+    assert!(g.picture(33, false, t).after_loss);
+    // The IDR goes in whole, then the picture after the next one loses data: both still inside
+    // the decoder.
+    g.packet(KeyPoint::Full, REF, 1_000, t);
+    g.packet(KeyPoint::None, REF, 1_033, t);
+    g.gap(Hit::Picture(1_066), 1_066, t);
+    g.packet(KeyPoint::None, REF, 1_066, t);
+    g.packet(KeyPoint::None, REF, 1_100, t);
+    assert!(g.picture(66, false, t).after_loss, "before the IDR");
+    let k = g.picture(1_000, false, t);
+    assert!(exact(k) && k.keyframe, "the whole IDR: {k:?}");
+    assert!(exact(g.picture(1_033, false, t)), "between the IDR and the loss");
+    let d = g.picture(1_066, false, t);
+    assert!(d.corrupt && d.after_loss);
+    assert!(g.picture(1_100, false, t).after_loss);
+    g.packet(KeyPoint::Full, REF, 2_000, t);
+    assert!(exact(g.picture(2_000, false, t)));
+}
+
+/// The same at a session's start (joined between key frames): its first IDR, whole, comes out
+/// exact though the next picture lost data; a damaged IDR does not.
+#[test]
+fn a_sessions_first_idr_is_exact_though_the_next_picture_is_damaged_and_a_damaged_idr_is_not() {
+    let t = Instant::now();
+    let mut g = Integrity::at_session_start();
+    g.packet(KeyPoint::None, REF, 100, t);
+    g.packet(KeyPoint::Full, REF, 133, t);
+    g.gap(Hit::Picture(166), 166, t);
+    g.packet(KeyPoint::None, REF, 166, t);
+    assert!(g.picture(100, false, t).after_loss);
+    assert!(exact(g.picture(133, false, t)));
+    assert!(g.picture(166, false, t).corrupt);
+    g.gap(Hit::Picture(1_133), 1_133, t);
+    g.packet(KeyPoint::Full, REF, 1_133, t);
+    g.packet(KeyPoint::None, REF, 1_166, t);
+    let k = g.picture(1_133, false, t);
+    assert!(k.corrupt && !k.keyframe);
+    assert!(g.picture(1_166, false, t).after_loss);
+}
+
+/// Leading pictures (open GOP: sent after the recovery point, shown before it) may reference
+/// pictures before it: a later loss leaves them suspect.
+#[test]
+fn leading_pictures_stay_suspect_when_a_loss_follows_the_recovery_point() {
+    let t = Instant::now();
+    let mut g = Integrity::default();
+    g.lost(t);
+    g.packet(KeyPoint::Full, REF, 1_000, t);
+    g.packet(KeyPoint::None, NON_REF, 966, t);
+    g.packet(KeyPoint::None, REF, 1_100, t);
+    g.lost(t);
+    assert!(g.picture(966, false, t).after_loss, "leading picture");
+    assert!(exact(g.picture(1_000, false, t)));
+    assert!(g.picture(1_100, false, t).after_loss, "the packet the loss was noticed at");
 }
 
 #[test]
@@ -186,7 +355,7 @@ fn a_gap_in_a_picture_already_sent_damages_it_and_what_came_after() {
     let mut g = Integrity::default();
     g.packet(KeyPoint::None, REF, 10, t);
     g.packet(KeyPoint::None, REF, 20, t);
-    g.gap(Hit::Picture(10), t);
+    g.gap(Hit::Picture(10), 10, t);
     let d = g.picture(10, false, t);
     assert!(d.corrupt);
     assert!(g.picture(20, false, t).after_loss);
