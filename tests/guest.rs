@@ -82,7 +82,8 @@ impl Scene {
         // cargo puts `<profile>/` before `deps/`: the fresh libnvcam.so first (see tests/c_harness.rs).
         let paths = std::iter::once(deps_dir()).chain(std::env::split_paths(&ld)).collect::<Vec<_>>();
         cmd.args(self.args()).env("LD_LIBRARY_PATH", std::env::join_paths(paths).unwrap()).env("NVCAM_LIB", cdylib());
-        let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("nvcam-guest-{host}.log"));
+        let slug: String = host.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+        let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("nvcam-guest-{slug}.log"));
         let (ok, out) = run_logged(cmd, &log, Duration::from_secs(60));
         let line = |key: &str| -> Vec<String> {
             let l = out.lines().find_map(|l| l.strip_prefix(&format!("{key} "))).unwrap_or_else(|| panic!("{host}: no {key} line\n{out}"));
