@@ -26,8 +26,12 @@ pub(crate) fn check() -> Result<()> {
     ];
     for (lib, f) in libs {
         // SAFETY: each `*_configuration` returns a static NUL-terminated string (never NULL).
-        let conf = unsafe { CStr::from_ptr(f()) }.to_string_lossy();
-        let file = file_of(f as *const c_void);
+        let p = unsafe { f() };
+        // SAFETY: as above.
+        let conf = unsafe { CStr::from_ptr(p) }.to_string_lossy();
+        // The string is in the library that answered. (Not the function's address: on Windows
+        // that is a delay-load thunk inside nvcam.dll.)
+        let file = file_of(p as *const c_void);
         verify(lib, &conf, file.as_deref())?;
     }
     Ok(())
@@ -60,7 +64,7 @@ fn base_name(path: &str) -> &str {
     path.rsplit(['/', '\\']).next().unwrap_or(path)
 }
 
-/// The file of the loaded library that holds `addr`.
+/// The file of the loaded library that holds `addr` (code or data).
 #[cfg(unix)]
 fn file_of(addr: *const c_void) -> Option<String> {
     /// glibc's `Dl_info`.
@@ -109,8 +113,9 @@ mod tests {
             let lib = libloading::Library::new("libavformat.so.59")
                 .expect("the distribution's libavformat.so.59 (Debian's libavformat59, from the ffmpeg package in .ci/packages.txt)");
             let f: libloading::Symbol<unsafe extern "C" fn() -> *const c_char> = lib.get(b"avformat_configuration\0").unwrap();
-            let conf = CStr::from_ptr(f()).to_string_lossy().into_owned();
-            let file = file_of(*f as *const c_void).expect("dladdr names Debian's libavformat");
+            let p = f();
+            let conf = CStr::from_ptr(p).to_string_lossy().into_owned();
+            let file = file_of(p as *const c_void).expect("dladdr names Debian's libavformat");
             std::mem::forget(lib);
             (conf, file)
         };
@@ -134,12 +139,12 @@ mod tests {
     fn own_build_passes() {
         check().unwrap();
         // SAFETY: a static string.
-        let conf = unsafe { CStr::from_ptr(ffi::avformat_configuration()) }.to_string_lossy().into_owned();
+        let p = unsafe { ffi::avformat_configuration() };
+        // SAFETY: as above.
+        let conf = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
         assert!(conf.contains("--build-suffix=_nvcam"), "{conf}");
-        #[cfg(unix)]
-        {
-            let f = file_of(ffi::avformat_configuration as *const c_void).expect("dladdr names the library");
-            assert!(base_name(&f).starts_with("libavformat_nvcam.so."), "{f}");
-        }
+        let f = file_of(p as *const c_void).expect("the loader names the library");
+        let want = if cfg!(windows) { "avformat_nvcam-59.dll" } else { "libavformat_nvcam.so.59" };
+        assert!(base_name(&f).starts_with(want), "{f}");
     }
 }
