@@ -13,8 +13,8 @@ use std::ffi::{c_char, c_void, CStr};
 pub(crate) const BUILD_SUFFIX: &str = "_nvcam";
 
 /// Checks that each FFmpeg library nvcam calls is its own build: its configuration line has
-/// nvcam's `--build-suffix`, and the file its function came from has nvcam's name. The error
-/// names the library that answered instead.
+/// nvcam's `--build-suffix`, and the file that line is in has nvcam's name. The error names the
+/// library that answered instead.
 pub(crate) fn check() -> Result<()> {
     type Configuration = unsafe extern "C" fn() -> *const c_char;
     let libs: [(&str, Configuration); 5] = [
@@ -37,8 +37,8 @@ pub(crate) fn check() -> Result<()> {
     Ok(())
 }
 
-/// The decision of [`check`] for one library: its configuration line and the file that defines
-/// its functions (None where the loader cannot say).
+/// The decision of [`check`] for one library: its configuration line and the file that holds it
+/// (None where the loader cannot say).
 pub(crate) fn verify(lib: &str, configuration: &str, file: Option<&str>) -> Result<()> {
     let marker = format!("--build-suffix={BUILD_SUFFIX}");
     let configured = configuration.split_whitespace().any(|a| a.trim_matches(|c| c == '\'' || c == '"') == marker);
