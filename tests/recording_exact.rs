@@ -761,6 +761,7 @@ fn rec_error_text(rec: u64) -> String {
 
 /// Run by `a_folder_made_read_only_leaves_what_the_status_says` as another user than root (whom
 /// a folder's mode does not stop). Prints what the statuses and counters say.
+#[cfg(unix)]
 #[test]
 #[ignore = "a helper: runs as a child process of a_folder_made_read_only_leaves_what_the_status_says"]
 fn child_records_into_a_folder_made_read_only() {
@@ -816,6 +817,7 @@ fn child_records_into_a_folder_made_read_only() {
 /// the status names as not removable; `failed` counts the failure, not the recording without a
 /// picture. Run as another user than root (root ignores the folder's mode): the test fails
 /// where it cannot switch.
+#[cfg(unix)]
 #[test]
 fn a_folder_made_read_only_leaves_what_the_status_says() {
     let _g = serial();
