@@ -857,3 +857,122 @@ fn a_folder_made_read_only_leaves_what_the_status_says() {
     assert_eq!((num(&lc, "failed"), num(&lc, "no_picture")), (1, 0), "{lc}");
     assert_eq!((num(&lc2, "failed"), num(&lc2, "no_picture")), (0, 1), "{lc2}");
 }
+
+/// How a test ends the camera's sessions.
+#[derive(Clone, Copy, Debug)]
+enum SessionEnds {
+    /// `nvcam_camera_reconnect` (RTSP over TCP).
+    Reconnect,
+    /// The server hung (SIGSTOP) until the session ends on its stall (a read error), then killed
+    /// with SIGKILL and started again.
+    StallThenKill,
+}
+
+/// A session that ended before its stream did (a reconnect the host asked for, a read error such
+/// as a stall before the server's `kill -9`) did not drain its decoder: each part ended
+/// at the last whole mini-GOP among the pictures decoded, the pictures the camera had delivered
+/// past it were in no file, and `seq − first_seq` named the wrong picture in every later part.
+/// Three such ends (two for the kills) in one recording: the parts, in order, hold every picture
+/// the camera delivered from the first to the last, each named by `seq − first_seq`, and the
+/// status's numbers are the files'.
+fn across_session_ends(how: SessionEnds) {
+    let _g = serial();
+    let dir = out_dir(&format!("session-ends-{how:?}"));
+    let clip = clip_for("h264");
+    let mut srv = RtspServer::start(Stream::default().codec("h264").clip(&clip).not_shared());
+    let mut o = options(NVCAM_OPEN_LOSSLESS);
+    o.open_timeout_ms = 5000;
+    o.reconnect_min_ms = 100;
+    o.reconnect_max_ms = 500;
+    o.stall_timeout_ms = 1500;
+    let transport = CString::new("rtsp_transport=tcp").unwrap();
+    o.ffmpeg_options = transport.as_ptr();
+    let cam = open(&srv.url(), &o).unwrap_or_else(|e| panic!("open: {e:?}; server: {}", srv.stderr_text()));
+    assert_eq!(nvcam_camera_record_cache(cam, 1000, 0), NVCAM_OK);
+    // Every frame the host took, by its frame number: its picture's hash.
+    let mut by_seq: HashMap<u64, u64> = HashMap::new();
+    let take = |by_seq: &mut HashMap<u64, u64>| {
+        let f = get_frame(cam, 8000).unwrap_or_else(|e| panic!("{how:?}: the camera streams: {e:?}"));
+        let i = info(f).unwrap();
+        by_seq.insert(i.seq, fnv(&pixels(f).unwrap()));
+        release(f).unwrap();
+    };
+    for _ in 0..45 {
+        take(&mut by_seq);
+    }
+    let file = dir.join("ends.mkv");
+    let rec = start(cam, &file, 1000, 120_000);
+    let ends = match how {
+        SessionEnds::Reconnect => 3,
+        SessionEnds::StallThenKill => 2,
+    };
+    let limit = Instant::now() + Duration::from_secs(60);
+    for n in 2..=ends + 1 {
+        // Past a few mini-GOPs, at a picture the test does not choose.
+        for _ in 0..40 + 7 * n {
+            take(&mut by_seq);
+        }
+        match how {
+            SessionEnds::Reconnect => assert_eq!(nvcam_camera_reconnect(cam), NVCAM_OK),
+            SessionEnds::StallThenKill => {
+                srv.pause();
+                // The host goes on taking what the camera delivers (the drained pictures come
+                // at the stall's end) until the session has ended.
+                let until = Instant::now() + Duration::from_millis(1500 + 1500);
+                while Instant::now() < until {
+                    if let Ok(f) = get_frame(cam, 100) {
+                        let i = info(f).unwrap();
+                        by_seq.insert(i.seq, fnv(&pixels(f).unwrap()));
+                        release(f).unwrap();
+                    }
+                }
+                srv.restart(None);
+            }
+        }
+        while status(rec).parts < n {
+            assert!(Instant::now() < limit, "{how:?}: no part {n} after the session's end");
+            take(&mut by_seq);
+        }
+    }
+    for _ in 0..40 {
+        take(&mut by_seq);
+    }
+    assert_eq!(nvcam_record_stop(rec), NVCAM_OK);
+    while !ended(rec) {
+        take(&mut by_seq);
+    }
+    for _ in 0..10 {
+        take(&mut by_seq);
+    }
+    let s = status(rec);
+    assert_eq!(nvcam_record_release(rec), NVCAM_OK);
+    close(cam, 5000).unwrap();
+    assert_eq!((s.state, s.parts), (NVCAM_RECORD_STOPPED, ends + 1), "{how:?}: {}", rec_error_text(rec));
+    let mut pictures: Vec<u64> = Vec::new();
+    for k in 1..=s.parts {
+        let f = if k == 1 { file.clone() } else { dir.join(format!("ends-part{k}.mkv")) };
+        let got: Vec<u64> = reference_nv12(&f, 320, 240).iter().map(|p| fnv(p)).collect();
+        println!("{how:?} {}: {} pictures", f.display(), got.len());
+        assert!(!got.is_empty(), "{} decodes to nothing", f.display());
+        pictures.extend(got);
+    }
+    let wrong: Vec<usize> = (0..pictures.len()).filter(|&j| by_seq.get(&(s.first_seq + j as u64)) != Some(&pictures[j])).collect();
+    println!("{how:?}: status frames {} seq {}..{}, files {}; pictures not named by seq − first_seq: {:?}", s.frames, s.first_seq, s.last_seq, pictures.len(), &wrong[..wrong.len().min(20)]);
+    assert_eq!(s.frames as usize, pictures.len(), "{how:?}: frames vs the files' pictures");
+    assert_eq!(s.last_seq - s.first_seq + 1, pictures.len() as u64, "{how:?}: first_seq..last_seq spans pictures that are in no file");
+    for (j, h) in pictures.iter().enumerate() {
+        let seq = s.first_seq + j as u64;
+        let want = *by_seq.get(&seq).unwrap_or_else(|| panic!("{how:?}: frame {seq} was not taken"));
+        assert_eq!(*h, want, "{how:?}: picture {j} of the parts is not frame first_seq + {j} = {seq}");
+    }
+}
+
+#[test]
+fn a_recording_across_host_reconnects_keeps_every_picture() {
+    across_session_ends(SessionEnds::Reconnect);
+}
+
+#[test]
+fn a_recording_across_stalls_and_server_kills_keeps_every_picture() {
+    across_session_ends(SessionEnds::StallThenKill);
+}
