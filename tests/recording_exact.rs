@@ -660,8 +660,10 @@ fn an_hevc_recording_across_server_restarts_keeps_every_picture() {
 /// when a reconnect split the recording, and a file another program made at `NAME` while the
 /// recording ran was replaced at the final rename. Neither is touched: the recording goes on in
 /// the next free part name, and a part whose name was taken stays complete under its `.part`
-/// name, which the status (the last part) or the log (an earlier one) names. A legal name of 254
-/// bytes, once refused because its `.part` name passed the filesystem's limit, records.
+/// name, which the status names: the last part as its file, every earlier one in its error (only
+/// the log named those, and a recording whose last part got its name ended `DONE` or `STOPPED`
+/// as if every part had). A legal name of 254 bytes, once refused because its `.part` name passed
+/// the filesystem's limit, records.
 #[test]
 fn an_existing_file_is_never_replaced() {
     let _g = serial();
@@ -681,6 +683,9 @@ fn an_existing_file_is_never_replaced() {
     let (first, first_text) = theirs("x.mkv");
     let (single, single_text) = theirs("y.mp4");
     let x = start(cam, &dir.join("x.mkv"), 1000, 60_000);
+    // w: its first part's name taken, its second's free.
+    let (wfirst, wfirst_text) = theirs("w.mkv");
+    let w = start(cam, &wfirst, 1000, 60_000);
     let y = start(cam, &single, 1000, 500);
     // A name of 254 bytes, legal, once refused because its `.part` name was not.
     let long = dir.join(format!("{}.mkv", "z".repeat(250)));
@@ -688,6 +693,7 @@ fn an_existing_file_is_never_replaced() {
     // Made while the recordings run, at the names they are to take.
     std::fs::write(&first, &first_text).unwrap();
     std::fs::write(&single, &single_text).unwrap();
+    std::fs::write(&wfirst, &wfirst_text).unwrap();
     let limit = Instant::now() + Duration::from_secs(30);
     while !ended(y) || !ended(z) {
         assert!(Instant::now() < limit, "y or z did not end");
@@ -723,6 +729,20 @@ fn an_existing_file_is_never_replaced() {
     for _ in 0..30 {
         seen.take(cam, &index);
     }
+    assert_eq!(nvcam_record_stop(w), NVCAM_OK);
+    while !ended(w) {
+        seen.take(cam, &index);
+    }
+    let sw = status(w);
+    let (fw, ew) = (record_file(w), rec_error_text(w));
+    assert_eq!(nvcam_record_release(w), NVCAM_OK);
+    println!("w: {} {fw} ({ew})", sw.state);
+    assert_eq!((sw.state, sw.error, sw.parts), (NVCAM_RECORD_FAILED, NVCAM_E_IO, 2), "w: a part not under its name");
+    assert_eq!(fw, dir.join("w-part2.mkv").to_str().unwrap(), "w: the last part got its name");
+    let w1 = dir.join("w.mkv.part");
+    assert!(ew.contains(&format!("'{}'", w1.display())), "the status names the earlier part that kept its .part name: {ew}");
+    let (rw1, rw2) = (run_in(&w1, &index), run_in(Path::new(&fw), &index));
+    assert_eq!(sw.frames as usize, rw1.clone().count() + rw2.clone().count(), "w: frames vs its two files");
     // The last part's name, taken while it is written.
     let (last, last_text) = theirs("x-part3.mkv");
     std::fs::write(&last, &last_text).unwrap();
@@ -734,7 +754,7 @@ fn an_existing_file_is_never_replaced() {
     let (fx, ex) = (record_file(x), rec_error_text(x));
     assert_eq!(nvcam_record_release(x), NVCAM_OK);
     close(cam, 5000).unwrap();
-    for (f, text) in [(&part2, &part2_text), (&first, &first_text), (&single, &single_text), (&last, &last_text)] {
+    for (f, text) in [(&part2, &part2_text), (&first, &first_text), (&single, &single_text), (&last, &last_text), (&wfirst, &wfirst_text)] {
         assert_eq!(&std::fs::read(f).unwrap(), text, "{} was replaced", f.display());
     }
     // x's files: complete, under their `.part` names where theirs was taken; the status names
@@ -743,6 +763,8 @@ fn an_existing_file_is_never_replaced() {
     assert_eq!((sx.state, sx.error, sx.parts), (NVCAM_RECORD_FAILED, NVCAM_E_IO, 2));
     assert_eq!(fx, dir.join("x-part3.mkv.part").to_str().unwrap(), "the status names where the last part is");
     assert!(ex.contains("x-part3.mkv.part") && ex.contains("never replaces"), "{ex}");
+    let x1 = dir.join("x.mkv.part");
+    assert!(ex.contains(&format!("'{}'", x1.display())), "the status names the earlier part that kept its .part name: {ex}");
     let (r1, r3) = (run_in(&dir.join("x.mkv.part"), &index), run_in(Path::new(&fx), &index));
     assert_eq!(sx.frames as usize, r1.clone().count() + r3.clone().count(), "x: frames vs its two files");
 }
