@@ -814,9 +814,18 @@ fn child_records_into_a_folder_made_read_only() {
         assert!(Instant::now() < limit, "the recordings did not end");
         take(cam, 1);
     }
-    // The counters are taken in as packets and pictures come.
-    take(cam, 20);
-    take(cam2, 40);
+    // The counters are taken in on the camera's thread as packets and pictures come: frames are
+    // taken until each camera's ended recording is counted (or 10 s), not a fixed number.
+    let counted = |c: u64| {
+        let mut st = nvcam_record_stats { struct_size: std::mem::size_of::<nvcam_record_stats>() as u32, ..Default::default() };
+        assert_eq!(unsafe { nvcam_camera_record_stats(c, &mut st) }, NVCAM_OK);
+        st.failed + st.no_picture > 0
+    };
+    let limit = Instant::now() + Duration::from_secs(10);
+    while (!counted(cam) || !counted(cam2)) && Instant::now() < limit {
+        take(cam, 1);
+        take(cam2, 1);
+    }
     for (name, rec) in [("a", a), ("b", b)] {
         let s = status(rec);
         let mut buf = vec![0u8; 4096];
