@@ -287,18 +287,20 @@ fn reconnect(cam: u64) {
     assert_eq!(nvcam_camera_reconnect(cam), NVCAM_OK, "{}", last_error());
 }
 
-/// After a reconnect, the first frame of the new connection (a frame of the old one may still
-/// come first): the frame equal to `first`, within a few frames. Returns its seq.
+/// After a reconnect, the first frame of the new connection: the frame equal to `first`, within
+/// a few frames. The old connection's last pictures come first: a reconnect drains the decoder
+/// (every picture it holds is delivered), up to its decode surfaces' worth. Returns its seq.
 fn sync_on_first(cam: u64, name: &str, first: &[u8]) -> u64 {
-    for k in 0..6 {
+    for k in 0..32 {
         let f = get_frame(cam, 20_000).unwrap_or_else(|e| panic!("{name}: frame {k} after the reconnect: {e:?}"));
         let (seq, got) = (info(f).unwrap().seq, pixels(f).unwrap());
         release(f).unwrap();
         if first_diff(&got, first).is_none() {
+            eprintln!("{name}: the new connection's first frame came after {k} of the old one's");
             return seq;
         }
     }
-    panic!("{name}: no frame equal to the clip's first within 6 frames after the reconnect");
+    panic!("{name}: no frame equal to the clip's first within 32 frames after the reconnect");
 }
 
 /// A reconnect of the same camera keeps its NVDEC decoder (no `cuvidCreateDecoder`, which the
