@@ -147,7 +147,10 @@ impl Stream {
         for g in std::mem::take(&mut self.taken) {
             let _ = self.keys.rtp_continues_key(g.payload_after());
             match hits_of(&g, &self.keys, self.time_base, tracks_refs) {
-                Some(hits) => hits.into_iter().flatten().for_each(|h| self.integrity.gap(h, now)),
+                Some(hits) => {
+                    let before = crate::decode::pts_us(g.pts_before, self.time_base);
+                    hits.into_iter().flatten().for_each(|h| self.integrity.gap(h, before, now))
+                }
                 None => self.integrity.lost(now),
             }
         }
