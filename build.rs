@@ -16,9 +16,8 @@ fn main() {
 
 /// The Linux build links target/ffmpeg-linux, FFmpeg with nvcam's patches (.cargo/config.toml
 /// points ffmpeg-sys-next's pkg-config there, for this triple only, the one that script builds
-/// for). Debian's FFmpeg has the same sonames, so without a RUNPATH the tests, examples and the
-/// cdylib would load the unpatched system libraries at run time; the RUNPATH makes them load these
-/// with no LD_LIBRARY_PATH. The packages replace it with `$ORIGIN/lib` (scripts/release/package.sh).
+/// for). Its libraries have private names (libavformat_nvcam.so.59), which no system folder holds:
+/// the RUNPATH makes the tests, examples and the cdylib find them with no LD_LIBRARY_PATH. The packages replace it with `$ORIGIN/lib` (scripts/release/package.sh).
 /// A build made from other scripts or patches than the checkout's is refused: the code would be
 /// tested against an FFmpeg that is not the one it ships with.
 fn ffmpeg_linux(dir: &Path) {
@@ -30,7 +29,7 @@ fn ffmpeg_linux(dir: &Path) {
     println!("cargo:rerun-if-changed={}", prefix.display());
     let rebuild = "run 'bash scripts/build/build-ffmpeg-linux.sh' (about 4 minutes, cached), then build again";
     let lib = prefix.join("lib");
-    if !lib.join("libavformat.so.59").exists() {
+    if !lib.join("libavformat_nvcam.so.59").exists() {
         panic!("nvcam links only its own FFmpeg build, and {} has none: {rebuild}", lib.display());
     }
     // The script's own cache key, so the two can never disagree on what "current" means.

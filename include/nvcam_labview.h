@@ -431,7 +431,9 @@
 
 /**
  * Ended by an error (`error`, `nvcam_record_error`): a disk that was full or too slow, an I/O
- * error. What was written is in the file (its `.part` name if it could not be finished).
+ * error, a file complete under its `.part` name because its name was taken or its rename denied
+ * (`NVCAM_E_IO`; the error names every such part). What was written is in the file (its `.part`
+ * name if it could not be finished).
  */
 #define NVCAM_RECORD_FAILED 5
 
@@ -1228,6 +1230,8 @@ int nvcam_version_string(char *buf, int len);
  * while initialized is a no-op; after `nvcam_shutdown` it initializes afresh. Pins the library in
  * the process on first call. On Windows it loads the FFmpeg DLLs, from nvcam.dll's own folder:
  * `NVCAM_E_FFMPEG` if one cannot be loaded (`nvcam_last_error` names it and the folder).
+ * `NVCAM_E_FFMPEG` too if nvcam's FFmpeg calls reach another FFmpeg build than the one it ships
+ * with (`nvcam_last_error` names the library file that answered).
  *
  * Returns: NVCAM_OK, NVCAM_E_STRUCT_SIZE, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_FFMPEG, NVCAM_E_PANIC
  *
@@ -1700,7 +1704,7 @@ int nvcam_record_status(unsigned __int64 rec, nvcam_record_status_t *status);
 int nvcam_record_file(unsigned __int64 rec, char *buf, int len);
 
 /**
- * Why a recording failed ("" if it did not).
+ * Why a recording failed ("" if it did not); names every part that stays under its `.part` name.
  *
  * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
  *

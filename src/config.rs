@@ -62,6 +62,11 @@ pub(crate) struct Defaults {
     /// next recovery point (dark time up to a GOP).
     pub loss_reconnect_min_spacing_ms: u32,
     pub loss_reconnect_max_spacing_ms: u32,
+    /// A session that ends before its stream does (a reconnect the host asks for, a read error:
+    /// a stall, a server gone) drains its decoder for at most this long, so that the pictures it
+    /// still holds reach the host and the recordings. A decoder not drained by then is dropped
+    /// with what it holds. Its own budget, before the input's close (TEARDOWN has its own).
+    pub session_drain_ms: u32,
 }
 
 pub(crate) const DEFAULTS: Defaults = Defaults {
@@ -86,6 +91,7 @@ pub(crate) const DEFAULTS: Defaults = Defaults {
     udp_receive_buffer_bytes: 4 << 20,
     loss_reconnect_min_spacing_ms: 10_000,
     loss_reconnect_max_spacing_ms: 30_000,
+    session_drain_ms: 1000,
 };
 
 /// Bounds on `pool_slots`: one slot in flight plus at least one the host may hold.

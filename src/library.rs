@@ -34,6 +34,8 @@ pub(crate) fn init(cfg: Config) -> Result<()> {
     // Before the first FFmpeg call: a DLL that cannot be loaded is an error here, not a crash there.
     #[cfg(windows)]
     crate::win_loader::ensure_ffmpeg()?;
+    // Never on another FFmpeg than nvcam's (one the host loaded): it would lack nvcam's patches.
+    crate::ffmpeg::own::check()?;
     ffmpeg_next::init().map_err(|e| Error::ffmpeg("av_register", e))?;
     // FFmpeg's warnings and errors, through our log (its level and sinks decide what is kept).
     ffmpeg_next::util::log::set_level(ffmpeg_next::util::log::Level::Warning);

@@ -51,7 +51,10 @@ pub(crate) fn redact_url(url: &str) -> String {
     let mut out = match url.find("://") {
         Some(i) => {
             let rest = &url[i + 3..];
-            match userinfo_end(rest) {
+            // A malformed authority (`user:pw@[::1`, no host after the `@`) has no userinfo to
+            // a parser, but may still hold a password: for a text that is shown, not sent, the
+            // last `@` before the path ends it whenever the start is not a plain `host[:port]`.
+            match userinfo_end(rest).or_else(|| malformed_userinfo_end(rest)) {
                 Some(at) if rest[..at].contains(':') => {
                     let user = rest[..at].split(':').next().unwrap_or("");
                     format!("{}{user}:***{}", &url[..i + 3], &rest[at..])
@@ -63,6 +66,19 @@ pub(crate) fn redact_url(url: &str) -> String {
     };
     out = hide_values(&out, "passphrase=");
     out
+}
+
+/// In `rest` (after `scheme://`), the last `@` before the first `/`, `?` or `#` when the text
+/// there is not a plain `host[:port]`; also the last `@` of all when that text holds a `:` and the
+/// path has an `@` (a password with `/` in it before a host that does not parse).
+fn malformed_userinfo_end(rest: &str) -> Option<usize> {
+    let first = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let head = &rest[..first];
+    if host_port_len(head) == Some(head.len()) && !head.contains('@') {
+        // `host:port/…@…` reads as a path with an `@`, unless the port is no number.
+        return None;
+    }
+    head.rfind('@').or_else(|| head.contains(':').then(|| rest.rfind('@')).flatten())
 }
 
 /// A line that may hold URLs and options (FFmpeg's own log lines, which name the URLs nvcam gave
@@ -163,6 +179,10 @@ mod tests {
         assert_eq!(redact_url("rtsp://10.0.0.1/x?user=a@b"), "rtsp://10.0.0.1/x?user=a@b");
         assert_eq!(redact_url("udp://@:1234?fifo_size=100"), "udp://@:1234?fifo_size=100");
         assert_eq!(redact_url("rtsp://admin@cam/x"), "rtsp://admin@cam/x");
+        // Malformed authorities that no parser takes apart still hide what may be a password.
+        assert_eq!(redact_url("srt://admin:Pw1@[::1:65536/"), "srt://admin:***@[::1:65536/");
+        assert_eq!(redact_url("rtsp://admin:Se/cret@cam:x/y"), "rtsp://admin:***@cam:x/y");
+        assert_eq!(redact_url("rtsp://admin:pw@/x"), "rtsp://admin:***@/x");
     }
 
     #[test]

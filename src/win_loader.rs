@@ -110,29 +110,52 @@ fn own_module() -> Option<Hmodule> {
     (ok != 0 && !h.is_null()).then_some(h)
 }
 
+/// The full path of loaded module `h`, in UTF-16 (no NUL).
+fn module_path(h: Hmodule) -> Option<Vec<u16>> {
+    let mut buf = vec![0u16; 512];
+    loop {
+        // SAFETY: `buf` is writable for its length, which is what is passed.
+        let n = unsafe { GetModuleFileNameW(h, buf.as_mut_ptr(), buf.len() as u32) } as usize;
+        if n == 0 {
+            return None;
+        }
+        if n < buf.len() {
+            buf.truncate(n);
+            return Some(buf);
+        }
+        // Truncated: a longer path than the buffer (long-path names reach 32767).
+        if buf.len() >= 1 << 16 {
+            return None;
+        }
+        buf.resize(buf.len() * 2, 0);
+    }
+}
+
+/// The file of the loaded module that holds `addr` (for nvcam_init's check of its FFmpeg,
+/// `crate::ffmpeg::own`).
+pub(crate) fn module_file(addr: *const c_void) -> Option<String> {
+    let mut h: Hmodule = std::ptr::null_mut();
+    // SAFETY: FROM_ADDRESS with any address (no handle if no module holds it) and
+    // UNCHANGED_REFCOUNT adds no reference; `h` receives the handle.
+    let ok = unsafe {
+        GetModuleHandleExW(
+            GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+            addr as *const u16,
+            &mut h,
+        )
+    };
+    if ok == 0 || h.is_null() {
+        return None;
+    }
+    module_path(h).map(|p| String::from_utf16_lossy(&p))
+}
+
 /// The folder our module was loaded from, with its trailing separator, in UTF-16.
 fn own_folder() -> Option<&'static [u16]> {
     static FOLDER: OnceLock<Option<Vec<u16>>> = OnceLock::new();
     FOLDER
         .get_or_init(|| {
-            let h = own_module()?;
-            let mut buf = vec![0u16; 512];
-            loop {
-                // SAFETY: `buf` is writable for its length, which is what is passed.
-                let n = unsafe { GetModuleFileNameW(h, buf.as_mut_ptr(), buf.len() as u32) } as usize;
-                if n == 0 {
-                    return None;
-                }
-                if n < buf.len() {
-                    buf.truncate(n);
-                    break;
-                }
-                // Truncated: a longer path than the buffer (long-path names reach 32767).
-                if buf.len() >= 1 << 16 {
-                    return None;
-                }
-                buf.resize(buf.len() * 2, 0);
-            }
+            let mut buf = module_path(own_module()?)?;
             let sep = buf.iter().rposition(|&c| c == u16::from(b'\\') || c == u16::from(b'/'))?;
             buf.truncate(sep + 1);
             Some(buf)
@@ -181,18 +204,18 @@ struct ImgDelayDescr {
 // The descriptors of the FFmpeg libraries nvcam calls (through ffmpeg-next's features: codec,
 // format, device, software-scaling). GNU ld 2.40 does not fill the PE header's delay import
 // directory, so they cannot be found from the image's headers; dlltool names each after its
-// library file (libavcodec.dll.a), and every library here is on the link line (ffmpeg-sys-next
+// library file (libavcodec_nvcam.dll.a), and every library here is on the link line (ffmpeg-sys-next
 // links them), so a name that no longer matched would fail the link, not the run.
 extern "C" {
-    #[link_name = "__DELAY_IMPORT_DESCRIPTOR_libavutil_dll_a"]
+    #[link_name = "__DELAY_IMPORT_DESCRIPTOR_libavutil_nvcam_dll_a"]
     static AVUTIL: ImgDelayDescr;
-    #[link_name = "__DELAY_IMPORT_DESCRIPTOR_libavcodec_dll_a"]
+    #[link_name = "__DELAY_IMPORT_DESCRIPTOR_libavcodec_nvcam_dll_a"]
     static AVCODEC: ImgDelayDescr;
-    #[link_name = "__DELAY_IMPORT_DESCRIPTOR_libavformat_dll_a"]
+    #[link_name = "__DELAY_IMPORT_DESCRIPTOR_libavformat_nvcam_dll_a"]
     static AVFORMAT: ImgDelayDescr;
-    #[link_name = "__DELAY_IMPORT_DESCRIPTOR_libavdevice_dll_a"]
+    #[link_name = "__DELAY_IMPORT_DESCRIPTOR_libavdevice_nvcam_dll_a"]
     static AVDEVICE: ImgDelayDescr;
-    #[link_name = "__DELAY_IMPORT_DESCRIPTOR_libswscale_dll_a"]
+    #[link_name = "__DELAY_IMPORT_DESCRIPTOR_libswscale_nvcam_dll_a"]
     static SWSCALE: ImgDelayDescr;
 }
 

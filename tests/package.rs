@@ -57,7 +57,7 @@ fn linux_tarball_builds_with_cmake_and_pkg_config_alone() {
     let name = format!("nvcam-{version}-linux-x64");
     run("tar", Command::new("tar").arg("-C").arg(&tmp).arg("-xzf").arg(tmp.join("dist").join(format!("{name}.tar.gz"))));
     let pkg = tmp.join(&name);
-    for f in ["libnvcam.so", "include/nvcam.h", "include/nvcam.hpp", "lib/cmake/nvcam/nvcamConfig.cmake", "lib/cmake/nvcam/nvcamConfigVersion.cmake", "lib/pkgconfig/nvcam.pc", "lib/libavcodec.so.59", "licenses/FFmpeg/COPYING.LGPLv2.1", "licenses/dav1d/COPYING", "licenses/srt/LICENSE", "LICENSE-MIT", "LICENSE-APACHE"] {
+    for f in ["libnvcam.so", "include/nvcam.h", "include/nvcam.hpp", "lib/cmake/nvcam/nvcamConfig.cmake", "lib/cmake/nvcam/nvcamConfigVersion.cmake", "lib/pkgconfig/nvcam.pc", "lib/libavcodec_nvcam.so.59", "licenses/FFmpeg/COPYING.LGPLv2.1", "licenses/dav1d/COPYING", "licenses/srt/LICENSE", "LICENSE-MIT", "LICENSE-APACHE"] {
         assert!(pkg.join(f).is_file(), "{name}/{f} is missing from the tarball");
     }
 
@@ -145,7 +145,7 @@ fn install_to_a_prefix_serves_pkg_config_and_cmake() {
     let pc_path = run("pkg-config's search path", Command::new("pkg-config").args(["--variable", "pc_path", "pkg-config"]));
     let pc_path = String::from_utf8_lossy(&pc_path.stdout);
     assert!(pc_path.split(':').any(|d| d.trim() == "/usr/local/lib/pkgconfig"), "pkg-config does not search /usr/local/lib/pkgconfig: {pc_path}");
-    for f in ["lib/libnvcam.so", "lib/nvcam/libavcodec.so.59", "include/nvcam.h", "include/nvcam.hpp", "lib/pkgconfig/nvcam.pc", "lib/cmake/nvcam/nvcamConfig.cmake", "share/doc/nvcam/LICENSE-MIT", "share/doc/nvcam/licenses/FFmpeg/COPYING.LGPLv2.1", "share/nvcam/install-manifest.txt"] {
+    for f in ["lib/libnvcam.so", "lib/nvcam/libavcodec_nvcam.so.59", "include/nvcam.h", "include/nvcam.hpp", "lib/pkgconfig/nvcam.pc", "lib/cmake/nvcam/nvcamConfig.cmake", "share/doc/nvcam/LICENSE-MIT", "share/doc/nvcam/licenses/FFmpeg/COPYING.LGPLv2.1", "share/nvcam/install-manifest.txt"] {
         assert!(prefix.join(f).is_file(), "PREFIX/{f} was not installed");
     }
     let pc = |args: &[&str]| {

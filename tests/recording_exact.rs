@@ -660,8 +660,10 @@ fn an_hevc_recording_across_server_restarts_keeps_every_picture() {
 /// when a reconnect split the recording, and a file another program made at `NAME` while the
 /// recording ran was replaced at the final rename. Neither is touched: the recording goes on in
 /// the next free part name, and a part whose name was taken stays complete under its `.part`
-/// name, which the status (the last part) or the log (an earlier one) names. A legal name of 254
-/// bytes, once refused because its `.part` name passed the filesystem's limit, records.
+/// name, which the status names: the last part as its file, every earlier one in its error (only
+/// the log named those, and a recording whose last part got its name ended `DONE` or `STOPPED`
+/// as if every part had). A legal name of 254 bytes, once refused because its `.part` name passed
+/// the filesystem's limit, records.
 #[test]
 fn an_existing_file_is_never_replaced() {
     let _g = serial();
@@ -681,6 +683,9 @@ fn an_existing_file_is_never_replaced() {
     let (first, first_text) = theirs("x.mkv");
     let (single, single_text) = theirs("y.mp4");
     let x = start(cam, &dir.join("x.mkv"), 1000, 60_000);
+    // w: its first part's name taken, its second's free.
+    let (wfirst, wfirst_text) = theirs("w.mkv");
+    let w = start(cam, &wfirst, 1000, 60_000);
     let y = start(cam, &single, 1000, 500);
     // A name of 254 bytes, legal, once refused because its `.part` name was not.
     let long = dir.join(format!("{}.mkv", "z".repeat(250)));
@@ -688,6 +693,7 @@ fn an_existing_file_is_never_replaced() {
     // Made while the recordings run, at the names they are to take.
     std::fs::write(&first, &first_text).unwrap();
     std::fs::write(&single, &single_text).unwrap();
+    std::fs::write(&wfirst, &wfirst_text).unwrap();
     let limit = Instant::now() + Duration::from_secs(30);
     while !ended(y) || !ended(z) {
         assert!(Instant::now() < limit, "y or z did not end");
@@ -723,6 +729,20 @@ fn an_existing_file_is_never_replaced() {
     for _ in 0..30 {
         seen.take(cam, &index);
     }
+    assert_eq!(nvcam_record_stop(w), NVCAM_OK);
+    while !ended(w) {
+        seen.take(cam, &index);
+    }
+    let sw = status(w);
+    let (fw, ew) = (record_file(w), rec_error_text(w));
+    assert_eq!(nvcam_record_release(w), NVCAM_OK);
+    println!("w: {} {fw} ({ew})", sw.state);
+    assert_eq!((sw.state, sw.error, sw.parts), (NVCAM_RECORD_FAILED, NVCAM_E_IO, 2), "w: a part not under its name");
+    assert_eq!(fw, dir.join("w-part2.mkv").to_str().unwrap(), "w: the last part got its name");
+    let w1 = dir.join("w.mkv.part");
+    assert!(ew.contains(&format!("'{}'", w1.display())), "the status names the earlier part that kept its .part name: {ew}");
+    let (rw1, rw2) = (run_in(&w1, &index), run_in(Path::new(&fw), &index));
+    assert_eq!(sw.frames as usize, rw1.clone().count() + rw2.clone().count(), "w: frames vs its two files");
     // The last part's name, taken while it is written.
     let (last, last_text) = theirs("x-part3.mkv");
     std::fs::write(&last, &last_text).unwrap();
@@ -734,7 +754,7 @@ fn an_existing_file_is_never_replaced() {
     let (fx, ex) = (record_file(x), rec_error_text(x));
     assert_eq!(nvcam_record_release(x), NVCAM_OK);
     close(cam, 5000).unwrap();
-    for (f, text) in [(&part2, &part2_text), (&first, &first_text), (&single, &single_text), (&last, &last_text)] {
+    for (f, text) in [(&part2, &part2_text), (&first, &first_text), (&single, &single_text), (&last, &last_text), (&wfirst, &wfirst_text)] {
         assert_eq!(&std::fs::read(f).unwrap(), text, "{} was replaced", f.display());
     }
     // x's files: complete, under their `.part` names where theirs was taken; the status names
@@ -743,6 +763,8 @@ fn an_existing_file_is_never_replaced() {
     assert_eq!((sx.state, sx.error, sx.parts), (NVCAM_RECORD_FAILED, NVCAM_E_IO, 2));
     assert_eq!(fx, dir.join("x-part3.mkv.part").to_str().unwrap(), "the status names where the last part is");
     assert!(ex.contains("x-part3.mkv.part") && ex.contains("never replaces"), "{ex}");
+    let x1 = dir.join("x.mkv.part");
+    assert!(ex.contains(&format!("'{}'", x1.display())), "the status names the earlier part that kept its .part name: {ex}");
     let (r1, r3) = (run_in(&dir.join("x.mkv.part"), &index), run_in(Path::new(&fx), &index));
     assert_eq!(sx.frames as usize, r1.clone().count() + r3.clone().count(), "x: frames vs its two files");
 }
@@ -761,6 +783,7 @@ fn rec_error_text(rec: u64) -> String {
 
 /// Run by `a_folder_made_read_only_leaves_what_the_status_says` as another user than root (whom
 /// a folder's mode does not stop). Prints what the statuses and counters say.
+#[cfg(unix)]
 #[test]
 #[ignore = "a helper: runs as a child process of a_folder_made_read_only_leaves_what_the_status_says"]
 fn child_records_into_a_folder_made_read_only() {
@@ -791,9 +814,18 @@ fn child_records_into_a_folder_made_read_only() {
         assert!(Instant::now() < limit, "the recordings did not end");
         take(cam, 1);
     }
-    // The counters are taken in as packets and pictures come.
-    take(cam, 20);
-    take(cam2, 40);
+    // The counters are taken in on the camera's thread as packets and pictures come: frames are
+    // taken until each camera's ended recording is counted (or 10 s), not a fixed number.
+    let counted = |c: u64| {
+        let mut st = nvcam_record_stats { struct_size: std::mem::size_of::<nvcam_record_stats>() as u32, ..Default::default() };
+        assert_eq!(unsafe { nvcam_camera_record_stats(c, &mut st) }, NVCAM_OK);
+        st.failed + st.no_picture > 0
+    };
+    let limit = Instant::now() + Duration::from_secs(10);
+    while (!counted(cam) || !counted(cam2)) && Instant::now() < limit {
+        take(cam, 1);
+        take(cam2, 1);
+    }
     for (name, rec) in [("a", a), ("b", b)] {
         let s = status(rec);
         let mut buf = vec![0u8; 4096];
@@ -816,6 +848,7 @@ fn child_records_into_a_folder_made_read_only() {
 /// the status names as not removable; `failed` counts the failure, not the recording without a
 /// picture. Run as another user than root (root ignores the folder's mode): the test fails
 /// where it cannot switch.
+#[cfg(unix)]
 #[test]
 fn a_folder_made_read_only_leaves_what_the_status_says() {
     let _g = serial();
@@ -856,4 +889,123 @@ fn a_folder_made_read_only_leaves_what_the_status_says() {
     assert!(lb.contains("could not be removed") && lb.contains("b.mp4.part"), "{lb}");
     assert_eq!((num(&lc, "failed"), num(&lc, "no_picture")), (1, 0), "{lc}");
     assert_eq!((num(&lc2, "failed"), num(&lc2, "no_picture")), (0, 1), "{lc2}");
+}
+
+/// How a test ends the camera's sessions.
+#[derive(Clone, Copy, Debug)]
+enum SessionEnds {
+    /// `nvcam_camera_reconnect` (RTSP over TCP).
+    Reconnect,
+    /// The server hung (SIGSTOP) until the session ends on its stall (a read error), then killed
+    /// with SIGKILL and started again.
+    StallThenKill,
+}
+
+/// A session that ended before its stream did (a reconnect the host asked for, a read error such
+/// as a stall before the server's `kill -9`) did not drain its decoder: each part ended
+/// at the last whole mini-GOP among the pictures decoded, the pictures the camera had delivered
+/// past it were in no file, and `seq − first_seq` named the wrong picture in every later part.
+/// Three such ends (two for the kills) in one recording: the parts, in order, hold every picture
+/// the camera delivered from the first to the last, each named by `seq − first_seq`, and the
+/// status's numbers are the files'.
+fn across_session_ends(how: SessionEnds) {
+    let _g = serial();
+    let dir = out_dir(&format!("session-ends-{how:?}"));
+    let clip = clip_for("h264");
+    let mut srv = RtspServer::start(Stream::default().codec("h264").clip(&clip).not_shared());
+    let mut o = options(NVCAM_OPEN_LOSSLESS);
+    o.open_timeout_ms = 5000;
+    o.reconnect_min_ms = 100;
+    o.reconnect_max_ms = 500;
+    o.stall_timeout_ms = 1500;
+    let transport = CString::new("rtsp_transport=tcp").unwrap();
+    o.ffmpeg_options = transport.as_ptr();
+    let cam = open(&srv.url(), &o).unwrap_or_else(|e| panic!("open: {e:?}; server: {}", srv.stderr_text()));
+    assert_eq!(nvcam_camera_record_cache(cam, 1000, 0), NVCAM_OK);
+    // Every frame the host took, by its frame number: its picture's hash.
+    let mut by_seq: HashMap<u64, u64> = HashMap::new();
+    let take = |by_seq: &mut HashMap<u64, u64>| {
+        let f = get_frame(cam, 8000).unwrap_or_else(|e| panic!("{how:?}: the camera streams: {e:?}"));
+        let i = info(f).unwrap();
+        by_seq.insert(i.seq, fnv(&pixels(f).unwrap()));
+        release(f).unwrap();
+    };
+    for _ in 0..45 {
+        take(&mut by_seq);
+    }
+    let file = dir.join("ends.mkv");
+    let rec = start(cam, &file, 1000, 120_000);
+    let ends = match how {
+        SessionEnds::Reconnect => 3,
+        SessionEnds::StallThenKill => 2,
+    };
+    let limit = Instant::now() + Duration::from_secs(60);
+    for n in 2..=ends + 1 {
+        // Past a few mini-GOPs, at a picture the test does not choose.
+        for _ in 0..40 + 7 * n {
+            take(&mut by_seq);
+        }
+        match how {
+            SessionEnds::Reconnect => assert_eq!(nvcam_camera_reconnect(cam), NVCAM_OK),
+            SessionEnds::StallThenKill => {
+                srv.pause();
+                // The host goes on taking what the camera delivers (the drained pictures come
+                // at the stall's end) until the session has ended.
+                let until = Instant::now() + Duration::from_millis(1500 + 1500);
+                while Instant::now() < until {
+                    if let Ok(f) = get_frame(cam, 100) {
+                        let i = info(f).unwrap();
+                        by_seq.insert(i.seq, fnv(&pixels(f).unwrap()));
+                        release(f).unwrap();
+                    }
+                }
+                srv.restart(None);
+            }
+        }
+        while status(rec).parts < n {
+            assert!(Instant::now() < limit, "{how:?}: no part {n} after the session's end");
+            take(&mut by_seq);
+        }
+    }
+    for _ in 0..40 {
+        take(&mut by_seq);
+    }
+    assert_eq!(nvcam_record_stop(rec), NVCAM_OK);
+    while !ended(rec) {
+        take(&mut by_seq);
+    }
+    for _ in 0..10 {
+        take(&mut by_seq);
+    }
+    let s = status(rec);
+    assert_eq!(nvcam_record_release(rec), NVCAM_OK);
+    close(cam, 5000).unwrap();
+    assert_eq!((s.state, s.parts), (NVCAM_RECORD_STOPPED, ends + 1), "{how:?}: {}", rec_error_text(rec));
+    let mut pictures: Vec<u64> = Vec::new();
+    for k in 1..=s.parts {
+        let f = if k == 1 { file.clone() } else { dir.join(format!("ends-part{k}.mkv")) };
+        let got: Vec<u64> = reference_nv12(&f, 320, 240).iter().map(|p| fnv(p)).collect();
+        println!("{how:?} {}: {} pictures", f.display(), got.len());
+        assert!(!got.is_empty(), "{} decodes to nothing", f.display());
+        pictures.extend(got);
+    }
+    let wrong: Vec<usize> = (0..pictures.len()).filter(|&j| by_seq.get(&(s.first_seq + j as u64)) != Some(&pictures[j])).collect();
+    println!("{how:?}: status frames {} seq {}..{}, files {}; pictures not named by seq − first_seq: {:?}", s.frames, s.first_seq, s.last_seq, pictures.len(), &wrong[..wrong.len().min(20)]);
+    assert_eq!(s.frames as usize, pictures.len(), "{how:?}: frames vs the files' pictures");
+    assert_eq!(s.last_seq - s.first_seq + 1, pictures.len() as u64, "{how:?}: first_seq..last_seq spans pictures that are in no file");
+    for (j, h) in pictures.iter().enumerate() {
+        let seq = s.first_seq + j as u64;
+        let want = *by_seq.get(&seq).unwrap_or_else(|| panic!("{how:?}: frame {seq} was not taken"));
+        assert_eq!(*h, want, "{how:?}: picture {j} of the parts is not frame first_seq + {j} = {seq}");
+    }
+}
+
+#[test]
+fn a_recording_across_host_reconnects_keeps_every_picture() {
+    across_session_ends(SessionEnds::Reconnect);
+}
+
+#[test]
+fn a_recording_across_stalls_and_server_kills_keeps_every_picture() {
+    across_session_ends(SessionEnds::StallThenKill);
 }

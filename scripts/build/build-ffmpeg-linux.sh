@@ -6,9 +6,10 @@
 #   bash scripts/build/build-ffmpeg-linux.sh          # prints the prefix: target/ffmpeg-linux
 #
 # The source is Debian 12's own FFmpeg source package (`apt-get source ffmpeg`, Debian's patches
-# applied); the libraries keep Debian's sonames and symbol versions (libavcodec.so.59 with
-# LIBAVCODEC_59, ...). scripts/release/package.sh checks that every FFmpeg symbol libnvcam.so imports is
-# defined here. This script adds `deb-src` to
+# applied); the libraries have private names and symbol versions (libavcodec_nvcam.so.59 with
+# NVCAM_LIBAVCODEC_59, ...: ffmpeg_suffix in ffmpeg-common.sh), so a process that has loaded
+# Debian's libavcodec.so.59 (LIBAVCODEC_59) keeps nvcam on these. scripts/release/package.sh checks
+# that every FFmpeg symbol libnvcam.so imports is defined here. This script adds `deb-src` to
 # /etc/apt/sources.list.d/debian.sources when apt has no source entries. The NVDEC hwaccels and the
 # CUDA hwcontext use the ffnvcodec headers of Debian's libffmpeg-nvenc-dev; nothing links against
 # the NVIDIA driver (FFmpeg loads libcuda.so.1 and libnvcuvid.so.1 at run time).
@@ -24,8 +25,9 @@
 # Apache-2.0 code in them the libraries are LGPL v3 or later (--enable-version3).
 #
 # Result (the prefix, target/ffmpeg-linux/): lib/lib{avcodec,avdevice,avfilter,avformat,avutil,
-# swscale}.so.* with RUNPATH=$ORIGIN (so they find each other in whatever folder they are copied to),
-# include/, lib/pkgconfig/, share/licenses/ffmpeg/ (the LGPL text and BUILD-INFO.txt: version and
+# swscale}_nvcam.so.* with RUNPATH=$ORIGIN (so they find each other in whatever folder they are copied to),
+# include/, lib/pkgconfig/ (lib*_nvcam.pc, and a copy of each under FFmpeg's own name, libavcodec.pc,
+# the names ffmpeg-sys-next looks up: they link -lavcodec_nvcam), share/licenses/ffmpeg/ (the LGPL text and BUILD-INFO.txt: version and
 # configure line), share/licenses/dav1d/ (its BSD-2-Clause text), share/licenses/{mbedtls,srt}/. A stamp keyed by the content of this script, ffmpeg-common.sh and the patches
 # makes a second run a no-op; change one of them (or delete the prefix) to rebuild. build.rs refuses
 # to build nvcam against a prefix whose stamp is not the current key.
@@ -101,6 +103,23 @@ for f in "$prefix"/lib/lib*.so.*.*.*; do
       *) die "$(basename "$f") needs $n: only glibc and this build's libraries are allowed" ;;
     esac
   done
+done
+
+# --- private names and versions: each library defines only NVCAM_ versions and needs only those
+# of its siblings (a plain LIBAVUTIL_57 reference could bind to Debian's libavutil.so.57) ---
+for f in "$prefix"/lib/lib*.so.*.*.*; do
+  base=$(basename "$f"); short=${base%%"$ffmpeg_suffix".so.*}
+  case "$base" in lib*"$ffmpeg_suffix".so.*) ;; *) die "$base has no private name (--build-suffix=$ffmpeg_suffix)" ;; esac
+  readelf -d "$f" | grep -q "Library soname: \[$short$ffmpeg_suffix\.so\.[0-9]*\]" || die "$base has no private soname"
+  defs=$(readelf -V --wide "$f" | sed -n '/Version definition section/,/Version needs section/p' | grep -o 'Name: [A-Z0-9_]*' | sed 's/Name: //')
+  echo "$defs" | grep -qx "NVCAM_$(echo "${short#lib}" | tr a-z A-Z | sed 's/^/LIB/')_[0-9]*" || die "$base defines no NVCAM_ symbol version (patch 0005)"
+  needs=$(readelf -V --wide "$f" | sed -n '/Version needs section/,$p' | grep -o 'Name: [A-Z0-9_.]*' | sed 's/Name: //' | grep -v '^GLIBC_\|^GCC_' || true)
+  bad=$(echo "$needs" | grep -v '^NVCAM_LIB' | grep . || true)
+  [ -z "$bad" ] || die "$base needs symbol versions that are not this build's: $bad"
+done
+# ffmpeg-sys-next looks the libraries up by FFmpeg's own pkg-config names.
+for pc in "$prefix"/lib/pkgconfig/lib*"$ffmpeg_suffix".pc; do
+  cp "$pc" "${pc%"$ffmpeg_suffix".pc}.pc"
 done
 
 glibc=$(objdump -T "$prefix"/lib/lib*.so.*.*.* | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n1)

@@ -18,8 +18,11 @@
 # mbedTLS the same way (srt_build), with its C++ runtime and winpthread static. Apache-2.0 code makes the libraries LGPL v3 or later
 # (--enable-version3). The DLLs may import only Windows' own DLLs and each other (checked below).
 #
-# Result (the prefix, target/ffmpeg-windows/): bin/*.dll (avcodec-59, avdevice-59, avfilter-8,
-# avformat-59, avutil-57, swscale-6), lib/lib*.dll.a (mingw import libraries), bin/*.lib (MSVC import
+# Result (the prefix, target/ffmpeg-windows/): bin/*.dll with private names (avcodec_nvcam-59,
+# avdevice_nvcam-59, avfilter_nvcam-8, avformat_nvcam-59, avutil_nvcam-57, swscale_nvcam-6:
+# ffmpeg_suffix in ffmpeg-common.sh; Windows reuses a loaded module of the same name for every
+# import of it, so a host that loaded another avformat-59.dll keeps nvcam on these),
+# lib/lib*_nvcam.dll.a (mingw import libraries), bin/*.lib (MSVC import
 # libraries, where the toolchain made them), include/, lib/pkgconfig/, share/licenses/ffmpeg/ (the
 # LGPL v3 text and the GPL v3 it refers to), share/licenses/mbedtls/ (Apache-2.0), share/licenses/srt/ (MPL-2.0), share/licenses/dav1d/
 # (BSD-2-Clause) and BUILD-INFO.txt (versions and configure line); and lib/delayload/: delay-load import
@@ -92,7 +95,10 @@ for f in "$prefix"/bin/*.dll; do
       || die "$(basename "$f") imports $n: only system DLLs and this build's are allowed"
   done
 done
-imports=$(${cross}objdump -p "$prefix"/bin/avformat-*.dll)  # not piped into grep -q: SIGPIPE + pipefail
+for f in "$prefix"/bin/*.dll; do
+  case "$(basename "$f")" in *"$ffmpeg_suffix"-[0-9]*.dll) ;; *) die "$(basename "$f") has no private name (--build-suffix=$ffmpeg_suffix)" ;; esac
+done
+imports=$(${cross}objdump -p "$prefix"/bin/avformat"$ffmpeg_suffix"-*.dll)  # not piped into grep -q: SIGPIPE + pipefail
 for n in crypt32.dll; do
   grep -qi "DLL Name: $n" <<<"$imports" || die "avformat does not import $n (the ROOT-store code is not compiled in)"
 done
@@ -118,20 +124,23 @@ cp "$prefix/BUILD-INFO.txt" "$prefix/share/licenses/ffmpeg/"
 # first use, from that folder (src/win_loader.rs). One per DLL, from the export list FFmpeg's own
 # link used (lib/<name>-<major>.def), named as the ordinary one so that the same -l flags find it.
 # dlltool names the library's symbols after the output path as given, so it is given as a bare file
-# name: nvcam finds the descriptors by those names (__DELAY_IMPORT_DESCRIPTOR_libavcodec_dll_a).
+# name: nvcam finds the descriptors by those names (__DELAY_IMPORT_DESCRIPTOR_libavcodec_nvcam_dll_a).
+# The .pc files are there under both names: FFmpeg's (libavcodec.pc, which ffmpeg-sys-next looks up)
+# and the build's (libavcodec_nvcam.pc, which the others' Requires name); both link -lavcodec_nvcam.
 dl="$prefix/lib/delayload"
 mkdir -p "$dl/pkgconfig"
 for def in "$prefix"/lib/*.def; do
-  dll=$(basename "$def" .def)    # avcodec-59
+  dll=$(basename "$def" .def)    # avcodec_nvcam-59
   (cd "$dl" && ${cross}dlltool -m i386:x86-64 -d "$def" -D "$dll.dll" -y "lib${dll%-*}.dll.a") \
     || die "dlltool could not make a delay-load library from $def"
 done
 for pc in "$prefix"/lib/pkgconfig/*.pc; do
   grep -q '^libdir=' "$pc" || die "no libdir= line in $pc"
   sed "s#^libdir=.*#libdir=$dl#" "$pc" >"$dl/pkgconfig/$(basename "$pc")"
+  case "$pc" in *"$ffmpeg_suffix".pc) cp "$dl/pkgconfig/$(basename "$pc")" "$dl/pkgconfig/$(basename "$pc" "$ffmpeg_suffix.pc").pc" ;; esac
 done
-syms=$(${cross}nm "$dl/libavcodec.dll.a")  # not piped into grep -q: SIGPIPE + pipefail
-grep -q ' __DELAY_IMPORT_DESCRIPTOR_libavcodec_dll_a$' <<<"$syms" && [ -f "$dl/pkgconfig/libavcodec.pc" ] \
+syms=$(${cross}nm "$dl/libavcodec$ffmpeg_suffix.dll.a")  # not piped into grep -q: SIGPIPE + pipefail
+grep -q " __DELAY_IMPORT_DESCRIPTOR_libavcodec${ffmpeg_suffix}_dll_a\$" <<<"$syms" && [ -f "$dl/pkgconfig/libavcodec.pc" ] \
   || die "no delay-load library for avcodec in $dl"
 
 cd "$root"; rm -rf "$work/build"

@@ -164,13 +164,21 @@ wants=(CONFIG_NVDEC CONFIG_CUDA CONFIG_H264_NVDEC_HWACCEL CONFIG_HEVC_NVDEC_HWAC
        CONFIG_MBEDTLS CONFIG_TLS_PROTOCOL CONFIG_HTTPS_PROTOCOL CONFIG_RTMPS_PROTOCOL CONFIG_VERSION3
        CONFIG_LIBSRT CONFIG_LIBSRT_PROTOCOL)
 
+# The libraries' private name: configure's --build-suffix puts it into every file name (Linux
+# libavformat_nvcam.so.59, Windows avformat_nvcam-59.dll), soname, import library and .pc file, and
+# patch 0005 puts NVCAM_ before every symbol version (NVCAM_LIBAVFORMAT_59). A host process that has
+# loaded the distribution's FFmpeg (same major versions) then holds other files with other version
+# names, so no loader can bind nvcam's references to the host's libraries or the host's to these.
+# nvcam_init checks the suffix in each library's configuration line (src/ffmpeg/own.rs).
+ffmpeg_suffix=_nvcam
+
 # Runs configure in $work/build with the shared arguments, then the build's own ("$@"), and
 # checks `wants` and that the result is LGPL (v3: mbedTLS is Apache-2.0). Sets `conf` (the whole
 # line, for BUILD-INFO.txt). Needs `prefix`, `srcdir`, `mbedtls_prefix` (mbedtls_build).
 ffmpeg_configure() {
   conf=(
     --prefix="$prefix"
-    --enable-shared --disable-static
+    --enable-shared --disable-static --build-suffix="$ffmpeg_suffix"
     --disable-programs --disable-doc --disable-debug --disable-autodetect
     --disable-everything --disable-swresample --disable-postproc
     --enable-network

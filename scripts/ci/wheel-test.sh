@@ -20,7 +20,7 @@
 # 4. Windows: pip accepts the win_amd64 wheel for that platform (`pip install --platform win_amd64
 #    --target`), and nvcam.dll from the unpacked wheel, loaded the way ctypes loads it
 #    (tests/wine/ctypes_load.c, mingw-w64, under Wine with no FFmpeg on the DLL path), delivers a
-#    frame with avcodec-59.dll from the wheel's folder. There is no Windows Python here (none comes
+#    frame with avcodec_nvcam-59.dll from the wheel's folder. There is no Windows Python here (none comes
 #    from a package registry), so `import nvcam` itself does not run under Wine.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -206,6 +206,6 @@ out=$(NVCAM_WINE_FFMPEG_PATH=0 timeout 120 scripts/ci/wine-run.sh "$work/ctypes_
   || { echo "$out"; die "ctypes_load.exe failed under Wine"; }
 echo "$out"
 grep -q '^ok$' <<<"$out" || die "ctypes_load.exe did not finish"
-grep -qiF "avcodec-59.dll from $(winpath "$work/win/nvcam/avcodec-59.dll")" <<<"$out" || die "avcodec-59.dll was not loaded from the wheel's folder"
+grep -qiF "avcodec_nvcam-59.dll from $(winpath "$work/win/nvcam/avcodec_nvcam-59.dll")" <<<"$out" || die "avcodec_nvcam-59.dll was not loaded from the wheel's folder"
 
 step "all passed ($(($(date +%s) - t0)) s)"

@@ -18,7 +18,8 @@
 #    exports against include/nvcam.h; tests/c/harness.c and tests/c/dlopen_stress.c (LoadLibrary/GetProcAddress/FreeLibrary) and the
 #    C++ wrapper's example, built with mingw-w64 and run under Wine; the release zip
 #    (scripts/release/package.sh windows), and the example built against it by CMake (find_package) alone;
-#    tests/wine/plain_load.c: a plain LoadLibraryW of the zip's nvcam.dll from other folders.
+#    tests/wine/plain_load.c: a plain LoadLibraryW of the zip's nvcam.dll from other folders, also
+#    in a host that loaded another avformat-59.dll first (tests/wine/host_avformat.c).
 # 6. RTSP across Wine: the GStreamer server of the RTSP tests, on Linux loopback, streamed by the
 #    Windows example program (nvcam_view.exe) under Wine; and an open of a closed port. SRT the same
 #    way: Debian's ffmpeg CLI as the listener (with a passphrase), the right and a wrong one.
@@ -69,9 +70,15 @@ SKIP=(
   "recording_exact every_end_of_an_h264_clip_with_b_frames_is_exact|starts the Linux GStreamer server and decodes the recorded files with the Linux ffmpeg CLI (Linux programs a Windows process under Wine cannot start); paths_are_claimed_and_the_clock_runs_without_a_cache runs under Wine"
   "recording_exact every_end_of_an_hevc_clip_with_b_frames_is_exact|the same, on HEVC"
   "recording_exact across_a_reconnect_the_status_is_the_files|starts the Linux GStreamer server and decodes the parts with the Linux ffmpeg CLI"
+  "recording_exact an_h264_recording_started_with_the_open_ends_at_trigger_plus_post|streams from the Linux GStreamer server and decodes the recorded files with the Linux ffmpeg CLI (Linux programs a Windows process under Wine cannot start)"
+  "recording_exact an_hevc_recording_started_with_the_open_ends_at_trigger_plus_post|the same, on HEVC"
+  "recording_exact an_h264_recording_across_server_restarts_keeps_every_picture|kills and restarts the Linux GStreamer server, which a Windows process under Wine cannot manage"
+  "recording_exact an_hevc_recording_across_server_restarts_keeps_every_picture|the same, on HEVC"
+  "recording_exact an_existing_file_is_never_replaced|streams from the Linux GStreamer server; the no-replace rename's Windows call (MoveFileExW without MOVEFILE_REPLACE_EXISTING) is compiled in the step but not run"
   "recording_exact an_open_gop_clip_holds_and_counts_only_what_decodes|decodes the recorded files with the Linux ffmpeg CLI (and makes its clip with it)"
   "srt *|every test starts Debian's ffmpeg CLI (a Linux program) as the SRT listener and decodes its reference with it: a Windows process under Wine cannot start Linux programs; SRT through Wine is checked below (the Linux listener, nvcam_view.exe under Wine, the right and a wrong passphrase)"
   "hostile_servers *|every test starts the Linux python3 hostile server (tests/support/hostile_server.py), which a Windows process under Wine cannot start or stop, and reads the camera's thread CPU from /proc; the limits it checks are FFmpeg's rtsp.c and nvcam's worker, the same code in the Windows build"
+  "guest *|Linux hosts (a C program linked against Debian's libavformat.so.59, python3 loading it with RTLD_GLOBAL) and the Linux GStreamer servers, none of which a Windows process under Wine can start; the Windows case, a host that loaded another avformat-59.dll first, is tests/wine/plain_load.c --host-ffmpeg below"
   "docs *|compiles the docs' runnable C blocks with the Linux C compiler and runs their Python blocks with the Linux python3 against the Linux library (neither can be started from a Windows process under Wine); its checks of links are text only and the same on Linux"
 )
 # Test files left out whole: not cross-built, their tests counted from the Linux build.
@@ -303,6 +310,12 @@ cp "$pkgdir/nvcam.dll" "$plain/alone/"
 c_host plain_load "^ok" env -C "$plain/cwd" NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/ci/wine-run.sh" "$plain/exe/plain_load.exe" "$(winpath "$pkgdir/nvcam.dll")"
 c_host plain_load_alone "^ok" env -C "$plain/cwd" NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/ci/wine-run.sh" "$plain/exe/plain_load.exe" \
   "$(winpath "$plain/alone/nvcam.dll")" --no-ffmpeg
+# A host that loaded another FFmpeg's avformat-59.dll first: nvcam runs on its own DLLs beside it.
+mkdir -p "$plain/host"
+x86_64-w64-mingw32-gcc -std=c11 -Wall -Wextra -Werror -O1 -shared tests/wine/host_avformat.c -o "$plain/host/avformat-59.dll" \
+  || die "compiling tests/wine/host_avformat.c with mingw failed"
+c_host plain_load_host_ffmpeg "^ok" env -C "$plain/cwd" NVCAM_WINE_FFMPEG_PATH=0 "$root/scripts/ci/wine-run.sh" "$plain/exe/plain_load.exe" \
+  "$(winpath "$pkgdir/nvcam.dll")" --host-ffmpeg "$(winpath "$plain/host/avformat-59.dll")"
 
 # A file path with non-ASCII characters, passed as UTF-8: FFmpeg on Windows converts it to UTF-16
 # for _wsopen. (The same path in the ANSI code page, as LabVIEW passes it, is tests/text_encoding.rs.)

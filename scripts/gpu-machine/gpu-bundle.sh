@@ -83,10 +83,10 @@ cargo build "${flag[@]}" "${sel[@]}" "${extra[@]}" >&2
 done
 find "target/$profile" -maxdepth 1 -name 'lib*.so' -exec cp {} "$out/lib/" \;
 strip --strip-debug "$out"/lib/lib*.so
-# libnvcam.so loads the FFmpeg it was built and tested with: the shared copy has the same sonames and
-# ABI but not nvcam's patches, and without them RTP losses inside a TCP connection go unreported.
+# libnvcam.so loads the FFmpeg it was built and tested with (private names, libavformat_nvcam.so.59):
+# the shared copy's libraries are other files, without nvcam's patches.
 ff="$root/target/ffmpeg-linux/lib"
-[ -f "$ff/libavformat.so.59" ] || { echo "bundle: no FFmpeg build in $ff (bash scripts/build/build-ffmpeg-linux.sh)" >&2; exit 2; }
+[ -f "$ff/libavformat_nvcam.so.59" ] || { echo "bundle: no FFmpeg build in $ff (bash scripts/build/build-ffmpeg-linux.sh)" >&2; exit 2; }
 for f in "$ff"/lib*.so.*.*.*; do
   cp "$f" "$out/lib/$(objdump -p "$f" | awk '/SONAME/{print $2}')"
 done

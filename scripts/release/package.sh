@@ -43,7 +43,7 @@ integration() {
 # The FFmpeg DLLs Windows image $1 (with its symbol table) delay-loads, from FFmpeg's bin folder $2.
 # GNU ld leaves them out of the PE header's import directories (objdump -p does not show them), so
 # they come from the image's delay-load descriptors, which dlltool names after the import library:
-# __DELAY_IMPORT_DESCRIPTOR_libavcodec_dll_a for avcodec-59.dll (scripts/build/build-ffmpeg-windows.sh).
+# __DELAY_IMPORT_DESCRIPTOR_libavcodec_nvcam_dll_a for avcodec_nvcam-59.dll (scripts/build/build-ffmpeg-windows.sh).
 delay_loaded() {
   local syms lib f
   syms=$(x86_64-w64-mingw32-nm "$1") || die "nm $1 failed"
@@ -126,7 +126,7 @@ LabVIEW, C/C++ and Python hosts through a C ABI (ABI version @ABI@). Project: se
 | file | what |
 |---|---|
 | `nvcam.dll` | the library: @NEXPORTS@ `nvcam_*` functions, C calling convention, x64 |
-| @FFDLLS@ | FFmpeg @FFMPEG@ (LGPL v3+), the DLLs `nvcam.dll` loads (delay-loaded, from this folder); TLS is mbedTLS inside `avformat-59.dll` |
+| @FFDLLS@ | FFmpeg @FFMPEG@ (LGPL v3+), the DLLs `nvcam.dll` loads (delay-loaded, from this folder); TLS is mbedTLS inside `avformat_nvcam-59.dll`; the DLLs' names are their own, so another FFmpeg the host loaded cannot take their place |
 | `include/nvcam.h` | the C header (every function, struct and status code is documented there) |
 | `include/nvcam_labview.h` | the same declarations in plain C for LabVIEW's Import Shared Library wizard (no `#if`, no includes) |
 | `lib/nvcam.lib` | import library for MSVC (`link ... nvcam.lib`), made by mingw-w64's dlltool |
@@ -245,11 +245,16 @@ linux() {
   done
   [ ${#need[@]} -ge 4 ] || die "libnvcam.so needs too few FFmpeg libraries: ${need[*]}"
   for dep in "${need[@]}"; do cp -L "$ff/lib/$dep" "$d/lib/$dep"; done
-  # Every FFmpeg symbol libnvcam.so imports (name and version) is defined by the bundled libraries.
-  local defined missing
-  defined=$(for dep in "${need[@]}"; do objdump -T "$d/lib/$dep" | awk 'NF > 2 && !/\*UND\*/ && $(NF-1) ~ /^LIB(AV|SW)/ {print $(NF), $(NF-1)}'; done | sed 's/[()]//g' | sort -u)
-  missing=$(objdump -T "$d/libnvcam.so" | awk 'NF > 2 && /\*UND\*/ && $(NF-1) ~ /^\(LIB(AV|SW)/ {print $(NF), $(NF-1)}' | sed 's/[()]//g' | sort -u | comm -23 - <(echo "$defined"))
+  # Every FFmpeg symbol libnvcam.so imports (name and version) is defined by the bundled libraries,
+  # and has their private version (NVCAM_LIBAVFORMAT_59: a plain LIBAVFORMAT_59 could bind to a
+  # host's FFmpeg).
+  local defined missing public
+  defined=$(for dep in "${need[@]}"; do objdump -T "$d/lib/$dep" | awk 'NF > 2 && !/\*UND\*/ && $(NF-1) ~ /^NVCAM_LIB(AV|SW)/ {print $(NF), $(NF-1)}'; done | sed 's/[()]//g' | sort -u)
+  [ -n "$defined" ] || die "the bundled FFmpeg defines no NVCAM_ symbol versions (scripts/build/ffmpeg-patches/0005)"
+  missing=$(objdump -T "$d/libnvcam.so" | awk 'NF > 2 && /\*UND\*/ && $(NF-1) ~ /^\(NVCAM_LIB(AV|SW)/ {print $(NF), $(NF-1)}' | sed 's/[()]//g' | sort -u | comm -23 - <(echo "$defined"))
   [ -z "$missing" ] || die "the bundled FFmpeg lacks symbols libnvcam.so imports: $missing"
+  public=$(objdump -T "$d/libnvcam.so" | awk '/\*UND\*/ && $NF ~ /^(av|sws_|swr_)/ && $(NF-1) !~ /^\(NVCAM_LIB/ {print $NF, $(NF-1)}')
+  [ -z "$public" ] || die "libnvcam.so imports FFmpeg symbols without nvcam's private versions: $public"
   # The loader resolves every FFmpeg library into lib/, whatever the machine has installed.
   local resolved; resolved=$(env -u LD_LIBRARY_PATH ldd "$d/libnvcam.so")
   for dep in "${need[@]}"; do

@@ -81,6 +81,9 @@ pub(super) struct Ctx<'a> {
     pub(super) dec: &'a mut dyn Decoder,
     pub(super) pools: &'a Pools,
     pub(super) integrity: &'a mut Integrity,
+    /// The session has ended and its decoder drains until then: a lossless camera waits for the
+    /// host up to it (a kick no longer cuts the wait short), and not past it.
+    pub(super) drain_by: Option<Instant>,
 }
 
 /// A picture's place in time: its number in the camera's sequence, when its packet was read
@@ -95,7 +98,7 @@ pub(super) struct Stamp {
 /// full pool drops the newest frame (counted), unless the camera is lossless. What the integrity
 /// judge finds not exact goes by the camera's [`IntegrityPolicy`].
 pub(super) fn deliver(cx: Ctx<'_>, pic: Picture, stamp: Stamp) -> Result<()> {
-    let Ctx { sh, dec, pools, integrity } = cx;
+    let Ctx { sh, dec, pools, integrity, drain_by } = cx;
     let Stamp { seq, since, capture } = stamp;
     let mut marks = integrity.picture(pic.pts_us, pic.damaged, Instant::now());
     log::trace!("camera {}: picture pts {} {marks:?}", sh.name(), pic.pts_us);
@@ -112,7 +115,13 @@ pub(super) fn deliver(cx: Ctx<'_>, pic: Picture, stamp: Stamp) -> Result<()> {
         return Ok(());
     };
     let lossless = sh.opts.flags.lossless;
-    let interrupted = || sh.irq.stopping() || sh.irq.kicked();
+    let interrupted = || {
+        sh.irq.stopping()
+            || match drain_by {
+                Some(by) => Instant::now() >= by,
+                None => sh.irq.kicked(),
+            }
+    };
     if lossless {
         // Wait for the host to take the previous frame (bounded by stop and kick).
         let mut m = sh.mailbox.lock();

@@ -23,6 +23,14 @@ use std::time::{Duration, Instant};
 /// Pictures a session delivers before its stage timings count (its start is not steady).
 const STEADY_AFTER: u64 = 30;
 
+/// What one turn of a session's loop came to.
+enum Turn {
+    Go,
+    /// A looped file at its end, its decoder drained.
+    Rewind,
+    End(SessionEnd),
+}
+
 pub(super) enum SessionEnd {
     Stop,
     Eof,
@@ -166,6 +174,8 @@ struct Session<'a> {
     /// A recovery point held back while the decoder drains, for a decoder that restarts there.
     after_drain: Option<ffmpeg_next::Packet>,
     seq: u64,
+    /// The session has ended and its decoder drains until then (see [`Session::drain`]).
+    drain_by: Option<Instant>,
     fps_window: (Instant, u64),
     eof: bool,
     /// Pictures this session delivered: the stage timings count a session's steady state only
@@ -233,6 +243,7 @@ impl<'a> Session<'a> {
             exact_seen: false,
             after_drain: None,
             seq: sh.counters.decoded.load(Ordering::Relaxed),
+            drain_by: None,
             fps_window: (Instant::now(), 0u64),
             eof: false,
             delivered: 0,
@@ -245,35 +256,90 @@ impl<'a> Session<'a> {
     }
 
     /// Reads, decodes, paces and delivers until the stream ends, fails, stalls, or the camera is
-    /// stopped or kicked.
+    /// stopped or kicked; then drains the decoder where the stream did not (see [`Self::drain`]).
     fn run(mut self, attempt: &mut u32) -> Result<SessionEnd> {
-        let sh = self.sh;
         loop {
-            let steady = self.delivered >= STEADY_AFTER;
-            if let Some(end) = self.interrupted() {
-                return Ok(end);
-            }
-            if !self.eof {
-                if let Some(end) = self.read(steady)? {
-                    return Ok(end);
-                }
-            }
-            let got_any = match self.receive(steady, attempt)? {
-                ControlFlow::Continue(got_any) => got_any,
-                ControlFlow::Break(end) => return Ok(end),
-            };
-            self.resume_after_drain()?;
-            crate::gpu::maintain();
-            if self.eof && !got_any {
-                if self.looping {
+            let end = match self.turn(attempt) {
+                Ok(Turn::Go) => continue,
+                Ok(Turn::Rewind) => {
                     self = self.rewind()?;
                     continue;
                 }
-                if !sh.source.is_live() && !sh.opts.flags.loop_file {
-                    log::info!("camera {}: end of file", sh.name());
-                }
-                return Ok(SessionEnd::Eof);
+                Ok(Turn::End(end)) => Ok(end),
+                Err(e) => Err(e),
+            };
+            self.drain(&end, attempt);
+            return end;
+        }
+    }
+
+    /// One read, and the pictures it lets out.
+    fn turn(&mut self, attempt: &mut u32) -> Result<Turn> {
+        let sh = self.sh;
+        let steady = self.delivered >= STEADY_AFTER;
+        if let Some(end) = self.interrupted() {
+            return Ok(Turn::End(end));
+        }
+        if !self.eof {
+            if let Some(end) = self.read(steady)? {
+                return Ok(Turn::End(end));
             }
+        }
+        let got_any = match self.receive(steady, attempt)? {
+            ControlFlow::Continue(got_any) => got_any,
+            ControlFlow::Break(end) => return Ok(Turn::End(end)),
+        };
+        self.resume_after_drain()?;
+        crate::gpu::maintain();
+        if self.eof && !got_any {
+            if self.looping {
+                return Ok(Turn::Rewind);
+            }
+            if !sh.source.is_live() && !sh.opts.flags.loop_file {
+                log::info!("camera {}: end of file", sh.name());
+            }
+            return Ok(Turn::End(SessionEnd::Eof));
+        }
+        Ok(Turn::Go)
+    }
+
+    /// A session that ended before its stream did (a reconnect asked for, a stall, a read error):
+    /// the decoder drains, so the pictures it holds (a mini-GOP's, with B-frames) reach the host
+    /// and the recordings, and a recording's part keeps every picture of its session. Bounded
+    /// by `DEFAULTS.session_drain_ms`, before the input closes (its TEARDOWN keeps its own
+    /// deadline); a decoder that has not drained by then is dropped with what it holds, and the
+    /// recordings' parts end at their last whole mini-GOP (the recorder says where). A close
+    /// does not drain: its recordings have already ended.
+    fn drain(&mut self, end: &Result<SessionEnd>, attempt: &mut u32) {
+        let sh = self.sh;
+        let closing = matches!(end, Ok(SessionEnd::Stop) | Ok(SessionEnd::Eof)) || matches!(end, Err(e) if e.kind == ErrorKind::Closed);
+        if self.eof || closing || sh.irq.stopping() {
+            return;
+        }
+        let by = Instant::now() + Duration::from_millis(DEFAULTS.session_drain_ms as u64);
+        self.drain_by = Some(by);
+        // A recovery point held back has already started the drain; it is of no picture now.
+        if self.after_drain.take().is_none() {
+            match self.dec.send_eof() {
+                Ok(o) => self.sent(o, Instant::now()),
+                Err(e) => {
+                    log::debug!("camera {}: the decoder cannot drain at the session's end: {e}", sh.name());
+                    return;
+                }
+            }
+        }
+        self.eof = true;
+        match self.receive(false, attempt) {
+            Ok(ControlFlow::Continue(_)) if Instant::now() < by => {
+                log::debug!("camera {}: the decoder drained at the session's end", sh.name());
+            }
+            Ok(ControlFlow::Continue(_)) => log::info!(
+                "camera {}: the decoder did not drain within {} ms of the session's end: the pictures it still held are dropped",
+                sh.name(),
+                DEFAULTS.session_drain_ms
+            ),
+            Ok(ControlFlow::Break(_)) => {}
+            Err(e) => log::debug!("camera {}: draining the decoder at the session's end: {e}", sh.name()),
         }
     }
 
@@ -369,7 +435,11 @@ impl<'a> Session<'a> {
         let sh = self.sh;
         let mut got_any = false;
         let mut t_receive = timing::Mark::now();
-        while let Some(pic) = self.dec.receive()? {
+        loop {
+            if self.drain_by.is_some_and(|by| Instant::now() >= by) {
+                break;
+            }
+            let Some(pic) = self.dec.receive()? else { break };
             if steady {
                 t_receive.end(Stage::Receive);
             }
@@ -379,7 +449,7 @@ impl<'a> Session<'a> {
             sh.recorder.picture(self.seq, pic.pts_us);
             let arrival = self.arrivals.take(pic.pts_us);
             let before_pacing = Instant::now();
-            if self.paced {
+            if self.paced && self.drain_by.is_none() {
                 self.pacer.wait(sh, pic.pts_us, steady);
             }
             // Decode latency counts from the packet's read, less the time pacing held it on purpose.
@@ -393,7 +463,7 @@ impl<'a> Session<'a> {
             let Some(_in_flight) = sh.gate.enter() else { return Ok(ControlFlow::Break(SessionEnd::Stop)) };
             let t_deliver = timing::Mark::now();
             let exact_before = sh.counters.exact.load(Ordering::Relaxed);
-            let to = deliver::Ctx { sh, dec: &mut *self.dec, pools: &self.pools, integrity: &mut self.integrity };
+            let to = deliver::Ctx { sh, dec: &mut *self.dec, pools: &self.pools, integrity: &mut self.integrity, drain_by: self.drain_by };
             deliver::deliver(to, pic, Stamp { seq: self.seq, since, capture })?;
             if sh.counters.exact.load(Ordering::Relaxed) != exact_before {
                 // An exact picture: the reconnect back-off starts over (see `deliver`).

@@ -229,5 +229,7 @@ pub const NVCAM_RECORD_DONE: u32 = 3;
 /// complete file, shorter than asked.
 pub const NVCAM_RECORD_STOPPED: u32 = 4;
 /// Ended by an error (`error`, `nvcam_record_error`): a disk that was full or too slow, an I/O
-/// error. What was written is in the file (its `.part` name if it could not be finished).
+/// error, a file complete under its `.part` name because its name was taken or its rename denied
+/// (`NVCAM_E_IO`; the error names every such part). What was written is in the file (its `.part`
+/// name if it could not be finished).
 pub const NVCAM_RECORD_FAILED: u32 = 5;

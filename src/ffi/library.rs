@@ -58,6 +58,8 @@ pub unsafe extern "C" fn nvcam_version_string(buf: *mut c_char, len: i32) -> i32
 /// while initialized is a no-op; after `nvcam_shutdown` it initializes afresh. Pins the library in
 /// the process on first call. On Windows it loads the FFmpeg DLLs, from nvcam.dll's own folder:
 /// `NVCAM_E_FFMPEG` if one cannot be loaded (`nvcam_last_error` names it and the folder).
+/// `NVCAM_E_FFMPEG` too if nvcam's FFmpeg calls reach another FFmpeg build than the one it ships
+/// with (`nvcam_last_error` names the library file that answered).
 ///
 /// Returns: NVCAM_OK, NVCAM_E_STRUCT_SIZE, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_FFMPEG, NVCAM_E_PANIC
 ///

@@ -142,7 +142,7 @@ pub unsafe extern "C" fn nvcam_record_file(rec: u64, buf: *mut c_char, len: i32)
     })
 }
 
-/// Why a recording failed ("" if it did not).
+/// Why a recording failed ("" if it did not); names every part that stays under its `.part` name.
 ///
 /// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_BUFFER_TOO_SMALL, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
 ///

@@ -1,8 +1,10 @@
 //! FFmpeg's messages through nvcam's log (and so its file, callback and poll queue) instead of
 //! stderr, with the camera they belong to where FFmpeg ran on that camera's thread.
 //!
-//! `av_log_set_callback` is process-wide and FFmpeg calls it from any thread (its own decoder
-//! threads included), with a C `va_list`. The callback lets FFmpeg format the line
+//! `av_log_set_callback` sets a global of the libavutil it is called in, and FFmpeg calls the
+//! callback from any thread (its own decoder threads included), with a C `va_list`. nvcam's
+//! libavutil is its own (`libavutil_nvcam`, see `super::own`), so this routing never replaces the
+//! callback of an FFmpeg the host uses, nor the host's nvcam's. The callback lets FFmpeg format the line
 //! (`av_log_format_line2`, so no variadic handling on our side) into a fixed buffer on the stack,
 //! checks the level before any work, allocates only the bounded line, and never unwinds into C.
 
@@ -75,11 +77,11 @@ unsafe extern "C" fn on_log(avcl: *mut c_void, l: c_int, fmt: *const c_char, vl:
     });
 }
 
-/// Routes FFmpeg's log into ours, once per process (the library stays loaded, so the callback
-/// stays valid).
+/// Routes nvcam's FFmpeg's log into ours, once per process (the library stays loaded, so the
+/// callback stays valid).
 pub(crate) fn install() {
     static ONCE: std::sync::Once = std::sync::Once::new();
-    // SAFETY: sets FFmpeg's process-wide log callback to a function that lives as long as the
+    // SAFETY: sets nvcam's libavutil's log callback to a function that lives as long as the
     // process (the library is pinned) and honours the callback contract (see `on_log`).
     ONCE.call_once(|| unsafe { ffi::av_log_set_callback(Some(on_log)) });
 }

@@ -86,9 +86,9 @@ impl Active {
     /// The camera's session ended (end of stream, a server gone, a reconnect): no packet of it
     /// is still to come. Where the camera drained its decoder (every held packet's picture came
     /// out), every packet goes to the writer: the part keeps every picture the camera delivered,
-    /// so `seq − first_seq` names the same picture in the next part. Where it did not (a
-    /// reconnect asked for), the packets up to the last closed cut of what it decoded go; those
-    /// after it were never delivered. Up to the recording's end either way. The recording goes
+    /// so `seq − first_seq` names the same picture in the next part. Where it did not (its drain
+    /// ran out of time), the packets up to the last closed cut of what it decoded go, and the
+    /// log says where the part ends. Up to the recording's end either way. The recording goes
     /// on at the next session's first key frame. Returns the packets it could not queue.
     pub(super) fn session_end(&mut self, clock_us: i64) -> u64 {
         if self.tx.is_none() {
@@ -101,8 +101,19 @@ impl Active {
         // Ended only where a picture at or after the end is among them (not because no packet
         // of this session is still to come: the next session's are).
         let ends = ends.filter(|_| self.sent_shown_us >= end || self.held.iter().any(|p| p.shown() >= end));
+        let before = self.held.len();
         self.held.truncate(ends.unwrap_or(longest));
         let out = std::mem::take(&mut self.held);
+        if !drained && ends.is_none() && out.len() < before {
+            // The camera's decoder did not drain: the part ends at its last whole mini-GOP, and
+            // the pictures the camera delivered past it are in no file (their numbers skipped).
+            let last = out.iter().map(|p| p.seq.load(Ordering::SeqCst)).max().unwrap_or(0);
+            log::warn!(
+                "recording {}: the session ended without its decoder drained: this part ends at frame {last}; {} packet(s) after it are in no file",
+                self.rec.status.lock().file.display(),
+                before - out.len()
+            );
+        }
         let lost = self.send_all(out);
         if lost == 0 && ends.is_some() {
             if let Some(tx) = self.tx.take() {

@@ -54,6 +54,10 @@ pub(crate) struct Status {
     /// duration is the sum of each part's last − first.
     pub part_first_pts_us: i64,
     pub earlier_parts_us: i64,
+    /// Earlier parts (of a recording split by a reconnect or a stream change) that stay complete
+    /// under their `.part` names: their final names were taken meanwhile, or the folder denied
+    /// the rename. The recording's end names every one (`error`).
+    pub kept_parts: Vec<PathBuf>,
 }
 
 impl Status {
@@ -122,6 +126,7 @@ impl Shared {
                 dropped: 0,
                 part_first_pts_us: 0,
                 earlier_parts_us: 0,
+                kept_parts: Vec::new(),
             }),
             stop: AtomicBool::new(false),
             end_clock_us: AtomicI64::new(end),

@@ -77,6 +77,7 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
     let done = result.and_then(|()| mux.finish().inspect_err(|_| lost_to_error(&sh, &mut tally, &rx)));
     {
         let mut s = sh.status.lock();
+        let kept = kept_parts(&s.kept_parts);
         match done.map(|closed| closed.name()) {
             Ok(Ok(path)) => {
                 if let Some(c) = cut.as_mut() {
@@ -85,6 +86,13 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
                 s.file = path;
                 if s.state == State::Running {
                     s.state = if stopped_early { State::Stopped } else { State::Done };
+                    if let Some(kept) = kept {
+                        // Complete, but not every part under its name: the host is told where.
+                        let e = Error::new(ErrorKind::Io, format!("the last part is complete in '{}'; {kept}", s.file.display()));
+                        log::warn!("recording {}: {e}", s.file.display());
+                        s.state = State::Failed;
+                        s.error = Some(e);
+                    }
                 }
                 log::info!(
                     "recording {}: {} ({} frames, {} bytes, seq {}..{})",
@@ -104,6 +112,10 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
                 }
                 s.file = part;
                 if s.state == State::Running {
+                    let e = match kept {
+                        Some(kept) => Error::new(e.kind, format!("{}; {kept}", e.msg)),
+                        None => e,
+                    };
                     log::warn!("recording {}: {e}", s.file.display());
                     s.state = State::Failed;
                     s.error = Some(e);
@@ -119,6 +131,20 @@ pub(crate) fn write_loop(sh: Arc<Shared>, mut mux: Muxer, pre_roll: Vec<Arc<Pack
         }
     }
     sh.mark_finished();
+}
+
+/// What the recording's end says of its earlier parts that stay under their `.part` names
+/// (`None`: there are none).
+fn kept_parts(kept: &[std::path::PathBuf]) -> Option<String> {
+    if kept.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = kept.iter().map(|p| format!("'{}'", p.display())).collect();
+    Some(format!(
+        "{} earlier part(s) are complete under their .part names (their names were taken or the rename was denied; a recording never replaces a file): {}",
+        kept.len(),
+        names.join(", ")
+    ))
 }
 
 /// Writes one packet, opening the next part first when the packet is of another session.
@@ -214,8 +240,12 @@ fn next_part(sh: &Shared, mux: &mut Muxer, first: &Path, params: &Arc<Params>, c
     })?.name() {
         Ok(done) => done,
         Err((part, e)) => {
-            // Complete under its `.part` name: the recording goes on, the log says where.
+            // Complete under its `.part` name: the recording goes on; the log says where now,
+            // and the recording's end names it (a segment is found by its folder's listing).
             log::warn!("recording: {e}");
+            if cut.is_none() {
+                sh.status.lock().kept_parts.push(part.clone());
+            }
             part
         }
     };

@@ -2,7 +2,7 @@
  * Loads nvcam.dll the way Python's ctypes does on Windows (3.8+: a full path, LoadLibraryExW with
  * LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR), so the FFmpeg DLLs must come
  * from nvcam.dll's own folder, as in the win_amd64 wheel; then opens a testsrc camera on the CPU,
- * takes one frame and prints where avcodec-59.dll was loaded from. scripts/ci/wheel-test.sh builds it
+ * takes one frame and prints where avcodec_nvcam-59.dll was loaded from. scripts/ci/wheel-test.sh builds it
  * with mingw-w64 and runs it under Wine on the unpacked wheel (no Windows Python here).
  *
  *   ctypes_load.exe Z:\path\to\nvcam\nvcam.dll
@@ -42,9 +42,9 @@ int main(int argc, char **argv) {
     if (p_nvcam_camera_get_frame(cam, 10000, &frame) != NVCAM_OK) { printf("FAIL: get_frame\n"); return 1; }
     i.struct_size = sizeof i;
     if (p_nvcam_frame_info(frame, &i) != NVCAM_OK) { printf("FAIL: frame_info\n"); return 1; }
-    HMODULE av = GetModuleHandleW(L"avcodec-59.dll");
-    if (!av || !GetModuleFileNameW(av, ff, 4096)) { printf("FAIL: avcodec-59.dll is not loaded\n"); return 1; }
-    printf("%s: a %ux%u frame; avcodec-59.dll from %ls\n", v, i.width, i.height, ff);
+    HMODULE av = GetModuleHandleW(L"avcodec_nvcam-59.dll");
+    if (!av || !GetModuleFileNameW(av, ff, 4096)) { printf("FAIL: avcodec_nvcam-59.dll is not loaded\n"); return 1; }
+    printf("%s: a %ux%u frame; avcodec_nvcam-59.dll from %ls\n", v, i.width, i.height, ff);
     p_nvcam_frame_release(frame);
     p_nvcam_camera_close(cam, 5000);
     if (p_nvcam_shutdown(5000) != NVCAM_OK) { printf("FAIL: shutdown\n"); return 1; }
