@@ -498,6 +498,9 @@ fn open_error(target: &str, r: c_int, irq: &Interrupt, timeout: Duration) -> Err
             format!("SRT listener '{}' refused the passphrase (wrong, missing, or given where it expects none; pbkeylen must match too)", redact_url(target)),
         );
     }
+    if let Some(why) = crate::ffmpeg::rtsp_limits::refusal(r) {
+        return Error::new(ErrorKind::Io, format!("cannot open '{}': {why}", redact_url(target)));
+    }
     if let Some(why) = crate::ffmpeg::tls::refusal(r) {
         return Error::new(ErrorKind::TlsVerify, format!("certificate of '{}' refused: {why}", redact_url(target)));
     }

@@ -77,6 +77,7 @@ SKIP=(
   "recording_exact an_existing_file_is_never_replaced|streams from the Linux GStreamer server; the no-replace rename's Windows call (MoveFileExW without MOVEFILE_REPLACE_EXISTING) is compiled in the step but not run"
   "recording_exact an_open_gop_clip_holds_and_counts_only_what_decodes|decodes the recorded files with the Linux ffmpeg CLI (and makes its clip with it)"
   "srt *|every test starts Debian's ffmpeg CLI (a Linux program) as the SRT listener and decodes its reference with it: a Windows process under Wine cannot start Linux programs; SRT through Wine is checked below (the Linux listener, nvcam_view.exe under Wine, the right and a wrong passphrase)"
+  "hostile_servers *|every test starts the Linux python3 hostile server (tests/support/hostile_server.py), which a Windows process under Wine cannot start or stop, and reads the camera's thread CPU from /proc; the limits it checks are FFmpeg's rtsp.c and nvcam's worker, the same code in the Windows build"
   "guest *|Linux hosts (a C program linked against Debian's libavformat.so.59, python3 loading it with RTLD_GLOBAL) and the Linux GStreamer servers, none of which a Windows process under Wine can start; the Windows case, a host that loaded another avformat-59.dll first, is tests/wine/plain_load.c --host-ffmpeg below"
   "docs *|compiles the docs' runnable C blocks with the Linux C compiler and runs their Python blocks with the Linux python3 against the Linux library (neither can be started from a Windows process under Wine); its checks of links are text only and the same on Linux"
 )
