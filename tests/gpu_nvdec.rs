@@ -560,6 +560,38 @@ fn recording_on_nvdec_changes_no_delivered_frame() {
     );
 }
 
+/// On direct NVDEC a size change reaches the parser's sequence callback, which made a decoder and
+/// a pool of whatever size the stream claimed. Over the camera's limit the callback refuses it:
+/// every picture before the change is delivered, none after, the camera fails with the reason,
+/// no decoder of the new size is made and the pool stays the old size.
+#[test]
+fn a_size_change_over_the_limit_gets_no_nvdec_decoder_and_no_pool() {
+    if !need_gpu!(nvdec_usable(), &nvdec_missing()) {
+        return;
+    }
+    let _s = Session::new();
+    let path = size_change_clip();
+    let ff = std::ffi::CString::new("analyzeduration=1000000;probesize=4096").unwrap();
+    let mut o = gpu_options(NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING, NVCAM_DECODER_NVDEC);
+    (o.max_picture_width, o.max_picture_height) = (128, 64);
+    o.ffmpeg_options = ff.as_ptr();
+    let created0 = created();
+    let cam = open(path.to_str().unwrap(), &o).expect("the stream starts at 96x64");
+    let (sizes, end) = sizes_until_error(cam);
+    assert_eq!(end.0, NVCAM_E_FAILED, "the frames end with the camera's failure: {end:?}");
+    assert_eq!(sizes, vec![(96, 64); 90], "every picture before the change, none after");
+    assert!(wait_until(Duration::from_secs(5), || stats(cam).state == NVCAM_STATE_FAILED), "state {}", stats(cam).state);
+    let st = stats(cam);
+    assert_eq!(st.decoder, NVCAM_DECODER_NVDEC, "decoded by direct NVDEC");
+    assert_eq!(st.pictures_refused, 1);
+    assert_eq!((st.width, st.height), (96, 64), "the pool stays the old size");
+    assert!(created() - created0 <= 1, "no decoder was made for the refused size");
+    let why = cam_error(cam);
+    assert!(why.contains("160x64") && why.contains("128x64"), "the reason names both sizes: {why}");
+    println!("direct NVDEC: 90 pictures at 96x64, the change to 160x64 refused (limit 128x64), one decoder made");
+    close(cam, 5000).unwrap();
+}
+
 /// Encodes every clip these tests and `examples/nvdec_bench.rs` use, here where libx264/libx265
 /// exist; the bundle carries them to the GPU machine.
 #[test]
@@ -574,6 +606,7 @@ fn make_nvdec_fixtures() {
     }
     clip("nvdec-h264-480x272.mp4", "480x272", 60, "libx264", &x264(true));
     clip("nvdec-mpeg4-320x240.mp4", "320x240", 20, "mpeg4", &[]);
+    size_change_clip();
     // Benchmark clips: 1080p30, H.264 at 4 Mbit/s and HEVC at 2 Mbit/s, 10 s each (the clips
     // docs/BENCHMARKS.md's decode figures are for).
     clip("bench-h264-1920x1080.mp4", "1920x1080", 300, "libx264", &["-preset", "veryfast", "-b:v", "4M", "-g", "60", "-bf", "2"]);

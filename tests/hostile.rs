@@ -66,32 +66,13 @@ fn a_cameras_own_picture_limit_refuses_larger_streams_and_takes_its_own_size() {
 #[test]
 fn a_size_change_inside_a_stream_over_the_limit_gets_no_pool() {
     init();
-    // Long enough (3 s, 4 kB) that the demuxer's probe (1 s or 4 kB here) ends before the change.
-    let (small, large) = (sized_clip(96, 64, 90), sized_clip(160, 64, 6));
-    let both = small.with_file_name("hostile-96x64-90-then-160x64-6.ts");
-    if !both.exists() {
-        let mut bytes = std::fs::read(&small).unwrap();
-        bytes.extend(std::fs::read(&large).unwrap());
-        let part = both.with_extension("part");
-        std::fs::write(&part, bytes).unwrap();
-        std::fs::rename(&part, &both).unwrap();
-    }
+    let both = size_change_clip();
     let o = Opts::new().ffmpeg("analyzeduration=1000000;probesize=4096").with(|o| {
         (o.max_picture_width, o.max_picture_height) = (128, 64);
         o.flags = NVCAM_OPEN_LOSSLESS | NVCAM_OPEN_NO_PACING;
     });
     let cam = open(both.to_str().unwrap(), &o.o).expect("the stream starts at 96x64");
-    let mut sizes = Vec::new();
-    let end = loop {
-        match get_frame(cam, 5000) {
-            Ok(f) => {
-                let i = info(f).unwrap();
-                sizes.push((i.width, i.height));
-                release(f).unwrap();
-            }
-            Err(e) => break e,
-        }
-    };
+    let (sizes, end) = sizes_until_error(cam);
     assert_eq!(end.0, NVCAM_E_FAILED, "the frames end with the camera's failure: {end:?}");
     assert_eq!(sizes, vec![(96, 64); 90], "every picture before the change, none after");
     assert!(wait_until(Duration::from_secs(5), || stats(cam).state == NVCAM_STATE_FAILED), "state {}", stats(cam).state);

@@ -105,6 +105,22 @@ pub fn clone(frame: u64) -> Result<u64, (i32, String)> {
     Ok(c)
 }
 
+/// The size of every frame the camera delivers until `get_frame` fails (5 s each), and that
+/// failure.
+pub fn sizes_until_error(cam: u64) -> (Vec<(u32, u32)>, (i32, String)) {
+    let mut sizes = Vec::new();
+    loop {
+        match get_frame(cam, 5000) {
+            Ok(f) => {
+                let i = info(f).unwrap();
+                sizes.push((i.width, i.height));
+                release(f).unwrap();
+            }
+            Err(e) => return (sizes, e),
+        }
+    }
+}
+
 pub fn release(frame: u64) -> Result<(), (i32, String)> {
     ok(nvcam_frame_release(frame))
 }

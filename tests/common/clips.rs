@@ -206,3 +206,21 @@ pub fn reference_frames(clip: &Path, w: usize, h: usize) -> Vec<Vec<u8>> {
 pub fn first_diff(a: &[u8], b: &[u8]) -> Option<usize> {
     a.iter().zip(b).position(|(x, y)| x != y).or(if a.len() != b.len() { Some(a.len().min(b.len())) } else { None })
 }
+
+/// A 96x64 H.264 stream that turns 160x64 inside its session (new parameter sets before a key
+/// frame, 3 s and 4 kB in: past a probe of `analyzeduration=1000000;probesize=4096`), as a
+/// camera whose parameter sets claim another size mid-stream: two clips of the same encoder, one
+/// after the other in one MPEG-TS file.
+pub fn size_change_clip() -> PathBuf {
+    let args = ["-preset", "ultrafast", "-g", "3"];
+    let (small, large) = (clip("hostile-96x64-90.ts", "96x64", 90, "libx264", &args), clip("hostile-160x64-6.ts", "160x64", 6, "libx264", &args));
+    let both = small.with_file_name("hostile-96x64-90-then-160x64-6.ts");
+    if !both.exists() {
+        let mut bytes = std::fs::read(&small).unwrap();
+        bytes.extend(std::fs::read(&large).unwrap());
+        let part = both.with_extension("part");
+        std::fs::write(&part, bytes).unwrap();
+        std::fs::rename(&part, &both).unwrap();
+    }
+    both
+}
