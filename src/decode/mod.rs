@@ -137,6 +137,9 @@ pub(crate) struct DecodeOpts {
     /// it (parameter sets that change the size mid-stream reach a decoder before the camera's
     /// own check).
     pub max_pixels: u64,
+    /// The camera's limit itself, width and height: a decoder that sees the displayed size before
+    /// it allocates (direct NVDEC's sequence callback) refuses by it exactly.
+    pub max_picture: (u32, u32),
 }
 
 /// What `avcodec_receive_frame` returned, for a [`Decoder::receive`]: the picture in `frame`

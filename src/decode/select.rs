@@ -196,7 +196,7 @@ fn decode_opts(opts: &Options, low_latency: bool) -> DecodeOpts {
     // macroblocks and CTBs): the margin keeps a stream at the limit decoding, and the exact
     // limit is the camera's own check (the pool's size).
     let max_pixels = (opts.max_picture.0 as u64 + 128) * (opts.max_picture.1 as u64 + 128);
-    DecodeOpts { threads: opts.decode_threads, low_latency, eight_bit: opts.flags.eight_bit, max_pixels }
+    DecodeOpts { threads: opts.decode_threads, low_latency, eight_bit: opts.flags.eight_bit, max_pixels, max_picture: opts.max_picture }
 }
 
 fn upload(cam: &Arc<CamGpu>, s: &Stream) -> Result<Box<dyn Decoder>> {

@@ -181,7 +181,7 @@ impl NvDecoder {
         };
         me.st.probed = crate::decode::probed_color(params);
         me.st.eight_bit = o.eight_bit;
-        me.st.max_pixels = o.max_pixels;
+        me.st.max_picture = o.max_picture;
         me.new_parser()?;
         log::info!("GPU {}: direct NVDEC decoder for {:?} (parser on the camera thread)", dev.ordinal, params.id());
         t_new.end(Stage::NvNew);

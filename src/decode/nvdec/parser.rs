@@ -100,8 +100,9 @@ pub(super) struct State {
     pub knobs: Option<Knobs>,
     /// The camera asked for 8-bit output: NVDEC writes NV12 from 10- and 12-bit streams too.
     pub eight_bit: bool,
-    /// The camera's picture size limit as a pixel count: a larger sequence gets no decoder.
-    pub max_pixels: u64,
+    /// The camera's picture size limit, width and height: a sequence whose displayed picture is
+    /// larger gets no decoder and no pool.
+    pub max_picture: (u32, u32),
     /// The stream's colours as FFmpeg probed them (NVDEC's parser reports no chroma siting, and
     /// no range for JPEG).
     pub probed: Color,
@@ -124,7 +125,7 @@ impl State {
             exhausted: false,
             knobs: None,
             eight_bit: false,
-            max_pixels: u64::MAX,
+            max_picture: (u32::MAX, u32::MAX),
             probed: Color::default(),
             decodes: 0,
         }
@@ -148,11 +149,15 @@ impl State {
         let dev = self.cam.ordinal();
         let adopting = std::mem::take(&mut self.adopting);
         let bits = 8 + f.bit_depth_luma_minus8 as u32;
-        if f.coded_width as u64 * f.coded_height as u64 > self.max_pixels {
-            // Not a refusal of the engine's (no fall-back: every decoder refuses it).
+        // The displayed size, as the camera's own check (the pool's) sees it: coded sizes are
+        // aligned up (1080 rows code as 1088), so a stream at the limit still decodes. Not a
+        // refusal of the engine's (no fall-back: every decoder refuses it).
+        let d = &f.display_area;
+        let (w, h) = ((d.right - d.left).max(0) as u32, (d.bottom - d.top).max(0) as u32);
+        let (max_w, max_h) = self.max_picture;
+        if w > max_w || h > max_h {
             return Err(Error::picture_refused(format!(
-                "the stream's picture {}x{} is over this camera's limit of {} pixels (max_picture_width/height of its options)",
-                f.coded_width, f.coded_height, self.max_pixels
+                "the stream's picture {w}x{h} is larger than this camera's limit {max_w}x{max_h} (max_picture_width/height of its options)"
             )));
         }
         if !takes_layout(f.codec, f.chroma_format, bits) || f.bit_depth_chroma_minus8 != f.bit_depth_luma_minus8 {
