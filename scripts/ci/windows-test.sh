@@ -74,6 +74,8 @@ SKIP=(
   "recording_exact an_hevc_recording_started_with_the_open_ends_at_trigger_plus_post|the same, on HEVC"
   "recording_exact an_h264_recording_across_server_restarts_keeps_every_picture|kills and restarts the Linux GStreamer server, which a Windows process under Wine cannot manage"
   "recording_exact an_hevc_recording_across_server_restarts_keeps_every_picture|the same, on HEVC"
+  "recording_exact a_recording_across_host_reconnects_keeps_every_picture|streams from the Linux GStreamer server and decodes the parts with the Linux ffmpeg CLI (Linux programs a Windows process under Wine cannot start)"
+  "recording_exact a_recording_across_stalls_and_server_kills_keeps_every_picture|stops, kills and restarts the Linux GStreamer server, which a Windows process under Wine cannot manage"
   "recording_exact an_existing_file_is_never_replaced|streams from the Linux GStreamer server; the no-replace rename's Windows call (MoveFileExW without MOVEFILE_REPLACE_EXISTING) is compiled in the step but not run"
   "recording_exact an_open_gop_clip_holds_and_counts_only_what_decodes|decodes the recorded files with the Linux ffmpeg CLI (and makes its clip with it)"
   "srt *|every test starts Debian's ffmpeg CLI (a Linux program) as the SRT listener and decodes its reference with it: a Windows process under Wine cannot start Linux programs; SRT through Wine is checked below (the Linux listener, nvcam_view.exe under Wine, the right and a wrong passphrase)"
