@@ -361,6 +361,13 @@ impl Recorder {
             }
             !gone
         });
+        Self::count_finished_writers(i);
+    }
+
+    /// Counts the writers that have finished (failed, no picture, packets they lost) and lets
+    /// them go. Run as pictures come and when the stats are read: a camera with no cache and no
+    /// recording left sends the recorder nothing, and its last recording must still be counted.
+    fn count_finished_writers(i: &mut Inner) {
         let (mut failed, mut no_picture, mut lost) = (0, 0, 0);
         i.writers.retain(|(rec, _)| {
             let done = rec.finished_at().is_some();
@@ -511,7 +518,8 @@ impl Recorder {
     }
 
     pub(crate) fn stats(&self) -> RecorderStats {
-        let i = self.inner.lock();
+        let mut i = self.inner.lock();
+        Self::count_finished_writers(&mut i);
         let c = i.cache.as_ref();
         RecorderStats {
             cache_bytes: c.map_or(0, |c| c.bytes() as u64),
