@@ -131,6 +131,31 @@ pub(crate) trait Storage: Send + Sync {
     /// Copies slot `i` (NV12 at `geom`) into a host buffer of `dst_pitch` rows; `dst` holds
     /// `geom.packed_size(dst_pitch)` bytes (checked by the caller).
     fn download(&self, i: usize, geom: &Geometry, dst: &mut [u8], dst_pitch: usize) -> Result<()>;
+    /// Whether another process may map this storage ([`Storage::export`] gives it a handle).
+    fn exportable(&self) -> bool {
+        false
+    }
+    /// A new OS handle to the whole storage for another process to map (a shared-memory file or
+    /// a VMM allocation), with the bytes it covers; `None` for storage that cannot be shared.
+    /// Each call gives a handle of its own, which the caller closes after passing it on.
+    fn export(&self) -> Option<Result<Exported>> {
+        None
+    }
+}
+
+/// An OS handle to memory another process can map: a file descriptor on Unix, an NT handle on
+/// Windows. Owned: dropping it closes it.
+#[cfg(unix)]
+pub(crate) type OsHandle = std::os::fd::OwnedFd;
+#[cfg(windows)]
+pub(crate) type OsHandle = std::os::windows::io::OwnedHandle;
+
+/// A storage's memory as another process maps it: the handle and the size of the allocation
+/// behind it (at least `slot_bytes * slots`; a GPU allocation is rounded up to the driver's
+/// granularity).
+pub(crate) struct Exported {
+    pub handle: OsHandle,
+    pub alloc_bytes: u64,
 }
 
 /// Host slots: one allocation, written only through an exclusive [`Lease`].
@@ -245,6 +270,16 @@ impl Pool {
         let mut free = self.free.lock();
         let pos = free.iter().rposition(|&i| self.storage.reusable(i))?;
         let index = free.remove(pos);
+        self.in_use.fetch_add(1, Ordering::Relaxed);
+        Some(Lease { pool: self.clone(), index })
+    }
+
+    /// An exclusive lease on slot `index` exactly, or `None` when it is held or out of range.
+    /// For a pool mapped from another process, whose writer chose the slot.
+    pub(crate) fn acquire_slot(self: &Arc<Self>, index: usize) -> Option<Lease> {
+        let mut free = self.free.lock();
+        let pos = free.iter().position(|&i| i == index)?;
+        free.remove(pos);
         self.in_use.fetch_add(1, Ordering::Relaxed);
         Some(Lease { pool: self.clone(), index })
     }
