@@ -834,6 +834,24 @@ typedef struct {
    * was dropped, and the camera goes on at its current size.
    */
   uint64_t pictures_refused;
+  /**
+   * Processes attached to this camera now (it is published: `nvcam_camera_publish`).
+   */
+  uint32_t consumers;
+  /**
+   * An attached camera (`nvcam://NAME`): its source's state as the publishing process last
+   * reported it (`NVCAM_STATE_*`). Any other camera: `state`.
+   */
+  uint32_t source_state;
+  /**
+   * An attached camera: its source's frames decoded and dropped, and its frame rate, in the
+   * publishing process (this camera's own counters say what reached this process: decoded =
+   * frames offered to it, dropped = frames it missed because it held its quota or read too
+   * slowly). Any other camera: its own.
+   */
+  uint64_t source_frames_decoded;
+  uint64_t source_frames_dropped;
+  double source_fps;
 } nvcam_camera_stats_t;
 
 /**
@@ -1344,6 +1362,33 @@ int32_t nvcam_camera_open_ex(const char *url, const char *ffmpeg_options, const 
 int32_t nvcam_camera_close(uint64_t cam, uint32_t timeout_ms);
 
 /**
+ * Publishes an open camera under `name` for other processes of the same user: they open
+ * `nvcam://NAME` and get an ordinary camera whose frames are this camera's, decoded once here and
+ * mapped there without a copy. `name` is 1 to 64 letters, digits, `.`, `_` or `-`, not starting
+ * with `.`; a name another process (or camera) publishes is refused. Each attached process holds
+ * at most `hold_quota` frames at once (0: 3) and at most `max_consumers` attach at once (0: 8);
+ * the camera's pools get `hold_quota * max_consumers` slots more. When an attached process
+ * exits, is killed or falls silent for 5 s, the frames it held come back at once. Linux only in
+ * this build (`NVCAM_E_UNSUPPORTED` elsewhere). The camera's URL (and its credentials) never
+ * reaches the attached processes.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ *
+ * # Safety
+ * `name` is NULL or a NUL-terminated string.
+ */
+int32_t nvcam_camera_publish(uint64_t cam, const char *name, uint32_t hold_quota, uint32_t max_consumers);
+
+/**
+ * Ends a camera's publication: attached processes are detached (their cameras go on trying to
+ * attach), the frames they held come back, and the name is free. Waits at most `timeout_ms` for
+ * the publisher's threads.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
+ */
+int32_t nvcam_camera_unpublish(uint64_t cam, uint32_t timeout_ms);
+
+/**
  * Drops the current connection and reconnects at once, in any state (also after a failure).
  * Frame handles stay valid unless the camera was opened with
  * `NVCAM_OPEN_RELEASE_CLONES_ON_RECONNECT`.
@@ -1837,7 +1882,7 @@ int32_t nvcam_camera_record_stats(uint64_t cam, nvcam_record_stats_t *stats);
 #if UINTPTR_MAX == 0xffffffffffffffffu
 NVCAM_STATIC_ASSERT(sizeof(nvcam_config_t) == 64, "nvcam_config_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_options_t) == 80, "nvcam_camera_options_t layout");
-NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_stats_t) == 184, "nvcam_camera_stats_t layout");
+NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_stats_t) == 216, "nvcam_camera_stats_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_frame_info_t) == 128, "nvcam_frame_info_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_convert_t) == 112, "nvcam_convert_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_gpu_stats_t) == 160, "nvcam_gpu_stats_t layout");

@@ -817,6 +817,24 @@ typedef struct {
    * was dropped, and the camera goes on at its current size.
    */
   unsigned __int64 pictures_refused;
+  /**
+   * Processes attached to this camera now (it is published: `nvcam_camera_publish`).
+   */
+  unsigned int consumers;
+  /**
+   * An attached camera (`nvcam://NAME`): its source's state as the publishing process last
+   * reported it (`NVCAM_STATE_*`). Any other camera: `state`.
+   */
+  unsigned int source_state;
+  /**
+   * An attached camera: its source's frames decoded and dropped, and its frame rate, in the
+   * publishing process (this camera's own counters say what reached this process: decoded =
+   * frames offered to it, dropped = frames it missed because it held its quota or read too
+   * slowly). Any other camera: its own.
+   */
+  unsigned __int64 source_frames_decoded;
+  unsigned __int64 source_frames_dropped;
+  double source_fps;
 } nvcam_camera_stats_t;
 
 /**
@@ -1315,6 +1333,33 @@ int nvcam_camera_open_ex(const char *url, const char *ffmpeg_options, const nvca
  * Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_TIMEOUT, NVCAM_E_PANIC
  */
 int nvcam_camera_close(unsigned __int64 cam, unsigned int timeout_ms);
+
+/**
+ * Publishes an open camera under `name` for other processes of the same user: they open
+ * `nvcam://NAME` and get an ordinary camera whose frames are this camera's, decoded once here and
+ * mapped there without a copy. `name` is 1 to 64 letters, digits, `.`, `_` or `-`, not starting
+ * with `.`; a name another process (or camera) publishes is refused. Each attached process holds
+ * at most `hold_quota` frames at once (0: 3) and at most `max_consumers` attach at once (0: 8);
+ * the camera's pools get `hold_quota * max_consumers` slots more. When an attached process
+ * exits, is killed or falls silent for 5 s, the frames it held come back at once. Linux only in
+ * this build (`NVCAM_E_UNSUPPORTED` elsewhere). The camera's URL (and its credentials) never
+ * reaches the attached processes.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ *
+ * # Safety
+ * `name` is NULL or a NUL-terminated string.
+ */
+int nvcam_camera_publish(unsigned __int64 cam, const char *name, unsigned int hold_quota, unsigned int max_consumers);
+
+/**
+ * Ends a camera's publication: attached processes are detached (their cameras go on trying to
+ * attach), the frames they held come back, and the name is free. Waits at most `timeout_ms` for
+ * the publisher's threads.
+ *
+ * Returns: NVCAM_OK, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
+ */
+int nvcam_camera_unpublish(unsigned __int64 cam, unsigned int timeout_ms);
 
 /**
  * Drops the current connection and reconnects at once, in any state (also after a failure).

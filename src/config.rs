@@ -67,6 +67,20 @@ pub(crate) struct Defaults {
     /// still holds reach the host and the recordings. A decoder not drained by then is dropped
     /// with what it holds. Its own budget, before the input's close (TEARDOWN has its own).
     pub session_drain_ms: u32,
+    /// A published camera: frames one attached process may hold at once. Past it the process
+    /// misses frames (counted); the publisher's own host and the others keep their rate. Each
+    /// published pool has this many slots per process besides the camera's own.
+    pub share_hold_quota: u32,
+    /// Processes attached to one published camera at once; more are refused (logged).
+    pub share_max_consumers: u32,
+    /// Publisher and attached process each send something at least this often ...
+    pub share_heartbeat_ms: u32,
+    /// ... and a side not heard from for this long is gone: its connection ends, and what it
+    /// held is released (a stopped or hung process).
+    pub share_silence_ms: u32,
+    /// An attached camera whose publisher is gone tries to attach again this often (a local
+    /// connection: no camera is asked for anything).
+    pub share_reattach_ms: u32,
 }
 
 pub(crate) const DEFAULTS: Defaults = Defaults {
@@ -92,6 +106,11 @@ pub(crate) const DEFAULTS: Defaults = Defaults {
     loss_reconnect_min_spacing_ms: 10_000,
     loss_reconnect_max_spacing_ms: 30_000,
     session_drain_ms: 1000,
+    share_hold_quota: 3,
+    share_max_consumers: 8,
+    share_heartbeat_ms: 1000,
+    share_silence_ms: 5000,
+    share_reattach_ms: 200,
 };
 
 /// Bounds on `pool_slots`: one slot in flight plus at least one the host may hold.

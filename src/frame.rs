@@ -206,6 +206,8 @@ pub(crate) struct Frame {
     pub bits: u32,
     /// Whether the picture is exact, and why not.
     pub integrity: FrameIntegrity,
+    /// Dropped after the lease: tells whoever lent the slot (another process) that it is free.
+    ticket: Option<Box<dyn Send + Sync>>,
 }
 
 /// What the camera knows of a picture's bitstream: exact means neither flag is set.
@@ -227,7 +229,13 @@ impl FrameIntegrity {
 
 impl Frame {
     pub(crate) fn new(lease: Lease, owner: u64, seq: u64, pts_us: i64, wallclock_ns: u64, capture: (u64, TimeSource)) -> Frame {
-        Frame { lease, owner, seq, pts_us, wallclock_ns, capture_ns: capture.0, time_source: capture.1, color: Color::default(), bits: 8, integrity: FrameIntegrity::default() }
+        Frame { lease, owner, seq, pts_us, wallclock_ns, capture_ns: capture.0, time_source: capture.1, color: Color::default(), bits: 8, integrity: FrameIntegrity::default(), ticket: None }
+    }
+    /// The same frame, with what must be dropped once its slot is back in its pool (after the
+    /// lease: fields drop in declaration order).
+    pub(crate) fn with_ticket(mut self, ticket: Box<dyn Send + Sync>) -> Frame {
+        self.ticket = Some(ticket);
+        self
     }
     /// The same frame, with the colour description and bit depth its decoder reported.
     pub(crate) fn with_color(mut self, color: Color, bits: u32) -> Frame {
@@ -251,6 +259,14 @@ impl Frame {
     /// A host frame's slot bytes (NV12 or P016 at `geom()`); `None` for device frames.
     pub(crate) fn host_bytes(&self) -> Option<&[u8]> {
         self.lease.host_bytes()
+    }
+    /// The process-unique id of the pool holding this frame's slot.
+    pub(crate) fn pool_id(&self) -> u64 {
+        self.lease.pool().id()
+    }
+    /// Slots of the pool holding this frame.
+    pub(crate) fn pool_slots(&self) -> usize {
+        self.lease.pool().slots()
     }
     /// The storage holding this frame's slot.
     pub(crate) fn storage(&self) -> &dyn crate::pool::Storage {

@@ -51,6 +51,7 @@ mod pool;
 mod record;
 mod redact;
 mod registry;
+mod share;
 mod rtp_loss;
 mod source;
 mod switches;

@@ -240,6 +240,8 @@ pub fn live_pools() -> (usize, u64) {
 
 /// A camera's slots at one resolution.
 pub(crate) struct Pool {
+    /// Unique in the process: names the pool to processes that map it.
+    id: u64,
     pub geom: Geometry,
     storage: Box<dyn Storage>,
     free: Mutex<Vec<usize>>,
@@ -251,7 +253,9 @@ impl Pool {
     pub(crate) fn new(geom: Geometry, slots: usize, storage: Box<dyn Storage>) -> Arc<Pool> {
         LIVE_POOLS.fetch_add(1, Ordering::Relaxed);
         LIVE_POOL_BYTES.fetch_add(storage.bytes(), Ordering::Relaxed);
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         Arc::new(Pool {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             geom,
             storage,
             free: Mutex::new((0..slots).rev().collect()),
@@ -286,6 +290,9 @@ impl Pool {
 
     pub(crate) fn slots(&self) -> usize {
         self.slots
+    }
+    pub(crate) fn id(&self) -> u64 {
+        self.id
     }
     pub(crate) fn in_use(&self) -> usize {
         self.in_use.load(Ordering::Relaxed)

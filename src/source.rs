@@ -14,11 +14,17 @@ pub(crate) enum Source {
     Network(String),
     /// A file: replayed at its own frame rate unless told otherwise, looped on request.
     File(String),
+    /// `nvcam://NAME`: a camera another process of this user publishes (see `crate::share`);
+    /// its frames are that process's, mapped here, never decoded again.
+    Shared(String),
 }
 
 impl Source {
     pub(crate) fn is_live(&self) -> bool {
         !matches!(self, Source::File(_))
+    }
+    pub(crate) fn is_shared(&self) -> bool {
+        matches!(self, Source::Shared(_))
     }
     pub(crate) fn is_rtsp(&self) -> bool {
         matches!(self, Source::Network(u) if u.starts_with("rtsp://") || u.starts_with("rtsps://"))
@@ -33,6 +39,8 @@ impl Source {
             Source::File(p) if ffmpeg_scheme(p).is_some() => NETWORK,
             Source::TestSrc { .. } | Source::File(_) => "file",
             Source::Network(_) => NETWORK,
+            // Never opened by FFmpeg.
+            Source::Shared(_) => "",
         }
     }
     /// The string handed to avformat_open_input, and the input format to force (lavfi for testsrc).
@@ -42,6 +50,7 @@ impl Source {
                 (format!("testsrc2=size={width}x{height}:rate={fps}"), Some(c"lavfi"))
             }
             Source::Network(u) | Source::File(u) => (u.clone(), None),
+            Source::Shared(_) => (String::new(), None),
         }
     }
 }
@@ -66,6 +75,10 @@ pub(crate) fn parse(url: &str) -> Result<Source> {
     if let Some(rest) = url.strip_prefix("testsrc://") {
         return parse_testsrc(rest);
     }
+    if let Some(name) = url.strip_prefix("nvcam://") {
+        crate::share::check_name(name)?;
+        return Ok(Source::Shared(name.to_string()));
+    }
     if let Some(path) = url.strip_prefix("file://") {
         return Ok(Source::File(path.to_string()));
     }
@@ -81,7 +94,7 @@ pub(crate) fn parse(url: &str) -> Result<Source> {
             } else if is_scheme(&scheme) {
                 Err(Error::new(
                     ErrorKind::Unsupported,
-                    format!("unknown URL scheme '{scheme}' (supported: testsrc, file, {})", served_schemes().join(", ")),
+                    format!("unknown URL scheme '{scheme}' (supported: testsrc, file, nvcam, {})", served_schemes().join(", ")),
                 ))
             } else {
                 // Not a scheme's spelling (`admin:pw@cam://x`): the text before `://` may be

@@ -17,11 +17,18 @@ use std::time::{Duration, Instant};
 /// The pool for a picture of this size in the memory this session writes; a new one (the old
 /// one lives on while frames use it) when either changed. `None`: the stream changed its size
 /// too often lately, and the picture gets no pool (see `DEFAULTS.pool_churn_max`).
+///
+/// A published camera's pools can be mapped by other processes, with room for what each of them
+/// may hold besides the camera's own slots; publishing or unpublishing starts a new pool.
 fn pool_for(sh: &Shared, pools: &Pools, pic: &Picture) -> Result<Option<Arc<Pool>>> {
+    let publication = sh.publication();
+    let shared = publication.is_some();
     let mut p = sh.pools.lock();
-    if let Some(cur) = p.current.as_ref().filter(|c| (c.geom.width, c.geom.height, c.geom.depth) == (pic.width, pic.height, pic.depth) && pools.holds(c)) {
+    let size = (pic.width, pic.height, pic.depth);
+    if let Some(cur) = p.current.as_ref().filter(|c| (c.geom.width, c.geom.height, c.geom.depth) == size && pools.holds(c) && (c.storage().exportable() == shared || (shared && p.no_export))) {
         return Ok(Some(cur.clone()));
     }
+    let resized = p.current.as_ref().is_some_and(|c| (c.geom.width, c.geom.height, c.geom.depth) != size);
     if p.current.is_some() {
         // A change: at most `pool_churn_max` new pools in the window; pictures of another size
         // than the current pool's are dropped until the window has room again. The camera goes
@@ -37,7 +44,7 @@ fn pool_for(sh: &Shared, pools: &Pools, pic: &Picture) -> Result<Option<Arc<Pool
         }
         p.replaced_at.push_back(now);
     }
-    if let Some(o) = p.current.as_ref() {
+    if let Some(o) = p.current.as_ref().filter(|_| resized) {
         log::info!(
             "camera {}: resolution {}x{} -> {}x{}; new pool, the old one lives until its last clone is released",
             sh.name(), o.geom.width, o.geom.height, pic.width, pic.height
@@ -47,7 +54,23 @@ fn pool_for(sh: &Shared, pools: &Pools, pic: &Picture) -> Result<Option<Arc<Pool
     // A size that changed inside the session (new parameter sets): refused before its pool.
     sh.opts.check_picture_size(pic.width, pic.height)?;
     p.retire();
-    let new = pools.new_pool(Geometry::new(pic.width, pic.height, pic.depth), sh.opts.pool_slots)?;
+    let geom = Geometry::new(pic.width, pic.height, pic.depth);
+    let new = match &publication {
+        None => pools.new_pool(geom, sh.opts.pool_slots)?,
+        Some(pb) => {
+            let t = pb.terms();
+            let slots = sh.opts.pool_slots + (t.quota as usize) * (t.max_consumers as usize);
+            match pools.new_exportable_pool(geom, slots) {
+                Ok(pool) => pool,
+                Err(e) => {
+                    p.no_export = true;
+                    // The camera goes on for its own host; attached processes miss its frames.
+                    log::warn!("camera {}: a pool other processes can map could not be made ({}); published as '{}' without frames", sh.name(), e.msg, pb.name());
+                    pools.new_pool(geom, sh.opts.pool_slots)?
+                }
+            }
+        }
+    };
     sh.stream.lock().size = (pic.width, pic.height);
     p.current = Some(new.clone());
     Ok(Some(new))
@@ -166,6 +189,9 @@ pub(super) fn deliver(cx: Ctx<'_>, pic: Picture, stamp: Stamp) -> Result<()> {
     }
     if marks.exact() && sh.opts.integrity == IntegrityPolicy::HoldLastExact {
         *sh.last_exact.lock() = Some(frame.clone());
+    }
+    if let Some(pb) = sh.publication() {
+        pb.announce(&frame);
     }
     let replaced = {
         let mut m = sh.mailbox.lock();

@@ -13,6 +13,7 @@
 //! owns memory a frame points at (pixels are copied into the camera's pool), so automatic
 //! reconnects keep clones valid; `release_clones_on_reconnect` restores the seed's stricter rule.
 
+mod attached;
 mod deliver;
 #[cfg(feature = "test-hooks")]
 pub(crate) mod hooks;
@@ -84,6 +85,36 @@ pub(crate) struct Stats {
     pub session_panics: u64,
     /// Streams and pictures refused for their size (over the limit, or past the churn bound).
     pub pictures_refused: u64,
+    /// Processes attached to this camera (published), now.
+    pub consumers: u32,
+    /// An attached camera: its source as the publisher last reported it.
+    pub source: Option<SourceStats>,
+}
+
+/// An attached camera's source, in the publishing process.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SourceStats {
+    pub state: CameraState,
+    pub decoded: u64,
+    pub dropped: u64,
+    pub fps: f64,
+}
+
+/// What a publisher tells attached processes of its camera.
+fn source_status(sh: &Shared) -> crate::share::wire::StatusMsg {
+    let c = &sh.counters;
+    let r = Ordering::Relaxed;
+    crate::share::wire::StatusMsg {
+        state: sh.visible_state().as_u8() as u32,
+        decoded: c.decoded.load(r),
+        delivered: c.delivered.load(r),
+        dropped: c.dropped.load(r),
+        reconnects: c.reconnects.load(r),
+        packets_lost: c.packets_lost.load(r),
+        frames_corrupt: c.corrupt.load(r),
+        fps_milli: c.fps_milli.load(r),
+        consumers: 0,
+    }
 }
 
 /// How a close ended.
@@ -337,6 +368,13 @@ impl Camera {
             loss_reconnects: c.loss_reconnects.load(r),
             session_panics: c.session_panics.load(r),
             pictures_refused: c.pictures_refused.load(r),
+            consumers: sh.publication().map_or(0, |p| p.consumers()),
+            source: sh.source_status.lock().map(|s| SourceStats {
+                state: CameraState::from_code(s.state).unwrap_or(CameraState::Reconnecting),
+                decoded: s.decoded,
+                dropped: s.dropped,
+                fps: s.fps_milli as f64 / 1000.0,
+            }),
         }
     }
 
@@ -353,6 +391,56 @@ impl Camera {
     /// The camera's packet cache and recordings.
     pub(crate) fn recorder(&self) -> &Arc<crate::record::Recorder> {
         &self.shared.recorder
+    }
+
+    /// Publishes the camera as `name` for other processes of this user (`nvcam://NAME`), each
+    /// holding at most `quota` frames, at most `max_consumers` at once (0: the defaults). Frames
+    /// from the next picture on are in pools those processes can map.
+    pub(crate) fn publish(&self, name: &str, quota: u32, max_consumers: u32) -> Result<()> {
+        use crate::config::DEFAULTS;
+        use crate::share::publisher::{Publication, Terms};
+        let sh = &self.shared;
+        if sh.state() == CameraState::Closed {
+            return Err(Error::new(ErrorKind::Closed, "camera is closed"));
+        }
+        if sh.source.is_shared() {
+            return Err(Error::arg("an attached camera cannot be published again: attach to the original's name"));
+        }
+        let pick = |v: u32, d: u32, max: u32, what: &str| -> Result<u32> {
+            match v {
+                0 => Ok(d),
+                v if v <= max => Ok(v),
+                v => Err(Error::arg(format!("{what} {v} is over {max}"))),
+            }
+        };
+        let terms = Terms {
+            quota: pick(quota, DEFAULTS.share_hold_quota, 64, "hold quota")?,
+            max_consumers: pick(max_consumers, DEFAULTS.share_max_consumers, 64, "max_consumers")?,
+            heartbeat: Duration::from_millis(DEFAULTS.share_heartbeat_ms as u64),
+            silence: Duration::from_millis(DEFAULTS.share_silence_ms as u64),
+        };
+        let mut slot = sh.publication.lock();
+        if let Some(p) = slot.as_ref() {
+            return Err(Error::arg(format!("the camera is published as '{}' already (unpublish it first)", p.name())));
+        }
+        let weak = Arc::downgrade(sh);
+        let status = Box::new(move || weak.upgrade().map(|sh| source_status(&sh)).unwrap_or_default());
+        *slot = Some(Publication::start(name, sh.name(), terms, status)?);
+        sh.pools.lock().no_export = false;
+        Ok(())
+    }
+
+    /// Ends the camera's publication: attached processes are told and detached (they go on
+    /// trying to attach), the frames they held are released here, and the name is free.
+    pub(crate) fn unpublish(&self, timeout: Duration) -> Result<()> {
+        let p = self.shared.publication.lock().take();
+        match p {
+            Some(p) => {
+                p.stop(timeout);
+                Ok(())
+            }
+            None => Err(Error::arg("the camera is not published")),
+        }
     }
 
     /// Asks the worker to stop, without waiting (shutdown stops all cameras first, so their
@@ -380,6 +468,10 @@ impl Camera {
         let sh = &self.shared;
         let end = Instant::now() + timeout;
         sh.irq.stop();
+        // Attached processes first: they are told, and what they held comes back.
+        if let Some(p) = sh.publication.lock().take() {
+            p.stop(timeout / 4);
+        }
         // Recordings finish with what they have (complete files), before the camera goes.
         sh.recorder.close(timeout / 2);
         let drained = sh.gate.stop_and_wait(timeout);

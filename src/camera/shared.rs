@@ -45,7 +45,12 @@ impl CameraState {
         Self::ALL[v as usize]
     }
 
-    fn as_u8(self) -> u8 {
+    /// The state another nvcam process sent (a publisher's), if it is one.
+    pub(crate) fn from_code(v: u32) -> Option<CameraState> {
+        Self::ALL.get(v as usize).copied()
+    }
+
+    pub(super) fn as_u8(self) -> u8 {
         Self::ALL.iter().position(|&s| s == self).expect("listed") as u8
     }
 
@@ -168,6 +173,9 @@ pub(super) struct Pools {
     pub current: Option<Arc<Pool>>,
     pub old: Vec<Weak<Pool>>,
     pub replaced_at: std::collections::VecDeque<std::time::Instant>,
+    /// The camera is published, and its memory could not be made shareable: it keeps pools of
+    /// its own kind rather than try again every picture.
+    pub no_export: bool,
 }
 
 impl Pools {
@@ -220,6 +228,10 @@ pub(crate) struct Shared {
     pub(super) legacy_loss: bool,
     /// The camera's packet cache and recordings (idle unless the host asks for them).
     pub(super) recorder: Arc<crate::record::Recorder>,
+    /// Where this camera is published for other processes (`nvcam_camera_publish`).
+    pub(super) publication: Mutex<Option<Arc<crate::share::publisher::Publication>>>,
+    /// An attached camera (`nvcam://NAME`): its source as the publisher last reported it.
+    pub(super) source_status: Mutex<Option<crate::share::wire::StatusMsg>>,
 }
 
 impl Shared {
@@ -250,6 +262,8 @@ impl Shared {
             #[cfg(feature = "test-hooks")]
             legacy_loss: super::hooks::legacy(),
             recorder: Arc::default(),
+            publication: Mutex::new(None),
+            source_status: Mutex::new(None),
         }
     }
 
@@ -266,6 +280,11 @@ impl Shared {
     }
 
     /// Whether the source is a live network stream (not a file, not the test source).
+    /// Where this camera is published, if it is.
+    pub(super) fn publication(&self) -> Option<Arc<crate::share::publisher::Publication>> {
+        self.publication.lock().clone()
+    }
+
     pub(super) fn is_network(&self) -> bool {
         matches!(self.source, Source::Network(_))
     }

@@ -205,7 +205,9 @@ pub(super) fn run(sh: &Arc<Shared>, mut first: FirstOpen) {
             attempt = 0;
             continue;
         }
-        let d = backoff(&sh.opts, attempt, lost_at.elapsed());
+        // Attaching again to a published camera costs a local connection, no camera's session:
+        // a publisher that comes back is found within this.
+        let d = if sh.source.is_shared() { Duration::from_millis(DEFAULTS.share_reattach_ms as u64) } else { backoff(&sh.opts, attempt, lost_at.elapsed()) };
         attempt = attempt.saturating_add(1);
         sh.counters.attempt.store(attempt, Ordering::Relaxed);
         sh.counters.next_retry_ms.store(d.as_millis() as u32, Ordering::Relaxed);

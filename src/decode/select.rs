@@ -90,6 +90,13 @@ impl Pools {
             Pools::Device(cam) => gpu::memory::new_pool(cam, geom, slots),
         }
     }
+    /// A pool of the same kind that other processes can map (a published camera's).
+    pub(crate) fn new_exportable_pool(&self, geom: Geometry, slots: usize) -> Result<Arc<Pool>> {
+        match self {
+            Pools::Host => crate::share::memory::host_pool(geom, slots),
+            Pools::Device(_) => Err(Error::new(ErrorKind::Unsupported, "GPU pools cannot be exported in this build")),
+        }
+    }
     /// Whether `pool` is memory of this kind, on this device (else the camera makes a new pool).
     pub(crate) fn holds(&self, pool: &Pool) -> bool {
         let d = pool.storage().device();

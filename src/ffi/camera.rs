@@ -99,6 +99,39 @@ pub extern "C" fn nvcam_camera_close(cam: u64, timeout_ms: u32) -> i32 {
     boundary(export_name!(), Ctx::Lib, || library::close_camera(cam, Duration::from_millis(timeout_ms as u64)))
 }
 
+/// Publishes an open camera under `name` for other processes of the same user: they open
+/// `nvcam://NAME` and get an ordinary camera whose frames are this camera's, decoded once here and
+/// mapped there without a copy. `name` is 1 to 64 letters, digits, `.`, `_` or `-`, not starting
+/// with `.`; a name another process (or camera) publishes is refused. Each attached process holds
+/// at most `hold_quota` frames at once (0: 3) and at most `max_consumers` attach at once (0: 8);
+/// the camera's pools get `hold_quota * max_consumers` slots more. When an attached process
+/// exits, is killed or falls silent for 5 s, the frames it held come back at once. Linux only in
+/// this build (`NVCAM_E_UNSUPPORTED` elsewhere). The camera's URL (and its credentials) never
+/// reaches the attached processes.
+///
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn nvcam_camera_publish(cam: u64, name: *const c_char, hold_quota: u32, max_consumers: u32) -> i32 {
+    boundary(export_name!(), Ctx::Camera(cam), || {
+        // SAFETY: forwarded from this function's contract.
+        let name = unsafe { c_str(name, "name") }?;
+        library::camera(cam)?.publish(&name, hold_quota, max_consumers)
+    })
+}
+
+/// Ends a camera's publication: attached processes are detached (their cameras go on trying to
+/// attach), the frames they held come back, and the name is free. Waits at most `timeout_ms` for
+/// the publisher's threads.
+///
+/// Returns: NVCAM_OK, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_PANIC
+#[no_mangle]
+pub extern "C" fn nvcam_camera_unpublish(cam: u64, timeout_ms: u32) -> i32 {
+    boundary(export_name!(), Ctx::Camera(cam), || library::camera(cam)?.unpublish(Duration::from_millis(timeout_ms as u64)))
+}
+
 /// Drops the current connection and reconnects at once, in any state (also after a failure).
 /// Frame handles stay valid unless the camera was opened with
 /// `NVCAM_OPEN_RELEASE_CLONES_ON_RECONNECT`.

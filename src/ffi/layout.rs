@@ -70,7 +70,12 @@ const _: () = {
     assert!(std::mem::offset_of!(nvcam_camera_stats, loss_reconnects) == 160);
     assert!(std::mem::offset_of!(nvcam_camera_stats, session_panics) == 168);
     assert!(std::mem::offset_of!(nvcam_camera_stats, pictures_refused) == 176);
-    assert!(std::mem::size_of::<nvcam_camera_stats>() == 184);
+    assert!(std::mem::offset_of!(nvcam_camera_stats, consumers) == 184);
+    assert!(std::mem::offset_of!(nvcam_camera_stats, source_state) == 188);
+    assert!(std::mem::offset_of!(nvcam_camera_stats, source_frames_decoded) == 192);
+    assert!(std::mem::offset_of!(nvcam_camera_stats, source_frames_dropped) == 200);
+    assert!(std::mem::offset_of!(nvcam_camera_stats, source_fps) == 208);
+    assert!(std::mem::size_of::<nvcam_camera_stats>() == 216);
 };
 
 #[cfg(target_pointer_width = "64")]

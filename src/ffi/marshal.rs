@@ -237,6 +237,11 @@ pub(crate) fn camera_stats(s: &Stats, struct_size: u32) -> nvcam_camera_stats {
         loss_reconnects: s.loss_reconnects,
         session_panics: s.session_panics,
         pictures_refused: s.pictures_refused,
+        consumers: s.consumers,
+        source_state: state(s.source.map_or(s.state, |o| o.state)),
+        source_frames_decoded: s.source.map_or(s.decoded, |o| o.decoded),
+        source_frames_dropped: s.source.map_or(s.dropped, |o| o.dropped),
+        source_fps: s.source.map_or(s.fps, |o| o.fps),
     }
 }
 

@@ -155,6 +155,18 @@ pub struct nvcam_camera_stats {
     /// made, and the camera failed with the reason. A size change past 10 within 10 s: the picture
     /// was dropped, and the camera goes on at its current size.
     pub pictures_refused: u64,
+    /// Processes attached to this camera now (it is published: `nvcam_camera_publish`).
+    pub consumers: u32,
+    /// An attached camera (`nvcam://NAME`): its source's state as the publishing process last
+    /// reported it (`NVCAM_STATE_*`). Any other camera: `state`.
+    pub source_state: u32,
+    /// An attached camera: its source's frames decoded and dropped, and its frame rate, in the
+    /// publishing process (this camera's own counters say what reached this process: decoded =
+    /// frames offered to it, dropped = frames it missed because it held its quota or read too
+    /// slowly). Any other camera: its own.
+    pub source_frames_decoded: u64,
+    pub source_frames_dropped: u64,
+    pub source_fps: f64,
 }
 
 /// What a frame is and where its pixels are (`nvcam_frame_info`). Pointers stay valid while the

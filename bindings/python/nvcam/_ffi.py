@@ -308,6 +308,11 @@ class nvcam_camera_stats_t(Structure):
         ("loss_reconnects", c_uint64),
         ("session_panics", c_uint64),
         ("pictures_refused", c_uint64),
+        ("consumers", c_uint32),
+        ("source_state", c_uint32),
+        ("source_frames_decoded", c_uint64),
+        ("source_frames_dropped", c_uint64),
+        ("source_fps", c_double),
     ]
 
 
@@ -437,7 +442,7 @@ class nvcam_record_stats_t(Structure):
 SIZES = {
     nvcam_config_t: 64,
     nvcam_camera_options_t: 80,
-    nvcam_camera_stats_t: 184,
+    nvcam_camera_stats_t: 216,
     nvcam_frame_info_t: 128,
     nvcam_convert_t: 112,
     nvcam_gpu_stats_t: 160,
@@ -460,6 +465,8 @@ PROTOTYPES = {
     "nvcam_camera_open": (c_int32, [c_char_p, POINTER(nvcam_camera_options_t), POINTER(c_uint64)]),  # url, options, cam
     "nvcam_camera_open_ex": (c_int32, [c_char_p, c_char_p, POINTER(nvcam_camera_options_t), POINTER(c_uint64)]),  # url, ffmpeg_options, options, cam
     "nvcam_camera_close": (c_int32, [c_uint64, c_uint32]),  # cam, timeout_ms
+    "nvcam_camera_publish": (c_int32, [c_uint64, c_char_p, c_uint32, c_uint32]),  # cam, name, hold_quota, max_consumers
+    "nvcam_camera_unpublish": (c_int32, [c_uint64, c_uint32]),  # cam, timeout_ms
     "nvcam_camera_reconnect": (c_int32, [c_uint64]),  # cam
     "nvcam_camera_get_frame": (c_int32, [c_uint64, c_uint32, POINTER(c_uint64)]),  # cam, timeout_ms, frame
     "nvcam_cameras_get_frames": (c_int32, [POINTER(c_uint64), c_uint32, c_uint32, POINTER(c_uint64)]),  # cams, n, timeout_ms, frames
