@@ -209,3 +209,20 @@ pub fn options(s: &str) -> Result<Vec<(String, String)>, String> {
     crate::ffmpeg::optcheck::check_values(&pairs).map_err(|e| e.msg)?;
     Ok(pairs)
 }
+
+/// A datagram of the camera-sharing protocol as a peer sent it: parsed, and written again when it
+/// parses (`None` when it is refused).
+pub fn share_message(b: &[u8]) -> Option<Vec<u8>> {
+    crate::share::wire::Msg::decode(b).ok().map(|m| m.encode())
+}
+
+/// One well-formed datagram of every kind of the sharing protocol, to mutate.
+pub fn share_samples() -> Vec<Vec<u8>> {
+    crate::share::wire::samples().iter().map(|m| m.encode()).collect()
+}
+
+/// Where the socket of the camera this process's user publishes as `name` is (Linux).
+#[cfg(target_os = "linux")]
+pub fn share_socket(name: &str) -> Result<std::path::PathBuf, String> {
+    crate::share::endpoint::socket_path(name).map_err(|e| e.msg)
+}

@@ -81,6 +81,7 @@ SKIP=(
   "srt *|every test starts Debian's ffmpeg CLI (a Linux program) as the SRT listener and decodes its reference with it: a Windows process under Wine cannot start Linux programs; SRT through Wine is checked below (the Linux listener, nvcam_view.exe under Wine, the right and a wrong passphrase)"
   "hostile_servers *|every test starts the Linux python3 hostile server (tests/support/hostile_server.py), which a Windows process under Wine cannot start or stop, and reads the camera's thread CPU from /proc; the limits it checks are FFmpeg's rtsp.c and nvcam's worker, the same code in the Windows build"
   "guest *|Linux hosts (a C program linked against Debian's libavformat.so.59, python3 loading it with RTLD_GLOBAL) and the Linux GStreamer servers, none of which a Windows process under Wine can start; the Windows case, a host that loaded another avformat-59.dll first, is tests/wine/plain_load.c --host-ffmpeg below"
+  "share *|sharing a camera between processes is built for Linux only (Unix sockets, memfd); the Windows build answers nvcam_camera_publish and nvcam:// with NVCAM_E_UNSUPPORTED, and its tests start Linux peer processes and GStreamer servers"
   "docs *|compiles the docs' runnable C blocks with the Linux C compiler and runs their Python blocks with the Linux python3 against the Linux library (neither can be started from a Windows process under Wine); its checks of links are text only and the same on Linux"
 )
 # Test files left out whole: not cross-built, their tests counted from the Linux build.

@@ -38,7 +38,10 @@ pub(super) fn session(sh: &Arc<Shared>, name: &str, first: &mut FirstOpen, conne
         }
         match a.next(Duration::from_millis(100)) {
             Ok(Event::Nothing) => {}
-            Ok(Event::Status(s)) => source_status(sh, s),
+            Ok(Event::Status(s)) => {
+                sh.counters.dropped.store(missed_before + s.missed, Ordering::Relaxed);
+                source_status(sh, s);
+            }
             Ok(Event::Frame(lease, ticket, f)) => {
                 sh.counters.dropped.store(missed_before + f.missed, Ordering::Relaxed);
                 deliver(sh, lease, ticket, &f);

@@ -114,6 +114,7 @@ fn source_status(sh: &Shared) -> crate::share::wire::StatusMsg {
         frames_corrupt: c.corrupt.load(r),
         fps_milli: c.fps_milli.load(r),
         consumers: 0,
+        missed: 0,
     }
 }
 

@@ -124,6 +124,12 @@ impl Peer {
     }
 }
 
+/// Where the socket of the camera this user publishes as `name` is.
+pub(crate) fn socket_path(name: &str) -> Result<PathBuf> {
+    check_name(name)?;
+    Ok(folder(false)?.join(format!("{name}.sock")))
+}
+
 /// A published name: the socket that attached processes connect to, and the lock that holds the
 /// name. Dropping it removes the socket.
 pub(crate) struct Listener {

@@ -17,7 +17,7 @@ pub(crate) mod wire;
 #[cfg(target_os = "linux")]
 pub(crate) mod attach;
 #[cfg(target_os = "linux")]
-mod endpoint;
+pub(crate) mod endpoint;
 #[cfg(target_os = "linux")]
 pub(crate) mod memory;
 #[cfg(target_os = "linux")]

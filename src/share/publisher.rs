@@ -291,13 +291,16 @@ fn serve(inner: &Arc<Inner>) {
         conns.retain(|c| {
             if c.ended.load(Ordering::Acquire) {
                 // Its reader has finished or is about to: joined where it is.
-                if let Some(t) = c.reader.lock().take() {
-                    if t.is_finished() {
+                let mut reader = c.reader.lock();
+                match reader.take() {
+                    Some(t) if t.is_finished() => {
                         let _ = t.join();
-                    } else {
-                        *c.reader.lock() = Some(t);
+                    }
+                    Some(t) => {
+                        *reader = Some(t);
                         return true;
                     }
+                    None => {}
                 }
                 return false;
             }
@@ -307,13 +310,13 @@ fn serve(inner: &Arc<Inner>) {
             last_status = now;
             let mut s = (inner.status)();
             s.consumers = conns.iter().filter(|c| !c.ended.load(Ordering::Acquire)).count() as u32;
-            let m = Msg::Status(s);
             for c in conns.iter() {
                 let heard = *c.last_heard.lock();
                 if now.saturating_duration_since(heard) > inner.terms.silence {
                     c.end(&inner.camera, &format!("silent for {} ms", inner.terms.silence.as_millis()));
                 } else {
-                    c.send(&m, &inner.camera);
+                    let missed = c.state.lock().missed;
+                    c.send(&Msg::Status(StatusMsg { missed, ..s }), &inner.camera);
                 }
             }
         }

@@ -107,6 +107,9 @@ pub(crate) struct StatusMsg {
     pub frames_corrupt: u64,
     pub fps_milli: u64,
     pub consumers: u32,
+    /// Frames this process was not sent so far (as in [`FrameMsg::missed`]): it learns of them
+    /// even while its quota keeps every frame from it.
+    pub missed: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -214,7 +217,7 @@ impl Msg {
             Msg::Status(s) => {
                 w.u32(s.state);
                 w.u32(s.consumers);
-                for v in [s.decoded, s.delivered, s.dropped, s.reconnects, s.packets_lost, s.frames_corrupt, s.fps_milli] {
+                for v in [s.decoded, s.delivered, s.dropped, s.reconnects, s.packets_lost, s.frames_corrupt, s.fps_milli, s.missed] {
                     w.u64(v);
                 }
             }
@@ -292,12 +295,12 @@ impl Msg {
             }
             5 => {
                 let (state, consumers) = (r.u32()?, r.u32()?);
-                let mut v = [0u64; 7];
+                let mut v = [0u64; 8];
                 for x in &mut v {
                     *x = r.u64()?;
                 }
-                let [decoded, delivered, dropped, reconnects, packets_lost, frames_corrupt, fps_milli] = v;
-                Msg::Status(StatusMsg { state, decoded, delivered, dropped, reconnects, packets_lost, frames_corrupt, fps_milli, consumers })
+                let [decoded, delivered, dropped, reconnects, packets_lost, frames_corrupt, fps_milli, missed] = v;
+                Msg::Status(StatusMsg { state, decoded, delivered, dropped, reconnects, packets_lost, frames_corrupt, fps_milli, consumers, missed })
             }
             6 => Msg::Release { hold: r.u64()? },
             7 => Msg::Ping,
@@ -423,11 +426,9 @@ impl R<'_> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn samples() -> Vec<Msg> {
+/// One well-formed message of every kind (the tests' and the fuzzers' seeds).
+#[cfg(any(test, feature = "test-hooks"))]
+pub(crate) fn samples() -> Vec<Msg> {
         let geom = Geometry::new(1920, 1080, Depth::Eight);
         let slot_bytes = (geom.pitch * (geom.y_rows() + geom.uv_rows())) as u64;
         vec![
@@ -453,7 +454,11 @@ mod tests {
             Msg::Ping,
             Msg::Bye,
         ]
-    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     #[test]
     fn every_message_reads_back_as_written() {

@@ -1,0 +1,456 @@
+//! One camera, many processes: a camera published by one process and attached by others
+//! (`nvcam://NAME`), all of them real processes (`examples/share_peer.rs`), killed with SIGKILL
+//! where the test says so. The CPU path; the GPU path's runs are in tests/gpu_share.rs.
+#![cfg(target_os = "linux")]
+
+mod common;
+#[path = "support/rtsp.rs"]
+mod rtsp;
+
+use common::*;
+use nvcam::*;
+use rtsp::{RtspServer, Stream};
+use std::collections::{BTreeMap, HashSet};
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The peer program, built by `cargo test` with the tests (examples are built with them).
+fn peer_program() -> PathBuf {
+    let p = deps_dir().parent().expect("profile dir").join("examples").join("share_peer");
+    assert!(
+        p.is_file(),
+        "{} is missing: run the whole test command (cargo test builds examples), or build it with `cargo build --release --features test-hooks --example share_peer`",
+        p.display()
+    );
+    let age = |q: &std::path::Path| std::fs::metadata(q).and_then(|m| m.modified()).expect("mtime");
+    assert!(age(&p) >= age(&cdylib()), "{} is older than the library it tests: build it again", p.display());
+    p
+}
+
+/// A running peer process and its stdout, line by line.
+struct Peer {
+    child: Child,
+    out: BufReader<ChildStdout>,
+    lines: Vec<String>,
+}
+
+impl Peer {
+    fn start(args: &[&str]) -> Peer {
+        Self::start_as(args, None)
+    }
+
+    fn start_as(args: &[&str], uid: Option<u32>) -> Peer {
+        let mut c = Command::new(peer_program());
+        c.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).env("NVCAM_LOG_LEVEL", "warn");
+        if let Some(u) = uid {
+            c.uid(u).gid(u);
+        }
+        let mut child = c.spawn().expect("start share_peer");
+        let out = BufReader::new(child.stdout.take().expect("stdout"));
+        Peer { child, out, lines: Vec::new() }
+    }
+
+    /// Reads lines until one starts with `prefix` (returned) or the process ends (panics, with
+    /// what it printed).
+    fn until(&mut self, prefix: &str) -> String {
+        loop {
+            let mut l = String::new();
+            if self.out.read_line(&mut l).expect("read a line") == 0 {
+                let err = self.stderr();
+                panic!("share_peer ended before printing '{prefix}': {:?}\nstdout: {:?}\nstderr: {err}", self.child.try_wait(), self.lines);
+            }
+            let l = l.trim_end().to_string();
+            self.lines.push(l.clone());
+            if l.starts_with(prefix) {
+                return l;
+            }
+        }
+    }
+
+    /// Waits for the process to end; its status and the rest of its stdout.
+    fn finish(&mut self) -> (bool, Vec<String>) {
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut self.out, &mut rest).expect("stdout");
+        self.lines.extend(rest.lines().map(str::to_string));
+        let ok = self.child.wait().expect("wait").success();
+        (ok, self.lines.clone())
+    }
+
+    fn stderr(&mut self) -> String {
+        let mut e = String::new();
+        if let Some(mut s) = self.child.stderr.take() {
+            let _ = self.child.kill();
+            let _ = std::io::Read::read_to_string(&mut s, &mut e);
+        }
+        e
+    }
+
+    fn kill9(&mut self) {
+        // SAFETY: a signal to our own child, which has not been waited for.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `F <seq> <hash>` lines: hash by sequence number.
+fn frames_of(lines: &[String]) -> BTreeMap<u64, u64> {
+    lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("F "))
+        .map(|l| {
+            let (s, h) = l.split_once(' ').expect("F seq hash");
+            (s.parse().expect("seq"), u64::from_str_radix(h, 16).expect("hash"))
+        })
+        .collect()
+}
+
+/// The `S` line's numbers: decoded, delivered, dropped, skipped, state, source decoded.
+fn stats_line(lines: &[String]) -> Vec<u64> {
+    let s = lines.iter().find_map(|l| l.strip_prefix("S ")).unwrap_or_else(|| panic!("no S line in {lines:?}"));
+    s.split(' ').map(|v| v.parse().expect("a number")).collect()
+}
+
+fn unique(what: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!("t-{what}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+fn publish(cam: u64, name: &str, quota: u32) {
+    let n = std::ffi::CString::new(name).unwrap();
+    ok(unsafe { nvcam_camera_publish(cam, n.as_ptr(), quota, 0) }).expect("publish");
+}
+
+/// Descriptors this process has open.
+fn fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+}
+
+/// The publisher keeps every frame an attached process holds, and the pool's slots count them:
+/// this many slots are in use beyond the camera's own.
+fn in_use(cam: u64) -> u32 {
+    stats(cam).pool_slots_in_use
+}
+
+/// Eight processes attached to one published RTSP camera: the server sees one session (one
+/// SETUP, decoded once), and every frame each process reads is one of the clip's pictures, byte
+/// for byte, and the very frame the publisher decoded under that number (zero copy: no process
+/// decodes or converts anything).
+#[test]
+fn eight_processes_read_one_rtsp_session_and_every_frame_is_exact() {
+    let _g = serial();
+    let clip = clip("share-320x240.mp4", "320x240", 150, "libx264", &["-g", "30", "-bf", "0"]);
+    let reference: HashSet<u64> = reference_nv12(&clip, 320, 240).iter().map(|f| fnv(f)).collect();
+    let srv = RtspServer::start(Stream::default().codec("h264").clip(&clip).not_shared());
+    let name = unique("rtsp8");
+    let mut publisher = Peer::start(&["publish", &srv.url(), &name, "--report"]);
+    publisher.until("READY");
+    let consumers: Vec<Peer> = (0..8).map(|_| Peer::start(&["consume", &name, "40", "--report", "--seconds", "30"])).collect();
+    let mut all = Vec::new();
+    for mut c in consumers {
+        let (ok, lines) = c.finish();
+        assert!(ok, "a consumer failed: {lines:?} {}", c.stderr());
+        all.push(lines);
+    }
+    publisher.kill9();
+    let published = frames_of(&publisher.lines);
+    for (i, lines) in all.iter().enumerate() {
+        let got = frames_of(lines);
+        assert_eq!(got.len(), 40, "consumer {i}: {lines:?}");
+        for (seq, h) in &got {
+            assert!(reference.contains(h), "consumer {i}: frame {seq} is not one of the clip's pictures");
+            if let Some(p) = published.get(seq) {
+                assert_eq!(p, h, "consumer {i}: frame {seq} differs from the publisher's");
+            }
+        }
+        let s = stats_line(lines);
+        assert_eq!(s[1], 40, "consumer {i} delivered: {s:?}");
+        assert_eq!(s[4], NVCAM_STATE_STREAMING as u64, "consumer {i} state: {s:?}");
+        assert!(s[5] > 0, "consumer {i}: the source's own counters reach the attached process: {s:?}");
+    }
+    let setups = srv.setups();
+    assert_eq!(setups.len(), 1, "one RTSP session for nine processes, the server saw SETUPs {setups:?}");
+}
+
+/// A process killed with SIGKILL while it holds frames and clones of them: within 1 s the
+/// publisher has every slot back, and 100 such kills leave no slot, descriptor, thread or
+/// shared-memory segment behind (a leaked hold per crash would starve the camera after a few).
+#[test]
+fn a_killed_consumers_holds_come_back_within_a_second_100_times() {
+    let _g = serial();
+    let cam = open("testsrc://160x120@60", &options(0)).expect("open");
+    let name = unique("kill");
+    publish(cam, &name, 4);
+    let f = get_frame(cam, 5000).expect("a frame");
+    release(f).unwrap();
+    assert!(wait_until(Duration::from_secs(3), || stats(cam).pool_slots_total > 0));
+    let (fds0, threads0) = (fds(), threads_named("nvcam-pub-peer"));
+    let base = in_use(cam);
+    let mut slowest = Duration::ZERO;
+    for round in 0..100 {
+        let mut c = Peer::start(&["consume", &name, "3", "--hold", "3", "--clones", "2", "--then-hold", "--seconds", "20"]);
+        c.until("HOLDING");
+        let held = in_use(cam);
+        assert!(held >= base + 3, "round {round}: the consumer holds 3 frames, the pool shows {held} in use (base {base})");
+        assert_eq!(stats(cam).consumers, 1, "round {round}");
+        let t = Instant::now();
+        c.kill9();
+        let back = wait_until(Duration::from_secs(1), || in_use(cam) <= base + 1 && stats(cam).consumers == 0);
+        assert!(back, "round {round}: {} slots still in use 1 s after the kill (base {base}), consumers {}", in_use(cam), stats(cam).consumers);
+        slowest = slowest.max(t.elapsed());
+    }
+    eprintln!("slowest return of a killed process's holds: {slowest:?}");
+    assert!(wait_until(Duration::from_secs(2), || threads_named("nvcam-pub-peer") == threads0), "reader threads left behind");
+    let fds1 = fds();
+    assert!(fds1 <= fds0 + 2, "descriptors: {fds0} before 100 kills, {fds1} after");
+    assert_eq!(stats(cam).state, NVCAM_STATE_STREAMING);
+    let f = get_frame(cam, 2000).expect("the camera still streams");
+    release(f).unwrap();
+    close(cam, 5000).unwrap();
+}
+
+/// The publisher killed with SIGKILL: frames an attached process holds keep their pixels, its
+/// camera says RECONNECTING, and a new publisher of the name has it streaming within 1 s.
+#[test]
+fn a_killed_publishers_frames_stay_readable_and_a_new_publisher_is_found_within_a_second() {
+    let _g = serial();
+    let name = unique("pubkill");
+    let mut publisher = Peer::start(&["publish", "testsrc://320x240@30", &name]);
+    publisher.until("READY");
+    let cam = open(&format!("nvcam://{name}"), &options(0)).expect("attach");
+    let held: Vec<u64> = (0..2).map(|_| get_frame(cam, 5000).expect("a frame")).collect();
+    let before: Vec<Vec<u8>> = held.iter().map(|&f| pixels(f).unwrap()).collect();
+    publisher.kill9();
+    assert!(
+        wait_until(Duration::from_secs(1), || stats(cam).state == NVCAM_STATE_RECONNECTING),
+        "state {} a second after the publisher died",
+        stats(cam).state
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    for (i, &f) in held.iter().enumerate() {
+        assert_eq!(pixels(f).unwrap(), before[i], "held frame {i} changed after its publisher died");
+    }
+    let mut again = Peer::start(&["publish", "testsrc://320x240@30", &name]);
+    again.until("READY");
+    let t = Instant::now();
+    let f = get_frame(cam, 3000).expect("a frame from the new publisher");
+    let took = t.elapsed();
+    assert!(took <= Duration::from_secs(1), "first frame {took:?} after the new publisher was ready");
+    assert_eq!(stats(cam).state, NVCAM_STATE_STREAMING);
+    release(f).unwrap();
+    for f in held {
+        release(f).unwrap();
+    }
+    close(cam, 5000).unwrap();
+}
+
+/// A process that never releases what it takes holds its quota and then misses frames (counted
+/// on its side), while the publisher's own host and another attached process keep the camera's
+/// rate.
+#[test]
+fn a_consumer_that_never_releases_slows_no_one_else() {
+    let _g = serial();
+    let cam = open("testsrc://320x240@30", &options(0)).expect("open");
+    let name = unique("hog");
+    publish(cam, &name, 3);
+    let mut hog = Peer::start(&["consume", &name, "100000", "--never-release", "--seconds", "6"]);
+    let mut fair = Peer::start(&["consume", &name, "100000", "--report", "--seconds", "5"]);
+    // The publisher's own host: every frame, for 4 s, from when both are attached.
+    assert!(wait_until(Duration::from_secs(5), || stats(cam).consumers == 2), "both attach");
+    let (t, mut own) = (Instant::now(), 0u32);
+    while t.elapsed() < Duration::from_secs(4) {
+        if let Ok(f) = get_frame(cam, 500) {
+            own += 1;
+            release(f).unwrap();
+        }
+    }
+    let (ok_f, fair_lines) = fair.finish();
+    let (ok_h, hog_lines) = hog.finish();
+    assert!(ok_f && ok_h, "{fair_lines:?} {hog_lines:?}");
+    assert!(own >= 100, "the publisher's host got {own} frames in 4 s at 30 fps");
+    let fair_frames = frames_of(&fair_lines);
+    let seqs: Vec<u64> = fair_frames.keys().copied().collect();
+    let span = seqs.last().unwrap() - seqs.first().unwrap() + 1;
+    assert!(seqs.len() as u64 * 100 >= span * 90, "the fair consumer got {} of {span} frames", seqs.len());
+    let h = stats_line(&hog_lines);
+    assert!(h[0] <= 4, "the hog was offered {} frames, past its quota", h[0]);
+    assert!(h[2] >= 100, "the hog's missed frames are counted: {h:?}");
+    close(cam, 5000).unwrap();
+}
+
+/// Connects to `path` as a raw peer of the protocol (never waiting: a full backlog is no
+/// connection).
+fn raw_connect(path: &std::path::Path) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: a new socket, owned below.
+    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, 0) };
+    assert!(fd >= 0);
+    // SAFETY: a new fd we own.
+    let s = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    a.sun_family = libc::AF_UNIX as _;
+    for (d, &b) in a.sun_path.iter_mut().zip(path.as_os_str().as_encoded_bytes()) {
+        *d = b as _;
+    }
+    let len = std::mem::size_of::<libc::sa_family_t>() + path.as_os_str().len() + 1;
+    // SAFETY: a valid sockaddr_un.
+    let r = unsafe { libc::connect(fd, &a as *const _ as *const libc::sockaddr, len as _) };
+    (r == 0).then_some(s)
+}
+
+/// Sends one datagram, with `fd` attached if given; never blocks.
+fn raw_send(s: &std::os::fd::OwnedFd, b: &[u8], fd: Option<i32>) {
+    use std::os::fd::AsRawFd;
+    let mut iov = libc::iovec { iov_base: b.as_ptr() as *mut _, iov_len: b.len() };
+    let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
+    h.msg_iov = &mut iov;
+    h.msg_iovlen = 1;
+    let space = unsafe { libc::CMSG_SPACE(4) } as usize;
+    let mut control = vec![0u8; space];
+    if let Some(fd) = fd {
+        h.msg_control = control.as_mut_ptr() as *mut _;
+        h.msg_controllen = space as _;
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(&h);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(4) as _;
+            std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut i32, fd);
+        }
+    }
+    unsafe { libc::sendmsg(s.as_raw_fd(), &h, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+}
+
+/// Whether the publisher answered on `s` within `wait` (a welcome), or closed it.
+fn raw_answered(s: &std::os::fd::OwnedFd, wait: Duration) -> Option<bool> {
+    use std::os::fd::AsRawFd;
+    let mut p = libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    if unsafe { libc::poll(&mut p, 1, wait.as_millis() as i32) } <= 0 {
+        return None;
+    }
+    let mut b = [0u8; 512];
+    let n = unsafe { libc::recv(s.as_raw_fd(), b.as_mut_ptr() as *mut _, b.len(), libc::MSG_DONTWAIT) };
+    Some(n > 0)
+}
+
+/// A process of another user cannot attach: not through the name (the user's sharing folder
+/// keeps it out), and not by connecting to the socket itself (the publisher checks the peer's
+/// credentials and closes without a welcome). Run as root, the test plays the other user.
+#[test]
+fn another_users_process_cannot_attach_either_way() {
+    let _g = serial();
+    // SAFETY: getuid has no preconditions.
+    assert_eq!(unsafe { libc::getuid() }, 0, "this test runs processes as another user (uid 65534): it must run as root, as CI does");
+    let cam = open("testsrc://160x120@30", &options(0)).expect("open");
+    let name = unique("uid");
+    publish(cam, &name, 0);
+    let mut other = Peer::start_as(&["consume", &name, "1", "--seconds", "5"], Some(65534));
+    let (ok, lines) = other.finish();
+    let err = other.stderr();
+    assert!(!ok, "a process of uid 65534 attached to root's camera: {lines:?}");
+    assert!(err.contains("NVCAM_E_AUTH") || err.contains("-8"), "refused with a named error: {err}");
+    assert_eq!(stats(cam).consumers, 0);
+    close(cam, 5000).unwrap();
+
+    // The other way: uid 65534 publishes; root connects to its socket directly.
+    let name = unique("uid2");
+    let mut publisher = Peer::start_as(&["publish", "testsrc://160x120@30", &name], Some(65534));
+    publisher.until("READY");
+    let path = PathBuf::from(format!("/tmp/nvcam-65534/{name}.sock"));
+    let s = raw_connect(&path).expect("root reaches the socket");
+    let hello = nvcam::fuzz_entry::share_samples().remove(0);
+    raw_send(&s, &hello, None);
+    assert_eq!(raw_answered(&s, Duration::from_secs(3)), Some(false), "the publisher closes on a process of another user without a welcome");
+}
+
+/// Hundreds of connections sending garbage (mutated and cut messages, releases of frames they
+/// never held, handles attached, floods) end only their own connections: the camera, its own
+/// host and a well-behaved attached process stream on, and nothing is left held.
+#[test]
+fn garbage_from_attached_processes_ends_only_their_connections() {
+    let _g = serial();
+    let cam = open("testsrc://320x240@30", &options(0)).expect("open");
+    let name = unique("fuzz");
+    publish(cam, &name, 3);
+    let f = get_frame(cam, 5000).expect("a frame");
+    release(f).unwrap();
+    let mut good = Peer::start(&["consume", &name, "100000", "--seconds", "6"]);
+    let path = nvcam::fuzz_entry::share_socket(&name).expect("socket path");
+    let samples = nvcam::fuzz_entry::share_samples();
+    let stop = Arc::new(AtomicBool::new(false));
+    let own = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut n = 0u32;
+            while !stop.load(Ordering::Acquire) {
+                if let Ok(f) = get_frame(cam, 500) {
+                    n += 1;
+                    release(f).unwrap();
+                }
+            }
+            n
+        })
+    };
+    let mut rng = Rng(0x5eed_5a7e);
+    let devnull = std::fs::File::open("/dev/null").unwrap();
+    let (t, mut conns) = (Instant::now(), 0u32);
+    while t.elapsed() < Duration::from_secs(4) {
+        let Some(s) = raw_connect(&path) else { continue };
+        conns += 1;
+        if rng.chance(2) {
+            raw_send(&s, &samples[0], None); // a proper hello first, to reach the reader
+        }
+        for _ in 0..rng.below(20) {
+            let mut m = rng.pick(&samples).clone();
+            match rng.below(6) {
+                0 => {
+                    let i = rng.below(m.len() as u64) as usize;
+                    m[i] ^= 1 << rng.below(8);
+                }
+                1 => m.truncate(rng.below(m.len() as u64) as usize),
+                2 => m.extend((0..rng.below(600)).map(|_| rng.next() as u8)),
+                3 => {
+                    // A release of some hold: a made-up one, or a frame handle of this process.
+                    let hold = if rng.chance(2) { rng.next() } else { f };
+                    let mut r = samples[5].clone();
+                    let at = r.len() - 8;
+                    r[at..].copy_from_slice(&hold.to_le_bytes());
+                    m = r;
+                }
+                _ => {}
+            }
+            let fd = rng.chance(4).then(|| std::os::fd::AsRawFd::as_raw_fd(&devnull));
+            raw_send(&s, &m, fd);
+        }
+        if rng.chance(3) {
+            std::thread::sleep(Duration::from_millis(rng.below(20)));
+        }
+    }
+    let (ok, lines) = good.finish();
+    stop.store(true, Ordering::Release);
+    let own = own.join().unwrap();
+    assert!(ok, "the well-behaved process failed: {lines:?}");
+    let s = stats_line(&lines);
+    assert!(s[1] >= 150, "the well-behaved process got {} frames in 6 s beside {conns} garbage connections", s[1]);
+    assert!(own >= 150, "the publisher's host got {own} frames beside {conns} garbage connections");
+    assert_eq!(stats(cam).state, NVCAM_STATE_STREAMING);
+    assert!(
+        wait_until(Duration::from_secs(3), || stats(cam).consumers == 0 && in_use(cam) <= 1),
+        "left held: {} slots, {} consumers",
+        in_use(cam),
+        stats(cam).consumers
+    );
+    eprintln!("{conns} garbage connections");
+    close(cam, 5000).unwrap();
+}
