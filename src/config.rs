@@ -241,6 +241,9 @@ pub(crate) struct Options {
     pub ffmpeg: Vec<(String, String)>,
     /// The largest picture the camera takes, (width, height).
     pub max_picture: (u32, u32),
+    /// Publish the camera under this name once it is open (`nvcam_publish=NAME` in the option
+    /// string; see `nvcam_camera_publish`).
+    pub publish: Option<String>,
 }
 
 fn ms(v: u32) -> Duration {
@@ -266,6 +269,7 @@ impl Default for Options {
             decode_threads: 0,
             ffmpeg: Vec::new(),
             max_picture: (d.max_picture_width, d.max_picture_height),
+            publish: None,
         }
     }
 }

@@ -61,7 +61,11 @@ pub(crate) fn open_camera(url: &str, opts: Options) -> Result<u64> {
     // A shutdown that ran between the check above and the insert has already emptied the table
     // (it clears INITIALIZED first): this camera must not outlive it.
     let started = if INITIALIZED.load(Ordering::SeqCst) {
-        cam.start(h)
+        // Published before the worker starts: its first pool is one other processes can map.
+        match cam.publish_as_opened() {
+            Ok(()) => cam.start(h),
+            Err(e) => Err(e),
+        }
     } else {
         Err(Error::new(ErrorKind::NotInitialized, "nvcam_shutdown ran while the camera was being opened"))
     };

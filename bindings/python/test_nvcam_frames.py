@@ -3,6 +3,9 @@ reconnects, close, iteration; NumPy and DLPack views of host frames. Every camer
 test pattern on the CPU. Run by test_nvcam.py with the other test_nvcam_*.py."""
 
 import ctypes
+import os
+import subprocess
+import sys
 import time
 import unittest
 
@@ -263,3 +266,35 @@ class FrameTest(NvcamTestCase):
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
+
+
+class SharedCameraTest(NvcamTestCase):
+    """A camera published by this process and attached by another Python process."""
+
+    @unittest.skipUnless(sys.platform.startswith("linux"), "sharing a camera between processes is built for Linux only")
+    def test_another_process_reads_the_published_frames_through_dlpack(self):
+        name = "py-%d" % os.getpid()
+        with open_cam(publish=name) as cam:
+            with cam.get_frame(2000):
+                pass
+            child = (
+                "import nvcam\n"
+                "nvcam.Library()\n"
+                "cam = nvcam.Camera.open('nvcam://%s', device=nvcam.DEVICE_CPU)\n"
+                "with cam.get_frame(3000) as f:\n"
+                "    dev = f.__dlpack_device__()\n"
+                "    cap = f.__dlpack__()\n"
+                "    n = len(f.copy_nv12())\n"
+                "    print(f.info.seq, f.info.width, f.info.height, n, dev[0], cam.stats()['source_state'])\n"
+                "del cap\n"
+                "cam.close()\n" % name
+            )
+            env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.abspath(nvcam.__file__ + "/..")))
+            out = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=60)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            seq, w, h, n, dl_device, state = (int(v) for v in out.stdout.split())
+            self.assertGreater(seq, 0)
+            self.assertEqual((w, h, n), (64, 48, 64 * 48 * 3 // 2))
+            self.assertEqual(dl_device, 1, "a DLPack tensor on the mapped host memory (kDLCPU)")
+            self.assertEqual(state, nvcam.STATE_STREAMING)
+            self.assertEqual(cam.stats()["consumers"], 0, "the other process detached when it closed")

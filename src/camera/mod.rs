@@ -431,6 +431,14 @@ impl Camera {
         Ok(())
     }
 
+    /// Publishes the camera under the name its options give (`nvcam_publish=NAME`), if any.
+    pub(crate) fn publish_as_opened(&self) -> Result<()> {
+        match self.shared.opts.publish.clone() {
+            Some(name) => self.publish(&name, 0, 0),
+            None => Ok(()),
+        }
+    }
+
     /// Ends the camera's publication: attached processes are told and detached (they go on
     /// trying to attach), the frames they held are released here, and the name is free.
     pub(crate) fn unpublish(&self, timeout: Duration) -> Result<()> {

@@ -169,6 +169,12 @@ pub(crate) fn options_from(c: Option<&nvcam_camera_options>, ffmpeg: Option<&str
     }
     if let Some(s) = ffmpeg {
         o.ffmpeg = crate::source::parse_options(s)?;
+        // nvcam's own keys in the option string: taken out before FFmpeg sees it.
+        if let Some(i) = o.ffmpeg.iter().position(|(k, _)| k == "nvcam_publish") {
+            let (_, name) = o.ffmpeg.remove(i);
+            crate::share::check_name(&name)?;
+            o.publish = Some(name);
+        }
     }
     Ok(o)
 }

@@ -49,6 +49,7 @@ class Camera:
         srt_passphrase: Optional[str] = None,
         srt_pbkeylen: Optional[int] = None,
         srt_streamid: Optional[str] = None,
+        publish: Optional[str] = None,
     ) -> Camera:
         """Opens ``url`` (``rtsp://…``, another FFmpeg URL, a file path, ``testsrc://WxH@FPS``).
         Zero timeouts mean the library's defaults. ``max_picture_width``/``max_picture_height``
@@ -64,7 +65,9 @@ class Camera:
         SRT cameras (``srt://host:port``, caller mode): ``srt_latency_ms`` is SRT's latency
         (retransmission budget; FFmpeg's ``latency`` option, in microseconds), ``srt_passphrase``
         (10-79 characters) and ``srt_pbkeylen`` (16, 24 or 32) encrypt, ``srt_streamid`` names the
-        stream for the listener. A refused passphrase raises ``NVCAM_E_AUTH``."""
+        stream for the listener. A refused passphrase raises ``NVCAM_E_AUTH``.
+        ``publish="NAME"`` publishes the camera for other processes of this user, which open
+        ``nvcam://NAME`` (see :meth:`publish`; Linux only)."""
         if device is None:
             device = default_device()
         o = CameraOptions()
@@ -101,7 +104,25 @@ class Camera:
         o.ffmpeg_options = opts_bytes  # kept alive by opts_bytes until the call returns
         out = c_uint64(0)
         _check(lib.nvcam_camera_open(str(url).encode(), byref(o), byref(out)), "nvcam_camera_open")
-        return cls(out.value)
+        cam = cls(out.value)
+        if publish is not None:
+            try:
+                cam.publish(publish)
+            except BaseException:
+                cam.close()
+                raise
+        return cam
+
+    def publish(self, name: str, hold_quota: int = 0, max_consumers: int = 0) -> None:
+        """Publishes this camera as ``name`` for other processes of this user: they open
+        ``nvcam://NAME`` and get its frames decoded once here, mapped there without a copy. Each
+        holds at most ``hold_quota`` frames (0: 3), at most ``max_consumers`` attach (0: 8).
+        Linux only (``NVCAM_E_UNSUPPORTED`` elsewhere)."""
+        _check(lib.nvcam_camera_publish(self.handle, name.encode(), int(hold_quota), int(max_consumers)), "nvcam_camera_publish")
+
+    def unpublish(self, timeout_ms: int = 2000) -> None:
+        """Ends the publication: attached processes are detached (they keep trying to attach)."""
+        _check(lib.nvcam_camera_unpublish(self.handle, int(timeout_ms)), "nvcam_camera_unpublish")
 
     def get_frame(self, timeout_ms: int = 1000) -> Frame:
         """The newest frame not yet handed out; raises ``NVCAM_E_TIMEOUT`` if none came in time."""
