@@ -5,10 +5,13 @@
 //!   cargo run --release --example share_peer -- publish testsrc://1280x720@30 cam1
 //!   cargo run --release --example share_peer -- consume cam1 100 --report
 //!
-//! `publish URL NAME [--quota N] [--max N] [--report] [--open-only]`: opens URL, publishes it,
-//!   prints `READY <pid>`, then takes every frame its own host would (`--report`: prints
-//!   `F <seq> <hash>` for each); with `--open-only` it opens URL and reads it without publishing
-//!   (the benchmark's "every process opens the camera" row).
+//! `publish URL NAME [--quota N] [--max N] [--report] [--latency] [--frames N] [--open-only]
+//!   [--loop] [--cpu]`: opens URL (a file looped with `--loop`, on the CPU with `--cpu`),
+//!   publishes it, prints `READY <pid>`, then takes every frame its own host would (`--report`:
+//!   `F <seq> <hash>` for each, `--latency`: `L <us>` from decoder to host); after `--frames N`
+//!   frames it prints the `S` line (with the decoder, `NVCAM_DECODER_*`, last) and `DONE`, and
+//!   exits. `--open-only` opens URL and reads it without publishing (the benchmark's "every process
+//!   opens the camera" row).
 //! `consume NAME FRAMES [--hold K] [--clones C] [--report] [--then-hold] [--never-release]
 //!   [--latency] [--lossless]`: attaches, reads FRAMES frames keeping the last K handles (1),
 //!   printing `F <seq> <hash>` with `--report` and `L <us>` (publish to here) with `--latency`;
@@ -75,12 +78,15 @@ fn value(args: &[String], name: &str, default: u32) -> u32 {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map_or(default, |v| v.parse().expect("a number"))
 }
 
-fn open(url: &str, flags: u32) -> u64 {
+fn open(url: &str, flags: u32, cpu: bool) -> u64 {
     // SAFETY: the options struct is plain data (zero is valid); then filled with the defaults.
     let mut o: nvcam_camera_options = unsafe { std::mem::zeroed() };
     // SAFETY: a writable options struct.
     check("nvcam_camera_options_init", unsafe { nvcam_camera_options_init(&mut o) });
     o.flags = flags;
+    if cpu {
+        o.device = NVCAM_DEVICE_CPU;
+    }
     let u = CString::new(url).expect("url");
     let mut cam = 0u64;
     // SAFETY: a NUL-terminated URL, readable options, a writable handle.
@@ -97,19 +103,25 @@ fn stats(cam: u64) -> nvcam_camera_stats {
 
 fn publish(args: &[String]) {
     let (url, name) = (&args[0], &args[1]);
-    let cam = open(url, 0);
+    let cam = open(url, if flag(args, "--loop") { NVCAM_OPEN_LOOP } else { 0 }, flag(args, "--cpu"));
     if !flag(args, "--open-only") {
         let n = CString::new(name.as_str()).expect("name");
         // SAFETY: a NUL-terminated name.
         check("nvcam_camera_publish", unsafe { nvcam_camera_publish(cam, n.as_ptr(), value(args, "--quota", 0), value(args, "--max", 0)) });
     }
     say(format!("READY {}", std::process::id()));
-    let report = flag(args, "--report");
-    loop {
+    let (report, latency) = (flag(args, "--report"), flag(args, "--latency"));
+    let frames = value(args, "--frames", u32::MAX) as u64;
+    let mut got = 0u64;
+    while got < frames {
         let mut f = 0u64;
         // SAFETY: a writable handle.
         let r = unsafe { nvcam_camera_get_frame(cam, 1000, &mut f) };
         if r == NVCAM_OK {
+            got += 1;
+            if latency {
+                say(format!("L {}", latency_us(f)));
+            }
             if report {
                 let (seq, h, _) = hash(f);
                 say(format!("F {seq} {h:016x}"));
@@ -120,6 +132,18 @@ fn publish(args: &[String]) {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+    let s = stats(cam);
+    say(format!("S {} {} {} {} {} {} {}", s.frames_decoded, s.frames_delivered, s.frames_dropped, s.frames_skipped, s.state, s.source_frames_decoded, s.decoder));
+    say("DONE".into());
+    check("nvcam_camera_close", nvcam_camera_close(cam, 2000));
+}
+
+/// From the frame leaving its decoder (in whichever process decoded it) to this host having it.
+fn latency_us(f: u64) -> u64 {
+    let mut info = nvcam_frame_info { struct_size: std::mem::size_of::<nvcam_frame_info>() as u32, ..Default::default() };
+    // SAFETY: a writable info struct.
+    check("nvcam_frame_info", unsafe { nvcam_frame_info(f, &mut info) });
+    now_ns().saturating_sub(info.wallclock_ns) / 1000
 }
 
 fn consume(args: &[String]) {
@@ -129,7 +153,7 @@ fn consume(args: &[String]) {
     let clones = value(args, "--clones", 0);
     let (report, latency, never) = (flag(args, "--report"), flag(args, "--latency"), flag(args, "--never-release"));
     let flags = if flag(args, "--lossless") { NVCAM_OPEN_LOSSLESS } else { 0 };
-    let cam = open(&format!("nvcam://{name}"), flags);
+    let cam = open(&format!("nvcam://{name}"), flags, false);
     let mut held: std::collections::VecDeque<u64> = Default::default();
     let mut got = 0u64;
     let end = Instant::now() + Duration::from_secs(value(args, "--seconds", 60) as u64);
@@ -146,10 +170,7 @@ fn consume(args: &[String]) {
         }
         got += 1;
         if latency {
-            let mut info = nvcam_frame_info { struct_size: std::mem::size_of::<nvcam_frame_info>() as u32, ..Default::default() };
-            // SAFETY: a writable info struct.
-            check("nvcam_frame_info", unsafe { nvcam_frame_info(f, &mut info) });
-            say(format!("L {}", now_ns().saturating_sub(info.wallclock_ns) / 1000));
+            say(format!("L {}", latency_us(f)));
         }
         if report {
             let (seq, h, _) = hash(f);

@@ -103,6 +103,9 @@ impl Attached {
             match conn.recv(left, MAX_LEN)? {
                 Received::Message(b, None) => match Msg::decode(&b) {
                     Ok(Msg::Welcome { heartbeat_ms, .. }) => break Duration::from_millis(heartbeat_ms.clamp(50, 60_000) as u64),
+                    Ok(Msg::Bye) => {
+                        return Err(Error::new(ErrorKind::Io, format!("the camera published as '{name}' admits no more processes now (as many as its publisher allows are attached)")))
+                    }
                     Ok(m) => return Err(Error::new(ErrorKind::Io, format!("the publisher of '{name}' began with a {} message", m.name()))),
                     Err(e) => return Err(Error::new(ErrorKind::Io, format!("the publisher of '{name}': {}", e.0))),
                 },

@@ -332,6 +332,7 @@ fn admit(inner: &Arc<Inner>, conn: Conn, peer: Peer) {
     let live = inner.conns.lock().iter().filter(|c| !c.ended.load(Ordering::Acquire)).count();
     if live >= inner.terms.max_consumers as usize {
         log::warn!("published camera {}: process {} refused: {live} processes are attached, the most this camera admits", inner.camera, peer.pid);
+        let _ = conn.send(&Msg::Bye.encode(), None);
         return;
     }
     // The first message must be a Hello, within the heartbeat.
