@@ -13,11 +13,14 @@
 //!   exits. `--open-only` opens URL and reads it without publishing (the benchmark's "every process
 //!   opens the camera" row).
 //! `consume NAME FRAMES [--hold K] [--clones C] [--report] [--then-hold] [--never-release]
-//!   [--latency] [--lossless]`: attaches, reads FRAMES frames keeping the last K handles (1),
-//!   printing `F <seq> <hash>` with `--report` and `L <us>` (publish to here) with `--latency`;
-//!   then prints `S <decoded> <delivered> <dropped> <skipped> <state> <source_decoded>` and
-//!   `DONE`. `--then-hold`: keeps K frames and C clones of each, prints `HOLDING` and waits to be
-//!   killed. `--never-release`: keeps every frame it gets.
+//!   [--latency] [--lossless] [--seconds S]`: attaches, reads FRAMES frames (within S seconds)
+//!   keeping the last K handles (1), printing `M <memory> <device>` of the first frame,
+//!   `F <seq> <hash>` with `--report` and `L <us>` (publish to here) with `--latency`; then
+//!   `S <decoded> <delivered> <dropped> <skipped> <state> <source_decoded>`, on a machine with a
+//!   GPU `G <device_allocs> <bytes_in_pools>` of GPU 0 in this process, and `DONE`.
+//!   `--then-hold`: keeps K frames and C clones of each, prints `HOLDING`, then every 300 ms
+//!   `HELD <n> same|changed` (the held frames' bytes against what they were) until killed.
+//!   `--never-release`: keeps every frame it gets.
 //!
 //! `<hash>` is the FNV-1a 64 of the frame's NV12 bytes, tightly packed (`nvcam_frame_copy_nv12`
 //! with pitch 0). Lines go to stdout, flushed each; errors to stderr with exit status 1.
@@ -101,6 +104,13 @@ fn stats(cam: u64) -> nvcam_camera_stats {
     s
 }
 
+/// This process's use of GPU 0 (pools it allocated, bytes in its pools), where there is one.
+fn gpu_stats() -> Option<nvcam_gpu_stats> {
+    let mut g = nvcam_gpu_stats { struct_size: std::mem::size_of::<nvcam_gpu_stats>() as u32, ..Default::default() };
+    // SAFETY: a writable stats struct of the size it declares.
+    (unsafe { nvcam_gpu_stats(0, &mut g) } == NVCAM_OK && g.device_count > 0).then_some(g)
+}
+
 fn publish(args: &[String]) {
     let (url, name) = (&args[0], &args[1]);
     let cam = open(url, if flag(args, "--loop") { NVCAM_OPEN_LOOP } else { 0 }, flag(args, "--cpu"));
@@ -169,6 +179,12 @@ fn consume(args: &[String]) {
             continue;
         }
         got += 1;
+        if got == 1 {
+            let mut info = nvcam_frame_info { struct_size: std::mem::size_of::<nvcam_frame_info>() as u32, ..Default::default() };
+            // SAFETY: a writable info struct.
+            check("nvcam_frame_info", unsafe { nvcam_frame_info(f, &mut info) });
+            say(format!("M {} {}", info.memory, info.device));
+        }
         if latency {
             say(format!("L {}", latency_us(f)));
         }
@@ -186,6 +202,9 @@ fn consume(args: &[String]) {
         "S {} {} {} {} {} {}",
         s.frames_decoded, s.frames_delivered, s.frames_dropped, s.frames_skipped, s.state, s.source_frames_decoded
     ));
+    if let Some(g) = gpu_stats() {
+        say(format!("G {} {}", g.device_allocs, g.bytes_in_pools));
+    }
     say("DONE".into());
     if flag(args, "--then-hold") {
         for &f in held.iter() {
@@ -196,8 +215,12 @@ fn consume(args: &[String]) {
             }
         }
         say("HOLDING".into());
+        // The held frames' bytes, again and again: whatever happens to the publisher, they stay.
+        let first: Vec<u64> = held.iter().map(|&f| hash(f).1).collect();
         loop {
-            std::thread::sleep(Duration::from_secs(3600));
+            std::thread::sleep(Duration::from_millis(300));
+            let now: Vec<u64> = held.iter().map(|&f| hash(f).1).collect();
+            say(format!("HELD {} {}", now.len(), if now == first { "same" } else { "changed" }));
         }
     }
     for f in held {

@@ -10,117 +10,11 @@ mod rtsp;
 use common::*;
 use nvcam::*;
 use rtsp::{RtspServer, Stream};
-use std::collections::{BTreeMap, HashSet};
-use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
+use std::collections::HashSet;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// The peer program, built by `cargo test` with the tests (examples are built with them).
-fn peer_program() -> PathBuf {
-    let p = deps_dir().parent().expect("profile dir").join("examples").join("share_peer");
-    assert!(
-        p.is_file(),
-        "{} is missing: run the whole test command (cargo test builds examples), or build it with `cargo build --release --features test-hooks --example share_peer`",
-        p.display()
-    );
-    let age = |q: &std::path::Path| std::fs::metadata(q).and_then(|m| m.modified()).expect("mtime");
-    assert!(age(&p) >= age(&cdylib()), "{} is older than the library it tests: build it again", p.display());
-    p
-}
-
-/// A running peer process and its stdout, line by line.
-struct Peer {
-    child: Child,
-    out: BufReader<ChildStdout>,
-    lines: Vec<String>,
-}
-
-impl Peer {
-    fn start(args: &[&str]) -> Peer {
-        Self::start_as(args, None)
-    }
-
-    fn start_as(args: &[&str], uid: Option<u32>) -> Peer {
-        let mut c = Command::new(peer_program());
-        c.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).env("NVCAM_LOG_LEVEL", "warn");
-        if let Some(u) = uid {
-            c.uid(u).gid(u);
-        }
-        let mut child = c.spawn().expect("start share_peer");
-        let out = BufReader::new(child.stdout.take().expect("stdout"));
-        Peer { child, out, lines: Vec::new() }
-    }
-
-    /// Reads lines until one starts with `prefix` (returned) or the process ends (panics, with
-    /// what it printed).
-    fn until(&mut self, prefix: &str) -> String {
-        loop {
-            let mut l = String::new();
-            if self.out.read_line(&mut l).expect("read a line") == 0 {
-                let err = self.stderr();
-                panic!("share_peer ended before printing '{prefix}': {:?}\nstdout: {:?}\nstderr: {err}", self.child.try_wait(), self.lines);
-            }
-            let l = l.trim_end().to_string();
-            self.lines.push(l.clone());
-            if l.starts_with(prefix) {
-                return l;
-            }
-        }
-    }
-
-    /// Waits for the process to end; its status and the rest of its stdout.
-    fn finish(&mut self) -> (bool, Vec<String>) {
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut self.out, &mut rest).expect("stdout");
-        self.lines.extend(rest.lines().map(str::to_string));
-        let ok = self.child.wait().expect("wait").success();
-        (ok, self.lines.clone())
-    }
-
-    fn stderr(&mut self) -> String {
-        let mut e = String::new();
-        if let Some(mut s) = self.child.stderr.take() {
-            let _ = self.child.kill();
-            let _ = std::io::Read::read_to_string(&mut s, &mut e);
-        }
-        e
-    }
-
-    fn kill9(&mut self) {
-        // SAFETY: a signal to our own child, which has not been waited for.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `F <seq> <hash>` lines: hash by sequence number.
-fn frames_of(lines: &[String]) -> BTreeMap<u64, u64> {
-    lines
-        .iter()
-        .filter_map(|l| l.strip_prefix("F "))
-        .map(|l| {
-            let (s, h) = l.split_once(' ').expect("F seq hash");
-            (s.parse().expect("seq"), u64::from_str_radix(h, 16).expect("hash"))
-        })
-        .collect()
-}
-
-/// The `S` line's numbers: decoded, delivered, dropped, skipped, state, source decoded.
-fn stats_line(lines: &[String]) -> Vec<u64> {
-    let s = lines.iter().find_map(|l| l.strip_prefix("S ")).unwrap_or_else(|| panic!("no S line in {lines:?}"));
-    s.split(' ').map(|v| v.parse().expect("a number")).collect()
-}
 
 fn unique(what: &str) -> String {
     static N: AtomicU64 = AtomicU64::new(0);

@@ -1,6 +1,7 @@
 //! The integration tests' one kit, by topic: [`api`] the C API as tests call it, [`clips`] clips
 //! encoded by the real ffmpeg CLI and reference decodes, [`jpeg`] JPEG cameras' clips, [`gpu`]
-//! GPU guards and CUDA set-up, [`processes`] threads, memory, built binaries and commands. Every
+//! GPU guards and CUDA set-up, [`processes`] threads, memory, built binaries and commands,
+//! [`peers`] the processes of a shared camera. Every
 //! name is re-exported here, so a test says `use common::*;` whatever the topic.
 #![allow(dead_code)]
 
@@ -17,6 +18,8 @@ mod clips;
 mod cuda;
 mod gpu;
 mod jpeg;
+#[cfg(target_os = "linux")]
+mod peers;
 mod processes;
 
 // A test binary uses the topics it needs; the rest of the kit is not an error.
@@ -30,5 +33,8 @@ pub use cuda::*;
 pub use gpu::*;
 #[allow(unused_imports)]
 pub use jpeg::*;
+#[allow(unused_imports)]
+#[cfg(target_os = "linux")]
+pub use peers::*;
 #[allow(unused_imports)]
 pub use processes::*;
