@@ -12,6 +12,8 @@ CuPy every test is skipped, unless REQUIRE_GPU=1, where that is a failure.
   the camera keeps delivering frames; its deleter releases the handle when the tensor goes;
 - frame.convert into a torch tensor (default and a side stream) and into a CuPy array equals the
   host conversion; convert_batch into an NCHW torch tensor equals per-frame conversions;
+- a PyTorch process attached to a GPU camera published here (``nvcam://NAME``) takes its frame
+  as a DLPack tensor at the mapped address, equal to the download, and converts it into a tensor;
 - the host cost of one convert / convert_batch into a torch tensor (a host that converts every
   frame pays it per frame), printed, and
   asserted against NVCAM_HOST_US (microseconds) when it is set.
@@ -221,6 +223,56 @@ class GpuZeroCopy(unittest.TestCase):
         finally:
             for c in others:
                 c.close()
+
+
+ATTACHED = r"""
+import sys
+sys.path.insert(0, sys.argv[2])
+import numpy as np, torch, nvcam
+nvcam.Library()
+cam = nvcam.Camera.open("nvcam://" + sys.argv[1])
+f = cam.get_frame(10000)
+info = f.info
+t = torch.from_dlpack(f)
+assert t.device.type == "cuda", t.device
+assert t.data_ptr() == info.y_ptr, "zero copy: the tensor is the mapped frame"
+want = np.frombuffer(f.copy_nv12(), dtype=np.uint8).reshape(info.rows, info.row_bytes)
+assert np.array_equal(t.cpu().numpy(), want), "the tensor equals the host download"
+out = torch.empty((3, 320, 320), dtype=torch.float16, device="cuda:0")
+f.convert(nvcam.FORMAT_RGB_F16_PLANAR, out=out, width=320, height=320, letterbox=True, pad=(114, 114, 114))
+f.release_after_stream(torch.cuda.current_stream().cuda_stream)
+torch.cuda.current_stream().synchronize()
+ref = f.to_numpy(nvcam.FORMAT_RGB_F16_PLANAR, width=320, height=320, letterbox=True, pad=(114, 114, 114))
+assert np.array_equal(out.cpu().numpy().view(np.uint16), ref.view(np.uint16)), "the conversion equals the host's"
+print("attached", info.seq, info.memory, hex(int(want.sum())))
+del t
+f.release()
+cam.close()
+"""
+
+
+class GpuSharedCamera(unittest.TestCase):
+    """A GPU camera published here, read by a PyTorch process attached to it (Linux)."""
+
+    def test_a_pytorch_process_attached_to_a_gpu_camera_converts_its_mapped_frames(self):
+        nvcam.Library()
+        need(sys.platform.startswith("linux"), "sharing between processes is built for Linux only")
+        need(nvcam.gpu_stats(-1)["device_count"] > 0, "the library sees no GPU")
+        need(torch is not None and np is not None, "torch or numpy is not installed")
+        import subprocess
+
+        name = "pygpu-%d" % os.getpid()
+        with nvcam.Camera.open("testsrc://640x360@30", publish=name) as cam:
+            with cam.get_frame(10000) as f:
+                self.assertEqual(f.info.memory, nvcam.MEMORY_DEVICE)
+            here = os.path.dirname(os.path.abspath(__file__))
+            out = subprocess.run([sys.executable, "-c", ATTACHED, name, here], capture_output=True, text=True, timeout=120)
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+            words = out.stdout.split()
+            self.assertEqual(words[0], "attached")
+            self.assertEqual(int(words[2]), nvcam.MEMORY_DEVICE, "the attached process's frame is device memory")
+            self.assertEqual(cam.stats()["consumers"], 0, "it detached when it closed")
+        print("torch: another process's DLPack tensor is the mapped device frame; its conversion equals the host's")
 
 
 if __name__ == "__main__":
