@@ -1760,7 +1760,7 @@ int32_t nvcam_gpu_drain(uint32_t min_age_ms);
  * `pre_ms` 0 and `max_bytes` 0 turn the cache off (a camera without a cache or a recording pays
  * nothing). Set it once after the open: resizing starts the cache afresh.
  *
- * Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_PANIC
+ * Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_UNSUPPORTED, NVCAM_E_PANIC
  */
 int32_t nvcam_camera_record_cache(uint64_t cam, uint32_t pre_ms, uint64_t max_bytes);
 
@@ -1780,7 +1780,7 @@ int32_t nvcam_camera_record_cache(uint64_t cam, uint32_t pre_ms, uint64_t max_by
  * (`NVCAM_RECORD_FAILED`), never the camera. Recordings of one camera may overlap. Poll `nvcam_record_status`; release the handle with
  * `nvcam_record_release`.
  *
- * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_FFMPEG, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_FFMPEG, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_UNSUPPORTED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
  *
  * # Safety
  * `path` is NULL or a NUL-terminated string; `rec` is NULL or writable for a `uint64_t`.
@@ -1797,7 +1797,7 @@ int32_t nvcam_camera_record_start(uint64_t cam, const char *path, uint32_t pre_m
  * `nvcam_record_file` names the current one. Starts at the key frame at or before now (from the
  * cache), or at the next one.
  *
- * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_FFMPEG, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_FFMPEG, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_UNSUPPORTED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
  *
  * # Safety
  * `dir` and `container` are NULL or NUL-terminated strings; `rec` is NULL or writable for a

@@ -1666,7 +1666,7 @@ int nvcam_gpu_drain(unsigned int min_age_ms);
  * `pre_ms` 0 and `max_bytes` 0 turn the cache off (a camera without a cache or a recording pays
  * nothing). Set it once after the open: resizing starts the cache afresh.
  *
- * Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_PANIC
+ * Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_UNSUPPORTED, NVCAM_E_PANIC
  */
 int nvcam_camera_record_cache(unsigned __int64 cam, unsigned int pre_ms, unsigned __int64 max_bytes);
 
@@ -1686,7 +1686,7 @@ int nvcam_camera_record_cache(unsigned __int64 cam, unsigned int pre_ms, unsigne
  * (`NVCAM_RECORD_FAILED`), never the camera. Recordings of one camera may overlap. Poll `nvcam_record_status`; release the handle with
  * `nvcam_record_release`.
  *
- * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_FFMPEG, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_FFMPEG, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_UNSUPPORTED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
  *
  * # Safety
  * `path` is NULL or a NUL-terminated string; `rec` is NULL or writable for a `unsigned __int64`.
@@ -1703,7 +1703,7 @@ int nvcam_camera_record_start(unsigned __int64 cam, const char *path, unsigned i
  * `nvcam_record_file` names the current one. Starts at the key frame at or before now (from the
  * cache), or at the next one.
  *
- * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_FFMPEG, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+ * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_FFMPEG, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_UNSUPPORTED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
  *
  * # Safety
  * `dir` and `container` are NULL or NUL-terminated strings; `rec` is NULL or writable for a

@@ -123,6 +123,7 @@ fn a_killed_publishers_frames_stay_readable_and_a_new_publisher_is_found_within_
     let mut publisher = Peer::start(&["publish", "testsrc://320x240@30", &name]);
     publisher.until("READY");
     let cam = open(&format!("nvcam://{name}"), &options(0)).expect("attach");
+    assert_eq!(nvcam_camera_record_cache(cam, 1000, 0), NVCAM_E_UNSUPPORTED, "an attached camera has no packets to record");
     let held: Vec<u64> = (0..2).map(|_| get_frame(cam, 5000).expect("a frame")).collect();
     let before: Vec<Vec<u8>> = held.iter().map(|&f| pixels(f).unwrap()).collect();
     publisher.kill9();

@@ -394,6 +394,15 @@ impl Camera {
         &self.shared.recorder
     }
 
+    /// The recorder, for a cache or a recording to start: an attached camera has no packets (its
+    /// frames come decoded from the publisher), so it records nothing.
+    pub(crate) fn recorder_to_start(&self) -> Result<&Arc<crate::record::Recorder>> {
+        if self.shared.source.is_shared() {
+            return Err(Error::new(ErrorKind::Unsupported, "an attached camera (nvcam://) has no packets to record: record in the process that publishes it"));
+        }
+        Ok(&self.shared.recorder)
+    }
+
     /// Publishes the camera as `name` for other processes of this user (`nvcam://NAME`), each
     /// holding at most `quota` frames, at most `max_consumers` at once (0: the defaults). Frames
     /// from the next picture on are in pools those processes can map.

@@ -16,12 +16,12 @@ use std::time::Duration;
 /// `pre_ms` 0 and `max_bytes` 0 turn the cache off (a camera without a cache or a recording pays
 /// nothing). Set it once after the open: resizing starts the cache afresh.
 ///
-/// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_PANIC
+/// Returns: NVCAM_OK, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_UNSUPPORTED, NVCAM_E_PANIC
 #[no_mangle]
 pub extern "C" fn nvcam_camera_record_cache(cam: u64, pre_ms: u32, max_bytes: u64) -> i32 {
     boundary(export_name!(), Ctx::Camera(cam), || {
         let bytes = usize::try_from(max_bytes).unwrap_or(usize::MAX);
-        library::camera(cam)?.recorder().set_cache(Duration::from_millis(pre_ms as u64), bytes)
+        library::camera(cam)?.recorder_to_start()?.set_cache(Duration::from_millis(pre_ms as u64), bytes)
     })
 }
 
@@ -40,7 +40,7 @@ pub extern "C" fn nvcam_camera_record_cache(cam: u64, pre_ms: u32, max_bytes: u6
 /// (`NVCAM_RECORD_FAILED`), never the camera. Recordings of one camera may overlap. Poll `nvcam_record_status`; release the handle with
 /// `nvcam_record_release`.
 ///
-/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_FFMPEG, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_FFMPEG, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_UNSUPPORTED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
 ///
 /// # Safety
 /// `path` is NULL or a NUL-terminated string; `rec` is NULL or writable for a `uint64_t`.
@@ -50,7 +50,7 @@ pub unsafe extern "C" fn nvcam_camera_record_start(cam: u64, path: *const c_char
         // SAFETY: forwarded from this function's contract (both).
         let (out_rec, path) = unsafe { (out(rec, "rec")?, c_str(path, "path")?) };
         let c = library::camera(cam)?;
-        let r = c.recorder().start(Path::new(&*path), Duration::from_millis(pre_ms as u64), Duration::from_millis(post_ms as u64))?;
+        let r = c.recorder_to_start()?.start(Path::new(&*path), Duration::from_millis(pre_ms as u64), Duration::from_millis(post_ms as u64))?;
         hand_out(r, out_rec)
     })
 }
@@ -64,7 +64,7 @@ pub unsafe extern "C" fn nvcam_camera_record_start(cam: u64, path: *const c_char
 /// `nvcam_record_file` names the current one. Starts at the key frame at or before now (from the
 /// cache), or at the next one.
 ///
-/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_FFMPEG, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_INTERNAL, NVCAM_E_PANIC
+/// Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_TIMEOUT, NVCAM_E_IO, NVCAM_E_FFMPEG, NVCAM_E_OUT_OF_MEMORY, NVCAM_E_UNSUPPORTED, NVCAM_E_INTERNAL, NVCAM_E_PANIC
 ///
 /// # Safety
 /// `dir` and `container` are NULL or NUL-terminated strings; `rec` is NULL or writable for a
@@ -83,7 +83,7 @@ pub unsafe extern "C" fn nvcam_camera_record_segments(
         // SAFETY: forwarded from this function's contract (all three).
         let (out_rec, dir, container) = unsafe { (out(rec, "rec")?, c_str(dir, "dir")?, c_str(container, "container")?) };
         let plan = record::segments::Plan::new(Path::new(&*dir), &container, segment_ms, keep_count, keep_bytes)?;
-        let r = library::camera(cam)?.recorder().start_segments(plan)?;
+        let r = library::camera(cam)?.recorder_to_start()?.start_segments(plan)?;
         hand_out(r, out_rec)
     })
 }
