@@ -114,6 +114,34 @@ fn a_killed_consumers_holds_come_back_within_a_second_100_times() {
     close(cam, 5000).unwrap();
 }
 
+/// A process that stops (SIGSTOP: a debugger, a hung host) while it holds frames is cut off once
+/// it has been silent for 5 s, and what it held comes back; when it runs again its camera finds
+/// the connection gone and attaches anew.
+#[test]
+fn a_stopped_consumer_is_cut_off_after_its_silence_and_its_holds_come_back() {
+    let _g = serial();
+    let cam = open("testsrc://160x120@30", &options(0)).expect("open");
+    let name = unique("stop");
+    publish(cam, &name, 3);
+    let f = get_frame(cam, 5000).expect("a frame");
+    release(f).unwrap();
+    let base = in_use(cam);
+    let mut c = Peer::start(&["consume", &name, "3", "--hold", "3", "--then-hold", "--seconds", "30"]);
+    c.until("HOLDING");
+    assert!(in_use(cam) >= base + 3);
+    let pid = c.child.id() as i32;
+    // SAFETY: signals to our own child.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let t = std::time::Instant::now();
+    let back = wait_until(Duration::from_secs(9), || in_use(cam) <= base + 1 && stats(cam).consumers == 0);
+    let took = t.elapsed();
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    assert!(back, "a stopped process still holds {} slots after {took:?}", in_use(cam));
+    assert!(took >= Duration::from_secs(4), "cut off after {took:?}, before its 5 s of silence");
+    c.kill9();
+    close(cam, 5000).unwrap();
+}
+
 /// The publisher killed with SIGKILL: frames an attached process holds keep their pixels, its
 /// camera says RECONNECTING, and a new publisher of the name has it streaming within 1 s.
 #[test]

@@ -26,7 +26,7 @@ pub fn peer_program() -> PathBuf {
 
 /// A running peer process and its stdout, line by line.
 pub struct Peer {
-    child: Child,
+    pub child: Child,
     out: BufReader<ChildStdout>,
     pub lines: Vec<String>,
 }
