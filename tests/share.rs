@@ -142,6 +142,37 @@ fn a_stopped_consumer_is_cut_off_after_its_silence_and_its_holds_come_back() {
     close(cam, 5000).unwrap();
 }
 
+/// A published stream that changes its picture size: the new pool reaches the attached camera
+/// before its first frame, and a frame of the old size held across the change keeps its pixels
+/// (its pool lives on while any process holds a frame of it).
+#[test]
+fn a_size_change_sends_the_new_pool_and_the_old_one_lives_while_held() {
+    let _g = serial();
+    let cam = open(size_change_clip().to_str().unwrap(), &options(NVCAM_OPEN_LOOP)).expect("open");
+    let name = unique("resize");
+    publish(cam, &name, 3);
+    let att = open(&format!("nvcam://{name}"), &options(0)).expect("attach");
+    let mut held = None;
+    let mut sizes = HashSet::new();
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(15) && sizes.len() < 2 {
+        let Ok(f) = get_frame(att, 2000) else { continue };
+        let i = info(f).unwrap();
+        sizes.insert((i.width, i.height));
+        if held.is_none() && i.width == 96 {
+            held = Some((f, pixels(f).unwrap()));
+        } else {
+            release(f).unwrap();
+        }
+    }
+    assert_eq!(sizes, HashSet::from([(96, 64), (160, 64)]), "both sizes reach the attached camera");
+    let (f, before) = held.expect("a 96x64 frame held");
+    assert_eq!(pixels(f).unwrap(), before, "a frame of the old size keeps its pixels across the change");
+    release(f).unwrap();
+    close(att, 5000).unwrap();
+    close(cam, 5000).unwrap();
+}
+
 /// The publisher killed with SIGKILL: frames an attached process holds keep their pixels, its
 /// camera says RECONNECTING, and a new publisher of the name has it streaming within 1 s.
 #[test]
