@@ -408,3 +408,33 @@ pub mod hooks {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pool::Depth;
+
+    /// A peer's description is checked before anything is mapped: a slot range past the
+    /// allocation, or sizes that wrap around, would otherwise be an out-of-bounds mapping.
+    #[test]
+    fn a_description_reaching_past_the_allocation_is_refused_before_mapping() {
+        let geom = Geometry { width: 1920, height: 1080, pitch: 2048, depth: Depth::Eight };
+        let slot_bytes = geom.slot_bytes();
+        let ok = ImportDesc { geom, slots: 4, slot_bytes, alloc_bytes: (4 * slot_bytes) as u64 };
+        assert_eq!(ok.check().unwrap(), 4 * slot_bytes);
+        let refused = [
+            ImportDesc { slots: 5, ..ok },
+            ImportDesc { alloc_bytes: ok.alloc_bytes - 1, ..ok },
+            ImportDesc { slot_bytes: slot_bytes - 1, ..ok },
+            ImportDesc { slot_bytes: usize::MAX / 2 + 1, slots: 2, ..ok },
+            ImportDesc { geom: Geometry { pitch: 1918, ..geom }, ..ok },
+            ImportDesc { geom: Geometry { pitch: usize::MAX / 4, ..geom }, ..ok },
+            ImportDesc { geom: Geometry { width: 0, ..geom }, ..ok },
+            ImportDesc { slots: 0, ..ok },
+        ];
+        for d in refused {
+            let e = d.check().unwrap_err();
+            assert_eq!(e.kind, ErrorKind::InvalidArgument, "{d:?}: {e}");
+        }
+    }
+}
