@@ -262,7 +262,7 @@ impl ImportDesc {
 /// map ([`crate::pool::Storage::export`]). Fails with `Unsupported` where the device cannot share
 /// memory.
 // Only the test hooks call it until the cross-process publisher does.
-#[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
+#[cfg_attr(not(all(feature = "test-hooks", unix)), allow(dead_code))]
 pub(crate) fn new_exportable_pool(cam: &CamGpu, geom: Geometry, slots: usize) -> Result<Arc<Pool>> {
     let dev = &cam.stream.dev;
     check_support(dev.ordinal)?;
@@ -283,7 +283,7 @@ pub(crate) fn new_exportable_pool(cam: &CamGpu, geom: Geometry, slots: usize) ->
 /// (`wait_ready` returns at once: a frame is announced after its write completed), consumer
 /// fences as on any device pool, downloads through a staging buffer of its own stream.
 // Only the test hooks call it until the cross-process consumer does.
-#[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
+#[cfg_attr(not(all(feature = "test-hooks", unix)), allow(dead_code))]
 pub(crate) fn import_pool(device: i32, handle: OsHandle, desc: ImportDesc) -> Result<Arc<Pool>> {
     let alloc = desc.check()?;
     let dev = super::device(device)?;
