@@ -148,6 +148,9 @@ pub mod diag {
     /// A slow disk under the recordings (`test-hooks`).
     #[cfg(feature = "test-hooks")]
     pub use crate::record::hooks as record_hooks;
+    /// Shareable device pools, exported and imported across processes (`test-hooks`).
+    #[cfg(all(feature = "test-hooks", unix))]
+    pub use crate::gpu::vmm::hooks as shared_pool;
     /// The loss handling before gap placement and the GOP-aware reconnect (`test-hooks`).
     #[cfg(feature = "test-hooks")]
     pub use crate::camera::hooks::{panic_in_session, set_legacy_loss_handling};

@@ -572,6 +572,257 @@ fn gpu_request_without_gpu_decodes_on_cpu() {
     assert_eq!(e.0, NVCAM_E_NO_DEVICE, "{e:?}");
 }
 
+// Shareable pools across processes (`test-hooks`): the test binary re-runs itself as the
+// consumer, with the pool's descriptor inherited under the number in `VMM_FD`.
+
+#[cfg(feature = "test-hooks")]
+use nvcam::diag::shared_pool::{self, Desc};
+#[cfg(feature = "test-hooks")]
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// What the consumer child does (`check`, `hold`, `oversize`); unset in the parent.
+#[cfg(feature = "test-hooks")]
+const VMM_ROLE: &str = "NVCAM_TEST_VMM_ROLE";
+#[cfg(feature = "test-hooks")]
+const VMM_FD: &str = "NVCAM_TEST_VMM_FD";
+/// `width,height,pitch,slots,slot_bytes,alloc_bytes,slot,seed`.
+#[cfg(feature = "test-hooks")]
+const VMM_DESC: &str = "NVCAM_TEST_VMM_DESC";
+
+/// A packed NV12 image no two slots or offsets share by chance.
+#[cfg(feature = "test-hooks")]
+fn vmm_pattern(d: &Desc, seed: u8) -> Vec<u8> {
+    let n = (d.width as usize).div_ceil(2) * 2 * (d.height as usize + (d.height as usize).div_ceil(2));
+    (0..n).map(|k| ((k * 131 + k / 4093) as u8) ^ seed).collect()
+}
+
+/// Starts the consumer: this binary, this test alone, with `role` and a descriptor of `fd` that
+/// the child inherits (a dup without FD_CLOEXEC, closed here once the child has it).
+#[cfg(feature = "test-hooks")]
+fn vmm_child(test: &str, role: &str, fd: &OwnedFd, d: &Desc, slot: usize, seed: u8) -> std::process::Child {
+    let dup = unsafe { libc::dup(fd.as_raw_fd()) };
+    assert!(dup >= 0, "dup: {}", std::io::Error::last_os_error());
+    assert_eq!(unsafe { libc::fcntl(dup, libc::F_SETFD, 0) }, 0, "clearing FD_CLOEXEC");
+    let desc = format!("{},{},{},{},{},{},{slot},{seed}", d.width, d.height, d.pitch, d.slots, d.slot_bytes, d.alloc_bytes);
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(VMM_ROLE, role)
+        .env(VMM_FD, dup.to_string())
+        .env(VMM_DESC, desc)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    unsafe { libc::close(dup) };
+    child
+}
+
+/// The consumer's lines that start with `VMM-CHILD`, as they come (a thread reads the pipe).
+#[cfg(feature = "test-hooks")]
+fn vmm_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(out).lines().map_while(|l| l.ok()) {
+            println!("  child: {l}");
+            if l.starts_with("VMM-CHILD") && tx.send(l).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// The consumer's side, when this process is the child (`VMM_ROLE` set): imports the parent's
+/// pool and prints `VMM-CHILD ok` or `VMM-CHILD fail: why` (`hold` prints `VMM-CHILD mapped`
+/// and waits to be killed). Returns whether this process is the child.
+#[cfg(feature = "test-hooks")]
+fn vmm_consumer() -> bool {
+    let Ok(role) = std::env::var(VMM_ROLE) else { return false };
+    let n: Vec<u64> = std::env::var(VMM_DESC).unwrap().split(',').map(|v| v.parse().unwrap()).collect();
+    let d = Desc { width: n[0] as u32, height: n[1] as u32, pitch: n[2] as usize, slots: n[3] as usize, slot_bytes: n[4] as usize, alloc_bytes: n[5] };
+    let (slot, seed) = (n[6] as usize, n[7] as u8);
+    let fd = unsafe { OwnedFd::from_raw_fd(std::env::var(VMM_FD).unwrap().parse().unwrap()) };
+    let _s = Session::with(config(0), NVCAM_LOG_WARN);
+    let verdict = match role.as_str() {
+        "check" => vmm_check(fd, d, slot, seed),
+        "hold" => {
+            let pool = shared_pool::import(0, fd, d).unwrap();
+            assert_eq!(pool.read(slot).unwrap(), vmm_pattern(&d, seed));
+            println!("VMM-CHILD mapped");
+            std::thread::sleep(Duration::from_secs(120));
+            Err("not killed".into())
+        }
+        "oversize" => vmm_oversize(fd, d, slot, seed),
+        r => Err(format!("unknown role {r}")),
+    };
+    match verdict {
+        Ok(()) => println!("VMM-CHILD ok"),
+        Err(why) => println!("VMM-CHILD fail: {why}"),
+    }
+    true
+}
+
+/// The mapped slot holds the parent's bytes; the import is read-only and not exportable; a
+/// consumer's fence on it completes and leaves the slot reusable.
+#[cfg(feature = "test-hooks")]
+fn vmm_check(fd: OwnedFd, d: Desc, slot: usize, seed: u8) -> Result<(), String> {
+    let pool = shared_pool::import(0, fd, d)?;
+    let got = pool.read(slot)?;
+    let want = vmm_pattern(&d, seed);
+    if let Some(at) = first_diff(&got, &want) {
+        return Err(format!("slot {slot} differs at byte {at} (fnv {:x} vs {:x})", fnv(&got), fnv(&want)));
+    }
+    if pool.exportable() || pool.export().is_ok() {
+        return Err("an imported pool offered itself for export".into());
+    }
+    if pool.mark_written(slot).is_ok() {
+        return Err("an imported pool accepted a write mark".into());
+    }
+    // The legacy default stream of the library's context: a consumer's release after its work.
+    pool.fence_after_stream(slot, 0)?;
+    if !wait_until(Duration::from_secs(5), || pool.reusable(slot)) {
+        return Err("the consumer fence never completed".into());
+    }
+    Ok(())
+}
+
+/// Descriptions that claim more than the allocation (or overflow) are refused; the true one maps.
+#[cfg(feature = "test-hooks")]
+fn vmm_oversize(fd: OwnedFd, d: Desc, slot: usize, seed: u8) -> Result<(), String> {
+    let row = (d.width as usize).div_ceil(2) * 2;
+    let lies = [
+        ("an allocation larger than the one exported", Desc { alloc_bytes: d.alloc_bytes + (64 << 20), ..d }),
+        ("more slots than the allocation holds", Desc { slots: (d.alloc_bytes as usize / d.slot_bytes) + 1, ..d }),
+        ("slots that overflow", Desc { slot_bytes: usize::MAX / 2 + 1, slots: 2, ..d }),
+        ("a slot smaller than its image", Desc { slot_bytes: d.slot_bytes / 2, ..d }),
+        ("a pitch shorter than a row", Desc { pitch: row - 2, ..d }),
+        ("an image whose size overflows", Desc { pitch: usize::MAX / 4, ..d }),
+    ];
+    for (what, lie) in lies {
+        match shared_pool::import(0, fd.try_clone().unwrap(), lie) {
+            Ok(_) => return Err(format!("{what}: import accepted ({lie:?})")),
+            Err(e) => println!("refused as it must be, {what}: {e}"),
+        }
+    }
+    let pool = shared_pool::import(0, fd, d)?;
+    (pool.read(slot)? == vmm_pattern(&d, seed)).then_some(()).ok_or("the true description maps other bytes".into())
+}
+
+/// A publisher's pool of `slots` slots with `seed`'s pattern in `slot`, checked through its
+/// own download.
+#[cfg(feature = "test-hooks")]
+fn vmm_publisher(width: u32, height: u32, slots: usize, slot: usize, seed: u8) -> shared_pool::SharedPool {
+    let pool = shared_pool::exportable(0, width, height, slots).unwrap();
+    assert!(pool.exportable());
+    let d = pool.desc();
+    assert!(d.alloc_bytes >= (d.slots * d.slot_bytes) as u64 && d.pitch.is_multiple_of(512), "{d:?}");
+    let img = vmm_pattern(&d, seed);
+    pool.write(slot, &img).unwrap();
+    assert!(pool.read(slot).unwrap() == img, "the publisher's own download differs");
+    pool
+}
+
+/// A publisher's frame read by another process through the exported descriptor: what the
+/// consumer maps is the same memory, byte for byte, not a copy or another allocation; the
+/// import refuses writes and exports of its own, and its consumer fences work.
+#[cfg(feature = "test-hooks")]
+#[test]
+fn an_exported_pool_maps_the_same_bytes_in_another_process() {
+    if !need_gpu!() || vmm_consumer() {
+        return;
+    }
+    let _s = Session::with(config(0), NVCAM_LOG_INFO);
+    let pool = vmm_publisher(1920, 1080, 4, 2, 7);
+    let (fd, alloc) = pool.export().unwrap();
+    assert_eq!(alloc, pool.desc().alloc_bytes);
+    let mut child = vmm_child(test_name!(), "check", &fd, &pool.desc(), 2, 7);
+    let lines = vmm_lines(&mut child);
+    let verdict = lines.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|e| format!("no verdict: {e}"));
+    let status = child.wait().unwrap();
+    assert_eq!(verdict, "VMM-CHILD ok");
+    assert!(status.success(), "consumer exited {status}");
+    // A second export is a descriptor of its own.
+    let (fd2, _) = pool.export().unwrap();
+    assert_ne!(fd2.as_raw_fd(), fd.as_raw_fd());
+    println!("1920x1080 x 4 slots ({alloc} bytes): the consumer process read slot 2 byte for byte");
+}
+
+/// A consumer killed with SIGKILL while it maps the pool: the publisher's pool stays intact and
+/// usable, and once the publisher drops it and the deferred queue drains, device memory is back
+/// at its baseline (within 8 MiB: the bound of the reconnect test; the pool is ~106 MB, the
+/// child's context hundreds), so neither process's allocation outlives it.
+#[cfg(feature = "test-hooks")]
+#[test]
+fn a_killed_consumer_leaves_the_pool_intact_and_nothing_behind() {
+    if !need_gpu!() || vmm_consumer() {
+        return;
+    }
+    let _s = Session::with(config(0), NVCAM_LOG_INFO);
+    let _host = HostCtx::new();
+    // One pool made and dropped first: the baseline then holds every one-time cost.
+    drop(vmm_publisher(3840, 2160, 8, 5, 3));
+    let drained = || {
+        wait_until(Duration::from_secs(10), || {
+            assert_eq!(nvcam_gpu_drain(0), NVCAM_OK);
+            gpu_stats(0).deferred_buffers == 0
+        })
+    };
+    assert!(drained());
+    let (s0, m0) = (gpu_stats(0), mem_free());
+    let pool = vmm_publisher(3840, 2160, 8, 5, 3);
+    let d = pool.desc();
+    assert_eq!(gpu_stats(0).bytes_in_pools, s0.bytes_in_pools + d.alloc_bytes, "the pool is counted in the stats");
+    let (fd, _) = pool.export().unwrap();
+    let mut child = vmm_child(test_name!(), "hold", &fd, &d, 5, 3);
+    let lines = vmm_lines(&mut child);
+    let said = lines.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|e| format!("nothing: {e}"));
+    assert_eq!(said, "VMM-CHILD mapped");
+    let m1 = mem_free();
+    assert!(m0 - m1 >= d.alloc_bytes as i64, "the pool's memory is not visible in use: {m0} -> {m1}");
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "{status}");
+    // The consumer's death costs the publisher nothing: the frame is there, and a new one writes.
+    assert!(pool.read(5).unwrap() == vmm_pattern(&d, 3), "slot 5 changed when the consumer died");
+    pool.write(1, &vmm_pattern(&d, 9)).unwrap();
+    assert!(pool.read(1).unwrap() == vmm_pattern(&d, 9));
+    drop(fd);
+    drop(pool);
+    assert!(drained(), "the pool's mapping never left the deferred queue: {:?}", gpu_stats(0));
+    let s2 = gpu_stats(0);
+    assert_eq!(s2.bytes_in_pools, s0.bytes_in_pools);
+    assert!(s2.device_frees > s0.device_frees);
+    // The killed process's context goes with it, in the driver's own time.
+    let mut m2 = mem_free();
+    wait_until(Duration::from_secs(15), || {
+        m2 = mem_free();
+        m0 - m2 <= 8 * MIB
+    });
+    println!("free device memory: {} MiB before, {} MiB with the pool mapped in two processes, {} MiB after", m0 / MIB, m1 / MIB, m2 / MIB);
+    assert!(m0 - m2 <= 8 * MIB, "{} bytes of device memory still in use after both processes let go", m0 - m2);
+}
+
+/// A consumer given a description that claims more than the allocation (a larger size, more
+/// slots, sizes that overflow, a short pitch) refuses it instead of mapping out of bounds, and
+/// maps the true one.
+#[cfg(feature = "test-hooks")]
+#[test]
+fn an_import_whose_description_claims_more_than_the_allocation_is_refused() {
+    if !need_gpu!() || vmm_consumer() {
+        return;
+    }
+    let _s = Session::with(config(0), NVCAM_LOG_INFO);
+    let pool = vmm_publisher(640, 360, 3, 0, 11);
+    let (fd, _) = pool.export().unwrap();
+    let mut child = vmm_child(test_name!(), "oversize", &fd, &pool.desc(), 0, 11);
+    let lines = vmm_lines(&mut child);
+    let verdict = lines.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|e| format!("no verdict: {e}"));
+    let status = child.wait().unwrap();
+    assert_eq!(verdict, "VMM-CHILD ok");
+    assert!(status.success(), "consumer exited {status}");
+}
+
 /// Encodes every clip the GPU tests and `examples/gpu_bench.rs` use, here where libx264/libx265
 /// exist (`cargo test --release --test gpu -- --ignored make_gpu_fixtures`); the bundle carries
 /// them to the GPU machine, where this finds them in place.

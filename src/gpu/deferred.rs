@@ -20,6 +20,9 @@ use super::driver::{self, sys};
 pub(crate) enum Buf {
     Device(sys::CUdeviceptr),
     Host(*mut u8),
+    /// A VMM mapping (a shareable pool, or one mapped from another process): unmapped, its
+    /// address range freed and its allocation released.
+    Mapped(super::vmm::Mapping),
 }
 
 struct Entry {
@@ -125,6 +128,12 @@ fn free(e: Entry) {
             Buf::Device(p) => {
                 // SAFETY: our allocation, freed once; its fences completed (nothing reads it).
                 if driver::ok_or_logged(unsafe { driver::memory::free(p) }) {
+                    c.device_frees.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Buf::Mapped(mut m) => {
+                // Its fences completed: nothing reads or writes the range any more.
+                if m.free() {
                     c.device_frees.fetch_add(1, Ordering::Relaxed);
                 }
             }

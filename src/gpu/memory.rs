@@ -7,8 +7,9 @@
 //! event has completed (`reusable`).
 
 use super::context::{Copy2D, Device, Event, Mem, Stream};
+use super::vmm::Mapping;
 use super::{deferred, stats, CamGpu};
-use crate::pool::{copy_planes, Depth, Geometry, Lease, MemoryKind, Pool, Storage};
+use crate::pool::{copy_planes, Depth, Exported, Geometry, Lease, MemoryKind, Pool, Storage};
 use crate::status::*;
 use super::driver::{self, sys};
 use parking_lot::Mutex;
@@ -40,10 +41,25 @@ pub(crate) fn device_slot(lease: &Lease, stream: &Stream, size: Option<(u32, u32
     Ok(lease.addr())
 }
 
+/// How a device storage's memory was allocated, and so how the deferred queue frees it.
+enum Memory {
+    /// `cuMemAllocPitch`: freed with `cuMemFree`.
+    Pitched(sys::CUdeviceptr),
+    /// A VMM mapping, exportable or imported from another process: unmapped and released.
+    Mapped(Mapping),
+}
+
 pub(crate) struct DeviceStorage {
-    /// The camera's stream: every write into a slot is enqueued on it.
+    /// The camera's stream: every write into a slot is enqueued on it (an imported pool's own
+    /// stream, for its downloads only).
     stream: Arc<Stream>,
     base: sys::CUdeviceptr,
+    /// `None` once handed to the deferred queue (drop).
+    memory: Option<Memory>,
+    /// The bytes this storage holds on the device (counted in the stats while it lives).
+    held: usize,
+    /// False for a pool mapped from another process: its publisher writes it, never we.
+    writer: bool,
     geom: Geometry,
     slot_bytes: usize,
     slots: usize,
@@ -66,8 +82,8 @@ impl DeviceStorage {
         let dev = &stream.dev;
         let shape = Geometry::new(width, height, depth);
         let rows = shape.y_rows() + shape.uv_rows();
-        let events = (0..slots).map(|_| Event::new(dev)).collect::<Result<Vec<_>>>()?;
-        let consumers = (0..slots).map(|_| Event::fence(dev)).collect::<Result<Vec<_>>>()?;
+        // The events first: a failure then leaves no allocation behind.
+        let fences = Fences::new(dev, slots)?;
         let (base, pitch) = {
             let _g = dev.push()?;
             driver::memory::alloc_pitch(shape.row_bytes(), rows * slots, 16)
@@ -76,32 +92,80 @@ impl DeviceStorage {
         };
         let geom = Geometry { width, height, pitch, depth };
         let slot_bytes = pitch * rows;
-        let c = stats::of(dev.ordinal);
+        Ok(Self::assemble(stream, geom, slot_bytes, slots, fences, Memory::Pitched(base), slot_bytes * slots, true))
+    }
+
+    /// A storage over a VMM mapping (`vmm.rs`): `slots` slots of `slot_bytes` at `geom`, inside
+    /// the mapping (the caller checked). `writer` is false for a pool imported from another
+    /// process.
+    pub(crate) fn over_mapping(stream: &Arc<Stream>, geom: Geometry, slot_bytes: usize, slots: usize, m: Mapping, writer: bool) -> Result<DeviceStorage> {
+        debug_assert!(slot_bytes.checked_mul(slots).is_some_and(|n| n <= m.bytes()));
+        // A failure here drops the mapping at once: no work has used it.
+        let fences = Fences::new(&stream.dev, slots)?;
+        let held = m.bytes();
+        Ok(Self::assemble(stream, geom, slot_bytes, slots, fences, Memory::Mapped(m), held, writer))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(stream: &Arc<Stream>, geom: Geometry, slot_bytes: usize, slots: usize, fences: Fences, memory: Memory, held: usize, writer: bool) -> DeviceStorage {
+        let ordinal = stream.dev.ordinal;
+        let base = match &memory {
+            Memory::Pitched(p) => *p,
+            Memory::Mapped(m) => m.base(),
+        };
+        let c = stats::of(ordinal);
         c.device_allocs.fetch_add(1, Ordering::Relaxed);
-        c.bytes_in_pools.fetch_add((slot_bytes * slots) as i64, Ordering::Relaxed);
-        log::debug!("GPU {}: pool of {slots} x {width}x{height} NV12, pitch {pitch}, {} bytes", dev.ordinal, slot_bytes * slots);
-        Ok(DeviceStorage {
+        c.bytes_in_pools.fetch_add(held as i64, Ordering::Relaxed);
+        let how = match (&memory, writer) {
+            (Memory::Pitched(_), _) => "",
+            (Memory::Mapped(_), true) => " (shareable)",
+            (Memory::Mapped(_), false) => " (mapped from another process)",
+        };
+        log::debug!("GPU {ordinal}: pool of {slots} x {}x{} NV12{how}, pitch {}, {held} bytes", geom.width, geom.height, geom.pitch);
+        DeviceStorage {
             stream: stream.clone(),
             base,
+            memory: Some(memory),
+            held,
+            writer,
             geom,
             slot_bytes,
             slots,
-            events,
-            consumers,
+            events: fences.events,
+            consumers: fences.consumers,
             fence_lock: Mutex::new(vec![None; slots]),
             staging: Mutex::new(None),
-        })
+        }
+    }
+}
+
+/// A storage's per-slot events: written (recorded on its stream) and consumed (on callers').
+struct Fences {
+    events: Vec<Event>,
+    consumers: Vec<Event>,
+}
+
+impl Fences {
+    fn new(dev: &Arc<Device>, slots: usize) -> Result<Fences> {
+        let events = (0..slots).map(|_| Event::new(dev)).collect::<Result<Vec<_>>>()?;
+        let consumers = (0..slots).map(|_| Event::fence(dev)).collect::<Result<Vec<_>>>()?;
+        Ok(Fences { events, consumers })
     }
 }
 
 impl Drop for DeviceStorage {
     fn drop(&mut self) {
         let dev = self.stream.dev.clone();
-        let bytes = (self.slot_bytes * self.slots) as u64;
+        let bytes = self.held as u64;
         stats::of(dev.ordinal).bytes_in_pools.fetch_sub(bytes as i64, Ordering::Relaxed);
         let mut fences = std::mem::take(&mut self.events);
         fences.append(&mut self.consumers);
-        deferred::retire(dev, deferred::Buf::Device(self.base), bytes, fences);
+        let buf = match self.memory.take() {
+            Some(Memory::Pitched(p)) => deferred::Buf::Device(p),
+            Some(Memory::Mapped(m)) => deferred::Buf::Mapped(m),
+            None => return,
+        };
+        deferred::retire(dev, buf, bytes, fences);
         // The staging buffer retires itself with its own fence.
         drop(self.staging.lock().take());
     }
@@ -119,7 +183,7 @@ impl Storage for DeviceStorage {
         self.base + (i * self.slot_bytes) as u64
     }
     fn bytes(&self) -> u64 {
-        (self.slot_bytes * self.slots) as u64
+        self.held as u64
     }
     fn reusable(&self, i: usize) -> bool {
         // A failing query means a broken context; reuse cannot make that worse.
@@ -158,9 +222,17 @@ impl Storage for DeviceStorage {
         Ok(())
     }
     fn mark_written(&self, i: usize) -> Result<()> {
+        if !self.writer {
+            return Err(Error::internal("a pool mapped from another process is written by its publisher only"));
+        }
         self.events[i].record(&self.stream)
     }
     fn wait_ready(&self, i: usize) -> Result<()> {
+        // A mapped pool's frame is announced only after its write completed (in the publisher's
+        // process, whose events we cannot see).
+        if !self.writer {
+            return Ok(());
+        }
         let e = &self.events[i];
         if !e.query()? {
             stats::of(self.device()).ready_waits.fetch_add(1, Ordering::Relaxed);
@@ -203,6 +275,15 @@ impl Storage for DeviceStorage {
         let bytes = unsafe { buf.as_mut_slice() };
         copy_planes(&bytes[..need], &packed, dst, dst_pitch);
         Ok(())
+    }
+    fn exportable(&self) -> bool {
+        self.writer && matches!(&self.memory, Some(Memory::Mapped(m)) if m.exporter())
+    }
+    fn export(&self) -> Option<Result<Exported>> {
+        match &self.memory {
+            Some(Memory::Mapped(m)) if self.writer && m.exporter() => Some(m.export()),
+            _ => None,
+        }
     }
 }
 

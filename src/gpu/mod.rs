@@ -10,6 +10,8 @@
 //!   streams, events, 2D copies.
 //! - [`memory`]: the device storage behind a camera's pool (pitched, allocated once per
 //!   resolution, per-slot events) and pinned host buffers.
+//! - [`vmm`]: device pools another process maps (one VMM allocation exported as an OS handle)
+//!   and their imports, over the same storage as `memory`'s.
 //! - [`deferred`]: the deferred-free queue (events completed + minimum age).
 //! - [`kernels`]: the embedded CUDA kernels, loaded once per device; [`params`] their
 //!   parameter blocks.
@@ -38,6 +40,7 @@ pub(crate) mod probe;
 pub(crate) mod sessions;
 pub(crate) mod stats;
 pub(crate) mod timing;
+pub(crate) mod vmm;
 
 pub(crate) use probe::probe;
 pub(crate) use sessions::{Full, HwTicket};

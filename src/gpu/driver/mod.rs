@@ -24,6 +24,7 @@
 pub(crate) mod ctx;
 pub(crate) mod memory;
 pub(crate) mod stream;
+pub(crate) mod vmm;
 
 use crate::status::{Error, ErrorKind};
 use cudarc::driver::sys as raw;
@@ -38,7 +39,10 @@ use std::sync::OnceLock;
 pub(crate) mod sys {
     pub(crate) use cudarc::driver::sys::{
         CUcontext, CUctx_flags, CUdevice, CUdevice_attribute, CUdeviceptr, CUevent, CUevent_flags, CUfunction, CUfunction_attribute,
-        CUmemorytype, CUmodule, CUpointer_attribute, CUstream, CUstream_flags, CUDA_MEMCPY2D, CUDA_MEMCPY3D_PEER, CU_MEMHOSTALLOC_PORTABLE,
+        CUmemAccessDesc, CUmemAccess_flags, CUmemAllocationGranularity_flags, CUmemAllocationHandleType, CUmemAllocationProp, CUmemAllocationProp_st__bindgen_ty_1,
+        CUmemAllocationType,
+        CUmemGenericAllocationHandle, CUmemLocation, CUmemLocationType, CUmemorytype, CUmodule, CUpointer_attribute, CUstream, CUstream_flags,
+        CUDA_MEMCPY2D, CUDA_MEMCPY3D_PEER, CU_MEMHOSTALLOC_PORTABLE,
     };
 }
 
