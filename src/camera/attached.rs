@@ -12,8 +12,9 @@ use super::shared::{CameraState, Shared};
 use crate::frame::Frame;
 use crate::registry;
 use crate::share::attach::{Attached, Event, Ticket};
-use crate::share::wire::{FrameMsg, StatusMsg};
-use crate::pool::Lease;
+use crate::gpu::vmm::ImportDesc;
+use crate::pool::{Lease, OsHandle, Pool};
+use crate::share::wire::{FrameMsg, PoolDesc, StatusMsg};
 use crate::status::*;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use std::time::Duration;
 
 /// Runs one connection to the camera published as `name`.
 pub(super) fn session(sh: &Arc<Shared>, name: &str, first: &mut FirstOpen, connected: &mut bool) -> Result<SessionEnd> {
-    let mut a = Attached::connect(name, sh.opts.open_timeout, None)?;
+    let mut a = Attached::connect(name, sh.opts.open_timeout, Some(import_device))?;
     if let Some(tx) = first.take() {
         let _ = tx.send(Ok(()));
     }
@@ -36,6 +37,8 @@ pub(super) fn session(sh: &Arc<Shared>, name: &str, first: &mut FirstOpen, conne
         if sh.irq.kicked() {
             break Ok(SessionEnd::Kicked);
         }
+        // Mapped device pools this process let go of are unmapped by the deferred queue.
+        crate::gpu::maintain();
         match a.next(Duration::from_millis(100)) {
             Ok(Event::Nothing) => {}
             Ok(Event::Status(s)) => {
@@ -59,6 +62,12 @@ pub(super) fn session(sh: &Arc<Shared>, name: &str, first: &mut FirstOpen, conne
     drop(a);
     *sh.source_status.lock() = None;
     end
+}
+
+/// Maps a publisher's device pool (exported VMM memory) on its GPU.
+fn import_device(desc: &PoolDesc, handle: OsHandle) -> Result<Arc<Pool>> {
+    let d = ImportDesc { geom: desc.geom, slots: desc.slots as usize, slot_bytes: desc.slot_bytes as usize, alloc_bytes: desc.alloc_bytes };
+    crate::gpu::vmm::import_pool(desc.device, handle, d)
 }
 
 /// The publisher's report: kept for the stats; the camera's state follows its source's while
