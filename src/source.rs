@@ -100,7 +100,7 @@ pub(crate) fn parse(url: &str) -> Result<Source> {
                 // Not a scheme's spelling (`admin:pw@cam://x`): the text before `://` may be
                 // credentials, so it is not quoted.
                 Err(Error::arg(format!(
-                    "camera URL has no valid scheme before '://' (supported: testsrc, file, {})",
+                    "camera URL has no valid scheme before '://' (supported: testsrc, file, nvcam, {})",
                     served_schemes().join(", ")
                 )))
             }
@@ -357,7 +357,7 @@ mod tests {
     #[test]
     fn unknown_scheme_offers_only_schemes_this_build_opens() {
         let msg = parse("gopher://x").unwrap_err().msg;
-        assert!(msg.contains("testsrc, file, rtsp,"), "{msg}");
+        assert!(msg.contains("testsrc, file, nvcam, rtsp,"), "{msg}");
         for s in ["rtsps", "https", "rtmps", "srt"] {
             let offered = msg.contains(&format!(" {s},")) || msg.ends_with(&format!(" {s})"));
             assert_eq!(offered, crate::ffmpeg::protocols::missing_for(s).is_none(), "{s}: {msg}");
