@@ -78,6 +78,11 @@
 #   goal           the engines' limit for FLEET_CLIP, measured in the same call: nvdec_bench's raw direct-NVDEC
 #                  rate at RAW_CAMS (64) unpaced cameras, then the fleet at N = 0.95 x raw / 30 (GOAL_N
 #                  overrides) and at N + 20 (FLEET_BACKEND, FLEET_SECONDS as for fleet)
+#   share-tests    tests/gpu_share.rs (a published GPU camera's frames mapped in another process, byte
+#                  for byte; SIGKILL on either side, GPU memory back), then under compute-sanitizer
+#                  memcheck following every process (--target-processes all)
+#   bench-share    examples/share_bench on the 1080p H.264 clip, GPU 0, N = 1, 4, 16: each process
+#                  opening the camera against one publishing and N attached
 set -u
 out=${OUT:-/tmp}
 b=$GPU_BUNDLE
@@ -87,6 +92,7 @@ gpu_test=$(ls "$b"/tests/gpu-* | head -1)
 convert_test=$(ls "$b"/tests/gpu_convert-* 2>/dev/null | head -1)
 integrity_test=$(ls "$b"/tests/gpu_integrity-* 2>/dev/null | head -1)
 sessions_test=$(ls "$b"/tests/gpu_sessions-* 2>/dev/null | head -1)
+share_test=$(ls "$b"/tests/gpu_share-* 2>/dev/null | head -1)
 deadline=$(( $(date +%s) + ${BUDGET_S:-540} ))
 rc=0
 left() { echo $(( deadline - $(date +%s) )); }
@@ -126,6 +132,13 @@ jrun() {
 }
 for what in "$@"; do
 case "$what" in
+share-tests)
+  step share-tests 120 bash -c "'$share_test' --test-threads 1 --nocapture > '$out/tests-share.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|frames compared' '$out/tests-share.log'; [ \$r -ne 0 ] && grep -A12 panicked '$out/tests-share.log' | head -40; exit \$r"
+  step memcheck-share 240 bash -c "compute-sanitizer --tool memcheck --target-processes all --error-exitcode 99 --log-file '$out/memcheck-share.%p.log' '$share_test' --test-threads 1 --nocapture > '$out/memcheck-share-tests.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|frames compared' '$out/memcheck-share-tests.log'; [ \$r -ne 0 ] && grep -A12 panicked '$out/memcheck-share-tests.log' | head -40; cat '$out'/memcheck-share.*.log | grep -E 'ERROR SUMMARY' | sort | uniq -c; exit \$r"
+  ;;
+bench-share)
+  step bench-share 200 bash -c "'$b/bin/share_bench' --url '$fix/bench-h264-1920x1080.mp4' --n 1,4,16 --frames 300 2>'$out/bench-share-stderr.log' | tee '$out/bench-share.log'; r=\${PIPESTATUS[0]}; [ \$r -ne 0 ] && tail -20 '$out/bench-share-stderr.log'; exit \$r"
+  ;;
 check)
   step check 20 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,utilization.decoder --format=csv; ldconfig -p | grep -i nvcuvid; compute-sanitizer --version | tail -1; nproc; ls $fix | wc -l"
   ;;
