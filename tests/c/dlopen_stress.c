@@ -75,6 +75,7 @@ static int still_loaded(const char *path, void *fn) {
     X(nvcam_camera_open)                                                                           \
     X(nvcam_camera_open_ex)                                                                        \
     X(nvcam_camera_close)                                                                          \
+    X(nvcam_camera_publish)                                                                        \
     X(nvcam_camera_reconnect)                                                                      \
     X(nvcam_camera_get_frame)                                                                      \
     X(nvcam_camera_get_frame_lv)                                                                   \
@@ -84,6 +85,7 @@ static int still_loaded(const char *path, void *fn) {
     X(nvcam_lv_unreserve)                                                                          \
     X(nvcam_lv_abort)                                                                              \
     X(nvcam_camera_stats)                                                                          \
+    X(nvcam_camera_unpublish)                                                                      \
     X(nvcam_frame_clone)                                                                           \
     X(nvcam_frame_release)                                                                         \
     X(nvcam_frame_info)                                                                            \

@@ -23,7 +23,7 @@
 /* ---- layout: the header asserts the sizes; the offsets pin every field (no hidden padding) ---- */
 _Static_assert(sizeof(nvcam_config_t) == 64, "nvcam_config_t size");
 _Static_assert(sizeof(nvcam_camera_options_t) == 80, "nvcam_camera_options_t size");
-_Static_assert(sizeof(nvcam_camera_stats_t) == 184, "nvcam_camera_stats_t size");
+_Static_assert(sizeof(nvcam_camera_stats_t) == 216, "nvcam_camera_stats_t size");
 _Static_assert(sizeof(nvcam_frame_info_t) == 128, "nvcam_frame_info_t size");
 _Static_assert(offsetof(nvcam_frame_info_t, flags) == 120, "info.flags");
 _Static_assert(offsetof(nvcam_config_t, gpu_free_min_age_ms) == 12, "config.gpu_free_min_age_ms");

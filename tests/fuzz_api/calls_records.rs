@@ -157,7 +157,27 @@ pub(super) fn op_cheap(sh: &Shared, r: &mut Rng) {
         }
         25 => op_lv(sh, r),
         26 => op_record(sh, r),
-        _ => match r.below(3) {
+        _ => match r.below(4) {
+            2 => {
+                // Publishing: names of this process (valid, taken twice, bad), quotas at the edges,
+                // on live and other handles; or the publication's end.
+                let c = sh.handle(r, true);
+                if r.chance(2) {
+                    let name = match r.below(4) {
+                        0 => format!("fz-{}-{}", std::process::id(), r.below(3)),
+                        1 => "../x".to_string(),
+                        2 => "n".repeat(65),
+                        _ => String::from_utf8_lossy(&random_string(r)).replace('\0', ""),
+                    };
+                    let n = CString::new(name).unwrap();
+                    let p = if r.chance(10) { std::ptr::null() } else { n.as_ptr() };
+                    let quota = *r.pick(&[0u32, 1, 3, 64, 65, u32::MAX]);
+                    // SAFETY (test): NULL or a NUL-terminated string.
+                    sh.check("nvcam_camera_publish", unsafe { nvcam_camera_publish(c, p, quota, *r.pick(&[0u32, 1, 8, 99])) });
+                } else {
+                    sh.check("nvcam_camera_unpublish", nvcam_camera_unpublish(c, *r.pick(&[0u32, 100])));
+                }
+            }
             0 => {
                 // Levels up to WARN (more verbose ones would only slow the run), plus invalid ones.
                 let level = *r.pick(&[NVCAM_LOG_OFF, NVCAM_LOG_ERROR, NVCAM_LOG_WARN, -1, 6, 99, i32::MIN]);
