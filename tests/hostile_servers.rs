@@ -14,7 +14,9 @@
 //!   within 0.5 s, `close(5000)` within 5.5 s and OK;
 //! - memory: the process's RSS grows by less than [`RSS_GROWTH`] during the case;
 //! - CPU: the hostile camera's worker thread uses under [`CPU_SHARE`] of one core;
-//! - healthy cameras: each at least [`MIN_FPS`] over the window (paced at 30 fps);
+//! - healthy cameras: each at least [`MIN_FPS`] over the window (paced at 30 fps), and the p99 of
+//!   the gaps between their frames at most [`GAP_P99_SLACK`] over what it was in the
+//!   [`BASELINE`] before the hostile camera opened;
 //! - back-off: at most one attempt per `reconnect_min_ms` (500 ms), and [`CONNS_PER_ATTEMPT`]
 //!   connections per attempt (an RTSP open may try a second transport; a redirect loop gets
 //!   8 redirects at one open, each a connection).
@@ -35,6 +37,10 @@ const WINDOW: Duration = Duration::from_secs(4);
 const RSS_GROWTH: u64 = 96 << 20;
 const CPU_SHARE: f64 = 0.25;
 const MIN_FPS: f64 = 27.0;
+/// How long the healthy cameras stream alone first, for their frame gaps' baseline.
+const BASELINE: Duration = Duration::from_millis(1500);
+/// How much worse the healthy cameras' p99 frame gap may get beside the hostile camera, ms.
+const GAP_P99_SLACK: f64 = 10.0;
 const BACKOFF_MS: u32 = 500;
 const CONNS_PER_ATTEMPT: usize = 2;
 
@@ -128,18 +134,28 @@ fn beside_three_healthy(case: &str, url: &str, server: &Hostile, conns_per_attem
     let rss_max = Arc::new(AtomicU64::new(rss_before));
     let stop = Arc::new(AtomicBool::new(false));
     let counters: Vec<Arc<AtomicU64>> = (0..3).map(|_| Arc::new(AtomicU64::new(0))).collect();
+    // Every healthy frame's gap to the one before it (ms), with when it came.
+    let gaps: Arc<std::sync::Mutex<Vec<(Instant, f64)>>> = Default::default();
     let mut threads = Vec::new();
     for (&h, n) in healthy.iter().zip(&counters) {
-        let (stop, n) = (stop.clone(), n.clone());
+        let (stop, n, gaps) = (stop.clone(), n.clone(), gaps.clone());
         threads.push(std::thread::spawn(move || {
+            let mut last = None::<Instant>;
             while !stop.load(Ordering::Acquire) {
                 if let Ok(f) = get_frame(h, 1000) {
+                    let now = Instant::now();
+                    if let Some(l) = last {
+                        gaps.lock().unwrap().push((now, now.duration_since(l).as_secs_f64() * 1e3));
+                    }
+                    last = Some(now);
                     n.fetch_add(1, Ordering::Relaxed);
                     release(f).unwrap();
                 }
             }
         }));
     }
+    std::thread::sleep(BASELINE);
+    let hostile_from = Instant::now();
     {
         let (stop, m) = (stop.clone(), rss_max.clone());
         threads.push(std::thread::spawn(move || {
@@ -207,13 +223,18 @@ fn beside_three_healthy(case: &str, url: &str, server: &Hostile, conns_per_attem
         close(h, 5000).unwrap();
     }
     let fps: Vec<f64> = counts_start.iter().zip(&counts_end).map(|(a, b)| (b - a) as f64 / window).collect();
+    let (mut before, mut beside): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+    for &(t, g) in gaps.lock().unwrap().iter() {
+        if t < hostile_from { before.push(g) } else { beside.push(g) }
+    }
+    let (p99_before, p99_beside) = (percentile(&mut before, 0.99), percentile(&mut beside, 0.99));
     let cpu = (cpu_last - cpu_start) / window;
     let grew = rss_max.load(Ordering::Relaxed).saturating_sub(rss_before);
     let attempts_allowed = (window * 1000.0 / BACKOFF_MS as f64) as usize + 2;
     // Failed attempts since the last frame, and the sessions before them.
     let attempts = (s.reconnect_attempt as u64 + s.reconnects) as usize;
     eprintln!(
-        "{case}: state {} ({error}), attempts {attempts}, {conns} connections, {} frames ({} marked; decoded {}, refused {}, corrupt {}), cpu {:.1}%, rss +{} MiB, healthy fps {fps:.1?}, get_frame max {slowest_get:?}, stats max {slowest_stats:?}, close {close_took:?}",
+        "{case}: state {} ({error}), attempts {attempts}, {conns} connections, {} frames ({} marked; decoded {}, refused {}, corrupt {}), cpu {:.1}%, rss +{} MiB, healthy fps {fps:.1?}, gap p99 {p99_before:.1} -> {p99_beside:.1} ms, get_frame max {slowest_get:?}, stats max {slowest_stats:?}, close {close_took:?}",
         s.state,
         frames.len(),
         frames.iter().filter(|&&f| f & (NVCAM_FRAME_CORRUPT | NVCAM_FRAME_AFTER_LOSS) != 0).count(),
@@ -230,6 +251,10 @@ fn beside_three_healthy(case: &str, url: &str, server: &Hostile, conns_per_attem
     assert!(grew < RSS_GROWTH, "{case}: RSS grew {} MiB (bound {} MiB)", grew >> 20, RSS_GROWTH >> 20);
     assert!(cpu < CPU_SHARE, "{case}: the hostile camera's thread used {:.0}% of a core (bound {:.0}%)", cpu * 100.0, CPU_SHARE * 100.0);
     assert!(fps.iter().all(|&f| f >= MIN_FPS), "{case}: healthy cameras at {fps:.1?} fps (bound {MIN_FPS})");
+    assert!(
+        p99_beside <= p99_before + GAP_P99_SLACK,
+        "{case}: the healthy cameras' p99 frame gap went from {p99_before:.1} ms alone to {p99_beside:.1} ms beside the hostile camera (slack {GAP_P99_SLACK} ms)"
+    );
     assert!(conns >= 1, "{case}: the camera never reached the hostile server");
     assert!(
         conns <= attempts_allowed * conns_per_attempt,
