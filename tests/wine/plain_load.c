@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
     printf("LoadLibraryW: loaded\n");
     SYM(nvcam_init); SYM(nvcam_last_error); SYM(nvcam_camera_options_init); SYM(nvcam_camera_open);
     SYM(nvcam_camera_get_frame); SYM(nvcam_frame_info); SYM(nvcam_frame_release); SYM(nvcam_camera_close);
-    SYM(nvcam_shutdown);
+    SYM(nvcam_shutdown); SYM(nvcam_camera_publish);
     char msg[1024] = "";
     int32_t rc = p_nvcam_init(NULL);
     if (no_ffmpeg) {
@@ -97,6 +97,11 @@ int main(int argc, char **argv) {
     if (p_nvcam_camera_get_frame(cam, 10000, &frame) != NVCAM_OK) { printf("FAIL: get_frame\n"); return 1; }
     i.struct_size = sizeof i;
     if (p_nvcam_frame_info(frame, &i) != NVCAM_OK) { printf("FAIL: frame_info\n"); return 1; }
+    /* Sharing between processes is not built for Windows: both ends say so by name, at once. */
+    uint64_t shared = 0;
+    if (p_nvcam_camera_publish(cam, "wine-cam", 0, 0) != NVCAM_E_UNSUPPORTED) { printf("FAIL: publish is not NVCAM_E_UNSUPPORTED\n"); return 1; }
+    if (p_nvcam_camera_open("nvcam://wine-cam", &o, &shared) != NVCAM_E_UNSUPPORTED || shared != 0) { printf("FAIL: nvcam:// is not NVCAM_E_UNSUPPORTED\n"); return 1; }
+    printf("ok: publish and nvcam:// answer NVCAM_E_UNSUPPORTED (sharing is built for Linux only)\n");
     HMODULE av = GetModuleHandleW(L"avcodec_nvcam-59.dll");
     if (!av || !GetModuleFileNameW(av, ff, 4096)) { printf("FAIL: avcodec_nvcam-59.dll is not loaded\n"); return 1; }
     folder_of(ff, ffdir, 4096);
