@@ -17,7 +17,7 @@
 //!   keeping the last K handles (1), printing `M <memory> <device>` of the first frame,
 //!   `F <seq> <hash>` with `--report` and `L <us>` (publish to here) with `--latency`; then
 //!   `S <decoded> <delivered> <dropped> <skipped> <state> <source_decoded>`, on a machine with a
-//!   GPU `G <device_allocs> <bytes_in_pools>` of GPU 0 in this process, and `DONE`.
+//!   GPU `G <frames_copied> <device_allocs> <bytes_in_pools>` of GPU 0 in this process, and `DONE`.
 //!   `--then-hold`: keeps K frames and C clones of each, prints `HOLDING`, then every 300 ms
 //!   `HELD <n> same|changed` (the held frames' bytes against what they were) until killed.
 //!   `--never-release`: keeps every frame it gets.
@@ -203,7 +203,7 @@ fn consume(args: &[String]) {
         s.frames_decoded, s.frames_delivered, s.frames_dropped, s.frames_skipped, s.state, s.source_frames_decoded
     ));
     if let Some(g) = gpu_stats() {
-        say(format!("G {} {}", g.device_allocs, g.bytes_in_pools));
+        say(format!("G {} {} {}", g.frames_copied, g.device_allocs, g.bytes_in_pools));
     }
     say("DONE".into());
     if flag(args, "--then-hold") {
