@@ -575,22 +575,22 @@ fn gpu_request_without_gpu_decodes_on_cpu() {
 // Shareable pools across processes (`test-hooks`): the test binary re-runs itself as the
 // consumer, with the pool's descriptor inherited under the number in `VMM_FD`.
 
-#[cfg(feature = "test-hooks")]
+#[cfg(all(feature = "test-hooks", target_os = "linux"))]
 use nvcam::diag::shared_pool::{self, Desc};
-#[cfg(feature = "test-hooks")]
+#[cfg(all(feature = "test-hooks", target_os = "linux"))]
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// What the consumer child does (`check`, `hold`, `oversize`); unset in the parent.
-#[cfg(feature = "test-hooks")]
+#[cfg(all(feature = "test-hooks", target_os = "linux"))]
 const VMM_ROLE: &str = "NVCAM_TEST_VMM_ROLE";
-#[cfg(feature = "test-hooks")]
+#[cfg(all(feature = "test-hooks", target_os = "linux"))]
 const VMM_FD: &str = "NVCAM_TEST_VMM_FD";
 /// `width,height,pitch,slots,slot_bytes,alloc_bytes,slot,seed`.
-#[cfg(feature = "test-hooks")]
+#[cfg(all(feature = "test-hooks", target_os = "linux"))]
 const VMM_DESC: &str = "NVCAM_TEST_VMM_DESC";
 
 /// A packed NV12 image no two slots or offsets share by chance.
-#[cfg(feature = "test-hooks")]
+#[cfg(all(feature = "test-hooks", target_os = "linux"))]
 fn vmm_pattern(d: &Desc, seed: u8) -> Vec<u8> {
     let n = (d.width as usize).div_ceil(2) * 2 * (d.height as usize + (d.height as usize).div_ceil(2));
     (0..n).map(|k| ((k * 131 + k / 4093) as u8) ^ seed).collect()
@@ -598,7 +598,7 @@ fn vmm_pattern(d: &Desc, seed: u8) -> Vec<u8> {
 
 /// Starts the consumer: this binary, this test alone, with `role` and a descriptor of `fd` that
 /// the child inherits (a dup without FD_CLOEXEC, closed here once the child has it).
-#[cfg(feature = "test-hooks")]
+#[cfg(all(feature = "test-hooks", target_os = "linux"))]
 fn vmm_child(test: &str, role: &str, fd: &OwnedFd, d: &Desc, slot: usize, seed: u8) -> std::process::Child {
     let dup = unsafe { libc::dup(fd.as_raw_fd()) };
     assert!(dup >= 0, "dup: {}", std::io::Error::last_os_error());
@@ -617,7 +617,7 @@ fn vmm_child(test: &str, role: &str, fd: &OwnedFd, d: &Desc, slot: usize, seed: 
 }
 
 /// The consumer's lines that start with `VMM-CHILD`, as they come (a thread reads the pipe).
-#[cfg(feature = "test-hooks")]
+#[cfg(all(feature = "test-hooks", target_os = "linux"))]
 fn vmm_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
     use std::io::BufRead;
     let out = child.stdout.take().unwrap();
@@ -636,7 +636,7 @@ fn vmm_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<Strin
 /// The consumer's side, when this process is the child (`VMM_ROLE` set): imports the parent's
 /// pool and prints `VMM-CHILD ok` or `VMM-CHILD fail: why` (`hold` prints `VMM-CHILD mapped`
 /// and waits to be killed). Returns whether this process is the child.
-#[cfg(feature = "test-hooks")]
+#[cfg(all(feature = "test-hooks", target_os = "linux"))]
 fn vmm_consumer() -> bool {
     let Ok(role) = std::env::var(VMM_ROLE) else { return false };
     let n: Vec<u64> = std::env::var(VMM_DESC).unwrap().split(',').map(|v| v.parse().unwrap()).collect();
@@ -665,7 +665,7 @@ fn vmm_consumer() -> bool {
 
 /// The mapped slot holds the parent's bytes; the import is read-only and not exportable; a
 /// consumer's fence on it completes and leaves the slot reusable.
-#[cfg(feature = "test-hooks")]
+#[cfg(all(feature = "test-hooks", target_os = "linux"))]
 fn vmm_check(fd: OwnedFd, d: Desc, slot: usize, seed: u8) -> Result<(), String> {
     let pool = shared_pool::import(0, fd, d)?;
     let got = pool.read(slot)?;
@@ -688,7 +688,7 @@ fn vmm_check(fd: OwnedFd, d: Desc, slot: usize, seed: u8) -> Result<(), String> 
 }
 
 /// Descriptions that claim more than the allocation (or overflow) are refused; the true one maps.
-#[cfg(feature = "test-hooks")]
+#[cfg(all(feature = "test-hooks", target_os = "linux"))]
 fn vmm_oversize(fd: OwnedFd, d: Desc, slot: usize, seed: u8) -> Result<(), String> {
     let row = (d.width as usize).div_ceil(2) * 2;
     let lies = [
@@ -711,7 +711,7 @@ fn vmm_oversize(fd: OwnedFd, d: Desc, slot: usize, seed: u8) -> Result<(), Strin
 
 /// A publisher's pool of `slots` slots with `seed`'s pattern in `slot`, checked through its
 /// own download.
-#[cfg(feature = "test-hooks")]
+#[cfg(all(feature = "test-hooks", target_os = "linux"))]
 fn vmm_publisher(width: u32, height: u32, slots: usize, slot: usize, seed: u8) -> shared_pool::SharedPool {
     let pool = shared_pool::exportable(0, width, height, slots).unwrap();
     assert!(pool.exportable());
@@ -726,7 +726,7 @@ fn vmm_publisher(width: u32, height: u32, slots: usize, slot: usize, seed: u8) -
 /// A publisher's frame read by another process through the exported descriptor: what the
 /// consumer maps is the same memory, byte for byte, not a copy or another allocation; the
 /// import refuses writes and exports of its own, and its consumer fences work.
-#[cfg(feature = "test-hooks")]
+#[cfg(all(feature = "test-hooks", target_os = "linux"))]
 #[test]
 fn an_exported_pool_maps_the_same_bytes_in_another_process() {
     if !need_gpu!() || vmm_consumer() {
@@ -752,7 +752,7 @@ fn an_exported_pool_maps_the_same_bytes_in_another_process() {
 /// usable, and once the publisher drops it and the deferred queue drains, device memory is back
 /// at its baseline (within 8 MiB: the bound of the reconnect test; the pool is ~106 MB, the
 /// child's context hundreds), so neither process's allocation outlives it.
-#[cfg(feature = "test-hooks")]
+#[cfg(all(feature = "test-hooks", target_os = "linux"))]
 #[test]
 fn a_killed_consumer_leaves_the_pool_intact_and_nothing_behind() {
     if !need_gpu!() || vmm_consumer() {
@@ -806,7 +806,7 @@ fn a_killed_consumer_leaves_the_pool_intact_and_nothing_behind() {
 /// A consumer given a description that claims more than the allocation (a larger size, more
 /// slots, sizes that overflow, a short pitch) refuses it instead of mapping out of bounds, and
 /// maps the true one.
-#[cfg(feature = "test-hooks")]
+#[cfg(all(feature = "test-hooks", target_os = "linux"))]
 #[test]
 fn an_import_whose_description_claims_more_than_the_allocation_is_refused() {
     if !need_gpu!() || vmm_consumer() {
