@@ -7,7 +7,9 @@
 //!
 //! `--url` is any camera URL; a file is looped at its own rate (make a 1080p30 H.264 clip with
 //! `ffmpeg -f lavfi -i testsrc2=size=1920x1080:rate=30 -t 20 -pix_fmt yuv420p -c:v libx264 -g 30 clip.mp4`).
-//! `--cpu` decodes on the CPU; without it, on GPU 0 where there is one.
+//! `--cpu` decodes on the CPU; without it, on GPU 0 where there is one. `--skip N` leaves each
+//! reader's first N frames out of the latency (its start: an attached process creates its CUDA
+//! context and maps the pool at its first frame).
 //!
 //! Per row: the connections to the camera (RTSP sessions for an RTSP camera), the decoders, the
 //! CPU cores of all the processes together while the readers take `--frames` frames each, their
@@ -117,7 +119,7 @@ struct Row {
 
 /// Runs the readers to their end, measuring what the row reports; `all` are every process of
 /// the row (readers and publisher).
-fn measure(readers: &mut [Proc], others: &[u32], vram0: Option<f64>) -> (f64, f64, Option<f64>, Vec<u64>, f64) {
+fn measure(readers: &mut [Proc], others: &[u32], vram0: Option<f64>, skip: usize) -> (f64, f64, Option<f64>, Vec<u64>, f64) {
     let pids: Vec<u32> = readers.iter().map(Proc::pid).chain(others.iter().copied()).collect();
     let cpu0: f64 = pids.iter().map(|&p| cpu_s(p)).sum();
     let t0 = Instant::now();
@@ -132,7 +134,7 @@ fn measure(readers: &mut [Proc], others: &[u32], vram0: Option<f64>) -> (f64, f6
         if cpu1.is_none() {
             cpu1 = Some((pids.iter().map(|&p| cpu_s(p)).sum::<f64>(), t0.elapsed().as_secs_f64()));
         }
-        lat.extend(r.lines.iter().filter_map(|l| l.strip_prefix("L ")).filter_map(|v| v.parse::<u64>().ok()));
+        lat.extend(r.lines.iter().filter_map(|l| l.strip_prefix("L ")).filter_map(|v| v.parse::<u64>().ok()).skip(skip));
     }
     let (c1, wall) = cpu1.unwrap_or((cpu0, 1.0));
     ((c1 - cpu0) / wall, pss, vram, lat, wall)
@@ -144,6 +146,7 @@ fn main() {
     let ns: Vec<usize> = arg(&args, "--n").unwrap_or_else(|| "1,4,16".into()).split(',').map(|v| v.parse().expect("N")).collect();
     let frames = arg(&args, "--frames").unwrap_or_else(|| "300".into());
     let cpu = args.iter().any(|a| a == "--cpu");
+    let skip: usize = arg(&args, "--skip").map_or(0, |v| v.parse().expect("--skip N"));
     let mut rows = Vec::new();
     for &n in &ns {
         // Every process opens the camera.
@@ -160,7 +163,7 @@ fn main() {
         for r in readers.iter_mut() {
             r.until("READY");
         }
-        let (cores, pss, vram, mut lat, wall) = measure(&mut readers, &[], vram0);
+        let (cores, pss, vram, mut lat, wall) = measure(&mut readers, &[], vram0, skip);
         let got = lat.len();
         rows.push(Row { way: "each process opens it", n, connections: n, decoders: n, cores, pss, vram, p50: percentile(&mut lat, 0.5), p99: percentile(&mut lat, 0.99), frames: got, seconds: wall });
         drop(readers);
@@ -176,11 +179,11 @@ fn main() {
         let mut publisher = Proc::start(&a);
         publisher.until("READY");
         let mut readers: Vec<Proc> = (0..n).map(|_| Proc::start(&["consume", &name, &frames, "--latency", "--seconds", "600"])).collect();
-        let (cores, pss, vram, mut lat, wall) = measure(&mut readers, &[publisher.pid()], vram0);
+        let (cores, pss, vram, mut lat, wall) = measure(&mut readers, &[publisher.pid()], vram0, skip);
         let got = lat.len();
         rows.push(Row { way: "one publishes, N attach", n, connections: 1, decoders: 1, cores, pss, vram, p50: percentile(&mut lat, 0.5), p99: percentile(&mut lat, 0.99), frames: got, seconds: wall });
     }
-    println!("camera: {url} ({}), {frames} frames per reader", if cpu { "CPU decode" } else { "GPU 0 where there is one" });
+    println!("camera: {url} ({}), {frames} frames per reader, the first {skip} of each left out of the latency", if cpu { "CPU decode" } else { "GPU 0 where there is one" });
     println!("| way | N | camera connections | decoders | CPU cores | memory (PSS, MiB) | GPU memory (MiB) | decoder → reader p50 / p99 (µs) | frames |");
     println!("|---|---|---|---|---|---|---|---|---|");
     for r in rows {

@@ -240,13 +240,14 @@ want = np.frombuffer(f.copy_nv12(), dtype=np.uint8).reshape(info.rows, info.row_
 assert np.array_equal(t.cpu().numpy(), want), "the tensor equals the host download"
 out = torch.empty((3, 320, 320), dtype=torch.float16, device="cuda:0")
 f.convert(nvcam.FORMAT_RGB_F16_PLANAR, out=out, width=320, height=320, letterbox=True, pad=(114, 114, 114))
-f.release_after_stream(torch.cuda.current_stream().cuda_stream)
-torch.cuda.current_stream().synchronize()
 ref = f.to_numpy(nvcam.FORMAT_RGB_F16_PLANAR, width=320, height=320, letterbox=True, pad=(114, 114, 114))
+torch.cuda.current_stream().synchronize()
 assert np.array_equal(out.cpu().numpy().view(np.uint16), ref.view(np.uint16)), "the conversion equals the host's"
 print("attached", info.seq, info.memory, hex(int(want.sum())))
 del t
-f.release()
+# Released once the stream's work on it is done (the handle is gone at once): the publisher
+# hears of it only after that work completed.
+f.release_after_stream(torch.cuda.current_stream().cuda_stream)
 cam.close()
 """
 
