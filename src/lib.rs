@@ -150,7 +150,7 @@ pub mod diag {
     pub use crate::record::hooks as record_hooks;
     /// Shareable device pools, exported and imported across processes (`test-hooks`).
     #[cfg(all(feature = "test-hooks", unix))]
-    pub use crate::gpu::vmm::hooks as shared_pool;
+    pub use crate::gpu::shared_pool::hooks as shared_pool;
     /// The loss handling before gap placement and the GOP-aware reconnect (`test-hooks`).
     #[cfg(feature = "test-hooks")]
     pub use crate::camera::hooks::{panic_in_session, set_legacy_loss_handling};

@@ -12,7 +12,7 @@ use super::shared::{CameraState, Shared};
 use crate::frame::Frame;
 use crate::registry;
 use crate::share::attach::{Attached, Event, Ticket};
-use crate::gpu::vmm::ImportDesc;
+use crate::gpu::shared_pool::ImportDesc;
 use crate::pool::{Lease, OsHandle, Pool};
 use crate::share::wire::{FrameMsg, PoolDesc, StatusMsg};
 use crate::status::*;
@@ -67,7 +67,7 @@ pub(super) fn session(sh: &Arc<Shared>, name: &str, first: &mut FirstOpen, conne
 /// Maps a publisher's device pool (exported VMM memory) on its GPU.
 fn import_device(desc: &PoolDesc, handle: OsHandle) -> Result<Arc<Pool>> {
     let d = ImportDesc { geom: desc.geom, slots: desc.slots as usize, slot_bytes: desc.slot_bytes as usize, alloc_bytes: desc.alloc_bytes };
-    crate::gpu::vmm::import_pool(desc.device, handle, d)
+    crate::gpu::shared_pool::import_pool(desc.device, handle, d)
 }
 
 /// The publisher's report: kept for the stats; the camera's state follows its source's while

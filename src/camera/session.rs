@@ -155,9 +155,6 @@ fn admission_ends(sh: &Shared) -> impl Fn() -> bool + '_ {
 /// it), `connected` says whether the source was reached, and each exact picture resets
 /// `attempt` (the reconnect back-off).
 pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32, connected: &mut bool) -> Result<SessionEnd> {
-    if let crate::source::Source::Shared(name) = &sh.source {
-        return super::attached::session(sh, name, first, connected);
-    }
     Session::open(sh, first, connected)?.run(attempt)
 }
 

@@ -115,7 +115,11 @@ pub(super) fn run(sh: &Arc<Shared>, mut first: FirstOpen) {
         // A panic inside a session (a bug of ours that a hostile stream reached) ends that
         // session like any other error: its decoder and connection unwind and drop, and the
         // camera reconnects with the usual backoff instead of failing for good.
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| session(sh, &mut first, &mut attempt, &mut connected)))
+        // An attached camera's session reads another process's frames; any other decodes its own.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &sh.source {
+            crate::source::Source::Shared(name) => super::attached::session(sh, name, &mut first, &mut connected),
+            _ => session(sh, &mut first, &mut attempt, &mut connected),
+        }))
             .unwrap_or_else(|payload| {
                 sh.counters.session_panics.fetch_add(1, Ordering::Relaxed);
                 let what = payload.downcast_ref::<&str>().copied().or_else(|| payload.downcast_ref::<String>().map(String::as_str)).unwrap_or("no message");

@@ -94,7 +94,7 @@ impl Pools {
     pub(crate) fn new_exportable_pool(&self, geom: Geometry, slots: usize) -> Result<Arc<Pool>> {
         match self {
             Pools::Host => crate::share::memory::host_pool(geom, slots),
-            Pools::Device(cam) => gpu::vmm::new_exportable_pool(cam, geom, slots),
+            Pools::Device(cam) => gpu::shared_pool::new_exportable_pool(cam, geom, slots),
         }
     }
     /// Whether `pool` is memory of this kind, on this device (else the camera makes a new pool).

@@ -38,6 +38,7 @@ pub(crate) mod params;
 pub(crate) mod placement;
 pub(crate) mod probe;
 pub(crate) mod sessions;
+pub(crate) mod shared_pool;
 pub(crate) mod stats;
 pub(crate) mod timing;
 pub(crate) mod vmm;
