@@ -328,6 +328,43 @@ fn another_users_process_cannot_attach_either_way() {
     assert_eq!(raw_answered(&s, Duration::from_secs(3)), Some(false), "the publisher closes on a process of another user without a welcome");
 }
 
+/// A name that names a group (`GROUP/NAME`) admits the group's members and no one else: a member
+/// of another user attaches and gets frames, a process outside the group is kept out by the
+/// group's folder, and a process that reaches the socket anyway (root) is closed on without a
+/// welcome, because the publisher checks the peer's groups, not only the folder. Run as root,
+/// the test plays three users; the group is a number no account has (so the members are made
+/// only by this test), and its folder is made the way an administrator would (root's, 1770).
+#[test]
+fn a_group_in_the_name_admits_its_members_and_no_one_else() {
+    let _g = serial();
+    // SAFETY: getuid has no preconditions.
+    assert_eq!(unsafe { libc::getuid() }, 0, "this test runs processes as other users: it must run as root, as CI does");
+    let gid = 47_113u32;
+    let dir = PathBuf::from(format!("/tmp/nvcam-g{gid}"));
+    let _ = std::fs::create_dir(&dir);
+    std::os::unix::fs::chown(&dir, Some(0), Some(gid)).unwrap();
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o1770)).unwrap();
+    let name = format!("{gid}/{}", unique("grp"));
+    let mut publisher = Peer::start_in(&["publish", "testsrc://160x120@30", &name], Some(65534), &[gid]);
+    publisher.until("READY");
+
+    let mut member = Peer::start_in(&["consume", &name, "10", "--seconds", "10", "--report"], Some(1), &[gid]);
+    let (ok, lines) = member.finish();
+    assert!(ok, "a member of the group (uid 1) could not attach: {lines:?} {}", member.stderr());
+    assert_eq!(frames_of(&lines).len(), 10, "the member got its 10 frames: {lines:?}");
+
+    let mut outsider = Peer::start_in(&["consume", &name, "1", "--seconds", "5"], Some(2), &[]);
+    let (ok, lines) = outsider.finish();
+    let err = outsider.stderr();
+    assert!(!ok, "a process outside the group (uid 2) attached: {lines:?}");
+    assert!(err.contains("NVCAM_E_AUTH") || err.contains("-8"), "refused with a named error: {err}");
+
+    let s = raw_connect(&dir.join(format!("{}.sock", name.split_once('/').unwrap().1))).expect("root reaches the socket");
+    let hello = nvcam::fuzz_entry::share_samples().remove(0);
+    raw_send(&s, &hello, None);
+    assert_eq!(raw_answered(&s, Duration::from_secs(3)), Some(false), "the publisher closes on a process outside its group without a welcome");
+}
+
 /// Hundreds of connections sending garbage (mutated and cut messages, releases of frames they
 /// never held, handles attached, floods) end only their own connections: the camera, its own
 /// host and a well-behaved attached process stream on, and nothing is left held.

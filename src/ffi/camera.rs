@@ -102,7 +102,8 @@ pub extern "C" fn nvcam_camera_close(cam: u64, timeout_ms: u32) -> i32 {
 /// Publishes an open camera under `name` for other processes of the same user: they open
 /// `nvcam://NAME` and get an ordinary camera whose frames are this camera's, decoded once here and
 /// mapped there without a copy. `name` is 1 to 64 letters, digits, `.`, `_` or `-`, not starting
-/// with `.`; a name another process (or camera) publishes is refused. Each attached process holds
+/// with `.`; `GROUP/NAME` also admits the processes of that Unix group's members (the publisher
+/// must be one; Linux). A name another process (or camera) publishes is refused. Each attached process holds
 /// at most `hold_quota` frames at once (0: 3) and at most `max_consumers` attach at once (0: 8);
 /// the camera's pools get `hold_quota * max_consumers` slots more. When an attached process
 /// exits, is killed or falls silent for 5 s, the frames it held come back at once. Linux only in

@@ -4,17 +4,22 @@
 //!
 //! The folder is `/run/user/UID/nvcam` where the user has a runtime folder, else `/tmp/nvcam-UID`;
 //! it must be the user's own with no access for anyone else, or nothing is published or attached
-//! there (someone else could have made it to catch the socket). A name is held by a lock on its
+//! there (someone else could have made it to catch the socket). A name a group may attach to
+//! (`GROUP/NAME`) lives in `/tmp/nvcam-gGID` instead: the group's folder, writable by the group
+//! only and sticky (no member removes another's socket), owned by a member of the group or root;
+//! there both sides admit a process of the same user or a member of the group, by its credentials
+//! (`SO_PEERCRED` and `SO_PEERGROUPS`), and nobody else. A name is held by a lock on its
 //! `NAME.lock` file for as long as the publisher lives, so a second publisher of the same name
 //! is refused, and the socket of a publisher that died (`kill -9`) is replaced by the next one.
 
 use crate::status::*;
 use std::ffi::CString;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::check_name;
+use super::{parse_name, Circle};
 
 fn errno() -> std::io::Error {
     std::io::Error::last_os_error()
@@ -29,30 +34,123 @@ fn uid() -> u32 {
     unsafe { libc::getuid() }
 }
 
-/// The user's sharing folder, made if missing; refused when it is not the user's own and private.
-fn folder(create: bool) -> Result<PathBuf> {
+/// Who may attach to a name, resolved: the user's own processes, or a group's too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scope {
+    User,
+    Group(u32),
+}
+
+/// The scope and the plain name of a published camera's full name (`NAME` or `GROUP/NAME`).
+fn resolve(full: &str) -> Result<(Scope, &str)> {
+    let (circle, name) = parse_name(full)?;
+    Ok(match circle {
+        Circle::User => (Scope::User, name),
+        Circle::Group(g) => (Scope::Group(gid_of(g)?), name),
+    })
+}
+
+/// A group's id, from its name (or its number).
+fn gid_of(group: &str) -> Result<u32> {
+    if let Ok(n) = group.parse::<u32>() {
+        return Ok(n);
+    }
+    let c = CString::new(group).map_err(|_| Error::arg("a group name with NUL"))?;
+    let mut buf = vec![0u8; 64 * 1024];
+    // SAFETY: group is plain data; all zeroes is a valid value.
+    let mut grp: libc::group = unsafe { std::mem::zeroed() };
+    let mut out: *mut libc::group = std::ptr::null_mut();
+    // SAFETY: a NUL-terminated name, a result struct and a buffer of buf.len() bytes, all live for the call.
+    let r = unsafe { libc::getgrnam_r(c.as_ptr(), &mut grp, buf.as_mut_ptr() as *mut libc::c_char, buf.len(), &mut out) };
+    if r != 0 || out.is_null() {
+        return Err(Error::arg(format!("no group '{group}' on this system")));
+    }
+    Ok(grp.gr_gid)
+}
+
+/// Whether this process is a member of group `g` (its effective group or a supplementary one).
+fn self_in_group(g: u32) -> bool {
+    // SAFETY: getegid has no preconditions.
+    if unsafe { libc::getegid() } == g {
+        return true;
+    }
+    let mut gs = vec![0 as libc::gid_t; 4096];
+    // SAFETY: a buffer of gs.len() gids.
+    let n = unsafe { libc::getgroups(gs.len() as libc::c_int, gs.as_mut_ptr()) };
+    n > 0 && gs[..n as usize].contains(&g)
+}
+
+/// Whether user `who` is a member of group `g` (its primary group or a listed one).
+fn user_in_group(who: u32, g: u32) -> bool {
+    let mut buf = vec![0u8; 64 * 1024];
+    // SAFETY: passwd is plain data; all zeroes is a valid value.
+    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut out: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: a result struct and a buffer of buf.len() bytes, live for the call.
+    let r = unsafe { libc::getpwuid_r(who, &mut pw, buf.as_mut_ptr() as *mut libc::c_char, buf.len(), &mut out) };
+    if r != 0 || out.is_null() {
+        return false;
+    }
+    if pw.pw_gid == g {
+        return true;
+    }
+    let mut gs = vec![0 as libc::gid_t; 4096];
+    let mut n = gs.len() as libc::c_int;
+    // SAFETY: pw_name is the NUL-terminated name getpwuid_r wrote into `buf` (still live); `gs`
+    // holds n gids.
+    let r = unsafe { libc::getgrouplist(pw.pw_name, pw.pw_gid, gs.as_mut_ptr(), &mut n) };
+    r >= 0 && gs[..n.max(0) as usize].contains(&g)
+}
+
+/// The sharing folder of a scope, made if missing; refused when it is not what it must be: the
+/// user's own private folder, or the group's folder (group `g`, mode 1770, owned by root or a
+/// member of the group).
+fn folder(scope: Scope, create: bool) -> Result<PathBuf> {
     let me = uid();
-    let run = PathBuf::from(format!("/run/user/{me}"));
-    let base = match std::fs::metadata(&run) {
-        Ok(m) if std::os::unix::fs::MetadataExt::uid(&m) == me && m.is_dir() => run.join("nvcam"),
-        _ => PathBuf::from(format!("/tmp/nvcam-{me}")),
+    let base = match scope {
+        Scope::User => {
+            let run = PathBuf::from(format!("/run/user/{me}"));
+            match std::fs::metadata(&run) {
+                Ok(m) if std::os::unix::fs::MetadataExt::uid(&m) == me && m.is_dir() => run.join("nvcam"),
+                _ => PathBuf::from(format!("/tmp/nvcam-{me}")),
+            }
+        }
+        Scope::Group(g) => PathBuf::from(format!("/tmp/nvcam-g{g}")),
     };
     if create {
         match std::fs::DirBuilder::new().mode_private().create(&base) {
-            Ok(()) => {}
+            Ok(()) => {
+                if let Scope::Group(g) = scope {
+                    // Made private first, then given to the group: never open to anyone else
+                    // on the way.
+                    let c = CString::new(base.as_os_str().as_encoded_bytes()).map_err(|_| Error::internal("folder path with NUL"))?;
+                    // SAFETY: a NUL-terminated path; the folder is ours (we just made it).
+                    if unsafe { libc::chown(c.as_ptr(), u32::MAX, g) } != 0 || unsafe { libc::chmod(c.as_ptr(), 0o1770) } != 0 {
+                        return Err(io(&format!("cannot give the sharing folder {} to group {g}", base.display()), errno()));
+                    }
+                }
+            }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(io(&format!("cannot make the sharing folder {}", base.display()), e)),
         }
     }
     let m = std::fs::symlink_metadata(&base).map_err(|e| io(&format!("sharing folder {}", base.display()), e))?;
     use std::os::unix::fs::MetadataExt;
-    if !m.is_dir() || m.uid() != me || m.mode() & 0o077 != 0 {
+    let (ok, want) = match scope {
+        Scope::User => (m.is_dir() && m.uid() == me && m.mode() & 0o077 == 0, "this user's own private folder".to_string()),
+        Scope::Group(g) => (
+            m.is_dir() && m.gid() == g && m.mode() & 0o7777 == 0o1770 && (m.uid() == me || m.uid() == 0 || user_in_group(m.uid(), g)),
+            format!("group {g}'s sharing folder (group {g}, mode 1770, owned by root or a member)"),
+        ),
+    };
+    if !ok {
         return Err(Error::new(
             ErrorKind::Auth,
             format!(
-                "the sharing folder {} is not this user's own private folder (owner uid {}, mode {:o}): nothing is published or attached through it",
+                "the sharing folder {} is not {want} (owner uid {}, group {}, mode {:o}): nothing is published or attached through it",
                 base.display(),
                 m.uid(),
+                m.gid(),
                 m.mode() & 0o7777
             ),
         ));
@@ -115,6 +213,7 @@ fn readable(fd: RawFd, timeout: Duration) -> Result<bool> {
 pub(crate) struct Peer {
     pub pid: i32,
     pub uid: u32,
+    pub gid: u32,
 }
 
 impl Peer {
@@ -124,31 +223,52 @@ impl Peer {
     }
 }
 
-/// Where the socket of the camera this user publishes as `name` is.
-pub(crate) fn socket_path(name: &str) -> Result<PathBuf> {
-    check_name(name)?;
-    Ok(folder(false)?.join(format!("{name}.sock")))
+/// Where the socket of the camera published as `full` (`NAME` or `GROUP/NAME`) is.
+pub(crate) fn socket_path(full: &str) -> Result<PathBuf> {
+    let (scope, name) = resolve(full)?;
+    Ok(folder(scope, false)?.join(format!("{name}.sock")))
 }
+
+/// `SO_PEERGROUPS` (Linux 4.13): the peer's supplementary groups, as the kernel recorded them at
+/// connect. The libc crate does not name it; 59 on every architecture nvcam builds for.
+const SO_PEERGROUPS: libc::c_int = 59;
 
 /// A published name: the socket that attached processes connect to, and the lock that holds the
 /// name. Dropping it removes the socket.
 pub(crate) struct Listener {
     sock: OwnedFd,
     path: PathBuf,
+    scope: Scope,
     _lock: std::fs::File,
 }
 
 impl Listener {
-    pub(crate) fn bind(name: &str) -> Result<Listener> {
-        check_name(name)?;
-        let dir = folder(true)?;
+    pub(crate) fn bind(full: &str) -> Result<Listener> {
+        let (scope, name) = resolve(full)?;
+        if let Scope::Group(g) = scope {
+            if !self_in_group(g) {
+                return Err(Error::new(ErrorKind::Auth, format!("this process is not a member of group {g}: it cannot publish to it")));
+            }
+        }
+        let dir = folder(scope, true)?;
+        let (file_mode, group) = match scope {
+            Scope::User => (0o600, None),
+            Scope::Group(g) => (0o660, Some(g)),
+        };
         let lock_path = dir.join(format!("{name}.lock"));
         let lock = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
+            .mode(file_mode)
             .open(&lock_path)
             .map_err(|e| io(&format!("cannot open {}", lock_path.display()), e))?;
+        if let Some(g) = group {
+            // The group's next publisher of this name must be able to open the lock (and finds
+            // it held while we live). Not ours to change when another member made it.
+            // SAFETY: fchown on a file we opened.
+            unsafe { libc::fchown(lock.as_raw_fd(), u32::MAX, g) };
+        }
         // SAFETY: flock on an fd we own; the lock is released when it closes (also at a crash).
         if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             return Err(Error::arg(format!("a camera is published as '{name}' already (by another process of this user, or this one)")));
@@ -162,15 +282,27 @@ impl Listener {
         if unsafe { libc::bind(sock.as_raw_fd(), &addr as *const _ as *const libc::sockaddr, len) } != 0 {
             return Err(io(&format!("cannot bind {}", path.display()), errno()));
         }
-        // The folder already keeps others out; the socket's own mode says the same.
+        // The folder already keeps others out; the socket's own mode says the same (connecting
+        // needs write permission on it: the group's members get it for a group's name).
         let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| Error::internal("socket path with NUL"))?;
-        // SAFETY: a NUL-terminated path.
-        unsafe { libc::chmod(c.as_ptr(), 0o600) };
+        // SAFETY: a NUL-terminated path to the socket we just bound.
+        unsafe {
+            if let Some(g) = group {
+                libc::chown(c.as_ptr(), u32::MAX, g);
+            }
+            libc::chmod(c.as_ptr(), file_mode);
+        }
         // SAFETY: a bound socket we own.
         if unsafe { libc::listen(sock.as_raw_fd(), 64) } != 0 {
             return Err(io("listen", errno()));
         }
-        Ok(Listener { sock, path, _lock: lock })
+        Ok(Listener { sock, path, scope, _lock: lock })
+    }
+
+    /// Whether the process at the other end of `conn` may attach: a process of this user, or a
+    /// member of the name's group.
+    pub(crate) fn admits(&self, conn: &Conn, peer: &Peer) -> bool {
+        peer.same_user() || matches!(self.scope, Scope::Group(g) if conn.peer_in_group(peer, g))
     }
 
     /// The next connection, waiting up to `timeout`; `None` when none came.
@@ -217,14 +349,16 @@ pub(crate) enum Received {
 }
 
 impl Conn {
-    /// Connects to the camera published as `name` by a process of this user.
-    pub(crate) fn connect(name: &str) -> Result<Conn> {
-        check_name(name)?;
-        let dir = folder(false).map_err(|e| match e.kind {
-            ErrorKind::Io => Error::new(ErrorKind::Io, format!("no camera is published as '{name}' (no process of this user publishes one)")),
+    /// Connects to the camera published as `full` by a process of this user (or, for
+    /// `GROUP/NAME`, of a member of the group).
+    pub(crate) fn connect(full: &str) -> Result<Conn> {
+        let (scope, plain) = resolve(full)?;
+        let name = full;
+        let dir = folder(scope, false).map_err(|e| match e.kind {
+            ErrorKind::Io => Error::new(ErrorKind::Io, format!("no camera is published as '{name}' (no process publishes one there)")),
             _ => e,
         })?;
-        let path = dir.join(format!("{name}.sock"));
+        let path = dir.join(format!("{plain}.sock"));
         let sock = seqpacket()?;
         let (addr, len) = sockaddr(&path)?;
         // SAFETY: a valid sockaddr_un of `len` bytes.
@@ -238,10 +372,27 @@ impl Conn {
         }
         let conn = Conn { sock };
         let peer = conn.peer()?;
-        if !peer.same_user() {
-            return Err(Error::new(ErrorKind::Auth, format!("the camera published as '{name}' is served by another user's process (uid {}): not attached", peer.uid)));
+        let admitted = match scope {
+            Scope::User => peer.same_user(),
+            Scope::Group(g) => peer.same_user() || conn.peer_in_group(&peer, g),
+        };
+        if !admitted {
+            return Err(Error::new(ErrorKind::Auth, format!("the camera published as '{name}' is served by a process of uid {} outside its circle: not attached", peer.uid)));
         }
         Ok(conn)
+    }
+
+    /// Whether the process at the other end is a member of group `g`: its group at connect, or
+    /// one of its supplementary groups (`SO_PEERGROUPS`; false where the kernel cannot say).
+    fn peer_in_group(&self, peer: &Peer, g: u32) -> bool {
+        if peer.gid == g {
+            return true;
+        }
+        let mut gs = vec![0 as libc::gid_t; 4096];
+        let mut len = (gs.len() * std::mem::size_of::<libc::gid_t>()) as libc::socklen_t;
+        // SAFETY: SO_PEERGROUPS writes at most `len` bytes of gids into `gs`.
+        let r = unsafe { libc::getsockopt(self.sock.as_raw_fd(), libc::SOL_SOCKET, SO_PEERGROUPS, gs.as_mut_ptr() as *mut libc::c_void, &mut len) };
+        r == 0 && gs[..(len as usize / std::mem::size_of::<libc::gid_t>()).min(gs.len())].contains(&g)
     }
 
     /// The process at the other end, as the kernel saw it connect.
@@ -254,7 +405,7 @@ impl Conn {
         if r != 0 {
             return Err(io("SO_PEERCRED", errno()));
         }
-        Ok(Peer { pid: c.pid, uid: c.uid })
+        Ok(Peer { pid: c.pid, uid: c.uid, gid: c.gid })
     }
 
     /// Sends one message (with a handle), never waiting: `false` when the other end's queue is
@@ -360,14 +511,14 @@ impl Conn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::share::NAME_MAX;
+    use crate::share::{check_name, NAME_MAX};
 
     #[test]
     fn names_that_could_leave_the_folder_are_refused() {
-        for bad in ["", ".hidden", "../x", "a/b", "a b", "x\0", &"n".repeat(NAME_MAX + 1), "caméra"] {
+        for bad in ["", ".hidden", "../x", "a/b/c", "/x", "a/", ".g/x", "a b", "x\0", &"n".repeat(NAME_MAX + 1), "caméra"] {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }
-        for good in ["cam1", "line-3.top_view", &"n".repeat(NAME_MAX)] {
+        for good in ["cam1", "line-3.top_view", &"n".repeat(NAME_MAX), "video/cam1", "44/cam1"] {
             assert!(check_name(good).is_ok(), "{good:?}");
         }
     }

@@ -325,8 +325,8 @@ fn serve(inner: &Arc<Inner>) {
 
 /// A new connection: checked, greeted, and given its reader thread.
 fn admit(inner: &Arc<Inner>, conn: Conn, peer: Peer) {
-    if !peer.same_user() {
-        log::warn!("published camera {}: process {} of uid {} refused (only this user's processes may attach)", inner.camera, peer.pid, peer.uid);
+    if !inner.listener.admits(&conn, &peer) {
+        log::warn!("published camera {}: process {} of uid {} refused (only this user's processes, or the group's its name names, may attach)", inner.camera, peer.pid, peer.uid);
         return;
     }
     let live = inner.conns.lock().iter().filter(|c| !c.ended.load(Ordering::Acquire)).count();

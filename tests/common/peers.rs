@@ -37,10 +37,28 @@ impl Peer {
     }
 
     pub fn start_as(args: &[&str], uid: Option<u32>) -> Peer {
+        Self::start_in(args, uid, &[])
+    }
+
+    /// Starts the peer as user `uid` (its group the same number) with supplementary `groups`
+    /// (the calling process must be root to play another user).
+    pub fn start_in(args: &[&str], uid: Option<u32>, groups: &[u32]) -> Peer {
         let mut c = Command::new(peer_program());
         c.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).env("NVCAM_LOG_LEVEL", "warn");
         if let Some(u) = uid {
-            c.uid(u).gid(u);
+            let groups = groups.to_vec();
+            // SAFETY: only async-signal-safe calls between fork and exec. The groups are set
+            // here, before the user changes (std's own uid/gid would drop them).
+            unsafe {
+                c.pre_exec(move || {
+                    let ok = libc::setgroups(groups.len(), groups.as_ptr()) == 0 && libc::setgid(u) == 0 && libc::setuid(u) == 0;
+                    if ok {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
         }
         let mut child = c.spawn().expect("start share_peer");
         let out = BufReader::new(child.stdout.take().expect("stdout"));

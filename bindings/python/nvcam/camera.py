@@ -67,7 +67,8 @@ class Camera:
         (10-79 characters) and ``srt_pbkeylen`` (16, 24 or 32) encrypt, ``srt_streamid`` names the
         stream for the listener. A refused passphrase raises ``NVCAM_E_AUTH``.
         ``publish="NAME"`` publishes the camera for other processes of this user, which open
-        ``nvcam://NAME`` (see :meth:`publish`; Linux only)."""
+        ``nvcam://NAME`` (``"GROUP/NAME"``: the group's members' processes too; see
+        :meth:`publish`; Linux only)."""
         if device is None:
             device = default_device()
         o = CameraOptions()
