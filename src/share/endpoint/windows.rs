@@ -19,9 +19,9 @@
 //!   pools, its sockets to the camera): the attached process is the less trusted side, and this
 //!   way it gains one handle that can only map a pool for reading. A handle arriving from an
 //!   attached process is refused (its value means nothing here).
-//! - All I/O is overlapped: a send never waits (one write may be in flight per connection; while
-//!   it is, the next send reports a full queue, as a full socket buffer does on Linux), and a
-//!   receive waits at most its timeout.
+//! - All I/O is overlapped: a send never waits (a write the pipe's buffer cannot take at once is
+//!   cancelled and reported as a full queue, as a full socket buffer is on Linux; nothing is left
+//!   in flight), and a receive waits at most its timeout.
 //!
 //! Each message on the pipe is an 8-byte header (the handle's value in the receiver, 0 for none,
 //! little-endian) and the protocol's bytes.
@@ -468,27 +468,6 @@ impl Conn {
         if self.down.load(Ordering::Acquire) || pipe.is_null() {
             return Err(Self::gone());
         }
-        if w.pending {
-            let mut n = 0u32;
-            // SAFETY: the write started below with this OVERLAPPED and buffer, both still here.
-            if unsafe { GetOverlappedResult(pipe, &mut *w.ov, &mut n, 0) } == 0 {
-                match last() {
-                    ERROR_IO_INCOMPLETE => return Ok(false),
-                    // The thread that started it ended, and the system cancelled its write: that
-                    // message is lost (as if the queue had been full); this one goes.
-                    ERROR_OPERATION_ABORTED => w.pending = false,
-                    e if closed_error(e) => {
-                        w.pending = false;
-                        return Err(Self::gone());
-                    }
-                    e => {
-                        w.pending = false;
-                        return Err(io("send", code(e)));
-                    }
-                }
-            }
-            w.pending = false;
-        }
         let value = match (handle, self.server, &self.process) {
             (None, ..) => 0u64,
             (Some(h), true, Some(p)) => {
@@ -507,24 +486,40 @@ impl Conn {
         buf.extend_from_slice(&value.to_le_bytes());
         buf.extend_from_slice(msg);
         // SAFETY: the buffer and OVERLAPPED stay in this connection, untouched, until the write
-        // completed (checked above, or waited for in shutdown).
+        // completed (below: it never outlives this call).
         let ok = unsafe { WriteFile(pipe, buf.as_ptr() as *const c_void, buf.len() as u32, std::ptr::null_mut(), &mut **ov) };
-        if ok != 0 {
-            return Ok(true);
-        }
-        match last() {
-            // In the pipe's hands: it goes when the reader makes room.
-            ERROR_IO_PENDING => {
-                w.pending = true;
-                Ok(true)
+        let e = if ok != 0 { return Ok(true) } else { last() };
+        let e = if e == ERROR_IO_PENDING {
+            // The pipe's buffer is full (a reader that fell behind): the write is taken back
+            // instead of waiting, so nothing is ever left in flight (the system would cancel it
+            // anyway when the thread that started it ends, losing a frame the publisher counts
+            // as held). Unless the reader took it meanwhile, it counts as not sent.
+            let mut n = 0u32;
+            // SAFETY: the write just started with this OVERLAPPED; cancelled, then waited for
+            // (a cancelled pipe write completes at once).
+            let done = unsafe {
+                CancelIoEx(pipe, &mut **ov);
+                GetOverlappedResult(pipe, &mut **ov, &mut n, 1)
+            };
+            if done != 0 {
+                return Ok(true);
             }
-            e => {
-                if value != 0 {
-                    self.close_in_peer(value);
+            match last() {
+                ERROR_OPERATION_ABORTED => {
+                    if value != 0 {
+                        self.close_in_peer(value);
+                    }
+                    return Ok(false);
                 }
-                Err(if closed_error(e) { Self::gone() } else { io("send", code(e)) })
+                e => e,
             }
+        } else {
+            e
+        };
+        if value != 0 {
+            self.close_in_peer(value);
         }
+        Err(if closed_error(e) { Self::gone() } else { io("send", code(e)) })
     }
 
     /// Receives one message, waiting up to `timeout`. A message longer than `max`, shorter than
@@ -610,7 +605,7 @@ impl Conn {
         let mut r = self.read.lock();
         let mut w = self.write.lock();
         r.settle(pipe);
-        w.settle(pipe);
+        w.settle(pipe); // (a write never stays in flight; settled all the same)
         let pipe = self.pipe.swap(std::ptr::null_mut(), Ordering::AcqRel);
         if !pipe.is_null() {
             // SAFETY: our pipe handle, closed once (swapped out); no operation on it is in flight.
@@ -664,6 +659,45 @@ mod tests {
         drop(s);
         drop(a);
         let _b = Listener::bind(&name).unwrap();
+    }
+
+    /// A reader that stops reading never makes the publisher wait: once the pipe's buffer is
+    /// full, sends say so at once, and what was sent arrives whole and in order (a write taken
+    /// back leaves no torn message behind).
+    #[test]
+    fn a_reader_that_stops_reading_never_makes_a_send_wait() {
+        let name = format!("unit-full-{}", std::process::id());
+        let a = Listener::bind(&name).unwrap();
+        let c = Conn::connect(&name).unwrap();
+        let (s, _) = a.accept(Duration::from_secs(2)).unwrap().expect("the connection");
+        let t = Instant::now();
+        let (mut sent, mut refused) = (0u32, 0u32);
+        for i in 0..1000u32 {
+            let mut m = vec![7u8; 1000];
+            m[..4].copy_from_slice(&i.to_le_bytes());
+            if s.send(&m, None).unwrap() {
+                sent += 1;
+            } else {
+                refused += 1;
+            }
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "1000 sends took {:?}", t.elapsed());
+        assert!(sent > 0 && refused > 0, "sent {sent}, refused {refused}: 1 MB into a 64 KiB pipe");
+        let (mut got, mut last) = (0u32, None);
+        loop {
+            match c.recv(Duration::from_millis(300), 2000).unwrap() {
+                Received::Message(m, None) => {
+                    assert_eq!(m.len(), 1000, "a whole message");
+                    let i = u32::from_le_bytes(m[..4].try_into().unwrap());
+                    assert!(last < Some(i), "in order: {i} after {last:?}");
+                    last = Some(i);
+                    got += 1;
+                }
+                Received::Nothing => break,
+                _ => panic!("the connection ended"),
+            }
+        }
+        assert_eq!(got, sent, "every message a send reported sent arrived");
     }
 
     #[test]
