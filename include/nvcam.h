@@ -1369,8 +1369,8 @@ int32_t nvcam_camera_close(uint64_t cam, uint32_t timeout_ms);
  * must be one; Linux). A name another process (or camera) publishes is refused. Each attached process holds
  * at most `hold_quota` frames at once (0: 3) and at most `max_consumers` attach at once (0: 8);
  * the camera's pools get `hold_quota * max_consumers` slots more. When an attached process
- * exits, is killed or falls silent for 5 s, the frames it held come back at once. Linux only in
- * this build (`NVCAM_E_UNSUPPORTED` elsewhere). The camera's URL (and its credentials) never
+ * exits, is killed or falls silent for 5 s, the frames it held come back at once. Linux (a Unix
+ * socket) and Windows (a named pipe). The camera's URL (and its credentials) never
  * reaches the attached processes.
  *
  * Returns: NVCAM_OK, NVCAM_E_NULL_POINTER, NVCAM_E_INVALID_ARGUMENT, NVCAM_E_NULL_HANDLE, NVCAM_E_INVALID_HANDLE, NVCAM_E_WRONG_HANDLE_TYPE, NVCAM_E_STALE_HANDLE, NVCAM_E_CLOSED, NVCAM_E_IO, NVCAM_E_AUTH, NVCAM_E_UNSUPPORTED, NVCAM_E_INTERNAL, NVCAM_E_PANIC

@@ -261,12 +261,10 @@ impl Frame {
         self.lease.host_bytes()
     }
     /// The process-unique id of the pool holding this frame's slot.
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // used by sharing, Linux only
     pub(crate) fn pool_id(&self) -> u64 {
         self.lease.pool().id()
     }
     /// Slots of the pool holding this frame.
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // used by sharing, Linux only
     pub(crate) fn pool_slots(&self) -> usize {
         self.lease.pool().slots()
     }

@@ -226,3 +226,9 @@ pub fn share_samples() -> Vec<Vec<u8>> {
 pub fn share_socket(name: &str) -> Result<std::path::PathBuf, String> {
     crate::share::endpoint::socket_path(name).map_err(|e| e.msg)
 }
+
+/// The pipe of the camera this process's user publishes as `name` (Windows).
+#[cfg(windows)]
+pub fn share_pipe(name: &str) -> Result<String, String> {
+    crate::share::endpoint::pipe_name(name).map_err(|e| e.msg)
+}

@@ -138,7 +138,6 @@ pub(crate) trait Storage: Send + Sync {
     /// A new OS handle to the whole storage for another process to map (a shared-memory file or
     /// a VMM allocation), with the bytes it covers; `None` for storage that cannot be shared.
     /// Each call gives a handle of its own, which the caller closes after passing it on.
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // used by sharing, Linux only
     fn export(&self) -> Option<Result<Exported>> {
         None
     }
@@ -154,7 +153,6 @@ pub(crate) type OsHandle = std::os::windows::io::OwnedHandle;
 /// A storage's memory as another process maps it: the handle and the size of the allocation
 /// behind it (at least `slot_bytes * slots`; a GPU allocation is rounded up to the driver's
 /// granularity).
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // used by sharing, Linux only
 pub(crate) struct Exported {
     pub handle: OsHandle,
     pub alloc_bytes: u64,
@@ -243,7 +241,6 @@ pub fn live_pools() -> (usize, u64) {
 /// A camera's slots at one resolution.
 pub(crate) struct Pool {
     /// Unique in the process: names the pool to processes that map it.
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // used by sharing, Linux only
     id: u64,
     pub geom: Geometry,
     storage: Box<dyn Storage>,
@@ -283,7 +280,6 @@ impl Pool {
 
     /// An exclusive lease on slot `index` exactly, or `None` when it is held or out of range.
     /// For a pool mapped from another process, whose writer chose the slot.
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // used by sharing, Linux only
     pub(crate) fn acquire_slot(self: &Arc<Self>, index: usize) -> Option<Lease> {
         let mut free = self.free.lock();
         let pos = free.iter().position(|&i| i == index)?;

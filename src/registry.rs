@@ -12,8 +12,6 @@
 //! and `force_release_peer` drops them all when the connection ends. The host's calls never see
 //! those entries, nor the peer's messages the host's.
 
-#![cfg_attr(not(target_os = "linux"), allow(dead_code))]
-
 use crate::frame::Frame;
 use crate::handle::{Kind, Table};
 use crate::status::*;

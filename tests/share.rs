@@ -1,7 +1,8 @@
 //! One camera, many processes: a camera published by one process and attached by others
 //! (`nvcam://NAME`), all of them real processes (`examples/share_peer.rs`), killed with SIGKILL
-//! where the test says so. The CPU path; the GPU path's runs are in tests/gpu_share.rs.
-#![cfg(target_os = "linux")]
+//! where the test says so (TerminateProcess on Windows). The CPU path; the GPU path's runs are in
+//! tests/gpu_share.rs. On Windows (under Wine in the Windows step) the same tests run against the
+//! named-pipe endpoint, except those scripts/ci/windows-test.sh skips with its reasons.
 
 mod common;
 #[path = "support/rtsp.rs"]
@@ -11,7 +12,6 @@ use common::*;
 use nvcam::*;
 use rtsp::{RtspServer, Stream};
 use std::collections::HashSet;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,9 +26,9 @@ fn publish(cam: u64, name: &str, quota: u32) {
     ok(unsafe { nvcam_camera_publish(cam, n.as_ptr(), quota, 0) }).expect("publish");
 }
 
-/// Descriptors this process has open.
+/// Descriptors (handles on Windows) this process has open.
 fn fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+    open_handles()
 }
 
 /// The publisher keeps every frame an attached process holds, and the pool's slots count them:
@@ -129,13 +129,11 @@ fn a_stopped_consumer_is_cut_off_after_its_silence_and_its_holds_come_back() {
     let mut c = Peer::start(&["consume", &name, "3", "--hold", "3", "--then-hold", "--seconds", "30"]);
     c.until("HOLDING");
     assert!(in_use(cam) >= base + 3);
-    let pid = c.child.id() as i32;
-    // SAFETY: signals to our own child.
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    suspend(&c, true);
     let t = std::time::Instant::now();
     let back = wait_until(Duration::from_secs(9), || in_use(cam) <= base + 1 && stats(cam).consumers == 0);
     let took = t.elapsed();
-    unsafe { libc::kill(pid, libc::SIGCONT) };
+    suspend(&c, false);
     assert!(back, "a stopped process still holds {} slots after {took:?}", in_use(cam));
     assert!(took >= Duration::from_secs(4), "cut off after {took:?}, before its 5 s of silence");
     c.kill9();
@@ -243,59 +241,134 @@ fn a_consumer_that_never_releases_slows_no_one_else() {
     close(cam, 5000).unwrap();
 }
 
-/// Connects to `path` as a raw peer of the protocol (never waiting: a full backlog is no
-/// connection).
-fn raw_connect(path: &std::path::Path) -> Option<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: a new socket, owned below.
-    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, 0) };
-    assert!(fd >= 0);
-    // SAFETY: a new fd we own.
-    let s = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
-    let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    a.sun_family = libc::AF_UNIX as _;
-    for (d, &b) in a.sun_path.iter_mut().zip(path.as_os_str().as_encoded_bytes()) {
-        *d = b as _;
-    }
-    let len = std::mem::size_of::<libc::sa_family_t>() + path.as_os_str().len() + 1;
-    // SAFETY: a valid sockaddr_un.
-    let r = unsafe { libc::connect(fd, &a as *const _ as *const libc::sockaddr, len as _) };
-    (r == 0).then_some(s)
-}
-
-/// Sends one datagram, with `fd` attached if given; never blocks.
-fn raw_send(s: &std::os::fd::OwnedFd, b: &[u8], fd: Option<i32>) {
-    use std::os::fd::AsRawFd;
-    let mut iov = libc::iovec { iov_base: b.as_ptr() as *mut _, iov_len: b.len() };
-    let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
-    h.msg_iov = &mut iov;
-    h.msg_iovlen = 1;
-    let space = unsafe { libc::CMSG_SPACE(4) } as usize;
-    let mut control = vec![0u8; space];
-    if let Some(fd) = fd {
-        h.msg_control = control.as_mut_ptr() as *mut _;
-        h.msg_controllen = space as _;
-        unsafe {
-            let c = libc::CMSG_FIRSTHDR(&h);
-            (*c).cmsg_level = libc::SOL_SOCKET;
-            (*c).cmsg_type = libc::SCM_RIGHTS;
-            (*c).cmsg_len = libc::CMSG_LEN(4) as _;
-            std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut i32, fd);
+/// Stops (`true`) or resumes a peer process: SIGSTOP/SIGCONT, or all its threads on Windows.
+fn suspend(p: &Peer, stop: bool) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: a signal to our own child.
+    unsafe {
+        libc::kill(p.child.id() as i32, if stop { libc::SIGSTOP } else { libc::SIGCONT })
+    };
+    #[cfg(windows)]
+    {
+        #[link(name = "ntdll")]
+        extern "system" {
+            fn NtSuspendProcess(process: *mut std::ffi::c_void) -> i32;
+            fn NtResumeProcess(process: *mut std::ffi::c_void) -> i32;
         }
+        let h = std::os::windows::io::AsRawHandle::as_raw_handle(&p.child);
+        // SAFETY: our own child's process handle, open while `p` lives.
+        let status = unsafe { if stop { NtSuspendProcess(h) } else { NtResumeProcess(h) } };
+        assert!(status >= 0, "NtSuspendProcess/NtResumeProcess: 0x{status:08x}");
     }
-    unsafe { libc::sendmsg(s.as_raw_fd(), &h, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
 }
 
-/// Whether the publisher answered on `s` within `wait` (a welcome), or closed it.
-fn raw_answered(s: &std::os::fd::OwnedFd, wait: Duration) -> Option<bool> {
-    use std::os::fd::AsRawFd;
-    let mut p = libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-    if unsafe { libc::poll(&mut p, 1, wait.as_millis() as i32) } <= 0 {
-        return None;
+/// A raw peer of the protocol: the publisher's endpoint, spoken to by hand.
+#[cfg(target_os = "linux")]
+mod raw {
+    use super::*;
+    pub type RawConn = std::os::fd::OwnedFd;
+
+    /// Connects to the socket at `path` (never waiting: a full backlog is no connection).
+    pub fn connect_path(path: &std::path::Path) -> Option<RawConn> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: a new socket, owned below.
+        let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, 0) };
+        assert!(fd >= 0);
+        // SAFETY: a new fd we own.
+        let s = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+        a.sun_family = libc::AF_UNIX as _;
+        for (d, &b) in a.sun_path.iter_mut().zip(path.as_os_str().as_encoded_bytes()) {
+            *d = b as _;
+        }
+        let len = std::mem::size_of::<libc::sa_family_t>() + path.as_os_str().len() + 1;
+        // SAFETY: a valid sockaddr_un.
+        let r = unsafe { libc::connect(fd, &a as *const _ as *const libc::sockaddr, len as _) };
+        (r == 0).then_some(s)
     }
-    let mut b = [0u8; 512];
-    let n = unsafe { libc::recv(s.as_raw_fd(), b.as_mut_ptr() as *mut _, b.len(), libc::MSG_DONTWAIT) };
-    Some(n > 0)
+
+    /// Connects to the camera this user publishes as `name`.
+    pub fn connect(name: &str) -> Option<RawConn> {
+        connect_path(&nvcam::fuzz_entry::share_socket(name).expect("socket path"))
+    }
+
+    /// Sends one datagram, with a descriptor (of /dev/null) attached if `handle`; never blocks.
+    pub fn send(s: &RawConn, b: &[u8], handle: bool) {
+        use std::os::fd::AsRawFd;
+        static DEVNULL: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
+        let fd = handle.then(|| DEVNULL.get_or_init(|| std::fs::File::open("/dev/null").unwrap()).as_raw_fd());
+        let mut iov = libc::iovec { iov_base: b.as_ptr() as *mut _, iov_len: b.len() };
+        let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
+        h.msg_iov = &mut iov;
+        h.msg_iovlen = 1;
+        let space = unsafe { libc::CMSG_SPACE(4) } as usize;
+        let mut control = vec![0u8; space];
+        if let Some(fd) = fd {
+            h.msg_control = control.as_mut_ptr() as *mut _;
+            h.msg_controllen = space as _;
+            unsafe {
+                let c = libc::CMSG_FIRSTHDR(&h);
+                (*c).cmsg_level = libc::SOL_SOCKET;
+                (*c).cmsg_type = libc::SCM_RIGHTS;
+                (*c).cmsg_len = libc::CMSG_LEN(4) as _;
+                std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut i32, fd);
+            }
+        }
+        unsafe { libc::sendmsg(s.as_raw_fd(), &h, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+    }
+
+    /// Whether the publisher answered on `s` within `wait` (a welcome), or closed it.
+    pub fn answered(s: &RawConn, wait: Duration) -> Option<bool> {
+        use std::os::fd::AsRawFd;
+        let mut p = libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        if unsafe { libc::poll(&mut p, 1, wait.as_millis() as i32) } <= 0 {
+            return None;
+        }
+        let mut b = [0u8; 512];
+        let n = unsafe { libc::recv(s.as_raw_fd(), b.as_mut_ptr() as *mut _, b.len(), libc::MSG_DONTWAIT) };
+        Some(n > 0)
+    }
+}
+
+/// A raw peer of the protocol: the publisher's pipe, spoken to by hand. Each pipe message is the
+/// endpoint's 8-byte header (a handle's value, 0 for none) and the protocol's bytes.
+#[cfg(windows)]
+mod raw {
+    use std::ffi::c_void;
+    use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
+    pub type RawConn = OwnedHandle;
+
+    #[link(name = "kernel32")]
+    extern "system" {
+        fn CreateFileW(name: *const u16, access: u32, share: u32, sa: *const c_void, disposition: u32, flags: u32, template: *mut c_void) -> *mut c_void;
+        fn SetNamedPipeHandleState(pipe: *mut c_void, mode: *const u32, max_collection: *const u32, timeout: *const u32) -> i32;
+        fn WriteFile(h: *mut c_void, buf: *const c_void, len: u32, written: *mut u32, ov: *mut c_void) -> i32;
+    }
+
+    /// Connects to the camera this user publishes as `name` (synchronous I/O: the messages here
+    /// are far smaller than the pipe's buffer, so a write never waits for the publisher).
+    pub fn connect(name: &str) -> Option<RawConn> {
+        let path: Vec<u16> = nvcam::fuzz_entry::share_pipe(name).expect("pipe name").encode_utf16().chain([0]).collect();
+        // SAFETY: a NUL-terminated name; GENERIC_READ | GENERIC_WRITE, OPEN_EXISTING.
+        let h = unsafe { CreateFileW(path.as_ptr(), 0x8000_0000 | 0x4000_0000, 0, std::ptr::null(), 3, 0, std::ptr::null_mut()) };
+        if h as isize == -1 {
+            return None;
+        }
+        // SAFETY: a new handle we own.
+        let h = unsafe { OwnedHandle::from_raw_handle(h) };
+        // SAFETY: our pipe handle; PIPE_READMODE_MESSAGE.
+        unsafe { SetNamedPipeHandleState(h.as_raw_handle(), &2, std::ptr::null(), std::ptr::null()) };
+        Some(h)
+    }
+
+    /// Sends one message, with a made-up handle value in its header if `handle`.
+    pub fn send(s: &RawConn, b: &[u8], handle: bool) {
+        let mut m = if handle { 0x1234u64 } else { 0 }.to_le_bytes().to_vec();
+        m.extend_from_slice(b);
+        let mut n = 0u32;
+        // SAFETY: a buffer of m.len() bytes; synchronous.
+        unsafe { WriteFile(s.as_raw_handle(), m.as_ptr() as *const c_void, m.len() as u32, &mut n, std::ptr::null_mut()) };
+    }
 }
 
 /// A process of another user cannot attach: not through the name (the user's sharing folder
@@ -303,6 +376,14 @@ fn raw_answered(s: &std::os::fd::OwnedFd, wait: Duration) -> Option<bool> {
 /// credentials and closes without a welcome). Run as root, the test plays the other user.
 #[test]
 fn another_users_process_cannot_attach_either_way() {
+    #[cfg(not(target_os = "linux"))]
+    panic!("runs processes as another uid (Linux); Wine runs every process as one user");
+    #[cfg(target_os = "linux")]
+    another_user_linux();
+}
+
+#[cfg(target_os = "linux")]
+fn another_user_linux() {
     let _g = serial();
     // SAFETY: getuid has no preconditions.
     assert_eq!(unsafe { libc::getuid() }, 0, "this test runs processes as another user (uid 65534): it must run as root, as CI does");
@@ -321,11 +402,11 @@ fn another_users_process_cannot_attach_either_way() {
     let name = unique("uid2");
     let mut publisher = Peer::start_as(&["publish", "testsrc://160x120@30", &name], Some(65534));
     publisher.until("READY");
-    let path = PathBuf::from(format!("/tmp/nvcam-65534/{name}.sock"));
-    let s = raw_connect(&path).expect("root reaches the socket");
+    let path = std::path::PathBuf::from(format!("/tmp/nvcam-65534/{name}.sock"));
+    let s = raw::connect_path(&path).expect("root reaches the socket");
     let hello = nvcam::fuzz_entry::share_samples().remove(0);
-    raw_send(&s, &hello, None);
-    assert_eq!(raw_answered(&s, Duration::from_secs(3)), Some(false), "the publisher closes on a process of another user without a welcome");
+    raw::send(&s, &hello, false);
+    assert_eq!(raw::answered(&s, Duration::from_secs(3)), Some(false), "the publisher closes on a process of another user without a welcome");
 }
 
 /// A name that names a group (`GROUP/NAME`) admits the group's members and no one else: a member
@@ -334,13 +415,14 @@ fn another_users_process_cannot_attach_either_way() {
 /// welcome, because the publisher checks the peer's groups, not only the folder. Run as root,
 /// the test plays three users; the group is a number no account has (so the members are made
 /// only by this test), and its folder is made the way an administrator would (root's, 1770).
+#[cfg(target_os = "linux")]
 #[test]
 fn a_group_in_the_name_admits_its_members_and_no_one_else() {
     let _g = serial();
     // SAFETY: getuid has no preconditions.
     assert_eq!(unsafe { libc::getuid() }, 0, "this test runs processes as other users: it must run as root, as CI does");
     let gid = 47_113u32;
-    let dir = PathBuf::from(format!("/tmp/nvcam-g{gid}"));
+    let dir = std::path::PathBuf::from(format!("/tmp/nvcam-g{gid}"));
     let _ = std::fs::create_dir(&dir);
     std::os::unix::fs::chown(&dir, Some(0), Some(gid)).unwrap();
     std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o1770)).unwrap();
@@ -359,10 +441,23 @@ fn a_group_in_the_name_admits_its_members_and_no_one_else() {
     assert!(!ok, "a process outside the group (uid 2) attached: {lines:?}");
     assert!(err.contains("NVCAM_E_AUTH") || err.contains("-8"), "refused with a named error: {err}");
 
-    let s = raw_connect(&dir.join(format!("{}.sock", name.split_once('/').unwrap().1))).expect("root reaches the socket");
+    let s = raw::connect_path(&dir.join(format!("{}.sock", name.split_once('/').unwrap().1))).expect("root reaches the socket");
     let hello = nvcam::fuzz_entry::share_samples().remove(0);
-    raw_send(&s, &hello, None);
-    assert_eq!(raw_answered(&s, Duration::from_secs(3)), Some(false), "the publisher closes on a process outside its group without a welcome");
+    raw::send(&s, &hello, false);
+    assert_eq!(raw::answered(&s, Duration::from_secs(3)), Some(false), "the publisher closes on a process outside its group without a welcome");
+}
+
+/// Windows has no group circle: a name with a group is refused by name, never published as if
+/// it were the user's own (which would admit fewer than the host meant, or, worse, read as more).
+#[cfg(windows)]
+#[test]
+fn a_group_in_the_name_is_refused_on_windows() {
+    let _g = serial();
+    let cam = open("testsrc://160x120@30", &options(0)).expect("open");
+    let n = std::ffi::CString::new(format!("staff/{}", unique("grp"))).unwrap();
+    assert_eq!(unsafe { nvcam_camera_publish(cam, n.as_ptr(), 0, 0) }, NVCAM_E_UNSUPPORTED);
+    assert_eq!(stats(cam).consumers, 0);
+    close(cam, 5000).unwrap();
 }
 
 /// Hundreds of connections sending garbage (mutated and cut messages, releases of frames they
@@ -377,7 +472,6 @@ fn garbage_from_attached_processes_ends_only_their_connections() {
     let f = get_frame(cam, 5000).expect("a frame");
     release(f).unwrap();
     let mut good = Peer::start(&["consume", &name, "100000", "--seconds", "6"]);
-    let path = nvcam::fuzz_entry::share_socket(&name).expect("socket path");
     let samples = nvcam::fuzz_entry::share_samples();
     let stop = Arc::new(AtomicBool::new(false));
     let own = {
@@ -394,13 +488,12 @@ fn garbage_from_attached_processes_ends_only_their_connections() {
         })
     };
     let mut rng = Rng(0x5eed_5a7e);
-    let devnull = std::fs::File::open("/dev/null").unwrap();
     let (t, mut conns) = (Instant::now(), 0u32);
     while t.elapsed() < Duration::from_secs(4) {
-        let Some(s) = raw_connect(&path) else { continue };
+        let Some(s) = raw::connect(&name) else { continue };
         conns += 1;
         if rng.chance(2) {
-            raw_send(&s, &samples[0], None); // a proper hello first, to reach the reader
+            raw::send(&s, &samples[0], false); // a proper hello first, to reach the reader
         }
         for _ in 0..rng.below(20) {
             let mut m = rng.pick(&samples).clone();
@@ -421,8 +514,7 @@ fn garbage_from_attached_processes_ends_only_their_connections() {
                 }
                 _ => {}
             }
-            let fd = rng.chance(4).then(|| std::os::fd::AsRawFd::as_raw_fd(&devnull));
-            raw_send(&s, &m, fd);
+            raw::send(&s, &m, rng.chance(4));
         }
         if rng.chance(3) {
             std::thread::sleep(Duration::from_millis(rng.below(20)));

@@ -271,7 +271,6 @@ if __name__ == "__main__":
 class SharedCameraTest(NvcamTestCase):
     """A camera published by this process and attached by another Python process."""
 
-    @unittest.skipUnless(sys.platform.startswith("linux"), "sharing a camera between processes is built for Linux only")
     def test_another_process_reads_the_published_frames_through_dlpack(self):
         name = "py-%d" % os.getpid()
         with open_cam(publish=name) as cam:

@@ -81,7 +81,8 @@ SKIP=(
   "srt *|every test starts Debian's ffmpeg CLI (a Linux program) as the SRT listener and decodes its reference with it: a Windows process under Wine cannot start Linux programs; SRT through Wine is checked below (the Linux listener, nvcam_view.exe under Wine, the right and a wrong passphrase)"
   "hostile_servers *|every test starts the Linux python3 hostile server (tests/support/hostile_server.py), which a Windows process under Wine cannot start or stop, and reads the camera's thread CPU from /proc; the limits it checks are FFmpeg's rtsp.c and nvcam's worker, the same code in the Windows build"
   "guest *|Linux hosts (a C program linked against Debian's libavformat.so.59, python3 loading it with RTLD_GLOBAL) and the Linux GStreamer servers, none of which a Windows process under Wine can start; the Windows case, a host that loaded another avformat-59.dll first, is tests/wine/plain_load.c --host-ffmpeg below"
-  "share *|sharing a camera between processes is built for Linux only (Unix sockets, memfd); the Windows build answers nvcam_camera_publish and nvcam:// with NVCAM_E_UNSUPPORTED, and its tests start Linux peer processes and GStreamer servers"
+  "share eight_processes_read_one_rtsp_session_and_every_frame_is_exact|streams from the Linux GStreamer RTSP server (and counts its SETUPs), which a Windows process under Wine cannot start or stop; the other sharing tests publish testsrc and clip cameras and run under Wine with share_peer.exe processes"
+  "share another_users_process_cannot_attach_either_way|starts processes as another uid (Linux): Wine runs every process as one Windows user with one SID, so the pipe's DACL and the token checks cannot be shown refusing anyone; the Linux run checks the shared publisher's refusal"
   "docs *|compiles the docs' runnable C blocks with the Linux C compiler and runs their Python blocks with the Linux python3 against the Linux library (neither can be started from a Windows process under Wine); its checks of links are text only and the same on Linux"
 )
 # Test files left out whole: not cross-built, their tests counted from the Linux build.
@@ -103,6 +104,9 @@ step "cross-build of the tests: cargo test --release --features test-hooks --tar
 built=(--lib)
 for f in tests/*.rs; do t=$(basename "$f" .rs); skipped_whole "$t" || built+=(--test "$t"); done
 cargo test --release --features test-hooks --target "$T" --no-run "${built[@]}"
+# The sharing tests' peer processes (tests/common/peers.rs): built after the tests, with the same
+# features (nvcam is not compiled again), so it is newer than the nvcam.dll it tests.
+cargo build --release --features test-hooks --target "$T" --example share_peer
 
 step "clips and reference decodes for the file tests, made on Linux (cargo test --release --test core, --test codecs, --test gpu_integrity, recording_exact's path test, --test tls, --test hostile, --test fuzz_parsers)"
 # .ci/run sets NVCAM_LINUX_TESTS_PASSED=1: its `cargo test --release --features test-hooks` has just

@@ -50,7 +50,6 @@ impl ImportDesc {
 /// A device pool like [`super::memory::new_pool`]'s, in one VMM allocation another process can
 /// map ([`crate::pool::Storage::export`]). Fails with `Unsupported` where the device cannot share
 /// memory.
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // used by sharing, Linux only
 pub(crate) fn new_exportable_pool(cam: &CamGpu, geom: Geometry, slots: usize) -> Result<Arc<Pool>> {
     let dev = &cam.stream.dev;
     check_support(dev.ordinal)?;
@@ -70,7 +69,6 @@ pub(crate) fn new_exportable_pool(cam: &CamGpu, geom: Geometry, slots: usize) ->
 /// way) on GPU `device` after checking `desc`. Its storage is read-only for us: no write events
 /// (`wait_ready` returns at once: a frame is announced after its write completed), consumer
 /// fences as on any device pool, downloads through a staging buffer of its own stream.
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // used by sharing, Linux only
 pub(crate) fn import_pool(device: i32, handle: OsHandle, desc: ImportDesc) -> Result<Arc<Pool>> {
     let alloc = desc.check()?;
     let dev = super::device(device)?;

@@ -9,17 +9,16 @@
 
 use super::endpoint::{Conn, Received};
 use super::wire::{FrameMsg, Msg, PoolDesc, StatusMsg, MAX_LEN};
-use crate::pool::{Lease, MemoryKind, Pool};
+use crate::pool::{Lease, MemoryKind, OsHandle, Pool};
 use crate::status::*;
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Maps a device pool another process exported; `None` where this build cannot (no GPU path).
-pub(crate) type DeviceImport = fn(&PoolDesc, OwnedFd) -> Result<Arc<Pool>>;
+pub(crate) type DeviceImport = fn(&PoolDesc, OsHandle) -> Result<Arc<Pool>>;
 
 /// The connection as the frames' tickets reach it.
 struct Link {
@@ -87,15 +86,12 @@ pub(crate) struct Attached {
     last_heard: Instant,
     last_sent: Instant,
     device: Option<DeviceImport>,
-    /// The publisher's process id, as the kernel recorded it at connect.
-    publisher: i32,
 }
 
 impl Attached {
     /// Connects to the camera published as `name` and waits up to `timeout` for its welcome.
     pub(crate) fn connect(name: &str, timeout: Duration, device: Option<DeviceImport>) -> Result<Attached> {
         let conn = Conn::connect(name)?;
-        let publisher = conn.peer()?.pid;
         conn.send(&Msg::Hello { version: super::wire::VERSION }.encode(), None)?;
         let end = Instant::now() + timeout;
         let heartbeat = loop {
@@ -125,7 +121,6 @@ impl Attached {
             last_heard: now,
             last_sent: now,
             device,
-            publisher,
         })
     }
 
@@ -189,10 +184,7 @@ impl Attached {
     /// again: when the publisher died. A publisher that lives on (it stopped publishing, or ended
     /// this connection) reuses the slots it was holding for us.
     pub(crate) fn publisher_alive(&self) -> bool {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", self.publisher)) else { return false };
-        // The state follows the command name, which is in parentheses and may hold any byte.
-        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
-        !matches!(state, None | Some('Z') | Some('X') | Some('x'))
+        self.link.conn.peer_alive()
     }
 }
 

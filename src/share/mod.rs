@@ -10,24 +10,18 @@
 //! - [`publisher`]: the publishing camera's side: connections, holds per connection, quotas.
 //! - [`attach`]: the attached process's side: mapped pools, frames, releases.
 //!
-//! The camera room drives both sides; nothing here knows a camera. Linux only in this build
-//! (Unix sockets, memfd); elsewhere publishing and attaching fail with a named error.
+//! The camera room drives both sides; nothing here knows a camera. Only `endpoint` and `memory`
+//! differ by platform (Linux: Unix sockets and memfd; Windows: named pipes and file mappings);
+//! the publisher and the attached side are the same code on both.
 
 pub(crate) mod wire;
 
-#[cfg(target_os = "linux")]
 pub(crate) mod attach;
-#[cfg(target_os = "linux")]
 pub(crate) mod endpoint;
-#[cfg(target_os = "linux")]
 pub(crate) mod memory;
-#[cfg(target_os = "linux")]
 pub(crate) mod publisher;
-
-#[cfg(not(target_os = "linux"))]
-mod unsupported;
-#[cfg(not(target_os = "linux"))]
-pub(crate) use unsupported::{attach, memory, publisher};
+#[cfg(windows)]
+mod win32;
 
 use crate::status::*;
 

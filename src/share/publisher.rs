@@ -19,7 +19,6 @@ use crate::registry;
 use crate::status::*;
 use parking_lot::Mutex;
 use std::collections::HashSet;
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -116,7 +115,7 @@ impl Connection {
                 slot_bytes: g.slot_bytes() as u64,
                 alloc_bytes: exported.alloc_bytes,
             };
-            match self.conn.send(&Msg::Pool(desc).encode(), Some(exported.handle.as_fd())) {
+            match self.conn.send(&Msg::Pool(desc).encode(), Some(&exported.handle)) {
                 Ok(true) => {
                     st.pools.insert(pool_id);
                 }
@@ -326,7 +325,7 @@ fn serve(inner: &Arc<Inner>) {
 /// A new connection: checked, greeted, and given its reader thread.
 fn admit(inner: &Arc<Inner>, conn: Conn, peer: Peer) {
     if !inner.listener.admits(&conn, &peer) {
-        log::warn!("published camera {}: process {} of uid {} refused (only this user's processes, or the group's its name names, may attach)", inner.camera, peer.pid, peer.uid);
+        log::warn!("published camera {}: process {} of {} refused (only this user's processes, or those of the group its name names, may attach)", inner.camera, peer.pid, peer.user());
         return;
     }
     let live = inner.conns.lock().iter().filter(|c| !c.ended.load(Ordering::Acquire)).count();

@@ -6,8 +6,6 @@
 //! range) is a [`Malformed`] error, and the receiver ends that connection. A frame is never in a
 //! message: only its pool, slot and what the host reads about it.
 
-#![cfg_attr(not(target_os = "linux"), allow(dead_code))]
-
 use crate::frame::{Color, FrameIntegrity, Matrix, Range, Siting, TimeSource, Transfer};
 use crate::pool::{Depth, Geometry, MemoryKind};
 

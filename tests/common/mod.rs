@@ -18,7 +18,6 @@ mod clips;
 mod cuda;
 mod gpu;
 mod jpeg;
-#[cfg(target_os = "linux")]
 mod peers;
 mod processes;
 
@@ -34,7 +33,6 @@ pub use gpu::*;
 #[allow(unused_imports)]
 pub use jpeg::*;
 #[allow(unused_imports)]
-#[cfg(target_os = "linux")]
 pub use peers::*;
 #[allow(unused_imports)]
 pub use processes::*;

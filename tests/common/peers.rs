@@ -1,10 +1,8 @@
 //! Processes of a shared camera (`examples/share_peer.rs`) as the sharing tests start, read and
-//! kill them.
-#![cfg(target_os = "linux")]
+//! kill them (SIGKILL on Linux, TerminateProcess on Windows: neither lets the process clean up).
 
 use super::*;
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdout, Stdio};
 
 /// The peer program, built by `cargo test` with the tests (examples are built with them), or the
@@ -13,7 +11,7 @@ pub fn peer_program() -> PathBuf {
     if let Ok(b) = std::env::var("GPU_BUNDLE") {
         return PathBuf::from(b).join("bin").join("share_peer");
     }
-    let p = deps_dir().parent().expect("profile dir").join("examples").join("share_peer");
+    let p = deps_dir().parent().expect("profile dir").join("examples").join(format!("share_peer{}", std::env::consts::EXE_SUFFIX));
     assert!(
         p.is_file(),
         "{} is missing: run the whole test command (cargo test builds examples), or build it with `cargo build --release --features test-hooks --example share_peer`",
@@ -45,7 +43,9 @@ impl Peer {
     pub fn start_in(args: &[&str], uid: Option<u32>, groups: &[u32]) -> Peer {
         let mut c = Command::new(peer_program());
         c.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).env("NVCAM_LOG_LEVEL", "warn");
+        #[cfg(target_os = "linux")]
         if let Some(u) = uid {
+            use std::os::unix::process::CommandExt;
             let groups = groups.to_vec();
             // SAFETY: only async-signal-safe calls between fork and exec. The groups are set
             // here, before the user changes (std's own uid/gid would drop them).
@@ -60,6 +60,8 @@ impl Peer {
                 });
             }
         }
+        #[cfg(not(target_os = "linux"))]
+        assert!(uid.is_none() && groups.is_empty(), "another user's process is started on Linux only");
         let mut child = c.spawn().expect("start share_peer");
         let out = BufReader::new(child.stdout.take().expect("stdout"));
         Peer { child, out, lines: Vec::new() }
@@ -101,8 +103,14 @@ impl Peer {
     }
 
     pub fn kill9(&mut self) {
+        #[cfg(target_os = "linux")]
         // SAFETY: a signal to our own child, which has not been waited for.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGKILL)
+        };
+        // TerminateProcess: the process ends where it is, as with SIGKILL.
+        #[cfg(windows)]
+        let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }

@@ -3,6 +3,27 @@
 
 use super::*;
 
+/// Descriptors (Linux) or handles (Windows) this process has open: what a leak of either shows in.
+#[cfg(not(windows))]
+pub fn open_handles() -> usize {
+    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+}
+
+/// Descriptors (Linux) or handles (Windows) this process has open: what a leak of either shows in.
+#[cfg(windows)]
+pub fn open_handles() -> usize {
+    #[link(name = "kernel32")]
+    extern "system" {
+        fn GetCurrentProcess() -> *mut std::ffi::c_void;
+        fn GetProcessHandleCount(process: *mut std::ffi::c_void, count: *mut u32) -> i32;
+    }
+    let mut n = 0u32;
+    // SAFETY: the pseudo handle of this process; writes one u32.
+    let ok = unsafe { GetProcessHandleCount(GetCurrentProcess(), &mut n) };
+    assert!(ok != 0, "GetProcessHandleCount failed");
+    n as usize
+}
+
 /// Threads of this process whose name starts with `prefix` (camera workers are `nvcam-cam-*`).
 #[cfg(not(windows))]
 pub fn threads_named(prefix: &str) -> usize {

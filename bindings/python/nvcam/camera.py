@@ -67,8 +67,8 @@ class Camera:
         (10-79 characters) and ``srt_pbkeylen`` (16, 24 or 32) encrypt, ``srt_streamid`` names the
         stream for the listener. A refused passphrase raises ``NVCAM_E_AUTH``.
         ``publish="NAME"`` publishes the camera for other processes of this user, which open
-        ``nvcam://NAME`` (``"GROUP/NAME"``: the group's members' processes too; see
-        :meth:`publish`; Linux only)."""
+        ``nvcam://NAME`` (``"GROUP/NAME"``: the group's members' processes too, on Linux; see
+        :meth:`publish`)."""
         if device is None:
             device = default_device()
         o = CameraOptions()
@@ -118,7 +118,7 @@ class Camera:
         """Publishes this camera as ``name`` for other processes of this user: they open
         ``nvcam://NAME`` and get its frames decoded once here, mapped there without a copy. Each
         holds at most ``hold_quota`` frames (0: 3), at most ``max_consumers`` attach (0: 8).
-        Linux only (``NVCAM_E_UNSUPPORTED`` elsewhere)."""
+        Linux and Windows."""
         _check(lib.nvcam_camera_publish(self.handle, name.encode(), int(hold_quota), int(max_consumers)), "nvcam_camera_publish")
 
     def unpublish(self, timeout_ms: int = 2000) -> None:
