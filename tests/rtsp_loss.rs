@@ -609,6 +609,32 @@ fn udp_jitter_under_a_cpu_hog_loses_nothing_in_the_kernel() {
     assert_eq!((st.frames_corrupt, flagged, wrong), (0, 0, 0), "corrupt, marked, wrong");
 }
 
+/// The other side of the test above: with a receive buffer far too small (16 KB asked, where a
+/// 1080p IDR is a burst of about 100 packets) and the same CPU hog, the kernel drops datagrams at
+/// the camera's sockets, and `kernel_drops` must count them (a counter that reads 0 for ever
+/// would pass the test above), no more than the system's `RcvbufErrors` grew by, with the RTP
+/// packets among them also in `packets_lost`.
+#[cfg(target_os = "linux")]
+#[test]
+fn kernel_drops_count_a_receive_buffer_overflow() {
+    let _g = take_lanes(LANE_COUNT);
+    let clip = camera_clip("jitter_1080p_14s.mp4", "1920x1080", 14, 4000);
+    let refs = clip_hashes(&clip, 1920, 1080);
+    let srv = RtspServer::start(Stream::default().clip(&clip));
+    let rcvbuf_before = udp_rcvbuf_errors();
+    let cam = udp_camera(&srv.url().replace("/cam", "/cam?mark"), NVCAM_INTEGRITY_MARK, ";buffer_size=16384");
+    let hog = CpuHog::start();
+    let seen = watch(cam, Duration::from_secs(8), &refs);
+    drop(hog);
+    let st = stats(cam);
+    let rcvbuf = udp_rcvbuf_errors() - rcvbuf_before;
+    close(cam, 2000).unwrap();
+    println!("16 KB receive buffer under a CPU hog: {} frames, lost {}, kernel drops {}, system RcvbufErrors +{rcvbuf}", seen.len(), st.packets_lost, st.kernel_drops);
+    assert!(st.kernel_drops > 0, "no kernel drop counted (system RcvbufErrors +{rcvbuf}, lost {})", st.packets_lost);
+    assert!(st.kernel_drops <= rcvbuf, "{} drops counted, the system saw {rcvbuf}", st.kernel_drops);
+    assert!(st.packets_lost > 0, "the dropped RTP packets are missing from packets_lost");
+}
+
 /// 2 % of RTP packets sent twice, in order. FFmpeg 5.1's RTP demuxer parses a packet that
 /// repeats the one just parsed a second time (rtpdec.c takes a sequence difference of 0 as the
 /// next packet), so the access unit it belongs to is damaged, with no gap to see: only the
