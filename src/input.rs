@@ -625,7 +625,7 @@ impl Input {
         let n = self.keyframe_requests + 1;
         // SAFETY: our open format context; the option is the RTSP demuxer's (its private data, a
         // child of the context), an int it reads on this thread at its next read.
-        let r = unsafe { ffi::av_opt_set_int(self.ctx.as_mut_ptr().cast(), c"nvcam_keyframe_request".as_ptr(), n, ffi::AV_OPT_SEARCH_CHILDREN as i32) };
+        let r = unsafe { ffi::av_opt_set_int(self.ctx.as_mut_ptr().cast(), c"nvcam_keyframe_request".as_ptr(), n, ffi::AV_OPT_SEARCH_CHILDREN) };
         if r >= 0 {
             self.keyframe_requests = n;
         }
