@@ -168,10 +168,11 @@ impl LossWatch {
         std::mem::take(&mut self.want_keyframe)
     }
 
-    /// The demuxer could not take a request: this session reconnects for key frames as before.
+    /// The demuxer could not take a request, or could not send one: this session reconnects for
+    /// key frames as before.
     pub(super) fn cannot_ask(&mut self, sh: &Shared) {
         if !std::mem::replace(&mut self.cannot_ask, true) {
-            log::debug!("camera {}: this FFmpeg cannot ask for key frames (RTCP PLI/FIR): reconnects get them", sh.name());
+            log::debug!("camera {}: key frames cannot be asked for in this session (RTCP PLI/FIR): reconnects get them", sh.name());
         }
     }
 

@@ -369,9 +369,12 @@ impl<'a> Session<'a> {
     /// UDP sockets (looked at a few times a second: a system call per socket).
     fn note_socket_counters(&mut self, now: Instant) {
         let c = &self.sh.counters;
-        let asked = rtp_sockets::take_keyframes_asked();
+        let (asked, failed) = rtp_sockets::take_keyframes_asked();
         if asked > 0 {
             c.keyframe_requests.fetch_add(asked, Ordering::Relaxed);
+        }
+        if failed {
+            self.losses.cannot_ask(self.sh);
         }
         if now < self.drops_next {
             return;

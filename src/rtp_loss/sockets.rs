@@ -34,6 +34,8 @@ thread_local! {
     static SOCKETS: RefCell<Vec<i32>> = const { RefCell::new(Vec::new()) };
     /// Key-frame requests sent since the last [`take_keyframes_asked`].
     static ASKED: Cell<u64> = const { Cell::new(0) };
+    /// A request could not be sent since the last [`take_keyframes_asked`].
+    static SEND_FAILED: Cell<bool> = const { Cell::new(false) };
 }
 
 pub(super) fn note_sockets(m: &NvcamRtpSockets) {
@@ -45,6 +47,7 @@ pub(super) fn note_keyframe_asked(m: &NvcamRtpKeyframeAsked) {
     if m.result >= 0 {
         let _ = ASKED.try_with(|a| a.set(a.get() + 1));
     } else {
+        let _ = SEND_FAILED.try_with(|f| f.set(true));
         log::debug!("a key-frame request (RTCP PLI/FIR) for stream {} could not be sent: {}", m.stream_index, ffmpeg_next::Error::from(m.result));
     }
 }
@@ -53,11 +56,13 @@ pub(super) fn note_keyframe_asked(m: &NvcamRtpKeyframeAsked) {
 pub(crate) fn start() {
     let _ = SOCKETS.try_with(|s| s.borrow_mut().clear());
     let _ = ASKED.try_with(|a| a.set(0));
+    let _ = SEND_FAILED.try_with(|f| f.set(false));
 }
 
-/// Key-frame requests the demuxer sent since the last call.
-pub(crate) fn take_keyframes_asked() -> u64 {
-    ASKED.try_with(|a| a.replace(0)).unwrap_or(0)
+/// Key-frame requests the demuxer sent since the last call, and whether one could not be sent
+/// (the session then reconnects for key frames without waiting for answers).
+pub(crate) fn take_keyframes_asked() -> (u64, bool) {
+    (ASKED.try_with(|a| a.replace(0)).unwrap_or(0), SEND_FAILED.try_with(|f| f.replace(false)).unwrap_or(false))
 }
 
 /// Datagrams the kernel dropped at this session's UDP sockets since they opened; `None` without
