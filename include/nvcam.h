@@ -852,6 +852,18 @@ typedef struct {
   uint64_t source_frames_decoded;
   uint64_t source_frames_dropped;
   double source_fps;
+  /**
+   * Datagrams the kernel dropped at this camera's own RTP/RTCP UDP sockets (their receive
+   * buffer was full: nvcam read too slowly), summed over its sessions. The RTP packets among
+   * them are also in `packets_lost` (a gap in the sequence, whatever dropped it): the network's
+   * share is about `packets_lost - kernel_drops`. 0 over TCP, and on Windows (not measured).
+   */
+  uint64_t kernel_drops;
+  /**
+   * Key frames asked of the camera without a reconnect, after a loss (RTCP PLI and FIR, one
+   * request per video stream; RTSP only).
+   */
+  uint64_t keyframe_requests;
 } nvcam_camera_stats_t;
 
 /**
@@ -1883,7 +1895,7 @@ int32_t nvcam_camera_record_stats(uint64_t cam, nvcam_record_stats_t *stats);
 #if UINTPTR_MAX == 0xffffffffffffffffu
 NVCAM_STATIC_ASSERT(sizeof(nvcam_config_t) == 64, "nvcam_config_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_options_t) == 80, "nvcam_camera_options_t layout");
-NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_stats_t) == 216, "nvcam_camera_stats_t layout");
+NVCAM_STATIC_ASSERT(sizeof(nvcam_camera_stats_t) == 232, "nvcam_camera_stats_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_frame_info_t) == 128, "nvcam_frame_info_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_convert_t) == 112, "nvcam_convert_t layout");
 NVCAM_STATIC_ASSERT(sizeof(nvcam_gpu_stats_t) == 160, "nvcam_gpu_stats_t layout");

@@ -835,6 +835,18 @@ typedef struct {
   unsigned __int64 source_frames_decoded;
   unsigned __int64 source_frames_dropped;
   double source_fps;
+  /**
+   * Datagrams the kernel dropped at this camera's own RTP/RTCP UDP sockets (their receive
+   * buffer was full: nvcam read too slowly), summed over its sessions. The RTP packets among
+   * them are also in `packets_lost` (a gap in the sequence, whatever dropped it): the network's
+   * share is about `packets_lost - kernel_drops`. 0 over TCP, and on Windows (not measured).
+   */
+  unsigned __int64 kernel_drops;
+  /**
+   * Key frames asked of the camera without a reconnect, after a loss (RTCP PLI and FIR, one
+   * request per video stream; RTSP only).
+   */
+  unsigned __int64 keyframe_requests;
 } nvcam_camera_stats_t;
 
 /**

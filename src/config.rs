@@ -62,6 +62,14 @@ pub(crate) struct Defaults {
     /// next recovery point (dark time up to a GOP).
     pub loss_reconnect_min_spacing_ms: u32,
     pub loss_reconnect_max_spacing_ms: u32,
+    /// After a loss, an RTSP camera is first asked for a key frame without a reconnect (RTCP PLI,
+    /// RFC 4585, and FIR, RFC 5104, on the session's RTCP port or channel), again every
+    /// `loss_keyframe_request_repeat_ms` while no recovery point came; the reconnect rule above
+    /// takes over only when none came within `loss_keyframe_request_wait_ms` of the first
+    /// request (a camera that ignores them; one that ignored them 3 losses in a row is
+    /// reconnected without the wait, and still asked).
+    pub loss_keyframe_request_wait_ms: u32,
+    pub loss_keyframe_request_repeat_ms: u32,
     /// A session that ends before its stream does (a reconnect the host asks for, a read error:
     /// a stall, a server gone) drains its decoder for at most this long, so that the pictures it
     /// still holds reach the host and the recordings. A decoder not drained by then is dropped
@@ -105,6 +113,8 @@ pub(crate) const DEFAULTS: Defaults = Defaults {
     udp_receive_buffer_bytes: 4 << 20,
     loss_reconnect_min_spacing_ms: 10_000,
     loss_reconnect_max_spacing_ms: 30_000,
+    loss_keyframe_request_wait_ms: 2000,
+    loss_keyframe_request_repeat_ms: 500,
     session_drain_ms: 1000,
     share_hold_quota: 3,
     share_max_consumers: 8,

@@ -199,6 +199,8 @@ pub(crate) struct Input {
     pub video_index: usize,
     /// An RTSP session, whose sender reports give the source's capture clock.
     rtsp: bool,
+    /// Key-frame requests made of the demuxer (its option counts them).
+    keyframe_requests: i64,
 }
 
 /// Bound on closing an input. RTSP sends TEARDOWN then, so the server stops streaming to a
@@ -426,7 +428,7 @@ fn open_with(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, time
     // SAFETY: an opened context, owned from here by the wrapper, which the Input closes on drop
     // (under the close's deadline, TEARDOWN included, whatever ends the open from here).
     let ctx = unsafe { ff::format::context::Input::wrap(ps) };
-    let mut input = Input { ctx: std::mem::ManuallyDrop::new(ctx), irq: irq.clone(), video_index: 0, rtsp: src.is_rtsp() };
+    let mut input = Input { ctx: std::mem::ManuallyDrop::new(ctx), irq: irq.clone(), video_index: 0, rtsp: src.is_rtsp(), keyframe_requests: 0 };
     let leftover = dict.keys();
     if !leftover.is_empty() {
         irq.disarm();
@@ -610,6 +612,24 @@ impl Input {
         // SAFETY: reads one field of our open format context.
         let t = unsafe { (*self.ctx.as_ptr()).start_time_realtime };
         (t != ffi::AV_NOPTS_VALUE && t > PLAUSIBLE_US).then_some(t)
+    }
+
+    /// Asks the camera for a key frame without a new session: nvcam's patched RTSP demuxer
+    /// (patch 0008) sends RTCP PLI and FIR to each video stream's sender before its next read,
+    /// and reports each one sent (`rtp_loss::sockets::take_keyframes_asked`). False where it
+    /// cannot: not RTSP, or an FFmpeg without the patch (no such option).
+    pub(crate) fn request_keyframe(&mut self) -> bool {
+        if !self.rtsp {
+            return false;
+        }
+        let n = self.keyframe_requests + 1;
+        // SAFETY: our open format context; the option is the RTSP demuxer's (its private data, a
+        // child of the context), an int it reads on this thread at its next read.
+        let r = unsafe { ffi::av_opt_set_int(self.ctx.as_mut_ptr().cast(), c"nvcam_keyframe_request".as_ptr(), n, ffi::AV_OPT_SEARCH_CHILDREN) };
+        if r >= 0 {
+            self.keyframe_requests = n;
+        }
+        r >= 0
     }
 
     pub(crate) fn stream(&self) -> ff::format::stream::Stream<'_> {

@@ -57,6 +57,39 @@ fn rawvideo_decodes_on_the_cpu_path() {
 
 /// A stream whose codec the build demuxes but cannot decode (MPEG-1 video in Matroska: no
 /// mpeg1video decoder) must not open, fail at its first packet and reconnect for ever: it ends
+/// An MP4 whose video sample entry is H.266/VVC's (`vvc1`): FFmpeg 5.1 knows no VVC, gives the
+/// stream codec id none, and the camera failed with "codec none cannot be decoded", which does
+/// not say what the stream is. It must fail at once (synchronous open and ASYNC alike) with
+/// NVCAM_E_UNSUPPORTED naming H.266/VVC, and not retry. The file is an HEVC MP4 whose `hvc1`
+/// sample entry is rewritten to `vvc1` (no VVC encoder here): the demuxer sees the tag only.
+#[test]
+fn vvc_stream_fails_at_once_naming_h266() {
+    init();
+    let hevc = clip("hevc_hvc1_160x120.mp4", "160x120", 10, "libx265", &[&x265()[..], &["-tag:v", "hvc1"]].concat());
+    let mut bytes = std::fs::read(&hevc).unwrap();
+    let at: Vec<usize> = bytes.windows(4).enumerate().filter(|(_, w)| *w == b"hvc1").map(|(i, _)| i).collect();
+    assert_eq!(at.len(), 1, "one hvc1 sample entry in {}", hevc.display());
+    bytes[at[0]..at[0] + 4].copy_from_slice(b"vvc1");
+    let vvc = hevc.with_file_name("vvc1_160x120.mp4");
+    std::fs::write(&vvc, &bytes).unwrap();
+    let url = vvc.to_str().unwrap();
+    let t0 = Instant::now();
+    let (code, msg) = open(url, &options(0)).unwrap_err();
+    assert_eq!(code, NVCAM_E_UNSUPPORTED, "{msg}");
+    assert!(msg.contains("H.266/VVC") && msg.contains("vvc1"), "{msg}");
+    assert!(t0.elapsed() < Duration::from_secs(3), "the open took {:?}", t0.elapsed());
+
+    let mut o = options(NVCAM_OPEN_ASYNC);
+    o.open_timeout_ms = 5000;
+    let cam = open(url, &o).unwrap();
+    assert!(wait_until(Duration::from_secs(5), || stats(cam).state == NVCAM_STATE_FAILED), "FAILED: {:?}", stats(cam).state);
+    std::thread::sleep(Duration::from_millis(1000));
+    let s = stats(cam);
+    assert_eq!((s.last_error_code, s.reconnects), (NVCAM_E_UNSUPPORTED, 0), "failed once, not retried");
+    assert!(cam_error(cam).contains("H.266/VVC"), "{}", cam_error(cam));
+    close(cam, 2000).unwrap();
+}
+
 /// FAILED with NVCAM_E_UNSUPPORTED naming the codec and the path, within the open timeout, logged
 /// once.
 #[test]

@@ -14,7 +14,7 @@ class LibraryTest(NvcamTestCase):
     def test_struct_sizes_match_c(self):
         self.assertEqual(ctypes.sizeof(nvcam.Config), 64)
         self.assertEqual(ctypes.sizeof(nvcam.CameraOptions), 80)
-        self.assertEqual(ctypes.sizeof(nvcam.CameraStats), 216)
+        self.assertEqual(ctypes.sizeof(nvcam.CameraStats), 232)
         self.assertEqual(ctypes.sizeof(nvcam.FrameInfo), 128)
         for t in (nvcam.Config, nvcam.CameraOptions, nvcam.CameraStats, nvcam.FrameInfo):
             self.assertEqual(t().struct_size, ctypes.sizeof(t), t.__name__)

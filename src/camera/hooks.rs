@@ -6,6 +6,17 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 static LEGACY: AtomicBool = AtomicBool::new(false);
+static NO_KEYFRAME_REQUESTS: AtomicBool = AtomicBool::new(false);
+
+/// Cameras opened from now on ask for key frames after a loss only by reconnecting (`true`), as
+/// before RTCP PLI/FIR, or first with PLI/FIR (`false`, the default): to measure both.
+pub fn set_no_keyframe_requests(on: bool) {
+    NO_KEYFRAME_REQUESTS.store(on, Ordering::Relaxed);
+}
+
+pub(crate) fn no_keyframe_requests() -> bool {
+    NO_KEYFRAME_REQUESTS.load(Ordering::Relaxed)
+}
 
 /// Cameras opened from now on handle losses the earlier way (`true`) or this one (`false`, the
 /// default), for as long as they live: a test opens one of each and runs them side by side.

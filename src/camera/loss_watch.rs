@@ -30,7 +30,20 @@ pub(super) struct LossWatch {
     fallback: Duration,
     /// MJPEG: every packet's markers are checked (`jpeg_check`), the same for every decoder.
     jpeg: bool,
+    /// Key-frame requests (RTCP PLI/FIR) of the current loss: when the first and the last were
+    /// asked for, and whether the wait for them ended without a recovery point.
+    asked_first: Option<Instant>,
+    asked_last: Option<Instant>,
+    ask_wait_over: bool,
+    /// A request is due; the session passes it to the demuxer (`take_keyframe_wanted`).
+    want_keyframe: bool,
+    /// This session's demuxer cannot send requests (an FFmpeg without nvcam's patch).
+    cannot_ask: bool,
 }
+
+/// Losses in a row whose key-frame requests went unanswered, after which the reconnect rule no
+/// longer waits for them.
+const KEYFRAME_REQUESTS_IGNORED: u32 = 3;
 
 impl LossWatch {
     pub(super) fn new(sh: &Shared, stream: &ff::format::stream::Stream<'_>, t_open: Instant) -> LossWatch {
@@ -47,6 +60,11 @@ impl LossWatch {
             key_seen: false,
             fallback: Duration::from_millis(DEFAULTS.loss_recovery_reconnect_ms as u64),
             jpeg: params.id() == ff::codec::Id::MJPEG,
+            asked_first: None,
+            asked_last: None,
+            ask_wait_over: false,
+            want_keyframe: false,
+            cannot_ask: false,
         }
     }
 
@@ -120,7 +138,13 @@ impl LossWatch {
         if key != KeyPoint::None {
             self.note_key(sh, p_us, now);
         }
-        let Some(suspect_for) = integrity.suspect_for(now).filter(|_| sh.source.is_live()) else { return Ok(()) };
+        let Some(suspect_for) = integrity.suspect_for(now).filter(|_| sh.source.is_live()) else {
+            self.loss_over(sh);
+            return Ok(());
+        };
+        if self.may_ask(sh) && self.ask_for_keyframe(sh, now) {
+            return Ok(());
+        }
         let ms = |a: &AtomicU32| Some(a.load(Ordering::Relaxed)).filter(|&v| v > 0).map(|v| Duration::from_millis(v as u64));
         let wait = Wait {
             suspect_for,
@@ -139,6 +163,55 @@ impl LossWatch {
 }
 
 impl LossWatch {
+    /// A key-frame request is due (at most one per call); the session passes it on.
+    pub(super) fn take_keyframe_wanted(&mut self) -> bool {
+        std::mem::take(&mut self.want_keyframe)
+    }
+
+    /// The demuxer could not take a request, or could not send one: this session reconnects for
+    /// key frames as before.
+    pub(super) fn cannot_ask(&mut self, sh: &Shared) {
+        if !std::mem::replace(&mut self.cannot_ask, true) {
+            log::debug!("camera {}: key frames cannot be asked for in this session (RTCP PLI/FIR): reconnects get them", sh.name());
+        }
+    }
+
+    fn may_ask(&self, sh: &Shared) -> bool {
+        !self.cannot_ask && sh.source.is_rtsp() && !legacy(sh) && !no_keyframe_requests(sh)
+    }
+
+    /// While a loss leaves the stream suspect: asks for a key frame (again every
+    /// `loss_keyframe_request_repeat_ms`), and says whether the reconnect rule is to wait for
+    /// the answer (within `loss_keyframe_request_wait_ms` of the first request, unless the
+    /// camera left the last losses' requests unanswered).
+    fn ask_for_keyframe(&mut self, sh: &Shared, now: Instant) -> bool {
+        let ms = |v: u32| Duration::from_millis(v as u64);
+        let first = *self.asked_first.get_or_insert(now);
+        if self.asked_last.is_none_or(|t| now.duration_since(t) >= ms(DEFAULTS.loss_keyframe_request_repeat_ms)) {
+            self.asked_last = Some(now);
+            self.want_keyframe = true;
+        }
+        let unanswered = &sh.counters.keyframe_requests_unanswered;
+        if now.duration_since(first) < ms(DEFAULTS.loss_keyframe_request_wait_ms) {
+            return unanswered.load(Ordering::Relaxed) < KEYFRAME_REQUESTS_IGNORED;
+        }
+        if !std::mem::replace(&mut self.ask_wait_over, true) {
+            let n = unanswered.fetch_add(1, Ordering::Relaxed) + 1;
+            log::debug!("camera {}: no recovery point within {} ms of asking for a key frame ({n} loss(es) in a row)", sh.name(), DEFAULTS.loss_keyframe_request_wait_ms);
+        }
+        false
+    }
+
+    /// The stream is exact again (or was never suspect): a request of this loss was answered in
+    /// time when its wait had not ended.
+    fn loss_over(&mut self, sh: &Shared) {
+        if self.asked_first.take().is_some() && !self.ask_wait_over {
+            sh.counters.keyframe_requests_unanswered.store(0, Ordering::Relaxed);
+        }
+        self.asked_last = None;
+        self.ask_wait_over = false;
+    }
+
     /// A key picture (whole or not) at `pts` came: the figures of the reconnect rule learn from it.
     fn note_key(&mut self, sh: &Shared, pts: i64, now: Instant) {
         if !std::mem::replace(&mut self.key_seen, true) {
@@ -180,6 +253,14 @@ fn reconnect_decision(sh: &Shared, w: &Wait, unhelpful: u32, now: Instant) -> bo
 /// (every gap then counts where it was noticed), to measure both.
 fn place_gaps(sh: &Shared) -> bool {
     !legacy(sh)
+}
+
+/// Whether a test made this camera reconnect for key frames without asking first (`test-hooks`).
+fn no_keyframe_requests(_sh: &Shared) -> bool {
+    #[cfg(feature = "test-hooks")]
+    return _sh.no_keyframe_requests;
+    #[cfg(not(feature = "test-hooks"))]
+    false
 }
 
 /// Whether a test put this camera on the earlier loss handling (`test-hooks` only).

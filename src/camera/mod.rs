@@ -87,6 +87,10 @@ pub(crate) struct Stats {
     pub pictures_refused: u64,
     /// Processes attached to this camera (published), now.
     pub consumers: u32,
+    /// Datagrams the kernel dropped at the camera's RTP/RTCP UDP sockets (Linux).
+    pub kernel_drops: u64,
+    /// Key frames asked of the camera with RTCP PLI/FIR.
+    pub keyframe_requests: u64,
     /// An attached camera: its source as the publisher last reported it.
     pub source: Option<SourceStats>,
 }
@@ -370,6 +374,8 @@ impl Camera {
             session_panics: c.session_panics.load(r),
             pictures_refused: c.pictures_refused.load(r),
             consumers: sh.publication().map_or(0, |p| p.consumers()),
+            kernel_drops: c.kernel_drops.load(r),
+            keyframe_requests: c.keyframe_requests.load(r),
             source: sh.source_status.lock().map(|s| SourceStats {
                 state: CameraState::from_code(s.state).unwrap_or(CameraState::Reconnecting),
                 decoded: s.decoded,

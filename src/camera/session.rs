@@ -9,6 +9,7 @@ use super::shared::{CameraState, Shared};
 use crate::config::DEFAULTS;
 use crate::decode::{pts_us, Decoder, DecoderKind};
 use crate::rtp_loss::gaps as rtp_gaps;
+use crate::rtp_loss::sockets as rtp_sockets;
 use crate::frame::TimeSource;
 use crate::gpu::timing::{self, Stage};
 use crate::input::{self, Read};
@@ -158,6 +159,9 @@ pub(super) fn session(sh: &Arc<Shared>, first: &mut FirstOpen, attempt: &mut u32
     Session::open(sh, first, connected)?.run(attempt)
 }
 
+/// How often a session reads its UDP sockets' drop counters.
+const DROPS_EVERY: Duration = Duration::from_millis(250);
+
 /// One connection's state, from its open to its end.
 struct Session<'a> {
     sh: &'a Arc<Shared>,
@@ -183,6 +187,10 @@ struct Session<'a> {
     delivered: u64,
     looping: bool,
     read_since_rewind: bool,
+    /// Datagrams the kernel had dropped at this session's UDP sockets when last looked at, and
+    /// when to look next.
+    kernel_drops: u64,
+    drops_next: Instant,
     // Fields drop in this order at the session's end: the pools, then the decoder, then the input.
     pools: Pools,
     dec: Box<dyn Decoder>,
@@ -249,6 +257,8 @@ impl<'a> Session<'a> {
             delivered: 0,
             looping: !sh.source.is_live() && o.flags.loop_file,
             read_since_rewind: false,
+            kernel_drops: 0,
+            drops_next: Instant::now(),
             pools,
             dec,
             input,
@@ -355,6 +365,30 @@ impl<'a> Session<'a> {
         None
     }
 
+    /// Key-frame requests the demuxer sent, and the datagrams the kernel dropped at the session's
+    /// UDP sockets (looked at a few times a second: a system call per socket).
+    fn note_socket_counters(&mut self, now: Instant) {
+        let c = &self.sh.counters;
+        let (asked, failed) = rtp_sockets::take_keyframes_asked();
+        if asked > 0 {
+            c.keyframe_requests.fetch_add(asked, Ordering::Relaxed);
+        }
+        if failed {
+            self.losses.cannot_ask(self.sh);
+        }
+        if now < self.drops_next {
+            return;
+        }
+        self.drops_next = now + DROPS_EVERY;
+        if let Some(d) = rtp_sockets::drops() {
+            let new = d.saturating_sub(std::mem::replace(&mut self.kernel_drops, d));
+            if new > 0 {
+                c.kernel_drops.fetch_add(new, Ordering::Relaxed);
+                log::debug!("camera {}: the kernel dropped {new} datagram(s) at its UDP sockets (receive buffer full)", self.sh.name());
+            }
+        }
+    }
+
     /// Reads the next packet and sends it to the decoder (or holds a recovery point back while the
     /// decoder drains); at the end of the input, drains the decoder or rewinds a looped file.
     /// Returns the session's end when the read ends it.
@@ -378,7 +412,12 @@ impl<'a> Session<'a> {
                 let p_us = pts_us(p.pts(), self.time_base);
                 let now = Instant::now();
                 self.arrivals.read(Arrival { pts_us: p_us, at: now, wall_ns: wall_ns() });
-                self.losses.packet(sh, &p, p_us, &mut self.integrity, now)?;
+                let verdict = self.losses.packet(sh, &p, p_us, &mut self.integrity, now);
+                if self.losses.take_keyframe_wanted() && !self.input.request_keyframe() {
+                    self.losses.cannot_ask(sh);
+                }
+                self.note_socket_counters(now);
+                verdict?;
                 sh.recorder.packet(&p, p_us, sh.counters.packets_lost.load(Ordering::Relaxed));
                 if self.integrity.is_recovery_point(p_us) && self.dec.restarts_at_recovery_point() {
                     // Drain what the decoder holds (pictures before the recovery point),

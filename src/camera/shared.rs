@@ -135,6 +135,14 @@ pub(super) struct Counters {
     /// Packets (or ends of stream) the decoder refused as corrupt.
     pub decode_errors: AtomicU64,
     pub packets_lost: AtomicU64,
+    /// Datagrams the kernel dropped at the sessions' UDP sockets (see `rtp_loss::sockets`).
+    pub kernel_drops: AtomicU64,
+    /// RTCP key-frame requests sent.
+    pub keyframe_requests: AtomicU64,
+    /// Losses in a row after which key-frame requests brought no recovery point within
+    /// `loss_keyframe_request_wait_ms`: from `KEYFRAME_REQUESTS_IGNORED` on, the reconnect rule
+    /// no longer waits for them (a camera that ignores PLI/FIR).
+    pub keyframe_requests_unanswered: AtomicU32,
     pub last_loss_ns: AtomicU64,
     /// The reconnect rule's figures (see `reconnect_rule`), ms; 0 until known.
     pub key_interval_ms: AtomicU32,
@@ -226,6 +234,9 @@ pub(crate) struct Shared {
     /// (`hooks::set_legacy_loss_handling`).
     #[cfg(feature = "test-hooks")]
     pub(super) legacy_loss: bool,
+    /// Key frames after a loss only by reconnecting (`hooks::set_no_keyframe_requests`).
+    #[cfg(feature = "test-hooks")]
+    pub(super) no_keyframe_requests: bool,
     /// The camera's packet cache and recordings (idle unless the host asks for them).
     pub(super) recorder: Arc<crate::record::Recorder>,
     /// Where this camera is published for other processes (`nvcam_camera_publish`).
@@ -261,6 +272,8 @@ impl Shared {
             latency: Mutex::new(super::latency::Window::new()),
             #[cfg(feature = "test-hooks")]
             legacy_loss: super::hooks::legacy(),
+            #[cfg(feature = "test-hooks")]
+            no_keyframe_requests: super::hooks::no_keyframe_requests(),
             recorder: Arc::default(),
             publication: Mutex::new(None),
             source_status: Mutex::new(None),

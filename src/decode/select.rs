@@ -113,6 +113,26 @@ pub(crate) struct Chosen {
     pub pools: Pools,
 }
 
+/// A stream whose codec FFmpeg 5.1 knows only by its container's tag (codec id none): named by
+/// the tag where nvcam knows it, so the camera fails at once saying what the stream is, instead
+/// of "codec none". H.266/VVC: FFmpeg 5.1 has no VVC demuxer support or decoder, and NVDEC none.
+fn codec_without_id(p: &ff::codec::Parameters) -> Option<Error> {
+    if p.id() != ff::codec::Id::None {
+        return None;
+    }
+    // SAFETY: `p` wraps the stream's valid codec parameters.
+    let tag = unsafe { (*p.as_ptr()).codec_tag }.to_le_bytes();
+    let what = match &tag {
+        // ISO/IEC 14496-15 sample entries (MP4, MOV).
+        b"vvc1" | b"vvi1" => "H.266/VVC",
+        _ => return None,
+    };
+    Some(Error::new(
+        ErrorKind::Unsupported,
+        format!("the stream is {what} (codec tag '{}'), which nvcam cannot decode: FFmpeg 5.1 has no {what} decoder and NVDEC none", String::from_utf8_lossy(&tag)),
+    ))
+}
+
 /// The decoder for a new connection to `stream`, by the camera's options.
 /// `low_latency` is the camera's resolved latency mode (see `LatencyMode::is_low`); `stop()`:
 /// the camera is closing (ends a wait for the engines, `gpu::load`).
@@ -126,6 +146,9 @@ pub(crate) fn decoder_for(
     // A stream that claims a picture over the camera's limit gets no decoder (whose buffers
     // would follow the claim) and no pool.
     let p = stream.parameters();
+    if let Some(e) = codec_without_id(&p) {
+        return Err(e);
+    }
     // SAFETY: `p` wraps the stream's valid codec parameters.
     let (w, h) = unsafe { ((*p.as_ptr()).width.max(0) as u32, (*p.as_ptr()).height.max(0) as u32) };
     opts.check_picture_size(w, h)?;

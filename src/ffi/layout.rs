@@ -75,7 +75,9 @@ const _: () = {
     assert!(std::mem::offset_of!(nvcam_camera_stats, source_frames_decoded) == 192);
     assert!(std::mem::offset_of!(nvcam_camera_stats, source_frames_dropped) == 200);
     assert!(std::mem::offset_of!(nvcam_camera_stats, source_fps) == 208);
-    assert!(std::mem::size_of::<nvcam_camera_stats>() == 216);
+    assert!(std::mem::offset_of!(nvcam_camera_stats, kernel_drops) == 216);
+    assert!(std::mem::offset_of!(nvcam_camera_stats, keyframe_requests) == 224);
+    assert!(std::mem::size_of::<nvcam_camera_stats>() == 232);
 };
 
 #[cfg(target_pointer_width = "64")]

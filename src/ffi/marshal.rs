@@ -248,6 +248,8 @@ pub(crate) fn camera_stats(s: &Stats, struct_size: u32) -> nvcam_camera_stats {
         source_frames_decoded: s.source.map_or(s.decoded, |o| o.decoded),
         source_frames_dropped: s.source.map_or(s.dropped, |o| o.dropped),
         source_fps: s.source.map_or(s.fps, |o| o.fps),
+        kernel_drops: s.kernel_drops,
+        keyframe_requests: s.keyframe_requests,
     }
 }
 

@@ -167,6 +167,14 @@ pub struct nvcam_camera_stats {
     pub source_frames_decoded: u64,
     pub source_frames_dropped: u64,
     pub source_fps: f64,
+    /// Datagrams the kernel dropped at this camera's own RTP/RTCP UDP sockets (their receive
+    /// buffer was full: nvcam read too slowly), summed over its sessions. The RTP packets among
+    /// them are also in `packets_lost` (a gap in the sequence, whatever dropped it): the network's
+    /// share is about `packets_lost - kernel_drops`. 0 over TCP, and on Windows (not measured).
+    pub kernel_drops: u64,
+    /// Key frames asked of the camera without a reconnect, after a loss (RTCP PLI and FIR, one
+    /// request per video stream; RTSP only).
+    pub keyframe_requests: u64,
 }
 
 /// What a frame is and where its pixels are (`nvcam_frame_info`). Pointers stay valid while the

@@ -8,6 +8,7 @@
 //! FFmpeg calls back on the thread that reads the stream, which is the camera's worker; the
 //! reports wait in that thread's queue until the worker takes them after each read.
 
+use super::sockets;
 use ffmpeg_next::ffi;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -22,6 +23,10 @@ const fn tag(t: &[u8; 4]) -> c_int {
 const MSG_OPEN: c_int = tag(b"NVRO");
 /// A gap; the data is an [`NvcamRtpGap`].
 const MSG_GAP: c_int = tag(b"NVRG");
+/// The session's UDP sockets (`sockets::NvcamRtpSockets`).
+const MSG_SOCKETS: c_int = tag(b"NVRS");
+/// A key-frame request was sent (`sockets::NvcamRtpKeyframeAsked`).
+const MSG_KEYFRAME_ASKED: c_int = tag(b"NVRK");
 
 /// What a message that is not ours gets back: `AVERROR(ENOSYS)`, "not supported" (errno numbers
 /// are the platform's: Linux 38, Windows' C runtime 40).
@@ -93,6 +98,16 @@ unsafe extern "C" fn on_message(_s: *mut ffi::AVFormatContext, ty: c_int, data: 
             push(gap_of(&g));
             0
         }
+        MSG_SOCKETS if !data.is_null() && data_size >= std::mem::size_of::<sockets::NvcamRtpSockets>() => {
+            // SAFETY: the patch passes its NvcamRtpSockets and its size, checked just above.
+            sockets::note_sockets(&unsafe { data.cast::<sockets::NvcamRtpSockets>().read_unaligned() });
+            0
+        }
+        MSG_KEYFRAME_ASKED if !data.is_null() && data_size >= std::mem::size_of::<sockets::NvcamRtpKeyframeAsked>() => {
+            // SAFETY: the patch passes its NvcamRtpKeyframeAsked and its size, checked just above.
+            sockets::note_keyframe_asked(&unsafe { data.cast::<sockets::NvcamRtpKeyframeAsked>().read_unaligned() });
+            0
+        }
         // Devices' messages (avdevice) are not ours to answer.
         _ => NOT_OURS,
     });
@@ -149,6 +164,7 @@ pub(crate) unsafe fn watch(ctx: *mut ffi::AVFormatContext) {
 
 /// Forgets what an earlier connection on this thread reported.
 pub(crate) fn start() {
+    sockets::start();
     let _ = GAPS.try_with(|q| q.borrow_mut().clear());
     let _ = OVERFLOW.try_with(|o| o.set(0));
     let _ = REPORTING.try_with(|r| r.set(false));

@@ -23,7 +23,7 @@
 /* ---- layout: the header asserts the sizes; the offsets pin every field (no hidden padding) ---- */
 _Static_assert(sizeof(nvcam_config_t) == 64, "nvcam_config_t size");
 _Static_assert(sizeof(nvcam_camera_options_t) == 80, "nvcam_camera_options_t size");
-_Static_assert(sizeof(nvcam_camera_stats_t) == 216, "nvcam_camera_stats_t size");
+_Static_assert(sizeof(nvcam_camera_stats_t) == 232, "nvcam_camera_stats_t size");
 _Static_assert(sizeof(nvcam_frame_info_t) == 128, "nvcam_frame_info_t size");
 _Static_assert(offsetof(nvcam_frame_info_t, flags) == 120, "info.flags");
 _Static_assert(offsetof(nvcam_config_t, gpu_free_min_age_ms) == 12, "config.gpu_free_min_age_ms");
@@ -49,6 +49,8 @@ _Static_assert(offsetof(nvcam_camera_stats_t, decode_latency_p50_us) == 120, "st
 _Static_assert(offsetof(nvcam_camera_stats_t, decode_latency_p99_us) == 124, "stats.decode_latency_p99_us");
 _Static_assert(offsetof(nvcam_camera_stats_t, frames_corrupt) == 128, "stats.frames_corrupt");
 _Static_assert(offsetof(nvcam_camera_stats_t, last_loss_ns) == 144, "stats.last_loss_ns");
+_Static_assert(offsetof(nvcam_camera_stats_t, kernel_drops) == 216, "stats.kernel_drops");
+_Static_assert(offsetof(nvcam_camera_stats_t, keyframe_requests) == 224, "stats.keyframe_requests");
 _Static_assert(offsetof(nvcam_frame_info_t, device) == 20, "info.device");
 _Static_assert(offsetof(nvcam_frame_info_t, pitch) == 24, "info.pitch");
 _Static_assert(offsetof(nvcam_frame_info_t, nv12_size) == 48, "info.nv12_size");

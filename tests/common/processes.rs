@@ -189,3 +189,50 @@ pub fn run_logged(mut cmd: Command, log: &Path, limit: Duration) -> (bool, Strin
     };
     (ok, text)
 }
+
+/// Busy threads that spin until dropped, one per core: a machine whose every core is taken by
+/// something else, as a loaded host or a camera beside an inference job.
+pub struct CpuHog {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<u64>>,
+}
+
+impl CpuHog {
+    pub fn start() -> CpuHog {
+        let n = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut x = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                    }
+                    x
+                })
+            })
+            .collect();
+        CpuHog { stop, threads }
+    }
+}
+
+impl Drop for CpuHog {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The kernel's count of UDP datagrams dropped for a full receive buffer, all sockets of this
+/// network namespace (`/proc/net/snmp`, `Udp: ... RcvbufErrors`).
+#[cfg(target_os = "linux")]
+pub fn udp_rcvbuf_errors() -> u64 {
+    let t = std::fs::read_to_string("/proc/net/snmp").expect("/proc/net/snmp");
+    let mut udp = t.lines().filter(|l| l.starts_with("Udp: "));
+    let (names, values) = (udp.next().expect("Udp header"), udp.next().expect("Udp values"));
+    let i = names.split_whitespace().position(|n| n == "RcvbufErrors").expect("RcvbufErrors");
+    values.split_whitespace().nth(i).and_then(|v| v.parse().ok()).expect("RcvbufErrors value")
+}

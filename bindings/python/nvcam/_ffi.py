@@ -313,6 +313,8 @@ class nvcam_camera_stats_t(Structure):
         ("source_frames_decoded", c_uint64),
         ("source_frames_dropped", c_uint64),
         ("source_fps", c_double),
+        ("kernel_drops", c_uint64),
+        ("keyframe_requests", c_uint64),
     ]
 
 
@@ -442,7 +444,7 @@ class nvcam_record_stats_t(Structure):
 SIZES = {
     nvcam_config_t: 64,
     nvcam_camera_options_t: 80,
-    nvcam_camera_stats_t: 216,
+    nvcam_camera_stats_t: 232,
     nvcam_frame_info_t: 128,
     nvcam_convert_t: 112,
     nvcam_gpu_stats_t: 160,
