@@ -55,6 +55,11 @@ pub(crate) struct Defaults {
     /// 1080p stream, which a decode held up for a moment overflows in the kernel. Linux grants at
     /// most `net.core.rmem_max`.
     pub udp_receive_buffer_bytes: u32,
+    /// RTP over RTSP (UDP and inside the TCP connection alike): how long a packet that arrived
+    /// after a later one is waited for before its gap counts as a loss (FFmpeg's `max_delay`,
+    /// its reorder window; the camera's own `max_delay` wins). A restreamer that forwards RTP
+    /// it took over UDP passes the network's reordering on inside TCP.
+    pub rtp_reorder_window_ms: u32,
     /// Reconnects made to get a key frame after a loss (a new session starts with one) are this
     /// far apart at least; each that follows the last within twice the current spacing doubles
     /// it, up to `loss_reconnect_max_spacing_ms`. Cameras and NVRs limit their sessions and log
@@ -111,6 +116,7 @@ pub(crate) const DEFAULTS: Defaults = Defaults {
     fruitless_sessions: 5,
     fruitless_window_ms: 60_000,
     udp_receive_buffer_bytes: 4 << 20,
+    rtp_reorder_window_ms: 100,
     loss_reconnect_min_spacing_ms: 10_000,
     loss_reconnect_max_spacing_ms: 30_000,
     loss_keyframe_request_wait_ms: 2000,

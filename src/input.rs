@@ -378,6 +378,11 @@ fn open_with(src: &Source, opts: &[(String, String)], irq: &Arc<Interrupt>, time
     if src.is_rtsp() && !opts.iter().any(|(k, _)| k == "buffer_size") && over_udp(opts) {
         pairs.push(("buffer_size".into(), udp_receive_buffer().to_string()));
     }
+    if src.is_rtsp() && !opts.iter().any(|(k, _)| k == "max_delay") {
+        // FFmpeg's own default too, but over TCP it kept no reorder window (nvcam's FFmpeg patch
+        // gives it one whenever max_delay is set).
+        pairs.push(("max_delay".into(), (u64::from(DEFAULTS.rtp_reorder_window_ms) * 1000).to_string()));
+    }
     if !opts.iter().any(|(k, _)| k == "protocol_whitelist") {
         pairs.push(("protocol_whitelist".into(), src.protocol_whitelist().into()));
     }

@@ -66,6 +66,12 @@ impl KeyScan {
     }
 
     /// `key` is the demuxer's key flag.
+    /// An H.264 stream in Annex B (the other modules' tests).
+    #[cfg(test)]
+    pub(crate) fn h264_for_tests() -> KeyScan {
+        KeyScan { codec: Codec::H264, nal_len: None }
+    }
+
     pub(crate) fn classify(&self, data: &[u8], key: bool) -> KeyPoint {
         let fallback = if key { KeyPoint::Full } else { KeyPoint::None };
         match self.codec {
@@ -158,6 +164,35 @@ impl KeyScan {
 }
 
 impl KeyScan {
+    /// Whether an RTP payload that begins with `p` starts its picture's first slice (H.264
+    /// `first_mb_in_slice` 0, HEVC `first_slice_segment_in_pic_flag`), whole or as the first
+    /// fragment. Units of a picture that come before this one in its access unit are not slice
+    /// data: parameter sets, SEI, access unit delimiters.
+    pub(crate) fn rtp_starts_picture(&self, p: &[u8]) -> bool {
+        match self.codec {
+            // RFC 6184: a single NAL unit of a slice (1 non-IDR, 5 IDR), its header then the
+            // slice header, whose first field is first_mb_in_slice (ue(v): a first bit of 1 is
+            // 0); or an FU-A / FU-B that starts one (S bit), the slice header after the FU
+            // header (FU-B's decoding order number first).
+            Codec::H264 => match p.first().map(|b| b & 0x1f) {
+                Some(1 | 5) => p.get(1).is_some_and(|b| b & 0x80 != 0),
+                Some(28) => p.get(1).is_some_and(|b| b & 0x80 != 0 && matches!(b & 0x1f, 1 | 5)) && p.get(2).is_some_and(|b| b & 0x80 != 0),
+                Some(29) => p.get(1).is_some_and(|b| b & 0x80 != 0 && matches!(b & 0x1f, 1 | 5)) && p.get(4).is_some_and(|b| b & 0x80 != 0),
+                _ => false,
+            },
+            // RFC 7798: a single VCL NAL unit (types 0-31), its two header bytes then
+            // first_slice_segment_in_pic_flag; or an FU (49) with S whose type is VCL, the slice
+            // header after the FU header (no DONL: sprop-max-don-diff is not read, and a stream
+            // that sends DONL reads as not starting a picture, the cautious answer).
+            Codec::Hevc => match p.first().map(|b| (b >> 1) & 0x3f) {
+                Some(0..=31) => p.get(2).is_some_and(|b| b & 0x80 != 0),
+                Some(49) => p.get(2).is_some_and(|b| b & 0x80 != 0 && b & 0x3f <= 31) && p.get(3).is_some_and(|b| b & 0x80 != 0),
+                _ => false,
+            },
+            Codec::Jpeg | Codec::Other => false,
+        }
+    }
+
     /// Whether an RTP payload that begins with `p` is the rest of a key picture's slice whose
     /// start was lost (a fragment without its S bit that names an IDR or IRAP type). The
     /// demuxer appends such a rest to the access unit without a NAL header, so the unit no longer
@@ -283,6 +318,32 @@ mod tests {
         assert!(j.rtp_starts_unit(&[0, 0, 0, 0, 1, 64]));
         assert!(!j.rtp_starts_unit(&[0, 0, 5, 0xdc, 1, 64]));
         assert!(!KeyScan { codec: Codec::Other, nal_len: None }.rtp_starts_unit(&[0, 0, 0, 0]));
+    }
+
+    #[test]
+    fn the_payload_that_starts_a_pictures_first_slice_is_told_apart() {
+        // IDR slice, first_mb_in_slice 0, whole and as the first FU-A fragment.
+        assert!(H264_ANNEXB.rtp_starts_picture(&[0x65, 0x88]));
+        assert!(H264_ANNEXB.rtp_starts_picture(&[0x7c, 0x85, 0x88]));
+        assert!(H264_ANNEXB.rtp_starts_picture(&[0x5c, 0x81, 0x9a]));
+        // A later slice (first_mb_in_slice 3), a later fragment, a parameter set, STAP-A, cut short.
+        assert!(!H264_ANNEXB.rtp_starts_picture(&[0x41, 0x20]));
+        assert!(!H264_ANNEXB.rtp_starts_picture(&[0x7c, 0x85, 0x20]));
+        assert!(!H264_ANNEXB.rtp_starts_picture(&[0x7c, 0x05, 0x88]));
+        assert!(!H264_ANNEXB.rtp_starts_picture(&[0x67, 0x64]));
+        assert!(!H264_ANNEXB.rtp_starts_picture(&[0x7c, 0x87, 0x88]), "an FU-A of an SPS");
+        assert!(!H264_ANNEXB.rtp_starts_picture(&[0x18, 0x00, 0x10]));
+        assert!(!H264_ANNEXB.rtp_starts_picture(&[0x7c, 0x85]));
+        // FU-B: the decoding order number (2 bytes) before the slice header.
+        assert!(H264_ANNEXB.rtp_starts_picture(&[0x7d, 0x85, 0, 1, 0x88]));
+        let h = KeyScan { codec: Codec::Hevc, nal_len: None };
+        assert!(h.rtp_starts_picture(&[19 << 1, 1, 0x80]));
+        assert!(!h.rtp_starts_picture(&[1 << 1, 1, 0x00]));
+        assert!(h.rtp_starts_picture(&[49 << 1, 1, 0x80 | 19, 0x80]));
+        assert!(!h.rtp_starts_picture(&[49 << 1, 1, 19, 0x80]), "a later fragment");
+        assert!(!h.rtp_starts_picture(&[49 << 1, 1, 0x80 | 34, 0x80]), "an FU of a PPS");
+        assert!(!h.rtp_starts_picture(&[33 << 1, 1, 0x80]), "an SPS");
+        assert!(!KeyScan { codec: Codec::Jpeg, nal_len: None }.rtp_starts_picture(&[0, 0, 0, 0]));
     }
 
     #[test]

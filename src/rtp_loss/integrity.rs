@@ -388,6 +388,15 @@ pub(crate) fn hits_of(g: &RtpGap, keys: &KeyScan, tb: ffmpeg_next::Rational, tra
     }
     let starts = keys.rtp_starts_unit(g.payload_after());
     if before == after {
+        // Both sides in one picture. When the packet after the gap starts its first slice, what
+        // was lost came before any of its slice data: parameter sets, SEI, a delimiter (a camera
+        // repeats the same parameter sets before every IDR, and the decoder holds them from the
+        // session's description and the earlier repeats). The picture's data is whole: marking
+        // it, an IDR, marked its whole GOP of exact pictures (a fifth of a 10-s run's exact
+        // pictures marked for one lost parameter set).
+        if keys.rtp_starts_picture(g.payload_after()) {
+            return Some([None, None, None]);
+        }
         return Some([Some(Hit::Picture(after)), None, None]);
     }
     // The picture before lost its end. One that ended whole (its last packet has the marker)

@@ -375,3 +375,29 @@ fn a_session_joined_mid_gop_is_exact_only_from_its_first_recovery_point() {
     assert_eq!(g.suspect_for(t), None, "no loss: nothing to reconnect for");
     assert!(!g.is_recovery_point(133), "no decoder restart at a session's start");
 }
+
+/// A gap inside one picture (the same timestamp on both sides) whose next packet starts the
+/// picture's first slice lost only what comes before its slices (a parameter set repeated before
+/// an IDR): no picture is hit. One whose next packet is a later slice, or the rest of a cut one,
+/// hit that picture.
+#[test]
+fn a_gap_before_a_pictures_first_slice_hits_no_picture() {
+    let keys = KeyScan::h264_for_tests();
+    let tb = ffmpeg_next::Rational::new(1, 90_000);
+    let gap = |payload: [u8; 3]| RtpGap {
+        stream: 0,
+        lost: 1,
+        pts_before: Some(9000),
+        pts_after: Some(9000),
+        marker_before: false,
+        payload_after: (3, [payload[0], payload[1], payload[2], 0, 0, 0]),
+    };
+    // The PPS lost between the SPS and the IDR's first fragment (first_mb_in_slice 0).
+    assert_eq!(hits_of(&gap([0x7c, 0x85, 0x88]), &keys, tb, true), Some([None, None, None]));
+    // A slice lost before the one starting at macroblock 3; a fragment's middle lost.
+    assert_eq!(hits_of(&gap([0x65, 0x20, 0]), &keys, tb, true), Some([Some(Hit::Picture(100_000)), None, None]));
+    assert_eq!(hits_of(&gap([0x7c, 0x05, 0x88]), &keys, tb, true), Some([Some(Hit::Picture(100_000)), None, None]));
+    // A PPS after the gap: what was lost lies among the units before the slices, but nothing
+    // says which (an SPS, or slices of a picture sent with its parameter sets in between).
+    assert_eq!(hits_of(&gap([0x68, 0xce, 0x38]), &keys, tb, true), Some([Some(Hit::Picture(100_000)), None, None]));
+}
