@@ -191,7 +191,7 @@ fn run_case(case: Case, d: Duration, device: i32, server_port: u16, jpg: &Path, 
         // The relay's attacks alternate with sane stretches, so recovery happens in every case.
         if let Some(r) = &relay {
             if let Case::Relay(m, _) = case {
-                r.set(if (t0.elapsed().as_secs() / 4) % 2 == 0 { m } else { Mutation::Sane });
+                r.set(if (t0.elapsed().as_secs() / 4).is_multiple_of(2) { m } else { Mutation::Sane });
             }
         }
         let mut f = 0u64;

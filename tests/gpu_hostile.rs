@@ -127,7 +127,9 @@ fn annexb_from_h264(name: &str, f: impl Fn(usize, &[u8]) -> Vec<Vec<u8>>) -> Pat
 /// before every picture (`size` of the picture's number), the clean ones kept where the stream
 /// has them.
 fn sps_attack(name: &str, size: impl Fn(usize) -> (u32, u32)) -> PathBuf {
-    let sets: Mutex<(Option<Vec<u8>>, Option<Vec<u8>>)> = Mutex::new((None, None));
+    // The last SPS and PPS seen.
+    type Sets = (Option<Vec<u8>>, Option<Vec<u8>>);
+    let sets: Mutex<Sets> = Mutex::new((None, None));
     annexb_from_h264(name, |picture, nal| {
         let t = nal[0] & 0x1f;
         let mut sets = sets.lock().unwrap();

@@ -151,7 +151,7 @@ fn relay_run(transport: &str) {
             assert_eq!(unsafe { nvcam_frame_copy_nv12(f, buf.as_mut_ptr(), 0, buf.len() as u64) }, NVCAM_OK, "{}", last_error());
             let hash = nv12_hash(&buf);
             let exact = (i.width, i.height) == (320, 240) && refs.contains_key(&hash);
-            let smaller = i.width <= 320 && i.height <= 240 && i.width % 2 == 0 && i.height % 2 == 0 && (i.width, i.height) != (320, 240);
+            let smaller = i.width <= 320 && i.height <= 240 && i.width.is_multiple_of(2) && i.height.is_multiple_of(2) && (i.width, i.height) != (320, 240);
             let unmarked = i.flags & (NVCAM_FRAME_CORRUPT | NVCAM_FRAME_AFTER_LOSS) == 0;
             got.push(Got { at, flags: i.flags, size: (i.width, i.height), exact, crop_hash: (smaller && unmarked).then_some(hash) });
         },

@@ -152,7 +152,7 @@ impl Mutator {
             // Every packet carries the jump.
             self.touched += 1;
         }
-        if mode == Mutation::SsrcChange && self.packets % 30 == 0 {
+        if mode == Mutation::SsrcChange && self.packets.is_multiple_of(30) {
             self.ssrc_xor = self.next() as u32 | 1;
             self.touched += 1;
         }
@@ -456,7 +456,7 @@ struct Writer {
 impl Writer {
     fn u(&mut self, v: u32, n: u32) {
         for i in (0..n).rev() {
-            if self.n % 8 == 0 {
+            if self.n.is_multiple_of(8) {
                 self.bytes.push(0);
             }
             let bit = ((v >> i) & 1) as u8;
@@ -574,7 +574,7 @@ fn udp_pair() -> (UdpSocket, UdpSocket) {
     loop {
         let a = UdpSocket::bind("127.0.0.1:0").unwrap();
         let p = a.local_addr().unwrap().port();
-        if p % 2 != 0 || p == 65535 {
+        if !p.is_multiple_of(2) || p == 65535 {
             continue;
         }
         if let Ok(b) = UdpSocket::bind(("127.0.0.1", p + 1)) {
@@ -595,6 +595,10 @@ fn replace_ports(head: &str, key: &str, (a, b): (u16, u16)) -> String {
     head.replacen(&format!("{key}{}-{}", old.0, old.1), &format!("{key}{a}-{b}"), 1)
 }
 
+/// A UDP SETUP waiting for its answer: the client's RTP/RTCP ports, and the relay's pair that
+/// went up in their place.
+type PendingSetup = ((u16, u16), (UdpSocket, UdpSocket));
+
 /// One client connection: requests go up (UDP SETUPs rewritten), answers and interleaved frames
 /// come down mutated; UDP legs run through [`LossyRelay`]s with the same mutator.
 fn session(mut client: TcpStream, upstream: u16, m: Arc<Mutex<Mutator>>, stop: Arc<AtomicBool>) -> std::io::Result<()> {
@@ -604,7 +608,7 @@ fn session(mut client: TcpStream, upstream: u16, m: Arc<Mutex<Mutator>>, stop: A
         s.set_nodelay(true)?;
     }
     // UDP SETUPs waiting for their answer: the client's ports, and the relay's pair offered up.
-    let pending: Arc<Mutex<Vec<((u16, u16), (UdpSocket, UdpSocket))>>> = Arc::default();
+    let pending: Arc<Mutex<Vec<PendingSetup>>> = Arc::default();
     let legs: Arc<Mutex<Vec<LossyRelay>>> = Arc::default();
     let (mut c_in, mut s_out) = (client.try_clone()?, server.try_clone()?);
     let (p_up, st_up) = (pending.clone(), stop.clone());
@@ -667,7 +671,7 @@ fn session(mut client: TcpStream, upstream: u16, m: Arc<Mutex<Mutator>>, stop: A
                     break;
                 }
                 let ch = buf[1];
-                let sent = if ch % 2 == 0 { m.lock().unwrap().rtp(&buf[4..n]) } else { vec![m.lock().unwrap().rtcp(&buf[4..n])] };
+                let sent = if ch.is_multiple_of(2) { m.lock().unwrap().rtp(&buf[4..n]) } else { vec![m.lock().unwrap().rtcp(&buf[4..n])] };
                 for p in sent {
                     let mut f = vec![b'$', ch];
                     f.extend_from_slice(&(p.len() as u16).to_be_bytes());
