@@ -113,8 +113,11 @@ chmod +x "$out/bin/ffmpeg-nvdec"
 # decodes cached beside the clips stay behind: the GPU machine remakes them with ffmpeg-nvdec.
 echo "bundle: making tests/gpu_integrity.rs's clips..." >&2
 cargo test "${flag[@]}" --test gpu_integrity -- --ignored --exact make_integrity_fixtures >&2
+# tests/gpu_hostile.rs's mutated streams, made here for the same reason.
+echo "bundle: making tests/gpu_hostile.rs's streams..." >&2
+cargo test "${flag[@]}" --test gpu_hostile -- --ignored --exact make_hostile_gpu_fixtures >&2
 mkdir -p "$out/with/fixtures" "$out/with/tests/support"
-for f in target/tmp/fixtures/integrity-*.mp4 target/tmp/fixtures/replay-*.mp4 target/tmp/fixtures/replay-*.h264; do
+for f in target/tmp/fixtures/integrity-*.mp4 target/tmp/fixtures/replay-*.mp4 target/tmp/fixtures/replay-*.h264 target/tmp/fixtures/hostile-gpu-*; do
   cp "$f" "$out/with/fixtures/"
 done
 cp tests/support/rtsp_replay.py "$out/with/tests/support/"

@@ -14,6 +14,8 @@
 #   integrity      tests/gpu_integrity.rs (dropped and damaged packets in files, and RTP packets
 #                  dropped inside an RTSP TCP connection by the bundle's replay server: every decoder's
 #                  marks against the software path's), then under compute-sanitizer --tool memcheck
+#   hostile        tests/gpu_hostile.rs (mutated H.264/HEVC/JPEG streams through NVDEC and nvJPEG beside
+#                  healthy GPU cameras: no sticky CUDA error), then under compute-sanitizer --tool memcheck
 #   gpu-suite      tests/gpu.rs (the GPU path's suite; AUTO means direct NVDEC)
 #   memcheck-nvdec tests/gpu_nvdec.rs under compute-sanitizer --tool memcheck
 #   memcheck-gpu   tests/gpu.rs under compute-sanitizer --tool memcheck (the storm test: churn-memcheck)
@@ -91,6 +93,7 @@ nvdec_test=$(ls "$b"/tests/gpu_nvdec-* | head -1)
 gpu_test=$(ls "$b"/tests/gpu-* | head -1)
 convert_test=$(ls "$b"/tests/gpu_convert-* 2>/dev/null | head -1)
 integrity_test=$(ls "$b"/tests/gpu_integrity-* 2>/dev/null | head -1)
+hostile_test=$(ls "$b"/tests/gpu_hostile-* 2>/dev/null | head -1)
 sessions_test=$(ls "$b"/tests/gpu_sessions-* 2>/dev/null | head -1)
 share_test=$(ls "$b"/tests/gpu_share-* 2>/dev/null | head -1)
 deadline=$(( $(date +%s) + ${BUDGET_S:-540} ))
@@ -153,6 +156,10 @@ zero-allocs)
 integrity)
   step integrity 120 bash -c "'$integrity_test' --skip make_ --test-threads 1 --nocapture > '$out/tests-integrity.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|pictures|marked' '$out/tests-integrity.log'; exit \$r"
   step memcheck-integrity 240 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-integrity.log' '$integrity_test' --skip make_ --test-threads 1 --nocapture > '$out/memcheck-integrity-tests.log' 2>&1; r=\$?; grep -E '^test |test result|pictures' '$out/memcheck-integrity-tests.log'; grep -E 'ERROR SUMMARY' '$out/memcheck-integrity.log' | sort | uniq -c; exit \$r"
+  ;;
+hostile)
+  step hostile 180 bash -c "'$hostile_test' --skip make_ --test-threads 1 --nocapture > '$out/tests-hostile.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|pictures' '$out/tests-hostile.log'; exit \$r"
+  step memcheck-hostile 360 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-hostile.log' '$hostile_test' --skip make_ --test-threads 1 --nocapture > '$out/memcheck-hostile-tests.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|exact' '$out/memcheck-hostile-tests.log'; grep -E 'ERROR SUMMARY' '$out/memcheck-hostile.log' | sort | uniq -c; exit \$r"
   ;;
 gpu-suite)
   step gpu-suite 180 bash -c "'$gpu_test' --include-ignored --skip make_ --test-threads 1 > '$out/tests-gpu.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|decoder [0-9]|reconnects|leaked|cap 2|frames equal' '$out/tests-gpu.log'; [ \$r -ne 0 ] && grep -A8 panicked '$out/tests-gpu.log' | head -40; exit \$r"

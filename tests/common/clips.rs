@@ -224,3 +224,39 @@ pub fn size_change_clip() -> PathBuf {
     }
     both
 }
+
+/// A hash of an NV12 frame's bytes, a word at a time (FNV per byte is slow for many frames).
+pub fn nv12_hash(b: &[u8]) -> u64 {
+    let mut h = 0x9e37_79b9_7f4a_7c15u64 ^ b.len() as u64;
+    let mut words = b.chunks_exact(8);
+    for w in &mut words {
+        h = (h ^ u64::from_le_bytes(w.try_into().unwrap())).wrapping_mul(0xff51_afd7_ed55_8ccd).rotate_left(29);
+    }
+    for &x in words.remainder() {
+        h = (h ^ x as u64).wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+
+/// [`nv12_hash`] of FFmpeg's decode of every frame of `clip` (`w`x`h`, even) as packed NV12,
+/// what `nvcam_frame_copy_nv12` writes; each with its frame number. Streamed from the CLI, so a
+/// long clip is never in memory.
+pub fn nv12_hashes(clip: &Path, w: usize, h: usize) -> std::collections::HashMap<u64, u32> {
+    use std::io::Read;
+    let mut child = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-i"])
+        .arg(clip)
+        .args(["-f", "rawvideo", "-pix_fmt", "nv12", "-"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("ffmpeg CLI");
+    let mut out = child.stdout.take().unwrap();
+    let mut buf = vec![0u8; w * h * 3 / 2];
+    let mut set = std::collections::HashMap::new();
+    while out.read_exact(&mut buf).is_ok() {
+        let n = set.len() as u32;
+        set.entry(nv12_hash(&buf)).or_insert(n);
+    }
+    assert!(child.wait().unwrap().success());
+    set
+}

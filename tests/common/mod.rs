@@ -1,7 +1,8 @@
 //! The integration tests' one kit, by topic: [`api`] the C API as tests call it, [`clips`] clips
 //! encoded by the real ffmpeg CLI and reference decodes, [`jpeg`] JPEG cameras' clips, [`gpu`]
 //! GPU guards and CUDA set-up, [`processes`] threads, memory, built binaries and commands,
-//! [`peers`] the processes of a shared camera. Every
+//! [`peers`] the processes of a shared camera, [`hostile`] one hostile camera beside 3 healthy
+//! ones and the checks that the host survives it. Every
 //! name is re-exported here, so a test says `use common::*;` whatever the topic.
 #![allow(dead_code)]
 
@@ -17,6 +18,8 @@ mod api;
 mod clips;
 mod cuda;
 mod gpu;
+#[cfg(target_os = "linux")]
+mod hostile;
 mod jpeg;
 mod peers;
 mod processes;
@@ -30,6 +33,9 @@ pub use clips::*;
 pub use cuda::*;
 #[allow(unused_imports)]
 pub use gpu::*;
+#[allow(unused_imports)]
+#[cfg(target_os = "linux")]
+pub use hostile::*;
 #[allow(unused_imports)]
 pub use jpeg::*;
 #[allow(unused_imports)]

@@ -3,6 +3,9 @@
 //! with a given probability (a seeded generator, so a run's pattern is reproducible). It also
 //! notes when the upstream's first SRT data packet passed (the sender's clock starts there) and
 //! counts what it dropped, so a test can show that losses happened.
+//!
+//! [`LossyRelay::start_mutating`] makes the same relay a hostile one (the RTP/RTCP legs of
+//! `mutating_relay.rs`): each datagram from the upstream is replaced by what a mutator returns.
 #![allow(dead_code)]
 
 use std::net::{SocketAddr, UdpSocket};
@@ -77,6 +80,46 @@ impl LossyRelay {
                         let _ = back.send(&buf[..n]);
                     } else if let Some(c) = to_client {
                         let _ = front.send_to(&buf[..n], c);
+                    }
+                }
+            }));
+        }
+        LossyRelay { port, stop, threads, dropped, passed, first_data }
+    }
+}
+
+/// What a mutating relay sends on for one datagram from the upstream (none, it, or several).
+pub type Mutate = Box<dyn FnMut(&[u8]) -> Vec<Vec<u8>> + Send>;
+
+impl LossyRelay {
+    /// A relay whose upstream side is `back` (a bound socket the upstream sends to): datagrams
+    /// from it go through `mutate` to 127.0.0.1:`client`; datagrams to the relay's own `port`
+    /// go unchanged to 127.0.0.1:`upstream`. Nothing is dropped.
+    pub fn start_mutating(back: UdpSocket, client: u16, upstream: u16, mut mutate: Mutate) -> LossyRelay {
+        let front = UdpSocket::bind("127.0.0.1:0").unwrap();
+        for s in [&front, &back] {
+            s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        }
+        let port = front.local_addr().unwrap().port();
+        let (stop, dropped, passed, first_data) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)), Arc::new(OnceLock::new()));
+        let mut threads = Vec::new();
+        for up in [true, false] {
+            let (front, back) = (front.try_clone().unwrap(), back.try_clone().unwrap());
+            let (stop, passed) = (stop.clone(), passed.clone());
+            let mut mutate = if up { None } else { Some(std::mem::replace(&mut mutate, Box::new(|p: &[u8]| vec![p.to_vec()]))) };
+            threads.push(std::thread::spawn(move || {
+                let mut buf = [0u8; 65536];
+                while !stop.load(Ordering::Relaxed) {
+                    if up {
+                        if let Ok((n, _)) = front.recv_from(&mut buf) {
+                            let _ = back.send_to(&buf[..n], ("127.0.0.1", upstream));
+                            passed.fetch_add(1, Ordering::Relaxed);
+                        }
+                    } else if let Ok((n, _)) = back.recv_from(&mut buf) {
+                        for p in mutate.as_mut().unwrap()(&buf[..n]) {
+                            let _ = front.send_to(&p, ("127.0.0.1", client));
+                        }
+                        passed.fetch_add(1, Ordering::Relaxed);
                     }
                 }
             }));
