@@ -22,9 +22,7 @@ use reorder_tcp::ReorderingTcpRelay;
 use rtsp::{RtspServer, Stream};
 use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
@@ -72,19 +70,6 @@ fn lane() -> LaneGuard {
     take_lanes(1)
 }
 
-/// A hash of a frame's bytes, a word at a time (a 1080p frame is 3 MB; FNV per byte is slow).
-fn frame_hash(b: &[u8]) -> u64 {
-    let mut h = 0x9e37_79b9_7f4a_7c15u64 ^ b.len() as u64;
-    let mut words = b.chunks_exact(8);
-    for w in &mut words {
-        h = (h ^ u64::from_le_bytes(w.try_into().unwrap())).wrapping_mul(0xff51_afd7_ed55_8ccd).rotate_left(29);
-    }
-    for &x in words.remainder() {
-        h = (h ^ x as u64).wrapping_mul(0x100_0000_01b3);
-    }
-    h
-}
-
 /// Hashes of FFmpeg's decode of every frame of `clip` as packed NV12 (what `nvcam_frame_copy_nv12`
 /// writes for an even-sized frame), streamed from the CLI so a minute of 1080p is never in memory.
 /// Decoded once per clip and test binary: four loss runs share one 1080p clip, and the CLI's
@@ -101,22 +86,7 @@ fn clip_hashes(clip: &Path, w: usize, h: usize) -> Arc<Refs> {
 type Refs = HashMap<u64, u32>;
 
 fn decode_hashes(clip: &Path, w: usize, h: usize) -> Refs {
-    let mut child = Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-i"])
-        .arg(clip)
-        .args(["-f", "rawvideo", "-pix_fmt", "nv12", "-"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("ffmpeg CLI");
-    let mut out = child.stdout.take().unwrap();
-    let mut buf = vec![0u8; w * h * 3 / 2];
-    let mut set = Refs::new();
-    while out.read_exact(&mut buf).is_ok() {
-        let n = set.len() as u32;
-        set.entry(frame_hash(&buf)).or_insert(n);
-    }
-    assert!(child.wait().unwrap().success());
-    set
+    nv12_hashes(clip, w, h)
 }
 
 /// A clip of `seconds` at 30 fps, one IDR a second, no B-frames (as cameras send), `kbps`.
@@ -185,7 +155,7 @@ fn watch_timed(cam: u64, d: Duration, refs: &Refs) -> (Vec<Seen>, Vec<f64>) {
         let i = info(f).unwrap();
         buf.resize(i.nv12_size as usize, 0);
         assert_eq!(unsafe { nvcam_frame_copy_nv12(f, buf.as_mut_ptr(), 0, buf.len() as u64) }, NVCAM_OK, "{}", last_error());
-        let index = refs.get(&frame_hash(&buf)).copied();
+        let index = refs.get(&nv12_hash(&buf)).copied();
         seen.push(Seen { pts_us: i.pts_us, seq: i.seq, flags: i.flags, identical: index.is_some(), index });
         at.push(t0.elapsed().as_secs_f64());
         release(f).unwrap();
@@ -1022,7 +992,7 @@ fn udp_first_frame(srv: &RtspServer, refs: &Refs) -> f64 {
     let i = info(f).unwrap();
     let mut buf = vec![0u8; i.nv12_size as usize];
     assert_eq!(unsafe { nvcam_frame_copy_nv12(f, buf.as_mut_ptr(), 0, buf.len() as u64) }, NVCAM_OK, "{}", last_error());
-    assert!(refs.contains_key(&frame_hash(&buf)), "the first frame is not the clip's");
+    assert!(refs.contains_key(&nv12_hash(&buf)), "the first frame is not the clip's");
     release(f).unwrap();
     close(cam, 2000).unwrap();
     took

@@ -238,10 +238,10 @@ pub fn nv12_hash(b: &[u8]) -> u64 {
     h
 }
 
-/// [`nv12_hash`] of FFmpeg's decode of every frame of `clip` (`w`x`h`, even) as packed NV12,
-/// what `nvcam_frame_copy_nv12` writes; each with its frame number. Streamed from the CLI, so a
-/// long clip is never in memory.
-pub fn nv12_hashes(clip: &Path, w: usize, h: usize) -> std::collections::HashMap<u64, u32> {
+/// FFmpeg's decode of every frame of `clip` (`w`x`h`, even) as packed NV12, what
+/// `nvcam_frame_copy_nv12` writes, handed to `each` one frame at a time. Streamed from the CLI,
+/// so a long clip is never in memory.
+pub fn each_nv12_frame(clip: &Path, w: usize, h: usize, mut each: impl FnMut(&[u8])) {
     use std::io::Read;
     let mut child = Command::new("ffmpeg")
         .args(["-hide_banner", "-loglevel", "error", "-i"])
@@ -252,11 +252,19 @@ pub fn nv12_hashes(clip: &Path, w: usize, h: usize) -> std::collections::HashMap
         .expect("ffmpeg CLI");
     let mut out = child.stdout.take().unwrap();
     let mut buf = vec![0u8; w * h * 3 / 2];
-    let mut set = std::collections::HashMap::new();
     while out.read_exact(&mut buf).is_ok() {
-        let n = set.len() as u32;
-        set.entry(nv12_hash(&buf)).or_insert(n);
+        each(&buf);
     }
-    assert!(child.wait().unwrap().success());
+    assert!(child.wait().unwrap().success(), "ffmpeg could not decode {}", clip.display());
+}
+
+/// [`nv12_hash`] of every frame of `clip` ([`each_nv12_frame`]), each with its frame number (from
+/// 0, in display order; a repeated picture keeps its first number).
+pub fn nv12_hashes(clip: &Path, w: usize, h: usize) -> std::collections::HashMap<u64, u32> {
+    let mut set = std::collections::HashMap::new();
+    each_nv12_frame(clip, w, h, |f| {
+        let n = set.len() as u32;
+        set.entry(nv12_hash(f)).or_insert(n);
+    });
     set
 }
