@@ -393,7 +393,9 @@ pub(crate) fn hits_of(g: &RtpGap, keys: &KeyScan, tb: ffmpeg_next::Rational, tra
         // repeats the same parameter sets before every IDR, and the decoder holds them from the
         // session's description and the earlier repeats). The picture's data is whole: marking
         // it, an IDR, marked its whole GOP of exact pictures (a fifth of a 10-s run's exact
-        // pictures marked for one lost parameter set).
+        // pictures marked for one lost parameter set). The cost: a parameter set that *changed*
+        // and was lost whole leaves this picture unmarked: its slices are decoded with the old
+        // one, which nothing here can tell (cameras repeat the same sets).
         if keys.rtp_starts_picture(g.payload_after()) {
             return Some([None, None, None]);
         }
