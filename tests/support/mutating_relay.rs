@@ -595,6 +595,13 @@ fn replace_ports(head: &str, key: &str, (a, b): (u16, u16)) -> String {
     head.replacen(&format!("{key}{}-{}", old.0, old.1), &format!("{key}{a}-{b}"), 1)
 }
 
+/// The length of the interleaved frame (`$`, channel, 16-bit length, data) at the start of `buf`,
+/// once all of it has arrived.
+fn interleaved_len(buf: &[u8]) -> Option<usize> {
+    let n = 4 + u16::from_be_bytes([*buf.get(2)?, *buf.get(3)?]) as usize;
+    (buf.len() >= n).then_some(n)
+}
+
 /// A UDP SETUP waiting for its answer: the client's RTP/RTCP ports, and the relay's pair that
 /// went up in their place.
 type PendingSetup = ((u16, u16), (UdpSocket, UdpSocket));
@@ -624,13 +631,7 @@ fn session(mut client: TcpStream, upstream: u16, m: Arc<Mutex<Mutator>>, stop: A
             }
             loop {
                 if buf.first() == Some(&b'$') {
-                    if buf.len() < 4 {
-                        break;
-                    }
-                    let n = 4 + u16::from_be_bytes([buf[2], buf[3]]) as usize;
-                    if buf.len() < n {
-                        break;
-                    }
+                    let Some(n) = interleaved_len(&buf) else { break };
                     let _ = s_out.write_all(&buf[..n]);
                     buf.drain(..n);
                     continue;
@@ -663,13 +664,7 @@ fn session(mut client: TcpStream, upstream: u16, m: Arc<Mutex<Mutator>>, stop: A
         }
         loop {
             if buf.first() == Some(&b'$') {
-                if buf.len() < 4 {
-                    break;
-                }
-                let n = 4 + u16::from_be_bytes([buf[2], buf[3]]) as usize;
-                if buf.len() < n {
-                    break;
-                }
+                let Some(n) = interleaved_len(&buf) else { break };
                 let ch = buf[1];
                 let sent = if ch.is_multiple_of(2) { m.lock().unwrap().rtp(&buf[4..n]) } else { vec![m.lock().unwrap().rtcp(&buf[4..n])] };
                 for p in sent {
