@@ -153,5 +153,5 @@ pub mod diag {
     pub use crate::gpu::shared_pool::hooks as shared_pool;
     /// The loss handling before gap placement and the GOP-aware reconnect (`test-hooks`).
     #[cfg(feature = "test-hooks")]
-    pub use crate::camera::hooks::{panic_in_session, set_legacy_loss_handling, set_no_keyframe_requests};
+    pub use crate::camera::hooks::{panic_in_session, set_legacy_loss_handling, set_no_decoder_reports, set_no_keyframe_requests};
 }

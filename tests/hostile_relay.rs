@@ -218,3 +218,64 @@ fn rtp_attacks_over_tcp_cost_only_marked_frames_and_the_camera_recovers() {
 fn rtp_attacks_over_udp_cost_only_marked_frames_and_the_camera_recovers() {
     relay_run("udp");
 }
+
+/// A session whose PLAY answer (RTP-Info's `rtptime`) puts its start a moment before its first
+/// picture, as a shared GStreamer stream that seeks for another client's PLAY does, and whose
+/// first IDR lost a packet: the IDR is marked, and so is every picture until the next key frame
+/// (they predict from it). The first access unit gets nvcam's stamp (0), its packets the
+/// demuxer's timestamp 0.3 ms later, where the gap was placed: the damaged IDR and its GOP
+/// went out unmarked.
+fn stale_start_run(transport: &str) {
+    let _g = serial();
+    let clip = clip(
+        "stale-start-320x240.mkv",
+        "320x240",
+        300,
+        "libx264",
+        &["-preset", "ultrafast", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0", "-bf", "0", "-b:v", "1M"],
+    );
+    let refs = nv12_hashes(&clip, 320, 240);
+    let server = RtspServer::start(Stream::default().clip(&clip).not_shared());
+    let relay = Relay::start(server.port, 0x5e);
+    relay.set(Mutation::StaleStartIdrCut);
+    let mut o = Opts::new().ffmpeg(&format!("rtsp_transport={transport}"));
+    o.o.integrity = NVCAM_INTEGRITY_MARK;
+    // The loss tracker alone, as on NVDEC: FFmpeg's decoder notices most cut slices itself.
+    nvcam::diag::set_no_decoder_reports(true);
+    let cam = open(&relay.url(), &o.o);
+    nvcam::diag::set_no_decoder_reports(false);
+    let cam = cam.expect("the camera opens through the relay");
+    let (mut frames, mut buf) = (Vec::new(), Vec::new());
+    let end = std::time::Instant::now() + Duration::from_secs(3);
+    while std::time::Instant::now() < end && frames.len() < 45 {
+        let Ok(f) = get_frame(cam, 200) else { continue };
+        let i = info(f).unwrap();
+        buf.resize(i.nv12_size as usize, 0);
+        assert_eq!(unsafe { nvcam_frame_copy_nv12(f, buf.as_mut_ptr(), 0, buf.len() as u64) }, NVCAM_OK, "{}", last_error());
+        frames.push((i.pts_us, i.flags, refs.get(&nv12_hash(&buf)).copied()));
+        release(f).unwrap();
+    }
+    let lost = stats(cam).packets_lost;
+    close(cam, 2000).unwrap();
+    assert!(relay.touched() >= 1, "the relay did not cut the first IDR");
+    assert!(lost >= 1, "the cut in the first IDR was not counted lost");
+    let marked = |f: &(i64, u32, Option<u32>)| f.1 & (NVCAM_FRAME_CORRUPT | NVCAM_FRAME_AFTER_LOSS) != 0;
+    let unmarked_wrong: Vec<_> = frames.iter().filter(|f| !marked(f) && f.2.is_none()).collect();
+    assert!(unmarked_wrong.is_empty(), "over {transport}: unmarked frames that are not the clip's (pts, flags, frame): {unmarked_wrong:?}");
+    // The first GOP (the next IDR is at 1 s): every picture of it that came out is marked (the
+    // camera hands out its newest frame, so a burst at the start may skip some).
+    let first_gop: Vec<_> = frames.iter().filter(|f| f.0 < 990_000).collect();
+    assert!(!first_gop.is_empty(), "over {transport}: no frame of the first GOP came out: {frames:?}");
+    assert!(first_gop.iter().all(|f| marked(f)), "over {transport}: pictures after the cut IDR went out unmarked: {first_gop:?}");
+    assert!(frames.iter().any(|f| !marked(f) && f.2.is_some()), "over {transport}: no exact frame after the next key frame: {frames:?}");
+}
+
+#[test]
+fn a_damaged_first_idr_after_an_early_parameter_set_is_marked_over_tcp() {
+    stale_start_run("tcp");
+}
+
+#[test]
+fn a_damaged_first_idr_after_an_early_parameter_set_is_marked_over_udp() {
+    stale_start_run("udp");
+}

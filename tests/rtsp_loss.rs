@@ -57,11 +57,6 @@ fn take_lanes(n: u32) -> LaneGuard {
     *taken += n;
     drop(taken);
     common::init();
-    // NVCAM_TEST_LOG=4 (debug) or 5 (trace): the library's log on stderr, with each loss and
-    // each picture's marks, to trace a failure.
-    if let Some(level) = std::env::var("NVCAM_TEST_LOG").ok().and_then(|v| v.parse().ok()) {
-        unsafe { nvcam_log_init(c"-".as_ptr(), level) };
-    }
     LaneGuard(n)
 }
 

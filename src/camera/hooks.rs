@@ -7,6 +7,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 static LEGACY: AtomicBool = AtomicBool::new(false);
 static NO_KEYFRAME_REQUESTS: AtomicBool = AtomicBool::new(false);
+static NO_DECODER_REPORTS: AtomicBool = AtomicBool::new(false);
+
+/// Cameras opened from now on take no notice of their decoder's own error reports (`true`), so
+/// the marks are the loss tracker's alone, as on NVDEC, which reports nothing for a slice with
+/// a piece cut out of it; FFmpeg's software decoder reports many (`false`, the default).
+pub fn set_no_decoder_reports(on: bool) {
+    NO_DECODER_REPORTS.store(on, Ordering::Relaxed);
+}
+
+pub(crate) fn no_decoder_reports() -> bool {
+    NO_DECODER_REPORTS.load(Ordering::Relaxed)
+}
 
 /// Cameras opened from now on ask for key frames after a loss only by reconnecting (`true`), as
 /// before RTCP PLI/FIR, or first with PLI/FIR (`false`, the default): to measure both.

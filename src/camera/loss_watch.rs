@@ -24,6 +24,11 @@ pub(super) struct LossWatch {
     /// Reports taken from the demuxer, reused between packets.
     gaps: Vec<RtpGap>,
     first_packet: bool,
+    /// The packet about to go in is the session's first access unit, stamped by
+    /// [`LossWatch::stamp_first`]: the timestamp its own RTP packets carry may lie a little after
+    /// the stamp (see there), by less than `first_slack` (the stream's time base).
+    stamped: bool,
+    first_slack: i64,
     /// When the session began (its open), and whether its first key packet has come.
     t_open: Instant,
     key_seen: bool,
@@ -56,6 +61,8 @@ impl LossWatch {
             video: stream.index() as i32,
             gaps: Vec::new(),
             first_packet: true,
+            stamped: false,
+            first_slack: first_slack(stream),
             t_open,
             key_seen: false,
             fallback: Duration::from_millis(DEFAULTS.loss_recovery_reconnect_ms as u64),
@@ -68,13 +75,21 @@ impl LossWatch {
         }
     }
 
-    /// FFmpeg's parser gives an RTSP session's first access unit no timestamp. It is its first
-    /// RTP packet's, which the RTP demuxer stamps 0 (cameras answer PLAY with npt=0- or now-);
+    /// FFmpeg's parser gives an RTSP session's first access unit no timestamp. It is the start
+    /// of the play, which the RTP demuxer stamps 0 (cameras answer PLAY with npt=0- or now-);
     /// without one its picture could not be flagged a key frame, placed against losses, or told
     /// apart from the next.
+    ///
+    /// The demuxer's 0 is the RTP timestamp the PLAY answer names (RTP-Info's `rtptime`, else
+    /// the first packet's), which need not be the first picture's: a shared GStreamer stream that seeks for another client's
+    /// PLAY names one 0.3-1.6 ms before it. The demuxer then reports a gap in the unit's packets
+    /// at their own timestamp, not at the stamp: placed there, the hit waited for a picture that
+    /// never came, and the damaged key picture and its GOP went out unmarked. So the gaps taken
+    /// with this unit that lie within half a frame of the stamp are its own ([`Self::packet`]).
     pub(super) fn stamp_first(&mut self, p: &mut ff::Packet, rtsp: bool) {
         if std::mem::take(&mut self.first_packet) && rtsp && p.pts().is_none() && p.dts().is_none() && p.is_key() {
             p.set_pts(Some(0));
+            self.stamped = true;
         }
     }
 
@@ -87,6 +102,10 @@ impl LossWatch {
         // Gaps the demuxer met while it read up to this packet: they hit pictures by their
         // timestamps, this one or later ones.
         let unplaced = rtp_gaps::take(&mut self.gaps);
+        if std::mem::take(&mut self.stamped) {
+            let slack = self.first_slack;
+            self.gaps.iter_mut().for_each(|g| onto_stamp(g, slack));
+        }
         let tracks_refs = self.frame_nums.as_ref().is_some_and(|c| c.tracking());
         let (mut lost, mut unknown_place) = (unplaced, unplaced > 0);
         let mut cut_keys = Vec::new();
@@ -159,6 +178,29 @@ impl LossWatch {
             return Err(Error::new(ErrorKind::Io, format!("reconnecting for a key frame after a packet loss: {wait:?}")));
         }
         Ok(())
+    }
+}
+
+/// How far from a stamped first unit's stamp its own packets' timestamps may lie (the stream's
+/// time base): half a frame interval, every other picture being a frame or more away (10 ms
+/// when the stream names no rate; 5-50 ms whatever rate it names).
+fn first_slack(stream: &ff::format::stream::Stream<'_>) -> i64 {
+    let tb = stream.time_base();
+    let rate = [stream.avg_frame_rate(), stream.rate()].into_iter().find(|r| r.numerator() > 0 && r.denominator() > 0);
+    let half_frame_us = rate.map_or(10_000, |r| (500_000 * r.denominator() as i64 / r.numerator() as i64).clamp(5_000, 50_000));
+    if tb.numerator() <= 0 || tb.denominator() <= 0 {
+        return 0;
+    }
+    half_frame_us * tb.denominator() as i64 / (1_000_000 * tb.numerator() as i64)
+}
+
+/// A gap taken with the session's stamped first unit: the timestamps within `slack` of the stamp
+/// (0) are the unit's own (see [`LossWatch::stamp_first`]).
+fn onto_stamp(g: &mut RtpGap, slack: i64) {
+    for pts in [&mut g.pts_before, &mut g.pts_after] {
+        if pts.is_some_and(|p| p != 0 && p.abs() < slack) {
+            *pts = Some(0);
+        }
     }
 }
 

@@ -237,6 +237,9 @@ pub(crate) struct Shared {
     /// Key frames after a loss only by reconnecting (`hooks::set_no_keyframe_requests`).
     #[cfg(feature = "test-hooks")]
     pub(super) no_keyframe_requests: bool,
+    /// The decoder's own error reports ignored (`hooks::set_no_decoder_reports`).
+    #[cfg(feature = "test-hooks")]
+    pub(super) no_decoder_reports: bool,
     /// The camera's packet cache and recordings (idle unless the host asks for them).
     pub(super) recorder: Arc<crate::record::Recorder>,
     /// Where this camera is published for other processes (`nvcam_camera_publish`).
@@ -274,6 +277,8 @@ impl Shared {
             legacy_loss: super::hooks::legacy(),
             #[cfg(feature = "test-hooks")]
             no_keyframe_requests: super::hooks::no_keyframe_requests(),
+            #[cfg(feature = "test-hooks")]
+            no_decoder_reports: super::hooks::no_decoder_reports(),
             recorder: Arc::default(),
             publication: Mutex::new(None),
             source_status: Mutex::new(None),

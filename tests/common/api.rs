@@ -13,7 +13,12 @@ pub fn root() -> &'static Path {
 pub fn init() {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| unsafe {
-        assert_eq!(nvcam_log_init(std::ptr::null(), NVCAM_LOG_INFO), NVCAM_OK);
+        // NVCAM_TEST_LOG=4 (debug) or 5 (trace): the library's log on stderr, with each loss and
+        // each picture's marks, to trace a failure.
+        match std::env::var("NVCAM_TEST_LOG").ok().and_then(|v| v.parse().ok()) {
+            Some(level) => assert_eq!(nvcam_log_init(c"-".as_ptr(), level), NVCAM_OK),
+            None => assert_eq!(nvcam_log_init(std::ptr::null(), NVCAM_LOG_INFO), NVCAM_OK),
+        }
     });
     assert_eq!(unsafe { nvcam_init(std::ptr::null()) }, NVCAM_OK);
 }

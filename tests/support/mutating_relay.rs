@@ -53,6 +53,11 @@ pub enum Mutation {
     SsrcChange,
     /// RTCP sender reports with absurd NTP times (0, all ones, years ahead, random).
     RtcpNtp,
+    /// Not an attack: a session start as a shared GStreamer stream that seeks for another
+    /// client's PLAY gives it: RTP-Info's `rtptime` 28 ticks (0.3 ms) before the first
+    /// picture's timestamp (every timestamp 28 ticks later than the server's), and one packet
+    /// from the middle of the first IDR lost.
+    StaleStartIdrCut,
 }
 
 pub const ATTACKS: [Mutation; 12] = [
@@ -86,6 +91,7 @@ impl Mutation {
             Mutation::SeqWrap => "sequence-wrap",
             Mutation::SsrcChange => "ssrc-change",
             Mutation::RtcpNtp => "rtcp-absurd-ntp",
+            Mutation::StaleStartIdrCut => "stale-start-idr-cut",
         }
     }
 }
@@ -107,11 +113,13 @@ pub struct Mutator {
     pictures: u64,
     /// Packets changed, inserted or duplicated so far (a test shows the attack happened).
     pub touched: u64,
+    /// `StaleStartIdrCut`: the IDR's packet was dropped.
+    idr_cut: bool,
 }
 
 impl Mutator {
     fn new(seed: u64) -> Mutator {
-        Mutator { mode: Mutation::Sane, applied: Mutation::Sane, rng: seed | 1, seq_off: 0, ts_off: 0, ssrc_xor: 0, sps: None, pps: None, prev_marker: true, packets: 0, pictures: 0, touched: 0 }
+        Mutator { mode: Mutation::Sane, applied: Mutation::Sane, rng: seed | 1, seq_off: 0, ts_off: 0, ssrc_xor: 0, sps: None, pps: None, prev_marker: true, packets: 0, pictures: 0, touched: 0, idr_cut: false }
     }
 
     fn next(&mut self) -> u64 {
@@ -139,6 +147,7 @@ impl Mutator {
                 Mutation::TsForward => self.ts_off = self.ts_off.wrapping_add(3 * 3600 * 90_000),
                 Mutation::TsBack => self.ts_off = self.ts_off.wrapping_sub(3 * 3600 * 90_000),
                 Mutation::SeqWrap => self.seq_off = 65_500u16.wrapping_sub(seq),
+                Mutation::StaleStartIdrCut => self.ts_off = self.ts_off.wrapping_add(28),
                 _ => {}
             }
         }
@@ -183,6 +192,15 @@ impl Mutator {
                 out.push(p);
                 did_insert = true;
                 self.touched += 1;
+            }
+        }
+        let mut drop_this = false;
+        if mode == Mutation::StaleStartIdrCut {
+            // A middle fragment (FU-A, neither start nor end) of the first IDR: lost.
+            if !self.idr_cut && pkt.len() > hdr + 1 && pkt[hdr] & 0x1f == 28 && pkt[hdr + 1] & 0x1f == 5 && pkt[hdr + 1] & 0xc0 == 0 {
+                self.idr_cut = true;
+                self.touched += 1;
+                drop_this = true;
             }
         }
         let mut p = pkt.to_vec();
@@ -233,6 +251,10 @@ impl Mutator {
             let again = out.last().unwrap().clone();
             out.push(again);
             self.touched += 1;
+        }
+        if drop_this {
+            // Its number is skipped: a gap, as a loss on the way leaves.
+            out.pop();
         }
         // Sequence numbers: the attack's offset, and one more for every packet inserted before
         // this one (a duplicate keeps its original's number).
