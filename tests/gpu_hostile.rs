@@ -155,6 +155,12 @@ fn sps_attack(name: &str, size: impl Fn(usize) -> (u32, u32)) -> PathBuf {
     })
 }
 
+/// The clean H.264 clip with an SPS of a new size before every picture: 64x48 up to 640x400,
+/// none twice in the clip's 300 pictures.
+fn sps_churn() -> PathBuf {
+    sps_attack("hostile-gpu-h264-sps-churn.h264", |n| (16 * (4 + n % 37) as u32, 16 * (3 + n % 23) as u32))
+}
+
 /// Every mutated stream, with the clean clip it came from and the decoder it goes through.
 fn hostile_fixtures() -> Vec<(&'static str, PathBuf)> {
     let (h264, hevc, jpeg) = (h264_clean(), hevc_clean(), jpeg_clean());
@@ -170,7 +176,7 @@ fn hostile_fixtures() -> Vec<(&'static str, PathBuf)> {
         ),
         ("h264 sps 2x2", sps_attack("hostile-gpu-h264-sps-2x2.h264", |_| (2, 2))),
         ("h264 sps 16384x16384", sps_attack("hostile-gpu-h264-sps-16384.h264", |_| (16384, 16384))),
-        ("h264 sps new size every picture", sps_attack("hostile-gpu-h264-sps-churn.h264", |n| (16 * (4 + n % 37) as u32, 16 * (3 + n % 23) as u32))),
+        ("h264 sps new size every picture", sps_churn()),
         ("hevc bit flips", noisy(&hevc, "hostile-gpu-hevc-flips.mp4", "amount=300")),
         ("hevc dropped packets", noisy(&hevc, "hostile-gpu-hevc-drops.mp4", "drop=not(mod(n\\,4))")),
         ("jpeg bit flips", noisy(&jpeg, "hostile-gpu-jpeg-flips.mp4", "amount=200")),
@@ -375,4 +381,33 @@ fn mutated_jpegs_through_nvjpeg_and_nvdec_leave_no_sticky_error() {
     if std::env::var("NVCAM_REQUIRE_NVJPEG").is_ok_and(|v| v == "1") {
         attacks_leave_the_decoder_usable("nvjpeg", NVCAM_DECODER_NVJPEG, &jpeg_clean(), &jpegs);
     }
+}
+
+/// An SPS that claims a new size every picture made direct NVDEC destroy and create a decoder for
+/// each picture larger than its decoder (about 70 ms each, run one at a time for the whole GPU):
+/// the camera was still STREAMING after 60 s, and every other camera on the GPU waited for those
+/// creations. A decoder made in place of another now has room up to the next common size (every
+/// size of this stream fits in 1280x720) and the decode surfaces of both, so this stream costs
+/// the camera two decoders, its other changes are reconfigures within the churn bound, and it
+/// ends. Alone on the GPU, so that the process's counters are this camera's.
+#[test]
+fn a_new_size_every_picture_costs_two_nvdec_decoders_and_ends() {
+    let _g = serial();
+    if !need_gpu!(nvdec_usable(), "a GPU with NVDEC (libnvcuvid)") {
+        return;
+    }
+    let file = sps_churn();
+    let before = nvdec_churn();
+    let d = decode_noting(&file, NVCAM_DECODER_NVDEC, false);
+    let c: Vec<u64> = nvdec_churn().iter().zip(before).map(|(a, b)| a - b).collect();
+    println!(
+        "sps churn on NVDEC: {} pictures, state {} after {:.1?} ({}); {} pictures refused, {} pool changes; {} decoders created, {} reconfigures, {} resizes refused, {} pictures not decoded",
+        d.seen.len(), d.state, d.took, d.error, d.pictures_refused, d.stream_changes, c[0], c[1], c[2], c[3]
+    );
+    assert_eq!(d.state, NVCAM_STATE_ENDED, "the camera did not end within 60 s: {}", d.error);
+    assert!(c[0] <= 2, "{} NVDEC decoders created for one camera: the one in place of the first had no headroom", c[0]);
+    // Resizes (reconfigures, decoders beyond the first) within the bound: 10 per 10 s begun.
+    let windows = 1 + d.took.as_millis() as u64 / 10_000;
+    assert!(c[1] + c[0].saturating_sub(1) <= 10 * windows, "{} reconfigures and {} decoders in {:.1?}: past the churn bound", c[1], c[0], d.took);
+    assert!(!d.seen.is_empty(), "no picture at all");
 }

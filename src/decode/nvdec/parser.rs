@@ -292,7 +292,7 @@ impl State {
                 self.geom = Some(geom);
                 return Ok(dec.surfaces as c_int);
             }
-            replaced = Some((dec.max_w, dec.max_h));
+            replaced = Some((dec.max_w, dec.max_h, dec.surfaces));
             if adopting {
                 log::info!(
                     "GPU {dev}: NVDEC decoder of the last connection ({} {}x{}, {} surfaces) does not fit codec {} {}x{} ({want} surfaces); making a new one",
@@ -310,13 +310,16 @@ impl State {
         let outputs = self.knobs.map(|k| k.output_surfaces).filter(|&n| n > 0).unwrap_or(OUTPUT_SURFACES);
         let coded = (f.coded_width, f.coded_height);
         // A stream that changed gets room to change again, over both sizes (`caps::headroom`
-        // says why and what it costs); one that never did, a decoder of exactly its size.
+        // says why and what it costs) and with the decode surfaces of both (a smaller picture
+        // may ask for more: its level's picture buffer holds more of them); one that never did
+        // gets a decoder of exactly its size and surfaces.
         let max = match (replaced, c) {
             (Some(old), Some(c)) => headroom(&c, (coded.0.max(old.0), coded.1.max(old.1)), self.max_picture)
                 .or_else(|| headroom(&c, coded, self.max_picture))
                 .unwrap_or(coded),
             _ => coded,
         };
+        let want = replaced.map_or(want, |old| want.max(old.2));
         let dec = VideoDecoder::create(self.lib, &self.cam, f, max, surface, want, outputs).map_err(|e| {
             // Out of sessions or memory, or a size the engine refuses: not ours to retry.
             self.refused = true;
