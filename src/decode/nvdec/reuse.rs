@@ -12,7 +12,13 @@
 //! - same codec, a coded size within the size it was created for (`ulMaxWidth`/`ulMaxHeight`)
 //!   and enough surfaces: `cuvidReconfigureDecoder` (NVIDIA's documented limits: same codec,
 //!   chroma format and bit depth, size within the creation maximum);
-//! - else it is destroyed and a new one created.
+//! - else it is destroyed and a new one created, with headroom (`caps::headroom`: up to the
+//!   next common size over both, and the decode surfaces of both), since the stream changed.
+//!
+//! Every resize (a reconfigure, or a new decoder in place of one) goes through the camera's churn
+//! bound, kept here because it outlives sessions as the camera does: at most
+//! `DEFAULTS.decoder_churn_max` within `decoder_churn_window_ms`. Past it the stream's pictures of
+//! the refused sequence are not decoded (`parser.rs` `State::sequence`).
 //!
 //! Chroma format and bit depth need no check: a decoder exists only for 8-bit 4:2:0 (the
 //! sequence callback refuses anything else before it makes or keeps one).
