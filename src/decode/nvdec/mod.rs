@@ -66,7 +66,8 @@
 //! `sys` (the declarations), `api` (the library, loaded at run time, and one thin method per
 //! call: the only place NVDEC is called), `session` (RAII owners: context lock, parser,
 //! decoder, mapped picture), `parser` (the callbacks' state machine and the copy out of a
-//! surface), `reuse` (the decoder kept across a reconnect), `caps` (what the engine takes),
+//! surface), `refusal` (the pictures of a sequence the decoder churn bound refused), `reuse` (the
+//! decoder kept across a reconnect), `caps` (what the engine takes, and a new decoder's headroom),
 //! `counters`, and `hooks` (test-only faults and
 //! delays, compiled with the `test-hooks` feature).
 
@@ -74,6 +75,7 @@ mod caps;
 mod counters;
 pub(crate) mod hooks;
 mod parser;
+mod refusal;
 mod reuse;
 mod session;
 

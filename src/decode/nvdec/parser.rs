@@ -9,6 +9,7 @@
 use super::caps::{caps, decodes_size, headroom, surface_for, takes_layout, Surface};
 use super::counters::{count, ns, Timing, COUNTERS};
 use super::hooks::{self, Knobs};
+use super::refusal::Refusal;
 use super::reuse::DecoderSlot;
 use super::session::VideoDecoder;
 use crate::gpu::nvcuvid::api::Nvcuvid;
@@ -113,23 +114,9 @@ pub(super) struct State {
     /// The stream's sequence needs a resize that the churn bound refused: its pictures are not
     /// decoded (the decoder keeps its size) until a sequence the decoder takes as it is, or one
     /// the bound admits.
-    refusing: bool,
-    /// Surfaces (bit = picture index) whose last picture was not decoded while refusing: their
-    /// display is dropped.
-    skipped: u64,
-    /// Pictures not decoded while refusing, not yet taken by the camera ([`State::take_refused`]).
-    refused_pictures: u64,
+    refusal: Refusal,
     /// Why the camera's pictures stopped, for its last error (once per refusal).
     pub churn_note: Option<Error>,
-}
-
-/// A picture index's bit in [`State::skipped`] (indices are below `MAX_DECODE_SURFACES`).
-fn surface_bit(idx: c_int) -> u64 {
-    if (0..64).contains(&idx) {
-        1 << idx
-    } else {
-        0
-    }
 }
 
 impl State {
@@ -152,28 +139,25 @@ impl State {
             probed: Color::default(),
             decodes: 0,
             slot,
-            refusing: false,
-            skipped: 0,
-            refused_pictures: 0,
+            refusal: Refusal::default(),
             churn_note: None,
         }
     }
 
     /// A new parser (recovery, rewind): nothing of the last one's pictures is skipped any more.
     pub(super) fn forget_skipped(&mut self) {
-        self.refusing = false;
-        self.skipped = 0;
+        self.refusal.forget();
     }
 
     /// Pictures not decoded under the churn bound since the last call.
     pub(super) fn take_refused(&mut self) -> u64 {
-        std::mem::take(&mut self.refused_pictures)
+        self.refusal.take_not_decoded()
     }
 
     /// The churn bound refuses this stream's sequence and would now admit a resize: a fresh
     /// parser would meet the sequence again (`NvDecoder::parse_packet`).
     pub(super) fn may_retry_refused(&self) -> bool {
-        self.refusing && self.slot.resize_has_room()
+        self.refusal.refusing() && self.slot.resize_has_room()
     }
 
     fn stream(&self) -> cu::CUstream {
@@ -256,7 +240,7 @@ impl State {
                     count(&COUNTERS.decoders_adopted);
                     log::debug!("GPU {dev}: NVDEC decoder of the last connection kept ({}x{})", f.coded_width, f.coded_height);
                 }
-                if std::mem::take(&mut self.refusing) {
+                if self.refusal.stop() {
                     log::info!("GPU {dev}: the stream is back at {}x{}, which its NVDEC decoder takes as it is: decoding again", geom.width, geom.height);
                 }
                 self.geom = Some(geom);
@@ -266,8 +250,7 @@ impl State {
             // camera's churn bound, else this sequence's pictures are not decoded. The decoder
             // keeps its size and surfaces, so the parser goes on with the count it has.
             if !self.slot.admit_resize() {
-                if !self.refusing {
-                    self.refusing = true;
+                if self.refusal.start() {
                     let (max, secs) = (crate::config::DEFAULTS.decoder_churn_max, crate::config::DEFAULTS.decoder_churn_window_ms / 1000);
                     let e = Error::picture_refused(format!(
                         "the stream changed its coded size or format {max} times within {secs} s; its {}x{} pictures are not decoded by NVDEC until the {secs} s have room (decoder_churn_max)",
@@ -279,7 +262,7 @@ impl State {
                 count(&COUNTERS.resizes_refused);
                 return Ok(dec.surfaces as c_int);
             }
-            self.refusing = false;
+            self.refusal.stop();
             // The surfaces are about to change: move queued pictures of the old sequence aside.
             self.park_queue()?;
             let dec = self.decoder.as_mut().expect("checked above");
@@ -367,14 +350,11 @@ impl State {
     fn decode(&mut self, p: &mut cu::CUVIDPICPARAMS) -> Result<c_int> {
         let Some(dec) = self.decoder.as_ref() else { return Err(Error::internal("decode callback before any sequence")) };
         let idx = p.CurrPicIdx;
-        if self.refusing {
+        if !self.refusal.decode(idx) {
             // A picture of the sequence the churn bound refused: not decoded, its display dropped.
-            self.skipped |= surface_bit(idx);
-            self.refused_pictures += 1;
             count(&COUNTERS.pictures_refused);
             return Ok(1);
         }
-        self.skipped &= !surface_bit(idx);
         self.decodes = self.decodes.wrapping_add(1);
         for d in self.queue.iter_mut().filter(|d| d.info.picture_index == idx && !d.stale && d.parked.is_none()) {
             d.stale = true;
@@ -397,7 +377,7 @@ impl State {
 
     /// Display callback: queues a picture in display order, with its sequence's geometry.
     fn display(&mut self, info: &cu::CUVIDPARSERDISPINFO) -> Result<c_int> {
-        if self.skipped & surface_bit(info.picture_index) != 0 {
+        if !self.refusal.shows(info.picture_index) {
             return Ok(1);
         }
         let geom = self.geom.ok_or_else(|| Error::internal("display callback before any sequence"))?;
