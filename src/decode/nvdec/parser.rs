@@ -303,7 +303,15 @@ impl State {
             _ => coded,
         };
         let want = replaced.map_or(want, |old| want.max(old.2));
-        let dec = VideoDecoder::create(self.lib, &self.cam, f, max, surface, want, outputs).map_err(|e| {
+        let mut made = VideoDecoder::create(self.lib, &self.cam, f, max, surface, want, outputs);
+        if let (Err(e), true) = (made.as_ref(), max != coded) {
+            // The headroom is a saving, never a need: a GPU short of memory for it still gets
+            // a decoder of the stream's own size.
+            log::info!("GPU {dev}: an NVDEC decoder up to {}x{} could not be made ({}); making one of {}x{}", max.0, max.1, e.msg, coded.0, coded.1);
+            made = VideoDecoder::create(self.lib, &self.cam, f, coded, surface, want, outputs);
+        }
+        let max = made.as_ref().map_or(coded, |d| (d.max_w, d.max_h));
+        let dec = made.map_err(|e| {
             // Out of sessions or memory, or a size the engine refuses: not ours to retry.
             self.refused = true;
             if e.kind == ErrorKind::OutOfMemory {
