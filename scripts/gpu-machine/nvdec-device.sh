@@ -17,7 +17,7 @@
 #   hostile        tests/gpu_hostile.rs (mutated H.264/HEVC/JPEG streams through NVDEC and nvJPEG beside
 #                  healthy GPU cameras: no sticky CUDA error, every hostile camera ends; an SPS of a new
 #                  size every picture costs a camera two NVDEC decoders and resizes within the churn
-#                  bound), then under compute-sanitizer --tool memcheck
+#                  bound), then under compute-sanitizer --tool memcheck (hostile-plain, memcheck-hostile: one of the two)
 #   gpu-suite      tests/gpu.rs (the GPU path's suite; AUTO means direct NVDEC)
 #   memcheck-nvdec tests/gpu_nvdec.rs under compute-sanitizer --tool memcheck
 #   memcheck-gpu   tests/gpu.rs under compute-sanitizer --tool memcheck (the storm test: churn-memcheck)
@@ -159,9 +159,9 @@ integrity)
   step integrity 120 bash -c "'$integrity_test' --skip make_ --test-threads 1 --nocapture > '$out/tests-integrity.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|pictures|marked' '$out/tests-integrity.log'; exit \$r"
   step memcheck-integrity 240 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-integrity.log' '$integrity_test' --skip make_ --test-threads 1 --nocapture > '$out/memcheck-integrity-tests.log' 2>&1; r=\$?; grep -E '^test |test result|pictures' '$out/memcheck-integrity-tests.log'; grep -E 'ERROR SUMMARY' '$out/memcheck-integrity.log' | sort | uniq -c; exit \$r"
   ;;
-hostile)
-  step hostile 180 bash -c "'$hostile_test' --skip make_ --test-threads 1 --nocapture > '$out/tests-hostile.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|pictures' '$out/tests-hostile.log'; exit \$r"
-  step memcheck-hostile 360 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-hostile.log' '$hostile_test' --skip make_ --test-threads 1 --nocapture > '$out/memcheck-hostile-tests.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|exact|sps churn' '$out/memcheck-hostile-tests.log'; grep -E 'ERROR SUMMARY' '$out/memcheck-hostile.log' | sort | uniq -c; exit \$r"
+hostile|hostile-plain|memcheck-hostile)
+  [ "$what" != memcheck-hostile ] && step hostile 180 bash -c "'$hostile_test' --skip make_ --test-threads 1 --nocapture > '$out/tests-hostile.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|pictures|sps churn' '$out/tests-hostile.log'; exit \$r"
+  [ "$what" != hostile-plain ] && step memcheck-hostile 360 bash -c "compute-sanitizer --tool memcheck --error-exitcode 99 --log-file '$out/memcheck-hostile.log' '$hostile_test' --skip make_ --test-threads 1 --nocapture > '$out/memcheck-hostile-tests.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|exact|sps churn' '$out/memcheck-hostile-tests.log'; grep -E 'ERROR SUMMARY' '$out/memcheck-hostile.log' | sort | uniq -c; exit \$r"
   ;;
 gpu-suite)
   step gpu-suite 180 bash -c "'$gpu_test' --include-ignored --skip make_ --test-threads 1 > '$out/tests-gpu.log' 2>&1; r=\$?; grep -E '^test |test result|panicked|decoder [0-9]|reconnects|leaked|cap 2|frames equal' '$out/tests-gpu.log'; [ \$r -ne 0 ] && grep -A8 panicked '$out/tests-gpu.log' | head -40; exit \$r"
