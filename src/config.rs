@@ -45,16 +45,6 @@ pub(crate) struct Defaults {
     /// size every picture cannot make nvcam allocate every picture.
     pub pool_churn_max: u32,
     pub pool_churn_window_ms: u32,
-    /// A direct-NVDEC camera's decoder may be resized (`cuvidReconfigureDecoder`, or a new
-    /// decoder in place of the one it has) at most this often within `decoder_churn_window_ms`.
-    /// Each resize waits for the camera's stream and reallocates surfaces, and a new decoder
-    /// takes about 70 ms in a driver that makes one at a time for the whole GPU: a stream that
-    /// claims a new size every picture would otherwise spend the GPU's decoder creations for
-    /// every camera on it. Pictures of a size the decoder cannot take without another resize
-    /// are not decoded (counted in `pictures_refused`, the pictures after them marked until a
-    /// recovery point) until the window has room; the camera goes on, as under `pool_churn_max`.
-    pub decoder_churn_max: u32,
-    pub decoder_churn_window_ms: u32,
     /// Sessions in a row that reach the source but give no exact picture, all within
     /// `fruitless_window_ms`, after which the camera ends FAILED: a source of garbage (bytes that
     /// do not decode) would otherwise be reconnected for ever, a new session each time.
@@ -123,8 +113,6 @@ pub(crate) const DEFAULTS: Defaults = Defaults {
     max_picture_height: 8192,
     pool_churn_max: 10,
     pool_churn_window_ms: 10_000,
-    decoder_churn_max: 10,
-    decoder_churn_window_ms: 10_000,
     fruitless_sessions: 5,
     fruitless_window_ms: 60_000,
     udp_receive_buffer_bytes: 4 << 20,

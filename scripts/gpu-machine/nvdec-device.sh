@@ -15,9 +15,8 @@
 #                  dropped inside an RTSP TCP connection by the bundle's replay server: every decoder's
 #                  marks against the software path's), then under compute-sanitizer --tool memcheck
 #   hostile        tests/gpu_hostile.rs (mutated H.264/HEVC/JPEG streams through NVDEC and nvJPEG beside
-#                  healthy GPU cameras: no sticky CUDA error, every hostile camera ends; an SPS of a new
-#                  size every picture costs a camera two NVDEC decoders and resizes within the churn
-#                  bound), then under compute-sanitizer --tool memcheck (hostile-plain, memcheck-hostile: one of the two)
+#                  healthy GPU cameras: no sticky CUDA error), then under compute-sanitizer --tool memcheck
+#                  (hostile-plain, memcheck-hostile: one of the two)
 #   gpu-suite      tests/gpu.rs (the GPU path's suite; AUTO means direct NVDEC)
 #   memcheck-nvdec tests/gpu_nvdec.rs under compute-sanitizer --tool memcheck
 #   memcheck-gpu   tests/gpu.rs under compute-sanitizer --tool memcheck (the storm test: churn-memcheck)

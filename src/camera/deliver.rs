@@ -33,11 +33,16 @@ fn pool_for(sh: &Shared, pools: &Pools, pic: &Picture) -> Result<Option<Arc<Pool
         // A change: at most `pool_churn_max` new pools in the window; pictures of another size
         // than the current pool's are dropped until the window has room again. The camera goes
         // on (no reconnect: a new session would only meet the same stream).
-        let (max, window) = (DEFAULTS.pool_churn_max, Duration::from_millis(DEFAULTS.pool_churn_window_ms as u64));
-        if !p.churn.admit(Instant::now(), max, window) {
+        let (max, window) = (DEFAULTS.pool_churn_max as usize, Duration::from_millis(DEFAULTS.pool_churn_window_ms as u64));
+        let now = Instant::now();
+        while p.replaced_at.front().is_some_and(|&t| now.saturating_duration_since(t) > window) {
+            p.replaced_at.pop_front();
+        }
+        if p.replaced_at.len() >= max {
             log::debug!("camera {}: a {}x{} picture dropped: the stream changed its picture size {max} times within {} s", sh.name(), pic.width, pic.height, window.as_secs());
             return Ok(None);
         }
+        p.replaced_at.push_back(now);
     }
     if let Some(o) = p.current.as_ref().filter(|_| resized) {
         log::info!(

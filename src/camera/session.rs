@@ -465,12 +465,6 @@ impl<'a> Session<'a> {
             self.integrity.lost(now);
             self.sh.counters.decode_errors.fetch_add(1, Ordering::Relaxed);
         }
-        let refused = self.dec.take_refused();
-        if refused > 0 {
-            // Not decoded (the decoder's churn bound): what refers to them is not exact.
-            self.integrity.lost(now);
-            self.sh.counters.pictures_refused.fetch_add(refused, Ordering::Relaxed);
-        }
         self.sh.report(o);
     }
 

@@ -180,7 +180,7 @@ pub(super) struct StreamInfo {
 pub(super) struct Pools {
     pub current: Option<Arc<Pool>>,
     pub old: Vec<Weak<Pool>>,
-    pub churn: crate::decode::churn::ChurnBound,
+    pub replaced_at: std::collections::VecDeque<std::time::Instant>,
     /// The camera is published, and its memory could not be made shareable: it keeps pools of
     /// its own kind rather than try again every picture.
     pub no_export: bool,

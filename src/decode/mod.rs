@@ -10,7 +10,6 @@
 //! picture lost to it) comes back in its [`Outcome`], not through a side channel.
 
 pub(crate) mod chroma_box;
-pub(crate) mod churn;
 pub(crate) mod hwdec;
 pub(crate) mod nvdec;
 pub(crate) mod nvjpeg;
@@ -97,13 +96,6 @@ pub(crate) trait Decoder: Send {
     fn receive(&mut self) -> Result<Option<Picture>>;
     /// Writes the picture last received, as NV12, into `lease`'s slot (which has its size).
     fn write_into(&mut self, lease: &mut Lease) -> Result<Outcome>;
-    /// Pictures the decoder did not decode since the last call because the stream changed its
-    /// size or format more often than the decoder may be resized (`DEFAULTS.decoder_churn_max`):
-    /// the camera counts them in `pictures_refused`, and the pictures after them are not exact
-    /// until a recovery point (they may refer to those).
-    fn take_refused(&mut self) -> u64 {
-        0
-    }
     /// Makes the decoder ready for a rewound stream after end of file (keeping its sessions and
     /// buffers). False if it cannot, and the caller makes a new one.
     fn reset(&mut self) -> bool {

@@ -455,9 +455,6 @@ impl Decoder for Fallback {
     fn write_into(&mut self, lease: &mut Lease) -> Result<Outcome> {
         self.inner()?.write_into(lease)
     }
-    fn take_refused(&mut self) -> u64 {
-        self.inner().map(|d| d.take_refused()).unwrap_or(0)
-    }
     fn reset(&mut self) -> bool {
         self.inner().map(|d| d.reset()).unwrap_or(false)
     }

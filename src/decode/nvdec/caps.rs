@@ -109,42 +109,6 @@ pub(crate) fn size_fits(c: &cu::CUVIDDECODECAPS, w: u32, h: u32) -> bool {
     w <= c.nMaxWidth && h <= c.nMaxHeight && w >= c.nMinWidth as u32 && h >= c.nMinHeight as u32
 }
 
-/// Whether the engine makes a decoder of this coded size: within its sizes and its macroblocks.
-pub(crate) fn decodes_size(c: &cu::CUVIDDECODECAPS, w: u32, h: u32) -> bool {
-    size_fits(c, w, h) && (w >> 4) as u64 * (h >> 4) as u64 <= c.nMaxMBCount as u64
-}
-
-/// The sizes a decoder is made for in place of another (its stream changed): the common camera
-/// sizes, coded (1080 rows code as 1088), in either orientation.
-const HEADROOM_STEPS: [(u32, u32); 5] = [(1280, 720), (1920, 1088), (2560, 1440), (3840, 2160), (4096, 2304)];
-
-/// The creation size (`ulMaxWidth`/`ulMaxHeight`) of a decoder made in place of another because
-/// the stream changed its size or format (`need`: the larger of both sizes): the smallest step of [`HEADROOM_STEPS`] that holds `need` (either
-/// orientation), within the engine's caps and the camera's picture size limit (`limit`, rounded
-/// up to whole macroblocks as coded sizes are), never below `need`. Later sizes up to it are a
-/// `cuvidReconfigureDecoder` (a few milliseconds, the camera's own stream only) instead of a
-/// destroy and a create (about 70 ms each, one at a time for the whole GPU).
-///
-/// Why only once the stream changed, and why these steps: NVDEC sizes a decoder's memory for its
-/// creation maximum, so headroom costs a camera memory. A camera whose stream never changes size
-/// (nearly all) gets a decoder of exactly its size, as before. One whose stream changed is likely
-/// to change again (an operator trying resolutions, a camera switching profiles, a hostile
-/// stream), and the next standard size up holds what such a camera switches to: it costs at most
-/// that step's surfaces (1280x720 NV12 is 1.4 MB a surface, 1920x1088 3.1 MB) and never more than
-/// the camera's `max_picture_width/height`, which bounded what its stream could claim already.
-/// Past the largest step a decoder is made for exactly `need`. None if the engine takes no
-/// decoder of `need` itself.
-pub(crate) fn headroom(c: &cu::CUVIDDECODECAPS, need: (u32, u32), limit: (u32, u32)) -> Option<(u32, u32)> {
-    if !decodes_size(c, need.0, need.1) {
-        return None;
-    }
-    let mb = |v: u32| v.saturating_add(15) & !15;
-    let cap = (c.nMaxWidth.min(mb(limit.0)), c.nMaxHeight.min(mb(limit.1)));
-    let step = HEADROOM_STEPS.iter().flat_map(|&(w, h)| [(w, h), (h, w)]).find(|&(w, h)| w >= need.0 && h >= need.1);
-    let sized = step.map(|(w, h)| (w.min(cap.0).max(need.0), h.min(cap.1).max(need.1)));
-    Some(sized.filter(|&(w, h)| decodes_size(c, w, h)).unwrap_or(need))
-}
-
 /// Whether the direct NVDEC backend can take this stream on `dev`: libnvcuvid loads, the codec
 /// is one it handles, its pixel format (when FFmpeg knows it) is 4:2:0 at 8, 10 or 12 bits (any
 /// 8-bit layout for JPEG), and the GPU's decoder supports the codec in that layout at this size,
@@ -190,52 +154,4 @@ pub(crate) fn supports(dev: &Device, params: &ff::codec::Parameters, eight_bit: 
         return Err(no(format!("{w}x{h} {name}: NVDEC's JPEG engine writes no valid chroma at the odd edge of a 4:2:2 or 4:4:4 picture")));
     }
     Ok(codec)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An H100's H.264 caps: 48x16 to 4096x4096, 65536 macroblocks (4096x4096 is 65536).
-    fn h100() -> cu::CUVIDDECODECAPS {
-        cu::CUVIDDECODECAPS { nMaxWidth: 4096, nMaxHeight: 4096, nMinWidth: 48, nMinHeight: 16, nMaxMBCount: 65536, ..Default::default() }
-    }
-
-    const NO_LIMIT: (u32, u32) = (8192, 8192);
-
-    /// A stream that outgrew its decoder gets the next common size up, so its next changes (a
-    /// hostile stream's new size every picture, up to 640x400 in the GPU test) reconfigure
-    /// instead of destroying and creating a decoder each time.
-    #[test]
-    fn a_grown_stream_gets_the_next_common_size() {
-        let c = h100();
-        assert_eq!(headroom(&c, (544, 160), NO_LIMIT), Some((1280, 720)));
-        assert_eq!(headroom(&c, (1280, 720), NO_LIMIT), Some((1280, 720)));
-        assert_eq!(headroom(&c, (1920, 1088), NO_LIMIT), Some((1920, 1088)));
-        assert_eq!(headroom(&c, (1920, 1200), NO_LIMIT), Some((2560, 1440)));
-        assert_eq!(headroom(&c, (3840, 2160), NO_LIMIT), Some((3840, 2160)));
-        // Portrait streams get the step turned, not a landscape step twice their area.
-        assert_eq!(headroom(&c, (1088, 1920), NO_LIMIT), Some((1088, 1920)));
-        assert_eq!(headroom(&c, (700, 1000), NO_LIMIT), Some((720, 1280)));
-    }
-
-    /// Headroom never passes what the camera may claim (its memory stays bounded by its options)
-    /// nor what the engine makes, and never falls below the stream's own size.
-    #[test]
-    fn headroom_stays_within_the_limit_and_the_engine() {
-        let c = h100();
-        // A camera limited to 800x600: 1280x720 clamped to 800x608 (600 rows code as 608).
-        assert_eq!(headroom(&c, (640, 480), (800, 600)), Some((800, 608)));
-        assert_eq!(headroom(&c, (800, 608), (800, 600)), Some((800, 608)));
-        // Past the largest step: exactly the stream's size.
-        assert_eq!(headroom(&c, (4096, 4096), NO_LIMIT), Some((4096, 4096)));
-        assert_eq!(headroom(&c, (4096, 2320), NO_LIMIT), Some((4096, 2320)));
-        // An engine of fewer macroblocks than the step: the stream's size.
-        let small = cu::CUVIDDECODECAPS { nMaxMBCount: 3000, ..h100() };
-        assert_eq!(headroom(&small, (1024, 720), NO_LIMIT), Some((1024, 720)));
-        assert_eq!(headroom(&small, (1280, 720), NO_LIMIT), None);
-        // A size the engine refuses gets no decoder at all.
-        assert_eq!(headroom(&c, (8192, 8192), NO_LIMIT), None);
-        assert_eq!(headroom(&c, (32, 16), NO_LIMIT), None);
-    }
 }

@@ -13,10 +13,6 @@ pub struct NvdecCounters {
     /// creating one.
     pub decoders_adopted: AtomicU64,
     pub reconfigures: AtomicU64,
-    /// Sequence changes that needed a resize (a reconfigure or a new decoder) past the camera's
-    /// churn bound (`DEFAULTS.decoder_churn_max`), and the pictures not decoded for them.
-    pub resizes_refused: AtomicU64,
-    pub pictures_refused: AtomicU64,
     pub recoveries: AtomicU64,
     /// Pictures whose surface the parser reused before we mapped them (dropped; never expected).
     pub surface_hazards: AtomicU64,
@@ -44,8 +40,6 @@ pub(super) static COUNTERS: NvdecCounters = NvdecCounters {
     decoders_parked: AtomicU64::new(0),
     decoders_adopted: AtomicU64::new(0),
     reconfigures: AtomicU64::new(0),
-    resizes_refused: AtomicU64::new(0),
-    pictures_refused: AtomicU64::new(0),
     recoveries: AtomicU64::new(0),
     surface_hazards: AtomicU64::new(0),
     decode_errors: AtomicU64::new(0),

@@ -66,8 +66,7 @@
 //! `sys` (the declarations), `api` (the library, loaded at run time, and one thin method per
 //! call: the only place NVDEC is called), `session` (RAII owners: context lock, parser,
 //! decoder, mapped picture), `parser` (the callbacks' state machine and the copy out of a
-//! surface), `refusal` (the pictures of a sequence the decoder churn bound refused), `reuse` (the
-//! decoder kept across a reconnect), `caps` (what the engine takes, and a new decoder's headroom),
+//! surface), `reuse` (the decoder kept across a reconnect), `caps` (what the engine takes),
 //! `counters`, and `hooks` (test-only faults and
 //! delays, compiled with the `test-hooks` feature).
 
@@ -75,7 +74,6 @@ mod caps;
 mod counters;
 pub(crate) mod hooks;
 mod parser;
-mod refusal;
 mod reuse;
 mod session;
 
@@ -114,18 +112,6 @@ const RECOVERY_WINDOW: Duration = Duration::from_secs(60);
 /// a closed camera) ends the call.
 fn recoverable(e: &Error) -> bool {
     e.kind.decoder_recovers()
-}
-
-/// Whether a key frame's Annex B data brings its sequence's parameters with it, so that a fresh
-/// parser learns its size from it: an SPS for H.264 and HEVC; the key frames of the other codecs
-/// (JPEG, VP9, AV1) carry their size in their own headers.
-fn carries_sequence(codec: cu::cudaVideoCodec, data: &[u8]) -> bool {
-    use crate::bitstream::nal::{h264_slice, hevc_slice, Nals};
-    match codec {
-        cu::cudaVideoCodec_H264 => Nals::new(data, None, h264_slice).any(|n| n.first().is_some_and(|&b| b & 0x1f == 7)),
-        cu::cudaVideoCodec_HEVC => Nals::new(data, None, hevc_slice).any(|n| n.first().is_some_and(|&b| (b >> 1) & 0x3f == 33)),
-        _ => true,
-    }
 }
 
 /// A camera's direct-NVDEC decoder: parser, decoder and the queue of displayed pictures.
@@ -179,7 +165,7 @@ impl NvDecoder {
         let mut me = NvDecoder {
             cam: cam.clone(),
             parser: None,
-            st: Box::new(State::new(lib, cam, codec, display_delay, slot.clone(), parked)),
+            st: Box::new(State::new(lib, cam, codec, display_delay, parked)),
             annexb,
             prime,
             time_base,
@@ -265,18 +251,7 @@ impl NvDecoder {
         Ok(())
     }
 
-    fn parse_packet(&mut self, data: &[u8], pts: Option<i64>, key: bool) -> Result<()> {
-        if key && self.st.may_retry_refused() && carries_sequence(self.st.codec, data) {
-            // The churn bound refused the stream's sequence, and the parser calls the sequence
-            // callback only when the sequence changes: a stream that settled at the refused size
-            // would stay refused for good. The bound has room again, so a fresh parser meets
-            // this key frame's parameter sets as a new sequence, and the decoder is resized for
-            // it (or refused again). The decoder and the pictures already queued stay.
-            log::debug!("GPU {}: NVDEC parser restarted at a key frame to try the refused sequence again", self.cam.ordinal());
-            self.parser = None;
-            self.st.forget_skipped();
-            self.new_parser()?;
-        }
+    fn parse_packet(&mut self, data: &[u8], pts: Option<i64>) -> Result<()> {
         self.timing.packets += 1;
         if pts.is_some() {
             self.saw_pts = true;
@@ -289,18 +264,18 @@ impl NvDecoder {
     fn send(&mut self, pkt: &ff::Packet) -> Result<()> {
         let Some(a) = self.annexb.as_mut() else {
             let data = pkt.data().unwrap_or(&[]);
-            return if data.is_empty() { Ok(()) } else { self.parse_packet(data, pkt.pts(), pkt.is_key()) };
+            return if data.is_empty() { Ok(()) } else { self.parse_packet(data, pkt.pts()) };
         };
         a.send(pkt)?;
         loop {
             let a = self.annexb.as_mut().expect("checked");
             let Some(p) = a.receive()? else { return Ok(()) };
-            let (pts, key, ptr, len) = (p.pts(), p.is_key(), p.data().map(|d| d.as_ptr()), p.size());
+            let (pts, ptr, len) = (p.pts(), p.data().map(|d| d.as_ptr()), p.size());
             let Some(ptr) = ptr else { continue };
             // SAFETY: the packet lives in `annexb.out` until the next receive, which comes after
             // this parse returns; the parser copies what it keeps.
             let data = unsafe { std::slice::from_raw_parts(ptr, len) };
-            self.parse_packet(data, pts, key)?;
+            self.parse_packet(data, pts)?;
         }
     }
 
@@ -325,7 +300,6 @@ impl NvDecoder {
         self.current = None;
         self.st.decoder = None;
         self.st.geom = None;
-        self.st.forget_skipped();
         if let Some(a) = self.annexb.as_mut() {
             a.flush();
         }
@@ -407,15 +381,10 @@ impl Decoder for NvDecoder {
         }
         self.timing.maybe_flush();
         match r {
-            // The churn bound's refusal began in this packet: the camera's last error says so.
-            Ok(()) => Ok(self.st.churn_note.take().map_or(Outcome::Clean, Outcome::Reported)),
+            Ok(()) => Ok(Outcome::Clean),
             Err(e) if recoverable(&e) => self.recover(e).map(Outcome::Reported),
             Err(e) => Err(e),
         }
-    }
-
-    fn take_refused(&mut self) -> u64 {
-        self.st.take_refused()
     }
 
     fn send_eof(&mut self) -> Result<Outcome> {
@@ -504,33 +473,10 @@ impl Decoder for NvDecoder {
         // surfaces stay and are reused at the same sequence.
         self.parser = None;
         self.st.queue.clear();
-        self.st.forget_skipped();
         self.current = None;
         if let Some(a) = self.annexb.as_mut() {
             a.flush();
         }
         self.new_parser().is_ok()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A refused stream's parser is restarted only at a key frame that brings its SPS: a fresh
-    /// parser without one would decode the key frame with the parameter sets of the stream's
-    /// start (its extradata), at what may be another size.
-    #[test]
-    fn a_key_frame_carries_its_sequence_only_with_a_parameter_set() {
-        let h264_sps_idr = [0, 0, 0, 1, 0x67, 0x42, 0, 0x1e, 0, 0, 0, 1, 0x68, 0xce, 0, 0, 1, 0x65, 0x88, 0x84];
-        // An IDR slice alone, whose payload holds the SPS's header byte.
-        let h264_idr = [0, 0, 0, 1, 0x65, 0x88, 0x84, 0x67, 0x42];
-        assert!(carries_sequence(cu::cudaVideoCodec_H264, &h264_sps_idr));
-        assert!(!carries_sequence(cu::cudaVideoCodec_H264, &h264_idr));
-        let hevc_vps_sps_idr = [0, 0, 0, 1, 0x40, 1, 0x0c, 0, 0, 0, 1, 0x42, 1, 1, 0, 0, 1, 0x26, 1, 0xaf];
-        let hevc_idr = [0, 0, 0, 1, 0x26, 1, 0xaf, 0x42, 1];
-        assert!(carries_sequence(cu::cudaVideoCodec_HEVC, &hevc_vps_sps_idr));
-        assert!(!carries_sequence(cu::cudaVideoCodec_HEVC, &hevc_idr));
-        assert!(carries_sequence(cu::cudaVideoCodec_JPEG, &[0xff, 0xd8]));
     }
 }

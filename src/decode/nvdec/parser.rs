@@ -6,11 +6,9 @@
 //! panic) is kept in `State::error` for the parse's caller and fails the callback, so nothing
 //! ever unwinds into the driver.
 
-use super::caps::{caps, decodes_size, headroom, surface_for, takes_layout, Surface};
+use super::caps::{caps, size_fits, surface_for, takes_layout, Surface};
 use super::counters::{count, ns, Timing, COUNTERS};
 use super::hooks::{self, Knobs};
-use super::refusal::Refusal;
-use super::reuse::DecoderSlot;
 use super::session::VideoDecoder;
 use crate::gpu::nvcuvid::api::Nvcuvid;
 use crate::gpu::nvcuvid::sys as cu;
@@ -109,18 +107,10 @@ pub(super) struct State {
     /// no range for JPEG).
     pub probed: Color,
     decodes: u32,
-    /// The camera's slot: its decoder resizes go through its churn bound.
-    slot: Arc<DecoderSlot>,
-    /// The stream's sequence needs a resize that the churn bound refused: its pictures are not
-    /// decoded (the decoder keeps its size) until a sequence the decoder takes as it is, or one
-    /// the bound admits.
-    refusal: Refusal,
-    /// Why the camera's pictures stopped, for its last error (once per refusal).
-    pub churn_note: Option<Error>,
 }
 
 impl State {
-    pub(super) fn new(lib: &'static Nvcuvid, cam: &Arc<CamGpu>, codec: cu::cudaVideoCodec, display_delay: u32, slot: Arc<DecoderSlot>, parked: Option<VideoDecoder>) -> State {
+    pub(super) fn new(lib: &'static Nvcuvid, cam: &Arc<CamGpu>, codec: cu::cudaVideoCodec, display_delay: u32, parked: Option<VideoDecoder>) -> State {
         State {
             lib,
             cam: cam.clone(),
@@ -138,26 +128,7 @@ impl State {
             max_picture: (u32::MAX, u32::MAX),
             probed: Color::default(),
             decodes: 0,
-            slot,
-            refusal: Refusal::default(),
-            churn_note: None,
         }
-    }
-
-    /// A new parser (recovery, rewind): nothing of the last one's pictures is skipped any more.
-    pub(super) fn forget_skipped(&mut self) {
-        self.refusal.forget();
-    }
-
-    /// Pictures not decoded under the churn bound since the last call.
-    pub(super) fn take_refused(&mut self) -> u64 {
-        self.refusal.take_not_decoded()
-    }
-
-    /// The churn bound refuses this stream's sequence and would now admit a resize: a fresh
-    /// parser would meet the sequence again (`NvDecoder::parse_packet`).
-    pub(super) fn may_retry_refused(&self) -> bool {
-        self.refusal.refusing() && self.slot.resize_has_room()
     }
 
     fn stream(&self) -> cu::CUstream {
@@ -195,7 +166,8 @@ impl State {
                 f.chroma_format
             )));
         }
-        let c = caps(&self.cam.stream.dev, f.codec, f.chroma_format, bits).filter(|c| decodes_size(c, f.coded_width, f.coded_height));
+        let c = caps(&self.cam.stream.dev, f.codec, f.chroma_format, bits)
+            .filter(|c| size_fits(c, f.coded_width, f.coded_height) && (f.coded_width >> 4) * (f.coded_height >> 4) <= c.nMaxMBCount);
         let Some(surface) = c.and_then(|c| surface_for(&c, bits, self.eight_bit)) else {
             return Err(self.refuse(format!(
                 "GPU {dev}: NVDEC cannot decode codec {} chroma format {} at {bits} bits, {}x{}, into {}",
@@ -224,9 +196,6 @@ impl State {
             return Err(Error::new(ErrorKind::Ffmpeg, "sequence with an empty display area"));
         }
         let want = (f.min_num_decode_surfaces as u32 + self.display_delay + SURFACE_MARGIN).clamp(1, MAX_DECODE_SURFACES);
-        // The creation size of the decoder a new one replaces (this session's, or the parked one
-        // of the last connection): the stream changed.
-        let mut replaced = None;
         if let Some(dec) = &self.decoder {
             let old = dec.fmt;
             let same_size = (old.coded_width, old.coded_height) == (f.coded_width, f.coded_height);
@@ -240,29 +209,9 @@ impl State {
                     count(&COUNTERS.decoders_adopted);
                     log::debug!("GPU {dev}: NVDEC decoder of the last connection kept ({}x{})", f.coded_width, f.coded_height);
                 }
-                if self.refusal.stop() {
-                    log::info!("GPU {dev}: the stream is back at {}x{}, which its NVDEC decoder takes as it is: decoding again", geom.width, geom.height);
-                }
                 self.geom = Some(geom);
                 return Ok(dec.surfaces as c_int);
             }
-            // A resize (a reconfigure or a new decoder in place of this one): within the
-            // camera's churn bound, else this sequence's pictures are not decoded. The decoder
-            // keeps its size and surfaces, so the parser goes on with the count it has.
-            if !self.slot.admit_resize() {
-                if self.refusal.start() {
-                    let (max, secs) = (crate::config::DEFAULTS.decoder_churn_max, crate::config::DEFAULTS.decoder_churn_window_ms / 1000);
-                    let e = Error::picture_refused(format!(
-                        "the stream changed its coded size or format {max} times within {secs} s; its {}x{} pictures are not decoded by NVDEC until the {secs} s have room (decoder_churn_max)",
-                        geom.width, geom.height
-                    ));
-                    log::warn!("GPU {dev}: {}", e.msg);
-                    self.churn_note = Some(e);
-                }
-                count(&COUNTERS.resizes_refused);
-                return Ok(dec.surfaces as c_int);
-            }
-            self.refusal.stop();
             // The surfaces are about to change: move queued pictures of the old sequence aside.
             self.park_queue()?;
             let dec = self.decoder.as_mut().expect("checked above");
@@ -275,7 +224,6 @@ impl State {
                 self.geom = Some(geom);
                 return Ok(dec.surfaces as c_int);
             }
-            replaced = Some((dec.max_w, dec.max_h, dec.surfaces));
             if adopting {
                 log::info!(
                     "GPU {dev}: NVDEC decoder of the last connection ({} {}x{}, {} surfaces) does not fit codec {} {}x{} ({want} surfaces); making a new one",
@@ -291,27 +239,7 @@ impl State {
             self.decoder = None;
         }
         let outputs = self.knobs.map(|k| k.output_surfaces).filter(|&n| n > 0).unwrap_or(OUTPUT_SURFACES);
-        let coded = (f.coded_width, f.coded_height);
-        // A stream that changed gets room to change again, over both sizes (`caps::headroom`
-        // says why and what it costs) and with the decode surfaces of both (a smaller picture
-        // may ask for more: its level's picture buffer holds more of them); one that never did
-        // gets a decoder of exactly its size and surfaces.
-        let max = match (replaced, c) {
-            (Some(old), Some(c)) => headroom(&c, (coded.0.max(old.0), coded.1.max(old.1)), self.max_picture)
-                .or_else(|| headroom(&c, coded, self.max_picture))
-                .unwrap_or(coded),
-            _ => coded,
-        };
-        let want = replaced.map_or(want, |old| want.max(old.2));
-        let mut made = VideoDecoder::create(self.lib, &self.cam, f, max, surface, want, outputs);
-        if let (Err(e), true) = (made.as_ref(), max != coded) {
-            // The headroom is a saving, never a need: a GPU short of memory for it still gets
-            // a decoder of the stream's own size.
-            log::info!("GPU {dev}: an NVDEC decoder up to {}x{} could not be made ({}); making one of {}x{}", max.0, max.1, e.msg, coded.0, coded.1);
-            made = VideoDecoder::create(self.lib, &self.cam, f, coded, surface, want, outputs);
-        }
-        let max = made.as_ref().map_or(coded, |d| (d.max_w, d.max_h));
-        let dec = made.map_err(|e| {
+        let dec = VideoDecoder::create(self.lib, &self.cam, f, surface, want, outputs).map_err(|e| {
             // Out of sessions or memory, or a size the engine refuses: not ours to retry.
             self.refused = true;
             if e.kind == ErrorKind::OutOfMemory {
@@ -321,12 +249,10 @@ impl State {
             e
         })?;
         log::info!(
-            "GPU {dev}: NVDEC decoder codec {} {}x{} up to {}x{} (display {}x{}), {want} decode / {outputs} output surfaces, display delay {}",
+            "GPU {dev}: NVDEC decoder codec {} {}x{} (display {}x{}), {want} decode / {outputs} output surfaces, display delay {}",
             f.codec,
             f.coded_width,
             f.coded_height,
-            max.0,
-            max.1,
             geom.width,
             geom.height,
             self.display_delay
@@ -357,13 +283,8 @@ impl State {
     /// reuses while a picture in it is still queued marks that picture stale.
     fn decode(&mut self, p: &mut cu::CUVIDPICPARAMS) -> Result<c_int> {
         let Some(dec) = self.decoder.as_ref() else { return Err(Error::internal("decode callback before any sequence")) };
-        let idx = p.CurrPicIdx;
-        if !self.refusal.decode(idx) {
-            // A picture of the sequence the churn bound refused: not decoded, its display dropped.
-            count(&COUNTERS.pictures_refused);
-            return Ok(1);
-        }
         self.decodes = self.decodes.wrapping_add(1);
+        let idx = p.CurrPicIdx;
         for d in self.queue.iter_mut().filter(|d| d.info.picture_index == idx && !d.stale && d.parked.is_none()) {
             d.stale = true;
             count(&COUNTERS.surface_hazards);
@@ -385,9 +306,6 @@ impl State {
 
     /// Display callback: queues a picture in display order, with its sequence's geometry.
     fn display(&mut self, info: &cu::CUVIDPARSERDISPINFO) -> Result<c_int> {
-        if !self.refusal.shows(info.picture_index) {
-            return Ok(1);
-        }
         let geom = self.geom.ok_or_else(|| Error::internal("display callback before any sequence"))?;
         self.queue.push_back(Disp { info: *info, geom, stale: false, parked: None });
         Ok(1)

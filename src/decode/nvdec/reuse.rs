@@ -12,13 +12,7 @@
 //! - same codec, a coded size within the size it was created for (`ulMaxWidth`/`ulMaxHeight`)
 //!   and enough surfaces: `cuvidReconfigureDecoder` (NVIDIA's documented limits: same codec,
 //!   chroma format and bit depth, size within the creation maximum);
-//! - else it is destroyed and a new one created, with headroom (`caps::headroom`: up to the
-//!   next common size over both, and the decode surfaces of both), since the stream changed.
-//!
-//! Every resize (a reconfigure, or a new decoder in place of one) goes through the camera's churn
-//! bound, kept here because it outlives sessions as the camera does: at most
-//! `DEFAULTS.decoder_churn_max` within `decoder_churn_window_ms`. Past it the stream's pictures of
-//! the refused sequence are not decoded (`parser.rs` `State::sequence`).
+//! - else it is destroyed and a new one created.
 //!
 //! Chroma format and bit depth need no check: a decoder exists only for 8-bit 4:2:0 (the
 //! sequence callback refuses anything else before it makes or keeps one).
@@ -56,15 +50,12 @@
 
 use super::counters::{count, COUNTERS};
 use super::session::VideoDecoder;
-use crate::config::DEFAULTS;
-use crate::decode::churn::ChurnBound;
 use crate::gpu::context::Device;
 use crate::gpu::load::Demand;
 use crate::gpu::sessions::Load;
 use crate::gpu::{CamGpu, Full, HwTicket};
 use parking_lot::Mutex;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 /// Whether decoders are kept across reconnects (`NVCAM_NVDEC_REUSE=0` turns it off). Read at
 /// each session's start and end, not per frame.
@@ -75,12 +66,10 @@ pub(crate) fn enabled() -> bool {
 /// A parked decoder and the hardware-session ticket it holds (destroyed first, then returned).
 type Parked = (VideoDecoder, HwTicket);
 
-/// A camera's parked NVDEC decoder (at most one), owned by the camera's backend state, and the
-/// camera's recent decoder resizes (the churn bound, which outlives sessions as the camera does).
+/// A camera's parked NVDEC decoder (at most one), owned by the camera's backend state.
 #[derive(Default)]
 pub(crate) struct DecoderSlot {
     parked: Mutex<Option<Parked>>,
-    resizes: Mutex<ChurnBound>,
 }
 
 impl DecoderSlot {
@@ -94,19 +83,6 @@ impl DecoderSlot {
             None => (None, None),
         };
         Reuse { slot: self.clone(), decoder, ticket }
-    }
-
-    /// Whether the camera's decoder may be resized now (reconfigured, or replaced by a new one):
-    /// at most `DEFAULTS.decoder_churn_max` within `decoder_churn_window_ms`. Counted if so.
-    pub(super) fn admit_resize(&self) -> bool {
-        let window = Duration::from_millis(DEFAULTS.decoder_churn_window_ms as u64);
-        self.resizes.lock().admit(Instant::now(), DEFAULTS.decoder_churn_max, window)
-    }
-
-    /// Whether [`DecoderSlot::admit_resize`] would admit a resize now (nothing is counted).
-    pub(super) fn resize_has_room(&self) -> bool {
-        let window = Duration::from_millis(DEFAULTS.decoder_churn_window_ms as u64);
-        self.resizes.lock().has_room(Instant::now(), DEFAULTS.decoder_churn_max, window)
     }
 
     /// Destroys the parked decoder, if any (the camera closes, is down, or failed for good).

@@ -179,8 +179,7 @@ pub(super) struct VideoDecoder {
     /// What it writes (NV12 or P016).
     pub surface: Surface,
     pub surfaces: u32,
-    /// The largest coded size it takes (`ulMaxWidth`/`ulMaxHeight`): the stream's, or more where
-    /// it was made with headroom (`caps::headroom`); a size within it is a reconfigure.
+    /// The coded size it was made for (`ulMaxWidth`/`ulMaxHeight`).
     pub max_w: u32,
     pub max_h: u32,
 }
@@ -189,18 +188,14 @@ pub(super) struct VideoDecoder {
 unsafe impl Send for VideoDecoder {}
 
 impl VideoDecoder {
-    /// A decoder for `f`'s coded size that can later be reconfigured up to `max` (at least that
-    /// size; NVDEC sizes its memory for `max`).
     pub(super) fn create(
         lib: &'static Nvcuvid,
         cam: &Arc<CamGpu>,
         f: &cu::CUVIDEOFORMAT,
-        max: (u32, u32),
         surface: Surface,
         surfaces: u32,
         outputs: u32,
     ) -> Result<VideoDecoder> {
-        let max = (max.0.max(f.coded_width), max.1.max(f.coded_height));
         let lock = CtxLock::acquire(lib, &cam.stream.dev)?;
         let mut ci = cu::CUVIDDECODECREATEINFO {
             ulWidth: f.coded_width as _,
@@ -211,8 +206,8 @@ impl VideoDecoder {
             ulCreationFlags: cu::cudaVideoCreate_PreferCUVID,
             bitDepthMinus8: f.bit_depth_luma_minus8 as _,
             ulIntraDecodeOnly: 0,
-            ulMaxWidth: max.0 as _,
-            ulMaxHeight: max.1 as _,
+            ulMaxWidth: f.coded_width as _,
+            ulMaxHeight: f.coded_height as _,
             Reserved1: 0,
             // Zero: the whole coded picture; we crop to the display window in the copy.
             display_area: cu::ShortRect::default(),
@@ -241,7 +236,7 @@ impl VideoDecoder {
             // SAFETY: as above.
             r = unsafe { lib.create_decoder(&mut ci) };
         }
-        let dec = r.map_err(|e| e.named(format!("cuvidCreateDecoder ({}x{} up to {}x{}, {surfaces} surfaces)", f.coded_width, f.coded_height, max.0, max.1)))?;
+        let dec = r.map_err(|e| e.named(format!("cuvidCreateDecoder ({}x{}, {surfaces} surfaces)", f.coded_width, f.coded_height)))?;
         let held = stats::of(cam.ordinal()).hw_decoders.fetch_add(1, Ordering::Relaxed) + 1;
         crate::gpu::sessions::note_created(cam.ordinal(), held.max(0) as u32);
         count(&COUNTERS.decoders_created);
@@ -254,8 +249,8 @@ impl VideoDecoder {
             fmt: *f,
             surface,
             surfaces,
-            max_w: max.0,
-            max_h: max.1,
+            max_w: f.coded_width,
+            max_h: f.coded_height,
         })
     }
 
