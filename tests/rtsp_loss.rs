@@ -422,7 +422,7 @@ fn marks_run(transport: &str) {
     assert!(st.packets_lost > 0 && !dropped.is_empty(), "no loss seen: {} lost, {} frames in the log", st.packets_lost, dropped.len());
     assert!(marked > 0 && identical >= 30, "{marked} marked, {identical} exact of {} frames", seen.len());
     assert!(wrongly.is_empty(), "{} pictures marked with no packet lost in them or their GOP before them: {:?}", wrongly.len(), &wrongly[..wrongly.len().min(8)]);
-    // A parameter set lost between two sets before an IDR (the clip server sends a second set
+    // A parameter set lost between the sets before an IDR (the clip server sends two more sets
     // before its next IDR when a camera asks for a key frame) marked the IDR and its whole GOP
     // of exact pictures: 17-24 % of the exact pictures in 5 of 14 TCP runs. The sets come
     // before the slices of their access unit, so the IDR is damaged only when it does not

@@ -413,15 +413,15 @@ pub(crate) fn hits_of(g: &RtpGap, keys: &KeyScan, tb: ffmpeg_next::Rational, tra
         if keys.rtp_starts_picture(g.payload_after()) {
             return Some([None, None, None]);
         }
-        // When it starts a parameter set, SEI or delimiter (a camera that repeats its parameter
-        // sets, or sends them again when asked for a key frame, sends two sets before an IDR;
-        // many send an SEI after them), what was lost came before that unit. FFmpeg's parser
+        // When it starts a parameter set, SEI or delimiter (a camera that sends its parameter
+        // sets again when asked for a key frame sends more than one set before an IDR; many
+        // send an SEI after them), what was lost came before that unit. FFmpeg's parser
         // starts a new access unit at such a unit after a slice, so in the unit the decoder gets
         // it lies before every slice, and what was lost was units before the slices, or slices
         // before it: then the unit does not start with its first slice (`StartOf`). Marking the
         // picture, an IDR, marked its whole GOP of exact pictures: 17-24 % of a 10-s TCP run's
         // exact pictures in 5 of 14 runs, once the cameras asked for key frames and the clip
-        // server answered each request with a second set before its next IDR.
+        // server answered the requests with two more sets before its next IDR.
         if keys.rtp_starts_unit_before_slices(g.payload_after()) {
             return Some([Some(Hit::StartOf(after)), None, None]);
         }

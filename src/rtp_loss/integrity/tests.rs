@@ -397,7 +397,7 @@ fn a_gap_before_a_pictures_first_slice_hits_no_picture() {
     // A slice lost before the one starting at macroblock 3; a fragment's middle lost.
     assert_eq!(hits_of(&gap([0x65, 0x20, 0]), &keys, tb, true), Some([Some(Hit::Picture(100_000)), None, None]));
     assert_eq!(hits_of(&gap([0x7c, 0x05, 0x88]), &keys, tb, true), Some([Some(Hit::Picture(100_000)), None, None]));
-    // A PPS or SPS after the gap (a second set before an IDR): what was lost came before it, so
+    // A PPS or SPS after the gap (one of the sets before an IDR): what was lost came before it, so
     // before the slices of its access unit; the picture is damaged only if that unit does not
     // start with its first slice (slices lost before the set).
     assert_eq!(hits_of(&gap([0x68, 0xce, 0x38]), &keys, tb, true), Some([Some(Hit::StartOf(100_000)), None, None]));
@@ -406,7 +406,7 @@ fn a_gap_before_a_pictures_first_slice_hits_no_picture() {
     assert_eq!(hits_of(&gap([0x0a, 0, 0]), &keys, tb, true), Some([Some(Hit::Picture(100_000)), None, None]));
 }
 
-/// A parameter set lost between the two sets a camera sends before an IDR when asked for a key
+/// A parameter set lost between the sets a camera sends before an IDR when asked for a key
 /// frame (SPS PPS [SPS lost] PPS IDR): the IDR and the GOP after it are exact. The IDR used to
 /// be marked, and with it every exact picture of its GOP.
 #[test]
