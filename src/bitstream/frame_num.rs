@@ -8,6 +8,12 @@
 //! Only the parameter sets and the first slice header of each picture are parsed, up to
 //! `frame_num`; never slice data. A dropped non-reference picture leaves no gap, and needs none:
 //! nothing predicts from it.
+//!
+//! The chain breaks the same way where the active sequence parameter set changes outside an IDR
+//! (H.264 lets its content change only at one): the pictures after it are decoded against a
+//! sequence the pictures they predict from were not. A decoder that meets a new picture size
+//! there starts over and drops those pictures without a word, so no damaged picture comes out
+//! to tell; a relay or camera that sends such a set is read as a break in the chain.
 
 use super::nal::{extradata, h264_slice, length_size, Bits, Nals};
 use ffmpeg_next as ff;
@@ -19,6 +25,8 @@ struct Sps {
     log2_max_frame_num: u32,
     separate_colour_plane: bool,
     gaps_allowed: bool,
+    /// A hash of the whole set, to tell a repeat from a change.
+    content: u64,
 }
 
 /// Follows `frame_num` across a stream's pictures.
@@ -31,6 +39,11 @@ pub(crate) struct FrameNumCheck {
     pps: HashMap<u32, u32>,
     /// `frame_num` of the last reference picture, once one was seen.
     prev_ref: Option<u32>,
+    /// The SPS id the last picture's slices named.
+    active_sps: Option<u32>,
+    /// The active SPS changed since the last picture: the next picture breaks the chain unless
+    /// it is an IDR.
+    sps_changed: bool,
 }
 
 fn skip_scaling_list(r: &mut Bits<'_>, size: usize) -> Option<()> {
@@ -85,7 +98,16 @@ fn parse_sps(p: &[u8]) -> Option<(u32, Sps)> {
     }
     r.ue()?;
     let gaps_allowed = r.bit()? == 1;
-    Some((id, Sps { log2_max_frame_num, separate_colour_plane, gaps_allowed }))
+    let content = {
+        use std::hash::{Hash, Hasher};
+        // Zero bytes after the stop bit belong to the byte stream, not to the set (a 4-byte
+        // start code's first byte, trailing_zero_8bits).
+        let set = p.iter().rposition(|&b| b != 0).map_or(&p[..0], |end| &p[..=end]);
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        set.hash(&mut h);
+        h.finish()
+    };
+    Some((id, Sps { log2_max_frame_num, separate_colour_plane, gaps_allowed, content }))
 }
 
 impl FrameNumCheck {
@@ -131,7 +153,8 @@ impl FrameNumCheck {
         self.prev_ref.is_some()
     }
 
-    /// Reads a packet (one access unit); true if a reference picture is missing before it.
+    /// Reads a packet (one access unit); true if a reference picture is missing before it, or
+    /// the active SPS changed before it and it is no IDR.
     pub(crate) fn gap_before(&mut self, data: &[u8]) -> bool {
         for nal in Nals::new(data, self.nal_len, h264_slice) {
             let Some(&h) = nal.first() else { continue };
@@ -150,7 +173,9 @@ impl FrameNumCheck {
         match h & 0x1f {
             7 => {
                 if let Some((id, s)) = parse_sps(payload) {
-                    self.sps.insert(id, s);
+                    if let Some(old) = self.sps.insert(id, s) {
+                        self.sps_changed |= self.active_sps == Some(id) && old.content != s.content;
+                    }
                 }
             }
             8 => {
@@ -172,12 +197,15 @@ impl FrameNumCheck {
             // one): the loss is for the transport's checks; no frame_num to go by.
             return false;
         }
-        let (Some(_slice_type), Some(pps)) = (r.ue(), r.ue()) else { return false };
-        let Some(sps) = self.pps.get(&pps).and_then(|s| self.sps.get(s)).copied() else { return false };
+        let changed = std::mem::take(&mut self.sps_changed) && !idr;
+        let (Some(_slice_type), Some(pps)) = (r.ue(), r.ue()) else { return changed };
+        let Some(&sps_id) = self.pps.get(&pps) else { return changed };
+        self.active_sps = Some(sps_id);
+        let Some(sps) = self.sps.get(&sps_id).copied() else { return changed };
         if sps.separate_colour_plane && r.bits(2).is_none() {
-            return false;
+            return changed;
         }
-        let Some(frame_num) = r.bits(sps.log2_max_frame_num) else { return false };
+        let Some(frame_num) = r.bits(sps.log2_max_frame_num) else { return changed };
         let max = 1u32 << sps.log2_max_frame_num;
         let gap = match self.prev_ref {
             Some(prev) if !idr && !sps.gaps_allowed => frame_num != prev && frame_num != (prev + 1) % max,
@@ -186,7 +214,7 @@ impl FrameNumCheck {
         if idr || reference {
             self.prev_ref = Some(frame_num);
         }
-        gap
+        gap || changed
     }
 }
 
@@ -268,6 +296,37 @@ mod tests {
         first.extend(slice(255, false, true));
         assert!(!c.gap_before(&first));
         assert!(!c.gap_before(&slice(0, false, true)));
+    }
+
+    /// Another SPS sent before a P picture (a relay's attack claims another size): the decoder drops
+    /// the pictures after it without a damaged one to mark, so the chain counts as broken there
+    /// until an IDR. Repeats of the same set, a change at an IDR, and a change to a set no
+    /// picture uses break nothing.
+    #[test]
+    fn the_active_sps_changed_outside_an_idr_breaks_the_chain() {
+        let another = |id: u32| {
+            let mut s = W::default();
+            s.u(8, 66).u(8, 0).u(8, 30).ue(id).ue(4).ue(2).ue(1).u(1, 0).ue(0).ue(0);
+            s.nal(0x67)
+        };
+        let mut c = FrameNumCheck::new(None);
+        let mut first = sps_pps();
+        first.extend(slice(0, true, true));
+        assert!(!c.gap_before(&first));
+        let mut again = sps_pps();
+        again.extend([0, 0]);
+        again.extend(slice(1, false, true));
+        assert!(!c.gap_before(&again), "the same sets again, with trailing zero bytes");
+        let mut unused = another(1);
+        unused.extend(slice(2, false, true));
+        assert!(!c.gap_before(&unused), "SPS 1: no picture uses it");
+        let mut changed = another(0);
+        changed.extend(slice(3, false, true));
+        assert!(c.gap_before(&changed), "SPS 0 changed before a P picture");
+        assert!(!c.gap_before(&slice(4, false, true)), "reported once");
+        let mut at_idr = sps_pps();
+        at_idr.extend(slice(0, true, true));
+        assert!(!c.gap_before(&at_idr), "a change at an IDR starts a new sequence");
     }
 
     #[test]

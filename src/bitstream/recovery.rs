@@ -193,6 +193,40 @@ impl KeyScan {
         }
     }
 
+    /// Whether an RTP payload that begins with `p` starts a unit that opens an access unit when
+    /// it follows a slice: a parameter set, SEI or access unit delimiter, whole, as the first of
+    /// an aggregation packet, or as the first fragment. FFmpeg's H.264 and HEVC parsers end the
+    /// access unit they are putting together at such a unit once a slice is in it, so in the
+    /// units the decoder gets one always comes before the slices of its unit.
+    pub(crate) fn rtp_starts_unit_before_slices(&self, p: &[u8]) -> bool {
+        match self.codec {
+            // RFC 6184: SEI 6, SPS 7, PPS 8, AUD 9 (h264_parser's list); STAP-A (24) names its
+            // first unit after its 2-byte size, FU-A (28) in its header when S is set.
+            Codec::H264 => {
+                let before = |t: u8| matches!(t & 0x1f, 6..=9);
+                match p.first().map(|b| b & 0x1f) {
+                    Some(6..=9) => true,
+                    Some(24) => p.get(3).is_some_and(|&b| before(b)),
+                    Some(28) => p.get(1).is_some_and(|&b| b & 0x80 != 0 && before(b)),
+                    _ => false,
+                }
+            }
+            // RFC 7798: VPS 32, SPS 33, PPS 34, AUD 35, prefix SEI 39 (hevc_parser's list, less
+            // the end-of-sequence and end-of-stream units, which follow the slices); AP (48)
+            // names its first unit after its 2-byte size, FU (49) in its header when S is set.
+            Codec::Hevc => {
+                let before = |t: u8| matches!(t, 32..=35 | 39);
+                match p.first().map(|b| (b >> 1) & 0x3f) {
+                    Some(48) => p.get(4).is_some_and(|&b| before((b >> 1) & 0x3f)),
+                    Some(49) => p.get(2).is_some_and(|&b| b & 0x80 != 0 && before(b & 0x3f)),
+                    Some(t) => before(t),
+                    None => false,
+                }
+            }
+            Codec::Jpeg | Codec::Other => false,
+        }
+    }
+
     /// Whether an RTP payload that begins with `p` is the rest of a key picture's slice whose
     /// start was lost (a fragment without its S bit that names an IDR or IRAP type). The
     /// demuxer appends such a rest to the access unit without a NAL header, so the unit no longer
@@ -343,6 +377,27 @@ mod tests {
         assert!(!h.rtp_starts_picture(&[49 << 1, 1, 19, 0x80]), "a later fragment");
         assert!(!h.rtp_starts_picture(&[49 << 1, 1, 0x80 | 34, 0x80]), "an FU of a PPS");
         assert!(!h.rtp_starts_picture(&[33 << 1, 1, 0x80]), "an SPS");
+    }
+
+    #[test]
+    fn payloads_that_start_a_unit_before_the_slices_are_told_apart() {
+        // SPS, PPS, SEI, AUD whole; a STAP-A of an SPS; an FU-A starting an SEI.
+        for p in [&[0x67, 0x64][..], &[0x68, 0xce], &[0x06, 0x05], &[0x09, 0xf0], &[0x18, 0x00, 0x10, 0x67], &[0x7c, 0x86]] {
+            assert!(H264_ANNEXB.rtp_starts_unit_before_slices(p), "{p:x?}");
+        }
+        // Slices, a later fragment of an SPS, a STAP-A of a slice, end of sequence, filler,
+        // a STAP-A cut short, an empty payload.
+        for p in [&[0x65, 0x88][..], &[0x41, 0x9a], &[0x7c, 0x85, 0x88], &[0x7c, 0x07], &[0x18, 0x00, 0x10, 0x65], &[0x0a], &[0x0c], &[0x18, 0x00], &[]] {
+            assert!(!H264_ANNEXB.rtp_starts_unit_before_slices(p), "{p:x?}");
+        }
+        let h = KeyScan { codec: Codec::Hevc, nal_len: None };
+        for p in [&[32 << 1, 1][..], &[33 << 1, 1], &[34 << 1, 1], &[35 << 1, 1], &[39 << 1, 1], &[48 << 1, 1, 0, 20, 33 << 1], &[49 << 1, 1, 0x80 | 39]] {
+            assert!(h.rtp_starts_unit_before_slices(p), "{p:x?}");
+        }
+        for p in [&[19 << 1, 1, 0x80][..], &[1 << 1, 1], &[36 << 1, 1], &[40 << 1, 1], &[49 << 1, 1, 34], &[48 << 1, 1, 0, 20, 1 << 1]] {
+            assert!(!h.rtp_starts_unit_before_slices(p), "{p:x?}");
+        }
+        assert!(!KeyScan { codec: Codec::Jpeg, nal_len: None }.rtp_starts_unit_before_slices(&[0, 0, 0, 0]));
         assert!(!KeyScan { codec: Codec::Jpeg, nal_len: None }.rtp_starts_picture(&[0, 0, 0, 0]));
     }
 

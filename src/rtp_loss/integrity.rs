@@ -60,8 +60,12 @@ const HIT_WAIT_US: i64 = 1_000_000;
 pub(crate) enum Hit {
     /// Part of this picture's data was lost.
     Picture(i64),
-    /// Whole units were lost just before this picture: it is damaged unless it starts with its
-    /// first slice (what was lost then was another picture, or units before its slices).
+    /// Whole units were lost just before this picture, or before a unit of it that comes before
+    /// its slices: it is damaged unless it starts with its first slice (what was lost then was
+    /// another picture, or units before its slices). A picture that a parameter set splits in
+    /// two (the parser ends a unit at one that follows a slice) goes in as two units of one
+    /// timestamp: each is checked, so a second that does not start with a first slice is
+    /// damaged too.
     StartOf(i64),
     /// Whole pictures may have been lost before this one and nothing tells whether later
     /// pictures predict from them: suspect from this one on.
@@ -84,6 +88,9 @@ struct Pending {
     before: i64,
     /// The picture before the gap has gone in: the next packet is the last that can be the hit's.
     armed: bool,
+    /// A `StartOf` hit's picture went in starting with its first slice; the hit stays for more
+    /// units of that timestamp and goes with the first packet of another.
+    passed: bool,
 }
 
 #[derive(Debug, Default)]
@@ -160,7 +167,7 @@ impl Integrity {
             self.lost(now);
         }
         let armed = self.sent.iter().any(|&(p, _, _)| p == before);
-        self.hits.push_back(Pending { hit, before, armed });
+        self.hits.push_back(Pending { hit, before, armed, passed: false });
     }
 
     /// The picture at `pts_us` came out damaged: pictures decoded after it may reference it, so
@@ -224,9 +231,16 @@ impl Integrity {
                 self.hits.retain_mut(|h| {
                     let p = h.hit.pts();
                     let mine = p == pts_us && pts_us != i64::MIN;
+                    if h.passed && !mine {
+                        return false;
+                    }
                     match h.hit {
                         Hit::Picture(_) if mine => damaged = true,
-                        Hit::StartOf(_) if mine => damaged |= !pic.starts_whole,
+                        Hit::StartOf(_) if mine && pic.starts_whole => {
+                            h.passed = true;
+                            return true;
+                        }
+                        Hit::StartOf(_) if mine => damaged = true,
                         Hit::From(_) if mine => lost_here = true,
                         // A packet without a timestamp may be the hit's picture.
                         _ if pts_us == i64::MIN => lost_here = true,
@@ -398,6 +412,18 @@ pub(crate) fn hits_of(g: &RtpGap, keys: &KeyScan, tb: ffmpeg_next::Rational, tra
         // one, which nothing here can tell (cameras repeat the same sets).
         if keys.rtp_starts_picture(g.payload_after()) {
             return Some([None, None, None]);
+        }
+        // When it starts a parameter set, SEI or delimiter (a camera that sends its parameter
+        // sets again when asked for a key frame sends more than one set before an IDR; many
+        // send an SEI after them), what was lost came before that unit. FFmpeg's parser
+        // starts a new access unit at such a unit after a slice, so in the unit the decoder gets
+        // it lies before every slice, and what was lost was units before the slices, or slices
+        // before it: then the unit does not start with its first slice (`StartOf`). Marking the
+        // picture, an IDR, marked its whole GOP of exact pictures: 17-24 % of a 10-s TCP run's
+        // exact pictures in 5 of 14 runs, once the cameras asked for key frames and the clip
+        // server answered the requests with two more sets before its next IDR.
+        if keys.rtp_starts_unit_before_slices(g.payload_after()) {
+            return Some([Some(Hit::StartOf(after)), None, None]);
         }
         return Some([Some(Hit::Picture(after)), None, None]);
     }

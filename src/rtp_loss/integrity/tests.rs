@@ -397,7 +397,72 @@ fn a_gap_before_a_pictures_first_slice_hits_no_picture() {
     // A slice lost before the one starting at macroblock 3; a fragment's middle lost.
     assert_eq!(hits_of(&gap([0x65, 0x20, 0]), &keys, tb, true), Some([Some(Hit::Picture(100_000)), None, None]));
     assert_eq!(hits_of(&gap([0x7c, 0x05, 0x88]), &keys, tb, true), Some([Some(Hit::Picture(100_000)), None, None]));
-    // A PPS after the gap: what was lost lies among the units before the slices, but nothing
-    // says which (an SPS, or slices of a picture sent with its parameter sets in between).
-    assert_eq!(hits_of(&gap([0x68, 0xce, 0x38]), &keys, tb, true), Some([Some(Hit::Picture(100_000)), None, None]));
+    // A PPS or SPS after the gap (one of the sets before an IDR): what was lost came before it, so
+    // before the slices of its access unit; the picture is damaged only if that unit does not
+    // start with its first slice (slices lost before the set).
+    assert_eq!(hits_of(&gap([0x68, 0xce, 0x38]), &keys, tb, true), Some([Some(Hit::StartOf(100_000)), None, None]));
+    assert_eq!(hits_of(&gap([0x67, 0x42, 0xc0]), &keys, tb, true), Some([Some(Hit::StartOf(100_000)), None, None]));
+    // An end of sequence follows the slices: what came before it may have been slice data.
+    assert_eq!(hits_of(&gap([0x0a, 0, 0]), &keys, tb, true), Some([Some(Hit::Picture(100_000)), None, None]));
+}
+
+/// A parameter set lost between the sets a camera sends before an IDR when asked for a key
+/// frame (SPS PPS [SPS lost] PPS IDR): the IDR and the GOP after it are exact. The IDR used to
+/// be marked, and with it every exact picture of its GOP.
+#[test]
+fn a_set_lost_before_an_idrs_second_set_marks_nothing() {
+    let keys = KeyScan::h264_for_tests();
+    let tb = ffmpeg_next::Rational::new(1, 90_000);
+    let t = Instant::now();
+    let at = |ticks: i64| pts_us(Some(ticks), tb);
+    let mut g = Integrity::default();
+    g.packet(KeyPoint::Full, REF, at(0), t);
+    g.packet(KeyPoint::None, REF, at(3000), t);
+    let lost = RtpGap { stream: 0, lost: 1, pts_before: Some(6000), pts_after: Some(6000), marker_before: false, payload_after: (3, [0x68, 0xce, 0x38, 0, 0, 0]) };
+    let hits = hits_of(&lost, &keys, tb, true).unwrap();
+    hits.into_iter().flatten().for_each(|h| g.gap(h, at(6000), t));
+    g.packet(KeyPoint::Full, REF, at(6000), t);
+    g.packet(KeyPoint::None, REF, at(9000), t);
+    for p in [0, 3000, 6000, 9000].map(at) {
+        assert!(exact(g.picture(p, false, t)), "{p}");
+    }
+    assert_eq!(g.suspect_for(t), None);
+}
+
+/// Slices lost before a parameter set inside a picture: the picture's unit does not start with
+/// its first slice, and is damaged. A picture that a parameter set between its slices splits in
+/// two units of one timestamp (FFmpeg's parser ends a unit there): a second unit that does not
+/// start with its first slice is damaged though the first did; a unit of the next timestamp
+/// ends the wait.
+#[test]
+fn slices_lost_before_a_parameter_set_damage_their_picture() {
+    let t = Instant::now();
+    let cut = Picture { reference: true, starts_whole: false };
+    let mut g = Integrity::default();
+    g.packet(KeyPoint::Full, REF, 0, t);
+    g.gap(Hit::StartOf(33), 33, t);
+    g.packet(KeyPoint::None, cut, 33, t);
+    assert!(exact(g.picture(0, false, t)));
+    let d = g.picture(33, false, t);
+    assert!(d.corrupt && d.after_loss, "{d:?}");
+
+    let mut g = Integrity::default();
+    g.packet(KeyPoint::Full, REF, 0, t);
+    g.gap(Hit::StartOf(33), 33, t);
+    g.packet(KeyPoint::None, REF, 33, t);
+    g.packet(KeyPoint::None, cut, 33, t);
+    g.packet(KeyPoint::None, REF, 66, t);
+    assert!(exact(g.picture(0, false, t)));
+    assert!(g.picture(33, false, t).corrupt);
+    assert!(g.picture(66, false, t).after_loss);
+
+    let mut g = Integrity::default();
+    g.packet(KeyPoint::Full, REF, 0, t);
+    g.gap(Hit::StartOf(33), 33, t);
+    g.packet(KeyPoint::None, REF, 33, t);
+    g.packet(KeyPoint::None, REF, 66, t);
+    g.packet(KeyPoint::None, cut, 66, t);
+    for p in [0, 33, 66] {
+        assert!(exact(g.picture(p, false, t)), "{p}: the hit ended with the unit of 66");
+    }
 }
