@@ -25,9 +25,9 @@ pub(super) struct LossWatch {
     gaps: Vec<RtpGap>,
     first_packet: bool,
     /// The packet about to go in is the session's first access unit, stamped by
-    /// [`LossWatch::stamp_first`]: the timestamp its own RTP packets carry may lie a little after
-    /// the stamp (see there), by less than `first_slack` (the stream's time base).
-    stamped: bool,
+    /// [`LossWatch::stamp_first`] with this: the timestamp its own RTP packets carry may lie a
+    /// little off it (see there), by less than `first_slack` (the stream's time base).
+    stamped: Option<i64>,
     first_slack: i64,
     /// When the session began (its open), and whether its first key packet has come.
     t_open: Instant,
@@ -61,7 +61,7 @@ impl LossWatch {
             video: stream.index() as i32,
             gaps: Vec::new(),
             first_packet: true,
-            stamped: false,
+            stamped: None,
             first_slack: first_slack(stream),
             t_open,
             key_seen: false,
@@ -75,21 +75,25 @@ impl LossWatch {
         }
     }
 
-    /// FFmpeg's parser gives an RTSP session's first access unit no timestamp. It is the start
-    /// of the play, which the RTP demuxer stamps 0 (cameras answer PLAY with npt=0- or now-);
-    /// without one its picture could not be flagged a key frame, placed against losses, or told
-    /// apart from the next.
+    /// FFmpeg's parser gives an RTSP session's first access unit no timestamp (an RTP packet
+    /// has no file position, which its lookup for a first frame needs); without one its picture
+    /// could not be flagged a key frame, placed against losses, or told apart from the next.
+    /// nvcam's FFmpeg (patch 0010) reports the pts of the first packet it parsed, which starts
+    /// that unit: the unit gets it.
     ///
-    /// The demuxer's 0 is the RTP timestamp the PLAY answer names (RTP-Info's `rtptime`, else
-    /// the first packet's), which need not be the first picture's: a shared GStreamer stream that seeks for another client's
-    /// PLAY names one 0.3-1.6 ms before it. The demuxer then reports a gap in the unit's packets
-    /// at their own timestamp, not at the stamp: placed there, the hit waited for a picture that
-    /// never came, and the damaged key picture and its GOP went out unmarked. So the gaps taken
-    /// with this unit that lie within half a frame of the stamp are its own ([`Self::packet`]).
+    /// Not 0, the demuxer's start: that is the RTP timestamp the PLAY answer names (RTP-Info's
+    /// `rtptime`), which need not be the first picture's. A shared GStreamer stream that seeks
+    /// for another client's PLAY names one from 0.3 ms to 5 s before it, and the demuxer reports
+    /// a gap in the unit's packets at their own timestamp: placed there against a unit stamped 0,
+    /// the hit waited for a picture that never came, and the damaged key picture and its GOP
+    /// went out unmarked. The gaps taken with this unit that lie within half a frame of the stamp
+    /// are its own as well ([`Self::packet`]): where packets of a picture before it came first
+    /// (a stream that seeks), the stamp is theirs. An FFmpeg without the patch stamps 0.
     pub(super) fn stamp_first(&mut self, p: &mut ff::Packet, rtsp: bool) {
         if std::mem::take(&mut self.first_packet) && rtsp && p.pts().is_none() && p.dts().is_none() && p.is_key() {
-            p.set_pts(Some(0));
-            self.stamped = true;
+            let at = rtp_gaps::first_pts(self.video).unwrap_or(0);
+            p.set_pts(Some(at));
+            self.stamped = Some(at);
         }
     }
 
@@ -102,9 +106,9 @@ impl LossWatch {
         // Gaps the demuxer met while it read up to this packet: they hit pictures by their
         // timestamps, this one or later ones.
         let unplaced = rtp_gaps::take(&mut self.gaps);
-        if std::mem::take(&mut self.stamped) {
+        if let Some(at) = self.stamped.take() {
             let slack = self.first_slack;
-            self.gaps.iter_mut().for_each(|g| onto_stamp(g, slack));
+            self.gaps.iter_mut().for_each(|g| onto_stamp(g, at, slack));
         }
         let tracks_refs = self.frame_nums.as_ref().is_some_and(|c| c.tracking());
         let (mut lost, mut unknown_place) = (unplaced, unplaced > 0);
@@ -195,11 +199,11 @@ fn first_slack(stream: &ff::format::stream::Stream<'_>) -> i64 {
 }
 
 /// A gap taken with the session's stamped first unit: the timestamps within `slack` of the stamp
-/// (0) are the unit's own (see [`LossWatch::stamp_first`]).
-fn onto_stamp(g: &mut RtpGap, slack: i64) {
+/// `at` are the unit's own (see [`LossWatch::stamp_first`]).
+fn onto_stamp(g: &mut RtpGap, at: i64, slack: i64) {
     for pts in [&mut g.pts_before, &mut g.pts_after] {
-        if pts.is_some_and(|p| p != 0 && p.abs() < slack) {
-            *pts = Some(0);
+        if pts.is_some_and(|p| p != at && p.saturating_sub(at).abs() < slack) {
+            *pts = Some(at);
         }
     }
 }

@@ -27,6 +27,8 @@ const MSG_GAP: c_int = tag(b"NVRG");
 const MSG_SOCKETS: c_int = tag(b"NVRS");
 /// A key-frame request was sent (`sockets::NvcamRtpKeyframeAsked`).
 const MSG_KEYFRAME_ASKED: c_int = tag(b"NVRK");
+/// The pts of a stream's first packet parsed (an [`NvcamRtpFirst`]).
+const MSG_FIRST: c_int = tag(b"NVRF");
 
 /// What a message that is not ours gets back: `AVERROR(ENOSYS)`, "not supported" (errno numbers
 /// are the platform's: Linux 38, Windows' C runtime 40).
@@ -48,6 +50,15 @@ pub(crate) struct NvcamRtpGap {
     pub marker_before: u8,
     pub payload_after_len: u8,
     pub payload_after: [u8; 6],
+}
+
+/// Patch 0010's `NvcamRtpFirst`, field for field.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct NvcamRtpFirst {
+    size: u32,
+    stream_index: i32,
+    pts: i64,
 }
 
 /// One gap in a stream's RTP sequence numbers.
@@ -82,6 +93,9 @@ thread_local! {
     static OVERFLOW: Cell<u64> = const { Cell::new(0) };
     /// An RTP parser opened on this thread since [`start`], and reports its gaps.
     static REPORTING: Cell<bool> = const { Cell::new(false) };
+    /// The pts of each stream's first packet parsed since [`start`]: (stream, pts), the last
+    /// report of a stream kept (a few streams at most: video, audio, metadata).
+    static FIRST: RefCell<Vec<(i32, i64)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// # Safety
@@ -96,6 +110,12 @@ unsafe extern "C" fn on_message(_s: *mut ffi::AVFormatContext, ty: c_int, data: 
             // SAFETY: the patch passes its NvcamRtpGap and its size, checked just above.
             let g = unsafe { data.cast::<NvcamRtpGap>().read_unaligned() };
             push(gap_of(&g));
+            0
+        }
+        MSG_FIRST if !data.is_null() && data_size >= std::mem::size_of::<NvcamRtpFirst>() => {
+            // SAFETY: the patch passes its NvcamRtpFirst and its size, checked just above.
+            let f = unsafe { data.cast::<NvcamRtpFirst>().read_unaligned() };
+            note_first(f.stream_index, f.pts);
             0
         }
         MSG_SOCKETS if !data.is_null() && data_size >= std::mem::size_of::<sockets::NvcamRtpSockets>() => {
@@ -136,6 +156,22 @@ fn gap_of(g: &NvcamRtpGap) -> RtpGap {
     }
 }
 
+fn note_first(stream: i32, pts: i64) {
+    let _ = FIRST.try_with(|f| {
+        let mut f = f.borrow_mut();
+        f.retain(|&(s, _)| s != stream);
+        if f.len() < 8 {
+            f.push((stream, pts));
+        }
+    });
+}
+
+/// The pts the demuxer gave the first packet of `stream` it parsed since [`start`] (the stream's
+/// time base); `None` from an FFmpeg without nvcam's patch 0010, or before any packet.
+pub(crate) fn first_pts(stream: i32) -> Option<i64> {
+    FIRST.try_with(|f| f.borrow().iter().find(|&&(s, _)| s == stream).map(|&(_, p)| p)).ok().flatten().filter(|&p| p != ffi::AV_NOPTS_VALUE)
+}
+
 fn push(g: RtpGap) {
     let full = GAPS
         .try_with(|q| {
@@ -168,6 +204,7 @@ pub(crate) fn start() {
     let _ = GAPS.try_with(|q| q.borrow_mut().clear());
     let _ = OVERFLOW.try_with(|o| o.set(0));
     let _ = REPORTING.try_with(|r| r.set(false));
+    let _ = FIRST.try_with(|f| f.borrow_mut().clear());
 }
 
 /// Whether the FFmpeg that opened this thread's stream reports gaps (nvcam's patched build).
@@ -197,6 +234,30 @@ mod tests {
         let patch = include_str!("../../scripts/build/ffmpeg-patches/0001-rtpdec-report-sequence-gaps.patch");
         assert!(patch.contains("MKBETAG('N','V','R','G')") && patch.contains("MKBETAG('N','V','R','O')"));
         assert_eq!(MSG_GAP, i32::from_be_bytes(*b"NVRG"));
+        // Patch 0010's NvcamRtpFirst: 2 x 4 + 8 bytes.
+        assert_eq!(std::mem::size_of::<NvcamRtpFirst>(), 16);
+        assert_eq!(std::mem::offset_of!(NvcamRtpFirst, pts), 8);
+        let first = include_str!("../../scripts/build/ffmpeg-patches/0010-rtpdec-report-the-first-packets-pts.patch");
+        assert!(first.contains("MKBETAG('N','V','R','F')") && first.contains("int64_t  pts;"));
+    }
+
+    #[test]
+    fn the_first_packets_pts_is_kept_per_stream_until_the_next_start() {
+        start();
+        assert_eq!(first_pts(0), None);
+        let mut f = NvcamRtpFirst { size: 16, stream_index: 0, pts: 456_093 };
+        // SAFETY: a live struct of the size given.
+        unsafe {
+            assert_eq!(on_message(std::ptr::null_mut(), MSG_FIRST, (&mut f as *mut NvcamRtpFirst).cast(), 16), 0);
+            f.stream_index = 1;
+            f.pts = 7;
+            assert_eq!(on_message(std::ptr::null_mut(), MSG_FIRST, (&mut f as *mut NvcamRtpFirst).cast(), 16), 0);
+            // Too short: ignored.
+            assert_eq!(on_message(std::ptr::null_mut(), MSG_FIRST, (&mut f as *mut NvcamRtpFirst).cast(), 12), NOT_OURS);
+        }
+        assert_eq!((first_pts(0), first_pts(1), first_pts(2)), (Some(456_093), Some(7), None));
+        start();
+        assert_eq!(first_pts(0), None);
     }
 
     #[test]

@@ -54,11 +54,14 @@ pub enum Mutation {
     /// RTCP sender reports with absurd NTP times (0, all ones, years ahead, random).
     RtcpNtp,
     /// Not an attack: a session start as a shared GStreamer stream that seeks for another
-    /// client's PLAY gives it: RTP-Info's `rtptime` 28 ticks (0.3 ms) before the first
-    /// picture's timestamp (every timestamp 28 ticks later than the server's), and one packet
-    /// from the middle of the first IDR lost.
+    /// client's PLAY gives it: RTP-Info's `rtptime` 5 s before the first picture's timestamp
+    /// (every timestamp [`STALE_START_TICKS`] later than the server's; 0.3 ms to 5 s seen), and
+    /// one packet from the middle of the first IDR lost.
     StaleStartIdrCut,
 }
+
+/// How far `StaleStartIdrCut` moves every RTP timestamp (90 kHz): 5 s.
+pub const STALE_START_TICKS: u32 = 450_000;
 
 pub const ATTACKS: [Mutation; 12] = [
     Mutation::BitFlips,
@@ -147,7 +150,7 @@ impl Mutator {
                 Mutation::TsForward => self.ts_off = self.ts_off.wrapping_add(3 * 3600 * 90_000),
                 Mutation::TsBack => self.ts_off = self.ts_off.wrapping_sub(3 * 3600 * 90_000),
                 Mutation::SeqWrap => self.seq_off = 65_500u16.wrapping_sub(seq),
-                Mutation::StaleStartIdrCut => self.ts_off = self.ts_off.wrapping_add(28),
+                Mutation::StaleStartIdrCut => self.ts_off = self.ts_off.wrapping_add(STALE_START_TICKS),
                 _ => {}
             }
         }
