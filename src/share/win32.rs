@@ -1,9 +1,10 @@
 //! The Win32 calls that sharing makes (kernel32 and advapi32), declared as the Windows SDK
-//! declares them for x64.
+//! declares them for x64, and the few helpers every Windows file of sharing uses around them.
 
 #![allow(non_snake_case, clippy::upper_case_acronyms)]
 
 use std::ffi::c_void;
+use std::os::windows::io::{FromRawHandle, OwnedHandle};
 
 pub(super) type HANDLE = *mut c_void;
 pub(super) type BOOL = i32;
@@ -114,7 +115,20 @@ pub(super) fn last_error() -> std::io::Error {
     std::io::Error::last_os_error()
 }
 
+/// A failed call as the library's I/O error: `what` and the system's text.
+pub(super) fn io(what: &str, e: std::io::Error) -> crate::status::Error {
+    crate::status::Error::new(crate::status::ErrorKind::Io, format!("{what}: {e}"))
+}
+
 /// `s` as a NUL-terminated UTF-16 string.
 pub(super) fn wide(s: &str) -> Vec<u16> {
     s.encode_utf16().chain(std::iter::once(0)).collect()
+}
+
+/// The process `pid`, opened with `access`; `None` when it is gone or refuses that access.
+pub(super) fn open_process(pid: u32, access: u32) -> Option<OwnedHandle> {
+    // SAFETY: OpenProcess returns a new handle or null.
+    let h = unsafe { OpenProcess(access, 0, pid) };
+    // SAFETY: a new handle we own.
+    (!h.is_null()).then(|| unsafe { OwnedHandle::from_raw_handle(h) })
 }

@@ -2,12 +2,11 @@
 //! pipe `\\.\pipe\nvcam-<user>-NAME` (`<user>`: a hash of the user's SID, so two users' names
 //! never meet), reachable from this machine only.
 //!
-//! - Who may connect: the pipe's DACL grants the publishing user's SID and no one else (not
-//!   SYSTEM or Administrators either: a service that needs the frames runs as the user, or the
-//!   user publishes for it). Each side then checks the other's process token (the server's pid
-//!   from `GetNamedPipeServerProcessId`, the client's from `GetNamedPipeClientProcessId`): its
-//!   user SID must be ours, as `SO_PEERCRED` is checked on Linux. The client connects with
-//!   identification-level impersonation only.
+//! - Who may connect is [`security`]'s: the pipe's name, its DACL (the publishing user's SID and
+//!   no one else) and the check of a process's user. This file finds the process at the other end
+//!   (the server's pid from `GetNamedPipeServerProcessId`, the client's from
+//!   `GetNamedPipeClientProcessId`) and has both sides check it, as `SO_PEERCRED` is checked on
+//!   Linux. The client connects with identification-level impersonation only.
 //! - The name is held by its first pipe instance (`FILE_FLAG_FIRST_PIPE_INSTANCE`): a second
 //!   publisher of it is refused, and the name is free again once the publisher's instances are
 //!   gone (the system closes them when it dies). The publisher keeps one instance listening at
@@ -26,25 +25,24 @@
 //! Each message on the pipe is an 8-byte header (the handle's value in the receiver, 0 for none,
 //! little-endian) and the protocol's bytes.
 
-use super::super::{parse_name, Circle};
-use super::super::win32::*;
+mod security;
+
+pub(crate) use security::pipe_name;
+
 use crate::pool::OsHandle;
+use crate::share::win32::*;
 use crate::status::*;
 use parking_lot::Mutex;
+use security::{same_user, Security};
 use std::ffi::c_void;
 use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Bytes before the protocol's in each pipe message: the handle's value.
 const HEADER: usize = 8;
 /// The pipe's buffers each way: room for hundreds of the protocol's messages.
 const PIPE_BUFFER: u32 = 64 * 1024;
-
-fn io(what: &str, e: std::io::Error) -> Error {
-    Error::new(ErrorKind::Io, format!("{what}: {e}"))
-}
 
 fn code(e: u32) -> std::io::Error {
     std::io::Error::from_raw_os_error(e as i32)
@@ -58,109 +56,6 @@ fn last() -> u32 {
 fn wait_ms(t: Duration) -> u32 {
     // Below INFINITE (u32::MAX): every wait here ends.
     t.as_millis().min(u32::MAX as u128 - 1) as u32
-}
-
-/// The SID of the user a process runs as (its token's user), as bytes.
-fn sid_of_process(process: HANDLE) -> Result<Vec<u8>> {
-    let mut token: HANDLE = std::ptr::null_mut();
-    // SAFETY: `process` is an open process handle with query access; `token` receives a handle.
-    if unsafe { OpenProcessToken(process, TOKEN_QUERY, &mut token) } == 0 {
-        return Err(io("OpenProcessToken", last_error()));
-    }
-    // SAFETY: a new handle we own.
-    let token = unsafe { OwnedHandle::from_raw_handle(token) };
-    // u64s: the TOKEN_USER at its start holds a pointer, so it is 8-byte aligned.
-    let mut buf = vec![0u64; 64];
-    let mut need = 0u32;
-    loop {
-        let len = (buf.len() * 8) as u32;
-        // SAFETY: a buffer of `len` bytes for TokenUser; `need` receives the size it takes.
-        if unsafe { GetTokenInformation(token.as_raw_handle(), TOKEN_USER_CLASS, buf.as_mut_ptr() as *mut c_void, len, &mut need) } != 0 {
-            break;
-        }
-        if need as usize <= buf.len() * 8 || need > 64 * 1024 {
-            return Err(io("GetTokenInformation", last_error()));
-        }
-        buf.resize((need as usize).div_ceil(8), 0);
-    }
-    let start = buf.as_ptr() as *const u8;
-    let end = start as usize + buf.len() * 8;
-    // SAFETY: the buffer starts with a TOKEN_USER, whose first field points at the SID inside
-    // the same buffer.
-    let sid = unsafe { *(buf.as_ptr() as *const *const u8) };
-    if (sid as usize) < start as usize || sid as usize + 8 > end {
-        return Err(Error::internal("a token's user SID outside its buffer"));
-    }
-    // SAFETY: inside the buffer (checked above); a SID is 8 bytes and 4 per sub-authority.
-    let count = unsafe { *sid.add(1) } as usize;
-    let len = 8 + 4 * count;
-    if sid as usize + len > end {
-        return Err(Error::internal("a token's user SID outside its buffer"));
-    }
-    // SAFETY: `len` bytes inside the buffer (checked above).
-    Ok(unsafe { std::slice::from_raw_parts(sid, len) }.to_vec())
-}
-
-/// This process's user SID (read once).
-fn my_sid() -> Result<&'static [u8]> {
-    static SID: OnceLock<std::result::Result<Vec<u8>, String>> = OnceLock::new();
-    // SAFETY: the pseudo handle of this process (needs no closing).
-    let me = || sid_of_process(unsafe { GetCurrentProcess() }).map_err(|e| e.msg);
-    match SID.get_or_init(me) {
-        Ok(s) => Ok(s),
-        Err(e) => Err(Error::new(ErrorKind::Auth, format!("this process's user cannot be read: {e}"))),
-    }
-}
-
-/// A SID's text form (`S-1-5-21-…`).
-fn sid_string(sid: &[u8]) -> String {
-    let auth = sid[2..8].iter().fold(0u64, |a, &b| (a << 8) | b as u64);
-    let mut s = format!("S-{}-{auth}", sid[0]);
-    for c in sid[8..].chunks_exact(4) {
-        s.push_str(&format!("-{}", u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
-    }
-    s
-}
-
-/// The pipe of the camera this user publishes as `name`. A name that admits a group
-/// (`GROUP/NAME`) is Unix's: refused here.
-pub(crate) fn pipe_name(name: &str) -> Result<String> {
-    if let (Circle::Group(_), _) = parse_name(name)? {
-        return Err(Error::new(ErrorKind::Unsupported, "a published name with a group (GROUP/NAME) is for Unix groups: on Windows only the user's own processes attach"));
-    }
-    let user = sid_string(my_sid()?);
-    // FNV-1a: short, and the same in every process of the user.
-    let h = user.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3));
-    Ok(format!(r"\\.\pipe\nvcam-{h:016x}-{name}"))
-}
-
-/// A security descriptor from `ConvertStringSecurityDescriptorToSecurityDescriptorW`, freed on
-/// drop.
-struct Security(*mut c_void);
-
-// SAFETY: an immutable block of memory of ours, freed once.
-unsafe impl Send for Security {}
-// SAFETY: as above; only read.
-unsafe impl Sync for Security {}
-
-impl Security {
-    /// Access for this user's SID only (protected: nothing inherited).
-    fn private() -> Result<Security> {
-        let sddl = wide(&format!("D:P(A;;GA;;;{})", sid_string(my_sid()?)));
-        let mut sd: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a NUL-terminated SDDL string; `sd` receives memory we free with LocalFree.
-        if unsafe { ConvertStringSecurityDescriptorToSecurityDescriptorW(sddl.as_ptr(), SDDL_REVISION_1, &mut sd, std::ptr::null_mut()) } == 0 {
-            return Err(io("the pipe's security descriptor", last_error()));
-        }
-        Ok(Security(sd))
-    }
-}
-
-impl Drop for Security {
-    fn drop(&mut self) {
-        // SAFETY: memory the conversion allocated, freed once.
-        unsafe { LocalFree(self.0) };
-    }
 }
 
 /// One overlapped operation's state: its OVERLAPPED (boxed: the system writes it until the
@@ -219,21 +114,6 @@ impl Peer {
     }
 }
 
-/// Whether `process` runs as this user.
-fn same_user(process: &OwnedHandle) -> bool {
-    match (sid_of_process(process.as_raw_handle()), my_sid()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
-}
-
-fn open_process(pid: u32, access: u32) -> Option<OwnedHandle> {
-    // SAFETY: OpenProcess returns a new handle or null.
-    let h = unsafe { OpenProcess(access, 0, pid) };
-    // SAFETY: a new handle we own.
-    (!h.is_null()).then(|| unsafe { OwnedHandle::from_raw_handle(h) })
-}
-
 /// A published name: the pipe instance waiting for the next attached process. The name is held
 /// while any of its instances is open (the connections' too).
 pub(crate) struct Listener {
@@ -248,7 +128,7 @@ struct Instance {
 }
 
 fn new_instance(name: &[u16], security: &Security, first: bool) -> std::result::Result<OwnedHandle, u32> {
-    let sa = SECURITY_ATTRIBUTES { nLength: std::mem::size_of::<SECURITY_ATTRIBUTES>() as u32, lpSecurityDescriptor: security.0, bInheritHandle: 0 };
+    let sa = security.attributes();
     let open = PIPE_ACCESS_DUPLEX | FILE_FLAG_OVERLAPPED | if first { FILE_FLAG_FIRST_PIPE_INSTANCE } else { 0 };
     let mode = PIPE_TYPE_MESSAGE | PIPE_READMODE_MESSAGE | PIPE_REJECT_REMOTE_CLIENTS;
     // SAFETY: a NUL-terminated name and security attributes that live for the call.
@@ -707,14 +587,5 @@ mod tests {
             }
         }
         assert_eq!(got, sent, "every message a send reported sent arrived");
-    }
-
-    #[test]
-    fn names_that_could_leave_the_namespace_are_refused() {
-        for bad in ["", ".hidden", "../x", r"a\b", "a/b", "a b", "x\0"] {
-            assert!(pipe_name(bad).is_err(), "{bad:?}");
-        }
-        let p = pipe_name("cam1").unwrap();
-        assert!(p.starts_with(r"\\.\pipe\nvcam-") && p.ends_with("-cam1"), "{p}");
     }
 }
