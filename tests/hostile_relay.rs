@@ -14,6 +14,8 @@
 //! nothing in RTP can tell them), and after every attack a
 //! sane stream gives exact frames again within [`SANE`] (a key frame comes every second), or the
 //! camera ends FAILED with a reason.
+// The hostile kit (tests/common/hostile.rs) reads /proc and runs Linux processes: Linux only.
+#![cfg(target_os = "linux")]
 
 mod common;
 #[path = "support/lossy_udp.rs"]

@@ -7,6 +7,8 @@
 //! back-off. CPU path.
 //!
 //! The cameras, the bounds and their checks are the kit's (`tests/common/hostile.rs`).
+// The hostile kit (tests/common/hostile.rs) reads /proc and runs Linux processes: Linux only.
+#![cfg(target_os = "linux")]
 
 mod common;
 use common::*;
