@@ -93,17 +93,21 @@ fn crop_hashes(clip: &std::path::Path, sizes: &std::collections::BTreeSet<(u32, 
     set
 }
 
-fn relay_run(transport: &str) {
-    let _g = serial();
-    // 60 s at 30 fps, a key frame a second, no B-frames (as cameras send): longer than the run,
-    // so a session never reaches the clip's end.
-    let clip = clip(
+/// 60 s at 30 fps, a key frame a second, no B-frames (as cameras send): longer than any run here,
+/// so a session never reaches the clip's end.
+fn relay_clip() -> std::path::PathBuf {
+    clip(
         "hostile-relay-320x240.mkv",
         "320x240",
         1800,
         "libx264",
         &["-preset", "ultrafast", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0", "-bf", "0", "-b:v", "1M"],
-    );
+    )
+}
+
+fn relay_run(transport: &str) {
+    let _g = serial();
+    let clip = relay_clip();
     let refs = nv12_hashes(&clip, 320, 240);
     let server = RtspServer::start(Stream::default().clip(&clip).not_shared());
     let relay = Relay::start(server.port, 0x54);
@@ -225,13 +229,7 @@ fn rtp_attacks_over_udp_cost_only_marked_frames_and_the_camera_recovers() {
 /// timestamp of the unit's own packets: the damaged IDR and its GOP went out unmarked.
 fn stale_start_run(transport: &str) {
     let _g = serial();
-    let clip = clip(
-        "stale-start-320x240.mkv",
-        "320x240",
-        300,
-        "libx264",
-        &["-preset", "ultrafast", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0", "-bf", "0", "-b:v", "1M"],
-    );
+    let clip = relay_clip();
     let refs = nv12_hashes(&clip, 320, 240);
     let server = RtspServer::start(Stream::default().clip(&clip).not_shared());
     let relay = Relay::start(server.port, 0x5e);
