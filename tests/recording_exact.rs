@@ -857,6 +857,13 @@ fn a_folder_made_read_only_leaves_what_the_status_says() {
     let index = index_of(&clip);
     let root = String::from_utf8(std::process::Command::new("id").arg("-u").output().unwrap().stdout).unwrap().trim() == "0";
     let mut cmd = if root {
+        // The child runs this executable as uid 65534, which must be able to reach it, its
+        // FFmpeg and the clip: a checkout inside a folder others cannot search (`mktemp -d`
+        // makes one of mode 0700) stops it before it starts.
+        use std::os::unix::fs::PermissionsExt;
+        let exe = std::env::current_exe().unwrap();
+        let shut = exe.ancestors().skip(1).find(|d| std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 == 0));
+        assert!(shut.is_none(), "uid 65534 cannot reach this test's executable: {} is not searchable by others (chmod o+x it, or check out elsewhere)", shut.unwrap().display());
         std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
         let mut c = std::process::Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(std::env::current_exe().unwrap());
